@@ -1,0 +1,37 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// pubbot: a headless test-publisher bot for real-time video.
+// No package dependencies: the C libraries come in as system-library targets.
+let strict: [SwiftSetting] = [.unsafeFlags(["-Ounchecked"], .when(configuration: .release))]
+
+let package = Package(
+    name: "pubbot",
+    products: [
+        .executable(name: "pubbot", targets: ["pubbot"]),
+    ],
+    targets: [
+        .systemLibrary(name: "CVPX", pkgConfig: "vpx", providers: [.apt(["libvpx-dev"])]),
+        .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
+        .systemLibrary(name: "CSRTP", pkgConfig: "libsrtp2", providers: [.apt(["libsrtp2-dev"])]),
+        .target(name: "CLinuxNet"),
+
+        .target(name: "RTPCore"),
+        .target(name: "Stats"),
+        .target(name: "MediaCodecs", dependencies: ["CVPX", "COpus"]),
+        .target(name: "Transport", dependencies: ["CSRTP", "CLinuxNet", "RTPCore"]),
+        .target(name: "PublisherEngine", dependencies: ["RTPCore", "MediaCodecs", "Transport", "Stats"]),
+        .target(name: "LoopbackReceiver", dependencies: ["RTPCore", "MediaCodecs", "Transport", "Stats"]),
+        .target(name: "BotCLI", dependencies: ["PublisherEngine", "LoopbackReceiver", "Transport", "Stats", "RTPCore", "MediaCodecs"]),
+        .executableTarget(name: "pubbot", dependencies: ["BotCLI"]),
+
+        .testTarget(name: "RTPCoreTests", dependencies: ["RTPCore"]),
+        .testTarget(name: "StatsTests", dependencies: ["Stats"]),
+        .testTarget(name: "MediaCodecsTests", dependencies: ["MediaCodecs"]),
+        .testTarget(name: "TransportTests", dependencies: ["Transport", "RTPCore"]),
+        .testTarget(name: "PublisherEngineTests", dependencies: ["PublisherEngine", "Transport", "RTPCore", "MediaCodecs"]),
+        .testTarget(name: "LoopbackReceiverTests", dependencies: ["LoopbackReceiver", "Transport", "RTPCore", "MediaCodecs"]),
+        .testTarget(name: "BotCLITests", dependencies: ["BotCLI"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["PublisherEngine", "LoopbackReceiver", "Transport", "BotCLI"]),
+    ]
+)

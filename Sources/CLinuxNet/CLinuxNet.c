@@ -1,0 +1,236 @@
+#define _GNU_SOURCE
+#include "CLinuxNet.h"
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef SOL_UDP
+#define SOL_UDP 17
+#endif
+
+_Static_assert(sizeof(struct sockaddr_storage) <= 128, "sockaddr_storage fits");
+
+int clinux_resolve(const char *host, int port, clinux_addr *out) {
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_DGRAM;
+    char service[16];
+    snprintf(service, sizeof(service), "%d", port);
+    int rc = getaddrinfo(host, service, &hints, &res);
+    if (rc != 0 || res == NULL) return rc == EAI_SYSTEM ? -errno : -EINVAL;
+    memset(out, 0, sizeof(*out));
+    memcpy(out->storage, res->ai_addr, res->ai_addrlen);
+    out->length = (uint32_t)res->ai_addrlen;
+    freeaddrinfo(res);
+    return 0;
+}
+
+int clinux_addr_family(const clinux_addr *addr) { return ((const struct sockaddr *)addr->storage)->sa_family; }
+
+int clinux_addr_port(const clinux_addr *addr) {
+    const struct sockaddr *sa = (const struct sockaddr *)addr->storage;
+    if (sa->sa_family == AF_INET) return ntohs(((const struct sockaddr_in *)sa)->sin_port);
+    if (sa->sa_family == AF_INET6) return ntohs(((const struct sockaddr_in6 *)sa)->sin6_port);
+    return -1;
+}
+
+int clinux_format(const clinux_addr *addr, char *buf, size_t cap) {
+    const struct sockaddr *sa = (const struct sockaddr *)addr->storage;
+    char host[INET6_ADDRSTRLEN] = "?";
+    if (sa->sa_family == AF_INET) {
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, host, sizeof(host));
+        return snprintf(buf, cap, "%s:%d", host, clinux_addr_port(addr));
+    }
+    if (sa->sa_family == AF_INET6) {
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, host, sizeof(host));
+        return snprintf(buf, cap, "[%s]:%d", host, clinux_addr_port(addr));
+    }
+    return snprintf(buf, cap, "?");
+}
+
+int clinux_udp_open(int family, int rcvbuf, int sndbuf) {
+    int fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    if (rcvbuf > 0 && setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) != 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+    if (sndbuf > 0 && setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf)) != 0)
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+    return fd;
+}
+
+int clinux_bind(int fd, const clinux_addr *addr) {
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, (const struct sockaddr *)addr->storage, addr->length) != 0) return -errno;
+    return 0;
+}
+
+int clinux_local_addr(int fd, clinux_addr *out) {
+    socklen_t len = sizeof(out->storage);
+    if (getsockname(fd, (struct sockaddr *)out->storage, &len) != 0) return -errno;
+    out->length = len;
+    return 0;
+}
+
+int clinux_close(int fd) { return close(fd) == 0 ? 0 : -errno; }
+
+int clinux_sendmmsg(int fd, const clinux_addr *dst, void *const *bufs, const uint32_t *lens, int n) {
+    if (n <= 0) return 0;
+    if (n > 64) n = 64;
+    struct mmsghdr msgs[64];
+    struct iovec iovs[64];
+    for (int i = 0; i < n; i++) {
+        iovs[i].iov_base = bufs[i];
+        iovs[i].iov_len = lens[i];
+        memset(&msgs[i], 0, sizeof(msgs[i]));
+        msgs[i].msg_hdr.msg_iov = &iovs[i];
+        msgs[i].msg_hdr.msg_iovlen = 1;
+        if (dst) {
+            msgs[i].msg_hdr.msg_name = (void *)dst->storage;
+            msgs[i].msg_hdr.msg_namelen = dst->length;
+        }
+    }
+    int sent = 0;
+    while (sent < n) {
+        int rc = sendmmsg(fd, msgs + sent, (unsigned)(n - sent), 0);
+        if (rc < 0) {
+            if (errno == EINTR) continue;
+            return sent > 0 ? sent : -errno;
+        }
+        sent += rc;
+    }
+    return sent;
+}
+
+int clinux_send_gso(int fd, const clinux_addr *dst, const void *buf, uint32_t len, uint16_t segment) {
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+    char control[CMSG_SPACE(sizeof(uint16_t))];
+    memset(control, 0, sizeof(control));
+    struct msghdr msg;
+    memset(&msg, 0, sizeof(msg));
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    if (dst) {
+        msg.msg_name = (void *)dst->storage;
+        msg.msg_namelen = dst->length;
+    }
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_UDP;
+    cm->cmsg_type = UDP_SEGMENT;
+    cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+    memcpy(CMSG_DATA(cm), &segment, sizeof(segment));
+    for (;;) {
+        ssize_t rc = sendmsg(fd, &msg, 0);
+        if (rc < 0 && errno == EINTR) continue;
+        return rc < 0 ? -errno : (int)rc;
+    }
+}
+
+int clinux_gso_supported(int fd) {
+    int size = 0;
+    socklen_t len = sizeof(size);
+    return getsockopt(fd, SOL_UDP, UDP_SEGMENT, &size, &len) == 0;
+}
+
+int clinux_recvmmsg(int fd, void *const *bufs, uint32_t capacity, uint32_t *lens, clinux_addr *froms, int n) {
+    if (n <= 0) return 0;
+    if (n > 64) n = 64;
+    struct mmsghdr msgs[64];
+    struct iovec iovs[64];
+    for (int i = 0; i < n; i++) {
+        iovs[i].iov_base = bufs[i];
+        iovs[i].iov_len = capacity;
+        memset(&msgs[i], 0, sizeof(msgs[i]));
+        msgs[i].msg_hdr.msg_iov = &iovs[i];
+        msgs[i].msg_hdr.msg_iovlen = 1;
+        if (froms) {
+            msgs[i].msg_hdr.msg_name = froms[i].storage;
+            msgs[i].msg_hdr.msg_namelen = sizeof(froms[i].storage);
+        }
+    }
+    for (;;) {
+        int rc = recvmmsg(fd, msgs, (unsigned)n, MSG_DONTWAIT, NULL);
+        if (rc < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+            return -errno;
+        }
+        for (int i = 0; i < rc; i++) {
+            /* a datagram longer than the buffer is truncated: report its real size (> capacity) */
+            lens[i] = (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) ? capacity + 1 : msgs[i].msg_len;
+            if (froms) froms[i].length = msgs[i].msg_hdr.msg_namelen;
+        }
+        return rc;
+    }
+}
+
+int clinux_wait_readable(int fd_a, int fd_b, int64_t timeout_us) {
+    struct pollfd pfd[2] = {{.fd = fd_a, .events = POLLIN}, {.fd = fd_b, .events = POLLIN}};
+    struct timespec ts, *tsp = NULL;
+    if (timeout_us >= 0) {
+        ts.tv_sec = timeout_us / 1000000;
+        ts.tv_nsec = (timeout_us % 1000000) * 1000;
+        tsp = &ts;
+    }
+    int rc = ppoll(pfd, fd_b >= 0 ? 2 : 1, tsp, NULL);
+    if (rc < 0) return errno == EINTR ? 0 : -errno;
+    int mask = 0;
+    if (pfd[0].revents & (POLLIN | POLLERR)) mask |= 1;
+    if (fd_b >= 0 && (pfd[1].revents & POLLIN)) mask |= 2;
+    return mask;
+}
+
+int clinux_eventfd_open(void) {
+    int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+int clinux_eventfd_signal(int fd) {
+    uint64_t one = 1;
+    return write(fd, &one, sizeof(one)) == sizeof(one) ? 0 : -errno;
+}
+int clinux_eventfd_drain(int fd) {
+    uint64_t v;
+    return read(fd, &v, sizeof(v)) == sizeof(v) ? 0 : -errno;
+}
+
+int64_t clinux_monotonic_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+int64_t clinux_realtime_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+void clinux_sleep_until_us(int64_t deadline_us) {
+    struct timespec ts = {.tv_sec = deadline_us / 1000000, .tv_nsec = (deadline_us % 1000000) * 1000};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {}
+}
+int clinux_random(void *buf, size_t len) {
+    size_t got = 0;
+    while (got < len) {
+        ssize_t rc = getrandom((char *)buf + got, len - got, 0);
+        if (rc < 0) { if (errno == EINTR) continue; return -errno; }
+        got += (size_t)rc;
+    }
+    return 0;
+}
+int clinux_isatty(int fd) { return isatty(fd); }

@@ -1,0 +1,56 @@
+// Small Linux networking helpers Swift cannot call comfortably: batched UDP I/O (sendmmsg /
+// recvmmsg), cmsg handling, UDP GSO, eventfd and ppoll. All functions return -errno on failure.
+#ifndef PUBBOT_CLINUXNET_H
+#define PUBBOT_CLINUXNET_H
+#include <stdint.h>
+#include <stddef.h>
+
+typedef struct {
+    uint8_t storage[128]; /* struct sockaddr_storage */
+    uint32_t length;      /* socklen_t */
+} clinux_addr;
+
+/// Resolves "host" (numeric or name) and port into an address. Returns 0 or -errno / -EAI.
+int clinux_resolve(const char *host, int port, clinux_addr *out);
+/// Formats an address as "host:port" ("[v6]:port") into buf.
+int clinux_format(const clinux_addr *addr, char *buf, size_t cap);
+int clinux_addr_family(const clinux_addr *addr);
+int clinux_addr_port(const clinux_addr *addr);
+
+/// Opens a non-blocking UDP socket of the address's family, with the requested buffer sizes.
+int clinux_udp_open(int family, int rcvbuf, int sndbuf);
+int clinux_bind(int fd, const clinux_addr *addr);
+int clinux_local_addr(int fd, clinux_addr *out);
+int clinux_close(int fd);
+
+/// Sends n datagrams to dst in as few sendmmsg calls as possible (n <= 64).
+/// Returns the number sent (may be < n on EAGAIN) or -errno when none could be sent.
+int clinux_sendmmsg(int fd, const clinux_addr *dst, void *const *bufs, const uint32_t *lens, int n);
+/// Sends one buffer of equal-sized segments with UDP_SEGMENT (GSO). Returns bytes sent or -errno.
+int clinux_send_gso(int fd, const clinux_addr *dst, const void *buf, uint32_t len, uint16_t segment);
+/// Whether this kernel accepts UDP_SEGMENT on this socket.
+int clinux_gso_supported(int fd);
+
+/// Receives up to n datagrams without blocking. lens[i] get the sizes, froms[i] the senders
+/// (froms may be NULL). Returns the count (0 when nothing is waiting) or -errno.
+int clinux_recvmmsg(int fd, void *const *bufs, uint32_t capacity, uint32_t *lens, clinux_addr *froms, int n);
+
+/// Waits until fd_a or fd_b (-1 to ignore) is readable or timeout_us elapses (negative: forever).
+/// Returns a bitmask: 1 = fd_a readable, 2 = fd_b readable, 0 = timeout; or -errno.
+int clinux_wait_readable(int fd_a, int fd_b, int64_t timeout_us);
+
+int clinux_eventfd_open(void);
+int clinux_eventfd_signal(int fd);
+int clinux_eventfd_drain(int fd);
+
+/// Monotonic clock in microseconds.
+int64_t clinux_monotonic_us(void);
+/// Wall clock in microseconds since the Unix epoch.
+int64_t clinux_realtime_us(void);
+/// Sleeps until the monotonic clock reaches deadline_us.
+void clinux_sleep_until_us(int64_t deadline_us);
+/// Fills buf with cryptographically secure random bytes. Returns 0 or -errno.
+int clinux_random(void *buf, size_t len);
+/// Whether fd is a terminal.
+int clinux_isatty(int fd);
+#endif

@@ -1,0 +1,62 @@
+// Shims for libvpx: every macro and variadic call Swift cannot import, as cvpx_ functions.
+#ifndef PUBBOT_CVPX_SHIM_H
+#define PUBBOT_CVPX_SHIM_H
+#include <vpx/vpx_encoder.h>
+#include <vpx/vpx_decoder.h>
+#include <vpx/vp8cx.h>
+#include <vpx/vp8dx.h>
+
+static inline vpx_codec_err_t cvpx_enc_config_default(vpx_codec_enc_cfg_t *cfg) {
+    return vpx_codec_enc_config_default(vpx_codec_vp8_cx(), cfg, 0);
+}
+static inline vpx_codec_err_t cvpx_enc_init(vpx_codec_ctx_t *ctx, const vpx_codec_enc_cfg_t *cfg) {
+    return vpx_codec_enc_init(ctx, vpx_codec_vp8_cx(), cfg, 0);
+}
+static inline vpx_codec_err_t cvpx_dec_init(vpx_codec_ctx_t *ctx) {
+    vpx_codec_dec_cfg_t cfg = {0};
+    cfg.threads = 1;
+    return vpx_codec_dec_init(ctx, vpx_codec_vp8_dx(), &cfg, 0);
+}
+static inline vpx_codec_err_t cvpx_set_cpuused(vpx_codec_ctx_t *ctx, int v) {
+    return vpx_codec_control(ctx, VP8E_SET_CPUUSED, v);
+}
+static inline vpx_codec_err_t cvpx_set_static_threshold(vpx_codec_ctx_t *ctx, unsigned int v) {
+    return vpx_codec_control(ctx, VP8E_SET_STATIC_THRESHOLD, v);
+}
+static inline vpx_codec_err_t cvpx_set_noise_sensitivity(vpx_codec_ctx_t *ctx, unsigned int v) {
+    return vpx_codec_control(ctx, VP8E_SET_NOISE_SENSITIVITY, v);
+}
+static inline vpx_codec_err_t cvpx_set_max_intra_bitrate_pct(vpx_codec_ctx_t *ctx, unsigned int v) {
+    return vpx_codec_control(ctx, VP8E_SET_MAX_INTRA_BITRATE_PCT, v);
+}
+static inline vpx_codec_err_t cvpx_set_temporal_layer_id(vpx_codec_ctx_t *ctx, int v) {
+    return vpx_codec_control(ctx, VP8E_SET_TEMPORAL_LAYER_ID, v);
+}
+static inline vpx_codec_err_t cvpx_set_token_partitions(vpx_codec_ctx_t *ctx, int v) {
+    return vpx_codec_control(ctx, VP8E_SET_TOKEN_PARTITIONS, (vp8e_token_partitions)v);
+}
+static inline vpx_codec_err_t cvpx_get_last_quantizer(vpx_codec_ctx_t *ctx, int *q) {
+    return vpx_codec_control(ctx, VP8E_GET_LAST_QUANTIZER_64, q);
+}
+
+/* vpx_codec_cx_pkt_t is a tagged union; read it through accessors. */
+static inline int cvpx_pkt_is_frame(const vpx_codec_cx_pkt_t *p) { return p->kind == VPX_CODEC_CX_FRAME_PKT; }
+static inline const void *cvpx_pkt_buf(const vpx_codec_cx_pkt_t *p) { return p->data.frame.buf; }
+static inline size_t cvpx_pkt_size(const vpx_codec_cx_pkt_t *p) { return p->data.frame.sz; }
+static inline int cvpx_pkt_is_key(const vpx_codec_cx_pkt_t *p) { return (p->data.frame.flags & VPX_FRAME_IS_KEY) != 0; }
+
+static inline const vpx_codec_cx_pkt_t *cvpx_get_cx_data(vpx_codec_ctx_t *ctx, vpx_codec_iter_t *iter) {
+    return vpx_codec_get_cx_data(ctx, iter);
+}
+
+/* Reference-buffer flags used by temporal layering (VP8_EFLAG_* are macros). */
+static inline long cvpx_flag_force_kf(void) { return VPX_EFLAG_FORCE_KF; }
+static inline long cvpx_flag_no_ref_last(void) { return VP8_EFLAG_NO_REF_LAST; }
+static inline long cvpx_flag_no_ref_gf(void) { return VP8_EFLAG_NO_REF_GF; }
+static inline long cvpx_flag_no_ref_arf(void) { return VP8_EFLAG_NO_REF_ARF; }
+static inline long cvpx_flag_no_upd_last(void) { return VP8_EFLAG_NO_UPD_LAST; }
+static inline long cvpx_flag_no_upd_gf(void) { return VP8_EFLAG_NO_UPD_GF; }
+static inline long cvpx_flag_no_upd_arf(void) { return VP8_EFLAG_NO_UPD_ARF; }
+static inline long cvpx_flag_no_upd_entropy(void) { return VP8_EFLAG_NO_UPD_ENTROPY; }
+static inline unsigned long cvpx_dl_realtime(void) { return VPX_DL_REALTIME; }
+#endif

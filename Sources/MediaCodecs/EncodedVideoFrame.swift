@@ -1,0 +1,45 @@
+/// One encoded VP8 frame of one simulcast layer, with what the packetizer and stats need.
+public struct EncodedVideoFrame: Sendable {
+    public var layer: Int
+    public var bytes: [UInt8]
+    public var isKeyFrame: Bool
+    public var width: Int
+    public var height: Int
+    /// Frame index in the layer's sequence (drives the 90 kHz RTP timestamp).
+    public var frameNumber: UInt32
+    /// Capture time, monotonic microseconds.
+    public var captureMicros: Int64
+    /// Temporal layer id and sync flag when temporal layering is on.
+    public var temporalID: UInt8?
+    public var layerSync: Bool
+    /// Time the encoder spent on this frame, microseconds (for cpu limitation and benchmarks).
+    public var encodeMicros: Int64
+
+    public init(layer: Int, bytes: [UInt8], isKeyFrame: Bool, width: Int, height: Int, frameNumber: UInt32,
+                captureMicros: Int64, temporalID: UInt8?, layerSync: Bool, encodeMicros: Int64) {
+        self.layer = layer
+        self.bytes = bytes
+        self.isKeyFrame = isKeyFrame
+        self.width = width
+        self.height = height
+        self.frameNumber = frameNumber
+        self.captureMicros = captureMicros
+        self.temporalID = temporalID
+        self.layerSync = layerSync
+        self.encodeMicros = encodeMicros
+    }
+}
+
+/// One encoded 20 ms Opus frame.
+public struct EncodedAudioFrame: Sendable {
+    public var bytes: [UInt8]
+    /// Index of the 20 ms frame (drives the 48 kHz RTP timestamp).
+    public var frameNumber: UInt32
+    public var captureMicros: Int64
+
+    public init(bytes: [UInt8], frameNumber: UInt32, captureMicros: Int64) {
+        self.bytes = bytes
+        self.frameNumber = frameNumber
+        self.captureMicros = captureMicros
+    }
+}

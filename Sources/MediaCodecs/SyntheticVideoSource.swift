@@ -1,0 +1,87 @@
+/// Deterministic synthetic video: a moving diagonal gradient, bouncing boxes, a patch of fresh
+/// noise every frame (so the encoder always has work at any bitrate) and a `FrameStamp`.
+///
+/// The picture depends only on (seed, frame number, size), so every simulcast layer shows the
+/// same scene at its own resolution, and two runs with one seed produce identical frames.
+public struct SyntheticVideoSource: Sendable {
+    public let seed: UInt64
+
+    public init(seed: UInt64 = 1) { self.seed = seed }
+
+    public func fill(_ frame: inout I420Frame, frameNumber: UInt32, captureMillis: UInt32) {
+        let w = frame.width, h = frame.height
+        let cw = frame.chromaWidth, ch = frame.chromaHeight
+        let n = Int(frameNumber)
+        let shift = n * 3
+        var rng = SplitMix64(seed: seed &+ UInt64(frameNumber) &* 0x9E37_79B9_7F4A_7C15)
+        frame.withPlanes { y, u, v in
+            for row in 0..<h {
+                let base = row * w
+                let rv = (row * 255 / max(1, h - 1)) &+ shift
+                for x in 0..<w {
+                    y[base + x] = UInt8(truncatingIfNeeded: 40 + ((x * 160 / w + rv) & 0x7F))
+                }
+            }
+            for row in 0..<ch {
+                let base = row * cw
+                let vv = UInt8(truncatingIfNeeded: 96 + ((row + shift / 2) & 0x3F))
+                for x in 0..<cw {
+                    u[base + x] = UInt8(truncatingIfNeeded: 96 + ((x + shift) & 0x3F))
+                    v[base + x] = vv
+                }
+            }
+            // Bouncing boxes.
+            for b in 0..<3 {
+                let size = max(8, w / (6 + 2 * b)) & ~1
+                let speed = 5 + 4 * b
+                let bx = bounce(n * speed * w / 640 + b * 97, range: w - size) & ~1
+                let by = bounce(n * (speed - 2) * h / 360 + b * 53, range: h - size) & ~1
+                for row in by..<min(h, by + size) {
+                    let base = row * w
+                    for col in bx..<min(w, bx + size) { y[base + col] = UInt8(60 + 70 * b) }
+                }
+                for row in (by / 2)..<min(ch, (by + size) / 2) {
+                    let base = row * cw
+                    for col in (bx / 2)..<min(cw, (bx + size) / 2) {
+                        u[base + col] = UInt8(60 + 50 * b)
+                        v[base + col] = UInt8(200 - 50 * b)
+                    }
+                }
+            }
+            // Noise patch in the lower-right quadrant, new every frame.
+            let px = w * 5 / 8, py = h * 5 / 8, pw = w / 4, ph = h / 4
+            for row in py..<(py + ph) {
+                let base = row * w
+                var x = px
+                while x < px + pw {
+                    let r = rng.next()
+                    var k = 0
+                    while k < 8 && x < px + pw {
+                        y[base + x] = UInt8(truncatingIfNeeded: 64 &+ ((r >> UInt64(k * 8)) & 0x7F))
+                        x += 1; k += 1
+                    }
+                }
+            }
+        }
+        FrameStamp(frameNumber: frameNumber, captureMillis: captureMillis).draw(into: &frame)
+    }
+
+    func bounce(_ p: Int, range: Int) -> Int {
+        guard range > 0 else { return 0 }
+        let m = p % (2 * range)
+        return m < range ? m : 2 * range - m
+    }
+}
+
+/// A small, fast, seedable generator (SplitMix64) for deterministic media.
+public struct SplitMix64: RandomNumberGenerator, Sendable {
+    var state: UInt64
+    public init(seed: UInt64) { state = seed }
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

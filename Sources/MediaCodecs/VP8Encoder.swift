@@ -1,0 +1,151 @@
+internal import CVPX
+
+/// A libvpx VP8 encoder for one simulcast layer: realtime, CBR, no lag, optional temporal layers.
+/// Not thread-safe: owned by the media thread.
+public final class VP8Encoder {
+    public let config: VideoLayerConfig
+    public let pattern: TemporalPattern
+    var ctx = vpx_codec_ctx_t()
+    var cfg = vpx_codec_enc_cfg_t()
+    var image = vpx_image_t()
+    var frameIndex = 0
+    public private(set) var targetBitrate: Int
+
+    /// - Parameters:
+    ///   - keyFrameInterval: frames between automatic key frames; 0 = only on request (as in WebRTC).
+    ///   - cpuUsed: libvpx speed (-16…16); larger is faster. nil picks by resolution.
+    public init(config: VideoLayerConfig, keyFrameInterval: Int = 0, cpuUsed: Int? = nil, threads: Int = 1) throws(CodecError) {
+        self.config = config
+        pattern = TemporalPattern(layers: config.temporalLayers)
+        targetBitrate = config.targetBitrate
+        var rc = cvpx_enc_config_default(&cfg)
+        guard rc == VPX_CODEC_OK else { throw CodecError("vpx_codec_enc_config_default", code: Int32(rc.rawValue)) }
+        cfg.g_w = UInt32(config.width)
+        cfg.g_h = UInt32(config.height)
+        cfg.g_timebase = vpx_rational(num: 1, den: 90_000)
+        cfg.g_threads = UInt32(max(1, threads))
+        cfg.g_lag_in_frames = 0
+        cfg.g_pass = VPX_RC_ONE_PASS
+        cfg.rc_end_usage = VPX_CBR
+        cfg.rc_target_bitrate = UInt32(max(1, config.targetBitrate / 1000))
+        cfg.rc_dropframe_thresh = 0
+        cfg.rc_resize_allowed = 0
+        cfg.rc_min_quantizer = 2
+        cfg.rc_max_quantizer = 56
+        cfg.rc_undershoot_pct = 100
+        cfg.rc_overshoot_pct = 15
+        cfg.rc_buf_initial_sz = 500
+        cfg.rc_buf_optimal_sz = 600
+        cfg.rc_buf_sz = 1000
+        cfg.g_error_resilient = config.temporalLayers > 1 ? vpx_codec_er_flags_t(VPX_ERROR_RESILIENT_DEFAULT) : 0
+        if keyFrameInterval > 0 {
+            cfg.kf_mode = VPX_KF_AUTO
+            cfg.kf_min_dist = 0
+            cfg.kf_max_dist = UInt32(keyFrameInterval)
+        } else {
+            cfg.kf_mode = VPX_KF_DISABLED
+        }
+        Self.applyTemporal(&cfg, pattern: pattern, bitrate: config.targetBitrate)
+        rc = cvpx_enc_init(&ctx, &cfg)
+        guard rc == VPX_CODEC_OK else {
+            throw CodecError("vpx_codec_enc_init \(config.width)x\(config.height)", code: Int32(rc.rawValue), message: Self.errorString(&ctx))
+        }
+        let speed = cpuUsed ?? (config.width * config.height >= 1280 * 720 ? -8 : -6)
+        _ = cvpx_set_cpuused(&ctx, Int32(speed))
+        _ = cvpx_set_static_threshold(&ctx, 1)
+        _ = cvpx_set_noise_sensitivity(&ctx, 0)
+        _ = cvpx_set_token_partitions(&ctx, 0)
+        // Key frames may use up to 9x the average frame size (libwebrtc MaxIntraTarget at 30 fps).
+        _ = cvpx_set_max_intra_bitrate_pct(&ctx, 900)
+        // Wrap a placeholder buffer once; planes are pointed at the frame on every encode.
+        var dummy: UInt8 = 0
+        withUnsafeMutablePointer(to: &dummy) { p in
+            _ = vpx_img_wrap(&image, VPX_IMG_FMT_I420, UInt32(config.width), UInt32(config.height), 1, p)
+        }
+    }
+
+    deinit { vpx_codec_destroy(&ctx) }
+
+    static func applyTemporal(_ cfg: inout vpx_codec_enc_cfg_t, pattern: TemporalPattern, bitrate: Int) {
+        cfg.ts_number_layers = UInt32(pattern.layers)
+        cfg.ts_periodicity = UInt32(pattern.steps.count)
+        withUnsafeMutableBytes(of: &cfg.ts_target_bitrate) { raw in
+            let p = raw.bindMemory(to: UInt32.self)
+            for i in 0..<pattern.layers { p[i] = UInt32(max(1, Int(Double(bitrate) * pattern.cumulativeRateShare[i]) / 1000)) }
+        }
+        withUnsafeMutableBytes(of: &cfg.ts_rate_decimator) { raw in
+            let p = raw.bindMemory(to: UInt32.self)
+            for i in 0..<pattern.layers { p[i] = UInt32(pattern.decimators[i]) }
+        }
+        withUnsafeMutableBytes(of: &cfg.ts_layer_id) { raw in
+            let p = raw.bindMemory(to: UInt32.self)
+            for (i, s) in pattern.steps.enumerated() { p[i] = UInt32(s.temporalID) }
+        }
+    }
+
+    static func errorString(_ ctx: inout vpx_codec_ctx_t) -> String {
+        guard let detail = vpx_codec_error_detail(&ctx) else { return String(cString: vpx_codec_error(&ctx)) }
+        return String(cString: vpx_codec_error(&ctx)) + ": " + String(cString: detail)
+    }
+
+    /// Changes the target bitrate while running (takes effect on the next frame).
+    public func setTargetBitrate(_ bps: Int) throws(CodecError) {
+        let clamped = max(10_000, bps)
+        guard clamped != targetBitrate else { return }
+        targetBitrate = clamped
+        cfg.rc_target_bitrate = UInt32(clamped / 1000)
+        Self.applyTemporal(&cfg, pattern: pattern, bitrate: clamped)
+        let rc = vpx_codec_enc_config_set(&ctx, &cfg)
+        guard rc == VPX_CODEC_OK else { throw CodecError("vpx_codec_enc_config_set", code: Int32(rc.rawValue), message: Self.errorString(&ctx)) }
+    }
+
+    /// Encodes one picture. Returns nil when the encoder dropped the frame.
+    public func encode(_ frame: inout I420Frame, layer: Int, frameNumber: UInt32, captureMicros: Int64,
+                       forceKeyFrame: Bool, clock: () -> Int64) throws(CodecError) -> EncodedVideoFrame? {
+        precondition(frame.width == config.width && frame.height == config.height)
+        let step = pattern.step(frameIndex)
+        var flags: Int = forceKeyFrame ? cvpx_flag_force_kf() : 0
+        if pattern.layers > 1 && !forceKeyFrame {
+            if !step.referenceLast { flags |= cvpx_flag_no_ref_last() }
+            if !step.referenceGolden { flags |= cvpx_flag_no_ref_gf() }
+            flags |= cvpx_flag_no_ref_arf() | cvpx_flag_no_upd_arf()
+            if !step.updateLast { flags |= cvpx_flag_no_upd_last() }
+            if !step.updateGolden { flags |= cvpx_flag_no_upd_gf() }
+            _ = cvpx_set_temporal_layer_id(&ctx, Int32(step.temporalID))
+        } else if pattern.layers > 1 {
+            _ = cvpx_set_temporal_layer_id(&ctx, 0)
+        }
+        let pts = vpx_codec_pts_t(Int64(frameNumber) * Int64(90_000 / max(1, config.fps)))
+        let duration = UInt(90_000 / max(1, config.fps))
+        let start = clock()
+        let ls = frame.lumaSize, cs = frame.chromaSize
+        let w = frame.width, cw = frame.chromaWidth
+        let rc: vpx_codec_err_t = frame.data.withUnsafeMutableBufferPointer { buf in
+            let base = buf.baseAddress!
+            image.planes.0 = base
+            image.planes.1 = base + ls
+            image.planes.2 = base + ls + cs
+            image.stride.0 = Int32(w)
+            image.stride.1 = Int32(cw)
+            image.stride.2 = Int32(cw)
+            return vpx_codec_encode(&ctx, &image, pts, duration, vpx_enc_frame_flags_t(flags), cvpx_dl_realtime())
+        }
+        guard rc == VPX_CODEC_OK else { throw CodecError("vpx_codec_encode", code: Int32(rc.rawValue), message: Self.errorString(&ctx)) }
+        var out: EncodedVideoFrame?
+        var iter: vpx_codec_iter_t?
+        while let pkt = cvpx_get_cx_data(&ctx, &iter) {
+            guard cvpx_pkt_is_frame(pkt) != 0 else { continue }
+            let size = cvpx_pkt_size(pkt)
+            let bytes = [UInt8](UnsafeRawBufferPointer(start: cvpx_pkt_buf(pkt), count: size))
+            let key = cvpx_pkt_is_key(pkt) != 0
+            if key { frameIndex = 0 }
+            let s = key ? pattern.step(0) : step
+            out = EncodedVideoFrame(layer: layer, bytes: bytes, isKeyFrame: key, width: config.width, height: config.height,
+                                    frameNumber: frameNumber, captureMicros: captureMicros,
+                                    temporalID: pattern.layers > 1 ? s.temporalID : nil,
+                                    layerSync: pattern.layers > 1 && !key && s.layerSync, encodeMicros: clock() - start)
+        }
+        frameIndex += 1
+        return out
+    }
+}

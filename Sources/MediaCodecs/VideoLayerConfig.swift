@@ -1,0 +1,66 @@
+/// One simulcast layer: resolution, frame rate, bitrates, temporal layers and RID.
+public struct VideoLayerConfig: Equatable, Sendable {
+    public var width: Int
+    public var height: Int
+    public var fps: Int
+    /// Bitrates in bits per second (defaults from libwebrtc's simulcast table, see README).
+    public var minBitrate: Int
+    public var targetBitrate: Int
+    public var maxBitrate: Int
+    /// 1 (L1T1), 2 (L1T2) or 3 (L1T3).
+    public var temporalLayers: Int
+    public var rid: String
+
+    public init(width: Int, height: Int, fps: Int = 30, minBitrate: Int, targetBitrate: Int, maxBitrate: Int,
+                temporalLayers: Int = 1, rid: String) {
+        self.width = width
+        self.height = height
+        self.fps = fps
+        self.minBitrate = minBitrate
+        self.targetBitrate = targetBitrate
+        self.maxBitrate = maxBitrate
+        self.temporalLayers = temporalLayers
+        self.rid = rid
+    }
+
+    /// `L1T1`…`L1T3`: VP8 simulcast layers are single spatial layers.
+    public var scalabilityMode: String { "L1T\(temporalLayers)" }
+
+    /// Layer defaults by size (libwebrtc `simulcast.cc` kSimulcastFormats: min/target/max kbps),
+    /// interpolated by pixel count between rows.
+    public static func defaults(width: Int, height: Int, fps: Int = 30, temporalLayers: Int = 1, rid: String) -> VideoLayerConfig {
+        // (pixels, max, target, min) in kbps
+        let table: [(Int, Int, Int, Int)] = [
+            (1920 * 1080, 5000, 4000, 800), (1280 * 720, 2500, 2500, 600), (960 * 540, 1200, 1200, 350),
+            (640 * 360, 700, 500, 150), (480 * 270, 450, 350, 150), (320 * 180, 200, 150, 30), (0, 200, 150, 30),
+        ]
+        let px = width * height
+        var kbps = (table[0].1, table[0].2, table[0].3)
+        if px < table[0].0 {
+            for i in 1..<table.count where px >= table[i].0 {
+                let hi = table[i - 1], lo = table[i]
+                let f = Double(px - lo.0) / Double(max(1, hi.0 - lo.0))
+                func mix(_ a: Int, _ b: Int) -> Int { Int(Double(b) + f * Double(a - b)) }
+                kbps = (mix(hi.1, lo.1), mix(hi.2, lo.2), mix(hi.3, lo.3))
+                break
+            }
+        }
+        let fpsScale = fps >= 30 ? 1.0 : max(0.4, Double(fps) / 30)
+        return VideoLayerConfig(width: width, height: height, fps: fps,
+                                minBitrate: Int(Double(kbps.2 * 1000) * fpsScale),
+                                targetBitrate: Int(Double(kbps.1 * 1000) * fpsScale),
+                                maxBitrate: kbps.0 * 1000, temporalLayers: temporalLayers, rid: rid)
+    }
+
+    /// The default three-layer ladder for a top resolution (each lower layer half the size).
+    public static func ladder(top width: Int, _ height: Int, layers: Int = 3, fps: Int = 30, temporalLayers: Int = 1) -> [VideoLayerConfig] {
+        let rids = ["q", "h", "f"]
+        var out: [VideoLayerConfig] = []
+        for i in 0..<layers {
+            let div = 1 << (layers - 1 - i)
+            out.append(.defaults(width: (width / div) & ~1, height: (height / div) & ~1, fps: fps, temporalLayers: temporalLayers,
+                                 rid: layers == 3 ? rids[i] : String(i)))
+        }
+        return out
+    }
+}

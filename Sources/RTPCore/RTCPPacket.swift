@@ -1,0 +1,34 @@
+/// One packet of an RTCP compound, as an enum with payloads (no existentials per packet).
+public enum RTCPPacket: Equatable, Sendable {
+    case senderReport(SenderReport)
+    case receiverReport(ReceiverReport)
+    case sourceDescription(SourceDescription)
+    case goodbye(Goodbye)
+    /// A packet type pubbot does not interpret yet (feedback, APP, …): type, count/FMT, size.
+    case unknown(packetType: UInt8, count: UInt8, size: Int)
+}
+
+/// Walks the packets of an RTCP compound (RFC 3550 §6.1) without building an array; the
+/// iterator keeps only an offset, the bytes are passed to each call.
+public struct RTCPCompoundIterator: Sendable {
+    var offset = 0
+    public init() {}
+
+    /// The next packet, or nil at the end. A malformed packet throws and ends the walk.
+    public mutating func next(in b: Span<UInt8>) throws(RTPParseError) -> RTCPPacket? {
+        guard offset < b.count else { return nil }
+        let h = try RTCPHeader.parse(b, at: offset)
+        let o = offset
+        offset = b.count // a throw below ends the walk
+        let packet: RTCPPacket
+        switch h.packetType {
+        case RTCPPacketType.senderReport: packet = .senderReport(try SenderReport.parse(b, header: h, at: o))
+        case RTCPPacketType.receiverReport: packet = .receiverReport(try ReceiverReport.parse(b, header: h, at: o))
+        case RTCPPacketType.sourceDescription: packet = .sourceDescription(try SourceDescription.parse(b, header: h, at: o))
+        case RTCPPacketType.goodbye: packet = .goodbye(try Goodbye.parse(b, header: h, at: o))
+        default: packet = .unknown(packetType: h.packetType, count: h.count, size: h.packetSize)
+        }
+        offset = o + h.packetSize
+        return packet
+    }
+}

@@ -1,0 +1,80 @@
+/// A stream's RTP header prebuilt once (fixed header + MID/RID + slots for the transport-wide
+/// sequence number and abs-send-time), so sending a packet is one copy plus a few patched bytes.
+///
+/// The one-byte extension form is used when every id ≤ 14 and every value ≤ 16 bytes, otherwise
+/// the two-byte form (RFC 8285 §4.3).
+public struct RTPHeaderTemplate: Sendable {
+    public let payloadType: UInt8
+    public let ssrc: UInt32
+    /// The prebuilt header bytes (sequence number, timestamp and marker are placeholders).
+    public let bytes: [UInt8]
+    /// Offset of the 2-byte transport-wide sequence number inside `bytes`, if present.
+    public let transportSequenceOffset: Int?
+    /// Offset of the 3-byte abs-send-time inside `bytes`, if present.
+    public let absSendTimeOffset: Int?
+
+    public var size: Int { bytes.count }
+
+    /// - Parameters:
+    ///   - strings: string-valued extensions (MID, RID, repaired RID) as (id, value).
+    ///   - transportSequence/absSendTime: whether to reserve those slots.
+    public init(payloadType: UInt8, ssrc: UInt32, strings: [(UInt8, String)] = [],
+                transportSequence: Bool = false, absSendTime: Bool = false) {
+        self.payloadType = payloadType
+        self.ssrc = ssrc
+        var elements: [(UInt8, [UInt8])] = []
+        if absSendTime { elements.append((RTPExtension.absSendTime.id, [0, 0, 0])) }
+        if transportSequence { elements.append((RTPExtension.transportSequenceNumber.id, [0, 0])) }
+        for (id, s) in strings { elements.append((id, Array(s.utf8))) }
+        let oneByte = elements.allSatisfy { $0.0 >= 1 && $0.0 <= 14 && !$0.1.isEmpty && $0.1.count <= 16 }
+        var out: [UInt8] = [elements.isEmpty ? 0x80 : 0x90, payloadType & 0x7F, 0, 0, 0, 0, 0, 0]
+        out += [UInt8(ssrc >> 24), UInt8(truncatingIfNeeded: ssrc >> 16), UInt8(truncatingIfNeeded: ssrc >> 8), UInt8(truncatingIfNeeded: ssrc)]
+        var tw: Int?, abs: Int?
+        if !elements.isEmpty {
+            let profile: UInt16 = oneByte ? 0xBEDE : 0x1000
+            out += [UInt8(profile >> 8), UInt8(profile & 0xFF), 0, 0]
+            let blockStart = out.count
+            for (id, value) in elements {
+                if oneByte { out.append(id << 4 | UInt8(value.count - 1)) } else { out += [id, UInt8(value.count)] }
+                if id == RTPExtension.transportSequenceNumber.id { tw = out.count }
+                if id == RTPExtension.absSendTime.id { abs = out.count }
+                out += value
+            }
+            while (out.count - blockStart) % 4 != 0 { out.append(0) }
+            let words = (out.count - blockStart) / 4
+            out[blockStart - 2] = UInt8(words >> 8)
+            out[blockStart - 1] = UInt8(words & 0xFF)
+        }
+        bytes = out
+        transportSequenceOffset = tw
+        absSendTimeOffset = abs
+    }
+
+    /// Writes the header for one packet. Returns nothing; slot offsets are relative to the
+    /// writer position where the header started (`start`).
+    @inlinable
+    public func write(to w: inout ByteWriter, sequenceNumber: UInt16, timestamp: UInt32, marker: Bool) throws(RTPWriteError) {
+        try w.require(bytes.count)
+        let start = w.count
+        bytes.withUnsafeBytes { w.copy($0) }
+        w.patch8(at: start + 1, marker ? (payloadType | 0x80) : payloadType)
+        w.patch16(at: start + 2, sequenceNumber)
+        w.patch16(at: start + 4, UInt16(truncatingIfNeeded: timestamp >> 16))
+        w.patch16(at: start + 6, UInt16(truncatingIfNeeded: timestamp))
+    }
+}
+
+/// Patching send-time fields into an already-written packet (done by the sender at send time).
+public enum RTPHeaderPatch {
+    @inlinable
+    public static func setTransportSequence(_ packet: UnsafeMutableRawPointer, offset: Int, _ v: UInt16) {
+        packet.storeBytes(of: v.bigEndian, toByteOffset: offset, as: UInt16.self)
+    }
+
+    @inlinable
+    public static func setAbsSendTime(_ packet: UnsafeMutableRawPointer, offset: Int, _ v: UInt32) {
+        packet.storeBytes(of: UInt8(truncatingIfNeeded: v >> 16), toByteOffset: offset, as: UInt8.self)
+        packet.storeBytes(of: UInt8(truncatingIfNeeded: v >> 8), toByteOffset: offset + 1, as: UInt8.self)
+        packet.storeBytes(of: UInt8(truncatingIfNeeded: v), toByteOffset: offset + 2, as: UInt8.self)
+    }
+}

@@ -1,0 +1,53 @@
+/// A fixed set of packet slots allocated once: each slot holds one datagram plus room for the
+/// SRTP trailer (144 bytes), so protecting in place never reallocates. Used for both sending
+/// (fill slots, then one `sendmmsg`) and receiving (`recvmmsg` fills them).
+public final class PacketBatch {
+    /// Largest datagram a slot carries before SRTP.
+    public static let maxPacketSize = 1500
+    /// Room reserved after each packet for the SRTP/SRTCP trailer (SRTP_MAX_TRAILER_LEN + 4).
+    public static let trailerRoom = 148
+    public static let slotSize = 1664 // 1500 + 148, rounded up to 64
+
+    public let capacity: Int
+    let storage: UnsafeMutableRawPointer
+    /// Slot start pointers, built once (what sendmmsg/recvmmsg read).
+    var pointers: [UnsafeMutableRawPointer?]
+    /// Length of the datagram in each slot.
+    public var lengths: [UInt32]
+    /// Sender of each received datagram.
+    var sources: [SocketAddress]
+    /// Number of slots in use.
+    public var count = 0
+
+    public init(capacity: Int) {
+        precondition(capacity > 0 && capacity <= 64, "a batch holds 1…64 packets")
+        self.capacity = capacity
+        let base = UnsafeMutableRawPointer.allocate(byteCount: capacity * Self.slotSize, alignment: 64)
+        base.initializeMemory(as: UInt8.self, repeating: 0, count: capacity * Self.slotSize)
+        storage = base
+        pointers = (0..<capacity).map { base + $0 * Self.slotSize }
+        lengths = [UInt32](repeating: 0, count: capacity)
+        sources = []
+    }
+
+    deinit { storage.deallocate() }
+
+    /// The whole slot `i` (packet + trailer room).
+    @inlinable
+    public func slot(_ i: Int) -> UnsafeMutableRawBufferPointer {
+        UnsafeMutableRawBufferPointer(start: pointer(i), count: Self.slotSize)
+    }
+
+    @usableFromInline
+    func pointer(_ i: Int) -> UnsafeMutableRawPointer { storage + i * Self.slotSize }
+
+    /// The datagram in slot `i`, as written or received.
+    public func packet(_ i: Int) -> UnsafeMutableRawBufferPointer {
+        UnsafeMutableRawBufferPointer(start: pointer(i), count: Int(lengths[i]))
+    }
+
+    /// Where slot `i`'s datagram came from (receive batches only).
+    public func source(_ i: Int) -> SocketAddress? { i < sources.count ? sources[i] : nil }
+
+    public func reset() { count = 0 }
+}

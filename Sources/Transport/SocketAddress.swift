@@ -1,0 +1,66 @@
+internal import CLinuxNet
+
+/// An IPv4 or IPv6 UDP endpoint.
+public struct SocketAddress: Sendable, CustomStringConvertible, Equatable {
+    var raw: clinux_addr
+
+    init(raw: clinux_addr) { self.raw = raw }
+
+    /// Resolves `host` and `port` (numeric addresses or names such as `localhost`).
+    public init(host: String, port: Int) throws(SocketError) {
+        guard (0...65535).contains(port) else { throw SocketError("resolve port \(port)", errno: 22) }
+        var a = clinux_addr()
+        let rc = clinux_resolve(host, Int32(port), &a)
+        guard rc == 0 else { throw SocketError("resolve \(host)", errno: -rc) }
+        raw = a
+    }
+
+    /// Parses `HOST:PORT` or `[V6]:PORT`.
+    public init(parsing text: String) throws(SocketError) {
+        let (host, port) = try Self.split(text)
+        try self.init(host: host, port: port)
+    }
+
+    public static func split(_ text: String) throws(SocketError) -> (String, Int) {
+        var host: Substring, portText: Substring
+        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
+            host = text[text.index(after: text.startIndex)..<close]
+            let rest = text[text.index(after: close)...]
+            guard rest.hasPrefix(":") else { throw SocketError("parse address '\(text)'", errno: 22) }
+            portText = rest.dropFirst()
+        } else {
+            guard let colon = text.lastIndex(of: ":") else { throw SocketError("parse address '\(text)' (expected HOST:PORT)", errno: 22) }
+            host = text[..<colon]
+            portText = text[text.index(after: colon)...]
+        }
+        guard !host.isEmpty, let port = Int(portText), (0...65535).contains(port) else {
+            throw SocketError("parse address '\(text)' (expected HOST:PORT)", errno: 22)
+        }
+        return (String(host), port)
+    }
+
+    public var port: Int { Int(withUnsafePointer(to: raw) { clinux_addr_port($0) }) }
+    public var isIPv6: Bool { withUnsafePointer(to: raw) { clinux_addr_family($0) } == 10 }
+
+    /// The same host with another port.
+    public func withPort(_ port: Int) -> SocketAddress {
+        let text = description
+        let host = (try? Self.split(text).0) ?? "127.0.0.1"
+        return (try? SocketAddress(host: host, port: port)) ?? self
+    }
+
+    /// The host part, as text.
+    public var host: String { (try? Self.split(description).0) ?? "?" }
+
+    public var description: String {
+        var buf = [CChar](repeating: 0, count: 80)
+        withUnsafePointer(to: raw) { p in _ = clinux_format(p, &buf, 80) }
+        return String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    public static func == (a: SocketAddress, b: SocketAddress) -> Bool {
+        guard a.raw.length == b.raw.length else { return false }
+        var x = a.raw, y = b.raw
+        return withUnsafeBytes(of: &x.storage) { p in withUnsafeBytes(of: &y.storage) { q in p.prefix(Int(a.raw.length)).elementsEqual(q.prefix(Int(b.raw.length))) } }
+    }
+}

@@ -1,0 +1,26 @@
+/// A socket call failed: the operation and errno.
+public struct SocketError: Error, CustomStringConvertible, Equatable, Sendable {
+    public var operation: String
+    public var errno: Int32
+
+    public init(_ operation: String, errno: Int32) {
+        self.operation = operation
+        self.errno = errno
+    }
+
+    public var description: String { "\(operation): \(Self.explain(errno)) (errno \(errno))" }
+
+    static func explain(_ e: Int32) -> String {
+        switch e {
+        case 98: "address already in use"
+        case 99: "cannot assign requested address"
+        case 111: "connection refused (nothing listening at the destination port)"
+        case 101: "network unreachable"
+        case 13: "permission denied"
+        case 22: "invalid argument"
+        case 90: "message too long"
+        case 105: "no buffer space"
+        default: "error"
+        }
+    }
+}

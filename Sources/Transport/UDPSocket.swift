@@ -1,0 +1,105 @@
+internal import CLinuxNet
+
+/// A non-blocking UDP socket with batched send (`sendmmsg`, UDP GSO when the kernel has it) and
+/// batched receive (`recvmmsg`). Owned by one thread.
+public final class UDPSocket {
+    public let fd: Int32
+    public let localAddress: SocketAddress
+    var rawSources = [clinux_addr](repeating: clinux_addr(), count: 64)
+
+    /// Opens a socket bound to `bind` (port 0 picks a free port).
+    public init(bind: SocketAddress, receiveBuffer: Int = 4 << 20, sendBuffer: Int = 4 << 20) throws(SocketError) {
+        let family = bind.isIPv6 ? Int32(10) : Int32(2)
+        let fd = clinux_udp_open(family, Int32(receiveBuffer), Int32(sendBuffer))
+        guard fd >= 0 else { throw SocketError("socket", errno: -fd) }
+        var addr = bind.raw
+        let rc = clinux_bind(fd, &addr)
+        guard rc == 0 else { _ = clinux_close(fd); throw SocketError("bind \(bind)", errno: -rc) }
+        var local = clinux_addr()
+        _ = clinux_local_addr(fd, &local)
+        self.fd = fd
+        localAddress = SocketAddress(raw: local)
+    }
+
+    /// A socket bound to an ephemeral port on the wildcard address of `peer`'s family.
+    public convenience init(for peer: SocketAddress) throws(SocketError) {
+        try self.init(bind: try SocketAddress(host: peer.isIPv6 ? "::" : "0.0.0.0", port: 0))
+    }
+
+    deinit { _ = clinux_close(fd) }
+
+    /// Sends datagrams `range` of `batch` to `destination`. Returns how many left (fewer on a full
+    /// socket buffer, which is not an error).
+    @discardableResult
+    public func send(_ batch: PacketBatch, _ range: Range<Int>, to destination: SocketAddress) throws(SocketError) -> Int {
+        guard !range.isEmpty else { return 0 }
+        var dst = destination.raw
+        let rc = batch.pointers.withUnsafeBufferPointer { ptrs in
+            batch.lengths.withUnsafeBufferPointer { lens in
+                clinux_sendmmsg(fd, &dst, ptrs.baseAddress! + range.lowerBound, lens.baseAddress! + range.lowerBound, Int32(range.count))
+            }
+        }
+        if rc < 0 {
+            if rc == -11 { return 0 } // EAGAIN: the socket buffer is full
+            throw SocketError("sendmmsg to \(destination)", errno: -rc)
+        }
+        return Int(rc)
+    }
+
+    /// Sends one datagram.
+    public func send(_ bytes: UnsafeRawBufferPointer, to destination: SocketAddress) throws(SocketError) {
+        var dst = destination.raw
+        var ptr: UnsafeMutableRawPointer? = UnsafeMutableRawPointer(mutating: bytes.baseAddress)
+        var len = UInt32(bytes.count)
+        let rc = clinux_sendmmsg(fd, &dst, &ptr, &len, 1)
+        if rc < 0 && rc != -11 { throw SocketError("send to \(destination)", errno: -rc) }
+    }
+
+    /// Receives into `batch` without blocking; returns the count (0 when nothing is waiting).
+    /// Datagrams longer than a slot are reported with a length > `PacketBatch.maxPacketSize`.
+    public func receive(into batch: PacketBatch) throws(SocketError) -> Int {
+        let n = min(batch.capacity, 64)
+        let rc = batch.pointers.withUnsafeBufferPointer { ptrs in
+            batch.lengths.withUnsafeMutableBufferPointer { lens in
+                rawSources.withUnsafeMutableBufferPointer { froms in
+                    clinux_recvmmsg(fd, ptrs.baseAddress!, UInt32(PacketBatch.maxPacketSize), lens.baseAddress!, froms.baseAddress!, Int32(n))
+                }
+            }
+        }
+        guard rc >= 0 else {
+            batch.count = 0
+            // ECONNREFUSED: an earlier send hit a closed port (ICMP); report, don't spin.
+            throw SocketError("recvmmsg", errno: -rc)
+        }
+        batch.count = Int(rc)
+        if batch.sources.count < batch.capacity {
+            batch.sources = [SocketAddress](repeating: SocketAddress(raw: clinux_addr()), count: batch.capacity)
+        }
+        for i in 0..<Int(rc) { batch.sources[i] = SocketAddress(raw: rawSources[i]) }
+        return Int(rc)
+    }
+
+    /// Waits until this socket (bit 1) or `wake` (bit 2) is readable, or the timeout passes.
+    public func wait(timeoutMicros: Int64, wake: EventSignal? = nil) -> Int {
+        Int(clinux_wait_readable(fd, wake?.fd ?? -1, timeoutMicros))
+    }
+
+    /// Whether the kernel supports UDP GSO on this socket.
+    public var supportsGSO: Bool { clinux_gso_supported(fd) != 0 }
+}
+
+/// A cross-thread wake-up (Linux eventfd) that a poll loop can wait on next to its socket.
+public final class EventSignal: Sendable {
+    public let fd: Int32
+
+    public init() throws(SocketError) {
+        let fd = clinux_eventfd_open()
+        guard fd >= 0 else { throw SocketError("eventfd", errno: -fd) }
+        self.fd = fd
+    }
+
+    deinit { _ = clinux_close(fd) }
+
+    public func signal() { _ = clinux_eventfd_signal(fd) }
+    public func drain() { _ = clinux_eventfd_drain(fd) }
+}
