@@ -1,0 +1,51 @@
+import MediaCodecs
+import PublisherEngine
+import Transport
+import RTPCore
+
+/// Option handling shared by publish and preflight.
+enum CommonOptions {
+    static let media: [String: OptionSpec.Kind] = [
+        "duration": .value, "layers": .value, "fps": .value, "temporal-layers": .value, "srtp-suite": .value,
+        "keyframe-interval": .value, "json": .flag, "mtu": .value,
+    ]
+
+    static func suite(_ o: ParsedOptions) throws(UsageError) -> SRTPSuite {
+        guard let s = o.value("srtp-suite") else { return .aesCm }
+        guard let suite = SRTPSuite(rawValue: s.lowercased()) else { throw UsageError("invalid --srtp-suite '\(s)' (use aes-cm or gcm)") }
+        return suite
+    }
+
+    static func layers(_ o: ParsedOptions) throws(UsageError) -> [VideoLayerConfig] {
+        let tl = try ValueParsers.temporalLayers(o.value("temporal-layers"))
+        var fps = 30
+        if let f = o.value("fps") {
+            guard let v = Int(f), [1, 5, 7, 10, 15, 20, 24, 25, 30, 60].contains(v) else { throw UsageError("invalid --fps '\(f)' (use 1, 7, 15 or 30)") }
+            fps = v
+        }
+        if let l = o.value("layers") { return try ValueParsers.ladder(l, temporalLayers: tl, defaultFps: fps) }
+        return VideoLayerConfig.ladder(top: 1280, 720, fps: fps, temporalLayers: tl)
+    }
+
+    static func apply(_ o: ParsedOptions, to c: inout PublisherConfig) throws(UsageError) {
+        c.layers = try layers(o)
+        if let d = o.value("keyframe-interval") {
+            let us = try ValueParsers.duration(d, option: "keyframe-interval")
+            let fps = c.layers.map(\.fps).max() ?? 30
+            c.keyFrameInterval = us == 0 ? 0 : max(1, Int(us * Int64(fps) / 1_000_000))
+        }
+        if let m = o.value("mtu") {
+            guard let v = Int(m), (300...1400).contains(v) else { throw UsageError("invalid --mtu '\(m)' (RTP packet size 300…1400)") }
+            c.maxPacketSize = v
+        }
+    }
+
+    static func key(_ o: ParsedOptions, suite: SRTPSuite) throws(UsageError) -> SRTPKey {
+        guard let k = o.value("key") else { return .random(suite: suite) }
+        do { return try SRTPKey(base64: k, suite: suite) } catch { throw UsageError("invalid --key: \(error)") }
+    }
+
+    static func address(_ text: String, option: String) throws(UsageError) -> SocketAddress {
+        do { return try SocketAddress(parsing: text) } catch { throw UsageError("invalid --\(option) '\(text)': expected HOST:PORT, e.g. 127.0.0.1:5004 or [::1]:5004") }
+    }
+}

@@ -1,0 +1,98 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Stats
+import Transport
+
+/// Writing to the terminal: results to stdout, progress and errors to stderr.
+enum Output {
+    static func out(_ s: String) { writeAll(1, s) }
+    static func err(_ s: String) { writeAll(2, s) }
+
+    static func writeAll(_ fd: Int32, _ s: String) {
+        var bytes = Array(s.utf8)
+        var off = 0
+        while off < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { write(fd, $0.baseAddress! + off, $0.count - off) }
+            if n <= 0 { if errno == EINTR { continue }; return }
+            off += n
+        }
+    }
+
+    static let progressEnabled = Terminal.isTTY(2)
+
+    /// A one-line progress indicator, rewritten in place on a terminal, silent otherwise.
+    static func progress(_ s: String) {
+        guard progressEnabled else { return }
+        err("\r\u{1B}[2K" + s)
+    }
+
+    static func endProgress() {
+        guard progressEnabled else { return }
+        err("\r\u{1B}[2K")
+    }
+}
+
+/// Renders per-stream results for people and for scripts.
+enum Report {
+    static func streamName(kind: MediaKind, rid: String?, width: Int, height: Int) -> String {
+        kind == .audio ? "audio" : "video \(rid ?? "-") \(height)p"
+    }
+
+    static func publisherTable(_ s: PublisherSnapshotView) -> String {
+        var t = TextTable(headers: ["stream", "ssrc", "resolution", "mode", "frames", "packets", "payload", "bitrate"], rightAligned: [1, 4, 5, 6, 7])
+        for st in s.streams {
+            let secs = max(0.001, Double(s.elapsedMicros) / 1e6)
+            t.add([streamName(kind: st.kind, rid: st.rid, width: st.width, height: st.height), String(st.ssrc),
+                   st.kind == .audio ? "48 kHz" : "\(st.width)x\(st.height)", st.scalabilityMode ?? "-",
+                   String(st.framesSent), String(st.packetsSent), String(st.payloadBytesSent),
+                   Units.bitrate(Int(Double(st.payloadBytesSent * 8) / secs))])
+        }
+        return t.render()
+    }
+
+    static func inboundJSON(_ s: InboundStreamStats) -> JSONValue {
+        var f: [(String, JSONValue)] = [
+            ("ssrc", .int(Int64(s.ssrc))), ("kind", .string(s.kind.rawValue)), ("payloadType", .int(Int64(s.payloadType))),
+            ("mid", s.mid.map { .string($0) } ?? .null), ("rid", s.rid.map { .string($0) } ?? .null),
+            ("packetsReceived", .int(Int64(s.packetsReceived))), ("bytesReceived", .int(Int64(s.payloadBytesReceived))),
+            ("headerBytesReceived", .int(Int64(s.headerBytesReceived))), ("packetsLost", .int(Int64(s.packetsLost))),
+            ("framesAssembled", .int(Int64(s.framesAssembled))), ("framesDecoded", .int(Int64(s.framesDecoded))),
+            ("framesDropped", .int(Int64(s.framesDropped))), ("decodeErrors", .int(Int64(s.decodeErrors))),
+            ("bitrate", .int(Int64(s.bitrate))), ("byeReceived", .bool(s.byeReceived)),
+        ]
+        if s.kind == .video {
+            f += [("width", .int(Int64(s.width))), ("height", .int(Int64(s.height))), ("stampsRead", .int(Int64(s.stampsRead))),
+                  ("stampsOutOfOrder", .int(Int64(s.stampsOutOfOrder))),
+                  ("latencyMeanMs", s.latencyMeanMillis.map { .double(($0 * 10).rounded() / 10) } ?? .null),
+                  ("latencyP95Ms", s.latencyP95Millis.map { .double(($0 * 10).rounded() / 10) } ?? .null)]
+        } else {
+            f += [("samplesDecoded", .int(Int64(s.samplesDecoded))), ("audioPeak", .int(Int64(s.audioPeak)))]
+        }
+        return .object(f)
+    }
+
+    static func outboundJSON(_ s: OutboundStreamStats) -> JSONValue {
+        .object([
+            ("ssrc", .int(Int64(s.ssrc))), ("kind", .string(s.kind.rawValue)), ("mid", .string(s.mid)), ("rid", s.rid.map { .string($0) } ?? .null),
+            ("codec", .string(s.codec)), ("width", .int(Int64(s.width))), ("height", .int(Int64(s.height))),
+            ("scalabilityMode", s.scalabilityMode.map { .string($0) } ?? .null),
+            ("packetsSent", .int(Int64(s.packetsSent))), ("bytesSent", .int(Int64(s.payloadBytesSent))),
+            ("headerBytesSent", .int(Int64(s.headerBytesSent))), ("framesSent", .int(Int64(s.framesSent))),
+            ("framesEncoded", .int(Int64(s.framesEncoded))), ("keyFramesSent", .int(Int64(s.keyFramesSent))),
+            ("targetBitrate", .int(Int64(s.targetBitrate))),
+        ])
+    }
+
+    static func rejectedJSON(_ r: RejectedPackets) -> JSONValue {
+        .object([("authenticationFailed", .int(Int64(r.authenticationFailed))), ("replayed", .int(Int64(r.replayed))),
+                 ("malformed", .int(Int64(r.malformed))), ("oversized", .int(Int64(r.oversized))),
+                 ("unknownPayloadType", .int(Int64(r.unknownPayloadType))), ("notRTP", .int(Int64(r.notRTP)))])
+    }
+}
+
+/// The part of a publisher snapshot the reports need (keeps Report independent of the engine).
+struct PublisherSnapshotView {
+    var streams: [OutboundStreamStats]
+    var elapsedMicros: Int64
+}

@@ -1,0 +1,108 @@
+import MediaCodecs
+import PublisherEngine
+import LoopbackReceiver
+import Transport
+import Stats
+
+/// `pubbot preflight`: embedded receiver + publisher over loopback, per-layer results.
+enum PreflightCommand {
+    static let spec: OptionSpec = {
+        var o = CommonOptions.media
+        o["audio-only"] = .flag
+        return OptionSpec(options: o, planned: [
+            "to": "remote receivers come with the verdict work", "key": "used with --to", "sdp": "used with --to",
+            "impair": "the network emulator is planned", "require": "the verdict is planned", "junit": "the verdict is planned",
+            "stats": "the stats stream is planned",
+        ])
+    }()
+
+    static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
+        let o = try ParsedOptions.parse(args, spec: spec, command: "preflight")
+        if o.helpRequested { Output.out(Help.help("preflight")! + "\n"); return 0 }
+        let duration = try o.value("duration").map { d throws(UsageError) in try ValueParsers.duration(d, option: "duration") } ?? 5_000_000
+        guard duration >= 500_000, duration <= 600_000_000 else { throw UsageError("--duration must be between 500ms and 10m") }
+        let suite = try CommonOptions.suite(o)
+        let key = SRTPKey.random(suite: suite)
+
+        let receiver: LoopbackReceiver
+        do {
+            receiver = try LoopbackReceiver(config: ReceiverConfig(listen: try SocketAddress(host: "127.0.0.1", port: 0), key: key))
+        } catch {
+            Output.err("Error: cannot start the embedded receiver: \(error)\n")
+            return 2
+        }
+        var pc = PublisherConfig(destination: receiver.localAddress, key: key)
+        try CommonOptions.apply(o, to: &pc)
+        if o.has("audio-only") { pc.sendVideo = false; pc.layers = [] }
+        pc.durationMicros = duration
+        let publisher: Publisher
+        do { publisher = try Publisher(config: pc) } catch {
+            Output.err("Error: \(error)\n")
+            return 2
+        }
+        receiver.start()
+        publisher.start()
+        let started = Clock.monotonicMicros()
+        while !publisher.control.stopRequested && !Signals.isInterrupted {
+            Clock.sleep(micros: 100_000)
+            let p = publisher.snapshot(), r = receiver.snapshot()
+            let elapsed = Double(Clock.monotonicMicros() - started) / 1e6
+            let frac = min(1, elapsed / (Double(duration) / 1e6))
+            let bar = String(repeating: "#", count: Int(frac * 20)) + String(repeating: ".", count: 20 - Int(frac * 20))
+            let sent = p.streams.reduce(0) { $0 + $1.packetsSent }
+            Output.progress("preflight [\(bar)] \(Units.fixed(elapsed, 1))s/\(Units.fixed(Double(duration) / 1e6, 1))s  sent \(sent) pkts  received \(r.packetsAccepted) pkts")
+        }
+        let interrupted = Signals.isInterrupted
+        publisher.stop()
+        publisher.wait()
+        Clock.sleep(micros: 300_000) // let the last packets and the BYE arrive
+        receiver.stop()
+        receiver.wait()
+        Output.endProgress()
+        return report(publisher.snapshot(), receiver.snapshot(), plan: publisher.plan, json: o.has("json"), interrupted: interrupted)
+    }
+
+    static func report(_ p: PublisherSnapshot, _ r: ReceiverSnapshot, plan: StreamPlan, json: Bool, interrupted: Bool) -> Int32 {
+        var problems: [String] = []
+        if let e = p.media.error { problems.append("encoder: \(e)") }
+        if r.keyMismatchSuspected { problems.append(r.keyMismatchMessage) }
+        var t = TextTable(headers: ["stream", "sent", "decoded", "frames sent", "frames decoded", "pkts sent", "pkts recv", "lost", "bitrate", "stamps", "latency mean/p95"],
+                          rightAligned: [3, 4, 5, 6, 7, 8, 9, 10])
+        var rows: [JSONValue] = []
+        for out in p.streams {
+            let inb = r.streams.first { $0.ssrc == out.ssrc }
+            let name = Report.streamName(kind: out.kind, rid: out.rid, width: out.width, height: out.height)
+            let decodedRes = inb.map { $0.kind == .audio ? ($0.framesDecoded > 0 ? "opus" : "-") : ($0.width > 0 ? "\($0.width)x\($0.height)" : "-") } ?? "-"
+            let lat = inb.flatMap { i in i.latencyMeanMillis.map { "\(Units.fixed($0, 1))/\(Units.fixed(i.latencyP95Millis ?? $0, 1)) ms" } } ?? "-"
+            t.add([name, out.kind == .audio ? "opus" : "\(out.width)x\(out.height)", decodedRes, String(out.framesSent), String(inb?.framesDecoded ?? 0),
+                   String(out.packetsSent), String(inb?.packetsReceived ?? 0), String(inb?.packetsLost ?? 0), Units.bitrate(inb?.bitrate ?? 0),
+                   out.kind == .audio ? "-" : "\(inb?.stampsRead ?? 0)", out.kind == .audio ? "-" : lat])
+            if let inb {
+                if inb.framesDecoded == 0 { problems.append("\(name): nothing decoded") }
+                if out.kind == .video && (inb.width != out.width || inb.height != out.height) {
+                    problems.append("\(name): decoded \(inb.width)x\(inb.height), sent \(out.width)x\(out.height)")
+                }
+                if out.kind == .video && inb.stampsRead == 0 { problems.append("\(name): no stamp read back") }
+            } else {
+                problems.append("\(name): nothing received")
+            }
+            rows.append(.object([("sent", Report.outboundJSON(out)), ("received", inb.map(Report.inboundJSON) ?? .null)]))
+        }
+        let ok = problems.isEmpty && !interrupted
+        if json {
+            let doc: JSONValue = .object([
+                ("type", .string("summary")), ("command", .string("preflight")), ("ok", .bool(ok)),
+                ("durationMs", .int(p.elapsedMicros / 1000)), ("streams", .array(rows)),
+                ("rejected", Report.rejectedJSON(r.rejected)), ("problems", .array(problems.map { .string($0) })),
+            ])
+            Output.out(doc.serialized(pretty: true) + "\n")
+        } else {
+            Output.out("pubbot preflight — embedded loopback receiver, \(Units.fixed(Double(p.elapsedMicros) / 1e6, 1)) s, SRTP \(plan.config.key.suite.sdesName)\n\n")
+            Output.out(t.render())
+            if r.rejected.total > 0 { Output.out("\nrejected packets: \(r.rejected.total) (auth \(r.rejected.authenticationFailed), malformed \(r.rejected.malformed))\n") }
+            Output.out(ok ? "\nresult: every stream decoded\n" : "\nresult: FAILED\n" + problems.map { "  - \($0)\n" }.joined())
+        }
+        if interrupted { return 130 }
+        return ok ? 0 : 2
+    }
+}

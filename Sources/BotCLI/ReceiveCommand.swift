@@ -1,0 +1,112 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import LoopbackReceiver
+import Transport
+import Stats
+import RTPCore
+
+/// `pubbot receive`: decrypt, reassemble, decode and report.
+enum ReceiveCommand {
+    static let spec = OptionSpec(options: ["listen": .value, "key": .value, "sdp": .value, "srtp-suite": .value, "duration": .value, "json": .flag],
+                                 planned: ["impair": "the network emulator is planned", "downlink-impair": "the network emulator is planned",
+                                           "prefer": "layer selection comes with the subscriber work", "stats": "the stats stream is planned"])
+
+    static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
+        let o = try ParsedOptions.parse(args, spec: spec, command: "receive")
+        if o.helpRequested { Output.out(Help.help("receive")! + "\n"); return 0 }
+        var listenText = o.value("listen")
+        let key: SRTPKey
+        if let path = o.value("sdp") {
+            if o.value("key") != nil { throw UsageError("give either --key or --sdp, not both") }
+            guard let text = readFile(path) else { throw UsageError("cannot read the SDP file '\(path)'") }
+            let sd: SessionDescription
+            do { sd = try SessionDescription.parse(text) } catch { throw UsageError("invalid SDP '\(path)': \(error)") }
+            guard let crypto = sd.media.first(where: { $0.crypto != nil })?.crypto else { throw UsageError("the SDP '\(path)' has no a=crypto line") }
+            guard let suite = SRTPSuite(sdesName: crypto.suite) else { throw UsageError("the SDP uses the unsupported SRTP suite \(crypto.suite)") }
+            do { key = try SRTPKey(base64: crypto.inlineKey, suite: suite) } catch { throw UsageError("the SDP's key is invalid: \(error)") }
+            if listenText == nil { listenText = (sd.address.contains(":") ? "[\(sd.address)]" : sd.address) + ":\(sd.media[0].port)" }
+        } else {
+            guard o.value("key") != nil else { throw UsageError("missing --key B64 or --sdp FILE (the publisher's SRTP key)") }
+            key = try CommonOptions.key(o, suite: try CommonOptions.suite(o))
+        }
+        guard let listenText else { throw UsageError("missing --listen HOST:PORT") }
+        let listen = try CommonOptions.address(listenText, option: "listen")
+        let duration = try o.value("duration").map { d throws(UsageError) in try ValueParsers.duration(d, option: "duration") }
+
+        let receiver: LoopbackReceiver
+        do { receiver = try LoopbackReceiver(config: ReceiverConfig(listen: listen, key: key)) } catch {
+            Output.err("Error: \(error)\n")
+            return 2
+        }
+        receiver.start()
+        Output.err("listening on \(receiver.localAddress); Ctrl-C to stop\n")
+        let start = Clock.monotonicMicros()
+        var warned = false
+        var firstAuthFailure: Int64?
+        while !Signals.isInterrupted {
+            let now = Clock.monotonicMicros()
+            if let duration, now - start >= duration { break }
+            Clock.sleep(micros: 100_000)
+            let r = receiver.snapshot()
+            if r.rejected.authenticationFailed > 0 && firstAuthFailure == nil { firstAuthFailure = now }
+            if let f = firstAuthFailure, !warned, r.keyMismatchSuspected, Clock.monotonicMicros() - f >= 500_000 {
+                warned = true
+                Output.endProgress()
+                Output.err("Error: \(r.keyMismatchMessage)\n")
+            }
+            let bytes = r.streams.reduce(0) { $0 + $1.payloadBytesReceived }
+            Output.progress("receive \(Units.fixed(Double(Clock.monotonicMicros() - start) / 1e6, 1))s  \(r.packetsAccepted) pkts  \(bytes) bytes  \(r.streams.count) streams")
+        }
+        let interrupted = Signals.isInterrupted
+        receiver.stop()
+        receiver.wait()
+        Output.endProgress()
+        let r = receiver.snapshot()
+        if o.has("json") {
+            Output.out(JSONValue.object([("type", .string("summary")), ("command", .string("receive")),
+                                         ("packetsAccepted", .int(Int64(r.packetsAccepted))), ("streams", .array(r.streams.map(Report.inboundJSON))),
+                                         ("rejected", Report.rejectedJSON(r.rejected)), ("senderReports", .int(Int64(r.senderReports))),
+                                         ("byes", .int(Int64(r.byes)))]).serialized(pretty: true) + "\n")
+        } else {
+            Output.out(table(r))
+        }
+        if r.keyMismatchSuspected {
+            if !warned { Output.err("Error: \(r.keyMismatchMessage)\n") }
+            return 2
+        }
+        if interrupted { return 130 }
+        return r.packetsAccepted > 0 ? 0 : 2
+    }
+
+    static func table(_ r: ReceiverSnapshot) -> String {
+        var t = TextTable(headers: ["stream", "ssrc", "resolution", "pkts recv", "lost", "frames decoded", "decode errors", "bitrate", "stamps", "latency mean/p95"],
+                          rightAligned: [1, 3, 4, 5, 6, 7, 8, 9])
+        for s in r.streams {
+            let lat = s.latencyMeanMillis.map { "\(Units.fixed($0, 1))/\(Units.fixed(s.latencyP95Millis ?? $0, 1)) ms" } ?? "-"
+            t.add([Report.streamName(kind: s.kind, rid: s.rid, width: s.width, height: s.height), String(s.ssrc),
+                   s.kind == .audio ? "opus" : "\(s.width)x\(s.height)", String(s.packetsReceived), String(s.packetsLost),
+                   String(s.framesDecoded), String(s.decodeErrors), Units.bitrate(s.bitrate),
+                   s.kind == .audio ? "-" : String(s.stampsRead), s.kind == .audio ? "-" : lat])
+        }
+        var out = t.render()
+        if r.rejected.total > 0 {
+            out += "rejected packets: \(r.rejected.total) (auth \(r.rejected.authenticationFailed), replayed \(r.rejected.replayed), malformed \(r.rejected.malformed), oversized \(r.rejected.oversized), unknown PT \(r.rejected.unknownPayloadType), not RTP \(r.rejected.notRTP))\n"
+        }
+        return out
+    }
+
+    static func readFile(_ path: String) -> String? {
+        guard let f = fopen(path, "r") else { return nil }
+        defer { fclose(f) }
+        var data = [UInt8]()
+        var buf = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = fread(&buf, 1, buf.count, f)
+            if n <= 0 { break }
+            data += buf[0..<n]
+            if data.count > 1 << 20 { return nil }
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+}

@@ -1,0 +1,79 @@
+import MediaCodecs
+
+/// Parsers for the value syntaxes of SPEC §7: durations, rates, ladders.
+enum ValueParsers {
+    /// `500ms`, `15s`, `2m`, `1.5s`, or a bare number of seconds. Returns microseconds.
+    static func duration(_ text: String, option: String) throws(UsageError) -> Int64 {
+        let t = text.lowercased()
+        var number = t, scale = 1_000_000.0
+        if t.hasSuffix("ms") { number = String(t.dropLast(2)); scale = 1_000 }
+        else if t.hasSuffix("us") { number = String(t.dropLast(2)); scale = 1 }
+        else if t.hasSuffix("s") { number = String(t.dropLast()); scale = 1_000_000 }
+        else if t.hasSuffix("m") { number = String(t.dropLast()); scale = 60_000_000 }
+        else if t.hasSuffix("h") { number = String(t.dropLast()); scale = 3_600_000_000 }
+        guard let v = Double(number), v.isFinite, v >= 0, v * scale < 1e15 else {
+            throw UsageError("invalid duration '\(text)' for --\(option) (examples: 500ms, 15s, 2m)")
+        }
+        return Int64(v * scale)
+    }
+
+    /// `800kbit`, `2.5mbit`, `4M`, `2500k`, `32000`. Returns bits per second.
+    static func bitrate(_ text: String, option: String) throws(UsageError) -> Int {
+        let t = text.lowercased()
+        var number = t, scale = 1.0
+        for (suffix, s) in [("kbit", 1e3), ("mbit", 1e6), ("gbit", 1e9), ("kbps", 1e3), ("mbps", 1e6), ("bit", 1.0), ("bps", 1.0), ("k", 1e3), ("m", 1e6), ("g", 1e9)] {
+            if t.hasSuffix(suffix) { number = String(t.dropLast(suffix.count)); scale = s; break }
+        }
+        guard let v = Double(number), v.isFinite, v > 0, v * scale <= 1e10 else {
+            throw UsageError("invalid rate '\(text)' for --\(option) (examples: 800kbit, 2.5mbit, 4M)")
+        }
+        return Int(v * scale)
+    }
+
+    /// `1280x720@30:2500k,640x360@30:700k,320x180@15:150k` (fps and bitrate optional), lowest
+    /// layer last or first: layers are sorted bottom-up.
+    static func ladder(_ text: String, temporalLayers: Int, defaultFps: Int) throws(UsageError) -> [VideoLayerConfig] {
+        let parts = text.split(separator: ",").map(String.init)
+        guard !parts.isEmpty, parts.count <= 4 else { throw UsageError("--layers needs 1 to 4 comma-separated layers, e.g. 1280x720@30:2500k,640x360@30:700k,320x180@15:150k") }
+        var layers: [VideoLayerConfig] = []
+        for p in parts {
+            var spec = Substring(p), rate: Int?, fps = defaultFps
+            if let c = spec.firstIndex(of: ":") {
+                rate = try bitrate(String(spec[spec.index(after: c)...]), option: "layers")
+                spec = spec[..<c]
+            }
+            if let a = spec.firstIndex(of: "@") {
+                guard let f = Int(spec[spec.index(after: a)...]), [1, 5, 7, 10, 15, 20, 24, 25, 30, 60].contains(f) else {
+                    throw UsageError("invalid frame rate in layer '\(p)' (use 1, 7, 15, 30, …)")
+                }
+                fps = f
+                spec = spec[..<a]
+            }
+            let wh = spec.lowercased().split(separator: "x")
+            guard wh.count == 2, let w = Int(wh[0]), let h = Int(wh[1]), w >= 16, h >= 16, w <= 4096, h <= 2304, w % 2 == 0, h % 2 == 0 else {
+                throw UsageError("invalid layer '\(p)' (expected WIDTHxHEIGHT[@FPS][:RATE] with even sizes, e.g. 640x360@30:700k)")
+            }
+            var l = VideoLayerConfig.defaults(width: w, height: h, fps: fps, temporalLayers: temporalLayers, rid: "")
+            if let rate {
+                l.targetBitrate = rate
+                l.maxBitrate = max(l.maxBitrate, rate)
+                l.minBitrate = min(l.minBitrate, rate)
+            }
+            layers.append(l)
+        }
+        layers.sort { $0.width * $0.height < $1.width * $1.height }
+        let rids = layers.count == 3 ? ["q", "h", "f"] : layers.indices.map(String.init)
+        for i in layers.indices { layers[i].rid = rids[i] }
+        return layers
+    }
+
+    static func temporalLayers(_ text: String?) throws(UsageError) -> Int {
+        guard let text else { return 1 }
+        switch text.uppercased() {
+        case "L1T1", "1": return 1
+        case "L1T2", "2": return 2
+        case "L1T3", "3": return 3
+        default: throw UsageError("invalid --temporal-layers '\(text)' (use L1T1, L1T2 or L1T3)")
+        }
+    }
+}

@@ -1,0 +1,106 @@
+public import Transport
+public import Stats
+import MediaCodecs
+
+/// What a publisher has done so far (copied out of its loops).
+public struct PublisherSnapshot: Sendable, Equatable {
+    public var streams: [OutboundStreamStats]
+    public var media: MediaCounters
+    public var network: NetworkCounters
+    public var elapsedMicros: Int64
+    public var mailboxDrops: Int
+}
+
+/// A running publisher: a media thread (synthesize + encode) and a network thread (packetize,
+/// protect, send, RTCP), with thread-safe controls and snapshots.
+public final class Publisher: Sendable {
+    public let config: PublisherConfig
+    public let plan: StreamPlan
+    public let control: PublisherControl
+    let mailbox: FrameMailbox
+    let mediaCounters: Locked<MediaCounters>
+    let networkState: Locked<([OutboundStreamStats], NetworkCounters)>
+    let threads = Locked<[JoinableThread]>([])
+    let startMicros: Locked<Int64>
+    let socketHandoff: Handoff<UDPSocket>
+    public let localAddress: SocketAddress
+
+    public enum StartError: Error, CustomStringConvertible {
+        case socket(SocketError)
+        case srtp(SRTPError)
+        public var description: String {
+            switch self {
+            case let .socket(e): "cannot open the publisher socket: \(e)"
+            case let .srtp(e): "cannot set up SRTP: \(e)"
+            }
+        }
+    }
+
+    /// Prepares the streams and opens the socket (errors surface here, before any thread starts).
+    public init(config: PublisherConfig, bind: SocketAddress? = nil) throws(StartError) {
+        var config = config
+        if config.layers.isEmpty { config.sendVideo = false }
+        self.config = config
+        plan = StreamPlan(config: config)
+        control = PublisherControl(layerTargets: config.layers.map(\.targetBitrate))
+        do { mailbox = try FrameMailbox() } catch { throw .socket(error) }
+        mediaCounters = Locked(MediaCounters(layers: config.layers.count))
+        networkState = Locked(([], NetworkCounters()))
+        startMicros = Locked(0)
+        let socket: UDPSocket
+        do {
+            if let bind { socket = try UDPSocket(bind: bind) } else { socket = try UDPSocket(for: config.destination) }
+        } catch { throw .socket(error) }
+        localAddress = socket.localAddress
+        socketHandoff = Handoff(socket)
+        // Fail early on a key libsrtp2 refuses.
+        do { _ = try SRTPSession(key: config.key, direction: .outbound) } catch { throw .srtp(error) }
+    }
+
+    /// Starts the media and network threads.
+    public func start() {
+        let start = Clock.monotonicMicros()
+        startMicros.value = start
+        let end = config.durationMicros.map { start + $0 }
+        let config = self.config, plan = self.plan, control = self.control, mailbox = self.mailbox
+        let mediaCounters = self.mediaCounters, networkState = self.networkState, handoff = self.socketHandoff
+        let media = JoinableThread(name: "pubbot-media") {
+            MediaLoop(config: config, control: control, mailbox: mailbox, counters: mediaCounters).run(startMicros: start, endMicros: end)
+        }
+        let network = JoinableThread(name: "pubbot-net") {
+            do {
+                let loop = try NetworkLoop(config: config, plan: plan, socket: handoff.take(), control: control, mailbox: mailbox,
+                                           published: networkState, startMicros: start)
+                loop.run()
+            } catch {
+                networkState.withLock { $0.1.lastError = "srtp: \(error)" }
+                control.requestStop()
+            }
+        }
+        threads.withLock { $0 = [media, network] }
+    }
+
+    /// Asks both loops to finish (the network loop flushes, then sends BYE).
+    public func stop() { control.requestStop() }
+
+    /// Waits for both threads to end.
+    public func wait() {
+        let ts = threads.withLock { t -> [JoinableThread] in let c = t; t = []; return c }
+        for t in ts { t.join() }
+    }
+
+    public func snapshot() -> PublisherSnapshot {
+        let m = mediaCounters.value
+        let (streams, net) = networkState.value
+        var out = streams
+        for i in out.indices where out[i].kind == .video {
+            if let layer = plan.streams.first(where: { $0.ssrc == out[i].ssrc })?.layer, layer < m.framesEncoded.count {
+                out[i].framesEncoded = m.framesEncoded[layer]
+                out[i].targetBitrate = control.currentTargets()[layer]
+            }
+        }
+        let s = startMicros.value
+        return PublisherSnapshot(streams: out, media: m, network: net, elapsedMicros: s == 0 ? 0 : Clock.monotonicMicros() - s,
+                                 mailboxDrops: mailbox.droppedCount)
+    }
+}

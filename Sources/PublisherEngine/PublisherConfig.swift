@@ -1,0 +1,35 @@
+public import MediaCodecs
+public import Transport
+
+/// Everything a publisher needs to know before it starts.
+public struct PublisherConfig: Sendable {
+    public var destination: SocketAddress
+    /// BUNDLE (default): every stream and RTCP on one 5-tuple (rtcp-mux). Otherwise stream i goes to
+    /// port + 2i with RTCP on port + 2i + 1, so a stock player can open the SDP.
+    public var bundle = true
+    public var layers: [VideoLayerConfig]
+    public var sendAudio = true
+    public var sendVideo = true
+    public var key: SRTPKey
+    /// nil: run until `stop()`.
+    public var durationMicros: Int64?
+    /// Largest RTP packet before SRTP (header + descriptor + payload).
+    public var maxPacketSize = 1200
+    /// Frames between automatic key frames; 0 = only on request (WebRTC behaviour).
+    public var keyFrameInterval = 0
+    public var cname: String
+    public var seed: UInt64 = 1
+    public var audioBitrate = 32_000
+    /// Sender report interval (RTCP), microseconds.
+    public var reportIntervalMicros: Int64 = 1_000_000
+    public var videoPayloadType: UInt8 = 96
+    public var audioPayloadType: UInt8 = 111
+
+    public init(destination: SocketAddress, layers: [VideoLayerConfig] = VideoLayerConfig.ladder(top: 1280, 720), key: SRTPKey,
+                cname: String = "pubbot") {
+        self.destination = destination
+        self.layers = layers
+        self.key = key
+        self.cname = cname
+    }
+}

@@ -1,0 +1,49 @@
+import RTPCore
+import MediaCodecs
+import Stats
+import Transport
+
+/// One outgoing RTP stream: its header template, sequence numbers, RTP clock, VP8 picture ids
+/// and counters. Packetizes frames straight into batch slots.
+struct RTPStreamSender {
+    let plan: StreamPlan.Stream
+    let template: RTPHeaderTemplate
+    var sequenceNumber: UInt16
+    let timestampBase: UInt32
+    let startMicros: Int64
+    var pictureID: UInt16
+    var tl0PicIdx: UInt8
+    var stats: OutboundStreamStats
+    /// Last RTP timestamp sent and the capture time it stands for (for sender reports).
+    var lastTimestamp: UInt32 = 0
+    var lastCaptureMicros: Int64 = 0
+    var sentAny = false
+
+    init(plan: StreamPlan.Stream, layer: VideoLayerConfig?, startMicros: Int64, bundle: Bool) {
+        self.plan = plan
+        var strings: [(UInt8, String)] = []
+        if bundle {
+            strings.append((RTPExtension.mid.id, plan.mid))
+            if let rid = plan.rid { strings.append((RTPExtension.rid.id, rid)) }
+        }
+        template = RTPHeaderTemplate(payloadType: plan.payloadType, ssrc: plan.ssrc, strings: strings,
+                                     transportSequence: bundle, absSendTime: bundle)
+        let r = SecureRandom.bytes(8)
+        sequenceNumber = UInt16(r[0]) << 8 | UInt16(r[1])
+        // Keep the first wrap far away so tools that mishandle early wraps still work.
+        sequenceNumber &= 0x7FFF
+        timestampBase = UInt32(r[2]) << 24 | UInt32(r[3]) << 16 | UInt32(r[4]) << 8 | UInt32(r[5])
+        pictureID = (UInt16(r[6]) << 8 | UInt16(r[7])) & 0x7FFF
+        tl0PicIdx = r[6]
+        self.startMicros = startMicros
+        stats = OutboundStreamStats(ssrc: plan.ssrc, kind: plan.kind == "audio" ? .audio : .video, mid: plan.mid, rid: plan.rid,
+                                    codec: plan.kind == "audio" ? "opus" : "VP8", width: layer?.width ?? 0, height: layer?.height ?? 0,
+                                    scalabilityMode: layer?.scalabilityMode)
+    }
+
+    /// RTP timestamp for a capture instant (media clock anchored at the publisher's start).
+    func rtpTimestamp(captureMicros: Int64) -> UInt32 {
+        let ticks = (captureMicros - startMicros) * Int64(plan.clockRate) / 1_000_000
+        return timestampBase &+ UInt32(truncatingIfNeeded: ticks)
+    }
+}

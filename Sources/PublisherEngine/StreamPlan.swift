@@ -1,0 +1,83 @@
+public import MediaCodecs
+public import Transport
+public import RTPCore
+
+/// The RTP streams a publisher sends: one per simulcast layer plus the audio, each with its own
+/// SSRC, MID/RID and destination. The plan is fixed at start and also drives the SDP.
+public struct StreamPlan: Sendable {
+    public struct Stream: Sendable {
+        public var kind: String // "audio" | "video"
+        public var layer: Int? // simulcast layer index for video
+        public var ssrc: UInt32
+        public var payloadType: UInt8
+        public var clockRate: Int
+        public var mid: String
+        public var rid: String?
+        public var destination: SocketAddress
+        public var rtcpDestination: SocketAddress
+        public var port: Int { destination.port }
+    }
+
+    public let streams: [Stream]
+    public let bundle: Bool
+    public let config: PublisherConfig
+
+    public init(config: PublisherConfig, ssrcs: [UInt32]? = nil) {
+        self.config = config
+        bundle = config.bundle
+        var out: [Stream] = []
+        var ssrcIterator = (ssrcs ?? []).makeIterator()
+        var used = Set<UInt32>()
+        func nextSSRC() -> UInt32 {
+            if let s = ssrcIterator.next() { used.insert(s); return s }
+            while true {
+                let s = SecureRandom.uint32()
+                if s != 0 && !used.contains(s) { used.insert(s); return s }
+            }
+        }
+        let base = config.destination
+        func dest(_ i: Int) -> (SocketAddress, SocketAddress) {
+            if config.bundle { return (base, base) }
+            let p = base.port + 2 * i
+            return (base.withPort(p), base.withPort(p + 1))
+        }
+        var index = 0
+        if config.sendAudio {
+            let (d, r) = dest(index)
+            out.append(Stream(kind: "audio", layer: nil, ssrc: nextSSRC(), payloadType: config.audioPayloadType, clockRate: 48_000,
+                              mid: "0", rid: nil, destination: d, rtcpDestination: r))
+            index += 1
+        }
+        if config.sendVideo {
+            for (i, l) in config.layers.enumerated() {
+                let (d, r) = dest(index)
+                out.append(Stream(kind: "video", layer: i, ssrc: nextSSRC(), payloadType: config.videoPayloadType, clockRate: 90_000,
+                                  mid: config.bundle ? "1" : String(index), rid: config.bundle ? l.rid : nil, destination: d, rtcpDestination: r))
+                index += 1
+            }
+        }
+        streams = out
+    }
+
+    /// The SDP that describes exactly these streams. Contains the SRTP key: write it only to a
+    /// file the user asked for.
+    public func sessionDescription() -> SessionDescription {
+        let key = config.key
+        let crypto = SessionDescription.Crypto(suite: key.suite.sdesName, inlineKey: key.revealBase64())
+        let ext: [(id: UInt8, uri: String)] = [RTPExtension.absSendTime, .transportSequenceNumber, .mid, .rid, .repairedRid].map { ($0.id, $0.uri) }
+        var media: [SessionDescription.Media] = []
+        for s in streams {
+            if bundle && s.kind == "video" && media.contains(where: { $0.kind == "video" }) {
+                media[media.count - 1].ssrcs.append((s.ssrc, config.cname))
+                if let rid = s.rid { media[media.count - 1].rids.append(rid) }
+                continue
+            }
+            let audio = s.kind == "audio"
+            media.append(SessionDescription.Media(
+                kind: s.kind, port: s.port, payloadType: s.payloadType, codec: audio ? "opus" : "VP8", clockRate: s.clockRate,
+                channels: audio ? 2 : nil, fmtp: audio ? "minptime=10;useinbandfec=1" : nil, mid: s.mid, rtcpMux: bundle, crypto: crypto,
+                extensions: bundle ? ext : [], ssrcs: [(s.ssrc, config.cname)], rids: s.rid.map { [$0] } ?? []))
+        }
+        return SessionDescription(sessionID: UInt64(streams.first?.ssrc ?? 1), address: config.destination.host, bundle: bundle, media: media)
+    }
+}

@@ -1,0 +1,187 @@
+/// The SDP (RFC 8866) pubbot writes for what it sends and reads for `--sdp FILE`: one media
+/// section per m-line, with SDES crypto (RFC 4568), extmap, rid/simulcast and ssrc attributes.
+public struct SessionDescription: Equatable, Sendable {
+    public struct Crypto: Equatable, Sendable {
+        public var tag: Int
+        public var suite: String
+        /// base64(key‖salt): a secret, only ever written into a file the user asked for.
+        public var inlineKey: String
+        public init(tag: Int = 1, suite: String, inlineKey: String) { self.tag = tag; self.suite = suite; self.inlineKey = inlineKey }
+    }
+
+    public struct Media: Equatable, Sendable {
+        public var kind: String // "audio" | "video"
+        public var port: Int
+        public var payloadType: UInt8
+        public var codec: String // "opus" | "VP8"
+        public var clockRate: Int
+        public var channels: Int?
+        public var fmtp: String?
+        public var mid: String
+        public var rtcpMux: Bool
+        public var crypto: Crypto?
+        public var extensions: [(id: UInt8, uri: String)]
+        public var ssrcs: [(ssrc: UInt32, cname: String)]
+        public var rids: [String]
+        public var direction: String
+
+        public init(kind: String, port: Int, payloadType: UInt8, codec: String, clockRate: Int, channels: Int? = nil, fmtp: String? = nil,
+                    mid: String, rtcpMux: Bool, crypto: Crypto?, extensions: [(id: UInt8, uri: String)] = [], ssrcs: [(ssrc: UInt32, cname: String)] = [],
+                    rids: [String] = [], direction: String = "sendonly") {
+            self.kind = kind
+            self.port = port
+            self.payloadType = payloadType
+            self.codec = codec
+            self.clockRate = clockRate
+            self.channels = channels
+            self.fmtp = fmtp
+            self.mid = mid
+            self.rtcpMux = rtcpMux
+            self.crypto = crypto
+            self.extensions = extensions
+            self.ssrcs = ssrcs
+            self.rids = rids
+            self.direction = direction
+        }
+
+        public static func == (a: Media, b: Media) -> Bool {
+            a.kind == b.kind && a.port == b.port && a.payloadType == b.payloadType && a.codec == b.codec && a.clockRate == b.clockRate
+                && a.channels == b.channels && a.fmtp == b.fmtp && a.mid == b.mid && a.rtcpMux == b.rtcpMux && a.crypto == b.crypto
+                && a.extensions.map(\.id) == b.extensions.map(\.id) && a.extensions.map(\.uri) == b.extensions.map(\.uri)
+                && a.ssrcs.map(\.ssrc) == b.ssrcs.map(\.ssrc) && a.ssrcs.map(\.cname) == b.ssrcs.map(\.cname)
+                && a.rids == b.rids && a.direction == b.direction
+        }
+    }
+
+    public var sessionID: UInt64
+    public var address: String
+    public var bundle: Bool
+    public var media: [Media]
+
+    public init(sessionID: UInt64, address: String, bundle: Bool, media: [Media]) {
+        self.sessionID = sessionID
+        self.address = address
+        self.bundle = bundle
+        self.media = media
+    }
+
+    var addressType: String { address.contains(":") ? "IP6" : "IP4" }
+
+    /// The SDP text (CRLF line ends).
+    public func render() -> String {
+        var l: [String] = ["v=0", "o=- \(sessionID) 1 IN \(addressType) \(address)", "s=pubbot", "c=IN \(addressType) \(address)", "t=0 0"]
+        if bundle { l.append("a=group:BUNDLE " + media.map(\.mid).joined(separator: " ")) }
+        for m in media {
+            l.append("m=\(m.kind) \(m.port) RTP/SAVPF \(m.payloadType)")
+            l.append("c=IN \(addressType) \(address)")
+            if !m.rtcpMux { l.append("a=rtcp:\(m.port + 1)") }
+            l.append("a=mid:\(m.mid)")
+            l.append("a=\(m.direction)")
+            if m.rtcpMux { l.append("a=rtcp-mux") }
+            l.append("a=rtpmap:\(m.payloadType) \(m.codec)/\(m.clockRate)" + (m.channels.map { "/\($0)" } ?? ""))
+            if let f = m.fmtp { l.append("a=fmtp:\(m.payloadType) \(f)") }
+            if m.kind == "video" {
+                l.append("a=rtcp-fb:\(m.payloadType) nack")
+                l.append("a=rtcp-fb:\(m.payloadType) nack pli")
+                l.append("a=rtcp-fb:\(m.payloadType) ccm fir")
+                l.append("a=rtcp-fb:\(m.payloadType) transport-cc")
+            }
+            for e in m.extensions { l.append("a=extmap:\(e.id) \(e.uri)") }
+            if let c = m.crypto { l.append("a=crypto:\(c.tag) \(c.suite) inline:\(c.inlineKey)") }
+            for r in m.rids { l.append("a=rid:\(r) send") }
+            if !m.rids.isEmpty { l.append("a=simulcast:send " + m.rids.joined(separator: ";")) }
+            for s in m.ssrcs { l.append("a=ssrc:\(s.ssrc) cname:\(s.cname)") }
+        }
+        return l.joined(separator: "\r\n") + "\r\n"
+    }
+
+    public struct ParseError: Error, Equatable, Sendable, CustomStringConvertible {
+        public var line: Int
+        public var reason: String
+        public var description: String { "SDP line \(line): \(reason)" }
+    }
+
+    /// Parses the subset pubbot writes (and what common tools write for the same streams).
+    public static func parse(_ text: String) throws(ParseError) -> SessionDescription {
+        var sd = SessionDescription(sessionID: 0, address: "", bundle: false, media: [])
+        var sawVersion = false
+        let lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" })
+        for (n, raw) in lines.enumerated() {
+            var line = Substring(raw)
+            if line.hasSuffix("\r") { line = line.dropLast() }
+            if line.isEmpty { continue }
+            let no = n + 1
+            guard line.count >= 2, line.dropFirst().first == "=" else { throw ParseError(line: no, reason: "expected <type>=<value>") }
+            let type = line.first!
+            let value = line.dropFirst(2)
+            switch type {
+            case "v": guard value == "0" else { throw ParseError(line: no, reason: "unsupported version") }; sawVersion = true
+            case "o":
+                let f = value.split(separator: " ")
+                guard f.count >= 6 else { throw ParseError(line: no, reason: "bad o= line") }
+                sd.sessionID = UInt64(f[1]) ?? 0
+                if sd.address.isEmpty { sd.address = String(f[5]) }
+            case "c":
+                let f = value.split(separator: " ")
+                guard f.count >= 3 else { throw ParseError(line: no, reason: "bad c= line") }
+                let addr = String(f[2].split(separator: "/").first ?? "")
+                if sd.media.isEmpty { sd.address = addr } else if sd.address.isEmpty { sd.address = addr }
+            case "m":
+                let f = value.split(separator: " ")
+                guard f.count >= 4, let port = Int(f[1]), (0...65535).contains(port), let pt = UInt8(f[3]), pt < 128 else {
+                    throw ParseError(line: no, reason: "bad m= line")
+                }
+                sd.media.append(Media(kind: String(f[0]), port: port, payloadType: pt, codec: "", clockRate: 0, mid: String(sd.media.count),
+                                      rtcpMux: false, crypto: nil, direction: "sendrecv"))
+            case "a":
+                let (name, arg) = splitAttribute(value)
+                if name == "group", arg.hasPrefix("BUNDLE") { sd.bundle = true; continue }
+                guard !sd.media.isEmpty else { continue }
+                var m = sd.media[sd.media.count - 1]
+                switch name {
+                case "mid": m.mid = arg
+                case "rtcp-mux": m.rtcpMux = true
+                case "sendonly", "recvonly", "sendrecv", "inactive": m.direction = name
+                case "rtpmap":
+                    let parts = arg.split(separator: " ")
+                    guard parts.count == 2 else { throw ParseError(line: no, reason: "bad rtpmap") }
+                    let enc = parts[1].split(separator: "/")
+                    guard enc.count >= 2, let rate = Int(enc[1]), rate > 0 else { throw ParseError(line: no, reason: "bad rtpmap") }
+                    if UInt8(parts[0]) == m.payloadType {
+                        m.codec = String(enc[0])
+                        m.clockRate = rate
+                        m.channels = enc.count > 2 ? Int(enc[2]) : nil
+                    }
+                case "fmtp":
+                    if let sp = arg.firstIndex(of: " ") { m.fmtp = String(arg[arg.index(after: sp)...]) }
+                case "extmap":
+                    let parts = arg.split(separator: " ")
+                    guard parts.count >= 2, let id = UInt8(parts[0].split(separator: "/")[0]), id > 0 else { throw ParseError(line: no, reason: "bad extmap") }
+                    m.extensions.append((id, String(parts[1])))
+                case "crypto":
+                    let parts = arg.split(separator: " ")
+                    guard parts.count >= 3, let tag = Int(parts[0]), parts[2].hasPrefix("inline:") else { throw ParseError(line: no, reason: "bad crypto") }
+                    let key = parts[2].dropFirst("inline:".count).split(separator: "|").first ?? ""
+                    if m.crypto == nil { m.crypto = Crypto(tag: tag, suite: String(parts[1]), inlineKey: String(key)) }
+                case "rid":
+                    if let r = arg.split(separator: " ").first { m.rids.append(String(r)) }
+                case "ssrc":
+                    let parts = arg.split(separator: " ", maxSplits: 1)
+                    guard parts.count == 2, let ssrc = UInt32(parts[0]) else { throw ParseError(line: no, reason: "bad ssrc") }
+                    if parts[1].hasPrefix("cname:") { m.ssrcs.append((ssrc, String(parts[1].dropFirst(6)))) }
+                default: break
+                }
+                sd.media[sd.media.count - 1] = m
+            default: break
+            }
+        }
+        guard sawVersion else { throw ParseError(line: 1, reason: "not an SDP (no v=0)") }
+        guard !sd.media.isEmpty else { throw ParseError(line: lines.count, reason: "no m= line") }
+        return sd
+    }
+
+    static func splitAttribute(_ v: Substring) -> (String, String) {
+        guard let colon = v.firstIndex(of: ":") else { return (String(v), "") }
+        return (String(v[..<colon]), String(v[v.index(after: colon)...]))
+    }
+}

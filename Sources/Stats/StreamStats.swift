@@ -1,0 +1,96 @@
+/// What a stream carries.
+public enum MediaKind: String, Sendable { case audio, video }
+
+/// Sender-side counters of one RTP stream (one simulcast layer or the audio), copied out of the
+/// network loop once per interval.
+public struct OutboundStreamStats: Sendable, Equatable {
+    public var ssrc: UInt32
+    public var kind: MediaKind
+    public var mid: String
+    public var rid: String?
+    public var codec: String
+    public var width: Int
+    public var height: Int
+    public var scalabilityMode: String?
+    public var packetsSent: Int = 0
+    /// Payload bytes (RFC 3550 octet count: no RTP header, no padding).
+    public var payloadBytesSent: Int = 0
+    /// RTP header + padding bytes (W3C headerBytesSent).
+    public var headerBytesSent: Int = 0
+    public var framesSent: Int = 0
+    public var keyFramesSent: Int = 0
+    public var framesEncoded: Int = 0
+    public var targetBitrate: Int = 0
+
+    public init(ssrc: UInt32, kind: MediaKind, mid: String, rid: String?, codec: String, width: Int = 0, height: Int = 0, scalabilityMode: String? = nil) {
+        self.ssrc = ssrc
+        self.kind = kind
+        self.mid = mid
+        self.rid = rid
+        self.codec = codec
+        self.width = width
+        self.height = height
+        self.scalabilityMode = scalabilityMode
+    }
+}
+
+/// Receiver-side counters of one RTP stream.
+public struct InboundStreamStats: Sendable, Equatable {
+    public var ssrc: UInt32
+    public var kind: MediaKind
+    public var payloadType: UInt8
+    public var mid: String?
+    public var rid: String?
+    public var packetsReceived: Int = 0
+    public var payloadBytesReceived: Int = 0
+    public var headerBytesReceived: Int = 0
+    /// expected − received (RFC 3550 A.3); duplicates count as received.
+    public var packetsLost: Int = 0
+    public var framesAssembled: Int = 0
+    public var framesDecoded: Int = 0
+    public var keyFramesDecoded: Int = 0
+    public var framesDropped: Int = 0
+    public var decodeErrors: Int = 0
+    public var width: Int = 0
+    public var height: Int = 0
+    /// Frames whose stamp was read back after decoding.
+    public var stampsRead: Int = 0
+    /// Stamps whose frame number did not increase.
+    public var stampsOutOfOrder: Int = 0
+    public var lastFrameNumber: UInt32?
+    /// End-to-end latency from the stamps (capture → decoded), milliseconds.
+    public var latencyMeanMillis: Double?
+    public var latencyP95Millis: Double?
+    /// Audio: decoded samples and the peak level seen (never-silent check).
+    public var samplesDecoded: Int = 0
+    public var audioPeak: Int = 0
+    public var firstPacketMicros: Int64?
+    public var lastPacketMicros: Int64?
+    public var byeReceived = false
+
+    public init(ssrc: UInt32, kind: MediaKind, payloadType: UInt8) {
+        self.ssrc = ssrc
+        self.kind = kind
+        self.payloadType = payloadType
+    }
+
+    /// Payload bit rate over the stream's active time.
+    public var bitrate: Int {
+        guard let f = firstPacketMicros, let l = lastPacketMicros, l > f else { return 0 }
+        return Int(Double(payloadBytesReceived * 8) * 1e6 / Double(l - f))
+    }
+}
+
+/// Packets a receiver refused, by cause (hostile input is counted, never fatal).
+public struct RejectedPackets: Sendable, Equatable {
+    public var authenticationFailed = 0
+    public var replayed = 0
+    public var malformed = 0
+    public var oversized = 0
+    public var unknownPayloadType = 0
+    public var notRTP = 0
+
+    public init() {}
+
+    public var total: Int { authenticationFailed + replayed + malformed + oversized + unknownPayloadType + notRTP }
+}
