@@ -15,7 +15,7 @@ public enum NTPTime {
     /// Unix microseconds for an NTP 64-bit timestamp.
     public static func unixMicros(ntp: UInt64) -> Int64 {
         let secs = Int64(ntp >> 32) - Int64(unixOffsetSeconds)
-        let frac = Int64((ntp & 0xFFFF_FFFF) * 1_000_000 >> 32)
+        let frac = Int64(((ntp & 0xFFFF_FFFF) * 1_000_000) >> 32)
         return secs * 1_000_000 + frac
     }
 

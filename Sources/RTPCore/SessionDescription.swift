@@ -105,7 +105,7 @@ public struct SessionDescription: Equatable, Sendable {
     public static func parse(_ text: String) throws(ParseError) -> SessionDescription {
         var sd = SessionDescription(sessionID: 0, address: "", bundle: false, media: [])
         var sawVersion = false
-        let lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" })
+        let lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
         for (n, raw) in lines.enumerated() {
             var line = Substring(raw)
             if line.hasSuffix("\r") { line = line.dropLast() }
@@ -156,7 +156,7 @@ public struct SessionDescription: Equatable, Sendable {
                     if let sp = arg.firstIndex(of: " ") { m.fmtp = String(arg[arg.index(after: sp)...]) }
                 case "extmap":
                     let parts = arg.split(separator: " ")
-                    guard parts.count >= 2, let id = UInt8(parts[0].split(separator: "/")[0]), id > 0 else { throw ParseError(line: no, reason: "bad extmap") }
+                    guard parts.count >= 2, let idText = parts[0].split(separator: "/").first, let id = UInt8(idText), id > 0 else { throw ParseError(line: no, reason: "bad extmap") }
                     m.extensions.append((id, String(parts[1])))
                 case "crypto":
                     let parts = arg.split(separator: " ")

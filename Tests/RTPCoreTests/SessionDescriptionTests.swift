@@ -1,0 +1,57 @@
+import Testing
+@testable import RTPCore
+
+@Suite struct SessionDescriptionTests {
+    let sample = SessionDescription(sessionID: 42, address: "127.0.0.1", bundle: true, media: [
+        .init(kind: "audio", port: 5004, payloadType: 111, codec: "opus", clockRate: 48000, channels: 2, fmtp: "minptime=10;useinbandfec=1",
+              mid: "0", rtcpMux: true, crypto: .init(suite: "AES_CM_128_HMAC_SHA1_80", inlineKey: "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVoxMjM0"),
+              extensions: [(UInt8(4), RTPExtension.mid.uri)], ssrcs: [(UInt32(1111), "bot")]),
+        .init(kind: "video", port: 5004, payloadType: 96, codec: "VP8", clockRate: 90000, mid: "1", rtcpMux: true,
+              crypto: .init(suite: "AES_CM_128_HMAC_SHA1_80", inlineKey: "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVoxMjM0"),
+              extensions: [(UInt8(4), RTPExtension.mid.uri), (UInt8(10), RTPExtension.rid.uri)], ssrcs: [(UInt32(1), "bot"), (UInt32(2), "bot"), (UInt32(3), "bot")], rids: ["q", "h", "f"]),
+    ])
+
+    @Test func rendersWhatIsSent() {
+        let text = sample.render()
+        #expect(text.hasPrefix("v=0\r\n"))
+        #expect(text.contains("a=group:BUNDLE 0 1\r\n"))
+        #expect(text.contains("m=video 5004 RTP/SAVPF 96\r\n"))
+        #expect(text.contains("a=rtpmap:111 opus/48000/2\r\n"))
+        #expect(text.contains("a=simulcast:send q;h;f\r\n"))
+        #expect(text.split(separator: "\r\n").filter { $0.hasPrefix("a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:") }.count == 2) // on every m-line
+    }
+
+    @Test func roundTrips() throws {
+        #expect(try SessionDescription.parse(sample.render()) == sample)
+    }
+
+    @Test func noBundleUsesSeparateRTCPPorts() {
+        var s = sample
+        s.bundle = false
+        s.media[0].rtcpMux = false
+        let text = s.render()
+        #expect(!text.contains("a=group:BUNDLE"))
+        #expect(text.contains("a=rtcp:5005\r\n"))
+    }
+
+    @Test func rejectsNonsense() {
+        #expect(throws: SessionDescription.ParseError.self) { try SessionDescription.parse("hello") }
+        #expect(throws: SessionDescription.ParseError.self) { try SessionDescription.parse("v=0\r\nm=video x RTP/AVP 96\r\n") }
+        #expect(throws: SessionDescription.ParseError.self) { try SessionDescription.parse("v=0\r\ns=x\r\n") }
+    }
+
+    @Test func seededFuzzNeverCrashes() {
+        var rng = SeededRNG(3)
+        let seed = Array(sample.render().utf8)
+        var ok = 0, failed = 0
+        for _ in 0..<20_000 {
+            var input = seed
+            for _ in 0..<Int(1 + rng.next() % 6) {
+                let i = Int(rng.next() % UInt64(input.count))
+                input[i] = [UInt8(ascii: ":"), UInt8(ascii: " "), UInt8(ascii: "\n"), UInt8(ascii: "="), UInt8(ascii: "/"), UInt8(truncatingIfNeeded: rng.next())][Int(rng.next() % 6)]
+            }
+            if (try? SessionDescription.parse(String(decoding: input, as: UTF8.self))) != nil { ok += 1 } else { failed += 1 }
+        }
+        #expect(ok > 100 && failed > 100)
+    }
+}

@@ -1,0 +1,41 @@
+import RTPCore
+
+/// Parses hex with spaces, newlines and `//` comments (annotated golden vectors).
+func hex(_ text: String) -> [UInt8] {
+    var out: [UInt8] = []
+    for line in text.split(separator: "\n") {
+        let code = line.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        var nibble: UInt8?
+        for c in code where c.isHexDigit {
+            let v = UInt8(c.hexDigitValue!)
+            if let n = nibble { out.append(n << 4 | v); nibble = nil } else { nibble = v }
+        }
+    }
+    return out
+}
+
+/// Seeded generator for fuzz tests (SplitMix64).
+struct SeededRNG: RandomNumberGenerator {
+    var state: UInt64
+    init(_ seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Mutates a valid input: flips bits, truncates, extends, overwrites bytes.
+func mutate(_ base: [UInt8], _ rng: inout SeededRNG) -> [UInt8] {
+    var b = base
+    switch rng.next() % 5 {
+    case 0: if !b.isEmpty { let i = Int(rng.next() % UInt64(b.count)); b[i] ^= UInt8(1 << (rng.next() % 8)) }
+    case 1: b = Array(b.prefix(Int(rng.next() % UInt64(b.count + 1))))
+    case 2: for _ in 0..<Int(rng.next() % 8) { b.append(UInt8(truncatingIfNeeded: rng.next())) }
+    case 3: if !b.isEmpty { for _ in 0..<Int(1 + rng.next() % 4) { b[Int(rng.next() % UInt64(b.count))] = UInt8(truncatingIfNeeded: rng.next()) } }
+    default: b = (0..<Int(rng.next() % 64)).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+    }
+    return b
+}

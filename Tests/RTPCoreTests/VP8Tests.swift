@@ -1,0 +1,135 @@
+import Testing
+@testable import RTPCore
+
+@Suite struct VP8PayloadDescriptorTests {
+    @Test(arguments: [
+        ("10", VP8PayloadDescriptor(startOfPartition: true), 1),
+        ("90 80 81 23", VP8PayloadDescriptor(startOfPartition: true, pictureID: 0x123), 4),
+        ("90 e0 81 23 05 a0", VP8PayloadDescriptor(startOfPartition: true, pictureID: 0x123, tl0PicIdx: 5, temporalID: 2, layerSync: true), 6),
+        ("a0 20 40", VP8PayloadDescriptor(nonReference: true, temporalID: 1), 3),
+        ("80 10 05", VP8PayloadDescriptor(keyIndex: 5), 3),
+    ])
+    func roundTrips(_ bytes: String, _ value: VP8PayloadDescriptor, _ size: Int) throws {
+        let (parsed, n) = try VP8PayloadDescriptor.parse(hex(bytes).span)
+        #expect(parsed == value)
+        #expect(n == size)
+        #expect(value.size == size)
+        let written = try [UInt8].writing(capacity: 16) { w throws(RTPWriteError) in try value.write(to: &w) }
+        #expect(written == hex(bytes))
+    }
+
+    @Test func parsesShortPictureID() throws {
+        let (d, n) = try VP8PayloadDescriptor.parse(hex("90 80 17").span) // M=0: 7-bit PictureID 0x17
+        #expect(d.pictureID == 0x17 && d.shortPictureID && n == 3)
+    }
+
+    @Test func rejectsTruncated() {
+        #expect(throws: RTPParseError.truncated) { try VP8PayloadDescriptor.parse(hex("90 80 81").span) }
+        #expect(throws: RTPParseError.truncated) { try VP8PayloadDescriptor.parse(hex("90").span) }
+        #expect(throws: RTPParseError.truncated) { try VP8PayloadDescriptor.parse([UInt8]().span) }
+    }
+
+    @Test func parsesKeyFrameHeader() throws {
+        // P=0 (key), show_frame=1, first partition size; start code; 320x180.
+        let h = try VP8FrameHeader.parse(hex("10 02 00 9d 01 2a 40 01 b4 00").span)
+        #expect(h.isKeyFrame && h.showFrame && h.width == 320 && h.height == 180)
+        #expect(try VP8FrameHeader.parse(hex("31 02 00").span).isKeyFrame == false)
+        #expect(throws: RTPParseError.badPayload) { try VP8FrameHeader.parse(hex("10 02 00 00 00 00 40 01 b4 00").span) }
+    }
+
+    @Test func fuzzDescriptorAndAssembler() {
+        var rng = SeededRNG(7)
+        var ok = 0, failed = 0
+        var assembler = VP8FrameAssembler()
+        for i in 0..<100_000 {
+            let input = mutate(hex("90 e0 81 23 05 a0 10 02 00 9d 01 2a 40 01 b4 00"), &rng)
+            if (try? VP8PayloadDescriptor.parse(input.span)) != nil { ok += 1 } else { failed += 1 }
+            _ = assembler.insert(sequenceNumber: UInt16(truncatingIfNeeded: i), timestamp: UInt32(i / 3), marker: i % 3 == 2, payload: input.span)
+        }
+        #expect(ok > 1000 && failed > 1000)
+        #expect(assembler.fragmentCount <= assembler.maxFragments)
+    }
+}
+
+@Suite struct VP8PacketizerTests {
+    func packetize(_ frame: [UInt8], maxPayload: Int, descriptor: VP8PayloadDescriptor) throws -> [[UInt8]] {
+        var p = try VP8Packetizer(frameSize: frame.count, maxPayloadSize: maxPayload, descriptor: descriptor)
+        var out: [[UInt8]] = []
+        var markers: [Bool] = []
+        var storage = [UInt8](repeating: 0, count: maxPayload)
+        while true {
+            var marker: Bool?
+            var n = 0
+            var failure: RTPWriteError?
+            storage.withUnsafeMutableBytes { raw in
+                var w = ByteWriter(raw)
+                do throws(RTPWriteError) { marker = try p.next(frame: frame.span, into: &w) } catch { failure = error }
+                n = w.count
+            }
+            if let failure { throw failure }
+            guard let m = marker else { break }
+            markers.append(m)
+            out.append(Array(storage[0..<n]))
+        }
+        #expect(markers == Array(repeating: false, count: out.count - 1) + [true])
+        return out
+    }
+
+    @Test func splitsAboutEqually() throws {
+        let frame = (0..<2500).map { UInt8(truncatingIfNeeded: $0) }
+        let d = VP8PayloadDescriptor(pictureID: 300)
+        let packets = try packetize(frame, maxPayload: 1000, descriptor: d)
+        #expect(packets.map(\.count) == [4 + 833, 4 + 833, 4 + 834])
+        var joined: [UInt8] = []
+        for (i, p) in packets.enumerated() {
+            let (desc, n) = try VP8PayloadDescriptor.parse(p.span)
+            #expect(desc.startOfPartition == (i == 0))
+            #expect(desc.pictureID == 300 && desc.partitionID == 0)
+            joined += p[n...]
+        }
+        #expect(joined == frame)
+    }
+
+    @Test func singlePacketFrame() throws {
+        let packets = try packetize([1, 2, 3], maxPayload: 1200, descriptor: VP8PayloadDescriptor())
+        #expect(packets == [[0x10, 1, 2, 3]])
+    }
+
+    @Test func refusesRoomSmallerThanDescriptor() {
+        #expect(throws: RTPWriteError.self) { try VP8Packetizer(frameSize: 10, maxPayloadSize: 3, descriptor: VP8PayloadDescriptor(pictureID: 1)) }
+    }
+
+    @Test func assemblerRebuildsFramesInAnyArrivalOrder() throws {
+        var frame = hex("10 02 00 9d 01 2a 40 01 b4 00")
+        frame += (0..<3000).map { UInt8(truncatingIfNeeded: $0 * 7) }
+        let packets = try packetize(frame, maxPayload: 700, descriptor: VP8PayloadDescriptor(pictureID: 9))
+        var a = VP8FrameAssembler()
+        let order = [2, 0, 4, 1, 3].filter { $0 < packets.count }
+        #expect(order.count == packets.count)
+        var done: VP8FrameAssembler.Frame?
+        for i in order {
+            let p = packets[i]
+            if let f = a.insert(sequenceNumber: UInt16(100 + i), timestamp: 5000, marker: i == packets.count - 1, payload: p.span) { done = f }
+        }
+        let f = try #require(done)
+        #expect(f.bytes == frame)
+        #expect(f.header.isKeyFrame && f.header.width == 320 && f.header.height == 180)
+        #expect(f.packetCount == packets.count)
+    }
+
+    @Test func assemblerDropsFramesWithLostPackets() throws {
+        let key = hex("10 02 00 9d 01 2a 40 01 b4 00") + [UInt8](repeating: 7, count: 1500)
+        let p1 = try packetize(key, maxPayload: 600, descriptor: VP8PayloadDescriptor())
+        let p2 = try packetize(key, maxPayload: 600, descriptor: VP8PayloadDescriptor())
+        var a = VP8FrameAssembler()
+        var seq: UInt16 = 65530 // crosses the wrap
+        for (i, p) in p1.enumerated() where i != 1 { _ = a.insert(sequenceNumber: seq &+ UInt16(i), timestamp: 1, marker: i == p1.count - 1, payload: p.span) }
+        seq &+= UInt16(p1.count)
+        var completed = 0
+        for (i, p) in p2.enumerated() {
+            if a.insert(sequenceNumber: seq &+ UInt16(i), timestamp: 2, marker: i == p2.count - 1, payload: p.span) != nil { completed += 1 }
+        }
+        #expect(completed == 1)
+        #expect(a.framesDropped == 1)
+    }
+}
