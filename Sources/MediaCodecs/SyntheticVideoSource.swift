@@ -12,21 +12,24 @@ public struct SyntheticVideoSource: Sendable {
         let w = frame.width, h = frame.height
         let cw = frame.chromaWidth, ch = frame.chromaHeight
         let n = Int(frameNumber)
-        let shift = n * 3
         var rng = SplitMix64(seed: seed &+ UInt64(frameNumber) &* 0x9E37_79B9_7F4A_7C15)
+        // The background pans (a pure translation, as a camera would), so motion search can
+        // predict it and the encoder can meet low targets; luma and chroma move together.
+        let dx = (n * 4 * w / 1280) & ~1, dy = (n * 2 * h / 720) & ~1
         frame.withPlanes { y, u, v in
             for row in 0..<h {
                 let base = row * w
-                let rv = (row * 255 / max(1, h - 1)) &+ shift
+                let sy = (row + dy) * 256 / h
                 for x in 0..<w {
-                    y[base + x] = UInt8(truncatingIfNeeded: 40 + ((x * 160 / w + rv) & 0x7F))
+                    let sx = (x + dx) * 256 / w
+                    y[base + x] = UInt8(truncatingIfNeeded: 40 + ((sx + sy / 2) & 0x7F))
                 }
             }
             for row in 0..<ch {
                 let base = row * cw
-                let vv = UInt8(truncatingIfNeeded: 96 + ((row + shift / 2) & 0x3F))
+                let vv = UInt8(truncatingIfNeeded: 96 + (((2 * row + dy) * 256 / h / 4) & 0x3F))
                 for x in 0..<cw {
-                    u[base + x] = UInt8(truncatingIfNeeded: 96 + ((x + shift) & 0x3F))
+                    u[base + x] = UInt8(truncatingIfNeeded: 96 + (((2 * x + dx) * 256 / w / 4) & 0x3F))
                     v[base + x] = vv
                 }
             }
@@ -48,8 +51,9 @@ public struct SyntheticVideoSource: Sendable {
                     }
                 }
             }
-            // Noise patch in the lower-right quadrant, new every frame.
-            let px = w * 5 / 8, py = h * 5 / 8, pw = w / 4, ph = h / 4
+            // Low-amplitude texture patch in the lower-right area, new every frame: keeps the encoder
+            // busy at any rate without being so incompressible that low targets cannot be met.
+            let px = (w * 5 / 8) & ~1, py = (h * 5 / 8) & ~1, pw = (w / 5) & ~1, ph = (h / 5) & ~1
             for row in py..<(py + ph) {
                 let base = row * w
                 var x = px
@@ -57,7 +61,7 @@ public struct SyntheticVideoSource: Sendable {
                     let r = rng.next()
                     var k = 0
                     while k < 8 && x < px + pw {
-                        y[base + x] = UInt8(truncatingIfNeeded: 64 &+ ((r >> UInt64(k * 8)) & 0x7F))
+                        y[base + x] = UInt8(truncatingIfNeeded: 100 &+ ((r >> UInt64(k * 8)) & 0x07))
                         x += 1; k += 1
                     }
                 }

@@ -14,7 +14,9 @@ public final class VP8Encoder {
     /// - Parameters:
     ///   - keyFrameInterval: frames between automatic key frames; 0 = only on request (as in WebRTC).
     ///   - cpuUsed: libvpx speed (-16…16); larger is faster. nil picks by resolution.
-    public init(config: VideoLayerConfig, keyFrameInterval: Int = 0, cpuUsed: Int? = nil, threads: Int = 1) throws(CodecError) {
+    ///   - frameDropThreshold: libvpx rc_dropframe_thresh (buffer % below which frames are dropped to
+    ///     hold the rate; libwebrtc uses 30). 0 never drops.
+    public init(config: VideoLayerConfig, keyFrameInterval: Int = 0, cpuUsed: Int? = nil, threads: Int = 1, frameDropThreshold: Int = 30) throws(CodecError) {
         self.config = config
         pattern = TemporalPattern(layers: config.temporalLayers)
         targetBitrate = config.targetBitrate
@@ -28,7 +30,7 @@ public final class VP8Encoder {
         cfg.g_pass = VPX_RC_ONE_PASS
         cfg.rc_end_usage = VPX_CBR
         cfg.rc_target_bitrate = UInt32(max(1, config.targetBitrate / 1000))
-        cfg.rc_dropframe_thresh = 0
+        cfg.rc_dropframe_thresh = UInt32(frameDropThreshold)
         cfg.rc_resize_allowed = 0
         cfg.rc_min_quantizer = 2
         cfg.rc_max_quantizer = 56
