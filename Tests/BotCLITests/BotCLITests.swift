@@ -1,0 +1,60 @@
+import Testing
+@testable import BotCLI
+
+@Suite struct ValueParserTests {
+    @Test func durations() throws {
+        #expect(try ValueParsers.duration("500ms", option: "d") == 500_000)
+        #expect(try ValueParsers.duration("15s", option: "d") == 15_000_000)
+        #expect(try ValueParsers.duration("2m", option: "d") == 120_000_000)
+        #expect(try ValueParsers.duration("1.5", option: "d") == 1_500_000)
+        for bad in ["", "s", "-1s", "10x", "nan", "1e300s"] { #expect(throws: UsageError.self, "\(bad)") { try ValueParsers.duration(bad, option: "d") } }
+    }
+
+    @Test func rates() throws {
+        #expect(try ValueParsers.bitrate("800kbit", option: "r") == 800_000)
+        #expect(try ValueParsers.bitrate("2.5mbit", option: "r") == 2_500_000)
+        #expect(try ValueParsers.bitrate("4M", option: "r") == 4_000_000)
+        #expect(try ValueParsers.bitrate("2500k", option: "r") == 2_500_000)
+        for bad in ["", "k", "0", "-5k", "fast"] { #expect(throws: UsageError.self, "\(bad)") { try ValueParsers.bitrate(bad, option: "r") } }
+    }
+
+    @Test func ladders() throws {
+        let l = try ValueParsers.ladder("1280x720@30:2500k,640x360@30:700k,320x180@15:150k", temporalLayers: 2, defaultFps: 30)
+        #expect(l.map(\.width) == [320, 640, 1280])
+        #expect(l.map(\.fps) == [15, 30, 30])
+        #expect(l.map(\.targetBitrate) == [150_000, 700_000, 2_500_000])
+        #expect(l.map(\.rid) == ["q", "h", "f"])
+        #expect(l.allSatisfy { $0.temporalLayers == 2 })
+        let one = try ValueParsers.ladder("1920x1080", temporalLayers: 1, defaultFps: 30)
+        #expect(one.count == 1 && one[0].targetBitrate == 4_000_000 && one[0].rid == "0")
+        for bad in ["", "1280x", "1281x720", "640x360@13", "640x360:abc", "a,b,c,d,e"] {
+            #expect(throws: UsageError.self, "\(bad)") { try ValueParsers.ladder(bad, temporalLayers: 1, defaultFps: 30) }
+        }
+    }
+
+    @Test func options() throws {
+        let spec = OptionSpec(options: ["to": .repeated, "json": .flag, "duration": .value], planned: ["impair": "later"])
+        let o = try ParsedOptions.parse(["--to", "a:1", "--to=b:2", "--json", "--duration", "3s"], spec: spec, command: "x")
+        #expect(o.all("to") == ["a:1", "b:2"] && o.has("json") && o.value("duration") == "3s")
+        #expect(throws: UsageError.self) { try ParsedOptions.parse(["--nope"], spec: spec, command: "x") }
+        #expect(throws: UsageError.self) { try ParsedOptions.parse(["--duration"], spec: spec, command: "x") }
+        #expect(throws: UsageError.self) { try ParsedOptions.parse(["--duration", "1s", "--duration", "2s"], spec: spec, command: "x") }
+        #expect(throws: UsageError.self) { try ParsedOptions.parse(["--json=1"], spec: spec, command: "x") }
+        #expect(throws: UsageError.self) { try ParsedOptions.parse(["stray"], spec: spec, command: "x") }
+        #expect(throws: UsageError.self) { try ParsedOptions.parse(["--impair", "loss=1%"], spec: spec, command: "x") }
+        #expect(try ParsedOptions.parse(["-h"], spec: spec, command: "x").helpRequested)
+    }
+
+    @Test func badUsageExits64() {
+        #expect(BotCLI.main(["pubbot"]) == 64)
+        #expect(BotCLI.main(["pubbot", "frobnicate"]) == 64)
+        #expect(BotCLI.main(["pubbot", "publish"]) == 64) // missing --to
+        #expect(BotCLI.main(["pubbot", "publish", "--to", "nowhere"]) == 64)
+        #expect(BotCLI.main(["pubbot", "publish", "--to", "127.0.0.1:9", "--key", "short"]) == 64)
+        #expect(BotCLI.main(["pubbot", "receive", "--listen", "127.0.0.1:0"]) == 64) // no key
+        #expect(BotCLI.main(["pubbot", "preflight", "--duration", "1h"]) == 64)
+        #expect(BotCLI.main(["pubbot", "help", "nope"]) == 64)
+        #expect(BotCLI.main(["pubbot", "--version"]) == 0)
+        #expect(BotCLI.main(["pubbot", "help", "publish"]) == 0)
+    }
+}

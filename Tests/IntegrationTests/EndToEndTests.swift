@@ -1,0 +1,196 @@
+import Testing
+import Foundation
+import PublisherEngine
+import LoopbackReceiver
+import Transport
+import MediaCodecs
+import Stats
+
+/// Publisher → 127.0.0.1 → receiver, in process: the walking skeleton end to end.
+@Suite(.serialized) struct EndToEndTests {
+    func run(suite: SRTPSuite, seconds: Double, receiverKey: SRTPKey? = nil, layers: [VideoLayerConfig] = VideoLayerConfig.ladder(top: 1280, 720))
+        throws -> (PublisherSnapshot, ReceiverSnapshot) {
+        let key = SRTPKey.random(suite: suite)
+        let r = try LoopbackReceiver(config: ReceiverConfig(listen: SocketAddress(host: "127.0.0.1", port: 0), key: receiverKey ?? key))
+        var c = PublisherConfig(destination: r.localAddress, layers: layers, key: key)
+        c.durationMicros = Int64(seconds * 1e6)
+        let p = try Publisher(config: c)
+        r.start()
+        p.start()
+        p.wait()
+        Clock.sleep(micros: 300_000)
+        r.stop()
+        r.wait()
+        return (p.snapshot(), r.snapshot())
+    }
+
+    @Test func everyLayerAndTheAudioDecodeWithoutLoss() throws {
+        let (p, r) = try run(suite: .aesCm, seconds: 3)
+        #expect(p.media.error == nil)
+        #expect(r.streams.count == 4)
+        #expect(r.rejected.total == 0)
+        for out in p.streams {
+            let inb = try #require(r.streams.first { $0.ssrc == out.ssrc }, "stream \(out.ssrc) not received")
+            #expect(inb.packetsReceived == out.packetsSent, "\(out.rid ?? "audio"): all packets arrive")
+            #expect(inb.packetsLost == 0)
+            #expect(inb.decodeErrors == 0)
+            #expect(inb.framesDecoded == out.framesSent)
+            #expect(inb.framesDecoded >= 80) // ~3 s at 30 fps (audio: 150 frames of 20 ms)
+            #expect(inb.byeReceived)
+            if out.kind == .video {
+                #expect(inb.width == out.width && inb.height == out.height)
+                #expect(inb.stampsRead == inb.framesDecoded, "\(out.rid ?? ""): every stamp is read back")
+                #expect(inb.stampsOutOfOrder == 0)
+                #expect(inb.rid == out.rid && inb.mid == "1")
+                let latency = try #require(inb.latencyMeanMillis)
+                #expect(latency >= 0 && latency < 500)
+            } else {
+                #expect(inb.audioPeak > 1000)
+            }
+        }
+        #expect(Set(r.streams.filter { $0.kind == .video }.map(\.height)) == [180, 360, 720])
+        #expect(r.senderReports >= 2)
+    }
+
+    @Test func gcmSuiteWorksEndToEnd() throws {
+        let (p, r) = try run(suite: .gcm, seconds: 1.5, layers: [.defaults(width: 320, height: 180, rid: "q")])
+        #expect(r.packetsAccepted == p.streams.reduce(0) { $0 + $1.packetsSent })
+        #expect(r.streams.allSatisfy { $0.framesDecoded > 20 })
+    }
+
+    @Test func fullHDLadderWorks() throws {
+        let layers = VideoLayerConfig.ladder(top: 1920, 1080)
+        let (p, r) = try run(suite: .aesCm, seconds: 1.5, layers: layers)
+        #expect(p.media.error == nil)
+        let top = try #require(r.streams.first { $0.height == 1080 })
+        #expect(top.width == 1920 && top.framesDecoded > 10 && top.stampsRead > 10)
+    }
+
+    @Test func wrongKeyIsDiagnosedWithinASecond() throws {
+        let key = SRTPKey.random(suite: .aesCm)
+        let r = try LoopbackReceiver(config: ReceiverConfig(listen: SocketAddress(host: "127.0.0.1", port: 0), key: .random(suite: .aesCm)))
+        var c = PublisherConfig(destination: r.localAddress, layers: [.defaults(width: 320, height: 180, rid: "q")], key: key)
+        c.durationMicros = 2_000_000
+        let p = try Publisher(config: c)
+        r.start()
+        p.start()
+        let start = Clock.monotonicMicros()
+        var diagnosedAfter: Int64?
+        while Clock.monotonicMicros() - start < 1_000_000 {
+            Clock.sleep(micros: 50_000)
+            if r.snapshot().keyMismatchSuspected { diagnosedAfter = Clock.monotonicMicros() - start; break }
+        }
+        p.stop(); p.wait(); r.stop(); r.wait()
+        let after = try #require(diagnosedAfter, "a wrong key must be diagnosed within 1 s")
+        #expect(after < 1_000_000)
+        let snap = r.snapshot()
+        #expect(snap.packetsAccepted == 0 && snap.streams.isEmpty)
+        #expect(snap.keyMismatchMessage.contains("key"))
+    }
+}
+
+/// The built `pubbot` binary, as a user runs it.
+@Suite(.serialized) struct BinaryTests {
+    static var binary: URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("pubbot")
+    }
+
+    func run(_ args: [String], seconds: Double = 60) throws -> (code: Int32, out: String, err: String) {
+        let path = Self.binary.path
+        try #require(FileManager.default.isExecutableFile(atPath: path), "build the binary first (swift build): \(path)")
+        let p = Process()
+        p.executableURL = Self.binary
+        p.arguments = args
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+    }
+
+    @Test func versionAndHelp() throws {
+        #expect(try run(["--version"]).out.hasPrefix("pubbot "))
+        let help = try run(["help", "preflight"])
+        #expect(help.code == 0 && help.out.contains("Usage: pubbot preflight"))
+    }
+
+    @Test func badUsageSaysErrorUsageAndExits64() throws {
+        let r = try run(["publish", "--to", "127.0.0.1:5004", "--bogus"])
+        #expect(r.code == 64)
+        #expect(r.err.contains("Error: unknown option '--bogus'"))
+        #expect(r.err.contains("Usage: pubbot publish"))
+        #expect(r.err.contains("See 'pubbot publish --help'"))
+    }
+
+    @Test func preflightJSONReportsEveryLayerDecoded() throws {
+        let r = try run(["preflight", "--duration", "2s", "--json"])
+        #expect(r.code == 0, "stderr: \(r.err)")
+        let doc = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
+        #expect(doc["ok"] as? Bool == true)
+        let streams = try #require(doc["streams"] as? [[String: Any]])
+        #expect(streams.count == 4)
+        for s in streams {
+            let sent = try #require(s["sent"] as? [String: Any]), recv = try #require(s["received"] as? [String: Any])
+            #expect((recv["framesDecoded"] as? Int ?? 0) > 30)
+            #expect(recv["packetsReceived"] as? Int == sent["packetsSent"] as? Int)
+            if sent["kind"] as? String == "video" { #expect(recv["height"] as? Int == sent["height"] as? Int) }
+        }
+    }
+
+    @Test func publishWritesAnSDPAndReceiveDecodesFromIt() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pubbot-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let sdp = dir.appendingPathComponent("x.sdp").path
+        // Pick a free port for the receiver.
+        let port = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port
+        let pub = try run(["publish", "--to", "127.0.0.1:\(port)", "--sdp-out", sdp, "--duration", "100ms", "--no-audio", "--layers", "320x180"])
+        #expect(pub.code == 0, "\(pub.err)")
+        let text = try String(contentsOfFile: sdp, encoding: .utf8)
+        #expect(text.contains("a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:"))
+        // The key is written only into the SDP file, never to the terminal.
+        let inline = text.split(separator: "\r\n").first { $0.hasPrefix("a=crypto") }!.split(separator: ":").last!
+        #expect(!pub.out.contains(inline) && !pub.err.contains(inline))
+
+        // Now a real pair: receive (from the SDP) in one process, publish with the same key in another.
+        let keyB64 = String(inline)
+        let recv = Process()
+        recv.executableURL = Self.binary
+        recv.arguments = ["receive", "--sdp", sdp, "--duration", "3s", "--json"]
+        let out = Pipe()
+        recv.standardOutput = out
+        recv.standardError = Pipe()
+        try recv.run()
+        Thread.sleep(forTimeInterval: 0.3)
+        let pub2 = try run(["publish", "--to", "127.0.0.1:\(port)", "--key", keyB64, "--duration", "1500ms", "--layers", "640x360,320x180"])
+        #expect(pub2.code == 0, "\(pub2.err)")
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        recv.waitUntilExit()
+        #expect(recv.terminationStatus == 0)
+        let doc = try #require(try JSONSerialization.jsonObject(with: o) as? [String: Any])
+        let streams = try #require(doc["streams"] as? [[String: Any]])
+        #expect(streams.count == 3)
+        #expect(streams.allSatisfy { ($0["framesDecoded"] as? Int ?? 0) > 20 })
+        #expect(!String(decoding: o, as: UTF8.self).contains(keyB64))
+    }
+
+    @Test func receiveWithWrongKeySaysSoAndExits2() throws {
+        let port = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port
+        let recv = Process()
+        recv.executableURL = Self.binary
+        recv.arguments = ["receive", "--listen", "127.0.0.1:\(port)", "--key", SRTPKey.random(suite: .aesCm).revealBase64(), "--duration", "2s"]
+        let err = Pipe()
+        recv.standardError = err
+        recv.standardOutput = Pipe()
+        try recv.run()
+        Thread.sleep(forTimeInterval: 0.3)
+        _ = try run(["publish", "--to", "127.0.0.1:\(port)", "--duration", "1s", "--no-video"])
+        let e = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        recv.waitUntilExit()
+        #expect(recv.terminationStatus == 2)
+        #expect(e.contains("Error: SRTP authentication failed"))
+    }
+}

@@ -1,0 +1,47 @@
+import Testing
+@testable import LoopbackReceiver
+import Transport
+
+/// Hostile input at the receiver's port is counted by cause and never stops it.
+@Suite struct HostileInputTests {
+    @Test func countsEveryRejectedPacketByCause() throws {
+        let key = SRTPKey.random(suite: .aesCm)
+        let r = try LoopbackReceiver(config: ReceiverConfig(listen: SocketAddress(host: "127.0.0.1", port: 0), key: key))
+        r.start()
+        defer { r.stop(); r.wait() }
+        let tx = try UDPSocket(for: r.localAddress)
+        var rng = SystemRandomNumberGenerator()
+        func send(_ b: [UInt8]) throws { try b.withUnsafeBytes { try tx.send($0, to: r.localAddress) } }
+        // 50 datagrams that are not RTP at all (version 0).
+        for _ in 0..<50 { try send([0x00] + (0..<40).map { _ in UInt8.random(in: 0...255, using: &rng) }) }
+        // 50 RTP-looking packets with garbage tags (wrong key / tampering).
+        for i in 0..<50 { try send([0x80, 0x60, 0, UInt8(i), 0, 0, 0, 0, 1, 2, 3, 4] + (0..<60).map { _ in UInt8.random(in: 0...255, using: &rng) }) }
+        // 10 oversized datagrams.
+        for _ in 0..<10 { try send([UInt8](repeating: 0x80, count: 2000)) }
+        // 20 RTCP-looking garbage packets.
+        for _ in 0..<20 { try send([0x80, 0xC8, 0, 6] + (0..<40).map { _ in UInt8.random(in: 0...255, using: &rng) }) }
+        // A properly protected packet with a payload type nobody negotiated.
+        let out = try SRTPSession(key: key, direction: .outbound)
+        var good = [0x80, 0x22, 0, 1, 0, 0, 0, 1, 9, 9, 9, 9] + [UInt8](repeating: 7, count: 20) + [UInt8](repeating: 0, count: 160)
+        let n = try good.withUnsafeMutableBytes { try out.protectRTP($0.baseAddress!, length: 32, capacity: $0.count) }
+        try send(Array(good[0..<n]))
+        // And the same packet again: a replay.
+        try send(Array(good[0..<n]))
+        var snap = r.snapshot()
+        let deadline = Clock.monotonicMicros() + 3_000_000
+        while snap.rejected.total < 132 && Clock.monotonicMicros() < deadline {
+            Clock.sleep(micros: 50_000)
+            snap = r.snapshot()
+        }
+        #expect(snap.rejected.notRTP == 50)
+        // libsrtp2 checks the (unauthenticated) SRTCP index against the replay window before the
+        // tag, so some RTCP garbage is reported as a replay rather than an authentication failure.
+        #expect(snap.rejected.authenticationFailed >= 50)
+        #expect(snap.rejected.authenticationFailed + snap.rejected.replayed + snap.rejected.malformed == 71)
+        #expect(snap.rejected.oversized == 10)
+        #expect(snap.rejected.unknownPayloadType == 1)
+        #expect(snap.rejected.replayed >= 1)
+        #expect(snap.keyMismatchSuspected) // nothing authenticated as media
+        #expect(snap.streams.isEmpty)
+    }
+}

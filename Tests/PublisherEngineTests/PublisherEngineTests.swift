@@ -1,0 +1,106 @@
+import Testing
+@testable import PublisherEngine
+import Transport
+import RTPCore
+import MediaCodecs
+
+@Suite struct StreamPlanTests {
+    func config(bundle: Bool) throws -> PublisherConfig {
+        var c = PublisherConfig(destination: try SocketAddress(parsing: "127.0.0.1:5004"), key: .random(suite: .aesCm))
+        c.bundle = bundle
+        return c
+    }
+
+    @Test func bundlePutsEverythingOnOnePort() throws {
+        let plan = StreamPlan(config: try config(bundle: true))
+        #expect(plan.streams.map(\.kind) == ["audio", "video", "video", "video"])
+        #expect(Set(plan.streams.map(\.port)) == [5004])
+        #expect(plan.streams.map(\.mid) == ["0", "1", "1", "1"])
+        #expect(plan.streams.compactMap(\.rid) == ["q", "h", "f"])
+        #expect(Set(plan.streams.map(\.ssrc)).count == 4)
+        let sdp = plan.sessionDescription()
+        #expect(sdp.bundle && sdp.media.count == 2)
+        #expect(sdp.media[1].rids == ["q", "h", "f"] && sdp.media[1].ssrcs.count == 3)
+        #expect(sdp.media.allSatisfy { $0.crypto?.suite == "AES_CM_128_HMAC_SHA1_80" && $0.rtcpMux })
+        #expect(sdp.render().contains("a=simulcast:send q;h;f"))
+    }
+
+    @Test func noBundleGivesEachStreamItsOwnPorts() throws {
+        let plan = StreamPlan(config: try config(bundle: false))
+        #expect(plan.streams.map(\.port) == [5004, 5006, 5008, 5010])
+        #expect(plan.streams.map { $0.rtcpDestination.port } == [5005, 5007, 5009, 5011])
+        let sdp = plan.sessionDescription()
+        #expect(!sdp.bundle && sdp.media.count == 4)
+        #expect(sdp.media.allSatisfy { $0.crypto != nil && !$0.rtcpMux && $0.rids.isEmpty && $0.ssrcs.count == 1 })
+        #expect(try SessionDescription.parse(sdp.render()) == sdp)
+    }
+
+    @Test func mailboxIsBounded() throws {
+        let m = try FrameMailbox(capacity: 4)
+        for i in 0..<10 { m.push(.audio(EncodedAudioFrame(bytes: [1], frameNumber: UInt32(i), captureMicros: 0))) }
+        var out: [FrameMailbox.Item] = []
+        m.drain(into: &out)
+        #expect(out.count == 4 && m.droppedCount == 6)
+        if case let .audio(f) = out[0] { #expect(f.frameNumber == 6) } else { Issue.record("expected audio") }
+    }
+}
+
+/// The publisher on its own: what reaches a plain UDP socket must be valid SRTP carrying
+/// well-formed RTP, with continuous sequence numbers, markers, sender reports and a BYE.
+@Suite(.serialized) struct PublisherWireTests {
+    @Test func sendsWellFormedSRTP() throws {
+        let sink = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0))
+        let key = SRTPKey.random(suite: .aesCm)
+        var c = PublisherConfig(destination: sink.localAddress, layers: [.defaults(width: 320, height: 180, temporalLayers: 3, rid: "q")], key: key)
+        c.durationMicros = 1_500_000
+        c.reportIntervalMicros = 300_000
+        let p = try Publisher(config: c)
+        p.start()
+        let srtp = try SRTPSession(key: key, direction: .inbound)
+        let inbox = PacketBatch(capacity: 32)
+        var lastSeq: [UInt32: UInt16] = [:]
+        var gaps = 0, rtp = 0, markers = 0, srs = 0, byes = 0, tids = Set<UInt8>()
+        let deadline = Clock.monotonicMicros() + 4_000_000
+        while byes == 0 && Clock.monotonicMicros() < deadline {
+            _ = sink.wait(timeoutMicros: 50_000)
+            let n = try sink.receive(into: inbox)
+            for i in 0..<n {
+                let ptr = inbox.slot(i).baseAddress!
+                let bytes = ptr.assumingMemoryBound(to: UInt8.self)
+                if RTPDemux.classify(Span(_unsafeStart: bytes, count: 2)) == .rtcp {
+                    let len = try srtp.unprotectRTCP(ptr, length: Int(inbox.lengths[i]))
+                    var it = RTCPCompoundIterator()
+                    let span = Span(_unsafeStart: bytes, count: len)
+                    while let pkt = try it.next(in: span) {
+                        if case .senderReport = pkt { srs += 1 }
+                        if case .goodbye = pkt { byes += 1 }
+                    }
+                    continue
+                }
+                let len = try srtp.unprotectRTP(ptr, length: Int(inbox.lengths[i]))
+                let span = Span(_unsafeStart: bytes, count: len)
+                let h = try RTPHeader.parse(span)
+                let ext = try RTPExtensionValues.parse(span, header: h)
+                #expect(ext.mid != nil && ext.transportSequenceNumber != nil && ext.absSendTime != nil)
+                if let last = lastSeq[h.ssrc], last &+ 1 != h.sequenceNumber { gaps += 1 }
+                lastSeq[h.ssrc] = h.sequenceNumber
+                rtp += 1
+                if h.payloadType == 96 {
+                    if h.marker { markers += 1 }
+                    #expect(ext.rid == "q")
+                    let (d, _) = try VP8PayloadDescriptor.parse(span.extracting(h.payloadRange))
+                    if let t = d.temporalID { tids.insert(t) }
+                    #expect(d.pictureID != nil && d.tl0PicIdx != nil)
+                }
+            }
+        }
+        p.wait()
+        #expect(rtp > 100 && gaps == 0)
+        #expect(markers >= 40) // one per video frame
+        #expect(tids == [0, 1, 2])
+        #expect(srs >= 2 && byes >= 1)
+        let snap = p.snapshot()
+        #expect(snap.network.byeSent && snap.network.sendErrors == 0)
+        #expect(snap.streams.reduce(0) { $0 + $1.packetsSent } == rtp)
+    }
+}
