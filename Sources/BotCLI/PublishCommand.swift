@@ -74,6 +74,9 @@ enum PublishCommand {
         if o.has("json") {
             Output.out(JSONValue.object([("type", .string("summary")), ("command", .string("publish")),
                                          ("durationMs", .int(p.elapsedMicros / 1000)), ("streams", .array(p.streams.map(Report.outboundJSON))),
+                                         ("encodeMs", .object([("videoLayers", .array(p.media.encodeMicros.map { .int($0 / 1000) })),
+                                                               ("audio", .int(p.media.audioEncodeMicros / 1000))])),
+                                         ("framesSkipped", .int(Int64(p.media.framesSkipped))),
                                          ("portUnreachable", .int(Int64(p.network.portUnreachable))),
                                          ("sendErrors", .int(Int64(p.network.sendErrors)))]).serialized(pretty: true) + "\n")
         } else {

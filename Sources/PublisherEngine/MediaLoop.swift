@@ -64,7 +64,7 @@ final class MediaLoop {
         var nextAudio = startMicros
         var audioIndex: UInt32 = 0
         var seenGeneration = -1
-        var firstFrame = true
+        var pendingKeyFrames: UInt64 = 0
         let audioInterval: Int64 = 20_000
 
         while !control.stopRequested {
@@ -88,13 +88,15 @@ final class MediaLoop {
                 audioIndex &+= 1
                 nextAudio += audioInterval
             }
-            let keyRequests = firstFrame ? 0 : control.takeKeyFrameRequests()
+            // Requests stay pending until the layer's next frame is due (the first frame is a key frame anyway).
+            pendingKeyFrames |= control.takeKeyFrameRequests()
             for i in 0..<encoders.count where now >= nextVideo[i] {
                 let captureMicros = nextVideo[i]
                 let frameNumber = UInt32(truncatingIfNeeded: (captureMicros - startMicros) / 33_333)
                 let wallMillis = UInt32(truncatingIfNeeded: (Clock.wallMicros() - (now - captureMicros)) / 1000)
                 source.fill(&pictures[i], frameNumber: frameNumber, captureMillis: wallMillis)
-                let force = keyRequests & (1 << UInt64(i)) != 0
+                let force = pendingKeyFrames & (1 << UInt64(i)) != 0
+                pendingKeyFrames &= ~(1 << UInt64(i))
                 if let frame = try encoders[i].encode(&pictures[i], layer: i, frameNumber: frameNumber, captureMicros: captureMicros,
                                                       forceKeyFrame: force, clock: Clock.monotonicMicros) {
                     c.framesEncoded[i] += 1
@@ -108,7 +110,6 @@ final class MediaLoop {
                 let after = Clock.monotonicMicros()
                 while nextVideo[i] + intervals[i] < after { nextVideo[i] += intervals[i]; c.framesSkipped += 1 }
             }
-            firstFrame = false
             let snapshot = c
             counters.withLock { $0 = snapshot }
             var wake = nextAudio

@@ -60,8 +60,15 @@ import MediaCodecs
         let inbox = PacketBatch(capacity: 32)
         var lastSeq: [UInt32: UInt16] = [:]
         var gaps = 0, rtp = 0, markers = 0, srs = 0, byes = 0, tids = Set<UInt8>()
-        let deadline = Clock.monotonicMicros() + 4_000_000
+        let begin = Clock.monotonicMicros()
+        let deadline = begin + 4_000_000
+        var requested = false
         while byes == 0 && Clock.monotonicMicros() < deadline {
+            if !requested && Clock.monotonicMicros() - begin > 600_000 {
+                requested = true
+                p.control.requestKeyFrame(layer: 0)
+                p.control.setTargetBitrate(layer: 0, bps: 100_000)
+            }
             _ = sink.wait(timeoutMicros: 50_000)
             let n = try sink.receive(into: inbox)
             for i in 0..<n {
@@ -102,5 +109,8 @@ import MediaCodecs
         let snap = p.snapshot()
         #expect(snap.network.byeSent && snap.network.sendErrors == 0)
         #expect(snap.streams.reduce(0) { $0 + $1.packetsSent } == rtp)
+        let video = try #require(snap.streams.first { $0.kind == .video })
+        #expect(video.keyFramesSent == 2) // the first frame and the requested one
+        #expect(video.targetBitrate == 100_000)
     }
 }

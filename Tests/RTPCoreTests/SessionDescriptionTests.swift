@@ -40,6 +40,13 @@ import Testing
         #expect(throws: SessionDescription.ParseError.self) { try SessionDescription.parse("v=0\r\ns=x\r\n") }
     }
 
+    /// Regression: the seeded fuzzer found `a=extmap:/ …` crashing the parser (index out of range).
+    @Test func extmapWithoutIDIsAnErrorNotACrash() {
+        #expect(throws: SessionDescription.ParseError.self) {
+            try SessionDescription.parse("v=0\r\nm=audio 5004 RTP/SAVPF 111\r\na=extmap:/ urn:x\r\n")
+        }
+    }
+
     @Test func seededFuzzNeverCrashes() {
         var rng = SeededRNG(3)
         let seed = Array(sample.render().utf8)
