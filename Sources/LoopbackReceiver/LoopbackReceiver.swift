@@ -48,16 +48,7 @@ public final class LoopbackReceiver: Sendable {
     let stopFlag = Locked(false)
     let thread = Locked<JoinableThread?>(nil)
 
-    public enum StartError: Error, CustomStringConvertible {
-        case socket(SocketError)
-        case srtp(SRTPError)
-        public var description: String {
-            switch self {
-            case let .socket(e): "cannot listen: \(e)"
-            case let .srtp(e): "cannot set up SRTP: \(e)"
-            }
-        }
-    }
+    public typealias StartError = EngineSetupError
 
     public init(config: ReceiverConfig) throws(StartError) {
         self.config = config

@@ -25,16 +25,7 @@ public final class Publisher: Sendable {
     let socketHandoff: Handoff<UDPSocket>
     public let localAddress: SocketAddress
 
-    public enum StartError: Error, CustomStringConvertible {
-        case socket(SocketError)
-        case srtp(SRTPError)
-        public var description: String {
-            switch self {
-            case let .socket(e): "cannot open the publisher socket: \(e)"
-            case let .srtp(e): "cannot set up SRTP: \(e)"
-            }
-        }
-    }
+    public typealias StartError = EngineSetupError
 
     /// Prepares the streams and opens the socket (errors surface here, before any thread starts).
     public init(config: PublisherConfig, bind: SocketAddress? = nil) throws(StartError) {
