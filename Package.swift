@@ -15,6 +15,8 @@ let package = Package(
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
         .systemLibrary(name: "CSRTP", pkgConfig: "libsrtp2", providers: [.apt(["libsrtp2-dev"])]),
         .target(name: "CLinuxNet"),
+        // Test-only: interposes malloc to count allocations per thread (see its header).
+        .target(name: "CAllocCounter"),
 
         .target(name: "RTPCore"),
         .target(name: "Stats"),
@@ -29,7 +31,7 @@ let package = Package(
         .testTarget(name: "StatsTests", dependencies: ["Stats"]),
         .testTarget(name: "MediaCodecsTests", dependencies: ["MediaCodecs"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "RTPCore"]),
-        .testTarget(name: "PublisherEngineTests", dependencies: ["PublisherEngine", "Transport", "RTPCore", "MediaCodecs"]),
+        .testTarget(name: "PublisherEngineTests", dependencies: ["PublisherEngine", "Transport", "RTPCore", "MediaCodecs", "Stats", "CAllocCounter"]),
         .testTarget(name: "LoopbackReceiverTests", dependencies: ["LoopbackReceiver", "Transport", "RTPCore", "MediaCodecs"]),
         .testTarget(name: "BotCLITests", dependencies: ["BotCLI"]),
         .testTarget(name: "IntegrationTests", dependencies: ["PublisherEngine", "LoopbackReceiver", "Transport", "BotCLI"]),
