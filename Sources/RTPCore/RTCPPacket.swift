@@ -4,6 +4,11 @@ public enum RTCPPacket: Equatable, Sendable {
     case receiverReport(ReceiverReport)
     case sourceDescription(SourceDescription)
     case goodbye(Goodbye)
+    case nack(GenericNACK)
+    case pictureLossIndication(PictureLossIndication)
+    case fullIntraRequest(FullIntraRequest)
+    case remb(ReceiverEstimatedMaxBitrate)
+    case transportFeedback(TransportFeedback)
     /// A packet type pubbot does not interpret yet (feedback, APP, …): type, count/FMT, size.
     case unknown(packetType: UInt8, count: UInt8, size: Int)
 }
@@ -26,6 +31,18 @@ public struct RTCPCompoundIterator: Sendable {
         case RTCPPacketType.receiverReport: packet = .receiverReport(try ReceiverReport.parse(b, header: h, at: o))
         case RTCPPacketType.sourceDescription: packet = .sourceDescription(try SourceDescription.parse(b, header: h, at: o))
         case RTCPPacketType.goodbye: packet = .goodbye(try Goodbye.parse(b, header: h, at: o))
+        case RTCPPacketType.transportFeedback where h.count == GenericNACK.fmt:
+            packet = .nack(try GenericNACK.parse(b, header: h, at: o))
+        case RTCPPacketType.transportFeedback where h.count == TransportFeedback.fmt:
+            packet = .transportFeedback(try TransportFeedback.parse(b, header: h, at: o))
+        case RTCPPacketType.payloadFeedback where h.count == PictureLossIndication.fmt:
+            guard h.packetSize >= 12 else { throw .badLength }
+            packet = .pictureLossIndication(PictureLossIndication(senderSSRC: b.be32(o + 4), mediaSSRC: b.be32(o + 8)))
+        case RTCPPacketType.payloadFeedback where h.count == FullIntraRequest.fmt:
+            packet = .fullIntraRequest(try FullIntraRequest.parse(b, header: h, at: o))
+        case RTCPPacketType.payloadFeedback where h.count == 15:
+            if let r = try ReceiverEstimatedMaxBitrate.parse(b, header: h, at: o) { packet = .remb(r) }
+            else { packet = .unknown(packetType: h.packetType, count: h.count, size: h.packetSize) }
         default: packet = .unknown(packetType: h.packetType, count: h.count, size: h.packetSize)
         }
         offset = o + h.packetSize

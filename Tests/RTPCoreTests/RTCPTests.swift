@@ -67,10 +67,10 @@ import Testing
     }
 
     @Test func unknownTypesAreSkippedWhole() throws {
-        let pli = hex("81 ce 00 02 00 00 00 01 00 00 00 02") // PSFB FMT 1 (PLI)
-        let parsed = try packets(pli + srBytes)
+        let app = hex("81 cc 00 02 00 00 00 01 41 42 43 44") // APP subtype 1, name "ABCD"
+        let parsed = try packets(app + srBytes)
         #expect(parsed.count == 2)
-        #expect(parsed[0] == .unknown(packetType: 206, count: 1, size: 12))
+        #expect(parsed[0] == .unknown(packetType: 204, count: 1, size: 12))
         #expect(parsed[1] == (try packets(srBytes))[0])
     }
 
