@@ -1,33 +1,20 @@
 import MediaCodecs
+import Impairment
 
 /// Parsers for the value syntaxes of SPEC §7: durations, rates, ladders.
 enum ValueParsers {
-    /// `500ms`, `15s`, `2m`, `1.5s`, or a bare number of seconds. Returns microseconds.
+    /// `500ms`, `15s`, `2m`, or a bare number of seconds. Returns microseconds.
     static func duration(_ text: String, option: String) throws(UsageError) -> Int64 {
-        let t = text.lowercased()
-        var number = t, scale = 1_000_000.0
-        if t.hasSuffix("ms") { number = String(t.dropLast(2)); scale = 1_000 }
-        else if t.hasSuffix("us") { number = String(t.dropLast(2)); scale = 1 }
-        else if t.hasSuffix("s") { number = String(t.dropLast()); scale = 1_000_000 }
-        else if t.hasSuffix("m") { number = String(t.dropLast()); scale = 60_000_000 }
-        else if t.hasSuffix("h") { number = String(t.dropLast()); scale = 3_600_000_000 }
-        guard let v = Double(number), v.isFinite, v >= 0, v * scale < 1e15 else {
-            throw UsageError("invalid duration '\(text)' for --\(option) (examples: 500ms, 15s, 2m)")
-        }
-        return Int64(v * scale)
+        do { return try ValueSyntax.duration(text) } catch { throw UsageError("\(error) for --\(option)") }
     }
 
     /// `800kbit`, `2.5mbit`, `4M`, `2500k`, `32000`. Returns bits per second.
     static func bitrate(_ text: String, option: String) throws(UsageError) -> Int {
-        let t = text.lowercased()
-        var number = t, scale = 1.0
-        for (suffix, s) in [("kbit", 1e3), ("mbit", 1e6), ("gbit", 1e9), ("kbps", 1e3), ("mbps", 1e6), ("bit", 1.0), ("bps", 1.0), ("k", 1e3), ("m", 1e6), ("g", 1e9)] {
-            if t.hasSuffix(suffix) { number = String(t.dropLast(suffix.count)); scale = s; break }
-        }
-        guard let v = Double(number), v.isFinite, v > 0, v * scale <= 1e10 else {
-            throw UsageError("invalid rate '\(text)' for --\(option) (examples: 800kbit, 2.5mbit, 4M)")
-        }
-        return Int(v * scale)
+        do { return try ValueSyntax.bitrate(text) } catch { throw UsageError("\(error) for --\(option)") }
+    }
+
+    static func impairment(_ text: String, option: String) throws(UsageError) -> ImpairmentSchedule {
+        do { return try ImpairmentSchedule.parse(text) } catch { throw UsageError("invalid --\(option): \(error)") }
     }
 
     /// `1280x720@30:2500k,640x360@30:700k,320x180@15:150k` (fps and bitrate optional), lowest
