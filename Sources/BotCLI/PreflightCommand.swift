@@ -9,9 +9,10 @@ enum PreflightCommand {
     static let spec: OptionSpec = {
         var o = CommonOptions.media
         o["audio-only"] = .flag
+        o["impair"] = .value
         return OptionSpec(options: o, planned: [
             "to": "remote receivers come with the verdict work", "key": "used with --to", "sdp": "used with --to",
-            "impair": "the network emulator is planned", "require": "the verdict is planned", "junit": "the verdict is planned",
+"require": "the verdict is planned", "junit": "the verdict is planned",
             "stats": "the stats stream is planned",
         ])
     }()
@@ -26,7 +27,11 @@ enum PreflightCommand {
 
         let receiver: LoopbackReceiver
         do {
-            receiver = try LoopbackReceiver(config: ReceiverConfig(listen: try SocketAddress(host: "127.0.0.1", port: 0), key: key))
+            var rc = ReceiverConfig(listen: try SocketAddress(host: "127.0.0.1", port: 0), key: key)
+            rc.impairment = try o.value("impair").map { t throws(UsageError) in try ValueParsers.impairment(t, option: "impair") }
+            receiver = try LoopbackReceiver(config: rc)
+        } catch let e as UsageError {
+            throw e
         } catch {
             Output.err("Error: cannot start the embedded receiver: \(error)\n")
             return 2
@@ -99,6 +104,9 @@ enum PreflightCommand {
         } else {
             Output.out("pubbot preflight — embedded loopback receiver, \(Units.fixed(Double(p.elapsedMicros) / 1e6, 1)) s, SRTP \(plan.config.key.suite.sdesName)\n\n")
             Output.out(t.render())
+            if let i = r.impairment {
+                Output.out("\nimpairment: \(i.packets) packets offered, \(i.droppedByLoss) lost, \(i.droppedByQueue) dropped by the queue, max queueing \(Units.fixed(Double(i.maxQueueMicros) / 1000, 0)) ms\n")
+            }
             if r.rejected.total > 0 { Output.out("\nrejected packets: \(r.rejected.total) (auth \(r.rejected.authenticationFailed), malformed \(r.rejected.malformed))\n") }
             Output.out(ok ? "\nresult: every stream decoded\n" : "\nresult: FAILED\n" + problems.map { "  - \($0)\n" }.joined())
         }

@@ -8,8 +8,9 @@ import RTPCore
 
 /// `pubbot receive`: decrypt, reassemble, decode and report.
 enum ReceiveCommand {
-    static let spec = OptionSpec(options: ["listen": .value, "key": .value, "sdp": .value, "srtp-suite": .value, "duration": .value, "json": .flag],
-                                 planned: ["impair": "the network emulator is planned", "downlink-impair": "the network emulator is planned",
+    static let spec = OptionSpec(options: ["listen": .value, "key": .value, "sdp": .value, "srtp-suite": .value, "duration": .value, "json": .flag,
+                                           "impair": .value],
+                                 planned: ["downlink-impair": "the subscriber downlink comes with the stats work",
                                            "prefer": "layer selection comes with the subscriber work", "stats": "the stats stream is planned"])
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
@@ -34,8 +35,10 @@ enum ReceiveCommand {
         let listen = try CommonOptions.address(listenText, option: "listen")
         let duration = try o.value("duration").map { d throws(UsageError) in try ValueParsers.duration(d, option: "duration") }
 
+        var rc = ReceiverConfig(listen: listen, key: key)
+        rc.impairment = try o.value("impair").map { t throws(UsageError) in try ValueParsers.impairment(t, option: "impair") }
         let receiver: LoopbackReceiver
-        do { receiver = try LoopbackReceiver(config: ReceiverConfig(listen: listen, key: key)) } catch {
+        do { receiver = try LoopbackReceiver(config: rc) } catch {
             Output.err("Error: \(error)\n")
             return 2
         }

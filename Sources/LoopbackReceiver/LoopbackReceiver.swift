@@ -1,5 +1,6 @@
 public import Transport
 public import Stats
+public import Impairment
 import RTPCore
 import MediaCodecs
 
@@ -10,6 +11,9 @@ public struct ReceiverConfig: Sendable {
     public var decodeVideo = true
     public var videoPayloadTypes: Set<UInt8> = [96]
     public var audioPayloadTypes: Set<UInt8> = [111]
+    /// Impairment applied to every arriving packet before it is processed (uplink emulation).
+    public var impairment: ImpairmentSchedule?
+    public var impairmentSeed: UInt64 = 1
 
     public init(listen: SocketAddress, key: SRTPKey) {
         self.listen = listen
@@ -23,11 +27,15 @@ public struct ReceiverSnapshot: Sendable, Equatable {
     public var rejected: RejectedPackets
     public var packetsAccepted: Int
     public var rtcpReceived: Int
+    public var rtcpSent = 0
+    public var pliSent = 0
     public var senderReports: Int
     public var byes: Int
     public var firstPacketMicros: Int64?
     public var lastPacketMicros: Int64?
     public var lastError: String?
+    /// What the link emulator did (with `--impair`).
+    public var impairment: LinkEmulator.Counters?
 
     /// Packets arrive but none authenticates: the sender uses another key or suite.
     public var keyMismatchSuspected: Bool { rejected.authenticationFailed > 0 && packetsAccepted == 0 }
@@ -93,30 +101,52 @@ final class ReceiveLoop {
     var streams: [UInt32: ReceiveStream] = [:]
     var order: [UInt32] = []
     var snap: ReceiverSnapshot
+    var emulator: LinkEmulator?
+    let delayLine: DelayLine?
+    let srtpOut: SRTPSession
+    /// Where the publisher sends from: feedback goes back there.
+    var peer: SocketAddress?
+    let ssrc = SecureRandom.uint32() | 1
+    let out = PacketBatch(capacity: 1)
+    var nextReport: Int64 = 0
+    var lastPLI: [UInt32: Int64] = [:]
 
     init(config: ReceiverConfig, socket: UDPSocket, state: Locked<ReceiverSnapshot>) throws(SRTPError) {
         self.config = config
         self.socket = socket
         self.state = state
         srtp = try SRTPSession(key: config.key, direction: .inbound)
+        srtpOut = try SRTPSession(key: config.key, direction: .outbound)
         snap = state.value
+        if let schedule = config.impairment {
+            emulator = LinkEmulator(schedule: schedule, seed: config.impairmentSeed, startMicros: Clock.monotonicMicros())
+            delayLine = DelayLine(capacity: 8192)
+        } else {
+            delayLine = nil
+        }
     }
 
     func run(stop: Locked<Bool>) {
         var nextPublish = Clock.monotonicMicros()
         while !stop.value {
-            _ = socket.wait(timeoutMicros: 20_000)
+            var timeout: Int64 = 20_000
+            if let due = delayLine?.nextDue { timeout = max(0, min(timeout, due - Clock.monotonicMicros())) }
+            _ = socket.wait(timeoutMicros: timeout)
             drain()
+            deliverDue()
             let now = Clock.monotonicMicros()
+            sendFeedback(now: now)
             if now >= nextPublish { publish(final: false); nextPublish = now + 100_000 }
         }
         drain()
+        deliverDue()
         publish(final: true)
     }
 
     func publish(final: Bool) {
         if final { for s in streams.values { s.finalize() } }
         snap.streams = order.compactMap { streams[$0]?.stats }
+        if let emulator { snap.impairment = emulator.counters; snap.impairment?.droppedByQueue += delayLine?.overflows ?? 0 }
         let s = snap
         state.withLock { $0 = s }
     }
@@ -127,14 +157,29 @@ final class ReceiveLoop {
             do { n = try socket.receive(into: batch) } catch { snap.lastError = error.description; return }
             if n == 0 { return }
             let now = Clock.monotonicMicros(), wall = Clock.wallMicros()
-            for i in 0..<n { handle(i, now: now, wall: wall) }
+            for i in 0..<n {
+                let len = Int(batch.lengths[i])
+                guard len <= PacketBatch.maxPacketSize else { snap.rejected.oversized += 1; continue }
+                let p = batch.slot(i).baseAddress!
+                if peer == nil, let from = batch.source(i) { peer = from }
+                if emulator != nil, let line = delayLine {
+                    // The emulated path decides loss and delivery time; delivery happens in deliverDue.
+                    if let due = emulator!.admit(size: len, now: now) { line.push(p, length: len, due: due) }
+                } else {
+                    handle(p, length: len, now: now, wall: wall)
+                }
+            }
         }
     }
 
-    func handle(_ i: Int, now: Int64, wall: Int64) {
-        let len = Int(batch.lengths[i])
-        guard len <= PacketBatch.maxPacketSize else { snap.rejected.oversized += 1; return }
-        let p = batch.slot(i).baseAddress!
+    func deliverDue() {
+        guard let line = delayLine else { return }
+        let now = Clock.monotonicMicros()
+        let wall = Clock.wallMicros()
+        while let (p, len) = line.popDue(now: now) { handle(p, length: len, now: now, wall: wall) }
+    }
+
+    func handle(_ p: UnsafeMutableRawPointer, length len: Int, now: Int64, wall: Int64) {
         let bytes = p.assumingMemoryBound(to: UInt8.self)
         switch RTPDemux.classify(Span(_unsafeStart: bytes, count: len)) {
         case .other:
@@ -146,7 +191,9 @@ final class ReceiveLoop {
                 let span = Span(_unsafeStart: bytes, count: plain)
                 while let packet = try it.next(in: span) {
                     switch packet {
-                    case .senderReport: snap.senderReports += 1
+                    case let .senderReport(sr):
+                        snap.senderReports += 1
+                        streams[sr.ssrc]?.lastSenderReport = (NTPTime.compact(sr.ntpTime), now)
                     case let .goodbye(bye):
                         snap.byes += 1
                         for s in bye.ssrcs { streams[s]?.stats.byeReceived = true }
@@ -187,6 +234,44 @@ final class ReceiveLoop {
                 order.append(header.ssrc)
             }
             stream.receive(header: header, extensions: ext, packet: span, nowMicros: now, wallMicros: wall)
+        }
+    }
+
+    // MARK: feedback
+
+    /// Receiver reports + SDES about once a second, and a PLI (throttled) for every stream that
+    /// lost its reference chain.
+    func sendFeedback(now: Int64) {
+        guard let peer, !streams.isEmpty else { return }
+        var plis: [UInt32] = []
+        for id in order {
+            guard let s = streams[id], s.stats.kind == .video, s.wantsKeyFrame else { continue }
+            if now - (lastPLI[id] ?? .min / 2) >= 300_000 { plis.append(id); lastPLI[id] = now }
+        }
+        let reportDue = now >= nextReport
+        guard reportDue || !plis.isEmpty else { return }
+        var blocks: [ReportBlock] = []
+        if reportDue {
+            nextReport = now + 500_000 + Int64(SecureRandom.uint32() % 1_000_000) // 1 s ± 50 %
+            for id in order.prefix(31) { if let b = streams[id]?.reportBlock(nowMicros: now) { blocks.append(b) } }
+        }
+        let slot = out.slot(0)
+        var w = ByteWriter(UnsafeMutableRawBufferPointer(start: slot.baseAddress, count: PacketBatch.maxPacketSize - 200))
+        do throws(RTPWriteError) {
+            try ReceiverReport(ssrc: ssrc, reports: blocks).write(to: &w)
+            if reportDue { try SourceDescription(chunks: [.init(ssrc: ssrc, cname: "pubbot-receiver")]).write(to: &w) }
+            for id in plis { try PictureLossIndication(senderSSRC: ssrc, mediaSSRC: id).write(to: &w) }
+        } catch {
+            snap.lastError = "rtcp: \(error)"
+            return
+        }
+        do {
+            let n = try srtpOut.protectRTCP(slot.baseAddress!, length: w.count, capacity: PacketBatch.slotSize)
+            try socket.send(UnsafeRawBufferPointer(start: slot.baseAddress, count: n), to: peer)
+            snap.rtcpSent += 1
+            snap.pliSent += plis.count
+        } catch {
+            snap.lastError = "rtcp send: \(error)"
         }
     }
 

@@ -16,10 +16,22 @@ final class ReceiveStream {
     var latency = LatencyTracker()
     let decodeVideo: Bool
     var needKeyFrame = true
+    /// Set when the stream needs a key frame it has not asked for yet (the loop sends the PLI).
+    var wantsKeyFrame = false
+    var lastPictureID: UInt16?
+    // RFC 3550 A.3/A.8 state for receiver reports.
+    var jitter = 0.0
+    var lastTransit: Int64?
+    var expectedAtLastReport: Int64 = 0
+    var receivedAtLastReport = 0
+    /// Middle 32 bits of the last SR's NTP time and when it arrived (µs, monotonic).
+    var lastSenderReport: (compactNTP: UInt32, arrivalMicros: Int64)?
+    let clockRate: Int64
 
     init(ssrc: UInt32, kind: MediaKind, payloadType: UInt8, decodeVideo: Bool) {
         stats = InboundStreamStats(ssrc: ssrc, kind: kind, payloadType: payloadType)
         self.decodeVideo = decodeVideo
+        clockRate = kind == .audio ? 48_000 : 90_000
     }
 
     func receive(header h: RTPHeader, extensions: RTPExtensionValues, packet: Span<UInt8>, nowMicros: Int64, wallMicros: Int64) {
@@ -32,6 +44,16 @@ final class ReceiveStream {
         stats.packetsLost = Int(highestSequence - baseSequence! + 1) - stats.packetsReceived
         if stats.firstPacketMicros == nil { stats.firstPacketMicros = nowMicros }
         stats.lastPacketMicros = nowMicros
+        // Interarrival jitter (RFC 3550 A.8) in timestamp units.
+        let arrival = nowMicros * clockRate / 1_000_000
+        let transit = arrival - Int64(h.timestamp)
+        if let last = lastTransit {
+            var d = transit - last
+            // Timestamps wrap at 2^32: take the short way round.
+            if d > Int64(UInt32.max / 2) { d -= Int64(UInt32.max) + 1 } else if d < -Int64(UInt32.max / 2) { d += Int64(UInt32.max) + 1 }
+            jitter += (Double(abs(d)) - jitter) / 16
+        }
+        lastTransit = transit
         if let mid = extensions.mid, stats.mid == nil { stats.mid = mid }
         if let rid = extensions.rid, stats.rid == nil { stats.rid = rid }
         let payload = packet.extracting(h.payloadRange)
@@ -43,20 +65,27 @@ final class ReceiveStream {
 
     func receiveVideo(_ h: RTPHeader, _ payload: Span<UInt8>, wallMicros: Int64) {
         let malformedBefore = assembler.malformedPackets
-        guard let frame = assembler.insert(sequenceNumber: h.sequenceNumber, timestamp: h.timestamp, marker: h.marker, payload: payload) else {
-            if assembler.malformedPackets > malformedBefore { stats.decodeErrors += 1 }
-            stats.framesDropped = assembler.framesDropped
-            return
-        }
+        let droppedBefore = assembler.framesDropped
+        let frame = assembler.insert(sequenceNumber: h.sequenceNumber, timestamp: h.timestamp, marker: h.marker, payload: payload)
+        if assembler.malformedPackets > malformedBefore { stats.decodeErrors += 1 }
+        if assembler.framesDropped > droppedBefore { requestKeyFrame() } // a frame could not be completed
         stats.framesDropped = assembler.framesDropped
+        guard let frame else { return }
         stats.framesAssembled += 1
         if let w = frame.header.width, let hh = frame.header.height { stats.width = w; stats.height = hh }
         guard decodeVideo else { return }
-        if needKeyFrame && !frame.header.isKeyFrame { return } // cannot decode before the first key frame
+        // A missing picture breaks the reference chain: wait for a key frame rather than decode garbage.
+        if let last = lastPictureID, let id = frame.descriptor.pictureID, !frame.header.isKeyFrame,
+           id != (last &+ 1) & (frame.descriptor.shortPictureID ? 0x7F : 0x7FFF) {
+            requestKeyFrame()
+        }
+        lastPictureID = frame.descriptor.pictureID
+        if needKeyFrame && !frame.header.isKeyFrame { stats.framesDropped += 1; return } // cannot decode without a key frame
         do {
             if videoDecoder == nil { videoDecoder = try VP8Decoder() }
             guard let decoded = try videoDecoder!.decode(frame.bytes) else { return }
             needKeyFrame = false
+            wantsKeyFrame = false
             stats.framesDecoded += 1
             if frame.header.isKeyFrame { stats.keyFramesDecoded += 1 }
             stats.width = decoded.width
@@ -72,8 +101,33 @@ final class ReceiveStream {
             }
         } catch {
             stats.decodeErrors += 1
-            needKeyFrame = true
+            requestKeyFrame()
         }
+    }
+
+    func requestKeyFrame() {
+        wantsKeyFrame = true
+        needKeyFrame = true
+    }
+
+    /// The reception report block for this stream (RFC 3550 §6.4.1, A.3), and resets the interval.
+    func reportBlock(nowMicros: Int64) -> ReportBlock? {
+        guard let base = baseSequence else { return nil }
+        let expected = highestSequence - base + 1
+        let lost = expected - Int64(stats.packetsReceived)
+        let expectedInterval = expected - expectedAtLastReport
+        let receivedInterval = stats.packetsReceived - receivedAtLastReport
+        expectedAtLastReport = expected
+        receivedAtLastReport = stats.packetsReceived
+        let lostInterval = expectedInterval - Int64(receivedInterval)
+        let fraction = expectedInterval <= 0 || lostInterval <= 0 ? 0 : UInt8(min(255, (lostInterval << 8) / expectedInterval))
+        var block = ReportBlock(ssrc: stats.ssrc, fractionLost: fraction, cumulativeLost: Int32(clamping: lost),
+                                extendedHighestSequence: UInt32(truncatingIfNeeded: highestSequence), jitter: UInt32(jitter))
+        if let sr = lastSenderReport {
+            block.lastSenderReport = sr.compactNTP
+            block.delaySinceLastSenderReport = UInt32(truncatingIfNeeded: (nowMicros - sr.arrivalMicros) * 65_536 / 1_000_000)
+        }
+        return block
     }
 
     func receiveAudio(_ payload: Span<UInt8>) {

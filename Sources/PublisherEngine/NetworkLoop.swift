@@ -249,6 +249,44 @@ final class NetworkLoop {
         }
     }
 
+    func senderIndex(ssrc: UInt32) -> Int? { senders.firstIndex { $0.plan.ssrc == ssrc } }
+
+    func handle(_ packet: RTCPPacket, arrivalCompactNTP: UInt32) {
+        switch packet {
+        case let .receiverReport(rr): handleReports(rr.reports, arrival: arrivalCompactNTP)
+        case let .senderReport(sr): handleReports(sr.reports, arrival: arrivalCompactNTP)
+        case let .pictureLossIndication(pli):
+            if let i = senderIndex(ssrc: pli.mediaSSRC) { senders[i].stats.pliReceived += 1; requestKeyFrame(i) }
+        case let .fullIntraRequest(fir):
+            for e in fir.entries { if let i = senderIndex(ssrc: e.ssrc) { senders[i].stats.firReceived += 1; requestKeyFrame(i) } }
+        default: break
+        }
+    }
+
+    /// RTT = A − LSR − DLSR in 1/65536 s (RFC 3550 §6.4.1); blocks without an SR (LSR 0) are skipped.
+    func handleReports(_ blocks: [ReportBlock], arrival: UInt32) {
+        for b in blocks {
+            guard let i = senderIndex(ssrc: b.ssrc) else { continue }
+            senders[i].stats.fractionLost = Double(b.fractionLost) / 256
+            senders[i].stats.packetsLostReported = Int(b.cumulativeLost)
+            senders[i].stats.remoteJitterSeconds = Double(b.jitter) / Double(senders[i].plan.clockRate)
+            if b.lastSenderReport != 0 {
+                let rtt = Int64(Int32(bitPattern: arrival &- b.lastSenderReport &- b.delaySinceLastSenderReport))
+                if rtt >= 0 { senders[i].stats.roundTripTimeMillis = Double(rtt) * 1000 / 65_536 }
+            }
+        }
+    }
+
+    /// Key frames on PLI/FIR, at most one per layer per 300 ms (repeated requests while one is
+    /// on its way would only multiply key frames).
+    func requestKeyFrame(_ senderIndex: Int) {
+        guard let layer = senders[senderIndex].plan.layer else { return }
+        let now = Clock.monotonicMicros()
+        if now - senders[senderIndex].lastKeyFrameRequestMicros < 300_000 { return }
+        senders[senderIndex].lastKeyFrameRequestMicros = now
+        control.requestKeyFrame(layer: layer)
+    }
+
     func readIncoming() {
         for _ in 0..<8 {
             let n: Int
@@ -264,7 +302,8 @@ final class NetworkLoop {
                     let plain = try srtpIn.unprotectRTCP(p, length: len)
                     let span = Span(_unsafeStart: p.assumingMemoryBound(to: UInt8.self), count: plain)
                     var it = RTCPCompoundIterator()
-                    while (try it.next(in: span)) != nil {}
+                    let arrival = NTPTime.compact(NTPTime.ntp(unixMicros: Clock.wallMicros()))
+                    while let packet = try it.next(in: span) { handle(packet, arrivalCompactNTP: arrival) }
                     counters.rtcpReceived += 1
                 } catch {
                     counters.rtcpRejected += 1

@@ -18,6 +18,7 @@ struct RTPStreamSender {
     var lastTimestamp: UInt32 = 0
     var lastCaptureMicros: Int64 = 0
     var sentAny = false
+    var lastKeyFrameRequestMicros: Int64 = .min / 2
 
     init(plan: StreamPlan.Stream, layer: VideoLayerConfig?, startMicros: Int64, bundle: Bool) {
         self.plan = plan

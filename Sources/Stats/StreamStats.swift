@@ -21,6 +21,14 @@ public struct OutboundStreamStats: Sendable, Equatable {
     public var keyFramesSent: Int = 0
     public var framesEncoded: Int = 0
     public var targetBitrate: Int = 0
+    /// From receiver reports: round-trip time (LSR/DLSR), loss fraction of the last report,
+    /// cumulative loss, and interarrival jitter in seconds.
+    public var roundTripTimeMillis: Double?
+    public var fractionLost: Double = 0
+    public var packetsLostReported: Int = 0
+    public var remoteJitterSeconds: Double?
+    public var pliReceived = 0
+    public var firReceived = 0
 
     public init(ssrc: UInt32, kind: MediaKind, mid: String, rid: String?, codec: String, width: Int = 0, height: Int = 0, scalabilityMode: String? = nil) {
         self.ssrc = ssrc
