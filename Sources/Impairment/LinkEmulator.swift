@@ -28,6 +28,9 @@ public struct LinkEmulator: Sendable {
         rng = SplitMix(seed)
     }
 
+    /// How long a packet arriving now would wait at the rate cap (the bottleneck queue), µs.
+    public func queueDelay(now: Int64) -> Int64 { max(0, linkFreeAt - now) }
+
     /// Settings in force at `now`.
     public func settings(now: Int64) -> ImpairmentSettings { schedule.settings(at: now - startMicros) }
 

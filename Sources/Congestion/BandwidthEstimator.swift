@@ -1,0 +1,131 @@
+public import RTPCore
+
+/// What the estimator concluded after a feedback message.
+public struct NetworkEstimate: Equatable, Sendable {
+    /// The send-side bandwidth estimate (bits/s): min(delay-based, loss-based).
+    public var bitrate: Int
+    public var delayBased: Int
+    public var lossBased: Int
+    public var acknowledged: Int?
+    public var usage: BandwidthUsage
+    public var lossFraction: Double
+    public var rttMicros: Int64
+}
+
+/// Send-side bandwidth estimation of the GCC family over transport-cc feedback: arrival-time
+/// grouping → trendline → overuse detector → AIMD, combined with the loss-based rule, with
+/// start-up probing. Sans-IO: packets sent and feedback received are inputs, time is passed in.
+public struct BandwidthEstimator: Sendable {
+    public var adapter = TransportFeedbackAdapter()
+    var interArrival = InterArrival()
+    public private(set) var trendline = TrendlineEstimator()
+    public private(set) var aimd: AimdRateControl
+    public private(set) var loss: LossBasedEstimator
+    var acked = AcknowledgedBitrateEstimator()
+    public var probes: ProbeController
+    var probeEstimator = ProbeBitrateEstimator()
+    public private(set) var estimate: NetworkEstimate
+    var lastFeedbackMicros: Int64?
+    /// The estimate when feedback stopped (an outage); recovery probes aim back at it.
+    var estimateBeforeOutage: Int?
+    /// The last probe cluster measured and its bitrate (for stats and tests).
+    public private(set) var lastProbeResult: (cluster: Int, bitrate: Int)?
+
+    /// libwebrtc defaults: start 300 kbps, floor 5 kbps (REFERENCES §7).
+    public init(startBitrate: Int = 300_000, minBitrate: Int = 30_000, maxBitrate: Int = 10_000_000) {
+        aimd = AimdRateControl(startBitrate: startBitrate)
+        aimd.minBitrate = minBitrate
+        aimd.maxBitrate = maxBitrate
+        loss = LossBasedEstimator(startBitrate: startBitrate)
+        loss.minBitrate = minBitrate
+        loss.maxBitrate = maxBitrate
+        probes = ProbeController(maxBitrate: maxBitrate)
+        estimate = NetworkEstimate(bitrate: startBitrate, delayBased: startBitrate, lossBased: startBitrate, acknowledged: nil,
+                                   usage: .normal, lossFraction: 0, rttMicros: 200_000)
+    }
+
+    /// The most the estimate may claim: without traffic to measure, an app-limited sender cannot
+    /// know more, so this is set to a margin above what the publisher could ever send.
+    public mutating func setMaxBitrate(_ bps: Int) {
+        aimd.maxBitrate = bps
+        loss.maxBitrate = bps
+        probes.maxBitrate = bps
+    }
+
+    /// Probes now and then while the estimate is below `desired` (what the allocator wants).
+    public mutating func onDesiredBitrate(_ desired: Int, now: Int64) {
+        probes.maxBitrate = aimd.maxBitrate
+        probes.maybeProbe(estimate: estimate.bitrate, desired: desired, now: now)
+    }
+
+    /// Begins start-up probing.
+    public mutating func start(now: Int64) { probes.start(startBitrate: estimate.bitrate, now: now) }
+
+    public mutating func onPacketSent(transportSequence: UInt16, sendMicros: Int64, size: Int, probeCluster: Int?) {
+        adapter.onSent(sequence: transportSequence, sendMicros: sendMicros, size: size, probeCluster: probeCluster)
+    }
+
+    public mutating func onRoundTripTime(_ micros: Int64) {
+        estimate.rttMicros = micros
+        aimd.rttMicros = micros
+        loss.rttMicros = micros
+    }
+
+    @discardableResult
+    public mutating func onTransportFeedback(_ fb: TransportFeedback, now: Int64) -> NetworkEstimate {
+        let results = adapter.onFeedback(fb)
+        return onPacketResults(results, now: now)
+    }
+
+    /// The core update, for feedback already matched to sent packets.
+    @discardableResult
+    public mutating func onPacketResults(_ results: [PacketResult], now: Int64) -> NetworkEstimate {
+        guard !results.isEmpty else { return estimate }
+        lastFeedbackMicros = now
+        if let before = estimateBeforeOutage, results.contains(where: { $0.receiveMicros != nil }) {
+            // Feedback with arrivals again: the path is back. Probe at the rate that worked.
+            estimateBeforeOutage = nil
+            probes.probeForRecovery(bitrate: Int(Double(before) * 0.85), now: now)
+        }
+        acked.add(results)
+        var usage = trendline.state
+        for r in results {
+            guard let arrival = r.receiveMicros else { continue }
+            if let d = interArrival.add(sendMicros: r.sendMicros, arrivalMicros: arrival, size: r.size) {
+                trendline.update(deltas: d, arrivalMicros: arrival)
+                usage = trendline.state
+            }
+        }
+        let ackedRate = acked.bitrate
+        var delayBased = aimd.update(usage: usage, acknowledged: ackedRate, now: now)
+        for (cluster, probed) in probeEstimator.add(results) {
+            lastProbeResult = (cluster, probed)
+            probes.onResult(cluster: cluster, bitrate: probed, now: now)
+            if probed > delayBased {
+                aimd.set(probed, now: now)
+                delayBased = aimd.bitrate
+                loss.set(max(loss.bitrate, probed), now: now)
+            }
+        }
+        let lost = results.filter { $0.receiveMicros == nil }.count
+        let lossBased = loss.update(lost: lost, of: results.count, delayBased: delayBased, now: now)
+        estimate = NetworkEstimate(bitrate: min(delayBased, lossBased), delayBased: delayBased, lossBased: lossBased, acknowledged: ackedRate,
+                                   usage: usage, lossFraction: loss.lastLossFraction, rttMicros: estimate.rttMicros)
+        return estimate
+    }
+
+    /// No feedback for a while (total outage): halve the estimate every 500 ms without feedback,
+    /// down to the floor, so the sender stops flooding a dead path.
+    public mutating func onTimer(now: Int64) {
+        probes.timeOut(now: now)
+        guard let last = lastFeedbackMicros, now - last > 500_000 else { return }
+        lastFeedbackMicros = now
+        if estimateBeforeOutage == nil { estimateBeforeOutage = estimate.bitrate }
+        aimd.set(aimd.bitrate / 2, now: now)
+        loss.set(min(loss.bitrate, aimd.bitrate), now: now)
+        estimate.delayBased = aimd.bitrate
+        estimate.lossBased = loss.bitrate
+        estimate.bitrate = min(aimd.bitrate, loss.bitrate)
+        estimate.lossFraction = 1
+    }
+}

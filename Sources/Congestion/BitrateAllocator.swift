@@ -1,0 +1,59 @@
+/// A layer's bitrate limits (bits/s).
+public struct LayerLimits: Equatable, Sendable {
+    public var min: Int, target: Int, max: Int
+    public init(min: Int, target: Int, max: Int) { self.min = min; self.target = target; self.max = max }
+}
+
+/// How the available rate is split.
+public struct Allocation: Equatable, Sendable {
+    public var audio: Int
+    /// Per video layer, bottom-up; 0 = suspended.
+    public var layers: [Int]
+    /// Layers held below their target (or off) for lack of bandwidth.
+    public var bandwidthLimited: [Bool]
+    public var total: Int { audio + layers.reduce(0, +) }
+}
+
+/// Audio first, then simulcast layers bottom-up, each up to its target; allocation stops at the
+/// first layer whose minimum cannot be met, the lowest layer always gets its minimum, and what
+/// is left (up to max) goes to the top active layer (libwebrtc `simulcast_rate_allocator.cc`). A
+/// suspended layer comes back only when min × 1.2 is available (hysteresis, no flapping).
+public struct BitrateAllocator: Sendable {
+    public static let resumeHysteresis = 1.2
+    public var audioBitrate: Int
+    public var layers: [LayerLimits]
+    public private(set) var active: [Bool]
+
+    public init(audioBitrate: Int, layers: [LayerLimits]) {
+        self.audioBitrate = audioBitrate
+        self.layers = layers
+        active = layers.map { _ in true }
+    }
+
+    /// Sum of targets (what the publisher wants) and of maxima.
+    public var totalTarget: Int { audioBitrate + layers.reduce(0) { $0 + $1.target } }
+    public var totalMax: Int { audioBitrate + layers.reduce(0) { $0 + $1.max } }
+
+    public mutating func allocate(_ available: Int) -> Allocation {
+        let audio = min(audioBitrate, max(0, available))
+        var left = max(0, available - audio)
+        var out = [Int](repeating: 0, count: layers.count)
+        var lastActive = -1
+        for (i, l) in layers.enumerated() {
+            let needed = active[i] ? l.min : Int(Double(l.min) * Self.resumeHysteresis)
+            if i > 0 && left < needed { break }
+            let give = i == 0 ? max(l.min, min(l.target, left)) : min(l.target, left)
+            out[i] = give
+            left -= min(left, give)
+            lastActive = i
+        }
+        if lastActive >= 0 && left > 0 {
+            let top = layers[lastActive]
+            let extra = min(left, top.max - out[lastActive])
+            out[lastActive] += max(0, extra)
+        }
+        for i in layers.indices { active[i] = i <= lastActive }
+        let limited = layers.indices.map { out[$0] < layers[$0].target }
+        return Allocation(audio: audio, layers: out, bandwidthLimited: limited)
+    }
+}

@@ -1,0 +1,112 @@
+/// A leaky-bucket pacer (libwebrtc `pacing_controller`, REFERENCES §7): media leaves at the
+/// pacing rate in short bursts (budget capped at 40 ms), audio first, then retransmissions, then
+/// video; during a probe cluster it sends at the probe rate and pads when it has no media.
+/// Generic over what it queues (slot indices in the engine, records in tests); time passed in.
+public struct Pacer<Packet: Sendable>: Sendable {
+    public enum Priority: Int, Sendable { case audio = 0, retransmission = 1, video = 2 }
+
+    public enum Decision: Sendable {
+        /// Send this packet now (tag it with the probe cluster, if any).
+        case send(Packet, probeCluster: Int?)
+        /// Send padding of this many bytes now, for the probe cluster.
+        case pad(bytes: Int, probeCluster: Int)
+        /// Nothing may leave before this time.
+        case wait(until: Int64)
+        /// Nothing to send.
+        case idle
+    }
+
+    public static var burstMicros: Int64 { 40_000 }
+    /// Queued media older than this forces a faster drain (libwebrtc queue-time limit: 2 s).
+    public static var maxQueueMicros: Int64 { 2_000_000 }
+    public static var paddingPacketSize: Int { 1_100 }
+
+    var queues: [Ring<(Packet, Int)>] = [Ring(), Ring(), Ring()]
+    public private(set) var queuedBytes = 0
+    /// Bits per second for media (normally 2.5 × the target).
+    public var pacingRate: Int
+    var budget = 0.0
+    var last: Int64?
+    var probe: ProbeCluster?
+    var probeStart: Int64?
+
+    public init(pacingRate: Int) { self.pacingRate = pacingRate }
+
+    public var queuedPackets: Int { queues.reduce(0) { $0 + $1.count } }
+    public var isProbing: Bool { probe != nil }
+
+    public mutating func enqueue(_ p: Packet, size: Int, priority: Priority) {
+        queues[priority.rawValue].append((p, size))
+        queuedBytes += size
+    }
+
+    /// Starts a probe cluster (ignored while one is running).
+    public mutating func startProbe(_ cluster: ProbeCluster) { if probe == nil { probe = cluster } }
+
+    var effectiveRate: Double {
+        let drain = Double(queuedBytes) * 8 * 1e6 / Double(Self.maxQueueMicros)
+        return max(Double(probe?.bitrate ?? 0), Double(pacingRate), drain)
+    }
+
+    public mutating func next(now: Int64) -> Decision {
+        let rate = effectiveRate
+        if let l = last { budget = min(budget + rate / 8 * Double(now - l) / 1e6, rate / 8 * Double(Self.burstMicros) / 1e6) }
+        last = now
+        // Audio is never held back by the budget (it is small and latency-critical).
+        if let (p, size) = queues[0].popFirst() { queuedBytes -= size; budget -= Double(size); return .send(p, probeCluster: nil) }
+        // A probe cluster is paced at exactly its rate, so the receiver sees that rate.
+        if let c = probe {
+            let start = probeStart ?? now
+            probeStart = start
+            let due = start + Int64(Double(c.sentBytes) * 8e6 / Double(max(c.bitrate, 1)))
+            if now < due { return .wait(until: due) }
+            for q in 1..<queues.count {
+                if let (p, size) = queues[q].popFirst() {
+                    queuedBytes -= size
+                    return .send(p, probeCluster: tagProbe(size))
+                }
+            }
+            _ = tagProbe(Self.paddingPacketSize)
+            return .pad(bytes: Self.paddingPacketSize, probeCluster: c.id)
+        }
+        if budget <= 0 {
+            guard queuedPackets > 0 else { return .idle }
+            return .wait(until: now + max(1_000, Int64(-budget * 8 * 1e6 / max(rate, 1)) + 1))
+        }
+        for q in 1..<queues.count {
+            if let (p, size) = queues[q].popFirst() {
+                queuedBytes -= size
+                budget -= Double(size)
+                let id = tagProbe(size)
+                return .send(p, probeCluster: id)
+            }
+        }
+        return .idle
+    }
+
+    mutating func tagProbe(_ size: Int) -> Int? {
+        guard var c = probe else { return nil }
+        c.sentPackets += 1
+        c.sentBytes += size
+        if c.isComplete { probe = nil; probeStart = nil; budget = 0 } else { probe = c }
+        return c.id
+    }
+}
+
+/// A growable FIFO without O(n) removal at the front.
+struct Ring<Element: Sendable>: Sendable {
+    var items: [Element?] = []
+    var head = 0
+    var count: Int { items.count - head }
+
+    mutating func append(_ e: Element) { items.append(e) }
+
+    mutating func popFirst() -> Element? {
+        guard head < items.count else { return nil }
+        let e = items[head]
+        items[head] = nil
+        head += 1
+        if head > 256 && head * 2 > items.count { items.removeFirst(head); head = 0 }
+        return e
+    }
+}

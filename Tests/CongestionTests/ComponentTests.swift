@@ -1,0 +1,114 @@
+import Testing
+@testable import Congestion
+import RTPCore
+
+@Suite struct AllocatorTests {
+    let layers = [LayerLimits(min: 30_000, target: 150_000, max: 200_000), LayerLimits(min: 150_000, target: 500_000, max: 700_000),
+                  LayerLimits(min: 600_000, target: 2_500_000, max: 2_500_000)]
+
+    @Test func audioFirstThenLayersBottomUp() {
+        var a = BitrateAllocator(audioBitrate: 32_000, layers: layers)
+        #expect(a.allocate(4_000_000).layers == [150_000, 500_000, 2_500_000])
+        #expect(a.allocate(3_182_000).layers == [150_000, 500_000, 2_500_000])
+        let mid = a.allocate(800_000)
+        #expect(mid.audio == 32_000 && mid.layers == [150_000, 618_000, 0]) // top off, the rest to the top active layer (up to max)
+        #expect(mid.bandwidthLimited == [false, false, true])
+        let low = a.allocate(100_000)
+        #expect(low.layers == [68_000, 0, 0] && low.bandwidthLimited == [true, true, true])
+        // The lowest layer always gets its minimum, even when that is more than available.
+        #expect(a.allocate(40_000).layers[0] == 30_000)
+    }
+
+    @Test func suspendedLayersResumeWithHysteresis() {
+        var a = BitrateAllocator(audioBitrate: 32_000, layers: layers)
+        _ = a.allocate(700_000) // top layer off
+        // 682k for video: 150 + 500 leaves 32k; the top layer needs 600k × 1.2 to come back.
+        #expect(a.allocate(1_350_000).layers[2] == 0)   // 668k left < 720k
+        #expect(a.allocate(1_420_000).layers[2] == 738_000)
+        #expect(a.allocate(1_300_000).layers[2] == 618_000) // once on, its plain minimum keeps it on
+    }
+}
+
+@Suite struct PacerTests {
+    @Test func pacesAtTheRateAudioFirst() {
+        var p = Pacer<Int>(pacingRate: 1_000_000) // 125 bytes per ms
+        for i in 0..<20 { p.enqueue(i, size: 1_000, priority: .video) }
+        p.enqueue(-1, size: 100, priority: .audio)
+        var sentAt: [Int: Int64] = [:]
+        var now: Int64 = 0
+        while sentAt.count < 21 && now < 1_000_000 {
+            switch p.next(now: now) {
+            case let .send(id, _): sentAt[id] = now; continue
+            case let .wait(until): now = max(now + 1, until)
+            default: now += 1_000
+            }
+        }
+        #expect(sentAt[-1] == 0) // audio leaves at once
+        // 20 kB at 1 Mbps take ~160 ms.
+        let last = sentAt.values.max()!
+        #expect(last > 120_000 && last < 200_000)
+    }
+
+    @Test func probeClustersArePacedAtTheProbeRateAndPadded() {
+        var p = Pacer<Int>(pacingRate: 300_000)
+        p.startProbe(ProbeCluster(id: 7, bitrate: 2_000_000, minPackets: 5, minBytes: 10_000))
+        var now: Int64 = 0, bytes = 0, first: Int64?, last: Int64 = 0, tags = Set<Int>()
+        while p.isProbing && now < 1_000_000 {
+            switch p.next(now: now) {
+            case let .pad(n, cluster): bytes += n; tags.insert(cluster); first = first ?? now; last = now
+            case let .wait(until): now = until
+            default: now += 100
+            }
+        }
+        #expect(tags == [7] && bytes >= 10_000)
+        // ~11 kB at 2 Mbps: ~44 ms from first to last packet.
+        let rate = Double(bytes - Pacer<Int>.paddingPacketSize) * 8e6 / Double(last - first!)
+        #expect(abs(rate - 2_000_000) / 2_000_000 < 0.1)
+    }
+}
+
+@Suite struct FeedbackLoopTests {
+    @Test func generatorAndAdapterAgree() throws {
+        var gen = TransportFeedbackGenerator(senderSSRC: 1)
+        var adapter = TransportFeedbackAdapter()
+        for i in 0..<300 {
+            let seq = UInt16(truncatingIfNeeded: 65_400 + i) // crosses the wrap
+            adapter.onSent(sequence: seq, sendMicros: Int64(i) * 1_000, size: 1_000)
+            if i % 10 != 3 { gen.onPacket(transportSequence: seq, arrivalMicros: 5_000_000 + Int64(i) * 1_000 + 20_000) }
+        }
+        var results: [PacketResult] = []
+        for fb in gen.makeFeedback() {
+            // Through the wire format and back.
+            let bytes = try [UInt8].writing(capacity: 2_000) { w throws(RTPWriteError) in try fb.write(to: &w) }
+            var it = RTCPCompoundIterator()
+            guard case let .transportFeedback(parsed) = try it.next(in: bytes.span) else { Issue.record("not parsed"); return }
+            results += adapter.onFeedback(parsed)
+        }
+        #expect(results.count == 300)
+        #expect(results.filter { $0.receiveMicros == nil }.count == 30)
+        // One-way delay is constant: arrival − send is the same for every received packet (250 µs ticks).
+        let delays = Set(results.compactMap { r in r.receiveMicros.map { $0 - r.sendMicros } })
+        #expect(delays.count == 1)
+        #expect(gen.makeFeedback().isEmpty) // nothing new
+    }
+
+    @Test func trendlineSeesAGrowingQueue() {
+        var t = TrendlineEstimator()
+        // Groups every 10 ms, arrivals spreading 2 ms more each time: the queue grows.
+        for i in 1...60 { t.update(deltas: .init(sendMicros: 10_000, arrivalMicros: 12_000, sizeBytes: 0), arrivalMicros: Int64(i) * 12_000) }
+        #expect(t.state == .overusing)
+        var steady = TrendlineEstimator()
+        for i in 1...60 { steady.update(deltas: .init(sendMicros: 10_000, arrivalMicros: 10_000, sizeBytes: 0), arrivalMicros: Int64(i) * 10_000) }
+        #expect(steady.state == .normal)
+    }
+
+    @Test func aimdBacksOffToThroughputAndHolds() {
+        var a = AimdRateControl(startBitrate: 2_000_000)
+        let down = a.update(usage: .overusing, acknowledged: 1_000_000, now: 1_000_000)
+        #expect(down == 845_000) // 0.85 × 1 Mbps − 5 kbps
+        #expect(a.update(usage: .underusing, acknowledged: 1_000_000, now: 1_100_000) == down) // hold
+        #expect(a.update(usage: .normal, acknowledged: 900_000, now: 2_100_000) == down) // increase starts from here
+        let up = a.update(usage: .normal, acknowledged: 900_000, now: 3_100_000)
+        #expect(up > down && up < 900_000) // additive near the known capacity
+    }
+}
