@@ -69,6 +69,7 @@ enum PreflightCommand {
 
     static func report(_ p: PublisherSnapshot, _ r: ReceiverSnapshot, plan: StreamPlan, json: Bool, interrupted: Bool) -> Int32 {
         var problems: [String] = []
+        var suspended: [String] = []
         if let e = p.media.error { problems.append("encoder: \(e)") }
         if r.keyMismatchSuspected { problems.append(r.keyMismatchMessage) }
         var t = TextTable(headers: ["stream", "sent", "decoded", "frames sent", "frames decoded", "pkts sent", "pkts recv", "lost", "bitrate", "stamps", "latency mean/p95"],
@@ -88,6 +89,8 @@ enum PreflightCommand {
                     problems.append("\(name): decoded \(inb.width)x\(inb.height), sent \(out.width)x\(out.height)")
                 }
                 if out.kind == .video && inb.stampsRead == 0 { problems.append("\(name): no stamp read back") }
+            } else if out.packetsSent == 0 && out.qualityLimitationReason == "bandwidth" {
+                suspended.append(name) // the allocator switched it off: the link cannot carry it
             } else {
                 problems.append("\(name): nothing received")
             }
@@ -99,16 +102,32 @@ enum PreflightCommand {
                 ("type", .string("summary")), ("command", .string("preflight")), ("ok", .bool(ok)),
                 ("durationMs", .int(p.elapsedMicros / 1000)), ("streams", .array(rows)),
                 ("rejected", Report.rejectedJSON(r.rejected)), ("problems", .array(problems.map { .string($0) })),
+                ("suspended", .array(suspended.map { .string($0) })),
+                ("estimate", p.network.estimate.map { e in .object([("bitrate", .int(Int64(e.bitrate))), ("delayBased", .int(Int64(e.delayBased))),
+                                                                    ("lossBased", .int(Int64(e.lossBased))), ("lossFraction", .double(e.lossFraction))]) } ?? .null),
+                ("impairment", r.impairment.map { i in .object([("packets", .int(Int64(i.packets))), ("lost", .int(Int64(i.droppedByLoss))),
+                                                                ("droppedByQueue", .int(Int64(i.droppedByQueue))), ("maxQueueMs", .int(i.maxQueueMicros / 1000))]) } ?? .null),
             ])
             Output.out(doc.serialized(pretty: true) + "\n")
         } else {
             Output.out("pubbot preflight — embedded loopback receiver, \(Units.fixed(Double(p.elapsedMicros) / 1e6, 1)) s, SRTP \(plan.config.key.suite.sdesName)\n\n")
             Output.out(t.render())
+            let n = p.network
+            if let e = n.estimate {
+                let rtt = p.streams.compactMap(\.roundTripTimeMillis).max()
+                Output.out("\nestimate: \(Units.bitrate(e.bitrate)) (delay-based \(Units.bitrate(e.delayBased)), loss-based \(Units.bitrate(e.lossBased)), acknowledged \(e.acknowledged.map(Units.bitrate) ?? "-")), loss \(Units.fixed(e.lossFraction * 100, 1)) %, RTT \(rtt.map { Units.fixed($0, 1) + " ms" } ?? "-")\n")
+                if let a = n.allocation {
+                    let layers = a.layers.enumerated().map { i, b in "\(p.streams.first { $0.kind == .video && $0.rid == plan.streams.first { $0.layer == i }?.rid }?.height ?? 0)p \(b == 0 ? "off" : Units.bitrate(b))\(a.bandwidthLimited[i] ? " (bandwidth)" : "")" }
+                    Output.out("allocation: audio \(Units.bitrate(a.audio)), " + layers.joined(separator: ", ") + "\n")
+                }
+                Output.out("feedback: \(n.transportFeedbackReceived) transport-cc, padding packets \(n.paddingPacketsSent), pacer queue \(n.pacerQueuePackets)\n")
+            }
             if let i = r.impairment {
                 Output.out("\nimpairment: \(i.packets) packets offered, \(i.droppedByLoss) lost, \(i.droppedByQueue) dropped by the queue, max queueing \(Units.fixed(Double(i.maxQueueMicros) / 1000, 0)) ms\n")
             }
             if r.rejected.total > 0 { Output.out("\nrejected packets: \(r.rejected.total) (auth \(r.rejected.authenticationFailed), malformed \(r.rejected.malformed))\n") }
-            Output.out(ok ? "\nresult: every stream decoded\n" : "\nresult: FAILED\n" + problems.map { "  - \($0)\n" }.joined())
+            let verdict = suspended.isEmpty ? "every stream decoded" : "every stream sent was decoded; suspended for lack of bandwidth: " + suspended.joined(separator: ", ")
+            Output.out(ok ? "\nresult: \(verdict)\n" : "\nresult: FAILED\n" + problems.map { "  - \($0)\n" }.joined())
         }
         if interrupted { return 130 }
         return ok ? 0 : 2

@@ -1,8 +1,11 @@
 /// A leaky-bucket pacer (libwebrtc `pacing_controller`, REFERENCES §7): media leaves at the
 /// pacing rate in short bursts (budget capped at 40 ms), audio first, then retransmissions, then
 /// video; during a probe cluster it sends at the probe rate and pads when it has no media.
-/// Generic over what it queues (slot indices in the engine, records in tests); time passed in.
-public struct Pacer<Packet: Sendable>: Sendable {
+/// It queues packet ids (arena slot numbers in the engine); time passed in. Not generic, so the
+/// send path runs specialized code with no allocation in any build.
+public struct Pacer: Sendable {
+    public typealias Packet = Int32
+
     public enum Priority: Int, Sendable { case audio = 0, retransmission = 1, video = 2 }
 
     public enum Decision: Sendable {
@@ -19,9 +22,10 @@ public struct Pacer<Packet: Sendable>: Sendable {
     public static var burstMicros: Int64 { 40_000 }
     /// Queued media older than this forces a faster drain (libwebrtc queue-time limit: 2 s).
     public static var maxQueueMicros: Int64 { 2_000_000 }
-    public static var paddingPacketSize: Int { 1_100 }
+    /// Bytes of padding per padding packet (RTP padding is at most 255 bytes per packet).
+    public var paddingPacketSize = 1_100
 
-    var queues: [Ring<(Packet, Int)>] = [Ring(), Ring(), Ring()]
+    var queues: [Ring] = [Ring(), Ring(), Ring()]
     public private(set) var queuedBytes = 0
     /// Bits per second for media (normally 2.5 × the target).
     public var pacingRate: Int
@@ -32,12 +36,13 @@ public struct Pacer<Packet: Sendable>: Sendable {
 
     public init(pacingRate: Int) { self.pacingRate = pacingRate }
 
-    public var queuedPackets: Int { queues.reduce(0) { $0 + $1.count } }
+    public private(set) var queuedPackets = 0
     public var isProbing: Bool { probe != nil }
 
     public mutating func enqueue(_ p: Packet, size: Int, priority: Priority) {
         queues[priority.rawValue].append((p, size))
         queuedBytes += size
+        queuedPackets += 1
     }
 
     /// Starts a probe cluster (ignored while one is running).
@@ -53,7 +58,7 @@ public struct Pacer<Packet: Sendable>: Sendable {
         if let l = last { budget = min(budget + rate / 8 * Double(now - l) / 1e6, rate / 8 * Double(Self.burstMicros) / 1e6) }
         last = now
         // Audio is never held back by the budget (it is small and latency-critical).
-        if let (p, size) = queues[0].popFirst() { queuedBytes -= size; budget -= Double(size); return .send(p, probeCluster: nil) }
+        if let (p, size) = queues[0].popFirst() { queuedBytes -= size; queuedPackets -= 1; budget -= Double(size); return .send(p, probeCluster: nil) }
         // A probe cluster is paced at exactly its rate, so the receiver sees that rate.
         if let c = probe {
             let start = probeStart ?? now
@@ -63,11 +68,12 @@ public struct Pacer<Packet: Sendable>: Sendable {
             for q in 1..<queues.count {
                 if let (p, size) = queues[q].popFirst() {
                     queuedBytes -= size
+                    queuedPackets -= 1
                     return .send(p, probeCluster: tagProbe(size))
                 }
             }
-            _ = tagProbe(Self.paddingPacketSize)
-            return .pad(bytes: Self.paddingPacketSize, probeCluster: c.id)
+            _ = tagProbe(paddingPacketSize)
+            return .pad(bytes: paddingPacketSize, probeCluster: c.id)
         }
         if budget <= 0 {
             guard queuedPackets > 0 else { return .idle }
@@ -76,6 +82,7 @@ public struct Pacer<Packet: Sendable>: Sendable {
         for q in 1..<queues.count {
             if let (p, size) = queues[q].popFirst() {
                 queuedBytes -= size
+                queuedPackets -= 1
                 budget -= Double(size)
                 let id = tagProbe(size)
                 return .send(p, probeCluster: id)
@@ -93,20 +100,31 @@ public struct Pacer<Packet: Sendable>: Sendable {
     }
 }
 
-/// A growable FIFO without O(n) removal at the front.
-struct Ring<Element: Sendable>: Sendable {
-    var items: [Element?] = []
+/// A growable FIFO of (packet id, size) without O(n) removal at the front.
+struct Ring: Sendable {
+    var ids: [Int32] = []
+    var sizes: [Int32] = []
     var head = 0
-    var count: Int { items.count - head }
+    var count: Int { ids.count - head }
 
-    mutating func append(_ e: Element) { items.append(e) }
+    mutating func append(_ e: (Int32, Int)) {
+        ids.append(e.0)
+        sizes.append(Int32(e.1))
+    }
 
-    mutating func popFirst() -> Element? {
-        guard head < items.count else { return nil }
-        let e = items[head]
-        items[head] = nil
+    mutating func popFirst() -> (Int32, Int)? {
+        guard head < ids.count else { return nil }
+        let e = (ids[head], Int(sizes[head]))
         head += 1
-        if head > 256 && head * 2 > items.count { items.removeFirst(head); head = 0 }
+        if head == ids.count {
+            ids.removeAll(keepingCapacity: true)
+            sizes.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head > 1024 && head * 2 > ids.count {
+            ids.removeFirst(head)
+            sizes.removeFirst(head)
+            head = 0
+        }
         return e
     }
 }

@@ -3,6 +3,7 @@ public import Stats
 public import Impairment
 import RTPCore
 import MediaCodecs
+import Congestion
 
 /// How the receiver is set up.
 public struct ReceiverConfig: Sendable {
@@ -29,6 +30,7 @@ public struct ReceiverSnapshot: Sendable, Equatable {
     public var rtcpReceived: Int
     public var rtcpSent = 0
     public var pliSent = 0
+    public var transportFeedbackSent = 0
     public var senderReports: Int
     public var byes: Int
     public var firstPacketMicros: Int64?
@@ -110,6 +112,8 @@ final class ReceiveLoop {
     let out = PacketBatch(capacity: 1)
     var nextReport: Int64 = 0
     var lastPLI: [UInt32: Int64] = [:]
+    var feedback: TransportFeedbackGenerator
+    var nextTransportFeedback: Int64 = 0
 
     init(config: ReceiverConfig, socket: UDPSocket, state: Locked<ReceiverSnapshot>) throws(SRTPError) {
         self.config = config
@@ -117,6 +121,7 @@ final class ReceiveLoop {
         self.state = state
         srtp = try SRTPSession(key: config.key, direction: .inbound)
         srtpOut = try SRTPSession(key: config.key, direction: .outbound)
+        feedback = TransportFeedbackGenerator(senderSSRC: ssrc)
         snap = state.value
         if let schedule = config.impairment {
             emulator = LinkEmulator(schedule: schedule, seed: config.impairmentSeed, startMicros: Clock.monotonicMicros())
@@ -233,6 +238,7 @@ final class ReceiveLoop {
                 streams[header.ssrc] = stream
                 order.append(header.ssrc)
             }
+            if let tw = ext.transportSequenceNumber { feedback.onPacket(transportSequence: tw, arrivalMicros: now) }
             stream.receive(header: header, extensions: ext, packet: span, nowMicros: now, wallMicros: wall)
         }
     }
@@ -243,6 +249,10 @@ final class ReceiveLoop {
     /// lost its reference chain.
     func sendFeedback(now: Int64) {
         guard let peer, !streams.isEmpty else { return }
+        if now >= nextTransportFeedback {
+            nextTransportFeedback = now + 100_000
+            sendTransportFeedback(to: peer)
+        }
         var plis: [UInt32] = []
         for id in order {
             guard let s = streams[id], s.stats.kind == .video, s.wantsKeyFrame else { continue }
@@ -272,6 +282,24 @@ final class ReceiveLoop {
             snap.pliSent += plis.count
         } catch {
             snap.lastError = "rtcp send: \(error)"
+        }
+    }
+
+    /// transport-cc feedback (RTPFB FMT 15) for everything received since the last one, every
+    /// 100 ms, as reduced-size RTCP (RFC 5506).
+    func sendTransportFeedback(to peer: SocketAddress) {
+        for fb in feedback.makeFeedback() {
+            let slot = out.slot(0)
+            var w = ByteWriter(UnsafeMutableRawBufferPointer(start: slot.baseAddress, count: PacketBatch.maxPacketSize))
+            do throws(RTPWriteError) { try fb.write(to: &w) } catch { snap.lastError = "transport-cc: \(error)"; continue }
+            do {
+                let n = try srtpOut.protectRTCP(slot.baseAddress!, length: w.count, capacity: PacketBatch.slotSize)
+                try socket.send(UnsafeRawBufferPointer(start: slot.baseAddress, count: n), to: peer)
+                snap.rtcpSent += 1
+                snap.transportFeedbackSent += 1
+            } catch {
+                snap.lastError = "rtcp send: \(error)"
+            }
         }
     }
 

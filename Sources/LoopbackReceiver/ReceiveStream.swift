@@ -56,6 +56,7 @@ final class ReceiveStream {
         lastTransit = transit
         if let mid = extensions.mid, stats.mid == nil { stats.mid = mid }
         if let rid = extensions.rid, stats.rid == nil { stats.rid = rid }
+        if h.payloadRange.isEmpty { stats.paddingPackets += 1; return } // padding only (probes)
         let payload = packet.extracting(h.payloadRange)
         switch stats.kind {
         case .video: receiveVideo(h, payload, wallMicros: wallMicros)

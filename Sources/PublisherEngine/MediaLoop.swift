@@ -65,6 +65,7 @@ final class MediaLoop {
         var audioIndex: UInt32 = 0
         var seenGeneration = -1
         var pendingKeyFrames: UInt64 = 0
+        var suspended = layers.map { _ in false }
         let audioInterval: Int64 = 20_000
 
         while !control.stopRequested {
@@ -74,7 +75,14 @@ final class MediaLoop {
             if gen != seenGeneration {
                 seenGeneration = gen
                 if seenGeneration > 0 {
-                    for (i, t) in control.currentTargets().enumerated() where i < encoders.count { try encoders[i].setTargetBitrate(t) }
+                    for (i, t) in control.currentTargets().enumerated() where i < encoders.count {
+                        if t <= 0 {
+                            suspended[i] = true // the allocator switched this layer off
+                        } else {
+                            if suspended[i] { suspended[i] = false; pendingKeyFrames |= 1 << UInt64(i) } // resume on a key frame
+                            try encoders[i].setTargetBitrate(t)
+                        }
+                    }
                 }
             }
             if let opus, now >= nextAudio {
@@ -91,6 +99,10 @@ final class MediaLoop {
             // Requests stay pending until the layer's next frame is due (the first frame is a key frame anyway).
             pendingKeyFrames |= control.takeKeyFrameRequests()
             for i in 0..<encoders.count where now >= nextVideo[i] {
+                if suspended[i] {
+                    nextVideo[i] += intervals[i]
+                    continue
+                }
                 let captureMicros = nextVideo[i]
                 let frameNumber = UInt32(truncatingIfNeeded: (captureMicros - startMicros) / 33_333)
                 let wallMillis = UInt32(truncatingIfNeeded: (Clock.wallMicros() - (now - captureMicros)) / 1000)

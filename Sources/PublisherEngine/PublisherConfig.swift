@@ -24,6 +24,10 @@ public struct PublisherConfig: Sendable {
     public var reportIntervalMicros: Int64 = 1_000_000
     public var videoPayloadType: UInt8 = 96
     public var audioPayloadType: UInt8 = 111
+    /// Run send-side bandwidth estimation, probing and allocation (BUNDLE mode only).
+    public var congestionControl = true
+    /// Where the estimate starts before probing (libwebrtc: 300 kbps).
+    public var startBitrate = 300_000
 
     public init(destination: SocketAddress, layers: [VideoLayerConfig] = VideoLayerConfig.ladder(top: 1280, 720), key: SRTPKey,
                 cname: String = "pubbot") {

@@ -27,6 +27,9 @@ public struct OutboundStreamStats: Sendable, Equatable {
     public var fractionLost: Double = 0
     public var packetsLostReported: Int = 0
     public var remoteJitterSeconds: Double?
+    /// `none` or `bandwidth` (the allocator holds the layer below target or off); `cpu` when
+    /// encoding falls behind real time.
+    public var qualityLimitationReason = "none"
     public var pliReceived = 0
     public var firReceived = 0
 
@@ -75,6 +78,8 @@ public struct InboundStreamStats: Sendable, Equatable {
     public var firstPacketMicros: Int64?
     public var lastPacketMicros: Int64?
     public var byeReceived = false
+    /// Padding-only packets (bandwidth probes).
+    public var paddingPackets = 0
 
     public init(ssrc: UInt32, kind: MediaKind, payloadType: UInt8) {
         self.ssrc = ssrc

@@ -1,4 +1,7 @@
 internal import CLinuxNet
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// An IPv4 or IPv6 UDP endpoint.
 public struct SocketAddress: Sendable, CustomStringConvertible, Equatable {
@@ -60,7 +63,9 @@ public struct SocketAddress: Sendable, CustomStringConvertible, Equatable {
 
     public static func == (a: SocketAddress, b: SocketAddress) -> Bool {
         guard a.raw.length == b.raw.length else { return false }
-        var x = a.raw, y = b.raw
-        return withUnsafeBytes(of: &x.storage) { p in withUnsafeBytes(of: &y.storage) { q in p.prefix(Int(a.raw.length)).elementsEqual(q.prefix(Int(b.raw.length))) } }
+        let n = Int(a.raw.length)
+        return withUnsafeBytes(of: a.raw.storage) { p in
+            withUnsafeBytes(of: b.raw.storage) { q in memcmp(p.baseAddress!, q.baseAddress!, n) == 0 }
+        }
     }
 }

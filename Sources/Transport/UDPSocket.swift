@@ -46,6 +46,18 @@ public final class UDPSocket {
         return Int(rc)
     }
 
+    func sendRaw(pointers: UnsafePointer<UnsafeMutableRawPointer?>, lengths: UnsafePointer<UInt32>, count: Int,
+                 to destination: SocketAddress) throws(SocketError) -> Int {
+        guard count > 0 else { return 0 }
+        var dst = destination.raw
+        let rc = clinux_sendmmsg(fd, &dst, pointers, lengths, Int32(count))
+        if rc < 0 {
+            if rc == -11 { return 0 }
+            throw SocketError("sendmmsg to \(destination)", errno: -rc)
+        }
+        return Int(rc)
+    }
+
     /// Sends one datagram.
     public func send(_ bytes: UnsafeRawBufferPointer, to destination: SocketAddress) throws(SocketError) {
         var dst = destination.raw

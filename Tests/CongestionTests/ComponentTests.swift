@@ -31,10 +31,10 @@ import RTPCore
 
 @Suite struct PacerTests {
     @Test func pacesAtTheRateAudioFirst() {
-        var p = Pacer<Int>(pacingRate: 1_000_000) // 125 bytes per ms
-        for i in 0..<20 { p.enqueue(i, size: 1_000, priority: .video) }
+        var p = Pacer(pacingRate: 1_000_000) // 125 bytes per ms
+        for i in 0..<20 { p.enqueue(Int32(i), size: 1_000, priority: .video) }
         p.enqueue(-1, size: 100, priority: .audio)
-        var sentAt: [Int: Int64] = [:]
+        var sentAt: [Int32: Int64] = [:]
         var now: Int64 = 0
         while sentAt.count < 21 && now < 1_000_000 {
             switch p.next(now: now) {
@@ -50,7 +50,7 @@ import RTPCore
     }
 
     @Test func probeClustersArePacedAtTheProbeRateAndPadded() {
-        var p = Pacer<Int>(pacingRate: 300_000)
+        var p = Pacer(pacingRate: 300_000)
         p.startProbe(ProbeCluster(id: 7, bitrate: 2_000_000, minPackets: 5, minBytes: 10_000))
         var now: Int64 = 0, bytes = 0, first: Int64?, last: Int64 = 0, tags = Set<Int>()
         while p.isProbing && now < 1_000_000 {
@@ -62,7 +62,7 @@ import RTPCore
         }
         #expect(tags == [7] && bytes >= 10_000)
         // ~11 kB at 2 Mbps: ~44 ms from first to last packet.
-        let rate = Double(bytes - Pacer<Int>.paddingPacketSize) * 8e6 / Double(last - first!)
+        let rate = Double(bytes - p.paddingPacketSize) * 8e6 / Double(last - first!)
         #expect(abs(rate - 2_000_000) / 2_000_000 < 0.1)
     }
 }

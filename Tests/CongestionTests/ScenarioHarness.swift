@@ -16,7 +16,8 @@ struct Scenario {
         LayerLimits(min: 150_000, target: 500_000, max: 700_000),
         LayerLimits(min: 600_000, target: 2_500_000, max: 2_500_000),
     ])
-    var pacer = Pacer<Packet>(pacingRate: 750_000)
+    var pacer = Pacer(pacingRate: 750_000)
+    var packets: [Packet] = []
     var link: LinkEmulator
     var generator = TransportFeedbackGenerator(senderSSRC: 1)
     var inFlight: [(due: Int64, seq: UInt16)] = []
@@ -46,13 +47,13 @@ struct Scenario {
     mutating func runFor(micros: Int64) {
         let end = now + micros
         while now < end {
-            if now >= nextAudio { pacer.enqueue(Packet(size: 100, layer: nil), size: 100, priority: .audio); nextAudio += 20_000 }
+            if now >= nextAudio { pacer.enqueue(add(Packet(size: 100, layer: nil)), size: 100, priority: .audio); nextAudio += 20_000 }
             if now >= nextFrame {
                 for (i, rate) in allocation.layers.enumerated() where rate > 0 {
                     var bytes = rate / 8 / 30
                     while bytes > 0 {
                         let size = min(1_200, bytes) + 40
-                        pacer.enqueue(Packet(size: size, layer: i), size: size, priority: .video)
+                        pacer.enqueue(add(Packet(size: size, layer: i)), size: size, priority: .video)
                         bytes -= 1_200
                     }
                 }
@@ -61,7 +62,7 @@ struct Scenario {
             if !pacer.isProbing, let c = estimator.probes.nextCluster() { pacer.startProbe(c) }
             loop: while true {
                 switch pacer.next(now: now) {
-                case let .send(p, cluster): transmit(size: p.size, cluster: cluster)
+                case let .send(id, cluster): transmit(size: packets[Int(id)].size, cluster: cluster)
                 case let .pad(bytes, cluster): transmit(size: bytes, cluster: cluster)
                 case .wait, .idle: break loop
                 }
@@ -96,6 +97,11 @@ struct Scenario {
             }
             now += 1_000
         }
+    }
+
+    mutating func add(_ p: Packet) -> Int32 {
+        packets.append(p)
+        return Int32(packets.count - 1)
     }
 
     mutating func transmit(size: Int, cluster: Int?) {

@@ -54,6 +54,7 @@ import MediaCodecs
         var c = PublisherConfig(destination: sink.localAddress, layers: [.defaults(width: 320, height: 180, temporalLayers: 3, rid: "q")], key: key)
         c.durationMicros = 1_500_000
         c.reportIntervalMicros = 300_000
+        c.congestionControl = false // a plain socket sends no feedback: test the wire format alone
         let p = try Publisher(config: c)
         p.start()
         let srtp = try SRTPSession(key: key, direction: .inbound)

@@ -20,6 +20,7 @@ import CAllocCounter
             let layers = VideoLayerConfig.ladder(top: 1280, 720)
             var config = PublisherConfig(destination: sink.localAddress, layers: layers, key: .random(suite: suite))
             config.sendAudio = false
+            config.congestionControl = false
             let plan = StreamPlan(config: config)
             loop = try NetworkLoop(config: config, plan: plan, socket: try UDPSocket(for: sink.localAddress),
                                    control: PublisherControl(layerTargets: layers.map(\.targetBitrate)), mailbox: try FrameMailbox(),
@@ -44,10 +45,16 @@ import CAllocCounter
         func send(rounds: Int) throws -> (allocations: UInt64, packets: Int) {
             let packetsBefore = packetsSent
             var allocations: UInt64 = 0
+            var now: Int64 = 0
             for _ in 0..<rounds {
                 let before = alloc_counter_thread_allocations()
                 // Indexing, not for-in: a debug-build for-in over structs allocates in the test itself.
-                for i in 0..<frames.count { loop.sendVideo(frames[i]) }
+                for i in 0..<frames.count {
+                    loop.sendVideo(frames[i])
+                    var t = now
+                    while loop.pacer.queuedPackets > 0 { _ = loop.pump(now: t); t += 1_000 }
+                    now = t
+                }
                 allocations += alloc_counter_thread_allocations() - before
                 while try sink.receive(into: inbox) > 0 {} // keep the socket buffer from filling
             }

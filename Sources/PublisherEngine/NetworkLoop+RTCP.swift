@@ -1,0 +1,117 @@
+import RTPCore
+import Stats
+import Transport
+import Congestion
+
+extension NetworkLoop {
+    func sendReports(bye: Bool) {
+        let wall = Clock.wallMicros()
+        let mono = Clock.monotonicMicros()
+        let ntp = NTPTime.ntp(unixMicros: wall)
+        // One compound per RTCP destination: SR for each stream, SDES with every CNAME, BYE at the end.
+        var groups: [(SocketAddress, [Int])] = []
+        for (i, s) in senders.enumerated() {
+            if let g = groups.firstIndex(where: { $0.0 == s.plan.rtcpDestination }) { groups[g].1.append(i) }
+            else { groups.append((s.plan.rtcpDestination, [i])) }
+        }
+        for (dest, members) in groups {
+            let slot = batch.slot(0)
+            var w = ByteWriter(UnsafeMutableRawBufferPointer(start: slot.baseAddress, count: PacketBatch.maxPacketSize - 200))
+            do throws(RTPWriteError) {
+                for i in members {
+                    let s = senders[i]
+                    let sr = SenderReport(ssrc: s.plan.ssrc, ntpTime: ntp, rtpTimestamp: s.rtpTimestamp(captureMicros: mono),
+                                          packetCount: UInt32(truncatingIfNeeded: s.stats.packetsSent),
+                                          octetCount: UInt32(truncatingIfNeeded: s.stats.payloadBytesSent))
+                    try sr.write(to: &w)
+                }
+                try SourceDescription(chunks: members.map { .init(ssrc: senders[$0].plan.ssrc, cname: config.cname) }).write(to: &w)
+                if bye { try Goodbye(ssrcs: members.map { senders[$0].plan.ssrc }, reason: "pubbot done").write(to: &w) }
+            } catch {
+                counters.lastError = "rtcp: \(error)"
+                continue
+            }
+            do {
+                batch.lengths[0] = UInt32(try srtpOut.protectRTCP(slot.baseAddress!, length: w.count, capacity: PacketBatch.slotSize))
+            } catch {
+                counters.lastError = "srtp_protect_rtcp: \(error)"
+                continue
+            }
+            flush(1, to: dest)
+            counters.rtcpSent += 1
+        }
+    }
+
+    func senderIndex(ssrc: UInt32) -> Int? { senders.firstIndex { $0.plan.ssrc == ssrc } }
+
+    func handle(_ packet: RTCPPacket, arrivalCompactNTP: UInt32) {
+        switch packet {
+        case let .receiverReport(rr): handleReports(rr.reports, arrival: arrivalCompactNTP)
+        case let .senderReport(sr): handleReports(sr.reports, arrival: arrivalCompactNTP)
+        case let .transportFeedback(fb):
+            counters.transportFeedbackReceived += 1
+            if estimator != nil {
+                let now = Clock.monotonicMicros()
+                let e = estimator!.onTransportFeedback(fb, now: now)
+                apply(e, now: now)
+            }
+        case let .pictureLossIndication(pli):
+            if let i = senderIndex(ssrc: pli.mediaSSRC) { senders[i].stats.pliReceived += 1; requestKeyFrame(i) }
+        case let .fullIntraRequest(fir):
+            for e in fir.entries { if let i = senderIndex(ssrc: e.ssrc) { senders[i].stats.firReceived += 1; requestKeyFrame(i) } }
+        default: break
+        }
+    }
+
+    /// RTT = A − LSR − DLSR in 1/65536 s (RFC 3550 §6.4.1); blocks without an SR (LSR 0) are skipped.
+    func handleReports(_ blocks: [ReportBlock], arrival: UInt32) {
+        for b in blocks {
+            guard let i = senderIndex(ssrc: b.ssrc) else { continue }
+            senders[i].stats.fractionLost = Double(b.fractionLost) / 256
+            senders[i].stats.packetsLostReported = Int(b.cumulativeLost)
+            senders[i].stats.remoteJitterSeconds = Double(b.jitter) / Double(senders[i].plan.clockRate)
+            if b.lastSenderReport != 0 {
+                let rtt = Int64(Int32(bitPattern: arrival &- b.lastSenderReport &- b.delaySinceLastSenderReport))
+                if rtt >= 0 {
+                    senders[i].stats.roundTripTimeMillis = Double(rtt) * 1000 / 65_536
+                    estimator?.onRoundTripTime(rtt * 1_000_000 / 65_536)
+                }
+            }
+        }
+    }
+
+    /// Key frames on PLI/FIR, at most one per layer per 300 ms (repeated requests while one is
+    /// on its way would only multiply key frames).
+    func requestKeyFrame(_ senderIndex: Int) {
+        guard let layer = senders[senderIndex].plan.layer else { return }
+        let now = Clock.monotonicMicros()
+        if now - senders[senderIndex].lastKeyFrameRequestMicros < 300_000 { return }
+        senders[senderIndex].lastKeyFrameRequestMicros = now
+        control.requestKeyFrame(layer: layer)
+    }
+
+    func readIncoming() {
+        for _ in 0..<8 {
+            let n: Int
+            do { n = try socket.receive(into: rx) } catch { record(error); return }
+            if n == 0 { return }
+            for i in 0..<n {
+                let len = Int(rx.lengths[i])
+                guard len <= PacketBatch.maxPacketSize else { counters.rtcpRejected += 1; continue }
+                let p = rx.slot(i).baseAddress!
+                let kind = RTPDemux.classify(Span(_unsafeStart: p.assumingMemoryBound(to: UInt8.self), count: min(len, 2)))
+                guard kind == .rtcp else { counters.rtcpRejected += 1; continue }
+                do {
+                    let plain = try srtpIn.unprotectRTCP(p, length: len)
+                    let span = Span(_unsafeStart: p.assumingMemoryBound(to: UInt8.self), count: plain)
+                    var it = RTCPCompoundIterator()
+                    let arrival = NTPTime.compact(NTPTime.ntp(unixMicros: Clock.wallMicros()))
+                    while let packet = try it.next(in: span) { handle(packet, arrivalCompactNTP: arrival) }
+                    counters.rtcpReceived += 1
+                } catch {
+                    counters.rtcpRejected += 1
+                }
+            }
+        }
+    }
+}

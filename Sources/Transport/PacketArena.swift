@@ -1,0 +1,43 @@
+/// A fixed pool of packet slots allocated once (each holds one datagram plus SRTP trailer room),
+/// handed out and returned by index: packets wait in the pacer as slot numbers, not copies.
+public final class PacketArena {
+    public static let slotSize = PacketBatch.slotSize
+    public let capacity: Int
+    let storage: UnsafeMutableRawPointer
+    var free: [Int32]
+    /// Length of the packet in each slot.
+    public var lengths: [Int32]
+
+    public init(capacity: Int) {
+        self.capacity = capacity
+        storage = .allocate(byteCount: capacity * Self.slotSize, alignment: 64)
+        storage.initializeMemory(as: UInt8.self, repeating: 0, count: capacity * Self.slotSize)
+        free = (0..<Int32(capacity)).reversed()
+        lengths = [Int32](repeating: 0, count: capacity)
+    }
+
+    deinit { storage.deallocate() }
+
+    public var available: Int { free.count }
+
+    /// A free slot, or nil when all are in use.
+    @inline(__always)
+    public func allocate() -> Int? {
+        guard let i = free.popLast() else { return nil }
+        return Int(i)
+    }
+
+    @inline(__always)
+    public func release(_ i: Int) { free.append(Int32(i)) }
+
+    @inline(__always)
+    public func pointer(_ i: Int) -> UnsafeMutableRawPointer { storage + i * Self.slotSize }
+}
+
+extension UDPSocket {
+    /// Sends up to 64 datagrams given as pointers and lengths (arena slots) in one `sendmmsg`.
+    public func send(pointers: UnsafePointer<UnsafeMutableRawPointer?>, lengths: UnsafePointer<UInt32>, count: Int,
+                     to destination: SocketAddress) throws(SocketError) -> Int {
+        try sendRaw(pointers: pointers, lengths: lengths, count: count, to: destination)
+    }
+}
