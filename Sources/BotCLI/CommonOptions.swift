@@ -7,7 +7,7 @@ import RTPCore
 enum CommonOptions {
     static let media: [String: OptionSpec.Kind] = [
         "duration": .value, "layers": .value, "fps": .value, "temporal-layers": .value, "srtp-suite": .value,
-        "keyframe-interval": .value, "json": .flag, "mtu": .value,
+        "keyframe-interval": .value, "json": .flag, "mtu": .value, "stats": .value, "stats-interval": .value,
     ]
 
     static func suite(_ o: ParsedOptions) throws(UsageError) -> SRTPSuite {
@@ -43,6 +43,18 @@ enum CommonOptions {
     static func key(_ o: ParsedOptions, suite: SRTPSuite) throws(UsageError) -> SRTPKey {
         guard let k = o.value("key") else { return .random(suite: suite) }
         do { return try SRTPKey(base64: k, suite: suite) } catch { throw UsageError("invalid --key: \(error)") }
+    }
+
+    /// `--stats FILE|-` and `--stats-interval D` (default 1 s).
+    static func stats(_ o: ParsedOptions) throws(UsageError) -> (StatsStream, Int64)? {
+        guard let target = o.value("stats") else {
+            if o.value("stats-interval") != nil { throw UsageError("--stats-interval needs --stats FILE|-") }
+            return nil
+        }
+        let interval = try o.value("stats-interval").map { d throws(UsageError) in try ValueParsers.duration(d, option: "stats-interval") } ?? 1_000_000
+        guard interval >= 100_000 else { throw UsageError("--stats-interval must be at least 100ms") }
+        guard let stream = StatsStream(target: target) else { throw UsageError("cannot open '\(target)' for --stats") }
+        return (stream, interval)
     }
 
     static func address(_ text: String, option: String) throws(UsageError) -> SocketAddress {

@@ -13,7 +13,6 @@ enum PreflightCommand {
         return OptionSpec(options: o, planned: [
             "to": "remote receivers come with the verdict work", "key": "used with --to", "sdp": "used with --to",
 "require": "the verdict is planned", "junit": "the verdict is planned",
-            "stats": "the stats stream is planned",
         ])
     }()
 
@@ -45,12 +44,15 @@ enum PreflightCommand {
             Output.err("Error: \(error)\n")
             return 2
         }
+        let stats = try CommonOptions.stats(o)
         receiver.start()
         publisher.start()
         let started = Clock.monotonicMicros()
+        var nextStats = started + (stats?.1 ?? 0)
         while !publisher.control.stopRequested && !Signals.isInterrupted {
             Clock.sleep(micros: 100_000)
             let p = publisher.snapshot(), r = receiver.snapshot()
+            if let (stream, interval) = stats, Clock.monotonicMicros() >= nextStats { stream.emit(p); nextStats += interval }
             let elapsed = Double(Clock.monotonicMicros() - started) / 1e6
             let frac = min(1, elapsed / (Double(duration) / 1e6))
             let bar = String(repeating: "#", count: Int(frac * 20)) + String(repeating: ".", count: 20 - Int(frac * 20))

@@ -14,7 +14,7 @@ enum PublishCommand {
                        "no-video": .flag, "cname": .value] { o[k] = v }
         return OptionSpec(options: o, planned: [
             "sender-stats": "sender-side stats come with the stats work", "replay": "replay mode comes with load testing",
-            "stats": "the stats stream is planned", "stats-interval": "the stats stream is planned", "rtc-stats": "the stats stream is planned",
+            "rtc-stats": "the RTC stats report comes with the stats work",
             "metrics": "Prometheus metrics are planned", "vitals": "session vitals are planned",
         ])
     }()
@@ -37,6 +37,7 @@ enum PublishCommand {
         if let d = o.value("duration") { pc.durationMicros = try ValueParsers.duration(d, option: "duration") }
         if !pc.bundle && destination.port + 2 * (pc.layers.count + 1) > 65535 { throw UsageError("--no-bundle needs \(2 * (pc.layers.count + 1)) ports from \(destination.port)") }
 
+        let stats = try CommonOptions.stats(o)
         let publisher: Publisher
         do { publisher = try Publisher(config: pc) } catch {
             Output.err("Error: \(error)\n")
@@ -53,9 +54,11 @@ enum PublishCommand {
         publisher.start()
         Output.err("publishing to \(destination)\(pc.bundle ? " (bundle)" : " (one port per stream)") from \(publisher.localAddress); Ctrl-C to stop\n")
         var warnedUnreachable = false
+        var nextStats = Clock.monotonicMicros() + (stats?.1 ?? 0)
         while !publisher.control.stopRequested && !Signals.isInterrupted {
-            Clock.sleep(micros: 200_000)
+            Clock.sleep(micros: 100_000)
             let p = publisher.snapshot()
+            if let (stream, interval) = stats, Clock.monotonicMicros() >= nextStats { stream.emit(p); nextStats += interval }
             let sent = p.streams.reduce(0) { $0 + $1.packetsSent }
             let bytes = p.streams.reduce(0) { $0 + $1.payloadBytesSent + $1.headerBytesSent }
             let secs = max(0.001, Double(p.elapsedMicros) / 1e6)

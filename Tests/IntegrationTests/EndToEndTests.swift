@@ -5,6 +5,7 @@ import LoopbackReceiver
 import Transport
 import MediaCodecs
 import Stats
+import Impairment
 
 /// Publisher → 127.0.0.1 → receiver, in process: the walking skeleton end to end.
 @Suite(.serialized) struct EndToEndTests {
@@ -50,6 +51,49 @@ import Stats
         }
         #expect(Set(r.streams.filter { $0.kind == .video }.map(\.height)) == [180, 360, 720])
         #expect(r.senderReports >= 2)
+        // Unconstrained loopback: the estimate climbs past what the ladder needs, every layer at target.
+        let e = try #require(p.network.estimate)
+        #expect(e.bitrate >= 3_000_000)
+        #expect(p.network.allocation?.layers == [150_000, 500_000, 2_500_000])
+        #expect(r.transportFeedbackSent > 10 && p.network.transportFeedbackReceived > 10)
+    }
+
+    /// The closed loop over real loopback sockets, the receiver emulating an 800 kbps bottleneck:
+    /// the estimate settles near the cap, the top layer is switched off for bandwidth and the
+    /// layers that run never stop decoding.
+    @Test func closedLoopFollowsAnEmulated800kbpsLink() throws {
+        let key = SRTPKey.random(suite: .aesCm)
+        var rc = ReceiverConfig(listen: try SocketAddress(host: "127.0.0.1", port: 0), key: key)
+        rc.impairment = try ImpairmentSchedule.parse("rate=800kbit")
+        let r = try LoopbackReceiver(config: rc)
+        var c = PublisherConfig(destination: r.localAddress, key: key)
+        c.durationMicros = 10_000_000
+        let p = try Publisher(config: c)
+        r.start()
+        p.start()
+        var estimates: [Int] = []
+        let start = Clock.monotonicMicros()
+        while !p.control.stopRequested {
+            Clock.sleep(micros: 250_000)
+            if Clock.monotonicMicros() - start > 6_000_000, let e = p.snapshot().network.estimate { estimates.append(e.bitrate) }
+        }
+        p.wait()
+        Clock.sleep(micros: 300_000)
+        r.stop(); r.wait()
+        let ps = p.snapshot(), rs = r.snapshot()
+        let mean = Double(estimates.reduce(0, +)) / Double(max(1, estimates.count))
+        #expect(estimates.count >= 10)
+        #expect(abs(mean - 800_000) / 800_000 <= 0.20, "estimates over the last 4 s: \(estimates)")
+        let top = try #require(ps.streams.first { $0.height == 720 })
+        #expect(top.qualityLimitationReason == "bandwidth")
+        #expect(top.packetsSent == 0)
+        for out in ps.streams where out.kind == .video && out.packetsSent > 0 {
+            let inb = try #require(rs.streams.first { $0.ssrc == out.ssrc })
+            #expect(inb.framesDecoded >= out.framesSent - 2, "\(out.height)p: decoded \(inb.framesDecoded) of \(out.framesSent)")
+            #expect(inb.framesDecoded > 250) // ~10 s at 30 fps: video never stopped
+        }
+        let rtt = try #require(ps.streams.compactMap(\.roundTripTimeMillis).max())
+        #expect(rtt < 300) // bounded by the emulated queue (200 ms)
     }
 
     @Test func gcmSuiteWorksEndToEnd() throws {

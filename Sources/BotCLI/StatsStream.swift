@@ -1,0 +1,88 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import PublisherEngine
+import Stats
+import Transport
+
+/// The `--stats FILE|-` JSON Lines stream (SPEC §3, §7): one object per line per interval,
+/// `{"type": …, "timestamp": <epoch ms>, "stats": [ … ]}` — a routed session, so each array has
+/// one element. This version carries the publisher's video, audio and media-link stats; the
+/// network condition is `unknown` until condition scoring lands (stats issue).
+final class StatsStream {
+    let fd: Int32
+    let ownsFD: Bool
+    let startMillis: Int64
+    var previous: (streams: [OutboundStreamStats], micros: Int64, frames: [Int])?
+
+    /// Opens `target` ("-" is standard output).
+    init?(target: String) {
+        if target == "-" { fd = 1; ownsFD = false } else {
+            let f = open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard f >= 0 else { return nil }
+            fd = f
+            ownsFD = true
+        }
+        startMillis = Clock.wallMicros() / 1000
+    }
+
+    deinit { if ownsFD { close(fd) } }
+
+    func emit(_ p: PublisherSnapshot) {
+        let now = Clock.wallMicros() / 1000
+        let mono = Clock.monotonicMicros()
+        let prev = previous
+        let seconds = prev.map { max(0.001, Double(mono - $0.micros) / 1e6) } ?? max(0.001, Double(p.elapsedMicros) / 1e6)
+        func delta(_ s: OutboundStreamStats, _ key: KeyPath<OutboundStreamStats, Int>) -> Int {
+            let before = prev?.streams.first { $0.ssrc == s.ssrc }?[keyPath: key] ?? 0
+            return s[keyPath: key] - before
+        }
+        let video = p.streams.filter { $0.kind == .video }
+        let layers: [JSONValue] = video.map { s in
+            let payload = delta(s, \.payloadBytesSent), header = delta(s, \.headerBytesSent), frames = delta(s, \.framesSent)
+            return .object([
+                ("width", .int(Int64(s.width))), ("height", .int(Int64(s.height))),
+                ("encodedFrameRate", .double((Double(frames) / seconds * 10).rounded() / 10)),
+                ("bitrate", .int(Int64(Double(payload * 8) / seconds))), ("totalBitrate", .int(Int64(Double((payload + header) * 8) / seconds))),
+                ("scalabilityMode", .string(s.scalabilityMode ?? "L1T1")), ("qualityLimitationReason", .string(s.qualityLimitationReason)),
+                ("codec", .string("VP8")), ("rid", s.rid.map { .string($0) } ?? .null), ("targetBitrate", .int(Int64(s.targetBitrate))),
+            ])
+        }
+        let videoStats: JSONValue = .object([
+            ("videoPacketsLost", .int(Int64(video.reduce(0) { $0 + max(0, $1.packetsLostReported) }))),
+            ("videoPacketsSent", .int(Int64(video.reduce(0) { $0 + $1.packetsSent }))),
+            ("videoBytesSent", .int(Int64(video.reduce(0) { $0 + $1.payloadBytesSent }))),
+            ("timestamp", .int(now)), ("startTime", .int(startMillis)), ("videoLayers", .array(layers)),
+        ])
+        var lines: [JSONValue] = []
+        if !video.isEmpty { lines.append(.object([("type", .string("publisherVideoStats")), ("timestamp", .int(now)), ("stats", .array([videoStats]))])) }
+        if let a = p.streams.first(where: { $0.kind == .audio }) {
+            let audio: JSONValue = .object([
+                ("audioPacketsLost", .int(Int64(max(0, a.packetsLostReported)))), ("audioPacketsSent", .int(Int64(a.packetsSent))),
+                ("audioBytesSent", .int(Int64(a.payloadBytesSent))), ("timestamp", .int(now)), ("startTime", .int(startMillis)),
+            ])
+            lines.append(.object([("type", .string("publisherAudioStats")), ("timestamp", .int(now)), ("stats", .array([audio]))]))
+        }
+        let rtt = p.streams.compactMap(\.roundTripTimeMillis).max()
+        let transport: JSONValue = .object([
+            ("connectionEstimatedBandwidth", p.network.estimate.map { .int(Int64($0.bitrate)) } ?? .null),
+            ("networkCondition", .string("unknown")), ("networkConditionReason", .string("unknown")),
+            ("roundTripTime", rtt.map { .double(($0 * 10).rounded() / 10) } ?? .null),
+            ("packetLoss", p.network.estimate.map { .double($0.lossFraction) } ?? .null),
+        ])
+        lines.append(.object([("type", .string("publisherMediaLinkStats")), ("timestamp", .int(now)),
+                              ("stats", .array([.object([("transport", transport)])]))]))
+        write(lines.map { $0.serialized() }.joined(separator: "\n") + "\n")
+        previous = (p.streams, mono, [])
+    }
+
+    func write(_ s: String) {
+        var bytes = Array(s.utf8)
+        var off = 0
+        while off < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { Glibc.write(fd, $0.baseAddress! + off, $0.count - off) }
+            if n <= 0 { return }
+            off += n
+        }
+    }
+}
