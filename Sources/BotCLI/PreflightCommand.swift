@@ -122,7 +122,7 @@ enum PreflightCommand {
                     let layers = a.layers.enumerated().map { i, b in "\(p.streams.first { $0.kind == .video && $0.rid == plan.streams.first { $0.layer == i }?.rid }?.height ?? 0)p \(b == 0 ? "off" : Units.bitrate(b))\(a.bandwidthLimited[i] ? " (bandwidth)" : "")" }
                     Output.out("allocation: audio \(Units.bitrate(a.audio)), " + layers.joined(separator: ", ") + "\n")
                 }
-                Output.out("feedback: \(n.transportFeedbackReceived) transport-cc, padding packets \(n.paddingPacketsSent), pacer queue \(n.pacerQueuePackets)\n")
+                Output.out("feedback: \(n.transportFeedbackReceived) transport-cc, \(n.nackReceived) NACK → \(n.retransmissionsSent) RTX (\(r.streams.reduce(0) { $0 + $1.packetsRecovered }) recovered), \(p.streams.reduce(0) { $0 + $1.pliReceived }) PLI, padding packets \(n.paddingPacketsSent), pacer queue \(n.pacerQueuePackets)\n")
             }
             if let i = r.impairment {
                 Output.out("\nimpairment: \(i.packets) packets offered, \(i.droppedByLoss) lost, \(i.droppedByQueue) dropped by the queue, max queueing \(Units.fixed(Double(i.maxQueueMicros) / 1000, 0)) ms\n")

@@ -12,6 +12,8 @@ public struct ReceiverConfig: Sendable {
     public var decodeVideo = true
     public var videoPayloadTypes: Set<UInt8> = [96]
     public var audioPayloadTypes: Set<UInt8> = [111]
+    /// RTX (RFC 4588) payload types; packets are matched to their stream by repaired-rtp-stream-id.
+    public var rtxPayloadTypes: Set<UInt8> = [97]
     /// Impairment applied to every arriving packet before it is processed (uplink emulation).
     public var impairment: ImpairmentSchedule?
     public var impairmentSeed: UInt64 = 1
@@ -31,6 +33,10 @@ public struct ReceiverSnapshot: Sendable, Equatable {
     public var rtcpSent = 0
     public var pliSent = 0
     public var transportFeedbackSent = 0
+    public var nackSent = 0
+    /// RTX packets that carried a lost packet, and padding-only RTX (probes).
+    public var retransmissionsReceived = 0
+    public var rtxPaddingReceived = 0
     public var senderReports: Int
     public var byes: Int
     public var firstPacketMicros: Int64?
@@ -114,6 +120,9 @@ final class ReceiveLoop {
     var lastPLI: [UInt32: Int64] = [:]
     var feedback: TransportFeedbackGenerator
     var nextTransportFeedback: Int64 = 0
+    var nextNack: Int64 = 0
+    /// RTX SSRC → media SSRC, learned from repaired-rtp-stream-id.
+    var rtxToMedia: [UInt32: UInt32] = [:]
 
     init(config: ReceiverConfig, socket: UDPSocket, state: Locked<ReceiverSnapshot>) throws(SRTPError) {
         self.config = config
@@ -134,7 +143,7 @@ final class ReceiveLoop {
     func run(stop: Locked<Bool>) {
         var nextPublish = Clock.monotonicMicros()
         while !stop.value {
-            var timeout: Int64 = 20_000
+            var timeout: Int64 = 10_000
             if let due = delayLine?.nextDue { timeout = max(0, min(timeout, due - Clock.monotonicMicros())) }
             _ = socket.wait(timeoutMicros: timeout)
             drain()
@@ -224,6 +233,12 @@ final class ReceiveLoop {
                 snap.rejected.malformed += 1
                 return
             }
+            if config.rtxPayloadTypes.contains(header.payloadType) {
+                if let tw = ext.transportSequenceNumber { feedback.onPacket(transportSequence: tw, arrivalMicros: now) }
+                snap.packetsAccepted += 1
+                receiveRetransmission(header, ext, span, now: now, wall: wall)
+                return
+            }
             let kind: MediaKind
             if config.videoPayloadTypes.contains(header.payloadType) { kind = .video }
             else if config.audioPayloadTypes.contains(header.payloadType) { kind = .audio }
@@ -252,6 +267,10 @@ final class ReceiveLoop {
         if now >= nextTransportFeedback {
             nextTransportFeedback = now + 100_000
             sendTransportFeedback(to: peer)
+        }
+        if now >= nextNack {
+            nextNack = now + 20_000
+            sendNacks(to: peer, now: now)
         }
         var plis: [UInt32] = []
         for id in order {
@@ -300,6 +319,51 @@ final class ReceiveLoop {
             } catch {
                 snap.lastError = "rtcp send: \(error)"
             }
+        }
+    }
+
+    /// RTX (RFC 4588): the payload starts with the original sequence number (OSN), then the
+    /// original payload; it is fed to the media stream as if it had arrived in time.
+    func receiveRetransmission(_ h: RTPHeader, _ ext: RTPExtensionValues, _ packet: Span<UInt8>, now: Int64, wall: Int64) {
+        if h.payloadRange.isEmpty { snap.rtxPaddingReceived += 1; return }
+        var media = rtxToMedia[h.ssrc]
+        if media == nil, let rid = ext.repairedRid {
+            media = order.first { streams[$0]?.stats.rid == rid && streams[$0]?.stats.kind == .video }
+            if let m = media { rtxToMedia[h.ssrc] = m }
+        }
+        guard let m = media, let stream = streams[m], h.payloadRange.count >= 2 else { snap.rejected.malformed += 1; return }
+        let osn = UInt16(packet[h.payloadRange.lowerBound]) << 8 | UInt16(packet[h.payloadRange.lowerBound + 1])
+        snap.retransmissionsReceived += 1
+        stream.stats.packetsRecovered += 1
+        stream.receiveVideo(sequenceNumber: osn, timestamp: h.timestamp, marker: h.marker,
+                            packet.extracting((h.payloadRange.lowerBound + 2)..<h.payloadRange.upperBound), nowMicros: now, wallMicros: wall)
+    }
+
+    /// Generic NACKs (RFC 4585) for the gaps each video stream is still waiting for.
+    func sendNacks(to peer: SocketAddress, now: Int64) {
+        var nacks: [GenericNACK] = []
+        for id in order {
+            guard let s = streams[id], s.stats.kind == .video else { continue }
+            s.releaseFrames(nowMicros: now, wallMicros: Clock.wallMicros())
+            let lost = s.nack.due(now: now)
+            if !lost.isEmpty { nacks.append(GenericNACK(senderSSRC: ssrc, mediaSSRC: id, lost: lost)) }
+        }
+        guard !nacks.isEmpty else { return }
+        let slot = out.slot(0)
+        var w = ByteWriter(UnsafeMutableRawBufferPointer(start: slot.baseAddress, count: PacketBatch.maxPacketSize - 200))
+        do throws(RTPWriteError) {
+            for n in nacks { try n.write(to: &w) }
+        } catch {
+            snap.lastError = "nack: \(error)"
+            return
+        }
+        do {
+            let n = try srtpOut.protectRTCP(slot.baseAddress!, length: w.count, capacity: PacketBatch.slotSize)
+            try socket.send(UnsafeRawBufferPointer(start: slot.baseAddress, count: n), to: peer)
+            snap.rtcpSent += 1
+            snap.nackSent += nacks.count
+        } catch {
+            snap.lastError = "rtcp send: \(error)"
         }
     }
 

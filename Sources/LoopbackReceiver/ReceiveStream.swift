@@ -1,4 +1,5 @@
 import RTPCore
+import Congestion
 import MediaCodecs
 import Stats
 import Transport
@@ -19,6 +20,8 @@ final class ReceiveStream {
     /// Set when the stream needs a key frame it has not asked for yet (the loop sends the PLI).
     var wantsKeyFrame = false
     var lastPictureID: UInt16?
+    var framesSkipped = 0
+    var nack = NackGenerator()
     // RFC 3550 A.3/A.8 state for receiver reports.
     var jitter = 0.0
     var lastTransit: Int64?
@@ -56,32 +59,54 @@ final class ReceiveStream {
         lastTransit = transit
         if let mid = extensions.mid, stats.mid == nil { stats.mid = mid }
         if let rid = extensions.rid, stats.rid == nil { stats.rid = rid }
-        if h.payloadRange.isEmpty { stats.paddingPackets += 1; return } // padding only (probes)
+        if h.payloadRange.isEmpty { // padding only (probes)
+            stats.paddingPackets += 1
+            if stats.kind == .video { receiveVideo(h, packet.extracting(h.payloadRange), nowMicros: nowMicros, wallMicros: wallMicros) }
+            return
+        }
         let payload = packet.extracting(h.payloadRange)
         switch stats.kind {
-        case .video: receiveVideo(h, payload, wallMicros: wallMicros)
+        case .video: receiveVideo(h, payload, nowMicros: nowMicros, wallMicros: wallMicros)
         case .audio: receiveAudio(payload)
         }
     }
 
-    func receiveVideo(_ h: RTPHeader, _ payload: Span<UInt8>, wallMicros: Int64) {
+    func receiveVideo(_ h: RTPHeader, _ payload: Span<UInt8>, nowMicros: Int64, wallMicros: Int64) {
+        receiveVideo(sequenceNumber: h.sequenceNumber, timestamp: h.timestamp, marker: h.marker, payload, nowMicros: nowMicros, wallMicros: wallMicros)
+    }
+
+    /// A video packet, original or recovered from RTX (then with its original sequence number).
+    func receiveVideo(sequenceNumber: UInt16, timestamp: UInt32, marker: Bool, _ payload: Span<UInt8>, nowMicros: Int64, wallMicros: Int64) {
+        nack.onPacket(sequenceNumber: sequenceNumber, now: nowMicros)
         let malformedBefore = assembler.malformedPackets
-        let droppedBefore = assembler.framesDropped
-        let frame = assembler.insert(sequenceNumber: h.sequenceNumber, timestamp: h.timestamp, marker: h.marker, payload: payload)
+        assembler.insert(sequenceNumber: sequenceNumber, timestamp: timestamp, marker: marker, payload: payload, now: nowMicros)
         if assembler.malformedPackets > malformedBefore { stats.decodeErrors += 1 }
+        releaseFrames(nowMicros: nowMicros, wallMicros: wallMicros)
+    }
+
+    /// Decodes every frame the assembler may release now (also called on timer ticks, so a frame
+    /// held for a retransmission that never comes is still released).
+    func releaseFrames(nowMicros: Int64, wallMicros: Int64) {
+        let droppedBefore = assembler.framesDropped
+        while let frame = assembler.pop(now: nowMicros) { decode(frame, wallMicros: wallMicros) }
         if assembler.framesDropped > droppedBefore { requestKeyFrame() } // a frame could not be completed
-        stats.framesDropped = assembler.framesDropped
-        guard let frame else { return }
+        stats.framesDropped = assembler.framesDropped + framesSkipped
+    }
+
+    func decode(_ frame: VP8FrameAssembler.Frame, wallMicros: Int64) {
         stats.framesAssembled += 1
         if let w = frame.header.width, let hh = frame.header.height { stats.width = w; stats.height = hh }
         guard decodeVideo else { return }
         // A missing picture breaks the reference chain: wait for a key frame rather than decode garbage.
-        if let last = lastPictureID, let id = frame.descriptor.pictureID, !frame.header.isKeyFrame,
-           id != (last &+ 1) & (frame.descriptor.shortPictureID ? 0x7F : 0x7FFF) {
-            requestKeyFrame()
+        if !frame.header.isKeyFrame {
+            if frame.followsAGap { requestKeyFrame() }
+            if let last = lastPictureID, let id = frame.descriptor.pictureID,
+               id != (last &+ 1) & (frame.descriptor.shortPictureID ? 0x7F : 0x7FFF) {
+                requestKeyFrame()
+            }
         }
         lastPictureID = frame.descriptor.pictureID
-        if needKeyFrame && !frame.header.isKeyFrame { stats.framesDropped += 1; return } // cannot decode without a key frame
+        if needKeyFrame && !frame.header.isKeyFrame { framesSkipped += 1; return } // cannot decode without a key frame
         do {
             if videoDecoder == nil { videoDecoder = try VP8Decoder() }
             guard let decoded = try videoDecoder!.decode(frame.bytes) else { return }

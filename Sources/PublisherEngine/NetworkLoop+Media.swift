@@ -38,6 +38,10 @@ extension NetworkLoop {
                 slotStream[slot] = Int16(idx)
                 slotPayload[slot] = Int32(w.count - headerSize)
                 slotPadding[slot] = false
+                slotRTX[slot] = false
+                slotSequence[slot] = s.sequenceNumber
+                slotTimestamp[slot] = ts
+                slotMarker[slot] = packetizer.index == packetizer.packetCount
                 s.sequenceNumber &+= 1
                 pacer.enqueue(Int32(slot), size: w.count, priority: .video)
             }
@@ -71,6 +75,7 @@ extension NetworkLoop {
         slotStream[slot] = Int16(idx)
         slotPayload[slot] = Int32(w.count - s.template.size)
         slotPadding[slot] = false
+        slotRTX[slot] = false
         pacer.enqueue(Int32(slot), size: w.count, priority: .audio)
         s.stats.framesSent += 1
         s.sequenceNumber &+= 1
@@ -97,16 +102,21 @@ extension NetworkLoop {
         }
     }
 
-    /// A padding-only RTP packet (P bit, RFC 3550 §5.1) on the highest video layer that is
-    /// running, for probes.
+    /// A padding-only RTP packet (P bit, RFC 3550 §5.1) for probes, on the RTX stream of the
+    /// highest running video layer (as libwebrtc does), or on the layer itself without RTX.
     func makePadding(_ bytes: Int) -> Int? {
         guard let idx = videoIndex.last(where: { senders[$0].sentAny }), let slot = arena.allocate() else { return nil }
         var s = senders[idx]
         defer { senders[idx] = s }
         let pad = min(255, max(1, bytes))
+        let onRTX = s.rtxTemplate != nil
         var w = ByteWriter(UnsafeMutableRawBufferPointer(start: arena.pointer(slot), count: config.maxPacketSize))
         do throws(RTPWriteError) {
-            try s.template.write(to: &w, sequenceNumber: s.sequenceNumber, timestamp: s.lastTimestamp, marker: false)
+            if let rtx = s.rtxTemplate {
+                try rtx.write(to: &w, sequenceNumber: s.rtxSequence, timestamp: s.lastTimestamp, marker: false)
+            } else {
+                try s.template.write(to: &w, sequenceNumber: s.sequenceNumber, timestamp: s.lastTimestamp, marker: false)
+            }
             try w.require(pad)
         } catch {
             arena.release(slot)
@@ -120,8 +130,42 @@ extension NetworkLoop {
         slotStream[slot] = Int16(idx)
         slotPayload[slot] = 0
         slotPadding[slot] = true
-        s.sequenceNumber &+= 1
+        slotRTX[slot] = onRTX
+        if onRTX { s.rtxSequence &+= 1 } else { s.sequenceNumber &+= 1 }
         return slot
+    }
+
+    /// Answers a NACK: each lost packet still in the history goes out again as RTX (RFC 4588 §4:
+    /// OSN, then the original payload), ahead of new video in the pacer.
+    func retransmit(_ nack: GenericNACK, now: Int64) {
+        guard let idx = senderIndex(ssrc: nack.mediaSSRC), let history = senders[idx].history, let rtx = senders[idx].rtxTemplate else { return }
+        senders[idx].stats.nackReceived += 1
+        counters.nackReceived += 1
+        let rtt = Int64((senders[idx].stats.roundTripTimeMillis ?? 20) * 1000)
+        for seq in nack.lost.prefix(256) {
+            guard let original = history.take(sequenceNumber: seq, now: now, maxAge: 1_000_000, minInterval: max(10_000, rtt)),
+                  let slot = arena.allocate() else {
+                counters.retransmissionsUnavailable += 1
+                continue
+            }
+            var w = ByteWriter(UnsafeMutableRawBufferPointer(start: arena.pointer(slot), count: PacketArena.slotSize - SRTPSession.maxTrailer))
+            do throws(RTPWriteError) {
+                try rtx.write(to: &w, sequenceNumber: senders[idx].rtxSequence, timestamp: original.timestamp, marker: original.marker)
+                try w.require(2 + original.payload.count)
+            } catch {
+                arena.release(slot)
+                continue
+            }
+            w.u16(seq)
+            w.copy(original.payload)
+            arena.lengths[slot] = Int32(w.count)
+            slotStream[slot] = Int16(idx)
+            slotPayload[slot] = Int32(w.count - rtx.size)
+            slotPadding[slot] = false
+            slotRTX[slot] = true
+            senders[idx].rtxSequence &+= 1
+            pacer.enqueue(Int32(slot), size: w.count, priority: .retransmission)
+        }
     }
 
     /// Stamps send-time fields, protects in place and adds the slot to the outgoing batch.
@@ -129,7 +173,12 @@ extension NetworkLoop {
         let idx = Int(slotStream[slot])
         let p = arena.pointer(slot)
         let length = Int(arena.lengths[slot])
-        let template = senders[idx].template
+        let isRTX = slotRTX[slot]
+        let template = isRTX ? senders[idx].rtxTemplate! : senders[idx].template
+        if !isRTX, !slotPadding[slot], let history = senders[idx].history {
+            history.store(sequenceNumber: slotSequence[slot], packet: p, headerSize: template.size, length: length,
+                          timestamp: slotTimestamp[slot], marker: slotMarker[slot], now: now)
+        }
         if let o = template.transportSequenceOffset {
             RTPHeaderPatch.setTransportSequence(p, offset: o, transportSequence)
         }
@@ -150,9 +199,15 @@ extension NetworkLoop {
             transportSequence &+= 1
         }
         let payload = Int(slotPayload[slot])
-        senders[idx].stats.packetsSent += 1
-        senders[idx].stats.payloadBytesSent += payload
-        senders[idx].stats.headerBytesSent += length - payload
+        if isRTX && !slotPadding[slot] {
+            senders[idx].stats.retransmittedPacketsSent += 1
+            senders[idx].stats.retransmittedBytesSent += payload
+            counters.retransmissionsSent += 1
+        } else if !isRTX {
+            senders[idx].stats.packetsSent += 1
+            senders[idx].stats.payloadBytesSent += payload
+            senders[idx].stats.headerBytesSent += length - payload
+        }
         if slotPadding[slot] { counters.paddingPacketsSent += 1 }
         let destination = senders[idx].plan.destination
         if sendCount > 0 && sendDestination != destination { flushSend() }

@@ -55,6 +55,8 @@ extension NetworkLoop {
                 let e = estimator!.onTransportFeedback(fb, now: now)
                 apply(e, now: now)
             }
+        case let .nack(n):
+            retransmit(n, now: Clock.monotonicMicros())
         case let .pictureLossIndication(pli):
             if let i = senderIndex(ssrc: pli.mediaSSRC) { senders[i].stats.pliReceived += 1; requestKeyFrame(i) }
         case let .fullIntraRequest(fir):

@@ -19,6 +19,10 @@ public struct NetworkCounters: Sendable, Equatable {
     /// Frames not sent because every packet slot was queued in the pacer.
     public var framesDroppedNoSlot = 0
     public var paddingPacketsSent = 0
+    public var nackReceived = 0
+    public var retransmissionsSent = 0
+    /// NACKed packets no longer in the history (too old or already resent within an RTT).
+    public var retransmissionsUnavailable = 0
     public var transportFeedbackReceived = 0
     public var lastError: String?
     public var byeSent = false
@@ -59,6 +63,12 @@ final class NetworkLoop {
     var slotStream: [Int16]
     var slotPayload: [Int32]
     var slotPadding: [Bool]
+    /// The slot holds an RTX packet (retransmission or padding) of its stream.
+    var slotRTX: [Bool]
+    /// For a media slot: its sequence number, RTP timestamp and marker (for the RTX history).
+    var slotSequence: [UInt16]
+    var slotTimestamp: [UInt32]
+    var slotMarker: [Bool]
     var pacer: Pacer
     var sendPointers = [UnsafeMutableRawPointer?](repeating: nil, count: 64)
     var sendLengths = [UInt32](repeating: 0, count: 64)
@@ -82,13 +92,18 @@ final class NetworkLoop {
         srtpOut = try SRTPSession(key: config.key, direction: .outbound)
         srtpIn = try SRTPSession(key: config.key, direction: .inbound)
         for (i, s) in plan.streams.enumerated() {
-            senders.append(RTPStreamSender(plan: s, layer: s.layer.map { config.layers[$0] }, startMicros: startMicros, bundle: plan.bundle))
+            senders.append(RTPStreamSender(plan: s, layer: s.layer.map { config.layers[$0] }, startMicros: startMicros, bundle: plan.bundle,
+                                           rtxPayloadType: config.rtxPayloadType))
             if s.kind == "audio" { audioIndex = i } else { videoIndex.append(i) }
         }
         items.reserveCapacity(64)
         slotStream = [Int16](repeating: -1, count: arena.capacity)
         slotPayload = [Int32](repeating: 0, count: arena.capacity)
         slotPadding = [Bool](repeating: false, count: arena.capacity)
+        slotRTX = [Bool](repeating: false, count: arena.capacity)
+        slotSequence = [UInt16](repeating: 0, count: arena.capacity)
+        slotTimestamp = [UInt32](repeating: 0, count: arena.capacity)
+        slotMarker = [Bool](repeating: false, count: arena.capacity)
         let layers = config.sendVideo ? config.layers : []
         allocator = BitrateAllocator(audioBitrate: config.sendAudio ? config.audioBitrate : 0,
                                      layers: layers.map { LayerLimits(min: $0.minBitrate, target: $0.targetBitrate, max: $0.maxBitrate) })

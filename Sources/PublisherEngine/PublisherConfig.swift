@@ -24,6 +24,8 @@ public struct PublisherConfig: Sendable {
     public var reportIntervalMicros: Int64 = 1_000_000
     public var videoPayloadType: UInt8 = 96
     public var audioPayloadType: UInt8 = 111
+    /// RTX for VP8 (RFC 4588, `apt=96`).
+    public var rtxPayloadType: UInt8 = 97
     /// Run send-side bandwidth estimation, probing and allocation (BUNDLE mode only).
     public var congestionControl = true
     /// Where the estimate starts before probing (libwebrtc: 300 kbps).

@@ -19,8 +19,13 @@ struct RTPStreamSender {
     var lastCaptureMicros: Int64 = 0
     var sentAny = false
     var lastKeyFrameRequestMicros: Int64 = .min / 2
+    /// RTX (BUNDLE video only): header template with repaired-rtp-stream-id, own sequence numbers,
+    /// and the history NACKs are answered from.
+    let rtxTemplate: RTPHeaderTemplate?
+    var rtxSequence: UInt16
+    let history: RetransmissionBuffer?
 
-    init(plan: StreamPlan.Stream, layer: VideoLayerConfig?, startMicros: Int64, bundle: Bool) {
+    init(plan: StreamPlan.Stream, layer: VideoLayerConfig?, startMicros: Int64, bundle: Bool, rtxPayloadType: UInt8 = 97) {
         self.plan = plan
         var strings: [(UInt8, String)] = []
         if bundle {
@@ -37,6 +42,16 @@ struct RTPStreamSender {
         pictureID = (UInt16(r[6]) << 8 | UInt16(r[7])) & 0x7FFF
         tl0PicIdx = r[6]
         self.startMicros = startMicros
+        if let rtx = plan.rtxSSRC {
+            var rtxStrings: [(UInt8, String)] = [(RTPExtension.mid.id, plan.mid)]
+            if let rid = plan.rid { rtxStrings.append((RTPExtension.repairedRid.id, rid)) }
+            rtxTemplate = RTPHeaderTemplate(payloadType: rtxPayloadType, ssrc: rtx, strings: rtxStrings, transportSequence: true, absSendTime: true)
+            history = RetransmissionBuffer()
+        } else {
+            rtxTemplate = nil
+            history = nil
+        }
+        rtxSequence = (UInt16(r[4]) << 8 | UInt16(r[5])) & 0x7FFF
         stats = OutboundStreamStats(ssrc: plan.ssrc, kind: plan.kind == "audio" ? .audio : .video, mid: plan.mid, rid: plan.rid,
                                     codec: plan.kind == "audio" ? "opus" : "VP8", width: layer?.width ?? 0, height: layer?.height ?? 0,
                                     scalabilityMode: layer?.scalabilityMode)

@@ -15,6 +15,8 @@ public struct StreamPlan: Sendable {
         public var rid: String?
         public var destination: SocketAddress
         public var rtcpDestination: SocketAddress
+        /// RTX stream (RFC 4588) for this video layer: its own SSRC, payload type 97 (BUNDLE only).
+        public var rtxSSRC: UInt32?
         public var port: Int { destination.port }
     }
 
@@ -52,7 +54,8 @@ public struct StreamPlan: Sendable {
             for (i, l) in config.layers.enumerated() {
                 let (d, r) = dest(index)
                 out.append(Stream(kind: "video", layer: i, ssrc: nextSSRC(), payloadType: config.videoPayloadType, clockRate: 90_000,
-                                  mid: config.bundle ? "1" : String(index), rid: config.bundle ? l.rid : nil, destination: d, rtcpDestination: r))
+                                  mid: config.bundle ? "1" : String(index), rid: config.bundle ? l.rid : nil, destination: d, rtcpDestination: r,
+                                  rtxSSRC: config.bundle ? nextSSRC() : nil))
                 index += 1
             }
         }
@@ -69,6 +72,7 @@ public struct StreamPlan: Sendable {
         for s in streams {
             if bundle && s.kind == "video" && media.contains(where: { $0.kind == "video" }) {
                 media[media.count - 1].ssrcs.append((s.ssrc, config.cname))
+                if let rtx = s.rtxSSRC { media[media.count - 1].rtxSSRCs.append((s.ssrc, rtx)) }
                 if let rid = s.rid { media[media.count - 1].rids.append(rid) }
                 continue
             }
@@ -77,6 +81,10 @@ public struct StreamPlan: Sendable {
                 kind: s.kind, port: s.port, payloadType: s.payloadType, codec: audio ? "opus" : "VP8", clockRate: s.clockRate,
                 channels: audio ? 2 : nil, fmtp: audio ? "minptime=10;useinbandfec=1" : nil, mid: s.mid, rtcpMux: bundle, crypto: crypto,
                 extensions: bundle ? ext : [], ssrcs: [(s.ssrc, config.cname)], rids: s.rid.map { [$0] } ?? []))
+            if let rtx = s.rtxSSRC {
+                media[media.count - 1].rtxPayloadType = config.rtxPayloadType
+                media[media.count - 1].rtxSSRCs.append((s.ssrc, rtx))
+            }
         }
         return SessionDescription(sessionID: UInt64(streams.first?.ssrc ?? 1), address: config.destination.host, bundle: bundle, media: media)
     }

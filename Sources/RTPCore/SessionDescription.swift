@@ -24,6 +24,9 @@ public struct SessionDescription: Equatable, Sendable {
         public var ssrcs: [(ssrc: UInt32, cname: String)]
         public var rids: [String]
         public var direction: String
+        /// RTX (RFC 4588): its payload type (`apt` = `payloadType`) and (media SSRC, RTX SSRC) pairs.
+        public var rtxPayloadType: UInt8?
+        public var rtxSSRCs: [(media: UInt32, rtx: UInt32)] = []
 
         public init(kind: String, port: Int, payloadType: UInt8, codec: String, clockRate: Int, channels: Int? = nil, fmtp: String? = nil,
                     mid: String, rtcpMux: Bool, crypto: Crypto?, extensions: [(id: UInt8, uri: String)] = [], ssrcs: [(ssrc: UInt32, cname: String)] = [],
@@ -49,7 +52,8 @@ public struct SessionDescription: Equatable, Sendable {
                 && a.channels == b.channels && a.fmtp == b.fmtp && a.mid == b.mid && a.rtcpMux == b.rtcpMux && a.crypto == b.crypto
                 && a.extensions.map(\.id) == b.extensions.map(\.id) && a.extensions.map(\.uri) == b.extensions.map(\.uri)
                 && a.ssrcs.map(\.ssrc) == b.ssrcs.map(\.ssrc) && a.ssrcs.map(\.cname) == b.ssrcs.map(\.cname)
-                && a.rids == b.rids && a.direction == b.direction
+                && a.rids == b.rids && a.direction == b.direction && a.rtxPayloadType == b.rtxPayloadType
+                && a.rtxSSRCs.map(\.media) == b.rtxSSRCs.map(\.media) && a.rtxSSRCs.map(\.rtx) == b.rtxSSRCs.map(\.rtx)
         }
     }
 
@@ -72,7 +76,7 @@ public struct SessionDescription: Equatable, Sendable {
         var l: [String] = ["v=0", "o=- \(sessionID) 1 IN \(addressType) \(address)", "s=pubbot", "c=IN \(addressType) \(address)", "t=0 0"]
         if bundle { l.append("a=group:BUNDLE " + media.map(\.mid).joined(separator: " ")) }
         for m in media {
-            l.append("m=\(m.kind) \(m.port) RTP/SAVPF \(m.payloadType)")
+            l.append("m=\(m.kind) \(m.port) RTP/SAVPF \(m.payloadType)" + (m.rtxPayloadType.map { " \($0)" } ?? ""))
             l.append("c=IN \(addressType) \(address)")
             if !m.rtcpMux { l.append("a=rtcp:\(m.port + 1)") }
             l.append("a=mid:\(m.mid)")
@@ -80,6 +84,10 @@ public struct SessionDescription: Equatable, Sendable {
             if m.rtcpMux { l.append("a=rtcp-mux") }
             l.append("a=rtpmap:\(m.payloadType) \(m.codec)/\(m.clockRate)" + (m.channels.map { "/\($0)" } ?? ""))
             if let f = m.fmtp { l.append("a=fmtp:\(m.payloadType) \(f)") }
+            if let rtx = m.rtxPayloadType {
+                l.append("a=rtpmap:\(rtx) rtx/\(m.clockRate)")
+                l.append("a=fmtp:\(rtx) apt=\(m.payloadType)")
+            }
             if m.kind == "video" {
                 l.append("a=rtcp-fb:\(m.payloadType) nack")
                 l.append("a=rtcp-fb:\(m.payloadType) nack pli")
@@ -90,7 +98,9 @@ public struct SessionDescription: Equatable, Sendable {
             if let c = m.crypto { l.append("a=crypto:\(c.tag) \(c.suite) inline:\(c.inlineKey)") }
             for r in m.rids { l.append("a=rid:\(r) send") }
             if !m.rids.isEmpty { l.append("a=simulcast:send " + m.rids.joined(separator: ";")) }
+            for g in m.rtxSSRCs { l.append("a=ssrc-group:FID \(g.media) \(g.rtx)") }
             for s in m.ssrcs { l.append("a=ssrc:\(s.ssrc) cname:\(s.cname)") }
+            for g in m.rtxSSRCs { l.append("a=ssrc:\(g.rtx) cname:\(m.ssrcs.first?.cname ?? "pubbot")") }
         }
         return l.joined(separator: "\r\n") + "\r\n"
     }
@@ -147,7 +157,8 @@ public struct SessionDescription: Equatable, Sendable {
                     guard parts.count == 2 else { throw ParseError(line: no, reason: "bad rtpmap") }
                     let enc = parts[1].split(separator: "/")
                     guard enc.count >= 2, let rate = Int(enc[1]), rate > 0 else { throw ParseError(line: no, reason: "bad rtpmap") }
-                    if UInt8(parts[0]) == m.payloadType {
+                    if enc[0].lowercased() == "rtx", let pt = UInt8(parts[0]) { m.rtxPayloadType = pt }
+                    else if UInt8(parts[0]) == m.payloadType {
                         m.codec = String(enc[0])
                         m.clockRate = rate
                         m.channels = enc.count > 2 ? Int(enc[2]) : nil
@@ -168,7 +179,10 @@ public struct SessionDescription: Equatable, Sendable {
                 case "ssrc":
                     let parts = arg.split(separator: " ", maxSplits: 1)
                     guard parts.count == 2, let ssrc = UInt32(parts[0]) else { throw ParseError(line: no, reason: "bad ssrc") }
-                    if parts[1].hasPrefix("cname:") { m.ssrcs.append((ssrc, String(parts[1].dropFirst(6)))) }
+                    if parts[1].hasPrefix("cname:") && !m.rtxSSRCs.contains(where: { $0.rtx == ssrc }) { m.ssrcs.append((ssrc, String(parts[1].dropFirst(6)))) }
+                case "ssrc-group":
+                    let parts = arg.split(separator: " ")
+                    if parts.count == 3, parts[0] == "FID", let a = UInt32(parts[1]), let b = UInt32(parts[2]) { m.rtxSSRCs.append((a, b)) }
                 default: break
                 }
                 sd.media[sd.media.count - 1] = m

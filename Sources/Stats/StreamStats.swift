@@ -31,6 +31,9 @@ public struct OutboundStreamStats: Sendable, Equatable {
     /// encoding falls behind real time.
     public var qualityLimitationReason = "none"
     public var pliReceived = 0
+    public var nackReceived = 0
+    public var retransmittedPacketsSent = 0
+    public var retransmittedBytesSent = 0
     public var firReceived = 0
 
     public init(ssrc: UInt32, kind: MediaKind, mid: String, rid: String?, codec: String, width: Int = 0, height: Int = 0, scalabilityMode: String? = nil) {
@@ -78,6 +81,8 @@ public struct InboundStreamStats: Sendable, Equatable {
     public var firstPacketMicros: Int64?
     public var lastPacketMicros: Int64?
     public var byeReceived = false
+    /// Lost packets recovered through RTX.
+    public var packetsRecovered = 0
     /// Padding-only packets (bandwidth probes).
     public var paddingPackets = 0
 

@@ -44,7 +44,8 @@ import Testing
         for i in 0..<100_000 {
             let input = mutate(hex("90 e0 81 23 05 a0 10 02 00 9d 01 2a 40 01 b4 00"), &rng)
             if (try? VP8PayloadDescriptor.parse(input.span)) != nil { ok += 1 } else { failed += 1 }
-            _ = assembler.insert(sequenceNumber: UInt16(truncatingIfNeeded: i), timestamp: UInt32(i / 3), marker: i % 3 == 2, payload: input.span)
+            assembler.insert(sequenceNumber: UInt16(truncatingIfNeeded: i), timestamp: UInt32(i / 3), marker: i % 3 == 2, payload: input.span, now: Int64(i) * 1000)
+            while assembler.pop(now: Int64(i) * 1000) != nil {}
         }
         #expect(ok > 1000 && failed > 1000)
         #expect(assembler.fragmentCount <= assembler.maxFragments)
@@ -109,7 +110,8 @@ import Testing
         var done: VP8FrameAssembler.Frame?
         for i in order {
             let p = packets[i]
-            if let f = a.insert(sequenceNumber: UInt16(100 + i), timestamp: 5000, marker: i == packets.count - 1, payload: p.span) { done = f }
+            a.insert(sequenceNumber: UInt16(100 + i), timestamp: 5000, marker: i == packets.count - 1, payload: p.span, now: 0)
+            if let f = a.pop(now: 0) { done = f }
         }
         let f = try #require(done)
         #expect(f.bytes == frame)
@@ -123,13 +125,57 @@ import Testing
         let p2 = try packetize(key, maxPayload: 600, descriptor: VP8PayloadDescriptor())
         var a = VP8FrameAssembler()
         var seq: UInt16 = 65530 // crosses the wrap
-        for (i, p) in p1.enumerated() where i != 1 { _ = a.insert(sequenceNumber: seq &+ UInt16(i), timestamp: 1, marker: i == p1.count - 1, payload: p.span) }
+        for (i, p) in p1.enumerated() where i != 1 { a.insert(sequenceNumber: seq &+ UInt16(i), timestamp: 1, marker: i == p1.count - 1, payload: p.span, now: 0) }
         seq &+= UInt16(p1.count)
-        var completed = 0
-        for (i, p) in p2.enumerated() {
-            if a.insert(sequenceNumber: seq &+ UInt16(i), timestamp: 2, marker: i == p2.count - 1, payload: p.span) != nil { completed += 1 }
+        for (i, p) in p2.enumerated() { a.insert(sequenceNumber: seq &+ UInt16(i), timestamp: 2, marker: i == p2.count - 1, payload: p.span, now: 0) }
+        // The second frame is a key frame: released at once, and the incomplete first one is dropped.
+        let popped = a.pop(now: 0)
+        let f = try #require(popped)
+        #expect(f.timestamp == 2)
+        #expect(a.framesDropped == 1)
+    }
+
+    @Test func assemblerHoldsALaterFrameForARetransmission() throws {
+        let key = hex("10 02 00 9d 01 2a 40 01 b4 00") + [UInt8](repeating: 1, count: 100)
+        let delta = hex("31 02 00") + [UInt8](repeating: 2, count: 1000)
+        let k = try packetize(key, maxPayload: 600, descriptor: VP8PayloadDescriptor())
+        let d1 = try packetize(delta, maxPayload: 600, descriptor: VP8PayloadDescriptor())
+        let d2 = try packetize(delta, maxPayload: 600, descriptor: VP8PayloadDescriptor())
+        var a = VP8FrameAssembler()
+        var seq: UInt16 = 10
+        func feed(_ ps: [[UInt8]], ts: UInt32, skip: Int? = nil, now: Int64) {
+            for (i, p) in ps.enumerated() where i != skip { a.insert(sequenceNumber: seq &+ UInt16(i), timestamp: ts, marker: i == ps.count - 1, payload: p.span, now: now) }
+            seq &+= UInt16(ps.count)
         }
-        #expect(completed == 1)
+        feed(k, ts: 1, now: 0)
+        #expect(a.pop(now: 0)?.timestamp == 1)
+        let d1Start = seq
+        feed(d1, ts: 2, skip: 0, now: 10_000) // first packet of d1 lost
+        feed(d2, ts: 3, now: 20_000)
+        #expect(a.pop(now: 30_000) == nil) // d2 is complete but waits for d1
+        // The retransmission arrives: both come out, in order.
+        let first = d1[0]
+        a.insert(sequenceNumber: d1Start, timestamp: 2, marker: false, payload: first.span, now: 60_000)
+        #expect(a.pop(now: 60_000)?.timestamp == 2)
+        #expect(a.pop(now: 60_000)?.timestamp == 3)
+        #expect(a.framesDropped == 0)
+    }
+
+    @Test func assemblerGivesUpAfterTheHoldTime() throws {
+        let key = hex("10 02 00 9d 01 2a 40 01 b4 00") + [UInt8](repeating: 1, count: 100)
+        let delta = hex("31 02 00") + [UInt8](repeating: 2, count: 1000)
+        var a = VP8FrameAssembler()
+        let k = try packetize(key, maxPayload: 600, descriptor: VP8PayloadDescriptor())
+        let only = k[0]
+        a.insert(sequenceNumber: 0, timestamp: 1, marker: true, payload: only.span, now: 0)
+        _ = a.pop(now: 0)
+        let d = try packetize(delta, maxPayload: 600, descriptor: VP8PayloadDescriptor())
+        for (i, p) in d.enumerated() where i != 0 { a.insert(sequenceNumber: UInt16(1 + i), timestamp: 2, marker: i == d.count - 1, payload: p.span, now: 0) }
+        for (i, p) in d.enumerated() { a.insert(sequenceNumber: UInt16(1 + d.count + i), timestamp: 3, marker: i == d.count - 1, payload: p.span, now: 0) }
+        #expect(a.pop(now: 100_000) == nil)
+        let released = a.pop(now: a.holdMicros)
+        let late = try #require(released)
+        #expect(late.timestamp == 3 && late.followsAGap)
         #expect(a.framesDropped == 1)
     }
 }
