@@ -22,7 +22,7 @@ enum Help {
 
     static func usage(_ command: String?) -> String {
         switch command {
-        case "publish": "Usage: pubbot publish --to HOST:PORT [--key B64] [--srtp-suite aes-cm|gcm] [--sdp-out FILE] [--no-bundle] [--duration D] [--layers LADDER] [--no-audio | --no-video] [--fps N] [--temporal-layers L1T1|L1T2|L1T3] [--keyframe-interval D] [--json]"
+        case "publish": "Usage: pubbot publish --to HOST:PORT [--key B64] [--srtp-suite aes-cm|gcm] [--sdp-out FILE] [--no-bundle] [--duration D] [--layers LADDER] [--no-audio | --no-video] [--fps N] [--temporal-layers L1T1|L1T2|L1T3] [--keyframe-interval D] [--no-congestion-control] [--stats FILE|-] [--json]"
         case "receive": "Usage: pubbot receive --listen HOST:PORT (--key B64 | --sdp FILE) [--impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--json]"
         case "preflight": "Usage: pubbot preflight [--duration D] [--layers LADDER] [--audio-only] [--impair SPEC] [--srtp-suite aes-cm|gcm] [--temporal-layers L1T1|L1T2|L1T3] [--fps N] [--json]"
         default: "Usage: pubbot <command> [options]"
@@ -53,6 +53,9 @@ enum Help {
           --keyframe-interval D     automatic key frames every D (default: only at start)
           --no-audio / --no-video   send only one kind of media
           --cname NAME              RTCP CNAME (default pubbot)
+          --no-congestion-control   send every layer at its target, no estimation or probing
+                                    (for receivers that send no transport-cc feedback;
+                                    --no-bundle implies it)
           --json                    print the final summary as JSON
 
         Exit codes: 0 done, 2 runtime failure, 64 usage error, 130 interrupted.

@@ -11,7 +11,7 @@ enum PublishCommand {
     static let spec: OptionSpec = {
         var o = CommonOptions.media
         for (k, v) in ["to": OptionSpec.Kind.repeated, "key": .value, "sdp-out": .value, "no-bundle": .flag, "no-audio": .flag,
-                       "no-video": .flag, "cname": .value] { o[k] = v }
+                       "no-video": .flag, "cname": .value, "no-congestion-control": .flag] { o[k] = v }
         return OptionSpec(options: o, planned: [
             "sender-stats": "sender-side stats come with the stats work", "replay": "replay mode comes with load testing",
             "rtc-stats": "the RTC stats report comes with the stats work",
@@ -34,6 +34,7 @@ enum PublishCommand {
         pc.sendAudio = !o.has("no-audio")
         pc.sendVideo = !o.has("no-video")
         if let c = o.value("cname") { pc.cname = c }
+        if o.has("no-congestion-control") { pc.congestionControl = false }
         if let d = o.value("duration") { pc.durationMicros = try ValueParsers.duration(d, option: "duration") }
         if !pc.bundle && destination.port + 2 * (pc.layers.count + 1) > 65535 { throw UsageError("--no-bundle needs \(2 * (pc.layers.count + 1)) ports from \(destination.port)") }
 
@@ -54,6 +55,7 @@ enum PublishCommand {
         publisher.start()
         Output.err("publishing to \(destination)\(pc.bundle ? " (bundle)" : " (one port per stream)") from \(publisher.localAddress); Ctrl-C to stop\n")
         var warnedUnreachable = false
+        var warnedNoFeedback = false
         var nextStats = Clock.monotonicMicros() + (stats?.1 ?? 0)
         while !publisher.control.stopRequested && !Signals.isInterrupted {
             Clock.sleep(micros: 100_000)
@@ -63,6 +65,11 @@ enum PublishCommand {
             let bytes = p.streams.reduce(0) { $0 + $1.payloadBytesSent + $1.headerBytesSent }
             let secs = max(0.001, Double(p.elapsedMicros) / 1e6)
             Output.progress("publish \(Units.fixed(secs, 1))s  \(sent) pkts  \(Units.bitrate(Int(Double(bytes * 8) / secs)))")
+            if pc.congestionControl && pc.bundle && !warnedNoFeedback && p.elapsedMicros > 3_000_000 && p.network.transportFeedbackReceived == 0 {
+                warnedNoFeedback = true
+                Output.endProgress()
+                Output.err("warning: no transport-cc feedback from \(destination) after 3 s: the estimate is backing off and upper layers stay off. If the receiver does not send transport-cc (ffmpeg, gst-launch), use --no-congestion-control\n")
+            }
             if p.network.portUnreachable > 0 && !warnedUnreachable {
                 warnedUnreachable = true
                 Output.endProgress()
