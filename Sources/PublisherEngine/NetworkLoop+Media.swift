@@ -195,7 +195,9 @@ extension NetworkLoop {
             }
         }
         if template.transportSequenceOffset != nil {
-            estimator?.onPacketSent(transportSequence: transportSequence, sendMicros: now, size: sent, probeCluster: probeCluster)
+            // Sizes as the path sees them: SRTP packet + UDP/IP headers (28 bytes), like libwebrtc's
+            // transport overhead, so the estimate is comparable to a link's rate.
+            estimator?.onPacketSent(transportSequence: transportSequence, sendMicros: now, size: sent + 28, probeCluster: probeCluster)
             transportSequence &+= 1
         }
         let payload = Int(slotPayload[slot])
