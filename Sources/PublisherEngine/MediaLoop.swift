@@ -9,14 +9,16 @@ public struct MediaCounters: Sendable, Equatable {
     public var encodeMicros: [Int64]
     public var audioFramesEncoded = 0
     public var audioEncodeMicros: Int64 = 0
-    /// Frames whose capture tick was skipped because encoding ran late.
+    /// Frames whose capture tick was skipped because encoding ran late (all layers, and per layer).
     public var framesSkipped = 0
+    public var lateFrames: [Int]
     public var error: String?
 
     init(layers: Int) {
         framesEncoded = Array(repeating: 0, count: layers)
         keyFramesEncoded = Array(repeating: 0, count: layers)
         encodeMicros = Array(repeating: 0, count: layers)
+        lateFrames = Array(repeating: 0, count: layers)
     }
 }
 
@@ -120,7 +122,7 @@ final class MediaLoop {
                 nextVideo[i] += intervals[i]
                 // Encoding fell more than a frame behind: skip ticks instead of bursting.
                 let after = Clock.monotonicMicros()
-                while nextVideo[i] + intervals[i] < after { nextVideo[i] += intervals[i]; c.framesSkipped += 1 }
+                while nextVideo[i] + intervals[i] < after { nextVideo[i] += intervals[i]; c.framesSkipped += 1; c.lateFrames[i] += 1 }
             }
             let snapshot = c
             counters.withLock { $0 = snapshot }

@@ -23,6 +23,8 @@ public final class Publisher: Sendable {
     let threads = Locked<[JoinableThread]>([])
     let startMicros: Locked<Int64>
     let socketHandoff: Handoff<UDPSocket>
+    /// Late-frame counts per layer at the last change, and when (for the `cpu` limitation reason).
+    let lateSeen = Locked<([Int], [Int64])>(([], []))
     public let localAddress: SocketAddress
 
     public typealias StartError = EngineSetupError
@@ -84,8 +86,18 @@ public final class Publisher: Sendable {
         let m = mediaCounters.value
         let (streams, net) = networkState.value
         var out = streams
+        let now = Clock.monotonicMicros()
+        let lateChanged = lateSeen.withLock { state -> [Int64] in
+            if state.0.count != m.lateFrames.count { state = (m.lateFrames, m.lateFrames.map { _ in Int64.min / 2 }) }
+            for i in m.lateFrames.indices where m.lateFrames[i] != state.0[i] { state.0[i] = m.lateFrames[i]; state.1[i] = now }
+            return state.1
+        }
         for i in out.indices where out[i].kind == .video {
             if let layer = plan.streams.first(where: { $0.ssrc == out[i].ssrc })?.layer, layer < m.framesEncoded.count {
+                // bandwidth > cpu > other (W3C): cpu when this layer's encoder fell behind real time lately.
+                if out[i].qualityLimitationReason == "none" && layer < lateChanged.count && now - lateChanged[layer] < 2_000_000 {
+                    out[i].qualityLimitationReason = "cpu"
+                }
                 out[i].framesEncoded = m.framesEncoded[layer]
                 out[i].targetBitrate = control.currentTargets()[layer]
             }
