@@ -284,23 +284,31 @@ final class ReceiveLoop {
             nextReport = now + 500_000 + Int64(SecureRandom.uint32() % 1_000_000) // 1 s ± 50 %
             for id in order.prefix(31) { if let b = streams[id]?.reportBlock(nowMicros: now) { blocks.append(b) } }
         }
-        let slot = out.slot(0)
-        var w = ByteWriter(UnsafeMutableRawBufferPointer(start: slot.baseAddress, count: PacketBatch.maxPacketSize - 200))
-        do throws(RTPWriteError) {
+        let sent = sendRTCP(to: peer) { w throws(RTPWriteError) in
             try ReceiverReport(ssrc: ssrc, reports: blocks).write(to: &w)
             if reportDue { try SourceDescription(chunks: [.init(ssrc: ssrc, cname: "pubbot-receiver")]).write(to: &w) }
             for id in plis { try PictureLossIndication(senderSSRC: ssrc, mediaSSRC: id).write(to: &w) }
-        } catch {
+        }
+        if sent { snap.pliSent += plis.count }
+    }
+
+    /// Writes one RTCP compound into the output slot, protects it and sends it to the publisher.
+    @discardableResult
+    func sendRTCP(to peer: SocketAddress, _ write: (inout ByteWriter) throws(RTPWriteError) -> Void) -> Bool {
+        let slot = out.slot(0)
+        var w = ByteWriter(UnsafeMutableRawBufferPointer(start: slot.baseAddress, count: PacketBatch.maxPacketSize))
+        do throws(RTPWriteError) { try write(&w) } catch {
             snap.lastError = "rtcp: \(error)"
-            return
+            return false
         }
         do {
             let n = try srtpOut.protectRTCP(slot.baseAddress!, length: w.count, capacity: PacketBatch.slotSize)
             try socket.send(UnsafeRawBufferPointer(start: slot.baseAddress, count: n), to: peer)
             snap.rtcpSent += 1
-            snap.pliSent += plis.count
+            return true
         } catch {
             snap.lastError = "rtcp send: \(error)"
+            return false
         }
     }
 
@@ -308,17 +316,7 @@ final class ReceiveLoop {
     /// 100 ms, as reduced-size RTCP (RFC 5506).
     func sendTransportFeedback(to peer: SocketAddress) {
         for fb in feedback.makeFeedback() {
-            let slot = out.slot(0)
-            var w = ByteWriter(UnsafeMutableRawBufferPointer(start: slot.baseAddress, count: PacketBatch.maxPacketSize))
-            do throws(RTPWriteError) { try fb.write(to: &w) } catch { snap.lastError = "transport-cc: \(error)"; continue }
-            do {
-                let n = try srtpOut.protectRTCP(slot.baseAddress!, length: w.count, capacity: PacketBatch.slotSize)
-                try socket.send(UnsafeRawBufferPointer(start: slot.baseAddress, count: n), to: peer)
-                snap.rtcpSent += 1
-                snap.transportFeedbackSent += 1
-            } catch {
-                snap.lastError = "rtcp send: \(error)"
-            }
+            if sendRTCP(to: peer, { w throws(RTPWriteError) in try fb.write(to: &w) }) { snap.transportFeedbackSent += 1 }
         }
     }
 
@@ -349,22 +347,7 @@ final class ReceiveLoop {
             if !lost.isEmpty { nacks.append(GenericNACK(senderSSRC: ssrc, mediaSSRC: id, lost: lost)) }
         }
         guard !nacks.isEmpty else { return }
-        let slot = out.slot(0)
-        var w = ByteWriter(UnsafeMutableRawBufferPointer(start: slot.baseAddress, count: PacketBatch.maxPacketSize - 200))
-        do throws(RTPWriteError) {
-            for n in nacks { try n.write(to: &w) }
-        } catch {
-            snap.lastError = "nack: \(error)"
-            return
-        }
-        do {
-            let n = try srtpOut.protectRTCP(slot.baseAddress!, length: w.count, capacity: PacketBatch.slotSize)
-            try socket.send(UnsafeRawBufferPointer(start: slot.baseAddress, count: n), to: peer)
-            snap.rtcpSent += 1
-            snap.nackSent += nacks.count
-        } catch {
-            snap.lastError = "rtcp send: \(error)"
-        }
+        if sendRTCP(to: peer, { w throws(RTPWriteError) in for n in nacks { try n.write(to: &w) } }) { snap.nackSent += nacks.count }
     }
 
     func count(_ e: SRTPError) {
