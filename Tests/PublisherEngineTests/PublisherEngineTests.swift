@@ -115,3 +115,39 @@ import MediaCodecs
         #expect(video.targetBitrate == 100_000)
     }
 }
+
+/// PLI and FIR from a receiver turn into key frames on the layer they name.
+@Suite(.serialized) struct KeyFrameRequestTests {
+    @Test func answersPLIAndFIRWithKeyFrames() throws {
+        let sink = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0))
+        let key = SRTPKey.random(suite: .gcm)
+        var c = PublisherConfig(destination: sink.localAddress, layers: [.defaults(width: 320, height: 180, rid: "q")], key: key)
+        c.durationMicros = 2_000_000
+        c.sendAudio = false
+        c.congestionControl = false
+        let p = try Publisher(config: c)
+        let media = try #require(p.plan.streams.first { $0.kind == "video" }?.ssrc)
+        let publisher = try SocketAddress(host: "127.0.0.1", port: p.localAddress.port)
+        let srtcp = try SRTPSession(key: key, direction: .outbound)
+        func send(_ write: (inout ByteWriter) throws(RTPWriteError) -> Void) throws {
+            var buf = [UInt8](repeating: 0, count: 300)
+            var n = 0
+            try buf.withUnsafeMutableBytes { raw in
+                var w = ByteWriter(raw)
+                try ReceiverReport(ssrc: 77).write(to: &w)
+                try write(&w)
+                n = try srtcp.protectRTCP(raw.baseAddress!, length: w.count, capacity: raw.count)
+            }
+            try buf.withUnsafeBytes { try sink.send(UnsafeRawBufferPointer(rebasing: $0[0..<n]), to: publisher) }
+        }
+        p.start()
+        Clock.sleep(micros: 600_000)
+        try send { w throws(RTPWriteError) in try PictureLossIndication(senderSSRC: 77, mediaSSRC: media).write(to: &w) }
+        Clock.sleep(micros: 600_000)
+        try send { w throws(RTPWriteError) in try FullIntraRequest(senderSSRC: 77, entries: [(ssrc: media, sequenceNumber: 1)]).write(to: &w) }
+        p.wait()
+        let video = try #require(p.snapshot().streams.first { $0.ssrc == media })
+        #expect(video.pliReceived == 1 && video.firReceived == 1)
+        #expect(video.keyFramesSent == 3) // the first frame, then one per request
+    }
+}
