@@ -7,13 +7,15 @@ import Transport
 
 /// The `--stats FILE|-` JSON Lines stream (SPEC §3, §7): one object per line per interval,
 /// `{"type": …, "timestamp": <epoch ms>, "stats": [ … ]}` — a routed session, so each array has
-/// one element. This version carries the publisher's video, audio and media-link stats; the
-/// network condition is `unknown` until condition scoring lands (stats issue).
+/// one element. This version carries the publisher's video, audio and media-link stats and its
+/// events; the
+/// network condition is scored per SPEC §4 with hysteresis; events carry the stats they concern.
 final class StatsStream {
     let fd: Int32
     let ownsFD: Bool
     let startMillis: Int64
     var previous: (streams: [OutboundStreamStats], micros: Int64, frames: [Int])?
+    var lastEvent = 0
 
     /// Opens `target` ("-" is standard output).
     init?(target: String) {
@@ -66,12 +68,28 @@ final class StatsStream {
         let rtt = p.streams.compactMap(\.roundTripTimeMillis).max()
         let transport: JSONValue = .object([
             ("connectionEstimatedBandwidth", p.network.estimate.map { .int(Int64($0.bitrate)) } ?? .null),
-            ("networkCondition", .string("unknown")), ("networkConditionReason", .string("unknown")),
+            ("networkCondition", .string(p.network.networkCondition.rawValue)),
+            ("networkConditionValue", .int(Int64(p.network.networkCondition.value))),
+            ("networkConditionReason", .string(p.network.networkConditionReason.rawValue)),
             ("roundTripTime", rtt.map { .double(($0 * 10).rounded() / 10) } ?? .null),
             ("packetLoss", p.network.estimate.map { .double($0.lossFraction) } ?? .null),
         ])
-        lines.append(.object([("type", .string("publisherMediaLinkStats")), ("timestamp", .int(now)),
-                              ("stats", .array([.object([("transport", transport)])]))]))
+        let mediaLink: JSONValue = .array([.object([("transport", transport)])])
+        lines.append(.object([("type", .string("publisherMediaLinkStats")), ("timestamp", .int(now)), ("stats", mediaLink)]))
+        for e in p.network.events where e.number > lastEvent {
+            lastEvent = e.number
+            switch e.kind {
+            case .networkConditionChanged:
+                lines.append(.object([("type", .string("networkConditionChanged")), ("timestamp", .int(e.wallMillis)),
+                                      ("networkCondition", .string(e.condition?.rawValue ?? "unknown")), ("reason", .string(e.reason)),
+                                      ("mediaLinkStats", mediaLink)]))
+            case .videoQualityChanged:
+                lines.append(.object([("type", .string("videoQualityChanged")), ("timestamp", .int(e.wallMillis)), ("reason", .string(e.reason)),
+                                      ("change", .string(e.change ?? "")), ("rid", e.rid.map { .string($0) } ?? .null),
+                                      ("width", .int(Int64(e.width ?? 0))), ("height", .int(Int64(e.height ?? 0))),
+                                      ("stats", .array([videoStats]))]))
+            }
+        }
         write(lines.map { $0.serialized() }.joined(separator: "\n") + "\n")
         previous = (p.streams, mono, [])
     }

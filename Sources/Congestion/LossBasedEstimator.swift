@@ -19,11 +19,17 @@ public struct LossBasedEstimator: Sendable {
         history = [(now, bitrate)]
     }
 
-    /// Adds loss observations; evaluates once at least 20 packets are counted.
+    /// Loss is evaluated at most once per this interval (libwebrtc `kLossUpdateInterval`, 1 s),
+    /// so one loss episode is not counted over and over.
+    public var updateIntervalMicros: Int64 = 1_000_000
+    var lastEvaluationMicros: Int64 = .min / 2
+
+    /// Adds loss observations; evaluates once at least 20 packets and an update interval are counted.
     public mutating func update(lost: Int, of packets: Int, delayBased: Int, now: Int64) -> Int {
         self.lost += lost
         expected += packets
-        if expected >= 20 {
+        if expected >= 20 && now - lastEvaluationMicros >= updateIntervalMicros {
+            lastEvaluationMicros = now
             lastLossFraction = Double(self.lost) / Double(expected)
             self.lost = 0
             expected = 0

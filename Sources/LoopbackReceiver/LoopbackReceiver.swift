@@ -275,7 +275,7 @@ final class ReceiveLoop {
         var plis: [UInt32] = []
         for id in order {
             guard let s = streams[id], s.stats.kind == .video, s.wantsKeyFrame else { continue }
-            if now - (lastPLI[id] ?? .min / 2) >= 300_000 { plis.append(id); lastPLI[id] = now }
+            if now - (lastPLI[id] ?? .min / 2) >= 500_000 { plis.append(id); lastPLI[id] = now }
         }
         let reportDue = now >= nextReport
         guard reportDue || !plis.isEmpty else { return }

@@ -142,7 +142,12 @@ extension NetworkLoop {
         senders[idx].stats.nackReceived += 1
         counters.nackReceived += 1
         let rtt = Int64((senders[idx].stats.roundTripTimeMillis ?? 20) * 1000)
+        // Retransmissions may use at most 30 % of the estimate per second (libwebrtc limits them
+        // too): on a saturated link, resending everything would only deepen the loss.
+        if now - rtxWindowStart >= 1_000_000 { rtxWindowStart = now; rtxWindowBytes = 0 }
+        let budget = Int(0.3 * Double(counters.estimate?.bitrate ?? allocator.totalTarget) / 8)
         for seq in nack.lost.prefix(256) {
+            guard rtxWindowBytes < budget else { counters.retransmissionsUnavailable += 1; continue }
             guard let original = history.take(sequenceNumber: seq, now: now, maxAge: 1_000_000, minInterval: max(10_000, rtt)),
                   let slot = arena.allocate() else {
                 counters.retransmissionsUnavailable += 1
@@ -164,6 +169,7 @@ extension NetworkLoop {
             slotPadding[slot] = false
             slotRTX[slot] = true
             senders[idx].rtxSequence &+= 1
+            rtxWindowBytes += w.count
             pacer.enqueue(Int32(slot), size: w.count, priority: .retransmission)
         }
     }

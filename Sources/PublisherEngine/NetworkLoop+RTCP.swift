@@ -82,12 +82,12 @@ extension NetworkLoop {
         }
     }
 
-    /// Key frames on PLI/FIR, at most one per layer per 300 ms (repeated requests while one is
+    /// Key frames on PLI/FIR, at most one per layer per 500 ms (repeated requests while one is
     /// on its way would only multiply key frames).
     func requestKeyFrame(_ senderIndex: Int) {
         guard let layer = senders[senderIndex].plan.layer else { return }
         let now = Clock.monotonicMicros()
-        if now - senders[senderIndex].lastKeyFrameRequestMicros < 300_000 { return }
+        if now - senders[senderIndex].lastKeyFrameRequestMicros < 500_000 { return }
         senders[senderIndex].lastKeyFrameRequestMicros = now
         control.requestKeyFrame(layer: layer)
     }

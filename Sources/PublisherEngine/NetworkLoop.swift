@@ -30,6 +30,28 @@ public struct NetworkCounters: Sendable, Equatable {
     public var estimate: NetworkEstimate?
     public var allocation: Allocation?
     public var pacerQueuePackets = 0
+    /// Network condition of the uplink (SPEC §4), with hysteresis.
+    public var networkCondition: NetworkCondition = .unknown
+    public var networkConditionReason: NetworkConditionReason = .unknown
+    /// Condition changes and layer changes, oldest first (the last 256), numbered.
+    public var events: [PublisherEvent] = []
+    public var eventsEmitted = 0
+}
+
+/// Something a stats consumer should hear about once (SPEC §3 events).
+public struct PublisherEvent: Sendable, Equatable {
+    public enum Kind: String, Sendable { case networkConditionChanged, videoQualityChanged }
+    public var number: Int
+    public var kind: Kind
+    public var wallMillis: Int64
+    /// networkConditionChanged: the new condition and reason. videoQualityChanged: what changed
+    /// (`layerSuspended`, `layerResumed`) and why (`bandwidth`).
+    public var condition: NetworkCondition?
+    public var reason: String
+    public var change: String?
+    public var rid: String?
+    public var width: Int?
+    public var height: Int?
 }
 
 /// The network thread: packetizes encoded frames into arena slots and queues them in the pacer;
@@ -80,6 +102,10 @@ final class NetworkLoop {
     var estimator: BandwidthEstimator?
     var allocator: BitrateAllocator
     var appliedTargets: [Int]
+    var scorer: NetworkConditionScorer
+    var rtxWindowStart: Int64 = 0
+    var rtxWindowBytes = 0
+    var nextScore: Int64 = 0
 
     init(config: PublisherConfig, plan: StreamPlan, socket: UDPSocket, control: PublisherControl, mailbox: FrameMailbox,
          published: Locked<([OutboundStreamStats], NetworkCounters)>, startMicros: Int64) throws(SRTPError) {
@@ -108,6 +134,7 @@ final class NetworkLoop {
         allocator = BitrateAllocator(audioBitrate: config.sendAudio ? config.audioBitrate : 0,
                                      layers: layers.map { LayerLimits(min: $0.minBitrate, target: $0.targetBitrate, max: $0.maxBitrate) })
         appliedTargets = layers.map(\.targetBitrate)
+        scorer = NetworkConditionScorer(thresholds: config.conditionThresholds)
         pacer = Pacer(pacingRate: Int(2.5 * Double(allocator.totalMax)))
         if plan.bundle && config.congestionControl && !layers.isEmpty {
             var e = BandwidthEstimator(startBitrate: config.startBitrate, minBitrate: 30_000, maxBitrate: Int(Double(allocator.totalMax) * 1.25))
@@ -150,6 +177,7 @@ final class NetworkLoop {
                 let jitter = Int64(SecureRandom.uint32() % 1000) - 500
                 nextReport = now + config.reportIntervalMicros + config.reportIntervalMicros * jitter / 1000
             }
+            if now >= nextScore { scoreCondition(now: now); nextScore = now + 1_000_000 }
             if now >= nextPublish { publish(); nextPublish = now + 100_000 }
             if stopping {
                 if stoppingSince == nil { stoppingSince = now }
@@ -174,6 +202,33 @@ final class NetworkLoop {
         published.withLock { $0 = (s, c) }
     }
 
+    func emit(_ e: PublisherEvent) {
+        var e = e
+        counters.eventsEmitted += 1
+        e.number = counters.eventsEmitted
+        counters.events.append(e)
+        if counters.events.count > 256 { counters.events.removeFirst(counters.events.count - 256) }
+    }
+
+    /// Scores the uplink once a second (loss from transport-cc or receiver reports, the estimate
+    /// against what the ladder wants, which layers run).
+    func scoreCondition(now: Int64) {
+        let rrLoss = videoIndex.map { senders[$0].stats.fractionLost }.max() ?? senders.first?.stats.fractionLost
+        let loss = counters.estimate?.lossFraction ?? (counters.rtcpReceived > 0 ? rrLoss : nil)
+        let a = counters.allocation
+        let layers = appliedTargets.count
+        let active = a?.layers.filter { $0 > 0 }.count ?? layers
+        let atTarget = a.map { !$0.bandwidthLimited.enumerated().contains { $0.element && $0.offset < active } } ?? true
+        let sample = TransportSample(micros: now, lossFraction: loss, estimate: counters.estimate?.bitrate ?? (estimator == nil ? nil : 0),
+                                     desired: allocator.totalTarget, activeLayers: active, totalLayers: layers, layersAtTarget: atTarget,
+                                     lowestLayerMin: allocator.layers.first?.min ?? 0)
+        if let (c, r) = scorer.add(sample) {
+            emit(PublisherEvent(number: 0, kind: .networkConditionChanged, wallMillis: Clock.wallMicros() / 1000, condition: c, reason: r.rawValue))
+        }
+        counters.networkCondition = scorer.condition
+        counters.networkConditionReason = scorer.reason
+    }
+
     /// Splits the estimate over audio and layers and hands the layer targets to the encoders.
     func apply(_ e: NetworkEstimate, now: Int64) {
         // Leave room for packet overhead (RTP/SRTP/UDP/IP ≈ 5 % at 1200-byte packets).
@@ -181,6 +236,11 @@ final class NetworkLoop {
         counters.estimate = e
         counters.allocation = a
         for (i, bps) in a.layers.enumerated() where i < appliedTargets.count && appliedTargets[i] != bps {
+            if (appliedTargets[i] == 0) != (bps == 0) {
+                let l = config.layers[i]
+                emit(PublisherEvent(number: 0, kind: .videoQualityChanged, wallMillis: Clock.wallMicros() / 1000, condition: nil,
+                                    reason: "bandwidth", change: bps == 0 ? "layerSuspended" : "layerResumed", rid: l.rid, width: l.width, height: l.height))
+            }
             appliedTargets[i] = bps
             control.setTargetBitrate(layer: i, bps: bps)
         }

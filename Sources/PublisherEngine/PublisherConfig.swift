@@ -1,5 +1,6 @@
 public import MediaCodecs
 public import Transport
+public import Stats
 
 /// Everything a publisher needs to know before it starts.
 public struct PublisherConfig: Sendable {
@@ -28,6 +29,10 @@ public struct PublisherConfig: Sendable {
     public var rtxPayloadType: UInt8 = 97
     /// Run send-side bandwidth estimation, probing and allocation (BUNDLE mode only).
     public var congestionControl = true
+    /// Network-condition scoring (SPEC §4).
+    public var conditionThresholds = NetworkConditionThresholds()
+    /// Send the sender-side stats track (RTCP APP "SSTS") about once a second.
+    public var senderStats = false
     /// Where the estimate starts before probing (libwebrtc: 300 kbps).
     public var startBitrate = 300_000
 
