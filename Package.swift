@@ -26,7 +26,8 @@ let package = Package(
         .target(name: "Transport", dependencies: ["CSRTP", "CLinuxNet", "RTPCore"]),
         .target(name: "PublisherEngine", dependencies: ["RTPCore", "MediaCodecs", "Transport", "Stats", "Congestion"]),
         .target(name: "LoopbackReceiver", dependencies: ["RTPCore", "MediaCodecs", "Transport", "Stats", "Impairment", "Congestion"]),
-        .target(name: "BotCLI", dependencies: ["PublisherEngine", "LoopbackReceiver", "Transport", "Stats", "RTPCore", "MediaCodecs", "Impairment", "Congestion"]),
+        .target(name: "BotCLI", dependencies: ["PublisherEngine", "LoopbackReceiver", "Transport", "Stats", "RTPCore", "MediaCodecs", "Impairment", "Congestion"],
+                exclude: ["stats.schema.json"]), // the stats stream's schema, beside the code that emits it
         .executableTarget(name: "pubbot", dependencies: ["BotCLI"]),
 
         .testTarget(name: "RTPCoreTests", dependencies: ["RTPCore"]),

@@ -47,14 +47,19 @@ enum CommonOptions {
 
     /// `--stats FILE|-` and `--stats-interval D` (default 1 s).
     static func stats(_ o: ParsedOptions) throws(UsageError) -> (StatsStream, Int64)? {
+        guard let (writer, interval) = try statsWriter(o) else { return nil }
+        return (StatsStream(writer), interval)
+    }
+
+    static func statsWriter(_ o: ParsedOptions) throws(UsageError) -> (JSONLinesWriter, Int64)? {
         guard let target = o.value("stats") else {
             if o.value("stats-interval") != nil { throw UsageError("--stats-interval needs --stats FILE|-") }
             return nil
         }
         let interval = try o.value("stats-interval").map { d throws(UsageError) in try ValueParsers.duration(d, option: "stats-interval") } ?? 1_000_000
         guard interval >= 100_000 else { throw UsageError("--stats-interval must be at least 100ms") }
-        guard let stream = StatsStream(target: target) else { throw UsageError("cannot open '\(target)' for --stats") }
-        return (stream, interval)
+        guard let writer = JSONLinesWriter(target: target) else { throw UsageError("cannot open '\(target)' for --stats") }
+        return (writer, interval)
     }
 
     static func address(_ text: String, option: String) throws(UsageError) -> SocketAddress {

@@ -23,7 +23,7 @@ enum Help {
     static func usage(_ command: String?) -> String {
         switch command {
         case "publish": "Usage: pubbot publish --to HOST:PORT [--key B64] [--srtp-suite aes-cm|gcm] [--sdp-out FILE] [--no-bundle] [--duration D] [--layers LADDER] [--no-audio | --no-video] [--fps N] [--temporal-layers L1T1|L1T2|L1T3] [--keyframe-interval D] [--no-congestion-control] [--stats FILE|-] [--json]"
-        case "receive": "Usage: pubbot receive --listen HOST:PORT (--key B64 | --sdp FILE) [--impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--json]"
+        case "receive": "Usage: pubbot receive --listen HOST:PORT (--key B64 | --sdp FILE) [--impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--stats FILE|-] [--json]"
         case "preflight": "Usage: pubbot preflight [--duration D] [--layers LADDER] [--audio-only] [--impair SPEC] [--srtp-suite aes-cm|gcm] [--temporal-layers L1T1|L1T2|L1T3] [--fps N] [--json]"
         default: "Usage: pubbot <command> [options]"
         }

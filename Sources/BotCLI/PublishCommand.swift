@@ -11,9 +11,9 @@ enum PublishCommand {
     static let spec: OptionSpec = {
         var o = CommonOptions.media
         for (k, v) in ["to": OptionSpec.Kind.repeated, "key": .value, "sdp-out": .value, "no-bundle": .flag, "no-audio": .flag,
-                       "no-video": .flag, "cname": .value, "no-congestion-control": .flag] { o[k] = v }
+                       "no-video": .flag, "cname": .value, "no-congestion-control": .flag, "sender-stats": .flag] { o[k] = v }
         return OptionSpec(options: o, planned: [
-            "sender-stats": "sender-side stats come with the stats work", "replay": "replay mode comes with load testing",
+"replay": "replay mode comes with load testing",
             "rtc-stats": "the RTC stats report comes with the stats work",
             "metrics": "Prometheus metrics are planned", "vitals": "session vitals are planned",
         ])
@@ -35,6 +35,7 @@ enum PublishCommand {
         pc.sendVideo = !o.has("no-video")
         if let c = o.value("cname") { pc.cname = c }
         if o.has("no-congestion-control") { pc.congestionControl = false }
+        pc.senderStats = o.has("sender-stats")
         if let d = o.value("duration") { pc.durationMicros = try ValueParsers.duration(d, option: "duration") }
         if !pc.bundle && destination.port + 2 * (pc.layers.count + 1) > 65535 { throw UsageError("--no-bundle needs \(2 * (pc.layers.count + 1)) ports from \(destination.port)") }
 

@@ -9,9 +9,9 @@ import RTPCore
 /// `pubbot receive`: decrypt, reassemble, decode and report.
 enum ReceiveCommand {
     static let spec = OptionSpec(options: ["listen": .value, "key": .value, "sdp": .value, "srtp-suite": .value, "duration": .value, "json": .flag,
-                                           "impair": .value],
+                                           "impair": .value, "stats": .value, "stats-interval": .value],
                                  planned: ["downlink-impair": "the subscriber downlink comes with the stats work",
-                                           "prefer": "layer selection comes with the subscriber work", "stats": "the stats stream is planned"])
+                                           "prefer": "layer selection comes with the subscriber work"])
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
         let o = try ParsedOptions.parse(args, spec: spec, command: "receive")
@@ -37,6 +37,7 @@ enum ReceiveCommand {
 
         var rc = ReceiverConfig(listen: listen, key: key)
         rc.impairment = try o.value("impair").map { t throws(UsageError) in try ValueParsers.impairment(t, option: "impair") }
+        let stats = try CommonOptions.statsWriter(o).map { (SubscriberStatsStream($0.0), $0.1) }
         let receiver: LoopbackReceiver
         do { receiver = try LoopbackReceiver(config: rc) } catch {
             Output.err("Error: \(error)\n")
@@ -47,11 +48,13 @@ enum ReceiveCommand {
         let start = Clock.monotonicMicros()
         var warned = false
         var firstAuthFailure: Int64?
+        var nextStats = start + (stats?.1 ?? 0)
         while !Signals.isInterrupted {
             let now = Clock.monotonicMicros()
             if let duration, now - start >= duration { break }
             Clock.sleep(micros: 100_000)
             let r = receiver.snapshot()
+            if let (stream, interval) = stats, Clock.monotonicMicros() >= nextStats { stream.emit(r); nextStats += interval }
             if r.rejected.authenticationFailed > 0 && firstAuthFailure == nil { firstAuthFailure = now }
             if let f = firstAuthFailure, !warned, r.keyMismatchSuspected, Clock.monotonicMicros() - f >= 500_000 {
                 warned = true
@@ -66,6 +69,7 @@ enum ReceiveCommand {
         receiver.wait()
         Output.endProgress()
         let r = receiver.snapshot()
+        stats?.0.emit(r) // final interval, with BYE events
         if o.has("json") {
             Output.out(JSONValue.object([("type", .string("summary")), ("command", .string("receive")),
                                          ("packetsAccepted", .int(Int64(r.packetsAccepted))), ("streams", .array(r.streams.map(Report.inboundJSON))),

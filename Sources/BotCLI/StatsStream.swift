@@ -11,24 +11,15 @@ import Transport
 /// events; the
 /// network condition is scored per SPEC §4 with hysteresis; events carry the stats they concern.
 final class StatsStream {
-    let fd: Int32
-    let ownsFD: Bool
+    let out: JSONLinesWriter
     let startMillis: Int64
     var previous: (streams: [OutboundStreamStats], micros: Int64, frames: [Int])?
     var lastEvent = 0
 
-    /// Opens `target` ("-" is standard output).
-    init?(target: String) {
-        if target == "-" { fd = 1; ownsFD = false } else {
-            let f = open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-            guard f >= 0 else { return nil }
-            fd = f
-            ownsFD = true
-        }
+    init(_ out: JSONLinesWriter) {
+        self.out = out
         startMillis = Clock.wallMicros() / 1000
     }
-
-    deinit { if ownsFD { close(fd) } }
 
     func emit(_ p: PublisherSnapshot) {
         let now = Clock.wallMicros() / 1000
@@ -90,12 +81,31 @@ final class StatsStream {
                                       ("stats", .array([videoStats]))]))
             }
         }
-        write(lines.map { $0.serialized() }.joined(separator: "\n") + "\n")
+        out.write(lines)
         previous = (p.streams, mono, [])
     }
 
-    func write(_ s: String) {
-        var bytes = Array(s.utf8)
+}
+
+/// A JSON Lines sink: a file or standard output ("-").
+final class JSONLinesWriter {
+    let fd: Int32
+    let ownsFD: Bool
+
+    init?(target: String) {
+        if target == "-" { fd = 1; ownsFD = false } else {
+            let f = open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard f >= 0 else { return nil }
+            fd = f
+            ownsFD = true
+        }
+    }
+
+    deinit { if ownsFD { close(fd) } }
+
+    func write(_ lines: [JSONValue]) {
+        guard !lines.isEmpty else { return }
+        var bytes = Array((lines.map { $0.serialized() }.joined(separator: "\n") + "\n").utf8)
         var off = 0
         while off < bytes.count {
             let n = bytes.withUnsafeMutableBytes { Glibc.write(fd, $0.baseAddress! + off, $0.count - off) }

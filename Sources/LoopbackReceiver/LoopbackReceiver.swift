@@ -37,6 +37,9 @@ public struct ReceiverSnapshot: Sendable, Equatable {
     /// RTX packets that carried a lost packet, and padding-only RTX (probes).
     public var retransmissionsReceived = 0
     public var rtxPaddingReceived = 0
+    /// The publisher's last sender-side stats (RTCP APP "SSTS"), if it sends them.
+    public var senderStats: SenderSideStats?
+    public var senderStatsReceived = 0
     public var senderReports: Int
     public var byes: Int
     public var firstPacketMicros: Int64?
@@ -208,6 +211,8 @@ final class ReceiveLoop {
                     case let .senderReport(sr):
                         snap.senderReports += 1
                         streams[sr.ssrc]?.lastSenderReport = (NTPTime.compact(sr.ntpTime), now)
+                    case let .application(app):
+                        if let sst = SenderSideStats(app) { snap.senderStats = sst; snap.senderStatsReceived += 1 }
                     case let .goodbye(bye):
                         snap.byes += 1
                         for s in bye.ssrcs { streams[s]?.stats.byeReceived = true }

@@ -21,6 +21,8 @@ final class ReceiveStream {
     var wantsKeyFrame = false
     var lastPictureID: UInt16?
     var framesSkipped = 0
+    var lastRenderMicros: Int64?
+    var frameIntervals: [Int64] = []
     var nack = NackGenerator()
     // RFC 3550 A.3/A.8 state for receiver reports.
     var jitter = 0.0
@@ -88,12 +90,12 @@ final class ReceiveStream {
     /// held for a retransmission that never comes is still released).
     func releaseFrames(nowMicros: Int64, wallMicros: Int64) {
         let droppedBefore = assembler.framesDropped
-        while let frame = assembler.pop(now: nowMicros) { decode(frame, wallMicros: wallMicros) }
+        while let frame = assembler.pop(now: nowMicros) { decode(frame, nowMicros: nowMicros, wallMicros: wallMicros) }
         if assembler.framesDropped > droppedBefore { requestKeyFrame() } // a frame could not be completed
         stats.framesDropped = assembler.framesDropped + framesSkipped
     }
 
-    func decode(_ frame: VP8FrameAssembler.Frame, wallMicros: Int64) {
+    func decode(_ frame: VP8FrameAssembler.Frame, nowMicros: Int64, wallMicros: Int64) {
         stats.framesAssembled += 1
         if let w = frame.header.width, let hh = frame.header.height { stats.width = w; stats.height = hh }
         guard decodeVideo else { return }
@@ -113,6 +115,7 @@ final class ReceiveStream {
             needKeyFrame = false
             wantsKeyFrame = false
             stats.framesDecoded += 1
+            rendered(at: nowMicros)
             if frame.header.isKeyFrame { stats.keyFramesDecoded += 1 }
             stats.width = decoded.width
             stats.height = decoded.height
@@ -129,6 +132,25 @@ final class ReceiveStream {
             stats.decodeErrors += 1
             requestKeyFrame()
         }
+    }
+
+    /// Freeze and pause accounting on each decoded ("rendered") frame (W3C webrtc-stats).
+    func rendered(at now: Int64) {
+        defer { lastRenderMicros = now }
+        guard let last = lastRenderMicros else { return }
+        let gap = now - last
+        if gap > 5_000_000 {
+            stats.pauseCount += 1
+            stats.totalPausesDurationMillis += Double(gap) / 1000
+        } else if !frameIntervals.isEmpty {
+            let mean = Double(frameIntervals.reduce(0, +)) / Double(frameIntervals.count)
+            if Double(gap) >= max(3 * mean, mean + 150_000) {
+                stats.freezeCount += 1
+                stats.totalFreezesDurationMillis += Double(gap) / 1000
+            }
+        }
+        frameIntervals.append(gap)
+        if frameIntervals.count > 30 { frameIntervals.removeFirst() }
     }
 
     func requestKeyFrame() {

@@ -26,6 +26,15 @@ extension NetworkLoop {
                     try sr.write(to: &w)
                 }
                 try SourceDescription(chunks: members.map { .init(ssrc: senders[$0].plan.ssrc, cname: config.cname) }).write(to: &w)
+                if config.senderStats && dest == groups[0].0 && !bye {
+                    // The sender-side stats track: this transport's figures, in-band, once per report.
+                    let sst = SenderSideStats(connectionMaxAllocatedBitrate: UInt32(clamping: allocator.totalMax),
+                                              connectionEstimatedBandwidth: UInt32(clamping: counters.estimate?.bitrate ?? allocator.totalTarget),
+                                              networkCondition: UInt8(counters.networkCondition.value),
+                                              networkConditionReason: UInt8(["none", "unknown", "bandwidth", "packetLoss"].firstIndex(of: counters.networkConditionReason.rawValue) ?? 1))
+                    try sst.packet(ssrc: senders[members[0]].plan.ssrc).write(to: &w)
+                    counters.senderStatsSent += 1
+                }
                 if bye { try Goodbye(ssrcs: members.map { senders[$0].plan.ssrc }, reason: "pubbot done").write(to: &w) }
             } catch {
                 counters.lastError = "rtcp: \(error)"

@@ -36,6 +36,7 @@ public struct NetworkCounters: Sendable, Equatable {
     /// Condition changes and layer changes, oldest first (the last 256), numbered.
     public var events: [PublisherEvent] = []
     public var eventsEmitted = 0
+    public var senderStatsSent = 0
 }
 
 /// Something a stats consumer should hear about once (SPEC §3 events).

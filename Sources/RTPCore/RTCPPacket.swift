@@ -9,6 +9,7 @@ public enum RTCPPacket: Equatable, Sendable {
     case fullIntraRequest(FullIntraRequest)
     case remb(ReceiverEstimatedMaxBitrate)
     case transportFeedback(TransportFeedback)
+    case application(ApplicationDefined)
     /// A packet type pubbot does not interpret yet (feedback, APP, …): type, count/FMT, size.
     case unknown(packetType: UInt8, count: UInt8, size: Int)
 }
@@ -31,6 +32,8 @@ public struct RTCPCompoundIterator: Sendable {
         case RTCPPacketType.receiverReport: packet = .receiverReport(try ReceiverReport.parse(b, header: h, at: o))
         case RTCPPacketType.sourceDescription: packet = .sourceDescription(try SourceDescription.parse(b, header: h, at: o))
         case RTCPPacketType.goodbye: packet = .goodbye(try Goodbye.parse(b, header: h, at: o))
+        case RTCPPacketType.application:
+            packet = .application(try ApplicationDefined.parse(b, header: h, at: o))
         case RTCPPacketType.transportFeedback where h.count == GenericNACK.fmt:
             packet = .nack(try GenericNACK.parse(b, header: h, at: o))
         case RTCPPacketType.transportFeedback where h.count == TransportFeedback.fmt:

@@ -64,8 +64,8 @@ public struct NetworkConditionScorer: Sendable {
     var samples: [TransportSample] = []
     public private(set) var condition: NetworkCondition = .unknown
     public private(set) var reason: NetworkConditionReason = .unknown
-    var candidate: (NetworkCondition, NetworkConditionReason)?
-    var candidateCount = 0
+    /// Consecutive evaluations that scored worse (negative) or better (positive) than reported.
+    var drift = 0
 
     public init(thresholds: NetworkConditionThresholds = NetworkConditionThresholds()) { self.thresholds = thresholds }
 
@@ -100,14 +100,16 @@ public struct NetworkConditionScorer: Sendable {
         samples.append(s)
         samples.removeAll { s.micros - $0.micros > thresholds.windowMicros }
         let now = score()
-        if now.0 == condition { candidate = nil; candidateCount = 0; reason = now.1; return nil }
-        if let c = candidate, c.0 == now.0 { candidateCount += 1 } else { candidate = now; candidateCount = 1 }
-        // The first real score replaces `unknown` at once; later changes need to persist.
-        guard condition == .unknown || candidateCount >= thresholds.holdEvaluations else { return nil }
+        if now.0 == condition { drift = 0; reason = now.1; return nil }
+        // A change must persist in one direction (worse, or better) for `holdEvaluations`
+        // evaluations; the score it settles on may differ between them (fair, then critical …).
+        let worse = now.0 < condition
+        drift = worse ? min(drift, 0) - 1 : max(drift, 0) + 1
+        // The first real score replaces `unknown` at once.
+        guard condition == .unknown || abs(drift) >= thresholds.holdEvaluations else { return nil }
         condition = now.0
         reason = now.1
-        candidate = nil
-        candidateCount = 0
+        drift = 0
         return (condition, reason)
     }
 }

@@ -81,6 +81,13 @@ public struct InboundStreamStats: Sendable, Equatable {
     public var firstPacketMicros: Int64?
     public var lastPacketMicros: Int64?
     public var byeReceived = false
+    /// W3C freezes and pauses measured on decoded frames (webrtc-stats inbound-rtp definitions):
+    /// a freeze is a gap ≥ max(3 × mean, mean + 150 ms) over the last 30 frame intervals, a pause
+    /// a gap > 5 s (not counted as a freeze). Durations in milliseconds.
+    public var freezeCount = 0
+    public var totalFreezesDurationMillis = 0.0
+    public var pauseCount = 0
+    public var totalPausesDurationMillis = 0.0
     /// Lost packets recovered through RTX.
     public var packetsRecovered = 0
     /// Padding-only packets (bandwidth probes).

@@ -245,6 +245,56 @@ import Impairment
         #expect(!String(decoding: o, as: UTF8.self).contains(keyB64))
     }
 
+    /// Real `--stats` output of both sides, checked line by line against the documented schema,
+    /// and against what the run did (uplink cap → remote degradation, BYE → streamDestroyed).
+    @Test func statsStreamsFollowTheirSchema() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let schema = try SchemaValidator(path: root.appendingPathComponent("Sources/BotCLI/stats.schema.json").path)
+        // The validator itself rejects what breaks the schema.
+        #expect(!schema.validateLine(["type": "publisherMediaLinkStats", "timestamp": 1, "stats": [["transport": ["networkCondition": "great"]]]]).isEmpty)
+        #expect(!schema.validateLine(["type": "subscriberEvent", "timestamp": 1]).isEmpty)
+        #expect(!schema.validateLine(["type": "nonsense", "timestamp": 1]).isEmpty)
+        #expect(schema.validateLine(["type": "subscriberEvent", "timestamp": 1, "event": "reconnected"]).isEmpty)
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pubbot-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let port = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port
+        let key = SRTPKey.random(suite: .aesCm).revealBase64()
+        let recv = Process()
+        recv.executableURL = Self.binary
+        recv.arguments = ["receive", "--listen", "127.0.0.1:\(port)", "--key", key, "--duration", "8s", "--impair", "rate=700kbit",
+                          "--stats", dir.appendingPathComponent("sub.jsonl").path]
+        recv.standardOutput = Pipe()
+        recv.standardError = Pipe()
+        try recv.run()
+        Thread.sleep(forTimeInterval: 0.3)
+        let pub = try run(["publish", "--to", "127.0.0.1:\(port)", "--key", key, "--duration", "6s", "--sender-stats",
+                           "--stats", dir.appendingPathComponent("pub.jsonl").path])
+        #expect(pub.code == 0, "\(pub.err)")
+        recv.waitUntilExit()
+        var types: [String: Int] = [:]
+        var lines: [[String: Any]] = []
+        for file in ["pub.jsonl", "sub.jsonl"] {
+            let text = try String(contentsOf: dir.appendingPathComponent(file), encoding: .utf8)
+            for line in text.split(separator: "\n") {
+                let obj = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "not JSON: \(line)")
+                #expect(schema.validateLine(obj) == [], "\(file): \(line.prefix(200))")
+                types[obj["type"] as? String ?? "?", default: 0] += 1
+                lines.append(obj)
+            }
+        }
+        for t in ["publisherVideoStats", "publisherAudioStats", "publisherMediaLinkStats", "subscriberVideoStats", "subscriberAudioStats",
+                  "subscriberMediaLinkStats", "subscriberEvent", "videoQualityChanged"] {
+            #expect((types[t] ?? 0) > 0, "no \(t) line")
+        }
+        // The publisher's uplink is the constrained one: the subscriber blames the remote side.
+        let sources = lines.filter { $0["type"] as? String == "subscriberMediaLinkStats" }
+            .compactMap { (($0["stats"] as? [[String: Any]])?.first?["networkDegradationSource"]) as? String }
+        #expect(sources.contains("remote"))
+        #expect(!sources.contains("local"))
+        #expect(lines.contains { $0["type"] as? String == "subscriberEvent" && $0["event"] as? String == "streamDestroyed" && $0["reason"] as? String == "bye" })
+    }
+
     @Test func receiveWithWrongKeySaysSoAndExits2() throws {
         let port = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port
         let recv = Process()

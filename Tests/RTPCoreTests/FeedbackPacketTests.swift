@@ -56,6 +56,26 @@ import Testing
         #expect(try it.next(in: huge.span) == .remb(ReceiverEstimatedMaxBitrate(senderSSRC: 1, bitrate: .max, ssrcs: [])))
     }
 
+    @Test func senderSideStatsInAnAppPacket() throws {
+        let stats = SenderSideStats(connectionMaxAllocatedBitrate: 3_432_000, connectionEstimatedBandwidth: 800_000, networkCondition: 3, networkConditionReason: 2)
+        let bytes = hex("""
+        80 cc 00 05   // V=2 subtype 0, PT=204 (APP), length 5
+        00 00 00 2a   // SSRC
+        53 53 54 53   // "SSTS"
+        01 03 02 00   // version 1, condition 3 (fair), reason 2 (bandwidth), reserved
+        00 34 5e 40   // connectionMaxAllocatedBitrate 3 432 000
+        00 0c 35 00   // connectionEstimatedBandwidth 800 000
+        """)
+        let app = stats.packet(ssrc: 42)
+        #expect(try roundTrip(bytes) { w throws(RTPWriteError) in try app.write(to: &w) } == .application(app))
+        #expect(SenderSideStats(app) == stats)
+        // Another APP name, or a version 0 payload, is not sender-side stats.
+        #expect(SenderSideStats(ApplicationDefined(subtype: 0, ssrc: 1, name: "XYZW", data: Array(bytes[12...]))) == nil)
+        var v0 = app
+        v0.data[0] = 0
+        #expect(SenderSideStats(v0) == nil)
+    }
+
     @Test func transportFeedbackGolden() throws {
         let bytes = hex("""
         8f cd 00 05   // V=2 FMT=15 PT=205 length 5

@@ -70,7 +70,7 @@ import Testing
         let app = hex("81 cc 00 02 00 00 00 01 41 42 43 44") // APP subtype 1, name "ABCD"
         let parsed = try packets(app + srBytes)
         #expect(parsed.count == 2)
-        #expect(parsed[0] == .unknown(packetType: 204, count: 1, size: 12))
+        #expect(parsed[0] == .application(ApplicationDefined(subtype: 1, ssrc: 1, name: "ABCD", data: [])))
         #expect(parsed[1] == (try packets(srBytes))[0])
     }
 

@@ -1,0 +1,108 @@
+import LoopbackReceiver
+import Stats
+import Transport
+import RTPCore
+
+/// The receiver's side of the stats stream (SPEC §3): `subscriberVideoStats` (one element per
+/// video stream received), `subscriberAudioStats`, `subscriberMediaLinkStats` and
+/// `subscriberEvent`s. The receiver terminates the publisher's uplink and decodes like a
+/// subscriber; its own downlink is loopback (no `--downlink-impair` yet), so `transport` (local)
+/// reflects only what the subscriber side saw and `remotePublisherTransport` comes from the
+/// publisher's sender-side stats track.
+final class SubscriberStatsStream {
+    let out: JSONLinesWriter
+    var previous: (streams: [InboundStreamStats], micros: Int64)?
+    var connected = true
+    var destroyed: Set<UInt32> = []
+    var everReceived = false
+    var localScorer = NetworkConditionScorer()
+
+    init(_ out: JSONLinesWriter) { self.out = out }
+
+    static func conditionName(_ value: UInt8) -> String { NetworkCondition.allCases[Int(min(value, 5))].rawValue }
+    static func reasonName(_ value: UInt8) -> String { ["none", "unknown", "bandwidth", "packetLoss"][Int(min(value, 3))] }
+
+    func emit(_ r: ReceiverSnapshot) {
+        let now = Clock.wallMicros() / 1000
+        let mono = Clock.monotonicMicros()
+        let prev = previous
+        let seconds = prev.map { max(0.001, Double(mono - $0.micros) / 1e6) } ?? 1
+        func before(_ s: InboundStreamStats) -> InboundStreamStats? { prev?.streams.first { $0.ssrc == s.ssrc } }
+        var lines: [JSONValue] = []
+        let sender: JSONValue = r.senderStats.map { s in
+            .object([("connectionMaxAllocatedBitrate", .int(Int64(s.connectionMaxAllocatedBitrate))),
+                     ("connectionEstimatedBandwidth", .int(Int64(s.connectionEstimatedBandwidth)))])
+        } ?? .null
+
+        var videos: [JSONValue] = []
+        for s in r.streams where s.kind == .video {
+            let b = before(s)
+            let payload = s.payloadBytesReceived - (b?.payloadBytesReceived ?? 0)
+            let header = s.headerBytesReceived - (b?.headerBytesReceived ?? 0)
+            let frames = s.framesDecoded - (b?.framesDecoded ?? 0)
+            videos.append(.object([
+                ("videoPacketsLost", .int(Int64(max(0, s.packetsLost)))), ("videoPacketsReceived", .int(Int64(s.packetsReceived))),
+                ("videoBytesReceived", .int(Int64(s.payloadBytesReceived))), ("timestamp", .int(now)),
+                ("senderStats", sender), ("width", .int(Int64(s.width))), ("height", .int(Int64(s.height))),
+                ("decodedFrameRate", .double((Double(frames) / seconds * 10).rounded() / 10)),
+                ("bitrate", .int(Int64(Double(payload * 8) / seconds))), ("totalBitrate", .int(Int64(Double((payload + header) * 8) / seconds))),
+                ("pauseCount", .int(Int64(s.pauseCount))), ("totalPausesDuration", .double(s.totalPausesDurationMillis.rounded())),
+                ("freezeCount", .int(Int64(s.freezeCount))), ("totalFreezesDuration", .double(s.totalFreezesDurationMillis.rounded())),
+                ("codec", .string("VP8")), ("ssrc", .int(Int64(s.ssrc))), ("rid", s.rid.map { .string($0) } ?? .null),
+                ("packetsRecovered", .int(Int64(s.packetsRecovered))),
+                ("latencyMeanMs", s.latencyMeanMillis.map { .double(($0 * 10).rounded() / 10) } ?? .null),
+            ]))
+        }
+        if !videos.isEmpty { lines.append(.object([("type", .string("subscriberVideoStats")), ("timestamp", .int(now)), ("stats", .array(videos))])) }
+        for s in r.streams where s.kind == .audio {
+            lines.append(.object([("type", .string("subscriberAudioStats")), ("timestamp", .int(now)), ("stats", .array([.object([
+                ("audioPacketsLost", .int(Int64(max(0, s.packetsLost)))), ("audioPacketsReceived", .int(Int64(s.packetsReceived))),
+                ("audioBytesReceived", .int(Int64(s.payloadBytesReceived))), ("timestamp", .int(now)), ("senderStats", sender),
+            ])]))]))
+        }
+
+        // Local transport = the subscriber's downlink. The receiver terminates the publisher's uplink
+        // itself (its losses are the publisher's, reported as remote), and its downlink is loopback
+        // with nothing in between until --downlink-impair exists: no downlink loss to score.
+        let flowing = r.streams.reduce(0) { $0 + $1.packetsReceived } > (prev?.streams.reduce(0) { $0 + $1.packetsReceived } ?? 0)
+        let localLoss: Double? = flowing ? 0 : nil
+        _ = localScorer.add(TransportSample(micros: mono, lossFraction: localLoss, estimate: nil, desired: 0, activeLayers: 0, totalLayers: 0,
+                                            layersAtTarget: true, lowestLayerMin: 0))
+        let local = localScorer.condition
+        var remote: JSONValue = .null
+        var source: JSONValue = .string("unknown")
+        if let s = r.senderStats {
+            let rc = NetworkCondition.allCases[Int(min(s.networkCondition, 5))]
+            remote = .object([("connectionEstimatedBandwidth", .int(Int64(s.connectionEstimatedBandwidth))),
+                              ("connectionMaxAllocatedBitrate", .int(Int64(s.connectionMaxAllocatedBitrate))),
+                              ("networkCondition", .string(rc.rawValue)), ("networkConditionReason", .string(Self.reasonName(s.networkConditionReason)))])
+            let localBad = local != .unknown && local < .good, remoteBad = rc != .unknown && rc < .good
+            source = localBad && remoteBad ? .string("bothOrUnclear") : localBad ? .string("local") : remoteBad ? .string("remote") : .null
+        }
+        lines.append(.object([("type", .string("subscriberMediaLinkStats")), ("timestamp", .int(now)), ("stats", .array([.object([
+            ("transport", .object([("networkCondition", .string(local.rawValue)), ("networkConditionReason", .string(localScorer.reason.rawValue)),
+                                   ("packetLoss", localLoss.map { .double($0) } ?? .null)])),
+            ("remotePublisherTransport", remote), ("networkDegradationSource", source),
+        ])]))]))
+
+        // Events: BYE or silence.
+        func event(_ name: String, _ fields: [(String, JSONValue)] = []) {
+            lines.append(.object([("type", .string("subscriberEvent")), ("timestamp", .int(now)), ("event", .string(name))] + fields))
+        }
+        if let last = r.lastPacketMicros {
+            everReceived = true
+            let silent = mono - last > 2_000_000
+            if silent && connected && r.byes == 0 { connected = false; event("disconnected") }
+            if !silent && !connected { connected = true; event("reconnected") }
+            if silent && !connected && mono - last > 10_000_000 {
+                for s in r.streams where !destroyed.contains(s.ssrc) { destroyed.insert(s.ssrc); event("streamDestroyed", [("reason", .string("timeout")), ("ssrc", .int(Int64(s.ssrc)))]) }
+            }
+        }
+        for s in r.streams where s.byeReceived && !destroyed.contains(s.ssrc) {
+            destroyed.insert(s.ssrc)
+            event("streamDestroyed", [("reason", .string("bye")), ("ssrc", .int(Int64(s.ssrc)))])
+        }
+        out.write(lines)
+        previous = (r.streams, mono)
+    }
+}
