@@ -23,7 +23,7 @@ enum Help {
     static func usage(_ command: String?) -> String {
         switch command {
         case "publish": "Usage: pubbot publish --to HOST:PORT [--key B64] [--srtp-suite aes-cm|gcm] [--sdp-out FILE] [--no-bundle] [--duration D] [--layers LADDER] [--no-audio | --no-video] [--fps N] [--temporal-layers L1T1|L1T2|L1T3] [--keyframe-interval D] [--no-congestion-control] [--stats FILE|-] [--json]"
-        case "receive": "Usage: pubbot receive --listen HOST:PORT (--key B64 | --sdp FILE) [--impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--stats FILE|-] [--json]"
+        case "receive": "Usage: pubbot receive --listen HOST:PORT (--key B64 | --sdp FILE) [--impair SPEC] [--downlink-impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--stats FILE|-] [--json]"
         case "preflight": "Usage: pubbot preflight [--duration D] [--layers LADDER] [--audio-only] [--impair SPEC] [--srtp-suite aes-cm|gcm] [--temporal-layers L1T1|L1T2|L1T3] [--fps N] [--json]"
         default: "Usage: pubbot <command> [options]"
         }
@@ -74,6 +74,9 @@ enum Help {
           --key B64                 SRTP master key‖salt, base64
           --sdp FILE                read the key and suite from the publisher's --sdp-out file
           --srtp-suite SUITE        aes-cm (default) or gcm, with --key
+          --downlink-impair SPEC    emulate the subscriber's own downlink (after the router
+                                    has answered the publisher), same syntax as --impair
+          --stats FILE|-            subscriber stats as JSON Lines every --stats-interval (1s)
           --impair SPEC             emulate the uplink on arriving packets, no root needed:
                                     loss=2%,burst=4,delay=40ms,jitter=10ms,rate=800kbit,queue=200ms
                                     or a schedule 0s:rate=3mbit;10s:rate=600kbit;20s:loss=100%

@@ -9,8 +9,8 @@ import RTPCore
 /// `pubbot receive`: decrypt, reassemble, decode and report.
 enum ReceiveCommand {
     static let spec = OptionSpec(options: ["listen": .value, "key": .value, "sdp": .value, "srtp-suite": .value, "duration": .value, "json": .flag,
-                                           "impair": .value, "stats": .value, "stats-interval": .value],
-                                 planned: ["downlink-impair": "the subscriber downlink comes with the stats work",
+                                           "impair": .value, "downlink-impair": .value, "stats": .value, "stats-interval": .value],
+                                 planned: [
                                            "prefer": "layer selection comes with the subscriber work"])
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
@@ -37,6 +37,7 @@ enum ReceiveCommand {
 
         var rc = ReceiverConfig(listen: listen, key: key)
         rc.impairment = try o.value("impair").map { t throws(UsageError) in try ValueParsers.impairment(t, option: "impair") }
+        rc.downlinkImpairment = try o.value("downlink-impair").map { t throws(UsageError) in try ValueParsers.impairment(t, option: "downlink-impair") }
         let stats = try CommonOptions.statsWriter(o).map { (SubscriberStatsStream($0.0), $0.1) }
         let receiver: LoopbackReceiver
         do { receiver = try LoopbackReceiver(config: rc) } catch {

@@ -2,16 +2,16 @@ import LoopbackReceiver
 import Stats
 import Transport
 import RTPCore
+import Impairment
 
 /// The receiver's side of the stats stream (SPEC §3): `subscriberVideoStats` (one element per
 /// video stream received), `subscriberAudioStats`, `subscriberMediaLinkStats` and
 /// `subscriberEvent`s. The receiver terminates the publisher's uplink and decodes like a
-/// subscriber; its own downlink is loopback (no `--downlink-impair` yet), so `transport` (local)
-/// reflects only what the subscriber side saw and `remotePublisherTransport` comes from the
-/// publisher's sender-side stats track.
+/// subscriber behind its own downlink (`--downlink-impair`): `transport` (local) scores that
+/// downlink, `remotePublisherTransport` comes from the publisher's sender-side stats track.
 final class SubscriberStatsStream {
     let out: JSONLinesWriter
-    var previous: (streams: [InboundStreamStats], micros: Int64)?
+    var previous: (streams: [InboundStreamStats], micros: Int64, downlink: LinkEmulator.Counters?)?
     var connected = true
     var destroyed: Set<UInt32> = []
     var everReceived = false
@@ -61,11 +61,19 @@ final class SubscriberStatsStream {
             ])]))]))
         }
 
-        // Local transport = the subscriber's downlink. The receiver terminates the publisher's uplink
-        // itself (its losses are the publisher's, reported as remote), and its downlink is loopback
-        // with nothing in between until --downlink-impair exists: no downlink loss to score.
-        let flowing = r.streams.reduce(0) { $0 + $1.packetsReceived } > (prev?.streams.reduce(0) { $0 + $1.packetsReceived } ?? 0)
-        let localLoss: Double? = flowing ? 0 : nil
+        // Local transport = the subscriber's own downlink (router → subscriber): the loss the
+        // downlink emulator caused in this interval; none on plain loopback. Losses on the
+        // publisher's uplink are the publisher's (remotePublisherTransport).
+        var localLoss: Double?
+        if let d = r.downlinkImpairment {
+            let p0 = prev?.downlink
+            let offered = d.packets - (p0?.packets ?? 0)
+            let dropped = d.droppedByLoss + d.droppedByQueue - (p0.map { $0.droppedByLoss + $0.droppedByQueue } ?? 0)
+            localLoss = offered > 0 ? Double(dropped) / Double(offered) : nil
+        } else {
+            let flowing = r.streams.reduce(0) { $0 + $1.packetsReceived } > (prev?.streams.reduce(0) { $0 + $1.packetsReceived } ?? 0)
+            localLoss = flowing ? 0 : nil
+        }
         _ = localScorer.add(TransportSample(micros: mono, lossFraction: localLoss, estimate: nil, desired: 0, activeLayers: 0, totalLayers: 0,
                                             layersAtTarget: true, lowestLayerMin: 0))
         let local = localScorer.condition
@@ -103,6 +111,6 @@ final class SubscriberStatsStream {
             event("streamDestroyed", [("reason", .string("bye")), ("ssrc", .int(Int64(s.ssrc)))])
         }
         out.write(lines)
-        previous = (r.streams, mono)
+        previous = (r.streams, mono, r.downlinkImpairment)
     }
 }

@@ -17,6 +17,9 @@ public struct ReceiverConfig: Sendable {
     /// Impairment applied to every arriving packet before it is processed (uplink emulation).
     public var impairment: ImpairmentSchedule?
     public var impairmentSeed: UInt64 = 1
+    /// Impairment between the router and the subscriber (the subscriber's own downlink): applied
+    /// after feedback to the publisher is generated, before reassembly and decoding.
+    public var downlinkImpairment: ImpairmentSchedule?
 
     public init(listen: SocketAddress, key: SRTPKey) {
         self.listen = listen
@@ -45,8 +48,9 @@ public struct ReceiverSnapshot: Sendable, Equatable {
     public var firstPacketMicros: Int64?
     public var lastPacketMicros: Int64?
     public var lastError: String?
-    /// What the link emulator did (with `--impair`).
+    /// What the link emulators did (with `--impair` and `--downlink-impair`).
     public var impairment: LinkEmulator.Counters?
+    public var downlinkImpairment: LinkEmulator.Counters?
 
     /// Packets arrive but none authenticates: the sender uses another key or suite.
     public var keyMismatchSuspected: Bool { rejected.authenticationFailed > 0 && packetsAccepted == 0 }
@@ -114,6 +118,8 @@ final class ReceiveLoop {
     var snap: ReceiverSnapshot
     var emulator: LinkEmulator?
     let delayLine: DelayLine?
+    var downlink: LinkEmulator?
+    let downlinkLine: DelayLine?
     let srtpOut: SRTPSession
     /// Where the publisher sends from: feedback goes back there.
     var peer: SocketAddress?
@@ -141,6 +147,12 @@ final class ReceiveLoop {
         } else {
             delayLine = nil
         }
+        if let schedule = config.downlinkImpairment {
+            downlink = LinkEmulator(schedule: schedule, seed: config.impairmentSeed &+ 1, startMicros: Clock.monotonicMicros())
+            downlinkLine = DelayLine(capacity: 8192)
+        } else {
+            downlinkLine = nil
+        }
     }
 
     func run(stop: Locked<Bool>) {
@@ -148,9 +160,11 @@ final class ReceiveLoop {
         while !stop.value {
             var timeout: Int64 = 10_000
             if let due = delayLine?.nextDue { timeout = max(0, min(timeout, due - Clock.monotonicMicros())) }
+            if let due = downlinkLine?.nextDue { timeout = max(0, min(timeout, due - Clock.monotonicMicros())) }
             _ = socket.wait(timeoutMicros: timeout)
             drain()
             deliverDue()
+            deliverDownlink()
             let now = Clock.monotonicMicros()
             sendFeedback(now: now)
             if now >= nextPublish { publish(final: false); nextPublish = now + 100_000 }
@@ -164,6 +178,7 @@ final class ReceiveLoop {
         if final { for s in streams.values { s.finalize() } }
         snap.streams = order.compactMap { streams[$0]?.stats }
         if let emulator { snap.impairment = emulator.counters; snap.impairment?.droppedByQueue += delayLine?.overflows ?? 0 }
+        if let downlink { snap.downlinkImpairment = downlink.counters; snap.downlinkImpairment?.droppedByQueue += downlinkLine?.overflows ?? 0 }
         let s = snap
         state.withLock { $0 = s }
     }
@@ -194,6 +209,33 @@ final class ReceiveLoop {
         let now = Clock.monotonicMicros()
         let wall = Clock.wallMicros()
         while let (p, len) = line.popDue(now: now) { handle(p, length: len, now: now, wall: wall) }
+    }
+
+    func deliverDownlink() {
+        guard let line = downlinkLine else { return }
+        let now = Clock.monotonicMicros()
+        let wall = Clock.wallMicros()
+        while let (p, len) = line.popDue(now: now) { subscriberReceive(p, length: len, now: now, wall: wall) }
+    }
+
+    /// The subscriber side: reassembly and decoding of a plain RTP packet (media or RTX).
+    func subscriberReceive(_ p: UnsafeMutableRawPointer, length: Int, now: Int64, wall: Int64) {
+        let span = Span(_unsafeStart: p.assumingMemoryBound(to: UInt8.self), count: length)
+        guard let header = try? RTPHeader.parse(span), let ext = try? RTPExtensionValues.parse(span, header: header) else { return }
+        if config.rtxPayloadTypes.contains(header.payloadType) {
+            receiveRetransmission(header, ext, span, now: now, wall: wall)
+        } else if let stream = streams[header.ssrc] {
+            stream.receive(header: header, extensions: ext, packet: span, nowMicros: now, wallMicros: wall)
+        }
+    }
+
+    /// Passes a packet the router accepted on to the subscriber, through the downlink if emulated.
+    func forward(_ p: UnsafeMutableRawPointer, length: Int, now: Int64, wall: Int64) {
+        if downlink != nil, let line = downlinkLine {
+            if let due = downlink!.admit(size: length, now: now) { line.push(p, length: length, due: due) }
+        } else {
+            subscriberReceive(p, length: length, now: now, wall: wall)
+        }
     }
 
     func handle(_ p: UnsafeMutableRawPointer, length len: Int, now: Int64, wall: Int64) {
@@ -241,7 +283,7 @@ final class ReceiveLoop {
             if config.rtxPayloadTypes.contains(header.payloadType) {
                 if let tw = ext.transportSequenceNumber { feedback.onPacket(transportSequence: tw, arrivalMicros: now) }
                 snap.packetsAccepted += 1
-                receiveRetransmission(header, ext, span, now: now, wall: wall)
+                forward(p, length: plain, now: now, wall: wall)
                 return
             }
             let kind: MediaKind
@@ -259,7 +301,10 @@ final class ReceiveLoop {
                 order.append(header.ssrc)
             }
             if let tw = ext.transportSequenceNumber { feedback.onPacket(transportSequence: tw, arrivalMicros: now) }
-            stream.receive(header: header, extensions: ext, packet: span, nowMicros: now, wallMicros: wall)
+            if let mid = ext.mid, stream.stats.mid == nil { stream.stats.mid = mid }
+            if let rid = ext.rid, stream.stats.rid == nil { stream.stats.rid = rid }
+            stream.routerObserve(header: header, nowMicros: now)
+            forward(p, length: plain, now: now, wall: wall)
         }
     }
 

@@ -21,6 +21,10 @@ final class ReceiveStream {
     var wantsKeyFrame = false
     var lastPictureID: UInt16?
     var framesSkipped = 0
+    var routerUnwrapper = SequenceUnwrapper()
+    var routerReceived = 0
+    var subscriberBase: Int64?
+    var subscriberHighest: Int64 = 0
     var lastRenderMicros: Int64?
     var frameIntervals: [Int64] = []
     var nack = NackGenerator()
@@ -39,16 +43,13 @@ final class ReceiveStream {
         clockRate = kind == .audio ? 48_000 : 90_000
     }
 
-    func receive(header h: RTPHeader, extensions: RTPExtensionValues, packet: Span<UInt8>, nowMicros: Int64, wallMicros: Int64) {
-        let seq = unwrapper.unwrap(h.sequenceNumber)
+    /// The router's view of a packet arriving from the publisher (before any downlink): what
+    /// receiver reports describe — the publisher's uplink.
+    func routerObserve(header h: RTPHeader, nowMicros: Int64) {
+        let seq = routerUnwrapper.unwrap(h.sequenceNumber)
         if baseSequence == nil { baseSequence = seq; highestSequence = seq }
         highestSequence = max(highestSequence, seq)
-        stats.packetsReceived += 1
-        stats.payloadBytesReceived += h.payloadRange.count
-        stats.headerBytesReceived += packet.count - h.payloadRange.count
-        stats.packetsLost = Int(highestSequence - baseSequence! + 1) - stats.packetsReceived
-        if stats.firstPacketMicros == nil { stats.firstPacketMicros = nowMicros }
-        stats.lastPacketMicros = nowMicros
+        routerReceived += 1
         // Interarrival jitter (RFC 3550 A.8) in timestamp units.
         let arrival = nowMicros * clockRate / 1_000_000
         let transit = arrival - Int64(h.timestamp)
@@ -59,6 +60,19 @@ final class ReceiveStream {
             jitter += (Double(abs(d)) - jitter) / 16
         }
         lastTransit = transit
+    }
+
+    /// The subscriber's view: a packet that reached it (after the downlink, if one is emulated).
+    func receive(header h: RTPHeader, extensions: RTPExtensionValues, packet: Span<UInt8>, nowMicros: Int64, wallMicros: Int64) {
+        let seq = unwrapper.unwrap(h.sequenceNumber)
+        if subscriberBase == nil { subscriberBase = seq; subscriberHighest = seq }
+        subscriberHighest = max(subscriberHighest, seq)
+        stats.packetsReceived += 1
+        stats.payloadBytesReceived += h.payloadRange.count
+        stats.headerBytesReceived += packet.count - h.payloadRange.count
+        stats.packetsLost = Int(subscriberHighest - subscriberBase! + 1) - stats.packetsReceived
+        if stats.firstPacketMicros == nil { stats.firstPacketMicros = nowMicros }
+        stats.lastPacketMicros = nowMicros
         if let mid = extensions.mid, stats.mid == nil { stats.mid = mid }
         if let rid = extensions.rid, stats.rid == nil { stats.rid = rid }
         if h.payloadRange.isEmpty { // padding only (probes)
@@ -162,11 +176,11 @@ final class ReceiveStream {
     func reportBlock(nowMicros: Int64) -> ReportBlock? {
         guard let base = baseSequence else { return nil }
         let expected = highestSequence - base + 1
-        let lost = expected - Int64(stats.packetsReceived)
+        let lost = expected - Int64(routerReceived)
         let expectedInterval = expected - expectedAtLastReport
-        let receivedInterval = stats.packetsReceived - receivedAtLastReport
+        let receivedInterval = routerReceived - receivedAtLastReport
         expectedAtLastReport = expected
-        receivedAtLastReport = stats.packetsReceived
+        receivedAtLastReport = routerReceived
         let lostInterval = expectedInterval - Int64(receivedInterval)
         let fraction = expectedInterval <= 0 || lostInterval <= 0 ? 0 : UInt8(min(255, (lostInterval << 8) / expectedInterval))
         var block = ReportBlock(ssrc: stats.ssrc, fractionLost: fraction, cumulativeLost: Int32(clamping: lost),
