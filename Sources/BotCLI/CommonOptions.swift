@@ -2,12 +2,13 @@ import MediaCodecs
 import PublisherEngine
 import Transport
 import RTPCore
+import Stats
 
 /// Option handling shared by publish and preflight.
 enum CommonOptions {
     static let media: [String: OptionSpec.Kind] = [
         "duration": .value, "layers": .value, "fps": .value, "temporal-layers": .value, "srtp-suite": .value,
-        "keyframe-interval": .value, "json": .flag, "mtu": .value, "stats": .value, "stats-interval": .value,
+        "keyframe-interval": .value, "json": .flag, "mtu": .value, "stats": .value, "stats-interval": .value, "condition-thresholds": .value,
     ]
 
     static func suite(_ o: ParsedOptions) throws(UsageError) -> SRTPSuite {
@@ -29,6 +30,7 @@ enum CommonOptions {
 
     static func apply(_ o: ParsedOptions, to c: inout PublisherConfig) throws(UsageError) {
         c.layers = try layers(o)
+        if let t = o.value("condition-thresholds") { c.conditionThresholds = try conditionThresholds(t) }
         if let d = o.value("keyframe-interval") {
             let us = try ValueParsers.duration(d, option: "keyframe-interval")
             let fps = c.layers.map(\.fps).max() ?? 30
@@ -43,6 +45,37 @@ enum CommonOptions {
     static func key(_ o: ParsedOptions, suite: SRTPSuite) throws(UsageError) -> SRTPKey {
         guard let k = o.value("key") else { return .random(suite: suite) }
         do { return try SRTPKey(base64: k, suite: suite) } catch { throw UsageError("invalid --key: \(error)") }
+    }
+
+    /// `--condition-thresholds loss=0.5/2/5/10,estimate=75%,window=5s,hold=2`: the loss
+    /// percentages below which the condition is excellent/good/fair/warning, the estimate share
+    /// `good` needs, the loss window and the hysteresis (SPEC §4; defaults in the README).
+    static func conditionThresholds(_ text: String) throws(UsageError) -> NetworkConditionThresholds {
+        var t = NetworkConditionThresholds()
+        for item in text.split(separator: ",") {
+            let kv = item.split(separator: "=", maxSplits: 1).map(String.init)
+            guard kv.count == 2 else { throw UsageError("invalid --condition-thresholds '\(item)' (e.g. loss=0.5/2/5/10,estimate=75%,window=5s,hold=2)") }
+            switch kv[0] {
+            case "loss":
+                let v = kv[1].split(separator: "/").compactMap { Double($0) }
+                guard v.count == 4, v.allSatisfy({ $0 > 0 && $0 <= 100 }), v == v.sorted(), Set(v).count == 4 else {
+                    throw UsageError("--condition-thresholds loss needs four increasing percentages, e.g. loss=0.5/2/5/10")
+                }
+                (t.excellentLoss, t.goodLoss, t.fairLoss, t.warningLoss) = (v[0] / 100, v[1] / 100, v[2] / 100, v[3] / 100)
+            case "estimate":
+                let n = kv[1].hasSuffix("%") ? String(kv[1].dropLast()) : kv[1]
+                guard let v = Double(n), v > 0, v <= 100 else { throw UsageError("--condition-thresholds estimate is a percentage, e.g. estimate=75%") }
+                t.goodEstimateShare = v / 100
+            case "window":
+                t.windowMicros = try ValueParsers.duration(kv[1], option: "condition-thresholds")
+                guard t.windowMicros >= 1_000_000 else { throw UsageError("--condition-thresholds window must be at least 1s") }
+            case "hold":
+                guard let v = Int(kv[1]), (1...60).contains(v) else { throw UsageError("--condition-thresholds hold is 1…60 evaluations") }
+                t.holdEvaluations = v
+            default: throw UsageError("unknown --condition-thresholds key '\(kv[0])' (loss, estimate, window, hold)")
+            }
+        }
+        return t
     }
 
     /// `--stats FILE|-` and `--stats-interval D` (default 1 s).

@@ -45,6 +45,15 @@ import Testing
         #expect(try ParsedOptions.parse(["-h"], spec: spec, command: "x").helpRequested)
     }
 
+    @Test func conditionThresholds() throws {
+        let t = try CommonOptions.conditionThresholds("loss=1/3/6/12,estimate=80%,window=3s,hold=3")
+        #expect(t.excellentLoss == 0.01 && t.goodLoss == 0.03 && t.fairLoss == 0.06 && t.warningLoss == 0.12)
+        #expect(t.goodEstimateShare == 0.8 && t.windowMicros == 3_000_000 && t.holdEvaluations == 3)
+        for bad in ["loss=5/2/1/10", "loss=1/2/3", "estimate=0", "window=100ms", "hold=0", "speed=1", "loss"] {
+            #expect(throws: UsageError.self, "\(bad)") { try CommonOptions.conditionThresholds(bad) }
+        }
+    }
+
     @Test func badUsageExits64() {
         #expect(BotCLI.main(["pubbot"]) == 64)
         #expect(BotCLI.main(["pubbot", "frobnicate"]) == 64)
