@@ -23,12 +23,13 @@ enum PublishCommand {
         let o = try ParsedOptions.parse(args, spec: spec, command: "publish")
         if o.helpRequested { Output.out(Help.help("publish")! + "\n"); return 0 }
         let tos = o.all("to")
-        guard let to = tos.first else { throw UsageError("missing --to HOST:PORT") }
-        guard tos.count == 1 else { throw UsageError("several --to (a relayed session) are not available in this version yet") }
+        guard !tos.isEmpty else { throw UsageError("missing --to HOST:PORT") }
+        guard tos.count <= 16 else { throw UsageError("at most 16 --to (receivers) in one relayed session") }
         if o.has("no-audio") && o.has("no-video") { throw UsageError("--no-audio and --no-video together leave nothing to send") }
-        let destination = try CommonOptions.address(to, option: "to")
+        var destinations: [SocketAddress] = []
+        for to in tos { destinations.append(try CommonOptions.address(to, option: "to")) }
         let suite = try CommonOptions.suite(o)
-        var pc = PublisherConfig(destination: destination, key: try CommonOptions.key(o, suite: suite))
+        var pc = PublisherConfig(destination: destinations[0], key: try CommonOptions.key(o, suite: suite))
         try CommonOptions.apply(o, to: &pc)
         pc.bundle = !o.has("no-bundle")
         pc.sendAudio = !o.has("no-audio")
@@ -37,63 +38,91 @@ enum PublishCommand {
         if o.has("no-congestion-control") { pc.congestionControl = false }
         pc.senderStats = o.has("sender-stats")
         if let d = o.value("duration") { pc.durationMicros = try ValueParsers.duration(d, option: "duration") }
-        if !pc.bundle && destination.port + 2 * (pc.layers.count + 1) > 65535 { throw UsageError("--no-bundle needs \(2 * (pc.layers.count + 1)) ports from \(destination.port)") }
-
-        let stats = try CommonOptions.stats(o)
-        let publisher: Publisher
-        do { publisher = try Publisher(config: pc) } catch {
-            Output.err("Error: \(error)\n")
-            return 2
+        for d in destinations where !pc.bundle && d.port + 2 * (pc.layers.count + 1) > 65535 {
+            throw UsageError("--no-bundle needs \(2 * (pc.layers.count + 1)) ports from \(d.port)")
         }
-        if let path = o.value("sdp-out") {
-            let sdp = publisher.plan.sessionDescription().render()
-            guard writeFile(path, sdp) else {
-                Output.err("Error: cannot write the SDP to '\(path)'\n")
+
+        // A relayed session: one publisher per receiver, each with its own transport, feedback,
+        // estimate and encoders (as a browser has one peer connection per remote peer).
+        let stats = try CommonOptions.stats(o)
+        var publishers: [Publisher] = []
+        for d in destinations {
+            var c = pc
+            c.destination = d
+            do { publishers.append(try Publisher(config: c)) } catch {
+                Output.err("Error: \(error)\n")
                 return 2
             }
-            Output.err("SDP written to \(path) (it contains the SRTP key)\n")
         }
-        publisher.start()
-        Output.err("publishing to \(destination)\(pc.bundle ? " (bundle)" : " (one port per stream)") from \(publisher.localAddress); Ctrl-C to stop\n")
-        var warnedUnreachable = false
-        var warnedNoFeedback = false
-        var nextStats = Clock.monotonicMicros() + (stats?.1 ?? 0)
-        while !publisher.control.stopRequested && !Signals.isInterrupted {
-            Clock.sleep(micros: 100_000)
-            let p = publisher.snapshot()
-            if let (stream, interval) = stats, Clock.monotonicMicros() >= nextStats { stream.emit(p); nextStats += interval }
-            let sent = p.streams.reduce(0) { $0 + $1.packetsSent }
-            let bytes = p.streams.reduce(0) { $0 + $1.payloadBytesSent + $1.headerBytesSent }
-            let secs = max(0.001, Double(p.elapsedMicros) / 1e6)
-            Output.progress("publish \(Units.fixed(secs, 1))s  \(sent) pkts  \(Units.bitrate(Int(Double(bytes * 8) / secs)))")
-            if pc.congestionControl && pc.bundle && !warnedNoFeedback && p.elapsedMicros > 3_000_000 && p.network.transportFeedbackReceived == 0 {
-                warnedNoFeedback = true
-                Output.endProgress()
-                Output.err("warning: no transport-cc feedback from \(destination) after 3 s: the estimate is backing off and upper layers stay off. If the receiver does not send transport-cc (ffmpeg, gst-launch), use --no-congestion-control\n")
+        if let path = o.value("sdp-out") {
+            for (i, publisher) in publishers.enumerated() {
+                let file = i == 0 ? path : "\(path).\(i + 1)"
+                guard writeFile(file, publisher.plan.sessionDescription().render()) else {
+                    Output.err("Error: cannot write the SDP to '\(file)'\n")
+                    return 2
+                }
+                Output.err("SDP for \(destinations[i]) written to \(file) (it contains the SRTP key)\n")
             }
-            if p.network.portUnreachable > 0 && !warnedUnreachable {
-                warnedUnreachable = true
-                Output.endProgress()
-                Output.err("warning: \(destination) answers 'port unreachable' — is a receiver listening there?\n")
+        }
+        for publisher in publishers { publisher.start() }
+        for (d, publisher) in zip(destinations, publishers) {
+            Output.err("publishing to \(d)\(pc.bundle ? " (bundle)" : " (one port per stream)") from \(publisher.localAddress); Ctrl-C to stop\n")
+        }
+        let relayed = publishers.count > 1
+        var warnedUnreachable = Set<Int>()
+        var warnedNoFeedback = Set<Int>()
+        var nextStats = Clock.monotonicMicros() + (stats?.1 ?? 0)
+        while !publishers.allSatisfy({ $0.control.stopRequested }) && !Signals.isInterrupted {
+            Clock.sleep(micros: 100_000)
+            let snaps = publishers.map { $0.snapshot() }
+            if let (stream, interval) = stats, Clock.monotonicMicros() >= nextStats {
+                stream.emit(zip(snaps, destinations).map { ($0, relayed ? $1.description : nil) })
+                nextStats += interval
+            }
+            let sent = snaps.reduce(0) { $0 + $1.streams.reduce(0) { $0 + $1.packetsSent } }
+            let bytes = snaps.reduce(0) { $0 + $1.streams.reduce(0) { $0 + $1.payloadBytesSent + $1.headerBytesSent } }
+            let secs = max(0.001, Double(snaps[0].elapsedMicros) / 1e6)
+            Output.progress("publish \(Units.fixed(secs, 1))s  \(sent) pkts  \(Units.bitrate(Int(Double(bytes * 8) / secs)))")
+            for (i, p) in snaps.enumerated() {
+                if pc.congestionControl && pc.bundle && !warnedNoFeedback.contains(i) && p.elapsedMicros > 3_000_000 && p.network.transportFeedbackReceived == 0 {
+                    warnedNoFeedback.insert(i)
+                    Output.endProgress()
+                    Output.err("warning: no transport-cc feedback from \(destinations[i]) after 3 s: the estimate is backing off and upper layers stay off. If the receiver does not send transport-cc (ffmpeg, gst-launch), use --no-congestion-control\n")
+                }
+                if p.network.portUnreachable > 0 && !warnedUnreachable.contains(i) {
+                    warnedUnreachable.insert(i)
+                    Output.endProgress()
+                    Output.err("warning: \(destinations[i]) answers 'port unreachable' — is a receiver listening there?\n")
+                }
             }
         }
         let interrupted = Signals.isInterrupted
-        publisher.stop()
-        publisher.wait()
+        for publisher in publishers { publisher.stop() }
+        for publisher in publishers { publisher.wait() }
         Output.endProgress()
-        let p = publisher.snapshot()
+        let snaps = publishers.map { $0.snapshot() }
+        if let (stream, _) = stats { stream.emit(zip(snaps, destinations).map { ($0, relayed ? $1.description : nil) }) }
         if o.has("json") {
-            Output.out(JSONValue.object([("type", .string("summary")), ("command", .string("publish")),
-                                         ("durationMs", .int(p.elapsedMicros / 1000)), ("streams", .array(p.streams.map(Report.outboundJSON))),
-                                         ("encodeMs", .object([("videoLayers", .array(p.media.encodeMicros.map { .int($0 / 1000) })),
-                                                               ("audio", .int(p.media.audioEncodeMicros / 1000))])),
-                                         ("framesSkipped", .int(Int64(p.media.framesSkipped))),
-                                         ("portUnreachable", .int(Int64(p.network.portUnreachable))),
-                                         ("sendErrors", .int(Int64(p.network.sendErrors)))]).serialized(pretty: true) + "\n")
+            let docs: [JSONValue] = zip(snaps, destinations).map { p, d in
+                .object([("to", .string(d.description)), ("durationMs", .int(p.elapsedMicros / 1000)), ("streams", .array(p.streams.map(Report.outboundJSON))),
+                         ("encodeMs", .object([("videoLayers", .array(p.media.encodeMicros.map { .int($0 / 1000) })),
+                                               ("audio", .int(p.media.audioEncodeMicros / 1000))])),
+                         ("framesSkipped", .int(Int64(p.media.framesSkipped))),
+                         ("estimate", p.network.estimate.map { .int(Int64($0.bitrate)) } ?? .null),
+                         ("networkCondition", .string(p.network.networkCondition.rawValue)),
+                         ("portUnreachable", .int(Int64(p.network.portUnreachable))),
+                         ("sendErrors", .int(Int64(p.network.sendErrors)))])
+            }
+            var fields: [(String, JSONValue)] = [("type", .string("summary")), ("command", .string("publish"))]
+            if relayed { fields.append(("connections", .array(docs))) } else if case let .object(f) = docs[0] { fields += f.filter { $0.0 != "to" } }
+            Output.out(JSONValue.object(fields).serialized(pretty: true) + "\n")
         } else {
-            Output.out(Report.publisherTable(PublisherSnapshotView(streams: p.streams, elapsedMicros: p.elapsedMicros)))
+            for (p, d) in zip(snaps, destinations) {
+                if relayed { Output.out("to \(d):\n") }
+                Output.out(Report.publisherTable(PublisherSnapshotView(streams: p.streams, elapsedMicros: p.elapsedMicros)))
+            }
         }
-        if let e = p.media.error { Output.err("Error: encoder failed: \(e)\n"); return 2 }
+        if let e = snaps.compactMap(\.media.error).first { Output.err("Error: encoder failed: \(e)\n"); return 2 }
         return interrupted ? 130 : 0
     }
 

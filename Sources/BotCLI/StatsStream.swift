@@ -13,76 +13,87 @@ import Transport
 final class StatsStream {
     let out: JSONLinesWriter
     let startMillis: Int64
-    var previous: (streams: [OutboundStreamStats], micros: Int64, frames: [Int])?
-    var lastEvent = 0
+    var previous: [Int: (streams: [OutboundStreamStats], micros: Int64)] = [:]
+    var lastEvents: [Int: Int] = [:]
 
     init(_ out: JSONLinesWriter) {
         self.out = out
         startMillis = Clock.wallMicros() / 1000
     }
 
-    func emit(_ p: PublisherSnapshot) {
+    /// One publisher (a routed session): arrays of one element, no connection ids.
+    func emit(_ p: PublisherSnapshot) { emit([(p, nil)]) }
+
+    /// Several publishers, one per receiver (a relayed session): one array element per receiver,
+    /// each with `connectionId` and `subscriberId`.
+    func emit(_ connections: [(snapshot: PublisherSnapshot, subscriber: String?)]) {
         let now = Clock.wallMicros() / 1000
         let mono = Clock.monotonicMicros()
-        let prev = previous
-        let seconds = prev.map { max(0.001, Double(mono - $0.micros) / 1e6) } ?? max(0.001, Double(p.elapsedMicros) / 1e6)
-        func delta(_ s: OutboundStreamStats, _ key: KeyPath<OutboundStreamStats, Int>) -> Int {
-            let before = prev?.streams.first { $0.ssrc == s.ssrc }?[keyPath: key] ?? 0
-            return s[keyPath: key] - before
-        }
-        let video = p.streams.filter { $0.kind == .video }
-        let layers: [JSONValue] = video.map { s in
-            let payload = delta(s, \.payloadBytesSent), header = delta(s, \.headerBytesSent), frames = delta(s, \.framesSent)
-            return .object([
-                ("width", .int(Int64(s.width))), ("height", .int(Int64(s.height))),
-                ("encodedFrameRate", .double((Double(frames) / seconds * 10).rounded() / 10)),
-                ("bitrate", .int(Int64(Double(payload * 8) / seconds))), ("totalBitrate", .int(Int64(Double((payload + header) * 8) / seconds))),
-                ("scalabilityMode", .string(s.scalabilityMode ?? "L1T1")), ("qualityLimitationReason", .string(s.qualityLimitationReason)),
-                ("codec", .string("VP8")), ("rid", s.rid.map { .string($0) } ?? .null), ("targetBitrate", .int(Int64(s.targetBitrate))),
-            ])
-        }
-        let videoStats: JSONValue = .object([
-            ("videoPacketsLost", .int(Int64(video.reduce(0) { $0 + max(0, $1.packetsLostReported) }))),
-            ("videoPacketsSent", .int(Int64(video.reduce(0) { $0 + $1.packetsSent }))),
-            ("videoBytesSent", .int(Int64(video.reduce(0) { $0 + $1.payloadBytesSent }))),
-            ("timestamp", .int(now)), ("startTime", .int(startMillis)), ("videoLayers", .array(layers)),
-        ])
-        var lines: [JSONValue] = []
-        if !video.isEmpty { lines.append(.object([("type", .string("publisherVideoStats")), ("timestamp", .int(now)), ("stats", .array([videoStats]))])) }
-        if let a = p.streams.first(where: { $0.kind == .audio }) {
-            let audio: JSONValue = .object([
-                ("audioPacketsLost", .int(Int64(max(0, a.packetsLostReported)))), ("audioPacketsSent", .int(Int64(a.packetsSent))),
-                ("audioBytesSent", .int(Int64(a.payloadBytesSent))), ("timestamp", .int(now)), ("startTime", .int(startMillis)),
-            ])
-            lines.append(.object([("type", .string("publisherAudioStats")), ("timestamp", .int(now)), ("stats", .array([audio]))]))
-        }
-        let rtt = p.streams.compactMap(\.roundTripTimeMillis).max()
-        let transport: JSONValue = .object([
-            ("connectionEstimatedBandwidth", p.network.estimate.map { .int(Int64($0.bitrate)) } ?? .null),
-            ("networkCondition", .string(p.network.networkCondition.rawValue)),
-            ("networkConditionValue", .int(Int64(p.network.networkCondition.value))),
-            ("networkConditionReason", .string(p.network.networkConditionReason.rawValue)),
-            ("roundTripTime", rtt.map { .double(($0 * 10).rounded() / 10) } ?? .null),
-            ("packetLoss", p.network.estimate.map { .double($0.lossFraction) } ?? .null),
-        ])
-        let mediaLink: JSONValue = .array([.object([("transport", transport)])])
-        lines.append(.object([("type", .string("publisherMediaLinkStats")), ("timestamp", .int(now)), ("stats", mediaLink)]))
-        for e in p.network.events where e.number > lastEvent {
-            lastEvent = e.number
-            switch e.kind {
-            case .networkConditionChanged:
-                lines.append(.object([("type", .string("networkConditionChanged")), ("timestamp", .int(e.wallMillis)),
-                                      ("networkCondition", .string(e.condition?.rawValue ?? "unknown")), ("reason", .string(e.reason)),
-                                      ("mediaLinkStats", mediaLink)]))
-            case .videoQualityChanged:
-                lines.append(.object([("type", .string("videoQualityChanged")), ("timestamp", .int(e.wallMillis)), ("reason", .string(e.reason)),
-                                      ("change", .string(e.change ?? "")), ("rid", e.rid.map { .string($0) } ?? .null),
-                                      ("width", .int(Int64(e.width ?? 0))), ("height", .int(Int64(e.height ?? 0))),
-                                      ("stats", .array([videoStats]))]))
+        var videoElements: [JSONValue] = [], audioElements: [JSONValue] = [], linkElements: [JSONValue] = []
+        var events: [JSONValue] = []
+        for (index, (p, subscriber)) in connections.enumerated() {
+            let prev = previous[index]
+            let seconds = prev.map { max(0.001, Double(mono - $0.micros) / 1e6) } ?? max(0.001, Double(p.elapsedMicros) / 1e6)
+            func delta(_ s: OutboundStreamStats, _ key: KeyPath<OutboundStreamStats, Int>) -> Int {
+                s[keyPath: key] - (prev?.streams.first { $0.ssrc == s.ssrc }?[keyPath: key] ?? 0)
             }
+            let ids: [(String, JSONValue)] = subscriber.map { [("connectionId", .string("connection-\(index + 1)")), ("subscriberId", .string($0))] } ?? []
+            let video = p.streams.filter { $0.kind == .video }
+            let layers: [JSONValue] = video.map { s in
+                let payload = delta(s, \.payloadBytesSent), header = delta(s, \.headerBytesSent), frames = delta(s, \.framesSent)
+                return .object([
+                    ("width", .int(Int64(s.width))), ("height", .int(Int64(s.height))),
+                    ("encodedFrameRate", .double((Double(frames) / seconds * 10).rounded() / 10)),
+                    ("bitrate", .int(Int64(Double(payload * 8) / seconds))), ("totalBitrate", .int(Int64(Double((payload + header) * 8) / seconds))),
+                    ("scalabilityMode", .string(s.scalabilityMode ?? "L1T1")), ("qualityLimitationReason", .string(s.qualityLimitationReason)),
+                    ("codec", .string("VP8")), ("rid", s.rid.map { .string($0) } ?? .null), ("targetBitrate", .int(Int64(s.targetBitrate))),
+                ])
+            }
+            let videoStats: JSONValue = .object([
+                ("videoPacketsLost", .int(Int64(video.reduce(0) { $0 + max(0, $1.packetsLostReported) }))),
+                ("videoPacketsSent", .int(Int64(video.reduce(0) { $0 + $1.packetsSent }))),
+                ("videoBytesSent", .int(Int64(video.reduce(0) { $0 + $1.payloadBytesSent }))),
+                ("timestamp", .int(now)), ("startTime", .int(startMillis)), ("videoLayers", .array(layers)),
+            ] + ids)
+            if !video.isEmpty { videoElements.append(videoStats) }
+            if let a = p.streams.first(where: { $0.kind == .audio }) {
+                audioElements.append(.object([
+                    ("audioPacketsLost", .int(Int64(max(0, a.packetsLostReported)))), ("audioPacketsSent", .int(Int64(a.packetsSent))),
+                    ("audioBytesSent", .int(Int64(a.payloadBytesSent))), ("timestamp", .int(now)), ("startTime", .int(startMillis)),
+                ] + ids))
+            }
+            let rtt = p.streams.compactMap(\.roundTripTimeMillis).max()
+            let transport: JSONValue = .object([
+                ("connectionEstimatedBandwidth", p.network.estimate.map { .int(Int64($0.bitrate)) } ?? .null),
+                ("networkCondition", .string(p.network.networkCondition.rawValue)),
+                ("networkConditionValue", .int(Int64(p.network.networkCondition.value))),
+                ("networkConditionReason", .string(p.network.networkConditionReason.rawValue)),
+                ("roundTripTime", rtt.map { .double(($0 * 10).rounded() / 10) } ?? .null),
+                ("packetLoss", p.network.estimate.map { .double($0.lossFraction) } ?? .null),
+            ])
+            let link: JSONValue = .object([("transport", transport)] + ids)
+            linkElements.append(link)
+            for e in p.network.events where e.number > (lastEvents[index] ?? 0) {
+                lastEvents[index] = e.number
+                switch e.kind {
+                case .networkConditionChanged:
+                    events.append(.object([("type", .string("networkConditionChanged")), ("timestamp", .int(e.wallMillis)),
+                                           ("networkCondition", .string(e.condition?.rawValue ?? "unknown")), ("reason", .string(e.reason)),
+                                           ("mediaLinkStats", .array([link]))]))
+                case .videoQualityChanged:
+                    events.append(.object([("type", .string("videoQualityChanged")), ("timestamp", .int(e.wallMillis)), ("reason", .string(e.reason)),
+                                           ("change", .string(e.change ?? "")), ("rid", e.rid.map { .string($0) } ?? .null),
+                                           ("width", .int(Int64(e.width ?? 0))), ("height", .int(Int64(e.height ?? 0))),
+                                           ("stats", .array([videoStats]))]))
+                }
+            }
+            previous[index] = (p.streams, mono)
         }
-        out.write(lines)
-        previous = (p.streams, mono, [])
+        var lines: [JSONValue] = []
+        if !videoElements.isEmpty { lines.append(.object([("type", .string("publisherVideoStats")), ("timestamp", .int(now)), ("stats", .array(videoElements))])) }
+        if !audioElements.isEmpty { lines.append(.object([("type", .string("publisherAudioStats")), ("timestamp", .int(now)), ("stats", .array(audioElements))])) }
+        lines.append(.object([("type", .string("publisherMediaLinkStats")), ("timestamp", .int(now)), ("stats", .array(linkElements))]))
+        out.write(lines + events)
     }
 
 }

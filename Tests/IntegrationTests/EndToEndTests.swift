@@ -295,6 +295,42 @@ import Impairment
         #expect(lines.contains { $0["type"] as? String == "subscriberEvent" && $0["event"] as? String == "streamDestroyed" && $0["reason"] as? String == "bye" })
     }
 
+    /// A relayed session: two receivers, one behind a 600 kbps cap; every stats array has one
+    /// element per receiver, with its own connectionId/subscriberId, estimate and layers.
+    @Test func relayedSessionReportsOneElementPerReceiver() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pubbot-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let ports = try (0..<2).map { _ in try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port }
+        let key = SRTPKey.random(suite: .aesCm).revealBase64()
+        var receivers: [Process] = []
+        for (i, port) in ports.enumerated() {
+            let r = Process()
+            r.executableURL = Self.binary
+            r.arguments = ["receive", "--listen", "127.0.0.1:\(port)", "--key", key, "--duration", "9s"] + (i == 1 ? ["--impair", "rate=600kbit"] : [])
+            r.standardOutput = Pipe()
+            r.standardError = Pipe()
+            try r.run()
+            receivers.append(r)
+        }
+        Thread.sleep(forTimeInterval: 0.3)
+        let stats = dir.appendingPathComponent("pub.jsonl").path
+        let pub = try run(["publish", "--to", "127.0.0.1:\(ports[0])", "--to", "127.0.0.1:\(ports[1])", "--key", key, "--duration", "7s",
+                           "--layers", "640x360,320x180", "--stats", stats])
+        #expect(pub.code == 0, "\(pub.err)")
+        for r in receivers { r.waitUntilExit() }
+        let links = try String(contentsOfFile: stats, encoding: .utf8).split(separator: "\n").compactMap { line -> [[String: Any]]? in
+            guard let o = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], o["type"] as? String == "publisherMediaLinkStats" else { return nil }
+            return o["stats"] as? [[String: Any]]
+        }
+        let late = try #require(links.dropLast().last) // the last interval while publishing
+        #expect(late.count == 2)
+        #expect(late.map { $0["subscriberId"] as? String } == ports.map { "127.0.0.1:\($0)" })
+        #expect(late.map { $0["connectionId"] as? String } == ["connection-1", "connection-2"])
+        let estimates = late.compactMap { ($0["transport"] as? [String: Any])?["connectionEstimatedBandwidth"] as? Int }
+        #expect(estimates.count == 2 && estimates[0] > 700_000 && estimates[1] < 700_000, "\(estimates)")
+    }
+
     @Test func receiveWithWrongKeySaysSoAndExits2() throws {
         let port = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port
         let recv = Process()
