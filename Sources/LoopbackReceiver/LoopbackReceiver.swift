@@ -43,6 +43,8 @@ public struct ReceiverSnapshot: Sendable, Equatable {
     /// The publisher's last sender-side stats (RTCP APP "SSTS"), if it sends them.
     public var senderStats: SenderSideStats?
     public var senderStatsReceived = 0
+    /// RTP packets the uplink emulator dropped, per SSRC (what the publisher's uplink lost).
+    public var uplinkDropsBySSRC: [UInt32: Int] = [:]
     public var senderReports: Int
     public var byes: Int
     public var firstPacketMicros: Int64?
@@ -197,6 +199,11 @@ final class ReceiveLoop {
                 if emulator != nil, let line = delayLine {
                     // The emulated path decides loss and delivery time; delivery happens in deliverDue.
                     if let due = emulator!.admit(size: len, now: now) { line.push(p, length: len, due: due) }
+                    else if len >= 12, p.load(as: UInt8.self) >> 6 == 2, !(192...223).contains(p.load(fromByteOffset: 1, as: UInt8.self)) {
+                        // Attribute the drop to its SSRC (cleartext in the SRTP header) for the stats.
+                        let ssrc = UInt32(bigEndian: p.loadUnaligned(fromByteOffset: 8, as: UInt32.self))
+                        if snap.uplinkDropsBySSRC.count < 1024 || snap.uplinkDropsBySSRC[ssrc] != nil { snap.uplinkDropsBySSRC[ssrc, default: 0] += 1 }
+                    }
                 } else {
                     handle(p, length: len, now: now, wall: wall)
                 }
@@ -304,6 +311,7 @@ final class ReceiveLoop {
             if let mid = ext.mid, stream.stats.mid == nil { stream.stats.mid = mid }
             if let rid = ext.rid, stream.stats.rid == nil { stream.stats.rid = rid }
             stream.routerObserve(header: header, nowMicros: now)
+            stream.stats.wireBytesReceived += len
             forward(p, length: plain, now: now, wall: wall)
         }
     }

@@ -50,6 +50,7 @@ final class ReceiveStream {
         if baseSequence == nil { baseSequence = seq; highestSequence = seq }
         highestSequence = max(highestSequence, seq)
         routerReceived += 1
+        stats.uplinkPacketsLost = Int(highestSequence - baseSequence! + 1) - routerReceived
         // Interarrival jitter (RFC 3550 A.8) in timestamp units.
         let arrival = nowMicros * clockRate / 1_000_000
         let transit = arrival - Int64(h.timestamp)

@@ -88,6 +88,10 @@ public struct InboundStreamStats: Sendable, Equatable {
     public var totalFreezesDurationMillis = 0.0
     public var pauseCount = 0
     public var totalPausesDurationMillis = 0.0
+    /// The router's view: packets lost on the publisher's uplink (expected − received, before any
+    /// downlink or repair), and SRTP datagram bytes as they arrived (UDP payload).
+    public var uplinkPacketsLost = 0
+    public var wireBytesReceived = 0
     /// Lost packets recovered through RTX.
     public var packetsRecovered = 0
     /// Padding-only packets (bandwidth probes).

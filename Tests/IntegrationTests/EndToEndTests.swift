@@ -35,6 +35,9 @@ import Impairment
             #expect(inb.packetsReceived == out.packetsSent, "\(out.rid ?? "audio"): all packets arrive")
             #expect(inb.packetsLost == 0)
             #expect(inb.decodeErrors == 0)
+            // totalBitrate's definition: the sender's payload + RTP header bytes are exactly what
+            // went on the wire (UDP payload) minus the 10-byte SRTP tag per packet.
+            #expect(out.payloadBytesSent + out.headerBytesSent == inb.wireBytesReceived - 10 * inb.packetsReceived)
             #expect(inb.framesDecoded == out.framesSent)
             #expect(inb.framesDecoded >= 80) // ~3 s at 30 fps (audio: 150 frames of 20 ms)
             #expect(inb.byeReceived)
@@ -117,6 +120,37 @@ import Impairment
             // Every frame sent is decoded except at most the last one or two still in flight.
             #expect(inb.framesDecoded >= out.framesSent - 2, "\(out.height)p: \(inb.framesDecoded) of \(out.framesSent)")
             #expect(inb.stampsRead == inb.framesDecoded)
+        }
+    }
+
+    /// Stats by definition: totalBitrate's bytes (payload + RTP header) equal what went on the
+    /// wire minus the SRTP tag; uplink loss equals the packets a seeded emulator dropped.
+    @Test func statsMatchTheirDefinitions() throws {
+        let key = SRTPKey.random(suite: .aesCm)
+        var rc = ReceiverConfig(listen: try SocketAddress(host: "127.0.0.1", port: 0), key: key)
+        rc.impairment = try ImpairmentSchedule.parse("loss=5%")
+        rc.impairmentSeed = 1234
+        let r = try LoopbackReceiver(config: rc)
+        var c = PublisherConfig(destination: r.localAddress, layers: VideoLayerConfig.ladder(top: 640, 360, layers: 2), key: key)
+        c.durationMicros = 3_000_000
+        c.congestionControl = false // no probing: the sent counts are media packets only
+        let p = try Publisher(config: c)
+        r.start(); p.start(); p.wait()
+        Clock.sleep(micros: 300_000)
+        r.stop(); r.wait()
+        let ps = p.snapshot(), rs = r.snapshot()
+        for out in ps.streams {
+            let inb = try #require(rs.streams.first { $0.ssrc == out.ssrc })
+            let dropped = rs.uplinkDropsBySSRC[out.ssrc] ?? 0
+            // Loss (RFC 3550: expected − received) is exactly what the emulator dropped on this
+            // SSRC, but for drops after the last packet that arrived (not yet "expected").
+            #expect(inb.uplinkPacketsLost <= dropped && dropped - inb.uplinkPacketsLost <= 3, "\(out.ssrc): lost \(inb.uplinkPacketsLost), dropped \(dropped)")
+            #expect(dropped > 0)
+            // Every packet sent was either dropped or received (retransmissions travel on the RTX SSRC).
+            #expect(out.packetsSent - dropped == inb.packetsReceived)
+            // Bytes: what arrived on the wire minus the 10-byte SRTP tag per packet is exactly the
+            // payload + RTP header bytes that totalBitrate counts.
+            #expect(inb.wireBytesReceived - 10 * inb.packetsReceived == inb.payloadBytesReceived + inb.headerBytesReceived)
         }
     }
 

@@ -45,3 +45,34 @@ import Transport
         #expect(snap.streams.isEmpty)
     }
 }
+
+/// Freezes and pauses by the W3C definitions, against a scripted schedule of decoded frames.
+@Suite struct FreezeAndPauseTests {
+    @Test func countsFreezesAndPausesOnAScriptedSchedule() {
+        let s = ReceiveStream(ssrc: 1, kind: .video, payloadType: 96, decodeVideo: true)
+        var t: Int64 = 0
+        func frames(_ n: Int, every ms: Int64) { for _ in 0..<n { t += ms * 1000; s.rendered(at: t) } }
+        frames(60, every: 33)           // steady 30 fps
+        t += 300_000; s.rendered(at: t)  // a 300 ms gap: ≥ max(3 × 33, 33 + 150) → a freeze
+        frames(60, every: 33)
+        t += 150_000; s.rendered(at: t)  // 150 ms: ≥ 3 × 33 but < 33 + 150: not a freeze
+        frames(60, every: 33)
+        t += 6_000_000; s.rendered(at: t) // > 5 s: a pause, not a freeze
+        frames(60, every: 33)
+        t += 250_000; s.rendered(at: t)  // another freeze (250 ms)
+        #expect(s.stats.freezeCount == 2)
+        #expect(abs(s.stats.totalFreezesDurationMillis - (300 + 250)) < 1)
+        #expect(s.stats.pauseCount == 1)
+        #expect(abs(s.stats.totalPausesDurationMillis - 6_000) < 1)
+    }
+
+    @Test func slowFrameRatesDoNotCountAsFreezes() {
+        let s = ReceiveStream(ssrc: 1, kind: .video, payloadType: 96, decodeVideo: true)
+        var t: Int64 = 0
+        for _ in 0..<100 { t += 200_000; s.rendered(at: t) } // 5 fps, steady
+        t += 500_000; s.rendered(at: t)                      // 500 ms < max(600, 350): no freeze
+        #expect(s.stats.freezeCount == 0)
+        t += 700_000; s.rendered(at: t)                      // 700 ms ≥ 3 × ~203: a freeze
+        #expect(s.stats.freezeCount == 1)
+    }
+}
