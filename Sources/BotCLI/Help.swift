@@ -53,6 +53,9 @@ enum Help {
           --keyframe-interval D     automatic key frames every D (default: only at start)
           --no-audio / --no-video   send only one kind of media
           --cname NAME              RTCP CNAME (default pubbot)
+          --rtc-stats FILE          write a W3C webrtc-stats report (JSON) at the end, and on SIGUSR1
+          --sender-stats            send the sender-side stats track (RTCP APP "SSTS")
+          --stats FILE|-            publisher stats as JSON Lines every --stats-interval (1s)
           --no-congestion-control   send every layer at its target, no estimation or probing
                                     (for receivers that send no transport-cc feedback;
                                     --no-bundle implies it)

@@ -11,10 +11,9 @@ enum PublishCommand {
     static let spec: OptionSpec = {
         var o = CommonOptions.media
         for (k, v) in ["to": OptionSpec.Kind.repeated, "key": .value, "sdp-out": .value, "no-bundle": .flag, "no-audio": .flag,
-                       "no-video": .flag, "cname": .value, "no-congestion-control": .flag, "sender-stats": .flag] { o[k] = v }
+                       "no-video": .flag, "cname": .value, "no-congestion-control": .flag, "sender-stats": .flag, "rtc-stats": .value] { o[k] = v }
         return OptionSpec(options: o, planned: [
 "replay": "replay mode comes with load testing",
-            "rtc-stats": "the RTC stats report comes with the stats work",
             "metrics": "Prometheus metrics are planned", "vitals": "session vitals are planned",
         ])
     }()
@@ -69,12 +68,21 @@ enum PublishCommand {
             Output.err("publishing to \(d)\(pc.bundle ? " (bundle)" : " (one port per stream)") from \(publisher.localAddress); Ctrl-C to stop\n")
         }
         let relayed = publishers.count > 1
+        let rtcStatsPath = o.value("rtc-stats")
+        func writeRTCStats() {
+            guard let path = rtcStatsPath else { return }
+            let report: JSONValue = relayed
+                ? .array(publishers.enumerated().map { i, pub in RTCStatsReport.build(pub.snapshot(), config: pub.config, connection: i + 1) })
+                : RTCStatsReport.build(publishers[0].snapshot(), config: publishers[0].config)
+            if !writeFile(path, report.serialized(pretty: true) + "\n") { Output.err("warning: cannot write the RTC stats report to '\(path)'\n") }
+        }
         var warnedUnreachable = Set<Int>()
         var warnedNoFeedback = Set<Int>()
         var nextStats = Clock.monotonicMicros() + (stats?.1 ?? 0)
         while !publishers.allSatisfy({ $0.control.stopRequested }) && !Signals.isInterrupted {
             Clock.sleep(micros: 100_000)
             let snaps = publishers.map { $0.snapshot() }
+            if Signals.takeReportRequest() { writeRTCStats() }
             if let (stream, interval) = stats, Clock.monotonicMicros() >= nextStats {
                 stream.emit(zip(snaps, destinations).map { ($0, relayed ? $1.description : nil) })
                 nextStats += interval
@@ -101,6 +109,7 @@ enum PublishCommand {
         for publisher in publishers { publisher.wait() }
         Output.endProgress()
         let snaps = publishers.map { $0.snapshot() }
+        writeRTCStats()
         if let (stream, _) = stats { stream.emit(zip(snaps, destinations).map { ($0, relayed ? $1.description : nil) }) }
         if o.has("json") {
             let docs: [JSONValue] = zip(snaps, destinations).map { p, d in

@@ -365,6 +365,46 @@ import Impairment
         #expect(estimates.count == 2 && estimates[0] > 700_000 && estimates[1] < 700_000, "\(estimates)")
     }
 
+    /// `--rtc-stats`: a W3C-shaped report whose ids cross-reference, written on SIGUSR1 and at the end.
+    @Test func rtcStatsReportIsConsistent() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pubbot-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let port = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port
+        let key = SRTPKey.random(suite: .aesCm).revealBase64()
+        let recv = Process()
+        recv.executableURL = Self.binary
+        recv.arguments = ["receive", "--listen", "127.0.0.1:\(port)", "--key", key, "--duration", "5s"]
+        recv.standardOutput = Pipe(); recv.standardError = Pipe()
+        try recv.run()
+        Thread.sleep(forTimeInterval: 0.3)
+        let path = dir.appendingPathComponent("rtc.json").path
+        let pub = Process()
+        pub.executableURL = Self.binary
+        pub.arguments = ["publish", "--to", "127.0.0.1:\(port)", "--key", key, "--duration", "4s", "--layers", "640x360,320x180", "--rtc-stats", path]
+        pub.standardOutput = Pipe(); pub.standardError = Pipe()
+        try pub.run()
+        Thread.sleep(forTimeInterval: 2.5)
+        kill(pub.processIdentifier, SIGUSR1)
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(FileManager.default.fileExists(atPath: path), "SIGUSR1 writes the report while running")
+        pub.waitUntilExit(); recv.waitUntilExit()
+        #expect(pub.terminationStatus == 0)
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [[String: Any]])
+        let ids = Set(report.compactMap { $0["id"] as? String })
+        #expect(ids.count == report.count)
+        let types = Dictionary(grouping: report) { $0["type"] as? String ?? "?" }
+        #expect(types["outbound-rtp"]?.count == 3 && types["remote-inbound-rtp"]?.count == 3)
+        for t in ["codec", "media-source", "transport", "candidate-pair"] { #expect(types[t] != nil, "no \(t)") }
+        for o in types["outbound-rtp"] ?? [] {
+            for ref in ["remoteId", "codecId", "transportId", "mediaSourceId"] { #expect(ids.contains(o[ref] as? String ?? ""), "\(ref)") }
+            #expect((o["packetsSent"] as? Int ?? 0) > 0)
+        }
+        let pair = try #require(types["candidate-pair"]?.first)
+        #expect((pair["availableOutgoingBitrate"] as? Int ?? 0) > 500_000)
+        #expect(types["remote-inbound-rtp"]!.allSatisfy { $0["roundTripTime"] != nil })
+    }
+
     @Test func receiveWithWrongKeySaysSoAndExits2() throws {
         let port = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port
         let recv = Process()
