@@ -9,9 +9,7 @@ import RTPCore
 /// `pubbot receive`: decrypt, reassemble, decode and report.
 enum ReceiveCommand {
     static let spec = OptionSpec(options: ["listen": .value, "key": .value, "sdp": .value, "srtp-suite": .value, "duration": .value, "json": .flag,
-                                           "impair": .value, "downlink-impair": .value, "stats": .value, "stats-interval": .value],
-                                 planned: [
-                                           "prefer": "layer selection comes with the subscriber work"])
+                                           "impair": .value, "downlink-impair": .value, "stats": .value, "stats-interval": .value, "prefer": .value])
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
         let o = try ParsedOptions.parse(args, spec: spec, command: "receive")
@@ -37,6 +35,12 @@ enum ReceiveCommand {
 
         var rc = ReceiverConfig(listen: listen, key: key)
         rc.impairment = try o.value("impair").map { t throws(UsageError) in try ValueParsers.impairment(t, option: "impair") }
+        if let pref = o.value("prefer") {
+            // 360p or 360p@15 (the frame-rate part is accepted; temporal-layer selection is not implemented yet).
+            let h = pref.split(separator: "@").first.map { String($0.lowercased().filter { $0 != "p" }) }
+            guard let text = h, let height = Int(text), height >= 16, height <= 4320 else { throw UsageError("invalid --prefer '\(pref)' (e.g. 360p or 360p@15)") }
+            rc.preferredHeight = height
+        }
         rc.downlinkImpairment = try o.value("downlink-impair").map { t throws(UsageError) in try ValueParsers.impairment(t, option: "downlink-impair") }
         let stats = try CommonOptions.statsWriter(o).map { (SubscriberStatsStream($0.0), $0.1) }
         let receiver: LoopbackReceiver

@@ -20,6 +20,9 @@ public struct ReceiverConfig: Sendable {
     /// Impairment between the router and the subscriber (the subscriber's own downlink): applied
     /// after feedback to the publisher is generated, before reassembly and decoding.
     public var downlinkImpairment: ImpairmentSchedule?
+    /// `--prefer 360p`: the router forwards to the subscriber only the simulcast stream whose
+    /// height is the largest not above this (the lowest when all are above).
+    public var preferredHeight: Int?
 
     public init(listen: SocketAddress, key: SRTPKey) {
         self.listen = listen
@@ -232,8 +235,18 @@ final class ReceiveLoop {
         if config.rtxPayloadTypes.contains(header.payloadType) {
             receiveRetransmission(header, ext, span, now: now, wall: wall)
         } else if let stream = streams[header.ssrc] {
+            guard forwarded(stream) else { return }
             stream.receive(header: header, extensions: ext, packet: span, nowMicros: now, wallMicros: wall)
         }
+    }
+
+    /// With `--prefer`, whether the router forwards this stream to the subscriber.
+    func forwarded(_ stream: ReceiveStream) -> Bool {
+        guard let want = config.preferredHeight, stream.stats.kind == .video else { return true }
+        let heights = order.compactMap { streams[$0] }.filter { $0.stats.kind == .video }.compactMap(\.routerHeight)
+        guard let h = stream.routerHeight, !heights.isEmpty else { return false } // not known yet: wait for its key frame
+        let pick = heights.filter { $0 <= want }.max() ?? heights.min()!
+        return h == pick
     }
 
     /// Passes a packet the router accepted on to the subscriber, through the downlink if emulated.
@@ -311,6 +324,7 @@ final class ReceiveLoop {
             if let mid = ext.mid, stream.stats.mid == nil { stream.stats.mid = mid }
             if let rid = ext.rid, stream.stats.rid == nil { stream.stats.rid = rid }
             stream.routerObserve(header: header, nowMicros: now)
+            if kind == .video && stream.routerHeight == nil { stream.learnResolution(span.extracting(header.payloadRange)) }
             stream.stats.wireBytesReceived += len
             forward(p, length: plain, now: now, wall: wall)
         }

@@ -21,6 +21,8 @@ final class ReceiveStream {
     var wantsKeyFrame = false
     var lastPictureID: UInt16?
     var framesSkipped = 0
+    /// The stream's picture height, learned by the router from a key frame's VP8 header.
+    var routerHeight: Int?
     var routerUnwrapper = SequenceUnwrapper()
     var routerReceived = 0
     var subscriberBase: Int64?
@@ -61,6 +63,12 @@ final class ReceiveStream {
             jitter += (Double(abs(d)) - jitter) / 16
         }
         lastTransit = transit
+    }
+
+    func learnResolution(_ payload: Span<UInt8>) {
+        guard let (d, n) = try? VP8PayloadDescriptor.parse(payload), d.startOfPartition, d.partitionID == 0,
+              let h = try? VP8FrameHeader.parse(payload.extracting(n..<payload.count)), h.isKeyFrame, let height = h.height else { return }
+        routerHeight = height
     }
 
     /// The subscriber's view: a packet that reached it (after the downlink, if one is emulated).

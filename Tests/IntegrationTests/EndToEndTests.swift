@@ -154,6 +154,24 @@ import Impairment
         }
     }
 
+    /// `--prefer 360p`: the router forwards only the 360p stream to the subscriber.
+    @Test func preferForwardsOnlyTheMatchingLayer() throws {
+        let key = SRTPKey.random(suite: .aesCm)
+        var rc = ReceiverConfig(listen: try SocketAddress(host: "127.0.0.1", port: 0), key: key)
+        rc.preferredHeight = 360
+        let r = try LoopbackReceiver(config: rc)
+        var c = PublisherConfig(destination: r.localAddress, key: key)
+        c.durationMicros = 3_000_000
+        let p = try Publisher(config: c)
+        r.start(); p.start(); p.wait()
+        Clock.sleep(micros: 300_000)
+        r.stop(); r.wait()
+        let videos = r.snapshot().streams.filter { $0.kind == .video }
+        let byHeight = Dictionary(videos.compactMap { s -> (Int, Int)? in s.height > 0 ? (s.height, s.framesDecoded) : nil }, uniquingKeysWith: max)
+        #expect((byHeight[360] ?? 0) > 60)
+        #expect(byHeight[720] == nil) // never decoded: never forwarded
+    }
+
     @Test func gcmSuiteWorksEndToEnd() throws {
         let (p, r) = try run(suite: .gcm, seconds: 1.5, layers: [.defaults(width: 320, height: 180, rid: "q")])
         #expect(r.packetsAccepted == p.streams.reduce(0) { $0 + $1.packetsSent } + p.network.paddingPacketsSent + p.network.retransmissionsSent)
