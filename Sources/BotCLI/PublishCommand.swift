@@ -11,10 +11,10 @@ enum PublishCommand {
     static let spec: OptionSpec = {
         var o = CommonOptions.media
         for (k, v) in ["to": OptionSpec.Kind.repeated, "key": .value, "sdp-out": .value, "no-bundle": .flag, "no-audio": .flag,
-                       "no-video": .flag, "cname": .value, "no-congestion-control": .flag, "sender-stats": .flag, "rtc-stats": .value] { o[k] = v }
+                       "no-video": .flag, "cname": .value, "no-congestion-control": .flag, "sender-stats": .flag, "rtc-stats": .value, "metrics": .value] { o[k] = v }
         return OptionSpec(options: o, planned: [
 "replay": "replay mode comes with load testing",
-            "metrics": "Prometheus metrics are planned", "vitals": "session vitals are planned",
+"vitals": "session vitals are planned",
         ])
     }()
 
@@ -63,6 +63,24 @@ enum PublishCommand {
                 Output.err("SDP for \(destinations[i]) written to \(file) (it contains the SRTP key)\n")
             }
         }
+        var metrics: MetricsServer?
+        if let m = o.value("metrics") {
+            // "9100" or ":9100" binds to loopback; a host must be given to listen elsewhere.
+            let text = m.hasPrefix(":") ? String(m.dropFirst()) : m
+            let (host, portText): (String, String) = text.contains(":") ? (String(text[..<text.lastIndex(of: ":")!]), String(text[text.index(after: text.lastIndex(of: ":")!)...])) : ("127.0.0.1", text)
+            guard let port = Int(portText), (0...65535).contains(port) else { throw UsageError("invalid --metrics '\(m)' (e.g. 9100 or 127.0.0.1:9100)") }
+            let pubs = publishers, dests = destinations
+            do {
+                metrics = try MetricsServer(host: host, port: port) {
+                    PrometheusExposition.render(zip(pubs, dests).map { ($0.snapshot(), $1.description) })
+                }
+            } catch {
+                Output.err("Error: \(error)\n")
+                return 2
+            }
+            Output.err("metrics on http://\(host):\(metrics!.port)/metrics\n")
+        }
+        defer { metrics?.stop() }
         for publisher in publishers { publisher.start() }
         for (d, publisher) in zip(destinations, publishers) {
             Output.err("publishing to \(d)\(pc.bundle ? " (bundle)" : " (one port per stream)") from \(publisher.localAddress); Ctrl-C to stop\n")

@@ -423,6 +423,39 @@ import Impairment
         #expect(types["remote-inbound-rtp"]!.allSatisfy { $0["roundTripTime"] != nil })
     }
 
+    /// `--metrics`: Prometheus text exposition on loopback, scraped with curl.
+    @Test func metricsAreScrapableOverHTTP() throws {
+        let port = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port
+        let metricsPort = 20_000 + Int(SecureRandom.uint32() % 20_000)
+        let key = SRTPKey.random(suite: .aesCm).revealBase64()
+        let recv = Process()
+        recv.executableURL = Self.binary
+        recv.arguments = ["receive", "--listen", "127.0.0.1:\(port)", "--key", key, "--duration", "5s"]
+        recv.standardOutput = Pipe(); recv.standardError = Pipe()
+        try recv.run()
+        let pub = Process()
+        pub.executableURL = Self.binary
+        pub.arguments = ["publish", "--to", "127.0.0.1:\(port)", "--key", key, "--duration", "4s", "--layers", "320x180", "--metrics", String(metricsPort)]
+        pub.standardOutput = Pipe(); pub.standardError = Pipe()
+        try pub.run()
+        Thread.sleep(forTimeInterval: 2.5)
+        let curl = Process()
+        curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+        curl.arguments = ["-s", "-f", "http://127.0.0.1:\(metricsPort)/metrics"]
+        let out = Pipe()
+        curl.standardOutput = out
+        try curl.run()
+        let body = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        curl.waitUntilExit()
+        pub.waitUntilExit(); recv.waitUntilExit()
+        #expect(curl.terminationStatus == 0)
+        #expect(body.contains("# TYPE pubbot_estimated_bandwidth_bps gauge"))
+        let sent = body.split(separator: "\n").filter { $0.hasPrefix("pubbot_packets_sent_total{") }
+        #expect(sent.count == 2) // audio + one video layer
+        #expect(sent.allSatisfy { (Int($0.split(separator: " ").last ?? "") ?? 0) > 0 })
+        #expect(body.contains("pubbot_network_condition{connection=\"1\",subscriber=\"127.0.0.1:\(port)\"}"))
+    }
+
     @Test func receiveWithWrongKeySaysSoAndExits2() throws {
         let port = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port
         let recv = Process()
