@@ -8,7 +8,7 @@ import Stats
 enum CommonOptions {
     static let media: [String: OptionSpec.Kind] = [
         "duration": .value, "layers": .value, "fps": .value, "temporal-layers": .value, "srtp-suite": .value,
-        "keyframe-interval": .value, "json": .flag, "mtu": .value, "stats": .value, "stats-interval": .value, "condition-thresholds": .value,
+        "keyframe-interval": .value, "json": .flag, "mtu": .value, "stats": .value, "stats-interval": .value, "condition-thresholds": .value, "audio-fallback": .flag,
     ]
 
     static func suite(_ o: ParsedOptions) throws(UsageError) -> SRTPSuite {
@@ -31,6 +31,7 @@ enum CommonOptions {
     static func apply(_ o: ParsedOptions, to c: inout PublisherConfig) throws(UsageError) {
         c.layers = try layers(o)
         if let t = o.value("condition-thresholds") { c.conditionThresholds = try conditionThresholds(t) }
+        c.audioFallback = o.has("audio-fallback")
         if let d = o.value("keyframe-interval") {
             let us = try ValueParsers.duration(d, option: "keyframe-interval")
             let fps = c.layers.map(\.fps).max() ?? 30

@@ -55,6 +55,7 @@ enum Help {
           --cname NAME              RTCP CNAME (default pubbot)
           --rtc-stats FILE          write a W3C webrtc-stats report (JSON) at the end, and on SIGUSR1
           --sender-stats            send the sender-side stats track (RTCP APP "SSTS")
+          --audio-fallback          drop video while the network condition is critical
           --metrics [HOST:]PORT     Prometheus text exposition at /metrics (loopback unless a
                                     host is given)
           --stats FILE|-            publisher stats as JSON Lines every --stats-interval (1s)

@@ -16,6 +16,7 @@ final class SubscriberStatsStream {
     var destroyed: Set<UInt32> = []
     var everReceived = false
     var localScorer = NetworkConditionScorer()
+    var videoDisabled = false
 
     init(_ out: JSONLinesWriter) { self.out = out }
 
@@ -104,6 +105,22 @@ final class SubscriberStatsStream {
             if !silent && !connected { connected = true; event("reconnected") }
             if silent && !connected && mono - last > 10_000_000 {
                 for s in r.streams where !destroyed.contains(s.ssrc) { destroyed.insert(s.ssrc); event("streamDestroyed", [("reason", .string("timeout")), ("ssrc", .int(Int64(s.ssrc)))]) }
+            }
+        }
+        // Video stops while audio flows on: the publisher dropped it (audio fallback on a critical
+        // link, or a property change); say so, and when it comes back.
+        if let prev {
+            let videoNow = r.streams.filter { $0.kind == .video }.reduce(0) { $0 + $1.packetsReceived }
+            let videoBefore = prev.streams.filter { $0.kind == .video }.reduce(0) { $0 + $1.packetsReceived }
+            let audioNow = r.streams.filter { $0.kind == .audio }.reduce(0) { $0 + $1.packetsReceived }
+            let audioBefore = prev.streams.filter { $0.kind == .audio }.reduce(0) { $0 + $1.packetsReceived }
+            let remoteCritical = r.senderStats.map { $0.networkCondition == 1 } ?? false
+            if !videoDisabled && videoBefore > 0 && videoNow == videoBefore && audioNow > audioBefore && r.byes == 0 {
+                videoDisabled = true
+                event("videoDisabled", [("reason", .string(remoteCritical ? "qualityChanged" : "publisherPropertyChanged"))])
+            } else if videoDisabled && videoNow > videoBefore {
+                videoDisabled = false
+                event("videoEnabled", [("reason", .string("qualityChanged"))])
             }
         }
         for s in r.streams where s.byeReceived && !destroyed.contains(s.ssrc) {

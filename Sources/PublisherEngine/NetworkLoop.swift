@@ -37,6 +37,7 @@ public struct NetworkCounters: Sendable, Equatable {
     public var events: [PublisherEvent] = []
     public var eventsEmitted = 0
     public var senderStatsSent = 0
+    public var audioFallbackActive = false
 }
 
 /// Something a stats consumer should hear about once (SPEC §3 events).
@@ -104,6 +105,11 @@ final class NetworkLoop {
     var allocator: BitrateAllocator
     var appliedTargets: [Int]
     var scorer: NetworkConditionScorer
+    /// Audio fallback in force (video off because the condition went critical).
+    var inAudioFallback = false
+    var fallbackRecoveryCount = 0
+    var fallbackTransition = false
+    var fallbackCooldownUntil: Int64 = 0
     var rtxWindowStart: Int64 = 0
     var rtxWindowBytes = 0
     var nextScore: Int64 = 0
@@ -226,6 +232,30 @@ final class NetworkLoop {
         if let (c, r) = scorer.add(sample) {
             emit(PublisherEvent(number: 0, kind: .networkConditionChanged, wallMillis: Clock.wallMicros() / 1000, condition: c, reason: r.rawValue))
         }
+        if config.audioFallback && !appliedTargets.isEmpty {
+            if !inAudioFallback && scorer.condition == .critical && now >= fallbackCooldownUntil {
+                inAudioFallback = true
+                fallbackRecoveryCount = 0
+                fallbackTransition = true
+                if let e = counters.estimate { apply(e, now: now) }
+                fallbackTransition = false
+            } else if inAudioFallback {
+                // Back when the estimate carries audio + 1.2 × the lowest layer's minimum and loss is
+                // below the warning threshold, for two evaluations in a row.
+                let need = Double(allocator.audioBitrate + Int(1.2 * Double(allocator.layers[0].min))) / 0.95
+                let ok = Double(counters.estimate?.bitrate ?? 0) >= need && (loss ?? 0) < config.conditionThresholds.warningLoss
+                fallbackRecoveryCount = ok ? fallbackRecoveryCount + 1 : 0
+                if fallbackRecoveryCount >= 2 {
+                    inAudioFallback = false
+                    // The loss window still remembers the bad spell: don't fall back on it again.
+                    fallbackCooldownUntil = now + config.conditionThresholds.windowMicros
+                    fallbackTransition = true
+                    if let e = counters.estimate { apply(e, now: now) }
+                    fallbackTransition = false
+                }
+            }
+            counters.audioFallbackActive = inAudioFallback
+        }
         counters.networkCondition = scorer.condition
         counters.networkConditionReason = scorer.reason
     }
@@ -233,14 +263,19 @@ final class NetworkLoop {
     /// Splits the estimate over audio and layers and hands the layer targets to the encoders.
     func apply(_ e: NetworkEstimate, now: Int64) {
         // Leave room for packet overhead (RTP/SRTP/UDP/IP ≈ 5 % at 1200-byte packets).
-        let a = allocator.allocate(Int(Double(e.bitrate) * 0.95))
+        var a = allocator.allocate(Int(Double(e.bitrate) * 0.95))
+        if inAudioFallback {
+            a.layers = a.layers.map { _ in 0 }
+            a.bandwidthLimited = a.bandwidthLimited.map { _ in true }
+        }
         counters.estimate = e
         counters.allocation = a
         for (i, bps) in a.layers.enumerated() where i < appliedTargets.count && appliedTargets[i] != bps {
             if (appliedTargets[i] == 0) != (bps == 0) {
                 let l = config.layers[i]
                 emit(PublisherEvent(number: 0, kind: .videoQualityChanged, wallMillis: Clock.wallMicros() / 1000, condition: nil,
-                                    reason: "bandwidth", change: bps == 0 ? "layerSuspended" : "layerResumed", rid: l.rid, width: l.width, height: l.height))
+                                    reason: fallbackTransition ? "audioFallback" : "bandwidth", change: bps == 0 ? "layerSuspended" : "layerResumed",
+                                    rid: l.rid, width: l.width, height: l.height))
             }
             appliedTargets[i] = bps
             control.setTargetBitrate(layer: i, bps: bps)

@@ -31,6 +31,9 @@ public struct PublisherConfig: Sendable {
     public var congestionControl = true
     /// Network-condition scoring (SPEC §4).
     public var conditionThresholds = NetworkConditionThresholds()
+    /// Audio fallback (SPEC §3): drop all video while the network condition is critical, keep
+    /// audio, and bring video back once the estimate carries the lowest layer again.
+    public var audioFallback = false
     /// Send the sender-side stats track (RTCP APP "SSTS") about once a second.
     public var senderStats = false
     /// Where the estimate starts before probing (libwebrtc: 300 kbps).
