@@ -56,6 +56,8 @@ enum Help {
           --rtc-stats FILE          write a W3C webrtc-stats report (JSON) at the end, and on SIGUSR1
           --sender-stats            send the sender-side stats track (RTCP APP "SSTS")
           --audio-fallback          drop video while the network condition is critical
+          --vitals                  add process CPU, RSS and encoder time per layer to the
+                                    stats stream (type "vitals"), with a final summary
           --metrics [HOST:]PORT     Prometheus text exposition at /metrics (loopback unless a
                                     host is given)
           --stats FILE|-            publisher stats as JSON Lines every --stats-interval (1s)

@@ -11,10 +11,10 @@ enum PublishCommand {
     static let spec: OptionSpec = {
         var o = CommonOptions.media
         for (k, v) in ["to": OptionSpec.Kind.repeated, "key": .value, "sdp-out": .value, "no-bundle": .flag, "no-audio": .flag,
-                       "no-video": .flag, "cname": .value, "no-congestion-control": .flag, "sender-stats": .flag, "rtc-stats": .value, "metrics": .value] { o[k] = v }
+                       "no-video": .flag, "cname": .value, "no-congestion-control": .flag, "sender-stats": .flag, "rtc-stats": .value, "metrics": .value, "vitals": .flag] { o[k] = v }
         return OptionSpec(options: o, planned: [
 "replay": "replay mode comes with load testing",
-"vitals": "session vitals are planned",
+
         ])
     }()
 
@@ -44,6 +44,10 @@ enum PublishCommand {
         // A relayed session: one publisher per receiver, each with its own transport, feedback,
         // estimate and encoders (as a browser has one peer connection per remote peer).
         let stats = try CommonOptions.stats(o)
+        if o.has("vitals") && stats == nil { throw UsageError("--vitals writes into the stats stream: add --stats FILE|-") }
+        var vitals: VitalsRecorder? = o.has("vitals") ? VitalsRecorder(intervalMicros: stats!.1) : nil
+        var sampler = ProcessVitals()
+        var previousEncode: [Int64] = []
         var publishers: [Publisher] = []
         for d in destinations {
             var c = pc
@@ -82,6 +86,8 @@ enum PublishCommand {
         }
         defer { metrics?.stop() }
         for publisher in publishers { publisher.start() }
+        vitals?.startSession()
+        _ = sampler.sample()
         for (d, publisher) in zip(destinations, publishers) {
             Output.err("publishing to \(d)\(pc.bundle ? " (bundle)" : " (one port per stream)") from \(publisher.localAddress); Ctrl-C to stop\n")
         }
@@ -103,6 +109,18 @@ enum PublishCommand {
             if Signals.takeReportRequest() { writeRTCStats() }
             if let (stream, interval) = stats, Clock.monotonicMicros() >= nextStats {
                 stream.emit(zip(snaps, destinations).map { ($0, relayed ? $1.description : nil) })
+                if vitals != nil {
+                    let wall = Clock.wallMicros() / 1000
+                    let (cpu, rss) = sampler.sample()
+                    vitals!.add(.init(wallMillis: wall, cpuPercent: cpu, rssBytes: rss))
+                    // Encoder time per layer in this tick (ms), summed over the connections.
+                    var encode = [Int64](repeating: 0, count: snaps[0].media.encodeMicros.count)
+                    for p in snaps { for (i, e) in p.media.encodeMicros.enumerated() where i < encode.count { encode[i] += e } }
+                    let delta = encode.enumerated().map { i, e in e - (i < previousEncode.count ? previousEncode[i] : 0) }
+                    previousEncode = encode
+                    vitals!.log("encoderTimeMs", .array(delta.map { .int($0 / 1000) }), wallMillis: wall)
+                    for chunk in vitals!.flush() { stream.out.writeRaw(chunk) }
+                }
                 nextStats += interval
             }
             let sent = snaps.reduce(0) { $0 + $1.streams.reduce(0) { $0 + $1.packetsSent } }
@@ -128,7 +146,14 @@ enum PublishCommand {
         Output.endProgress()
         let snaps = publishers.map { $0.snapshot() }
         writeRTCStats()
-        if let (stream, _) = stats { stream.emit(zip(snaps, destinations).map { ($0, relayed ? $1.description : nil) }) }
+        if let (stream, _) = stats {
+            stream.emit(zip(snaps, destinations).map { ($0, relayed ? $1.description : nil) })
+            if vitals != nil {
+                vitals!.endSession()
+                for chunk in vitals!.flush() { stream.out.writeRaw(chunk) }
+                stream.out.write([vitals!.summary(wallMillis: Clock.wallMicros() / 1000)])
+            }
+        }
         if o.has("json") {
             let docs: [JSONValue] = zip(snaps, destinations).map { p, d in
                 .object([("to", .string(d.description)), ("durationMs", .int(p.elapsedMicros / 1000)), ("streams", .array(p.streams.map(Report.outboundJSON))),

@@ -116,7 +116,12 @@ final class JSONLinesWriter {
 
     func write(_ lines: [JSONValue]) {
         guard !lines.isEmpty else { return }
-        var bytes = Array((lines.map { $0.serialized() }.joined(separator: "\n") + "\n").utf8)
+        writeRaw(lines.map { $0.serialized() }.joined(separator: "\n") + "\n")
+    }
+
+    /// Writes already-serialised lines (a vitals chunk) in one go.
+    func writeRaw(_ text: String) {
+        var bytes = Array(text.utf8)
         var off = 0
         while off < bytes.count {
             let n = bytes.withUnsafeMutableBytes { Glibc.write(fd, $0.baseAddress! + off, $0.count - off) }

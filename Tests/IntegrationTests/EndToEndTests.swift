@@ -346,7 +346,7 @@ import Impairment
         recv.standardError = Pipe()
         try recv.run()
         Thread.sleep(forTimeInterval: 0.3)
-        let pub = try run(["publish", "--to", "127.0.0.1:\(port)", "--key", key, "--duration", "6s", "--sender-stats",
+        let pub = try run(["publish", "--to", "127.0.0.1:\(port)", "--key", key, "--duration", "6s", "--sender-stats", "--vitals",
                            "--stats", dir.appendingPathComponent("pub.jsonl").path])
         #expect(pub.code == 0, "\(pub.err)")
         recv.waitUntilExit()
@@ -362,7 +362,7 @@ import Impairment
             }
         }
         for t in ["publisherVideoStats", "publisherAudioStats", "publisherMediaLinkStats", "subscriberVideoStats", "subscriberAudioStats",
-                  "subscriberMediaLinkStats", "subscriberEvent", "videoQualityChanged"] {
+                  "subscriberMediaLinkStats", "subscriberEvent", "videoQualityChanged", "vitals"] {
             #expect((types[t] ?? 0) > 0, "no \(t) line")
         }
         // The publisher's uplink is the constrained one: the subscriber blames the remote side.
@@ -371,6 +371,10 @@ import Impairment
         #expect(sources.contains("remote"))
         #expect(!sources.contains("local"))
         #expect(lines.contains { $0["type"] as? String == "subscriberEvent" && $0["event"] as? String == "streamDestroyed" && $0["reason"] as? String == "bye" })
+        let vitals = lines.filter { $0["type"] as? String == "vitals" }
+        #expect(vitals.filter { $0["kind"] as? String == "sample" }.count >= 4)
+        #expect(vitals.last?["kind"] as? String == "summary") // the summary closes the timeline
+        #expect(vitals.contains { ($0["rssBytes"] as? Int ?? 0) > 10_000_000 })
     }
 
     /// A relayed session: two receivers, one behind a 600 kbps cap; every stats array has one
