@@ -29,7 +29,28 @@ enum Output {
 
     static func endProgress() {
         guard progressEnabled else { return }
+        if screenLines > 0 { clearScreen(); return }
         err("\r\u{1B}[2K")
+    }
+
+    nonisolated(unsafe) static var screenLines = 0
+
+    /// A block of lines redrawn in place on a terminal (a live table), silent otherwise.
+    static func screen(_ text: String) {
+        guard progressEnabled else { return }
+        var out = screenLines > 0 ? "\u{1B}[\(screenLines)F" : "\r"
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).dropLast(text.hasSuffix("\n") ? 1 : 0)
+        for l in lines { out += "\u{1B}[2K" + l + "\n" }
+        // Clear what a taller previous frame left below.
+        if screenLines > lines.count { out += String(repeating: "\u{1B}[2K\n", count: screenLines - lines.count) + "\u{1B}[\(screenLines - lines.count)F" }
+        screenLines = lines.count
+        err(out)
+    }
+
+    static func clearScreen() {
+        guard screenLines > 0 else { return }
+        err("\u{1B}[\(screenLines)F\u{1B}[0J")
+        screenLines = 0
     }
 }
 

@@ -126,7 +126,7 @@ enum PublishCommand {
             let sent = snaps.reduce(0) { $0 + $1.streams.reduce(0) { $0 + $1.packetsSent } }
             let bytes = snaps.reduce(0) { $0 + $1.streams.reduce(0) { $0 + $1.payloadBytesSent + $1.headerBytesSent } }
             let secs = max(0.001, Double(snaps[0].elapsedMicros) / 1e6)
-            Output.progress("publish \(Units.fixed(secs, 1))s  \(sent) pkts  \(Units.bitrate(Int(Double(bytes * 8) / secs)))")
+            Output.screen(liveTable(snaps, destinations, seconds: secs, sent: sent, bytes: bytes))
             for (i, p) in snaps.enumerated() {
                 if pc.congestionControl && pc.bundle && !warnedNoFeedback.contains(i) && p.elapsedMicros > 3_000_000 && p.network.transportFeedbackReceived == 0 {
                     warnedNoFeedback.insert(i)
@@ -176,6 +176,25 @@ enum PublishCommand {
         }
         if let e = snaps.compactMap(\.media.error).first { Output.err("Error: encoder failed: \(e)\n"); return 2 }
         return interrupted ? 130 : 0
+    }
+
+    /// The live view on a terminal: per connection, the estimate and condition, then per stream
+    /// the target, the bitrate over the last second and the limitation reason.
+    static func liveTable(_ snaps: [PublisherSnapshot], _ destinations: [SocketAddress], seconds: Double, sent: Int, bytes: Int) -> String {
+        var out = "pubbot publish — \(Units.fixed(seconds, 1)) s, \(sent) packets, \(Units.bitrate(Int(Double(bytes * 8) / max(seconds, 0.001)))) average\n"
+        for (p, d) in zip(snaps, destinations) {
+            let e = p.network.estimate.map { Units.bitrate($0.bitrate) } ?? "-"
+            let rtt = p.streams.compactMap(\.roundTripTimeMillis).max().map { Units.fixed($0, 1) + " ms" } ?? "-"
+            out += "→ \(d)  estimate \(e)  condition \(p.network.networkCondition.rawValue)  RTT \(rtt)\(p.network.audioFallbackActive ? "  AUDIO FALLBACK" : "")\n"
+            var t = TextTable(headers: ["stream", "resolution", "target", "frames", "packets", "NACK/PLI", "limited by"], rightAligned: [2, 3, 4, 5])
+            for s in p.streams {
+                t.add([Report.streamName(kind: s.kind, rid: s.rid, width: s.width, height: s.height),
+                       s.kind == .audio ? "opus" : "\(s.width)x\(s.height)", s.kind == .audio ? "-" : (s.targetBitrate == 0 ? "off" : Units.bitrate(s.targetBitrate)),
+                       String(s.framesSent), String(s.packetsSent), "\(s.nackReceived)/\(s.pliReceived)", s.kind == .audio ? "-" : s.qualityLimitationReason])
+            }
+            out += t.render()
+        }
+        return out
     }
 
     static func writeFile(_ path: String, _ text: String) -> Bool {
