@@ -36,10 +36,15 @@ enum ReceiveCommand {
         var rc = ReceiverConfig(listen: listen, key: key)
         rc.impairment = try o.value("impair").map { t throws(UsageError) in try ValueParsers.impairment(t, option: "impair") }
         if let pref = o.value("prefer") {
-            // 360p or 360p@15 (the frame-rate part is accepted; temporal-layer selection is not implemented yet).
-            let h = pref.split(separator: "@").first.map { String($0.lowercased().filter { $0 != "p" }) }
-            guard let text = h, let height = Int(text), height >= 16, height <= 4320 else { throw UsageError("invalid --prefer '\(pref)' (e.g. 360p or 360p@15)") }
+            // 360p or 360p@15: the simulcast stream by height, the temporal layers by frame rate.
+            let parts = pref.split(separator: "@")
+            let h = parts.first.map { String($0.lowercased().filter { $0 != "p" }) }
+            guard parts.count <= 2, let text = h, let height = Int(text), height >= 16, height <= 4320 else { throw UsageError("invalid --prefer '\(pref)' (e.g. 360p or 360p@15)") }
             rc.preferredHeight = height
+            if parts.count == 2 {
+                guard let fps = Int(parts[1]), fps >= 1, fps <= 60 else { throw UsageError("invalid frame rate in --prefer '\(pref)' (e.g. 360p@15)") }
+                rc.preferredFrameRate = fps
+            }
         }
         rc.downlinkImpairment = try o.value("downlink-impair").map { t throws(UsageError) in try ValueParsers.impairment(t, option: "downlink-impair") }
         let stats = try CommonOptions.statsWriter(o).map { (SubscriberStatsStream($0.0), $0.1) }

@@ -23,6 +23,8 @@ public struct ReceiverConfig: Sendable {
     /// `--prefer 360p`: the router forwards to the subscriber only the simulcast stream whose
     /// height is the largest not above this (the lowest when all are above).
     public var preferredHeight: Int?
+    /// `--prefer …@15`: only temporal layers up to this frame rate reach the subscriber's decoder.
+    public var preferredFrameRate: Int?
 
     public init(listen: SocketAddress, key: SRTPKey) {
         self.listen = listen
@@ -317,6 +319,7 @@ final class ReceiveLoop {
             if let s = streams[header.ssrc] { stream = s } else {
                 guard streams.count < 256 else { snap.rejected.malformed += 1; return }
                 stream = ReceiveStream(ssrc: header.ssrc, kind: kind, payloadType: header.payloadType, decodeVideo: config.decodeVideo)
+                stream.preferredFrameRate = config.preferredFrameRate
                 streams[header.ssrc] = stream
                 order.append(header.ssrc)
             }

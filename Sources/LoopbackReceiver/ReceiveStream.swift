@@ -21,6 +21,16 @@ final class ReceiveStream {
     var wantsKeyFrame = false
     var lastPictureID: UInt16?
     var framesSkipped = 0
+    /// `--prefer …@fps`: the highest frame rate to pass on, and what the stream showed so far.
+    var preferredFrameRate: Int?
+    var highestTemporalID: UInt8 = 0
+    var framesFilteredTemporal = 0
+    var nominalFrameRate = 30.0
+
+    /// Frame rate up to temporal layer `tid` (each layer doubles it; the top one is the full rate).
+    func frameRate(ofTemporalLayer tid: UInt8) -> Double {
+        nominalFrameRate / Double(1 << Int(highestTemporalID - min(tid, highestTemporalID)))
+    }
     /// The stream's picture height, learned by the router from a key frame's VP8 header.
     var routerHeight: Int?
     var routerUnwrapper = SequenceUnwrapper()
@@ -120,6 +130,16 @@ final class ReceiveStream {
 
     func decode(_ frame: VP8FrameAssembler.Frame, nowMicros: Int64, wallMicros: Int64) {
         stats.framesAssembled += 1
+        if let tid = frame.descriptor.temporalID {
+            highestTemporalID = max(highestTemporalID, tid)
+            // --prefer …@fps: frames of temporal layers above the preferred rate are not passed on
+            // (they are never references for lower layers, so the rest still decodes).
+            if let fps = preferredFrameRate, tid > 0, frameRate(ofTemporalLayer: tid) > Double(fps) {
+                framesFilteredTemporal += 1
+                lastPictureID = frame.descriptor.pictureID // skipped on purpose: not a gap
+                return
+            }
+        }
         if let w = frame.header.width, let hh = frame.header.height { stats.width = w; stats.height = hh }
         guard decodeVideo else { return }
         // A missing picture breaks the reference chain: wait for a key frame rather than decode garbage.

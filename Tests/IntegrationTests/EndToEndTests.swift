@@ -172,6 +172,26 @@ import Impairment
         #expect(byHeight[720] == nil) // never decoded: never forwarded
     }
 
+    /// `--prefer 360p@15` with L1T3: only temporal layers up to 15 fps reach the decoder.
+    @Test func preferSelectsTemporalLayersByFrameRate() throws {
+        let key = SRTPKey.random(suite: .aesCm)
+        var rc = ReceiverConfig(listen: try SocketAddress(host: "127.0.0.1", port: 0), key: key)
+        rc.preferredHeight = 360
+        rc.preferredFrameRate = 15
+        let r = try LoopbackReceiver(config: rc)
+        var c = PublisherConfig(destination: r.localAddress, layers: VideoLayerConfig.ladder(top: 640, 360, layers: 2, temporalLayers: 3), key: key)
+        c.durationMicros = 3_000_000
+        let p = try Publisher(config: c)
+        r.start(); p.start(); p.wait()
+        Clock.sleep(micros: 300_000)
+        r.stop(); r.wait()
+        let s360 = try #require(r.snapshot().streams.first { $0.kind == .video && $0.height == 360 })
+        #expect(s360.framesAssembled > 60)
+        // TID 0 and 1 carry every other frame of the 30 fps stream.
+        #expect(abs(Double(s360.framesDecoded) - Double(s360.framesAssembled) / 2) <= 3, "\(s360.framesDecoded) of \(s360.framesAssembled)")
+        #expect(s360.decodeErrors == 0 && s360.stampsRead == s360.framesDecoded)
+    }
+
     /// Audio fallback: a critical spell (30 % loss) drops all video, audio goes on, and video
     /// comes back once the link recovers.
     @Test func audioFallbackDropsVideoOnACriticalLinkAndRecovers() throws {
