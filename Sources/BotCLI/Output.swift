@@ -6,7 +6,11 @@ import Transport
 
 /// Writing to the terminal: results to stdout, progress and errors to stderr.
 enum Output {
-    static func out(_ s: String) { writeAll(1, s) }
+    /// With `--stats -` standard output carries only the JSON Lines stream: results for people
+    /// (and `--json` summaries) go to standard error instead.
+    nonisolated(unsafe) static var stdoutIsStats = false
+
+    static func out(_ s: String) { writeAll(stdoutIsStats ? 2 : 1, s) }
     static func err(_ s: String) { writeAll(2, s) }
 
     static func writeAll(_ fd: Int32, _ s: String) {

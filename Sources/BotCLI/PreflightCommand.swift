@@ -19,6 +19,7 @@ enum PreflightCommand {
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
         let o = try ParsedOptions.parse(args, spec: spec, command: "preflight")
         if o.helpRequested { Output.out(Help.help("preflight")! + "\n"); return 0 }
+        Output.stdoutIsStats = o.value("stats") == "-"
         let duration = try o.value("duration").map { d throws(UsageError) in try ValueParsers.duration(d, option: "duration") } ?? 5_000_000
         guard duration >= 500_000, duration <= 600_000_000 else { throw UsageError("--duration must be between 500ms and 10m") }
         let suite = try CommonOptions.suite(o)

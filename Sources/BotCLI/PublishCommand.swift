@@ -21,6 +21,7 @@ enum PublishCommand {
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
         let o = try ParsedOptions.parse(args, spec: spec, command: "publish")
         if o.helpRequested { Output.out(Help.help("publish")! + "\n"); return 0 }
+        Output.stdoutIsStats = o.value("stats") == "-"
         let tos = o.all("to")
         guard !tos.isEmpty else { throw UsageError("missing --to HOST:PORT") }
         guard tos.count <= 16 else { throw UsageError("at most 16 --to (receivers) in one relayed session") }

@@ -14,6 +14,7 @@ enum ReceiveCommand {
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
         let o = try ParsedOptions.parse(args, spec: spec, command: "receive")
         if o.helpRequested { Output.out(Help.help("receive")! + "\n"); return 0 }
+        Output.stdoutIsStats = o.value("stats") == "-"
         var listenText = o.value("listen")
         let key: SRTPKey
         if let path = o.value("sdp") {
