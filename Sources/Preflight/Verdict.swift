@@ -1,0 +1,121 @@
+/// What the network test measured (means over the steady window).
+public struct Measurement: Equatable, Sendable {
+    public var estimate: Int
+    public var lossFraction: Double
+    public var roundTripTimeMillis: Double?
+    public var jitterMillis: Double?
+    /// Video actually sent (payload) during the window, for the video MOS.
+    public var videoBitrate: Int
+    public var durationMillis: Int64
+
+    public init(estimate: Int, lossFraction: Double, roundTripTimeMillis: Double?, jitterMillis: Double?, videoBitrate: Int, durationMillis: Int64) {
+        self.estimate = estimate
+        self.lossFraction = lossFraction
+        self.roundTripTimeMillis = roundTripTimeMillis
+        self.jitterMillis = jitterMillis
+        self.videoBitrate = videoBitrate
+        self.durationMillis = durationMillis
+    }
+}
+
+/// The pre-flight verdict (SPEC §5) for audio and for video, with the measured cause.
+public struct Verdict: Equatable, Sendable {
+    public struct Part: Equatable, Sendable {
+        public var supported: Bool
+        public var reason: String
+        public var mos: Double
+    }
+
+    public var audio: Part
+    public var video: Part
+    /// The highest tier the estimate carries (nil when even 180p does not fit).
+    public var recommended: Tier?
+    public var measurement: Measurement
+
+    public static func decide(_ m: Measurement, thresholds t: VerdictThresholds = VerdictThresholds()) -> Verdict {
+        let rtt = m.roundTripTimeMillis ?? 0
+        let audioMOS = MOS.audio(roundTripTimeMillis: rtt, lossFraction: m.lossFraction)
+        let audioOK = audioMOS >= t.audioMinMOS && m.estimate >= t.audioMinBitrate
+        let audioReason: String
+        if m.estimate < t.audioMinBitrate {
+            audioReason = "estimate \(kbps(m.estimate)) < \(kbps(t.audioMinBitrate)) needed for audio"
+        } else if !audioOK {
+            audioReason = "MOS \(fixed(audioMOS)) < \(fixed(t.audioMinMOS)) with \(fixed(m.lossFraction * 100)) % loss and \(fixed(rtt)) ms RTT"
+        } else {
+            audioReason = "MOS \(fixed(audioMOS)) ≥ \(fixed(t.audioMinMOS)) (loss \(fixed(m.lossFraction * 100)) %, RTT \(fixed(rtt)) ms)"
+        }
+
+        let tiers = Tier.all
+        let fits = tiers.first { Double(m.estimate) >= t.tierShare * Double($0.need(simulcast: t.simulcast)) }
+        var videoReason: String
+        var videoOK = fits != nil
+        if let tier = fits {
+            videoReason = "estimate \(kbps(m.estimate)) ≥ \(fixed(t.tierShare)) × \(kbps(tier.need(simulcast: t.simulcast))) needed for \(tier.name)"
+            if let i = tiers.firstIndex(of: tier), i > 0 {
+                let next = tiers[i - 1]
+                videoReason += "; < \(fixed(t.tierShare)) × \(kbps(next.need(simulcast: t.simulcast))) needed for \(next.name)"
+            }
+        } else {
+            let lowest = tiers.last!
+            videoReason = "estimate \(kbps(m.estimate)) < \(fixed(t.tierShare)) × \(kbps(lowest.need(simulcast: t.simulcast))) needed for \(lowest.name)"
+        }
+        if videoOK && m.lossFraction > t.videoMaxLoss {
+            videoOK = false
+            videoReason = "packet loss \(fixed(m.lossFraction * 100)) % > \(fixed(t.videoMaxLoss * 100)) %"
+        }
+        let videoMOS = fits.map { MOS.video(bitrate: max(m.videoBitrate, 0), width: $0.width, height: $0.height) } ?? 1
+        return Verdict(audio: Part(supported: audioOK, reason: audioReason, mos: (audioMOS * 100).rounded() / 100),
+                       video: Part(supported: videoOK, reason: videoReason, mos: (videoMOS * 100).rounded() / 100),
+                       recommended: videoOK ? fits : nil, measurement: m)
+    }
+
+    /// Whether `requirement` (a tier name or "audio") is met.
+    public func meets(_ requirement: String) -> Bool {
+        if requirement == "audio" { return audio.supported }
+        guard let want = Tier.all.firstIndex(where: { $0.name == requirement }) else { return false }
+        guard let got = recommended.flatMap({ r in Tier.all.firstIndex(of: r) }) else { return false }
+        return got <= want
+    }
+
+    static func kbps(_ bps: Int) -> String {
+        bps >= 1_000_000 ? "\(fixed(Double(bps) / 1e6)) Mbps" : "\(bps / 1000) kbps"
+    }
+
+    static func fixed(_ v: Double) -> String {
+        let r = (v * 100).rounded() / 100
+        if r == r.rounded() { return String(Int64(r)) }
+        let s = String(r)
+        return s
+    }
+}
+
+/// When the estimate is steady (documented in the README): at least `minimumMicros` have passed,
+/// and the mean of the last `windowMicros` differs from the mean of the window before it by less
+/// than `tolerance`.
+public struct SteadyDetector: Sendable {
+    public var windowMicros: Int64 = 2_000_000
+    public var tolerance = 0.10
+    public var minimumMicros: Int64 = 4_000_000
+    var samples: [(t: Int64, v: Int)] = []
+
+    public init() {}
+
+    public mutating func add(_ estimate: Int, at t: Int64) { samples.append((t, estimate)); samples.removeAll { t - $0.t > 2 * windowMicros + 500_000 } }
+
+    public func isSteady(now: Int64, start: Int64) -> Bool {
+        guard now - start >= minimumMicros else { return false }
+        let recent = samples.filter { now - $0.t <= windowMicros }
+        let before = samples.filter { now - $0.t > windowMicros && now - $0.t <= 2 * windowMicros }
+        guard recent.count >= 4, before.count >= 4 else { return false }
+        let a = Double(recent.reduce(0) { $0 + $1.v }) / Double(recent.count)
+        let b = Double(before.reduce(0) { $0 + $1.v }) / Double(before.count)
+        return b > 0 && abs(a - b) / b < tolerance
+    }
+
+    /// Mean of the last window (the figure the verdict uses).
+    public func windowMean(now: Int64) -> Int? {
+        let recent = samples.filter { now - $0.t <= windowMicros }
+        guard !recent.isEmpty else { return nil }
+        return recent.reduce(0) { $0 + $1.v } / recent.count
+    }
+}

@@ -1,0 +1,72 @@
+import Testing
+@testable import Preflight
+
+@Suite struct VerdictTests {
+    @Test func audioMOSFollowsTheEModel() {
+        // REFERENCES §9 worked value: no loss and d = RTT/2 + 30 = 180 ms → R ≈ 88.6, MOS ≈ 4.30.
+        #expect(abs(MOS.audio(roundTripTimeMillis: 300, lossFraction: 0) - 4.30) < 0.01)
+        // Measured loss and RTT move it: 5 % loss, 100 ms RTT is clearly worse, 30 % is unusable.
+        #expect(MOS.audio(roundTripTimeMillis: 100, lossFraction: 0.05) < 3.8)
+        #expect(MOS.audio(roundTripTimeMillis: 100, lossFraction: 0.30) < 2.4)
+        #expect(MOS.audio(roundTripTimeMillis: 0, lossFraction: 0) <= 4.5)
+    }
+
+    @Test func videoMOSAgainstResolution() {
+        #expect(MOS.video(bitrate: 20_000, width: 1280, height: 720) == 1)
+        #expect(MOS.video(bitrate: 2_500_000, width: 1280, height: 720) == 4.5) // above the ~2.09 Mbps target
+        let mid = MOS.video(bitrate: 500_000, width: 1280, height: 720)
+        #expect(mid > 2 && mid < 4.5)
+    }
+
+    func m(_ estimate: Int, loss: Double = 0, rtt: Double = 20) -> Measurement {
+        Measurement(estimate: estimate, lossFraction: loss, roundTripTimeMillis: rtt, jitterMillis: 1, videoBitrate: estimate * 8 / 10, durationMillis: 5_000)
+    }
+
+    @Test(arguments: [(10_000_000, "1080p"), (4_200_000, "1080p"), (4_000_000, "720p"), (2_400_000, "720p"), (800_000, "360p"),
+                      (600_000, "360p"), (480_000, "270p"), (270_000, "270p"), (200_000, "180p"), (112_500, "180p")])
+    func recommendsTheHighestTierAtThreeQuartersOfTheSimulcastNeed(_ estimate: Int, _ tier: String) {
+        let v = Verdict.decide(m(estimate))
+        #expect(v.recommended?.name == tier)
+        #expect(v.video.supported)
+    }
+
+    @Test func explainsWithTheMeasuredCause() {
+        let v = Verdict.decide(m(800_000))
+        #expect(v.video.reason == "estimate 800 kbps ≥ 0.75 × 650 kbps needed for 360p; < 0.75 × 1.55 Mbps needed for 540p")
+        let none = Verdict.decide(m(100_000))
+        #expect(!none.video.supported && none.recommended == nil)
+        #expect(none.video.reason == "estimate 100 kbps < 0.75 × 150 kbps needed for 180p")
+        #expect(none.audio.supported) // audio fits in 100 kbps
+        let lossy = Verdict.decide(m(4_000_000, loss: 0.2))
+        #expect(!lossy.video.supported && lossy.video.reason.hasPrefix("packet loss 20 %"))
+        #expect(lossy.audio.supported) // Opus with in-band FEC: the E-model still gives ~2.8 at 20 %
+        let awful = Verdict.decide(m(4_000_000, loss: 0.4))
+        #expect(!awful.audio.supported && awful.audio.reason.hasPrefix("MOS"))
+    }
+
+    @Test func requirements() {
+        let v = Verdict.decide(m(800_000))
+        #expect(v.meets("360p") && v.meets("180p") && v.meets("audio"))
+        #expect(!v.meets("720p") && !v.meets("540p") && !v.meets("nonsense"))
+    }
+
+    @Test func nonSimulcastThresholds() {
+        var t = VerdictThresholds()
+        t.simulcast = false
+        #expect(Verdict.decide(m(2_000_000), thresholds: t).recommended?.name == "720p") // 0.75 × 2.5M = 1.875M
+    }
+
+    @Test func steadyNeedsTwoQuietWindowsAfterTheMinimum() {
+        var s = SteadyDetector()
+        var t: Int64 = 0
+        for _ in 0..<12 { t += 250_000; s.add(4_000_000, at: t) }
+        #expect(!s.isSteady(now: t, start: 0)) // 3 s < 4 s minimum
+        for _ in 0..<4 { t += 250_000; s.add(4_000_000, at: t) }
+        #expect(s.isSteady(now: t, start: 0))
+        var ramp = SteadyDetector()
+        t = 0
+        for i in 0..<24 { t += 250_000; ramp.add(300_000 + i * 150_000, at: t) } // still climbing
+        #expect(!ramp.isSteady(now: t, start: 0))
+        #expect(ramp.windowMean(now: t)! > 3_000_000)
+    }
+}
