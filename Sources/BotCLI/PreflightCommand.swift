@@ -3,136 +3,339 @@ import PublisherEngine
 import LoopbackReceiver
 import Transport
 import Stats
+import Preflight
+import RTPCore
 
 /// `pubbot preflight`: embedded receiver + publisher over loopback, per-layer results.
 enum PreflightCommand {
     static let spec: OptionSpec = {
         var o = CommonOptions.media
-        o["audio-only"] = .flag
-        o["impair"] = .value
-        return OptionSpec(options: o, planned: [
-            "to": "remote receivers come with the verdict work", "key": "used with --to", "sdp": "used with --to",
-"require": "the verdict is planned", "junit": "the verdict is planned",
-        ])
+        for (k, v) in ["audio-only": OptionSpec.Kind.flag, "impair": .value, "to": .value, "key": .value, "sdp": .value, "require": .value,
+                       "junit": .value, "verdict-thresholds": .value] { o[k] = v }
+        return OptionSpec(options: o)
     }()
+
+    /// Tiers and "audio", as --require accepts them.
+    static let requirements = Tier.all.map(\.name) + ["audio"]
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
         let o = try ParsedOptions.parse(args, spec: spec, command: "preflight")
         if o.helpRequested { Output.out(Help.help("preflight")! + "\n"); return 0 }
         Output.stdoutIsStats = o.value("stats") == "-"
-        let duration = try o.value("duration").map { d throws(UsageError) in try ValueParsers.duration(d, option: "duration") } ?? 5_000_000
-        guard duration >= 500_000, duration <= 600_000_000 else { throw UsageError("--duration must be between 500ms and 10m") }
+        let limit = try o.value("duration").map { d throws(UsageError) in try ValueParsers.duration(d, option: "duration") } ?? 15_000_000
+        guard limit >= 2_000_000, limit <= 600_000_000 else { throw UsageError("--duration must be between 2s and 10m") }
+        if let r = o.value("require"), !requirements.contains(r) { throw UsageError("invalid --require '\(r)' (one of \(requirements.joined(separator: ", ")))") }
+        let thresholds = try o.value("verdict-thresholds").map { t throws(UsageError) in try verdictThresholds(t) } ?? VerdictThresholds()
         let suite = try CommonOptions.suite(o)
-        let key = SRTPKey.random(suite: suite)
 
-        let receiver: LoopbackReceiver
-        do {
-            var rc = ReceiverConfig(listen: try SocketAddress(host: "127.0.0.1", port: 0), key: key)
-            rc.impairment = try o.value("impair").map { t throws(UsageError) in try ValueParsers.impairment(t, option: "impair") }
-            receiver = try LoopbackReceiver(config: rc)
-        } catch let e as UsageError {
-            throw e
-        } catch {
-            Output.err("Error: cannot start the embedded receiver: \(error)\n")
-            return 2
+        // Target: the embedded loopback receiver, or a remote `pubbot receive`.
+        var destination: SocketAddress
+        var key: SRTPKey
+        var receiver: LoopbackReceiver?
+        if o.value("to") != nil || o.value("sdp") != nil {
+            if o.value("impair") != nil { throw UsageError("--impair applies to the embedded receiver; with --to, impair the remote one (pubbot receive --impair)") }
+            var toText = o.value("to")
+            if let path = o.value("sdp") {
+                guard o.value("key") == nil else { throw UsageError("give either --key or --sdp, not both") }
+                guard let text = ReceiveCommand.readFile(path) else { throw UsageError("cannot read the SDP file '\(path)'") }
+                let sd: SessionDescription
+                do { sd = try SessionDescription.parse(text) } catch { throw UsageError("invalid SDP '\(path)': \(error)") }
+                guard let c = sd.media.first(where: { $0.crypto != nil })?.crypto, let sdpSuite = SRTPSuite(sdesName: c.suite) else {
+                    throw UsageError("the SDP '\(path)' has no usable a=crypto line")
+                }
+                do { key = try SRTPKey(base64: c.inlineKey, suite: sdpSuite) } catch { throw UsageError("the SDP's key is invalid: \(error)") }
+                if toText == nil { toText = (sd.address.contains(":") ? "[\(sd.address)]" : sd.address) + ":\(sd.media[0].port)" }
+            } else {
+                guard o.value("key") != nil else { throw UsageError("--to needs the receiver's --key B64 (or --sdp FILE)") }
+                key = try CommonOptions.key(o, suite: suite)
+            }
+            destination = try CommonOptions.address(toText!, option: "to")
+        } else {
+            if o.value("key") != nil { throw UsageError("--key is for a remote receiver (--to); the embedded one uses a fresh key") }
+            key = SRTPKey.random(suite: suite)
+            do {
+                var rc = ReceiverConfig(listen: try SocketAddress(host: "127.0.0.1", port: 0), key: key)
+                rc.impairment = try o.value("impair").map { t throws(UsageError) in try ValueParsers.impairment(t, option: "impair") }
+                let r = try LoopbackReceiver(config: rc)
+                receiver = r
+                destination = r.localAddress
+            } catch let e as UsageError {
+                throw e
+            } catch {
+                Output.err("Error: cannot start the embedded receiver: \(error)\n")
+                return 2
+            }
         }
-        var pc = PublisherConfig(destination: receiver.localAddress, key: key)
+        var pc = PublisherConfig(destination: destination, key: key)
         try CommonOptions.apply(o, to: &pc)
         if o.has("audio-only") { pc.sendVideo = false; pc.layers = [] }
-        pc.durationMicros = duration
+        pc.durationMicros = limit
+        // Measure beyond what the ladder uses: the highest tier needs 5.55 Mbps with simulcast.
+        pc.probeCeiling = 12_000_000
+        let stats = try CommonOptions.stats(o)
+
+        var phase = runPhase(pc, receiver: receiver, stats: stats, limit: limit, label: "preflight")
+        if phase.interrupted { Output.endProgress(); return 130 }
+        guard phase.answered else {
+            Output.endProgress()
+            Output.err("Error: no answer from the receiver at \(destination) within 3 s — check the address and port, that `pubbot receive` is running there with the same key (--key/--sdp) and SRTP suite, and that no firewall drops UDP in either direction\n")
+            writeJUnit(o.value("junit"), verdict: nil, requirement: o.value("require"), failure: "no answer from the receiver")
+            return 2
+        }
+        var verdict = Verdict.decide(phase.measurement, thresholds: thresholds)
+        // Audio-only phase: when video does not fit, measure audio on its own for 3 s.
+        var audioOnly: Measurement?
+        if !verdict.video.supported && pc.sendVideo {
+            var ac = pc
+            ac.sendVideo = false
+            ac.layers = []
+            ac.durationMicros = 3_000_000
+            let a = runPhase(ac, receiver: nil, stats: nil, limit: 3_000_000, label: "audio-only", reuseReceiver: receiver)
+            if a.answered {
+                audioOnly = a.measurement
+                let av = Verdict.decide(a.measurement, thresholds: thresholds)
+                verdict.audio = av.audio
+            }
+        }
+        receiver?.stop()
+        receiver?.wait()
+        if let receiver { phase.receiver = receiver.snapshot() } // final figures (latency percentiles)
+        Output.endProgress()
+        let met = o.value("require").map { verdict.meets($0) }
+        writeJUnit(o.value("junit"), verdict: verdict, requirement: o.value("require"), failure: nil)
+        if o.has("json") {
+            Output.out(json(verdict, phase: phase, audioOnly: audioOnly, requirement: o.value("require"), met: met, thresholds: thresholds).serialized(pretty: true) + "\n")
+        } else {
+            Output.out(human(verdict, phase: phase, audioOnly: audioOnly, target: receiver == nil ? "\(destination)" : "embedded loopback receiver",
+                             requirement: o.value("require"), met: met))
+        }
+        if let met { return met ? 0 : 1 }
+        return 0
+    }
+
+    struct PhaseResult {
+        var measurement: Measurement
+        var answered: Bool
+        var interrupted: Bool
+        var steady: Bool
+        var elapsedMicros: Int64
+        var publisher: PublisherSnapshot?
+        var receiver: ReceiverSnapshot?
+        var plan: StreamPlan
+    }
+
+    /// Publishes until the estimate is steady (or the limit), watching for any answer.
+    static func runPhase(_ pc: PublisherConfig, receiver: LoopbackReceiver?, stats: (StatsStream, Int64)?, limit: Int64, label: String,
+                         reuseReceiver: LoopbackReceiver? = nil) -> PhaseResult {
         let publisher: Publisher
         do { publisher = try Publisher(config: pc) } catch {
             Output.err("Error: \(error)\n")
-            return 2
+            return PhaseResult(measurement: Measurement(estimate: 0, lossFraction: 1, roundTripTimeMillis: nil, jitterMillis: nil, videoBitrate: 0, durationMillis: 0),
+                               answered: false, interrupted: false, steady: false, elapsedMicros: 0,
+                               publisher: nil, receiver: nil, plan: StreamPlan(config: pc))
         }
-        let stats = try CommonOptions.stats(o)
-        receiver.start()
+        receiver?.start()
         publisher.start()
         let started = Clock.monotonicMicros()
         var nextStats = started + (stats?.1 ?? 0)
+        var steadyDetector = SteadyDetector()
+        var losses: [(Int64, Double)] = []
+        var videoBytes: [(Int64, Int)] = []
+        var answered = false, steady = false
         while !publisher.control.stopRequested && !Signals.isInterrupted {
-            Clock.sleep(micros: 100_000)
-            let p = publisher.snapshot(), r = receiver.snapshot()
-            if let (stream, interval) = stats, Clock.monotonicMicros() >= nextStats { stream.emit(p); nextStats += interval }
-            let elapsed = Double(Clock.monotonicMicros() - started) / 1e6
-            let frac = min(1, elapsed / (Double(duration) / 1e6))
+            Clock.sleep(micros: 250_000)
+            let now = Clock.monotonicMicros()
+            let p = publisher.snapshot()
+            if let (stream, interval) = stats, now >= nextStats { stream.emit(p); nextStats += interval }
+            answered = answered || p.network.rtcpReceived > 0
+            if !answered && now - started >= 3_000_000 { break } // nothing came back: give up early
+            if let e = p.network.estimate { steadyDetector.add(e.bitrate, at: now); losses.append((now, e.lossFraction)) }
+            else if pc.sendVideo == false || !pc.congestionControl {
+                // Audio-only: no estimator; score the RR loss instead.
+                steadyDetector.add(pc.audioBitrate, at: now)
+                losses.append((now, p.streams.map(\.fractionLost).max() ?? 0))
+            }
+            videoBytes.append((now, p.streams.filter { $0.kind == .video }.reduce(0) { $0 + $1.payloadBytesSent }))
+            let elapsed = Double(now - started) / 1e6
+            let frac = min(1, elapsed / (Double(limit) / 1e6))
             let bar = String(repeating: "#", count: Int(frac * 20)) + String(repeating: ".", count: 20 - Int(frac * 20))
-            let sent = p.streams.reduce(0) { $0 + $1.packetsSent }
-            Output.progress("preflight [\(bar)] \(Units.fixed(elapsed, 1))s/\(Units.fixed(Double(duration) / 1e6, 1))s  sent \(sent) pkts  received \(r.packetsAccepted) pkts")
+            Output.progress("\(label) [\(bar)] \(Units.fixed(elapsed, 1))s  estimate \(p.network.estimate.map { Units.bitrate($0.bitrate) } ?? "-")  \(answered ? "" : "waiting for the receiver…")")
+            if answered && steadyDetector.isSteady(now: now, start: started) { steady = true; break }
         }
         let interrupted = Signals.isInterrupted
         publisher.stop()
         publisher.wait()
-        Clock.sleep(micros: 300_000) // let the last packets and the BYE arrive
-        receiver.stop()
-        receiver.wait()
-        Output.endProgress()
-        return report(publisher.snapshot(), receiver.snapshot(), plan: publisher.plan, json: o.has("json"), interrupted: interrupted)
+        let now = Clock.monotonicMicros()
+        let p = publisher.snapshot()
+        let window = steadyDetector.windowMicros
+        let recentLoss = losses.filter { now - $0.0 <= window + 500_000 }.map(\.1)
+        let loss = recentLoss.isEmpty ? 0 : recentLoss.reduce(0, +) / Double(recentLoss.count)
+        let vb = videoBytes.filter { now - $0.0 <= window + 500_000 }
+        let videoRate = vb.count >= 2 ? Int(Double((vb.last!.1 - vb.first!.1) * 8) * 1e6 / Double(max(1, vb.last!.0 - vb.first!.0))) : 0
+        let rtt = p.streams.compactMap(\.roundTripTimeMillis).max()
+        let jitter = p.streams.first { $0.kind == .audio }?.remoteJitterSeconds.map { $0 * 1000 }
+        let m = Measurement(estimate: steadyDetector.windowMean(now: now) ?? p.network.estimate?.bitrate ?? 0, lossFraction: loss,
+                            roundTripTimeMillis: rtt, jitterMillis: jitter, videoBitrate: videoRate, durationMillis: (now - started) / 1000)
+        Clock.sleep(micros: 200_000) // the BYE and the last packets
+        return PhaseResult(measurement: m, answered: answered, interrupted: interrupted, steady: steady, elapsedMicros: now - started,
+                           publisher: p, receiver: (receiver ?? reuseReceiver)?.snapshot(), plan: publisher.plan)
     }
 
-    static func report(_ p: PublisherSnapshot, _ r: ReceiverSnapshot, plan: StreamPlan, json: Bool, interrupted: Bool) -> Int32 {
+    /// `--verdict-thresholds share=75%,audio-mos=2.4,video-loss=10%,simulcast=on`.
+    static func verdictThresholds(_ text: String) throws(UsageError) -> VerdictThresholds {
+        var t = VerdictThresholds()
+        for item in text.split(separator: ",") {
+            let kv = item.split(separator: "=", maxSplits: 1).map(String.init)
+            guard kv.count == 2 else { throw UsageError("invalid --verdict-thresholds '\(item)' (e.g. share=75%,audio-mos=2.4,video-loss=10%,simulcast=on)") }
+            let pct = Double(kv[1].hasSuffix("%") ? String(kv[1].dropLast()) : kv[1])
+            switch kv[0] {
+            case "share": guard let v = pct, v > 0, v <= 200 else { throw UsageError("share is a percentage, e.g. share=75%") }; t.tierShare = v / 100
+            case "audio-mos": guard let v = Double(kv[1]), v >= 1, v <= 4.5 else { throw UsageError("audio-mos is 1…4.5") }; t.audioMinMOS = v
+            case "video-loss": guard let v = pct, v >= 0, v <= 100 else { throw UsageError("video-loss is a percentage") }; t.videoMaxLoss = v / 100
+            case "simulcast":
+                guard ["on", "off"].contains(kv[1]) else { throw UsageError("simulcast is on or off") }
+                t.simulcast = kv[1] == "on"
+            default: throw UsageError("unknown --verdict-thresholds key '\(kv[0])' (share, audio-mos, video-loss, simulcast)")
+            }
+        }
+        return t
+    }
+
+    static func json(_ v: Verdict, phase: PhaseResult, audioOnly: Measurement?, requirement: String?, met: Bool?, thresholds: VerdictThresholds) -> JSONValue {
+        let m = v.measurement
+        func part(_ p: Verdict.Part) -> JSONValue { .object([("supported", .bool(p.supported)), ("reason", .string(p.reason)), ("mos", .double(p.mos))]) }
+        var f: [(String, JSONValue)] = [("type", .string("verdict")), ("timestamp", .int(Clock.wallMicros() / 1000))]
+        f.append(("audio", part(v.audio)))
+        f.append(("video", part(v.video)))
+        var recommended: JSONValue = .null
+        if let r = v.recommended {
+            recommended = .object([("name", .string(r.name)), ("width", .int(Int64(r.width))), ("height", .int(Int64(r.height))), ("frameRate", .int(Int64(r.fps)))])
+        }
+        f.append(("recommended", recommended))
+        f.append(("estimate", .int(Int64(m.estimate))))
+        f.append(("packetLoss", .double((m.lossFraction * 10_000).rounded() / 10_000)))
+        f.append(("roundTripTimeMs", m.roundTripTimeMillis.map { JSONValue.double(($0 * 10).rounded() / 10) } ?? .null))
+        f.append(("jitterMs", m.jitterMillis.map { JSONValue.double(($0 * 10).rounded() / 10) } ?? .null))
+        f.append(("steady", .bool(phase.steady)))
+        f.append(("durationMs", .int(m.durationMillis)))
+        var audioPhase: JSONValue = .null
+        if let a = audioOnly {
+            audioPhase = .object([("packetLoss", .double(a.lossFraction)), ("roundTripTimeMs", a.roundTripTimeMillis.map { JSONValue.double($0) } ?? .null)])
+        }
+        f.append(("audioOnlyPhase", audioPhase))
+        f.append(("require", requirement.map { JSONValue.string($0) } ?? .null))
+        f.append(("requirementMet", met.map { JSONValue.bool($0) } ?? .null))
+        f.append(("thresholds", .object([("tierShare", .double(thresholds.tierShare)), ("audioMinMOS", .double(thresholds.audioMinMOS)),
+                                         ("videoMaxLoss", .double(thresholds.videoMaxLoss)), ("simulcast", .bool(thresholds.simulcast))])))
+        let sr = streamReport(phase.publisher, phase.receiver)
+        f.append(("ok", .bool(sr.problems.isEmpty)))
+        f.append(("streams", .array(sr.rows)))
+        f.append(("problems", .array(sr.problems.map { JSONValue.string($0) })))
+        f.append(("suspended", .array(sr.suspended.map { JSONValue.string($0) })))
+        return .object(f)
+    }
+
+    static func human(_ v: Verdict, phase: PhaseResult, audioOnly: Measurement?, target: String, requirement: String?, met: Bool?) -> String {
+        let m = v.measurement
+        var out = "pubbot preflight — \(target), \(Units.fixed(Double(m.durationMillis) / 1000, 1)) s\(phase.steady ? " (estimate steady)" : " (time limit)")\n\n"
+        var t = TextTable(headers: ["", "supported", "MOS", "why"])
+        t.add(["audio", v.audio.supported ? "yes" : "NO", Units.fixed(v.audio.mos, 2), v.audio.reason])
+        t.add(["video", v.video.supported ? "yes" : "NO", Units.fixed(v.video.mos, 2), v.video.reason])
+        out += t.render()
+        out += "\nrecommended: " + (v.recommended.map { "\($0.name) (\($0.width)x\($0.height) @ \($0.fps) fps)" } ?? "audio only") + "\n"
+        out += "measured: estimate \(Units.bitrate(m.estimate)), loss \(Units.fixed(m.lossFraction * 100, 1)) %, RTT \(m.roundTripTimeMillis.map { Units.fixed($0, 1) + " ms" } ?? "-"), jitter \(m.jitterMillis.map { Units.fixed($0, 1) + " ms" } ?? "-")\n"
+        if let a = audioOnly { out += "audio-only phase: loss \(Units.fixed(a.lossFraction * 100, 1)) %, RTT \(a.roundTripTimeMillis.map { Units.fixed($0, 1) + " ms" } ?? "-")\n" }
+        let sr = streamReport(phase.publisher, phase.receiver)
+        if !sr.table.isEmpty {
+            out += "\n" + sr.table + "\n" + sr.details
+            if !sr.suspended.isEmpty { out += "suspended for lack of bandwidth: " + sr.suspended.joined(separator: ", ") + "\n" }
+            if phase.receiver != nil {
+                out += sr.problems.isEmpty ? "every stream sent was decoded\n" : "PROBLEMS:\n" + sr.problems.map { "  - \($0)\n" }.joined()
+            }
+        }
+        if let requirement, let met { out += "\nrequire \(requirement): \(met ? "met" : "NOT met")\n" }
+        return out
+    }
+
+    /// JUnit XML: one test case per requirement (audio, video, and --require), for CI dashboards.
+    static func writeJUnit(_ path: String?, verdict v: Verdict?, requirement: String?, failure: String?) {
+        guard let path else { return }
+        func esc(_ s: String) -> String {
+            s.replacingBackslashesAndQuotes.replacing("&", with: "&amp;").replacing("<", with: "&lt;").replacing(">", with: "&gt;").replacing("\\\"", with: "&quot;")
+        }
+        var cases: [(String, String?)] = []
+        if let v {
+            cases.append(("audio supported", v.audio.supported ? nil : v.audio.reason))
+            cases.append(("video supported", v.video.supported ? nil : v.video.reason))
+            if let r = requirement { cases.append(("require \(r)", v.meets(r) ? nil : "recommended \(v.recommended?.name ?? "audio only"): \(v.video.reason)")) }
+        } else {
+            cases.append(("connectivity", failure ?? "no verdict"))
+        }
+        var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+        xml += "<testsuite name=\"pubbot preflight\" tests=\"\(cases.count)\" failures=\"\(cases.filter { $0.1 != nil }.count)\">\n"
+        for (name, fail) in cases {
+            xml += "  <testcase classname=\"pubbot.preflight\" name=\"\(esc(name))\""
+            if let fail { xml += ">\n    <failure message=\"\(esc(fail))\"/>\n  </testcase>\n" } else { xml += "/>\n" }
+        }
+        xml += "</testsuite>\n"
+        if !PublishCommand.writeFile(path, xml) { Output.err("warning: cannot write the JUnit report to '\(path)'\n") }
+    }
+
+    struct StreamReport {
+        var table = ""
+        var rows: [JSONValue] = []
         var problems: [String] = []
         var suspended: [String] = []
-        if let e = p.media.error { problems.append("encoder: \(e)") }
-        if r.keyMismatchSuspected { problems.append(r.keyMismatchMessage) }
+        var details = ""
+    }
+
+    /// Per stream: what was sent and what the (embedded) receiver received and decoded.
+    static func streamReport(_ p: PublisherSnapshot?, _ r: ReceiverSnapshot?) -> StreamReport {
+        var out = StreamReport()
+        guard let p else { return out }
+        if let e = p.media.error { out.problems.append("encoder: \(e)") }
+        if let r, r.keyMismatchSuspected { out.problems.append(r.keyMismatchMessage) }
         var t = TextTable(headers: ["stream", "sent", "decoded", "frames sent", "frames decoded", "pkts sent", "pkts recv", "lost", "bitrate", "stamps", "latency mean/p95"],
                           rightAligned: [3, 4, 5, 6, 7, 8, 9, 10])
-        var rows: [JSONValue] = []
-        for out in p.streams {
-            let inb = r.streams.first { $0.ssrc == out.ssrc }
-            let name = Report.streamName(kind: out.kind, rid: out.rid, width: out.width, height: out.height)
+        for o in p.streams {
+            let inb = r?.streams.first { $0.ssrc == o.ssrc }
+            let name = Report.streamName(kind: o.kind, rid: o.rid, width: o.width, height: o.height)
             let decodedRes = inb.map { $0.kind == .audio ? ($0.framesDecoded > 0 ? "opus" : "-") : ($0.width > 0 ? "\($0.width)x\($0.height)" : "-") } ?? "-"
             let lat = inb.flatMap { i in i.latencyMeanMillis.map { "\(Units.fixed($0, 1))/\(Units.fixed(i.latencyP95Millis ?? $0, 1)) ms" } } ?? "-"
-            t.add([name, out.kind == .audio ? "opus" : "\(out.width)x\(out.height)", decodedRes, String(out.framesSent), String(inb?.framesDecoded ?? 0),
-                   String(out.packetsSent), String(inb?.packetsReceived ?? 0), String(inb?.packetsLost ?? 0), Units.bitrate(inb?.bitrate ?? 0),
-                   out.kind == .audio ? "-" : "\(inb?.stampsRead ?? 0)", out.kind == .audio ? "-" : lat])
-            if let inb {
-                if inb.framesDecoded == 0 { problems.append("\(name): nothing decoded") }
-                if out.kind == .video && (inb.width != out.width || inb.height != out.height) {
-                    problems.append("\(name): decoded \(inb.width)x\(inb.height), sent \(out.width)x\(out.height)")
+            t.add([name, o.kind == .audio ? "opus" : "\(o.width)x\(o.height)", decodedRes, String(o.framesSent), String(inb?.framesDecoded ?? 0),
+                   String(o.packetsSent), String(inb?.packetsReceived ?? 0), String(inb?.packetsLost ?? 0), Units.bitrate(inb?.bitrate ?? 0),
+                   o.kind == .audio ? "-" : "\(inb?.stampsRead ?? 0)", o.kind == .audio ? "-" : lat])
+            if r != nil {
+                if let inb {
+                    if inb.framesDecoded == 0 { out.problems.append("\(name): nothing decoded") }
+                    if o.kind == .video && (inb.width != o.width || inb.height != o.height) {
+                        out.problems.append("\(name): decoded \(inb.width)x\(inb.height), sent \(o.width)x\(o.height)")
+                    }
+                    if o.kind == .video && inb.stampsRead == 0 { out.problems.append("\(name): no stamp read back") }
+                } else if o.packetsSent == 0 && o.qualityLimitationReason == "bandwidth" {
+                    out.suspended.append(name) // the allocator switched it off: the link cannot carry it
+                } else {
+                    out.problems.append("\(name): nothing received")
                 }
-                if out.kind == .video && inb.stampsRead == 0 { problems.append("\(name): no stamp read back") }
-            } else if out.packetsSent == 0 && out.qualityLimitationReason == "bandwidth" {
-                suspended.append(name) // the allocator switched it off: the link cannot carry it
-            } else {
-                problems.append("\(name): nothing received")
             }
-            rows.append(.object([("sent", Report.outboundJSON(out)), ("received", inb.map(Report.inboundJSON) ?? .null)]))
+            out.rows.append(.object([("sent", Report.outboundJSON(o)), ("received", inb.map(Report.inboundJSON) ?? .null)]))
         }
-        let ok = problems.isEmpty && !interrupted
-        if json {
-            let doc: JSONValue = .object([
-                ("type", .string("summary")), ("command", .string("preflight")), ("ok", .bool(ok)),
-                ("durationMs", .int(p.elapsedMicros / 1000)), ("streams", .array(rows)),
-                ("rejected", Report.rejectedJSON(r.rejected)), ("problems", .array(problems.map { .string($0) })),
-                ("suspended", .array(suspended.map { .string($0) })),
-                ("estimate", p.network.estimate.map { e in .object([("bitrate", .int(Int64(e.bitrate))), ("delayBased", .int(Int64(e.delayBased))),
-                                                                    ("lossBased", .int(Int64(e.lossBased))), ("lossFraction", .double(e.lossFraction))]) } ?? .null),
-                ("impairment", r.impairment.map { i in .object([("packets", .int(Int64(i.packets))), ("lost", .int(Int64(i.droppedByLoss))),
-                                                                ("droppedByQueue", .int(Int64(i.droppedByQueue))), ("maxQueueMs", .int(i.maxQueueMicros / 1000))]) } ?? .null),
-            ])
-            Output.out(doc.serialized(pretty: true) + "\n")
-        } else {
-            Output.out("pubbot preflight — embedded loopback receiver, \(Units.fixed(Double(p.elapsedMicros) / 1e6, 1)) s, SRTP \(plan.config.key.suite.sdesName)\n\n")
-            Output.out(t.render())
-            let n = p.network
-            if let e = n.estimate {
-                let rtt = p.streams.compactMap(\.roundTripTimeMillis).max()
-                Output.out("\nestimate: \(Units.bitrate(e.bitrate)) (delay-based \(Units.bitrate(e.delayBased)), loss-based \(Units.bitrate(e.lossBased)), acknowledged \(e.acknowledged.map(Units.bitrate) ?? "-")), loss \(Units.fixed(e.lossFraction * 100, 1)) %, RTT \(rtt.map { Units.fixed($0, 1) + " ms" } ?? "-")\n")
-                if let a = n.allocation {
-                    let layers = a.layers.enumerated().map { i, b in "\(p.streams.first { $0.kind == .video && $0.rid == plan.streams.first { $0.layer == i }?.rid }?.height ?? 0)p \(b == 0 ? "off" : Units.bitrate(b))\(a.bandwidthLimited[i] ? " (bandwidth)" : "")" }
-                    Output.out("allocation: audio \(Units.bitrate(a.audio)), " + layers.joined(separator: ", ") + "\n")
+        out.table = t.render()
+        let n = p.network
+        if let e = n.estimate {
+            out.details += "estimate \(Units.bitrate(e.bitrate)) (delay-based \(Units.bitrate(e.delayBased)), loss-based \(Units.bitrate(e.lossBased)), acknowledged \(e.acknowledged.map(Units.bitrate) ?? "-"))\n"
+            if let a = n.allocation {
+                let layers = a.layers.enumerated().map { i, b in
+                    "\(p.streams.filter { $0.kind == .video }.dropFirst(i).first?.height ?? 0)p \(b == 0 ? "off" : Units.bitrate(b))\(a.bandwidthLimited[i] ? " (bandwidth)" : "")"
                 }
-                Output.out("feedback: \(n.transportFeedbackReceived) transport-cc, \(n.nackReceived) NACK → \(n.retransmissionsSent) RTX (\(r.streams.reduce(0) { $0 + $1.packetsRecovered }) recovered), \(p.streams.reduce(0) { $0 + $1.pliReceived }) PLI, padding packets \(n.paddingPacketsSent), pacer queue \(n.pacerQueuePackets)\n")
+                out.details += "allocation: audio \(Units.bitrate(a.audio)), " + layers.joined(separator: ", ") + "\n"
             }
-            if let i = r.impairment {
-                Output.out("\nimpairment: \(i.packets) packets offered, \(i.droppedByLoss) lost, \(i.droppedByQueue) dropped by the queue, max queueing \(Units.fixed(Double(i.maxQueueMicros) / 1000, 0)) ms\n")
-            }
-            if r.rejected.total > 0 { Output.out("\nrejected packets: \(r.rejected.total) (auth \(r.rejected.authenticationFailed), malformed \(r.rejected.malformed))\n") }
-            let verdict = suspended.isEmpty ? "every stream decoded" : "every stream sent was decoded; suspended for lack of bandwidth: " + suspended.joined(separator: ", ")
-            Output.out(ok ? "\nresult: \(verdict)\n" : "\nresult: FAILED\n" + problems.map { "  - \($0)\n" }.joined())
+            out.details += "feedback: \(n.transportFeedbackReceived) transport-cc, \(n.nackReceived) NACK → \(n.retransmissionsSent) RTX (\(r?.streams.reduce(0) { $0 + $1.packetsRecovered } ?? 0) recovered), \(p.streams.reduce(0) { $0 + $1.pliReceived }) PLI, padding packets \(n.paddingPacketsSent)\n"
         }
-        if interrupted { return 130 }
-        return ok ? 0 : 2
+        if let i = r?.impairment {
+            out.details += "impairment: \(i.packets) packets offered, \(i.droppedByLoss) lost, \(i.droppedByQueue) dropped by the queue, max queueing \(Units.fixed(Double(i.maxQueueMicros) / 1000, 0)) ms\n"
+        }
+        if let r, r.rejected.total > 0 { out.details += "rejected packets: \(r.rejected.total) (auth \(r.rejected.authenticationFailed), malformed \(r.rejected.malformed))\n" }
+        return out
     }
 }

@@ -144,8 +144,9 @@ final class NetworkLoop {
         scorer = NetworkConditionScorer(thresholds: config.conditionThresholds)
         pacer = Pacer(pacingRate: Int(2.5 * Double(allocator.totalMax)))
         if plan.bundle && config.congestionControl && !layers.isEmpty {
-            var e = BandwidthEstimator(startBitrate: config.startBitrate, minBitrate: 30_000, maxBitrate: Int(Double(allocator.totalMax) * 1.25))
-            e.setMaxBitrate(Int(Double(allocator.totalMax) * 1.25))
+            let ceiling = max(Int(Double(allocator.totalMax) * 1.25), config.probeCeiling ?? 0)
+            var e = BandwidthEstimator(startBitrate: config.startBitrate, minBitrate: 30_000, maxBitrate: ceiling)
+            e.setMaxBitrate(ceiling)
             estimator = e
             pacer.paddingPacketSize = 255 // RTP padding holds at most 255 bytes
         }
@@ -285,6 +286,6 @@ final class NetworkLoop {
             senders[idx].stats.qualityLimitationReason = a.bandwidthLimited[i] ? "bandwidth" : "none"
         }
         pacer.pacingRate = Int(2.5 * Double(max(e.bitrate, allocator.audioBitrate)))
-        estimator?.onDesiredBitrate(allocator.totalTarget, now: now)
+        estimator?.onDesiredBitrate(max(allocator.totalTarget, config.probeCeiling ?? 0), now: now)
     }
 }

@@ -36,6 +36,9 @@ public struct PublisherConfig: Sendable {
     public var audioFallback = false
     /// Send the sender-side stats track (RTCP APP "SSTS") about once a second.
     public var senderStats = false
+    /// Pre-flight: let the estimate (and probing) go up to this, beyond what the ladder uses, to
+    /// measure what the link can carry. nil: 1.25 × the ladder's total maximum.
+    public var probeCeiling: Int?
     /// Where the estimate starts before probing (libwebrtc: 300 kbps).
     public var startBitrate = 300_000
 

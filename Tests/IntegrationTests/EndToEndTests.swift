@@ -291,8 +291,51 @@ import Impairment
         #expect(r.err.contains("See 'pubbot publish --help'"))
     }
 
+    /// The pre-flight verdict's Done-when, as a user runs it: no arguments → top tier within
+    /// 10 s; an 800 kbps cap → the tier 0.75 × 800 kbps supports, with the reason; total loss →
+    /// exit 2 within the bound; --require 720p under 1 Mbps → exit 1 and a failing JUnit case.
+    @Test func preflightVerdicts() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let schema = try SchemaValidator(path: root.appendingPathComponent("Sources/BotCLI/preflight.schema.json").path)
+        func verdict(_ args: [String]) throws -> (Int32, [String: Any], Double) {
+            let t0 = Date()
+            let r = try run(["preflight", "--json"] + args)
+            let seconds = Date().timeIntervalSince(t0)
+            let doc = (try? JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any]) ?? [:]
+            if !doc.isEmpty { #expect(schema.validateDocument(doc) == [], "\(args)") }
+            return (r.code, doc, seconds)
+        }
+        let (c1, clean, t1) = try verdict([])
+        #expect(c1 == 0 && t1 <= 10.5, "clean loopback took \(t1) s")
+        #expect((clean["recommended"] as? [String: Any])?["name"] as? String == "1080p")
+        #expect((clean["video"] as? [String: Any])?["supported"] as? Bool == true)
+
+        let (c2, capped, _) = try verdict(["--impair", "rate=800kbit"])
+        #expect(c2 == 0)
+        #expect((capped["recommended"] as? [String: Any])?["name"] as? String == "360p")
+        let why = (capped["video"] as? [String: Any])?["reason"] as? String ?? ""
+        #expect(why.contains("needed for 360p") && why.contains("needed for 540p"), "\(why)")
+        let estimate = capped["estimate"] as? Int ?? 0
+        #expect(estimate > 560_000 && estimate < 1_000_000)
+
+        let t0 = Date()
+        let dead = try run(["preflight", "--impair", "loss=100%"])
+        #expect(dead.code == 2 && Date().timeIntervalSince(t0) < 6)
+        #expect(dead.err.contains("no answer from the receiver"))
+
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pubbot-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let junit = dir.appendingPathComponent("r.xml").path
+        let req = try run(["preflight", "--impair", "rate=1mbit", "--require", "720p", "--junit", junit])
+        #expect(req.code == 1)
+        let xml = try String(contentsOfFile: junit, encoding: .utf8)
+        #expect(xml.contains("name=\"require 720p\">") && xml.contains("<failure message=\"recommended 360p"))
+        #expect(xml.contains("failures=\"1\""))
+    }
+
     @Test func preflightJSONReportsEveryLayerDecoded() throws {
-        let r = try run(["preflight", "--duration", "2s", "--json"])
+        let r = try run(["preflight", "--duration", "3s", "--json"])
         #expect(r.code == 0, "stderr: \(r.err)")
         let doc = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
         #expect(doc["ok"] as? Bool == true)

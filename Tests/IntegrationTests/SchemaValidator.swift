@@ -10,6 +10,9 @@ struct SchemaValidator {
         root = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as! [String: Any]
     }
 
+    /// Problems with a whole document validated against the root schema.
+    func validateDocument(_ doc: [String: Any]) -> [String] { validate(doc, against: root, at: "$") }
+
     /// Problems with one stats line (empty when it conforms).
     func validateLine(_ line: [String: Any]) -> [String] {
         var problems = validate(line, against: root, at: "$")
