@@ -34,6 +34,26 @@ public struct BitrateAllocator: Sendable {
     public var totalTarget: Int { audioBitrate + layers.reduce(0) { $0 + $1.target } }
     public var totalMax: Int { audioBitrate + layers.reduce(0) { $0 + $1.max } }
 
+    /// Splits an estimate that counts whole packets on the wire: first the per-packet overhead
+    /// (RTP header + extensions, SRTP tag, UDP/IP — `overheadBitsPerPacket`) of the audio packets
+    /// and of the video packets the layers will need (at least one per frame, one per ~1100
+    /// bytes) is set aside, then the media rates are allocated. At low rates this overhead is a
+    /// large share (about 26 kbps for 50 audio packets/s alone), so a fixed percentage would
+    /// overshoot the link.
+    public mutating func allocate(estimate: Int, overheadBitsPerPacket: Int, audioPacketsPerSecond: Int, layerFrameRates: [Int]) -> Allocation {
+        let audioOverhead = audioBitrate > 0 ? audioPacketsPerSecond * overheadBitsPerPacket : 0
+        var a = allocate(estimate - audioOverhead)
+        for _ in 0..<2 { // the overhead depends on which layers run: settle it in two passes
+            var video = 0
+            for (i, rate) in a.layers.enumerated() where rate > 0 {
+                let fps = i < layerFrameRates.count ? layerFrameRates[i] : 30
+                video += max(fps, rate / (1_100 * 8)) * overheadBitsPerPacket
+            }
+            a = allocate(estimate - audioOverhead - video)
+        }
+        return a
+    }
+
     public mutating func allocate(_ available: Int) -> Allocation {
         let audio = min(audioBitrate, max(0, available))
         var left = max(0, available - audio)

@@ -43,6 +43,10 @@ public struct ProbeController: Sendable {
 
     /// A probe measured `bitrate`: probe further while the path keeps up.
     public mutating func onResult(cluster: Int, bitrate: Int, now: Int64) {
+        if let p = periodicProbe, p.id == cluster {
+            periodicProbe = nil
+            periodicInterval = Double(bitrate) > 1.2 * Double(p.estimate) ? Self.periodicIntervalMicros : min(24_000_000, periodicInterval * 2)
+        }
         guard cluster == waitingForResult else { return }
         waitingForResult = nil
         if Double(bitrate) > 0.7 * Double(lastProbeBitrate) && lastProbeBitrate < maxBitrate {
@@ -61,12 +65,17 @@ public struct ProbeController: Sendable {
     /// found in a second or two instead of by +8 %/s).
     public static let periodicIntervalMicros: Int64 = 3_000_000
     var lastPeriodicProbe: Int64 = 0
+    /// Grows (×2, up to 24 s) while periodic probes find no headroom, so a link that really is
+    /// at capacity is not poked every 3 s; back to 3 s when a probe finds more.
+    public private(set) var periodicInterval: Int64 = ProbeController.periodicIntervalMicros
+    var periodicProbe: (id: Int, estimate: Int)?
 
     public mutating func maybeProbe(estimate: Int, desired: Int, now: Int64) {
         guard waitingForResult == nil, pending.isEmpty, estimate < desired, estimate < maxBitrate,
-              now - lastPeriodicProbe >= Self.periodicIntervalMicros, now - requestedAt >= Self.periodicIntervalMicros else { return }
+              now - lastPeriodicProbe >= periodicInterval, now - requestedAt >= Self.periodicIntervalMicros else { return }
         lastPeriodicProbe = now
         let c = make(2 * estimate)
+        periodicProbe = (c.id, estimate)
         pending.append(c)
         lastProbeBitrate = c.bitrate
         waitingForResult = c.id

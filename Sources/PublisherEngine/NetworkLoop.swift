@@ -263,8 +263,11 @@ final class NetworkLoop {
 
     /// Splits the estimate over audio and layers and hands the layer targets to the encoders.
     func apply(_ e: NetworkEstimate, now: Int64) {
-        // Leave room for packet overhead (RTP/SRTP/UDP/IP ≈ 5 % at 1200-byte packets).
-        var a = allocator.allocate(Int(Double(e.bitrate) * 0.95))
+        // The estimate counts whole packets; set aside their overhead (RTP header + extensions,
+        // SRTP tag, UDP/IP ≈ 70 bytes a packet) before splitting it over the media.
+        let overhead = ((senders.first?.template.size ?? 28) + SRTPSession.tagLength(config.key.suite) + 28) * 8
+        var a = allocator.allocate(estimate: e.bitrate, overheadBitsPerPacket: overhead, audioPacketsPerSecond: config.sendAudio ? 50 : 0,
+                                   layerFrameRates: config.layers.map(\.fps))
         if inAudioFallback {
             a.layers = a.layers.map { _ in 0 }
             a.bandwidthLimited = a.bandwidthLimited.map { _ in true }

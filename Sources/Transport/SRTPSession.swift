@@ -46,6 +46,9 @@ public final class SRTPSession {
     public let suite: SRTPSuite
     public let direction: Direction
 
+    /// The authentication tag SRTP appends to each packet of a suite.
+    public static func tagLength(_ suite: SRTPSuite) -> Int { suite == .gcm ? 16 : 10 }
+
     /// Bytes SRTP may add after an RTP packet; keep this much room after every packet.
     public static let maxTrailer = Int(csrtp_max_trailer_len())
     public static let maxRTCPTrailer = Int(csrtp_max_srtcp_trailer_len())

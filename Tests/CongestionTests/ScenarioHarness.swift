@@ -78,14 +78,14 @@ struct Scenario {
             while let first = feedbackInFlight.first, first.due <= now {
                 feedbackInFlight.removeFirst()
                 let e = estimator.onTransportFeedback(first.fb, now: now)
-                allocation = allocator.allocate(Int(Double(e.bitrate) * 0.95)) // leave room for packet overhead
+                allocation = allocator.allocate(estimate: e.bitrate, overheadBitsPerPacket: 40 * 8, audioPacketsPerSecond: 50, layerFrameRates: [30, 30, 30])
                 estimator.onDesiredBitrate(allocator.totalTarget, now: now)
                 pacer.pacingRate = Int(2.5 * Double(e.bitrate))
             }
             let before = estimator.estimate.bitrate
             estimator.onTimer(now: now)
             if estimator.estimate.bitrate != before { // no feedback: the estimate decays, and so must the media
-                allocation = allocator.allocate(Int(Double(estimator.estimate.bitrate) * 0.95))
+                allocation = allocator.allocate(estimate: estimator.estimate.bitrate, overheadBitsPerPacket: 40 * 8, audioPacketsPerSecond: 50, layerFrameRates: [30, 30, 30])
                 pacer.pacingRate = Int(2.5 * Double(estimator.estimate.bitrate))
             }
             if now >= nextSample {
