@@ -35,7 +35,7 @@ let package = Package(
         .testTarget(name: "StatsTests", dependencies: ["Stats"]),
         .testTarget(name: "ImpairmentTests", dependencies: ["Impairment"]),
         .testTarget(name: "PreflightTests", dependencies: ["Preflight"]),
-        .testTarget(name: "CongestionTests", dependencies: ["Congestion", "Impairment", "RTPCore"]),
+        .testTarget(name: "CongestionTests", dependencies: ["Congestion", "Impairment", "RTPCore", "Preflight"]),
         .testTarget(name: "MediaCodecsTests", dependencies: ["MediaCodecs"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "RTPCore"]),
         .testTarget(name: "PublisherEngineTests", dependencies: ["PublisherEngine", "Transport", "RTPCore", "MediaCodecs", "Stats", "CAllocCounter", "Congestion"]),
