@@ -25,6 +25,21 @@ import Impairment
         return (p.snapshot(), r.snapshot())
     }
 
+    /// A receiver (optionally behind an emulated uplink) and a publisher aimed at it, not started.
+    func makePair(impair: String? = nil, layers: [VideoLayerConfig] = VideoLayerConfig.ladder(top: 640, 360, layers: 2), seconds: Double,
+                  receiver tweakReceiver: (inout ReceiverConfig) -> Void = { _ in },
+                  publisher tweakPublisher: (inout PublisherConfig) -> Void = { _ in }) throws -> (LoopbackReceiver, Publisher) {
+        let key = SRTPKey.random(suite: .aesCm)
+        var rc = ReceiverConfig(listen: try SocketAddress(host: "127.0.0.1", port: 0), key: key)
+        if let impair { rc.impairment = try ImpairmentSchedule.parse(impair) }
+        tweakReceiver(&rc)
+        let r = try LoopbackReceiver(config: rc)
+        var c = PublisherConfig(destination: r.localAddress, layers: layers, key: key)
+        c.durationMicros = Int64(seconds * 1e6)
+        tweakPublisher(&c)
+        return (r, try Publisher(config: c))
+    }
+
     @Test func everyLayerAndTheAudioDecodeWithoutLoss() throws {
         let (p, r) = try run(suite: .aesCm, seconds: 3)
         #expect(p.media.error == nil)
@@ -101,13 +116,7 @@ import Impairment
 
     /// 2 % random loss on real loopback: NACK → RTX repairs it, every frame decodes.
     @Test func nackRepairsLossOverLoopback() throws {
-        let key = SRTPKey.random(suite: .aesCm)
-        var rc = ReceiverConfig(listen: try SocketAddress(host: "127.0.0.1", port: 0), key: key)
-        rc.impairment = try ImpairmentSchedule.parse("loss=2%,delay=10ms")
-        let r = try LoopbackReceiver(config: rc)
-        var c = PublisherConfig(destination: r.localAddress, layers: VideoLayerConfig.ladder(top: 640, 360, layers: 2), key: key)
-        c.durationMicros = 4_000_000
-        let p = try Publisher(config: c)
+        let (r, p) = try makePair(impair: "loss=2%,delay=10ms", seconds: 4)
         r.start(); p.start(); p.wait()
         Clock.sleep(micros: 400_000)
         r.stop(); r.wait()
@@ -126,15 +135,8 @@ import Impairment
     /// Stats by definition: totalBitrate's bytes (payload + RTP header) equal what went on the
     /// wire minus the SRTP tag; uplink loss equals the packets a seeded emulator dropped.
     @Test func statsMatchTheirDefinitions() throws {
-        let key = SRTPKey.random(suite: .aesCm)
-        var rc = ReceiverConfig(listen: try SocketAddress(host: "127.0.0.1", port: 0), key: key)
-        rc.impairment = try ImpairmentSchedule.parse("loss=5%")
-        rc.impairmentSeed = 1234
-        let r = try LoopbackReceiver(config: rc)
-        var c = PublisherConfig(destination: r.localAddress, layers: VideoLayerConfig.ladder(top: 640, 360, layers: 2), key: key)
-        c.durationMicros = 3_000_000
-        c.congestionControl = false // no probing: the sent counts are media packets only
-        let p = try Publisher(config: c)
+        // No congestion control (no probing): the sent counts are media packets only.
+        let (r, p) = try makePair(impair: "loss=5%", seconds: 3) { $0.impairmentSeed = 1234 } publisher: { $0.congestionControl = false }
         r.start(); p.start(); p.wait()
         Clock.sleep(micros: 300_000)
         r.stop(); r.wait()
@@ -156,13 +158,7 @@ import Impairment
 
     /// `--prefer 360p`: the router forwards only the 360p stream to the subscriber.
     @Test func preferForwardsOnlyTheMatchingLayer() throws {
-        let key = SRTPKey.random(suite: .aesCm)
-        var rc = ReceiverConfig(listen: try SocketAddress(host: "127.0.0.1", port: 0), key: key)
-        rc.preferredHeight = 360
-        let r = try LoopbackReceiver(config: rc)
-        var c = PublisherConfig(destination: r.localAddress, key: key)
-        c.durationMicros = 3_000_000
-        let p = try Publisher(config: c)
+        let (r, p) = try makePair(layers: VideoLayerConfig.ladder(top: 1280, 720), seconds: 3) { $0.preferredHeight = 360 }
         r.start(); p.start(); p.wait()
         Clock.sleep(micros: 300_000)
         r.stop(); r.wait()
@@ -174,14 +170,10 @@ import Impairment
 
     /// `--prefer 360p@15` with L1T3: only temporal layers up to 15 fps reach the decoder.
     @Test func preferSelectsTemporalLayersByFrameRate() throws {
-        let key = SRTPKey.random(suite: .aesCm)
-        var rc = ReceiverConfig(listen: try SocketAddress(host: "127.0.0.1", port: 0), key: key)
-        rc.preferredHeight = 360
-        rc.preferredFrameRate = 15
-        let r = try LoopbackReceiver(config: rc)
-        var c = PublisherConfig(destination: r.localAddress, layers: VideoLayerConfig.ladder(top: 640, 360, layers: 2, temporalLayers: 3), key: key)
-        c.durationMicros = 3_000_000
-        let p = try Publisher(config: c)
+        let (r, p) = try makePair(layers: VideoLayerConfig.ladder(top: 640, 360, layers: 2, temporalLayers: 3), seconds: 3) {
+            $0.preferredHeight = 360
+            $0.preferredFrameRate = 15
+        }
         r.start(); p.start(); p.wait()
         Clock.sleep(micros: 300_000)
         r.stop(); r.wait()
@@ -195,14 +187,7 @@ import Impairment
     /// Audio fallback: a critical spell (30 % loss) drops all video, audio goes on, and video
     /// comes back once the link recovers.
     @Test func audioFallbackDropsVideoOnACriticalLinkAndRecovers() throws {
-        let key = SRTPKey.random(suite: .aesCm)
-        var rc = ReceiverConfig(listen: try SocketAddress(host: "127.0.0.1", port: 0), key: key)
-        rc.impairment = try ImpairmentSchedule.parse("0s:loss=0%;2s:loss=30%;6s:loss=0%")
-        let r = try LoopbackReceiver(config: rc)
-        var c = PublisherConfig(destination: r.localAddress, layers: VideoLayerConfig.ladder(top: 640, 360, layers: 2), key: key)
-        c.durationMicros = 16_000_000
-        c.audioFallback = true
-        let p = try Publisher(config: c)
+        let (r, p) = try makePair(impair: "0s:loss=0%;2s:loss=30%;6s:loss=0%", seconds: 16) { _ in } publisher: { $0.audioFallback = true }
         r.start(); p.start()
         var sawFallback = false
         while !p.control.stopRequested {
