@@ -72,6 +72,7 @@ enum PreflightCommand {
         pc.durationMicros = limit
         // Measure beyond what the ladder uses: the highest tier needs 5.55 Mbps with simulcast.
         pc.probeCeiling = 12_000_000
+        pc.padToEstimate = true
         let stats = try CommonOptions.stats(o)
 
         var phase = runPhase(pc, receiver: receiver, stats: stats, limit: limit, label: "preflight")
@@ -149,7 +150,8 @@ enum PreflightCommand {
             if let (stream, interval) = stats, now >= nextStats { stream.emit(p); nextStats += interval }
             answered = answered || p.network.rtcpReceived > 0
             if !answered && now - started >= 3_000_000 { break } // nothing came back: give up early
-            if let e = p.network.estimate { steadyDetector.add(e.bitrate, at: now); losses.append((now, e.lossFraction)) }
+            if let rtt = p.streams.compactMap(\.roundTripTimeMillis).max() { steadyDetector.roundTripMicros = Int64(rtt * 1000) }
+            if let e = p.network.estimate { steadyDetector.add(e.bitrate, acknowledged: e.acknowledged, at: now); losses.append((now, e.lossFraction)) }
             else if pc.sendVideo == false || !pc.congestionControl {
                 // Audio-only: no estimator; score the RR loss instead.
                 steadyDetector.add(pc.audioBitrate, at: now)
@@ -174,7 +176,7 @@ enum PreflightCommand {
         let videoRate = vb.count >= 2 ? Int(Double((vb.last!.1 - vb.first!.1) * 8) * 1e6 / Double(max(1, vb.last!.0 - vb.first!.0))) : 0
         let rtt = p.streams.compactMap(\.roundTripTimeMillis).max()
         let jitter = p.streams.first { $0.kind == .audio }?.remoteJitterSeconds.map { $0 * 1000 }
-        let m = Measurement(estimate: steadyDetector.windowMean(now: now) ?? p.network.estimate?.bitrate ?? 0, lossFraction: loss,
+        let m = Measurement(estimate: steadyDetector.capacity(now: now) ?? p.network.estimate?.bitrate ?? 0, lossFraction: loss,
                             roundTripTimeMillis: rtt, jitterMillis: jitter, videoBitrate: videoRate, durationMillis: (now - started) / 1000)
         Clock.sleep(micros: 200_000) // the BYE and the last packets
         return PhaseResult(measurement: m, answered: answered, interrupted: interrupted, steady: steady, elapsedMicros: now - started,

@@ -11,8 +11,8 @@ public struct Pacer: Sendable {
     public enum Decision: Sendable {
         /// Send this packet now (tag it with the probe cluster, if any).
         case send(Packet, probeCluster: Int?)
-        /// Send padding of this many bytes now, for the probe cluster.
-        case pad(bytes: Int, probeCluster: Int)
+        /// Send padding of this many bytes now, for the probe cluster (nil: to hold the padding rate).
+        case pad(bytes: Int, probeCluster: Int?)
         /// Nothing may leave before this time.
         case wait(until: Int64)
         /// Nothing to send.
@@ -33,6 +33,11 @@ public struct Pacer: Sendable {
     var last: Int64?
     var probe: ProbeCluster?
     var probeStart: Int64?
+    /// When non-zero, the pacer fills the link up to this many bits per second with padding
+    /// whenever it has no media to send (a network test measuring capacity, not an app-limited
+    /// publisher). Every byte sent, media or padding, counts against it.
+    public var paddingRate = 0
+    var paddingBudget = 0.0
 
     public init(pacingRate: Int) { self.pacingRate = pacingRate }
 
@@ -55,10 +60,18 @@ public struct Pacer: Sendable {
 
     public mutating func next(now: Int64) -> Decision {
         let rate = effectiveRate
-        if let l = last { budget = min(budget + rate / 8 * Double(now - l) / 1e6, rate / 8 * Double(Self.burstMicros) / 1e6) }
+        if let l = last {
+            budget = min(budget + rate / 8 * Double(now - l) / 1e6, rate / 8 * Double(Self.burstMicros) / 1e6)
+            let pr = Double(paddingRate)
+            // Debt from media above the padding rate is forgiven after 200 ms.
+            paddingBudget = max(min(paddingBudget + pr / 8 * Double(now - l) / 1e6, pr / 8 * Double(Self.burstMicros) / 1e6), -pr / 8 * 0.2)
+        }
         last = now
         // Audio is never held back by the budget (it is small and latency-critical).
-        if let (p, size) = queues[0].popFirst() { queuedBytes -= size; queuedPackets -= 1; budget -= Double(size); return .send(p, probeCluster: nil) }
+        if let (p, size) = queues[0].popFirst() {
+            queuedBytes -= size; queuedPackets -= 1; budget -= Double(size); paddingBudget -= Double(size)
+            return .send(p, probeCluster: nil)
+        }
         // A probe cluster is paced at exactly its rate, so the receiver sees that rate.
         if let c = probe {
             let start = probeStart ?? now
@@ -69,14 +82,16 @@ public struct Pacer: Sendable {
                 if let (p, size) = queues[q].popFirst() {
                     queuedBytes -= size
                     queuedPackets -= 1
+                    paddingBudget -= Double(size)
                     return .send(p, probeCluster: tagProbe(size))
                 }
             }
             _ = tagProbe(paddingPacketSize)
+            paddingBudget -= Double(paddingPacketSize)
             return .pad(bytes: paddingPacketSize, probeCluster: c.id)
         }
         if budget <= 0 {
-            guard queuedPackets > 0 else { return .idle }
+            guard queuedPackets > 0 else { return padding(now: now) }
             return .wait(until: now + max(1_000, Int64(-budget * 8 * 1e6 / max(rate, 1)) + 1))
         }
         for q in 1..<queues.count {
@@ -84,11 +99,23 @@ public struct Pacer: Sendable {
                 queuedBytes -= size
                 queuedPackets -= 1
                 budget -= Double(size)
+                paddingBudget -= Double(size)
                 let id = tagProbe(size)
                 return .send(p, probeCluster: id)
             }
         }
-        return .idle
+        return padding(now: now)
+    }
+
+    /// Nothing queued: pad up to `paddingRate`, or say when padding is next due.
+    mutating func padding(now: Int64) -> Decision {
+        guard paddingRate > 0 else { return .idle }
+        let size = Double(paddingPacketSize)
+        if paddingBudget >= size {
+            paddingBudget -= size
+            return .pad(bytes: paddingPacketSize, probeCluster: nil)
+        }
+        return .wait(until: now + max(1_000, Int64((size - paddingBudget) * 8 * 1e6 / Double(paddingRate)) + 1))
     }
 
     mutating func tagProbe(_ size: Int) -> Int? {

@@ -89,33 +89,63 @@ public struct Verdict: Equatable, Sendable {
     }
 }
 
-/// When the estimate is steady (documented in the README): at least `minimumMicros` have passed,
-/// and the mean of the last `windowMicros` differs from the mean of the window before it by less
-/// than `tolerance`.
+/// When the estimate is steady (documented in the README): at least `minimumMicros` have passed;
+/// the window is 2 s or 6 round trips, whichever is longer (a long path reacts more slowly); in
+/// the last window the lowest estimate is at least `minimumSpread` × the highest (no drop or
+/// climb in progress), and its mean differs from the mean of the window before it by less than
+/// `tolerance`.
+///
+/// The capacity figure is the larger of the window's mean estimate and the 80th percentile of
+/// the acknowledged (received) bitrate in it: with the link filled up to the estimate, what got
+/// through is a measurement, while the estimate saw-tooths below it after each back-off.
 public struct SteadyDetector: Sendable {
-    public var windowMicros: Int64 = 2_000_000
+    public var baseWindowMicros: Int64 = 2_000_000
     public var tolerance = 0.10
+    public var minimumSpread = 0.75
     public var minimumMicros: Int64 = 4_000_000
-    var samples: [(t: Int64, v: Int)] = []
+    /// The path's round-trip time, when known (widens the window).
+    public var roundTripMicros: Int64 = 0
+    var samples: [(t: Int64, v: Int, acked: Int?)] = []
 
     public init() {}
 
-    public mutating func add(_ estimate: Int, at t: Int64) { samples.append((t, estimate)); samples.removeAll { t - $0.t > 2 * windowMicros + 500_000 } }
+    public var windowMicros: Int64 { max(baseWindowMicros, 6 * roundTripMicros) }
+
+    public mutating func add(_ estimate: Int, acknowledged: Int? = nil, at t: Int64) {
+        samples.append((t, estimate, acknowledged))
+        let keep = 2 * windowMicros + 500_000
+        samples.removeAll { t - $0.t > keep }
+    }
 
     public func isSteady(now: Int64, start: Int64) -> Bool {
-        guard now - start >= minimumMicros else { return false }
-        let recent = samples.filter { now - $0.t <= windowMicros }
-        let before = samples.filter { now - $0.t > windowMicros && now - $0.t <= 2 * windowMicros }
-        guard recent.count >= 4, before.count >= 4 else { return false }
-        let a = Double(recent.reduce(0) { $0 + $1.v }) / Double(recent.count)
-        let b = Double(before.reduce(0) { $0 + $1.v }) / Double(before.count)
+        let w = windowMicros
+        guard now - start >= max(minimumMicros, 2 * w) else { return false }
+        let recent = samples.filter { now - $0.t <= w }.map(\.v)
+        let before = samples.filter { now - $0.t > w && now - $0.t <= 2 * w }.map(\.v)
+        guard recent.count >= 4, before.count >= 4, let lo = recent.min(), let hi = recent.max(), hi > 0 else { return false }
+        guard Double(lo) >= minimumSpread * Double(hi) else { return false }
+        let a = Double(recent.reduce(0, +)) / Double(recent.count)
+        let b = Double(before.reduce(0, +)) / Double(before.count)
         return b > 0 && abs(a - b) / b < tolerance
     }
 
-    /// Mean of the last window (the figure the verdict uses).
+    /// Mean estimate over the last window.
     public func windowMean(now: Int64) -> Int? {
         let recent = samples.filter { now - $0.t <= windowMicros }
         guard !recent.isEmpty else { return nil }
         return recent.reduce(0) { $0 + $1.v } / recent.count
+    }
+
+    /// 80th percentile of the acknowledged bitrate over the last window.
+    public func acknowledgedHigh(now: Int64) -> Int? {
+        let acked = samples.filter { now - $0.t <= windowMicros }.compactMap(\.acked).sorted()
+        guard !acked.isEmpty else { return nil }
+        return acked[min(acked.count - 1, acked.count * 4 / 5)]
+    }
+
+    /// The capacity figure the verdict uses (see the type's comment).
+    public func capacity(now: Int64) -> Int? {
+        guard let mean = windowMean(now: now) else { return nil }
+        return max(mean, acknowledgedHigh(now: now) ?? 0)
     }
 }

@@ -68,7 +68,8 @@ final class NetworkLoop {
     let srtpOut: SRTPSession
     let srtpIn: SRTPSession
     let control: PublisherControl
-    let mailbox: FrameMailbox
+    /// Frames from the media thread; nil when a fleet loop hands frames in directly.
+    let mailbox: FrameMailbox?
     let published: Locked<([OutboundStreamStats], NetworkCounters)>
     var senders: [RTPStreamSender] = []
     var audioIndex: Int?
@@ -83,7 +84,7 @@ final class NetworkLoop {
     var protectionEnabled = true
 
     // Pacing: packets wait as arena slot numbers.
-    let arena = PacketArena(capacity: 2048)
+    let arena: PacketArena
     var slotStream: [Int16]
     var slotPayload: [Int32]
     var slotPadding: [Bool]
@@ -114,7 +115,7 @@ final class NetworkLoop {
     var rtxWindowBytes = 0
     var nextScore: Int64 = 0
 
-    init(config: PublisherConfig, plan: StreamPlan, socket: UDPSocket, control: PublisherControl, mailbox: FrameMailbox,
+    init(config: PublisherConfig, plan: StreamPlan, socket: UDPSocket, control: PublisherControl, mailbox: FrameMailbox?,
          published: Locked<([OutboundStreamStats], NetworkCounters)>, startMicros: Int64) throws(SRTPError) {
         self.config = config
         self.plan = plan
@@ -122,11 +123,12 @@ final class NetworkLoop {
         self.control = control
         self.mailbox = mailbox
         self.published = published
+        arena = PacketArena(capacity: config.packetSlots)
         srtpOut = try SRTPSession(key: config.key, direction: .outbound)
         srtpIn = try SRTPSession(key: config.key, direction: .inbound)
         for (i, s) in plan.streams.enumerated() {
             senders.append(RTPStreamSender(plan: s, layer: s.layer.map { config.layers[$0] }, startMicros: startMicros, bundle: plan.bundle,
-                                           rtxPayloadType: config.rtxPayloadType))
+                                           rtxPayloadType: config.rtxPayloadType, historyPackets: config.retransmissionHistory))
             if s.kind == "audio" { audioIndex = i } else { videoIndex.append(i) }
         }
         items.reserveCapacity(64)
@@ -152,17 +154,25 @@ final class NetworkLoop {
         }
     }
 
-    func run() {
-        let start = Clock.monotonicMicros()
-        var nextReport = start + 200_000
-        var nextPublish = start
+    var nextReport: Int64 = 0
+    var nextPublish: Int64 = 0
+    var stoppingSince: Int64?
+
+    /// Starts the clocks (and probing) at `now`.
+    func begin(now start: Int64) {
+        nextReport = start + 200_000
+        nextPublish = start
         if estimator != nil {
             estimator!.start(now: start)
             apply(estimator!.estimate, now: start)
         }
-        var stoppingSince: Int64?
-        while true {
-            let stopping = control.stopRequested
+    }
+
+    /// One turn of the loop: frames handed in, pacer, incoming RTCP (when `read`), timers.
+    /// Returns when it wants the next turn, or nil once it has stopped (then call `finish`).
+    func step(now: Int64, read: Bool = true) -> Int64? {
+        let stopping = control.stopRequested
+        if let mailbox {
             mailbox.drain(into: &items)
             for item in items {
                 switch item {
@@ -170,38 +180,50 @@ final class NetworkLoop {
                 case let .audio(f): sendAudio(f)
                 }
             }
-            let now = Clock.monotonicMicros()
-            if estimator != nil, !pacer.isProbing, let c = estimator!.probes.nextCluster() { pacer.startProbe(c) }
-            let pacerWake = pump(now: now)
-            readIncoming()
-            if estimator != nil {
-                let before = estimator!.estimate.bitrate
-                estimator!.onTimer(now: now)
-                if estimator!.estimate.bitrate != before { apply(estimator!.estimate, now: now) }
-            }
-            if now >= nextReport {
-                sendReports(bye: false)
-                // RFC 3550 §6.3.1: randomize the interval in [0.5, 1.5] × T.
-                let jitter = Int64(SecureRandom.uint32() % 1000) - 500
-                nextReport = now + config.reportIntervalMicros + config.reportIntervalMicros * jitter / 1000
-            }
-            if now >= nextScore { scoreCondition(now: now); nextScore = now + 1_000_000 }
-            if now >= nextPublish { publish(); nextPublish = now + 100_000 }
-            if stopping {
-                if stoppingSince == nil { stoppingSince = now }
-                // Let the pacer drain for up to a second, then go.
-                if items.isEmpty && (pacer.queuedPackets == 0 || now - stoppingSince! > 1_000_000) { break }
-            }
-            var wake = min(nextReport, nextPublish)
-            if let p = pacerWake { wake = min(wake, p) }
-            if estimator != nil { wake = min(wake, now + 50_000) }
-            let timeout = max(0, wake - Clock.monotonicMicros())
-            let ready = socket.wait(timeoutMicros: stopping ? min(timeout, 5_000) : timeout, wake: mailbox.signal)
-            if ready & 2 != 0 { mailbox.signal.drain() }
         }
+        if estimator != nil, !pacer.isProbing, let c = estimator!.probes.nextCluster() { pacer.startProbe(c) }
+        let pacerWake = pump(now: now)
+        if read { readIncoming() }
+        if estimator != nil {
+            let before = estimator!.estimate.bitrate
+            estimator!.onTimer(now: now)
+            if estimator!.estimate.bitrate != before { apply(estimator!.estimate, now: now) }
+        }
+        if now >= nextReport {
+            sendReports(bye: false)
+            // RFC 3550 §6.3.1: randomize the interval in [0.5, 1.5] × T.
+            let jitter = Int64(SecureRandom.uint32() % 1000) - 500
+            nextReport = now + config.reportIntervalMicros + config.reportIntervalMicros * jitter / 1000
+        }
+        if now >= nextScore { scoreCondition(now: now); nextScore = now + 1_000_000 }
+        if now >= nextPublish { publish(); nextPublish = now + config.publishIntervalMicros }
+        if stopping {
+            if stoppingSince == nil { stoppingSince = now }
+            // Let the pacer drain for up to a second, then go.
+            if items.isEmpty && (pacer.queuedPackets == 0 || now - stoppingSince! > 1_000_000) { return nil }
+        }
+        var wake = min(nextReport, nextPublish)
+        if let p = pacerWake { wake = min(wake, p) }
+        if estimator != nil { wake = min(wake, now + 50_000) }
+        if stopping { wake = min(wake, now + 5_000) }
+        return wake
+    }
+
+    /// BYE and the last figures.
+    func finish() {
         sendReports(bye: true)
         counters.byeSent = true
         publish()
+    }
+
+    func run() {
+        begin(now: Clock.monotonicMicros())
+        while let wake = step(now: Clock.monotonicMicros()) {
+            let timeout = max(0, wake - Clock.monotonicMicros())
+            let ready = socket.wait(timeoutMicros: timeout, wake: mailbox?.signal)
+            if ready & 2 != 0 { mailbox?.signal.drain() }
+        }
+        finish()
     }
 
     func publish() {
@@ -289,6 +311,7 @@ final class NetworkLoop {
             senders[idx].stats.qualityLimitationReason = a.bandwidthLimited[i] ? "bandwidth" : "none"
         }
         pacer.pacingRate = Int(2.5 * Double(max(e.bitrate, allocator.audioBitrate)))
+        if config.padToEstimate { pacer.paddingRate = e.bitrate }
         estimator?.onDesiredBitrate(max(allocator.totalTarget, config.probeCeiling ?? 0), now: now)
     }
 }

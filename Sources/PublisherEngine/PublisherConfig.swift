@@ -39,6 +39,15 @@ public struct PublisherConfig: Sendable {
     /// Pre-flight: let the estimate (and probing) go up to this, beyond what the ladder uses, to
     /// measure what the link can carry. nil: 1.25 × the ladder's total maximum.
     public var probeCeiling: Int?
+    /// Pre-flight: fill the link up to the estimate with RTP padding whenever the media sends
+    /// less, so the estimator measures the link rather than what the ladder happens to use.
+    public var padToEstimate = false
+    /// Packet slots for pacing (each holds one MTU-sized packet); fleets of bots use fewer.
+    public var packetSlots = 2048
+    /// Packets per video stream kept for retransmission (a power of two; ~1.4 kB each).
+    public var retransmissionHistory = 1024
+    /// How often the network loop copies its figures out for snapshots.
+    public var publishIntervalMicros: Int64 = 100_000
     /// Where the estimate starts before probing (libwebrtc: 300 kbps).
     public var startBitrate = 300_000
 

@@ -25,7 +25,7 @@ struct RTPStreamSender {
     var rtxSequence: UInt16
     let history: RetransmissionBuffer?
 
-    init(plan: StreamPlan.Stream, layer: VideoLayerConfig?, startMicros: Int64, bundle: Bool, rtxPayloadType: UInt8 = 97) {
+    init(plan: StreamPlan.Stream, layer: VideoLayerConfig?, startMicros: Int64, bundle: Bool, rtxPayloadType: UInt8 = 97, historyPackets: Int = 1024) {
         self.plan = plan
         var strings: [(UInt8, String)] = []
         if bundle {
@@ -46,7 +46,7 @@ struct RTPStreamSender {
             var rtxStrings: [(UInt8, String)] = [(RTPExtension.mid.id, plan.mid)]
             if let rid = plan.rid { rtxStrings.append((RTPExtension.repairedRid.id, rid)) }
             rtxTemplate = RTPHeaderTemplate(payloadType: rtxPayloadType, ssrc: rtx, strings: rtxStrings, transportSequence: true, absSendTime: true)
-            history = RetransmissionBuffer()
+            history = RetransmissionBuffer(capacity: historyPackets)
         } else {
             rtxTemplate = nil
             history = nil

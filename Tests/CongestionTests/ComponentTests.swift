@@ -55,7 +55,7 @@ import RTPCore
         var now: Int64 = 0, bytes = 0, first: Int64?, last: Int64 = 0, tags = Set<Int>()
         while p.isProbing && now < 1_000_000 {
             switch p.next(now: now) {
-            case let .pad(n, cluster): bytes += n; tags.insert(cluster); first = first ?? now; last = now
+            case let .pad(n, cluster): bytes += n; tags.insert(cluster ?? -1); first = first ?? now; last = now
             case let .wait(until): now = until
             default: now += 100
             }
@@ -64,6 +64,36 @@ import RTPCore
         // ~11 kB at 2 Mbps: ~44 ms from first to last packet.
         let rate = Double(bytes - p.paddingPacketSize) * 8e6 / Double(last - first!)
         #expect(abs(rate - 2_000_000) / 2_000_000 < 0.1)
+    }
+
+    @Test func paddingFillsUpToThePaddingRateAndMediaCountsAgainstIt() {
+        func sent(media: Int, seconds: Int64 = 2) -> (padding: Int, media: Int) {
+            var p = Pacer(pacingRate: 5_000_000)
+            p.paddingRate = 1_000_000
+            p.paddingPacketSize = 250
+            var now: Int64 = 0, pad = 0, med = 0, nextFrame: Int64 = 0, id: Int32 = 0
+            while now < seconds * 1_000_000 {
+                if now >= nextFrame { // one 1 000-byte packet per frame, `media` bits/s
+                    for _ in 0..<(media / 8 / 30 / 1_000) { p.enqueue(id, size: 1_000, priority: .video); id += 1 }
+                    nextFrame += 33_333
+                }
+                switch p.next(now: now) {
+                case let .pad(n, cluster): #expect(cluster == nil); pad += n
+                case .send: med += 1_000
+                case let .wait(until): now = min(until, nextFrame)
+                case .idle: now = nextFrame
+                }
+            }
+            return (pad * 8 / Int(seconds), med * 8 / Int(seconds))
+        }
+        let idle = sent(media: 0)
+        #expect(abs(idle.padding - 1_000_000) < 60_000, "\(idle)")
+        let some = sent(media: 600_000)
+        #expect(abs(some.padding + some.media - 1_000_000) < 60_000, "\(some)")
+        let above = sent(media: 1_500_000)
+        #expect(above.padding == 0, "\(above)")
+        var off = Pacer(pacingRate: 1_000_000)
+        guard case .idle = off.next(now: 0) else { Issue.record("padding without a padding rate"); return }
     }
 }
 

@@ -6,7 +6,7 @@ import RTPCore
 /// encoders that produce what the allocator grants, the pacer, the link emulator, the receiver's
 /// transport-cc generator (feedback every 100 ms) and the estimator. Deterministic for a seed.
 struct Scenario {
-    struct Sample { var t: Int64; var estimate: Int; var capacity: Int?; var queueMicros: Int64; var layers: [Int]; var sentBitrate: Int }
+    struct Sample { var t: Int64; var estimate: Int; var capacity: Int?; var queueMicros: Int64; var layers: [Int]; var sentBitrate: Int; var acknowledged: Int? = nil }
 
     struct Packet: Sendable { var size: Int; var layer: Int? }
 
@@ -30,13 +30,18 @@ struct Scenario {
     let returnDelay: Int64 = 20_000
     let schedule: ImpairmentSchedule
 
-    init(_ spec: String, seed: UInt64 = 1) throws {
+    /// Pad the link up to the estimate (the pre-flight mode).
+    var padToEstimate = false
+
+    init(_ spec: String, seed: UInt64 = 1, maxBitrate: Int? = nil, startBitrate: Int = 300_000, padToEstimate: Bool = false) throws {
         schedule = try ImpairmentSchedule.parse(spec)
+        estimator = BandwidthEstimator(startBitrate: startBitrate)
+        self.padToEstimate = padToEstimate
         link = LinkEmulator(schedule: schedule, seed: seed, startMicros: 0)
         var a = allocator
         allocation = a.allocate(estimator.estimate.bitrate)
         allocator = a
-        estimator.setMaxBitrate(Int(Double(allocator.totalMax) * 1.25))
+        estimator.setMaxBitrate(maxBitrate ?? Int(Double(allocator.totalMax) * 1.25))
         estimator.start(now: 0)
     }
 
@@ -81,6 +86,8 @@ struct Scenario {
                 allocation = allocator.allocate(estimate: e.bitrate, overheadBitsPerPacket: 40 * 8, audioPacketsPerSecond: 50, layerFrameRates: [30, 30, 30])
                 estimator.onDesiredBitrate(allocator.totalTarget, now: now)
                 pacer.pacingRate = Int(2.5 * Double(e.bitrate))
+                if padToEstimate { pacer.paddingRate = e.bitrate }
+                estimator.onRoundTripTime(link.settings(now: now).delayMicros + returnDelay)
             }
             let before = estimator.estimate.bitrate
             estimator.onTimer(now: now)
@@ -92,7 +99,7 @@ struct Scenario {
                 sentBytesWindow.removeAll { now - $0.0 > 1_000_000 }
                 let sent = sentBytesWindow.reduce(0) { $0 + $1.1 } * 8
                 samples.append(Sample(t: now, estimate: estimator.estimate.bitrate, capacity: link.settings(now: now).rateBps,
-                                      queueMicros: link.queueDelay(now: now), layers: allocation.layers, sentBitrate: sent))
+                                      queueMicros: link.queueDelay(now: now), layers: allocation.layers, sentBitrate: sent, acknowledged: estimator.estimate.acknowledged))
                 nextSample += 250_000
             }
             now += 1_000

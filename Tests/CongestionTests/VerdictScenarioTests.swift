@@ -16,4 +16,17 @@ import Preflight
         #expect(v.recommended?.name == tier, "\(spec): estimate \(estimate)")
         #expect(abs(Double(estimate - capacity)) / Double(capacity) <= 0.25, "\(spec): estimate \(estimate)")
     }
+
+    /// 1.5 Mbps is where the ladder is app-limited (720p's minimum does not fit beside 360p):
+    /// without padding the sender stops short of the link; pre-flight pads up to the estimate.
+    @Test func paddingMeasuresTheLinkWhereTheLadderIsAppLimited() throws {
+        func run(pad: Bool) throws -> Int {
+            var s = try Scenario("rate=1.5mbit,delay=300ms,queue=200ms", maxBitrate: 12_000_000, padToEstimate: pad)
+            s.run(seconds: 10)
+            return s.window(4, 10).map(\.sentBitrate).max() ?? 0
+        }
+        let padded = try run(pad: true), plain = try run(pad: false)
+        #expect(plain < 1_150_000, "without padding the ladder sends \(plain)")
+        #expect(padded > 1_350_000, "with padding the link carries \(padded)")
+    }
 }

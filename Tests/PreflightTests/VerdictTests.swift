@@ -69,4 +69,31 @@ import Testing
         #expect(!ramp.isSteady(now: t, start: 0))
         #expect(ramp.windowMean(now: t)! > 3_000_000)
     }
+
+    @Test func aDropInTheLastWindowIsNotSteadyAndLongPathsWaitLonger() {
+        var s = SteadyDetector()
+        var t: Int64 = 0
+        // Two windows with the same mean, but the last one holds a drop from 1.4M to 830k.
+        for _ in 0..<8 { t += 250_000; s.add(1_000_000, at: t) }
+        for i in 0..<8 { t += 250_000; s.add(i < 4 ? 1_400_000 : 830_000, at: t) }
+        #expect(!s.isSteady(now: t, start: 0))
+        var long = SteadyDetector()
+        long.roundTripMicros = 600_000 // 6 RTT = 3.6 s window
+        t = 0
+        for _ in 0..<24 { t += 250_000; long.add(2_000_000, at: t) }
+        #expect(!long.isSteady(now: t, start: 0)) // 6 s < 2 windows of 3.6 s
+        for _ in 0..<6 { t += 250_000; long.add(2_000_000, at: t) }
+        #expect(long.isSteady(now: t, start: 0))
+    }
+
+    @Test func capacityIsTheLargerOfTheMeanEstimateAndWhatGotThrough() {
+        var s = SteadyDetector()
+        var t: Int64 = 0
+        for i in 0..<8 { t += 250_000; s.add(i % 2 == 0 ? 100_000 : 120_000, acknowledged: 145_000 + i * 1_000, at: t) }
+        #expect(s.windowMean(now: t) == 110_000)
+        #expect(s.capacity(now: t) == 151_000) // 80th percentile of 145k…152k
+        var appLimited = SteadyDetector()
+        for i in 0..<8 { appLimited.add(9_000_000, acknowledged: 3_000_000, at: Int64(i) * 250_000) }
+        #expect(appLimited.capacity(now: 1_750_000) == 9_000_000)
+    }
 }
