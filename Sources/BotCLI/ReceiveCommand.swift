@@ -9,7 +9,8 @@ import RTPCore
 /// `pubbot receive`: decrypt, reassemble, decode and report.
 enum ReceiveCommand {
     static let spec = OptionSpec(options: ["listen": .value, "key": .value, "sdp": .value, "srtp-suite": .value, "duration": .value, "json": .flag,
-                                           "impair": .value, "downlink-impair": .value, "stats": .value, "stats-interval": .value, "prefer": .value])
+                                           "impair": .value, "downlink-impair": .value, "stats": .value, "stats-interval": .value, "prefer": .value,
+                                           "no-decode": .flag, "max-publishers": .value])
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
         let o = try ParsedOptions.parse(args, spec: spec, command: "receive")
@@ -35,6 +36,13 @@ enum ReceiveCommand {
         let duration = try o.value("duration").map { d throws(UsageError) in try ValueParsers.duration(d, option: "duration") }
 
         var rc = ReceiverConfig(listen: listen, key: key)
+        // One port serves a whole fleet of publishers (`pubbot load --to`), each by its source address.
+        rc.maxPublishers = try o.value("max-publishers").map { m throws(UsageError) in
+            guard let n = Int(m), (1...20_000).contains(n) else { throw UsageError("invalid --max-publishers '\(m)' (1…20000)") }
+            return n
+        } ?? 1024
+        rc.maxStreams = rc.maxPublishers * 8
+        rc.decodeVideo = !o.has("no-decode")
         rc.impairment = try o.value("impair").map { t throws(UsageError) in try ValueParsers.impairment(t, option: "impair") }
         if let pref = o.value("prefer") {
             // 360p or 360p@15: the simulcast stream by height, the temporal layers by frame rate.
@@ -84,6 +92,10 @@ enum ReceiveCommand {
         if o.has("json") {
             Output.out(JSONValue.object([("type", .string("summary")), ("command", .string("receive")),
                                          ("packetsAccepted", .int(Int64(r.packetsAccepted))), ("streams", .array(r.streams.map(Report.inboundJSON))),
+                                         ("publishers", .array(publisherSummaries(r).map { p in
+                                             .object([("address", .string(p.address)), ("streams", .int(Int64(p.streams))), ("packetsReceived", .int(Int64(p.packets))),
+                                                      ("packetsLost", .int(Int64(p.lost))), ("framesReceived", .int(Int64(p.frames))), ("byeReceived", .bool(p.bye))])
+                                         })), ("refusedOverCapacity", .int(Int64(r.refusedOverCapacity))),
                                          ("rejected", Report.rejectedJSON(r.rejected)), ("senderReports", .int(Int64(r.senderReports))),
                                          ("byes", .int(Int64(r.byes)))]).serialized(pretty: true) + "\n")
         } else {
@@ -97,7 +109,34 @@ enum ReceiveCommand {
         return r.packetsAccepted > 0 ? 0 : 2
     }
 
+    struct PublisherSummary { var address: String; var streams = 0; var packets = 0; var lost = 0; var frames = 0; var bye = true }
+
+    /// Per publisher (source address): streams, packets, frames (video reassembled, audio decoded).
+    static func publisherSummaries(_ r: ReceiverSnapshot) -> [PublisherSummary] {
+        var out = r.publishers.map { PublisherSummary(address: $0) }
+        for (i, s) in r.streams.enumerated() where i < r.streamPublisher.count && r.streamPublisher[i] < out.count {
+            let k = r.streamPublisher[i]
+            out[k].streams += 1
+            out[k].packets += s.packetsReceived
+            out[k].lost += s.packetsLost
+            out[k].frames += s.kind == .audio ? s.framesDecoded : s.framesAssembled
+            out[k].bye = out[k].bye && s.byeReceived
+        }
+        return out
+    }
+
     static func table(_ r: ReceiverSnapshot) -> String {
+        // A fleet: one line per publisher instead of one per stream.
+        if r.publishers.count > 4 {
+            let ps = publisherSummaries(r)
+            let frames = ps.map(\.frames).sorted()
+            var out = "\(ps.count) publishers, \(r.streams.count) streams, \(r.packetsAccepted) packets, \(ps.reduce(0) { $0 + $1.lost }) lost, "
+            out += "frames per publisher min/median/max \(frames.first ?? 0)/\(frames.isEmpty ? 0 : frames[frames.count / 2])/\(frames.last ?? 0), "
+            out += "\(ps.filter { $0.frames == 0 }.count) with no frames, \(ps.filter(\.bye).count) said BYE\n"
+            if r.refusedOverCapacity > 0 { out += "refused (over --max-publishers): \(r.refusedOverCapacity) packets\n" }
+            if r.rejected.total > 0 { out += "rejected packets: \(r.rejected.total)\n" }
+            return out
+        }
         var t = TextTable(headers: ["stream", "ssrc", "resolution", "pkts recv", "lost", "frames decoded", "decode errors", "bitrate", "stamps", "latency mean/p95"],
                           rightAligned: [1, 3, 4, 5, 6, 7, 8, 9])
         for s in r.streams {
@@ -114,7 +153,7 @@ enum ReceiveCommand {
         return out
     }
 
-    static func readFile(_ path: String) -> String? {
+    static func readFile(_ path: String, limit: Int = 1 << 20) -> String? {
         guard let f = fopen(path, "r") else { return nil }
         defer { fclose(f) }
         var data = [UInt8]()
@@ -123,7 +162,7 @@ enum ReceiveCommand {
             let n = fread(&buf, 1, buf.count, f)
             if n <= 0 { break }
             data += buf[0..<n]
-            if data.count > 1 << 20 { return nil }
+            if data.count > limit { return nil }
         }
         return String(decoding: data, as: UTF8.self)
     }

@@ -25,6 +25,9 @@ public struct ReceiverConfig: Sendable {
     public var preferredHeight: Int?
     /// `--prefer …@15`: only temporal layers up to this frame rate reach the subscriber's decoder.
     public var preferredFrameRate: Int?
+    /// Publishers (source addresses) served at once, and streams in all; packets beyond are refused.
+    public var maxPublishers = 64
+    public var maxStreams = 256
 
     public init(listen: SocketAddress, key: SRTPKey) {
         self.listen = listen
@@ -35,6 +38,12 @@ public struct ReceiverConfig: Sendable {
 /// What the receiver has seen so far.
 public struct ReceiverSnapshot: Sendable, Equatable {
     public var streams: [InboundStreamStats]
+    /// Publishers by source address, in order of arrival, and the publisher of each stream
+    /// (an index into `publishers`, parallel to `streams`).
+    public var publishers: [String] = []
+    public var streamPublisher: [Int] = []
+    /// Packets refused because `maxPublishers` or `maxStreams` was reached.
+    public var refusedOverCapacity = 0
     public var rejected: RejectedPackets
     public var packetsAccepted: Int
     public var rtcpReceived: Int
@@ -128,17 +137,11 @@ final class ReceiveLoop {
     var downlink: LinkEmulator?
     let downlinkLine: DelayLine?
     let srtpOut: SRTPSession
-    /// Where the publisher sends from: feedback goes back there.
-    var peer: SocketAddress?
+    /// Publishers by source address: feedback for each goes back there.
+    var peers: [PeerSession] = []
+    var peerIndex: [SocketAddress: Int] = [:]
     let ssrc = SecureRandom.uint32() | 1
     let out = PacketBatch(capacity: 1)
-    var nextReport: Int64 = 0
-    var lastPLI: [UInt32: Int64] = [:]
-    var feedback: TransportFeedbackGenerator
-    var nextTransportFeedback: Int64 = 0
-    var nextNack: Int64 = 0
-    /// RTX SSRC → media SSRC, learned from repaired-rtp-stream-id.
-    var rtxToMedia: [UInt32: UInt32] = [:]
 
     init(config: ReceiverConfig, socket: UDPSocket, state: Locked<ReceiverSnapshot>) throws(SRTPError) {
         self.config = config
@@ -146,7 +149,6 @@ final class ReceiveLoop {
         self.state = state
         srtp = try SRTPSession(key: config.key, direction: .inbound)
         srtpOut = try SRTPSession(key: config.key, direction: .outbound)
-        feedback = TransportFeedbackGenerator(senderSSRC: ssrc)
         snap = state.value
         if let schedule = config.impairment {
             emulator = LinkEmulator(schedule: schedule, seed: config.impairmentSeed, startMicros: Clock.monotonicMicros())
@@ -184,6 +186,8 @@ final class ReceiveLoop {
     func publish(final: Bool) {
         if final { for s in streams.values { s.finalize() } }
         snap.streams = order.compactMap { streams[$0]?.stats }
+        snap.streamPublisher = order.compactMap { streams[$0]?.peer }
+        if snap.publishers.count != peers.count { snap.publishers = peers.map(\.address.description) }
         if let emulator { snap.impairment = emulator.counters; snap.impairment?.droppedByQueue += delayLine?.overflows ?? 0 }
         if let downlink { snap.downlinkImpairment = downlink.counters; snap.downlinkImpairment?.droppedByQueue += downlinkLine?.overflows ?? 0 }
         let s = snap
@@ -200,17 +204,17 @@ final class ReceiveLoop {
                 let len = Int(batch.lengths[i])
                 guard len <= PacketBatch.maxPacketSize else { snap.rejected.oversized += 1; continue }
                 let p = batch.slot(i).baseAddress!
-                if peer == nil, let from = batch.source(i) { peer = from }
+                let from = batch.source(i)
                 if emulator != nil, let line = delayLine {
                     // The emulated path decides loss and delivery time; delivery happens in deliverDue.
-                    if let due = emulator!.admit(size: len, now: now) { line.push(p, length: len, due: due) }
+                    if let due = emulator!.admit(size: len, now: now) { line.push(p, length: len, due: due, from: from) }
                     else if len >= 12, p.load(as: UInt8.self) >> 6 == 2, !(192...223).contains(p.load(fromByteOffset: 1, as: UInt8.self)) {
                         // Attribute the drop to its SSRC (cleartext in the SRTP header) for the stats.
                         let ssrc = UInt32(bigEndian: p.loadUnaligned(fromByteOffset: 8, as: UInt32.self))
                         if snap.uplinkDropsBySSRC.count < 1024 || snap.uplinkDropsBySSRC[ssrc] != nil { snap.uplinkDropsBySSRC[ssrc, default: 0] += 1 }
                     }
                 } else {
-                    handle(p, length: len, now: now, wall: wall)
+                    handle(p, length: len, now: now, wall: wall, from: from)
                 }
             }
         }
@@ -220,23 +224,25 @@ final class ReceiveLoop {
         guard let line = delayLine else { return }
         let now = Clock.monotonicMicros()
         let wall = Clock.wallMicros()
-        while let (p, len) = line.popDue(now: now) { handle(p, length: len, now: now, wall: wall) }
+        while let (p, len, from) = line.popDue(now: now) { handle(p, length: len, now: now, wall: wall, from: from) }
     }
 
     func deliverDownlink() {
         guard let line = downlinkLine else { return }
         let now = Clock.monotonicMicros()
         let wall = Clock.wallMicros()
-        while let (p, len) = line.popDue(now: now) { subscriberReceive(p, length: len, now: now, wall: wall) }
+        while let (p, len, from) = line.popDue(now: now) {
+            if let from, let i = peerIndex[from] { subscriberReceive(p, length: len, now: now, wall: wall, peer: peers[i]) }
+        }
     }
 
     /// The subscriber side: reassembly and decoding of a plain RTP packet (media or RTX).
-    func subscriberReceive(_ p: UnsafeMutableRawPointer, length: Int, now: Int64, wall: Int64) {
+    func subscriberReceive(_ p: UnsafeMutableRawPointer, length: Int, now: Int64, wall: Int64, peer: PeerSession) {
         let span = Span(_unsafeStart: p.assumingMemoryBound(to: UInt8.self), count: length)
         guard let header = try? RTPHeader.parse(span), let ext = try? RTPExtensionValues.parse(span, header: header) else { return }
         if config.rtxPayloadTypes.contains(header.payloadType) {
-            receiveRetransmission(header, ext, span, now: now, wall: wall)
-        } else if let stream = streams[header.ssrc] {
+            receiveRetransmission(header, ext, span, now: now, wall: wall, peer: peer)
+        } else if let stream = streams[header.ssrc], stream.peer == peer.index {
             guard forwarded(stream) else { return }
             stream.receive(header: header, extensions: ext, packet: span, nowMicros: now, wallMicros: wall)
         }
@@ -245,22 +251,34 @@ final class ReceiveLoop {
     /// With `--prefer`, whether the router forwards this stream to the subscriber.
     func forwarded(_ stream: ReceiveStream) -> Bool {
         guard let want = config.preferredHeight, stream.stats.kind == .video else { return true }
-        let heights = order.compactMap { streams[$0] }.filter { $0.stats.kind == .video }.compactMap(\.routerHeight)
+        let heights = peers[stream.peer].order.compactMap { streams[$0] }.filter { $0.stats.kind == .video }.compactMap(\.routerHeight)
         guard let h = stream.routerHeight, !heights.isEmpty else { return false } // not known yet: wait for its key frame
         let pick = heights.filter { $0 <= want }.max() ?? heights.min()!
         return h == pick
     }
 
     /// Passes a packet the router accepted on to the subscriber, through the downlink if emulated.
-    func forward(_ p: UnsafeMutableRawPointer, length: Int, now: Int64, wall: Int64) {
+    func forward(_ p: UnsafeMutableRawPointer, length: Int, now: Int64, wall: Int64, peer: PeerSession) {
         if downlink != nil, let line = downlinkLine {
-            if let due = downlink!.admit(size: length, now: now) { line.push(p, length: length, due: due) }
+            if let due = downlink!.admit(size: length, now: now) { line.push(p, length: length, due: due, from: peer.address) }
         } else {
-            subscriberReceive(p, length: length, now: now, wall: wall)
+            subscriberReceive(p, length: length, now: now, wall: wall, peer: peer)
         }
     }
 
-    func handle(_ p: UnsafeMutableRawPointer, length len: Int, now: Int64, wall: Int64) {
+    /// The session of the publisher sending from `from` (created on its first authenticated
+    /// packet; nil when `maxPublishers` are already served).
+    func session(_ from: SocketAddress?) -> PeerSession? {
+        guard let from else { return nil }
+        if let i = peerIndex[from] { return peers[i] }
+        guard peers.count < config.maxPublishers else { return nil }
+        let peer = PeerSession(index: peers.count, address: from, ssrc: ssrc)
+        peers.append(peer)
+        peerIndex[from] = peer.index
+        return peer
+    }
+
+    func handle(_ p: UnsafeMutableRawPointer, length len: Int, now: Int64, wall: Int64, from: SocketAddress?) {
         let bytes = p.assumingMemoryBound(to: UInt8.self)
         switch RTPDemux.classify(Span(_unsafeStart: bytes, count: len)) {
         case .other:
@@ -268,18 +286,19 @@ final class ReceiveLoop {
         case .rtcp:
             do {
                 let plain = try srtp.unprotectRTCP(p, length: len)
+                guard let peer = session(from) else { snap.refusedOverCapacity += 1; return }
                 var it = RTCPCompoundIterator()
                 let span = Span(_unsafeStart: bytes, count: plain)
                 while let packet = try it.next(in: span) {
                     switch packet {
                     case let .senderReport(sr):
                         snap.senderReports += 1
-                        streams[sr.ssrc]?.lastSenderReport = (NTPTime.compact(sr.ntpTime), now)
+                        if let st = streams[sr.ssrc], st.peer == peer.index { st.lastSenderReport = (NTPTime.compact(sr.ntpTime), now) }
                     case let .application(app):
                         if let sst = SenderSideStats(app) { snap.senderStats = sst; snap.senderStatsReceived += 1 }
                     case let .goodbye(bye):
                         snap.byes += 1
-                        for s in bye.ssrcs { streams[s]?.stats.byeReceived = true }
+                        for s in bye.ssrcs where streams[s]?.peer == peer.index { streams[s]?.stats.byeReceived = true }
                     default: break
                     }
                 }
@@ -302,34 +321,41 @@ final class ReceiveLoop {
                 snap.rejected.malformed += 1
                 return
             }
+            guard let peer = session(from) else { snap.refusedOverCapacity += 1; return }
             if config.rtxPayloadTypes.contains(header.payloadType) {
-                if let tw = ext.transportSequenceNumber { feedback.onPacket(transportSequence: tw, arrivalMicros: now) }
+                if let tw = ext.transportSequenceNumber { peer.feedback.onPacket(transportSequence: tw, arrivalMicros: now) }
                 snap.packetsAccepted += 1
-                forward(p, length: plain, now: now, wall: wall)
+                forward(p, length: plain, now: now, wall: wall, peer: peer)
                 return
             }
             let kind: MediaKind
             if config.videoPayloadTypes.contains(header.payloadType) { kind = .video }
             else if config.audioPayloadTypes.contains(header.payloadType) { kind = .audio }
             else { snap.rejected.unknownPayloadType += 1; return }
+            let stream: ReceiveStream
+            if let s = streams[header.ssrc] {
+                // The same SSRC from another publisher: a collision (or a spoof), not this stream.
+                guard s.peer == peer.index else { snap.rejected.malformed += 1; return }
+                stream = s
+            } else {
+                guard streams.count < config.maxStreams, peer.order.count < 32 else { snap.refusedOverCapacity += 1; return }
+                stream = ReceiveStream(ssrc: header.ssrc, kind: kind, payloadType: header.payloadType, decodeVideo: config.decodeVideo)
+                stream.preferredFrameRate = config.preferredFrameRate
+                stream.peer = peer.index
+                streams[header.ssrc] = stream
+                order.append(header.ssrc)
+                peer.order.append(header.ssrc)
+            }
             snap.packetsAccepted += 1
             if snap.firstPacketMicros == nil { snap.firstPacketMicros = now }
             snap.lastPacketMicros = now
-            let stream: ReceiveStream
-            if let s = streams[header.ssrc] { stream = s } else {
-                guard streams.count < 256 else { snap.rejected.malformed += 1; return }
-                stream = ReceiveStream(ssrc: header.ssrc, kind: kind, payloadType: header.payloadType, decodeVideo: config.decodeVideo)
-                stream.preferredFrameRate = config.preferredFrameRate
-                streams[header.ssrc] = stream
-                order.append(header.ssrc)
-            }
-            if let tw = ext.transportSequenceNumber { feedback.onPacket(transportSequence: tw, arrivalMicros: now) }
+            if let tw = ext.transportSequenceNumber { peer.feedback.onPacket(transportSequence: tw, arrivalMicros: now) }
             if let mid = ext.mid, stream.stats.mid == nil { stream.stats.mid = mid }
             if let rid = ext.rid, stream.stats.rid == nil { stream.stats.rid = rid }
             stream.routerObserve(header: header, nowMicros: now)
             if kind == .video && stream.routerHeight == nil { stream.learnResolution(span.extracting(header.payloadRange)) }
             stream.stats.wireBytesReceived += len
-            forward(p, length: plain, now: now, wall: wall)
+            forward(p, length: plain, now: now, wall: wall, peer: peer)
         }
     }
 
@@ -338,28 +364,32 @@ final class ReceiveLoop {
     /// Receiver reports + SDES about once a second, and a PLI (throttled) for every stream that
     /// lost its reference chain.
     func sendFeedback(now: Int64) {
-        guard let peer, !streams.isEmpty else { return }
-        if now >= nextTransportFeedback {
-            nextTransportFeedback = now + 100_000
-            sendTransportFeedback(to: peer)
+        for peer in peers where !peer.order.isEmpty { sendFeedback(peer, now: now) }
+    }
+
+    func sendFeedback(_ peer: PeerSession, now: Int64) {
+        if now >= peer.nextTransportFeedback {
+            peer.nextTransportFeedback = now + 100_000
+            sendTransportFeedback(peer)
         }
-        if now >= nextNack {
-            nextNack = now + 20_000
-            sendNacks(to: peer, now: now)
+        if now >= peer.nextNack {
+            peer.nextNack = now + 20_000
+            sendNacks(peer, now: now)
         }
         var plis: [UInt32] = []
-        for id in order {
+        for id in peer.order {
             guard let s = streams[id], s.stats.kind == .video, s.wantsKeyFrame else { continue }
-            if now - (lastPLI[id] ?? .min / 2) >= 500_000 { plis.append(id); lastPLI[id] = now }
+            if now - (peer.lastPLI[id] ?? .min / 2) >= 500_000 { plis.append(id); peer.lastPLI[id] = now }
         }
-        let reportDue = now >= nextReport
+        let reportDue = now >= peer.nextReport
         guard reportDue || !plis.isEmpty else { return }
         var blocks: [ReportBlock] = []
         if reportDue {
-            nextReport = now + 500_000 + Int64(SecureRandom.uint32() % 1_000_000) // 1 s ± 50 %
-            for id in order.prefix(31) { if let b = streams[id]?.reportBlock(nowMicros: now) { blocks.append(b) } }
+            peer.nextReport = now + 500_000 + Int64(SecureRandom.uint32() % 1_000_000) // 1 s ± 50 %
+            for id in peer.order.prefix(31) { if let b = streams[id]?.reportBlock(nowMicros: now) { blocks.append(b) } }
         }
-        let sent = sendRTCP(to: peer) { w throws(RTPWriteError) in
+        let ssrc = self.ssrc
+        let sent = sendRTCP(to: peer.address) { w throws(RTPWriteError) in
             try ReceiverReport(ssrc: ssrc, reports: blocks).write(to: &w)
             if reportDue { try SourceDescription(chunks: [.init(ssrc: ssrc, cname: "pubbot-receiver")]).write(to: &w) }
             for id in plis { try PictureLossIndication(senderSSRC: ssrc, mediaSSRC: id).write(to: &w) }
@@ -389,20 +419,20 @@ final class ReceiveLoop {
 
     /// transport-cc feedback (RTPFB FMT 15) for everything received since the last one, every
     /// 100 ms, as reduced-size RTCP (RFC 5506).
-    func sendTransportFeedback(to peer: SocketAddress) {
-        for fb in feedback.makeFeedback() {
-            if sendRTCP(to: peer, { w throws(RTPWriteError) in try fb.write(to: &w) }) { snap.transportFeedbackSent += 1 }
+    func sendTransportFeedback(_ peer: PeerSession) {
+        for fb in peer.feedback.makeFeedback() {
+            if sendRTCP(to: peer.address, { w throws(RTPWriteError) in try fb.write(to: &w) }) { snap.transportFeedbackSent += 1 }
         }
     }
 
     /// RTX (RFC 4588): the payload starts with the original sequence number (OSN), then the
     /// original payload; it is fed to the media stream as if it had arrived in time.
-    func receiveRetransmission(_ h: RTPHeader, _ ext: RTPExtensionValues, _ packet: Span<UInt8>, now: Int64, wall: Int64) {
+    func receiveRetransmission(_ h: RTPHeader, _ ext: RTPExtensionValues, _ packet: Span<UInt8>, now: Int64, wall: Int64, peer: PeerSession) {
         if h.payloadRange.isEmpty { snap.rtxPaddingReceived += 1; return }
-        var media = rtxToMedia[h.ssrc]
+        var media = peer.rtxToMedia[h.ssrc]
         if media == nil, let rid = ext.repairedRid {
-            media = order.first { streams[$0]?.stats.rid == rid && streams[$0]?.stats.kind == .video }
-            if let m = media { rtxToMedia[h.ssrc] = m }
+            media = peer.order.first { streams[$0]?.stats.rid == rid && streams[$0]?.stats.kind == .video }
+            if let m = media, peer.rtxToMedia.count < 32 { peer.rtxToMedia[h.ssrc] = m }
         }
         guard let m = media, let stream = streams[m], h.payloadRange.count >= 2 else { snap.rejected.malformed += 1; return }
         let osn = UInt16(packet[h.payloadRange.lowerBound]) << 8 | UInt16(packet[h.payloadRange.lowerBound + 1])
@@ -413,16 +443,17 @@ final class ReceiveLoop {
     }
 
     /// Generic NACKs (RFC 4585) for the gaps each video stream is still waiting for.
-    func sendNacks(to peer: SocketAddress, now: Int64) {
+    func sendNacks(_ peer: PeerSession, now: Int64) {
         var nacks: [GenericNACK] = []
-        for id in order {
+        let ssrc = self.ssrc
+        for id in peer.order {
             guard let s = streams[id], s.stats.kind == .video else { continue }
             s.releaseFrames(nowMicros: now, wallMicros: Clock.wallMicros())
             let lost = s.nack.due(now: now)
             if !lost.isEmpty { nacks.append(GenericNACK(senderSSRC: ssrc, mediaSSRC: id, lost: lost)) }
         }
         guard !nacks.isEmpty else { return }
-        if sendRTCP(to: peer, { w throws(RTPWriteError) in for n in nacks { try n.write(to: &w) } }) { snap.nackSent += nacks.count }
+        if sendRTCP(to: peer.address, { w throws(RTPWriteError) in for n in nacks { try n.write(to: &w) } }) { snap.nackSent += nacks.count }
     }
 
     func count(_ e: SRTPError) {
@@ -431,5 +462,26 @@ final class ReceiveLoop {
         case .replayed, .tooOld: snap.rejected.replayed += 1
         default: snap.rejected.malformed += 1
         }
+    }
+}
+
+/// One publisher as the receiver sees it: a source address with its own transport-wide
+/// sequence space (transport-cc feedback), report, NACK and PLI timers and streams.
+final class PeerSession {
+    let index: Int
+    let address: SocketAddress
+    var order: [UInt32] = []
+    var feedback: TransportFeedbackGenerator
+    var nextTransportFeedback: Int64 = 0
+    var nextNack: Int64 = 0
+    var nextReport: Int64 = 0
+    var lastPLI: [UInt32: Int64] = [:]
+    /// RTX SSRC → media SSRC, learned from repaired-rtp-stream-id.
+    var rtxToMedia: [UInt32: UInt32] = [:]
+
+    init(index: Int, address: SocketAddress, ssrc: UInt32) {
+        self.index = index
+        self.address = address
+        feedback = TransportFeedbackGenerator(senderSSRC: ssrc)
     }
 }

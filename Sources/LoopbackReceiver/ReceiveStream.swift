@@ -16,6 +16,8 @@ final class ReceiveStream {
     var audioDecoder: OpusAudioDecoder?
     var latency = LatencyTracker()
     let decodeVideo: Bool
+    /// The publisher (receiver session index) this stream belongs to.
+    var peer = 0
     var needKeyFrame = true
     /// Set when the stream needs a key frame it has not asked for yet (the loop sends the PLI).
     var wantsKeyFrame = false

@@ -4,7 +4,7 @@ import Glibc
 #endif
 
 /// An IPv4 or IPv6 UDP endpoint.
-public struct SocketAddress: Sendable, CustomStringConvertible, Equatable {
+public struct SocketAddress: Sendable, CustomStringConvertible, Hashable {
     var raw: clinux_addr
 
     init(raw: clinux_addr) { self.raw = raw }
@@ -59,6 +59,11 @@ public struct SocketAddress: Sendable, CustomStringConvertible, Equatable {
         var buf = [CChar](repeating: 0, count: 80)
         withUnsafePointer(to: raw) { p in _ = clinux_format(p, &buf, 80) }
         return String(decoding: buf.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    public func hash(into h: inout Hasher) {
+        let n = Int(raw.length)
+        withUnsafeBytes(of: raw.storage) { h.combine(bytes: UnsafeRawBufferPointer(rebasing: $0.prefix(min(n, 128)))) }
     }
 
     public static func == (a: SocketAddress, b: SocketAddress) -> Bool {
