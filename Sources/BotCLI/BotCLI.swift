@@ -21,14 +21,17 @@ public enum BotCLI {
             case "publish": return try PublishCommand.run(rest)
             case "receive": return try ReceiveCommand.run(rest)
             case "preflight": return try PreflightCommand.run(rest)
-            case "load", "report", "media", "bench":
+            case "load": return try LoadCommand.run(rest)
+            case "media": return try MediaCommand.run(rest)
+            case "report": return try ReportCommand.run(rest)
+            case "bench":
                 throw UsageError("'\(command)' is not available in this version yet")
             default:
                 throw UsageError("unknown command '\(command)'")
             }
         } catch {
             var text = "Error: \(error.message)\n"
-            if let c = error.command ?? (["publish", "receive", "preflight"].contains(command) ? command : nil) {
+            if let c = error.command ?? (["publish", "receive", "preflight", "load"].contains(command) ? command : nil) {
                 text += Help.usage(c) + "\nSee 'pubbot \(c) --help'.\n"
             } else {
                 text += Help.usage(nil) + "\nSee 'pubbot --help'.\n"

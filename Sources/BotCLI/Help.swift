@@ -10,7 +10,10 @@ enum Help {
     Commands:
       preflight   publish to the embedded loopback receiver (or a remote one) and report per layer
       publish     publish synthetic VP8 simulcast + Opus to a receiver
-      receive     receive, decrypt, reassemble and decode what a publisher sends
+      receive     receive, decrypt, reassemble and decode what publishers send
+      load        many replay bots in one process: fleet percentiles, requirements, exit code
+      media       media build: encode the replay loops the load bots send (Media/replay/)
+      report      report merge: combine the reports of load shards exactly
       help        show help for a command
 
     Options:
@@ -23,8 +26,11 @@ enum Help {
     static func usage(_ command: String?) -> String {
         switch command {
         case "publish": "Usage: pubbot publish --to HOST:PORT [--key B64] [--srtp-suite aes-cm|gcm] [--sdp-out FILE] [--no-bundle] [--duration D] [--layers LADDER] [--no-audio | --no-video] [--fps N] [--temporal-layers L1T1|L1T2|L1T3] [--keyframe-interval D] [--no-congestion-control] [--stats FILE|-] [--json]"
-        case "receive": "Usage: pubbot receive --listen HOST:PORT (--key B64 | --sdp FILE) [--impair SPEC] [--downlink-impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--stats FILE|-] [--json]"
-        case "preflight": "Usage: pubbot preflight [--duration D] [--layers LADDER] [--audio-only] [--impair SPEC] [--srtp-suite aes-cm|gcm] [--temporal-layers L1T1|L1T2|L1T3] [--fps N] [--json]"
+        case "receive": "Usage: pubbot receive --listen HOST:PORT (--key B64 | --sdp FILE) [--impair SPEC] [--downlink-impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--no-decode] [--max-publishers N] [--stats FILE|-] [--json]"
+        case "preflight": "Usage: pubbot preflight [--to HOST:PORT --key KEY | --sdp FILE] [--impair SPEC] [--require TIER] [--duration D] [--json] [--junit FILE] [--stats FILE|-] [--verdict-thresholds LIST] [media options]"
+        case "load": "Usage: pubbot load [--to HOST:PORT --key B64] [--bots N] [--duration D] [--ramp D] [--loops N] [--impair SPEC] [--require LIST] [--report FILE] [--shard I/N] [--media DIR] [--srtp-suite aes-cm|gcm] [--json]"
+        case "media": "Usage: pubbot media build [--out DIR] [--seconds N] [--keyframe-interval D] [--layers LADDER] [--fps N]"
+        case "report": "Usage: pubbot report merge FILE… [--report OUT] [--require LIST] [--json]"
         default: "Usage: pubbot <command> [options]"
         }
     }
@@ -89,6 +95,8 @@ enum Help {
                                     loss=2%,burst=4,delay=40ms,jitter=10ms,rate=800kbit,queue=200ms
                                     or a schedule 0s:rate=3mbit;10s:rate=600kbit;20s:loss=100%
           --duration D              stop after D; default: until Ctrl-C
+          --no-decode               reassemble video frames without decoding them (fleets)
+          --max-publishers N        publishers served on this port, by source address (default 1024)
           --json                    print the final summary as JSON
 
         Exit codes: 0 media received, 2 no media (or wrong key), 64 usage error, 130 interrupted.
@@ -96,23 +104,98 @@ enum Help {
         case "preflight": return usage(command) + """
 
 
-        Runs the embedded loopback receiver in this process, publishes to it over 127.0.0.1 for a
-        bounded time (a progress line on a terminal), then prints per layer: packets and frames
-        sent vs received/decoded, resolution, bitrate, stamps read back and latency.
+        Answers "can this network publish, and at what quality?": publishes simulcast video and
+        audio, probes and fills the link up to the estimate, stops when the estimate is steady (or
+        at --duration), and prints a verdict for audio and video with the measured cause, MOS,
+        the recommended tier and the per-layer results (a progress bar on a terminal). When video
+        is not supported, a short audio-only phase follows.
+
+        Target (default: the embedded loopback receiver in this process):
+          --to HOST:PORT            a remote `pubbot receive` (its feedback crosses the real network)
+          --key KEY                 its SRTP key (base64 master key+salt), with --to
+          --sdp FILE                or read destination and key from the SDP `receive --sdp-out` wrote
+          --impair SPEC             emulate the uplink at the embedded receiver (rehearsal):
+                                    loss=2%,burst=4,delay=40ms,jitter=10ms,rate=800kbit,queue=200ms
+
+        Verdict:
+          --require TIER            1080p, 720p, 540p, 360p, 270p, 180p or audio; sets the exit code
+          --verdict-thresholds LIST share=75%,audio-mos=2.4,video-loss=10%,simulcast=on
+          --duration D              hard limit (default 15s; 2s…10m)
+
+        Output:
+          --json                    one JSON document (schema: Sources/BotCLI/preflight.schema.json)
+          --junit FILE              JUnit XML, one test case per requirement
+          --stats FILE|-            the publisher stats stream while it runs (JSON lines)
+          --stats-interval D        default 1s
+
+        Media options: --layers LADDER, --srtp-suite aes-cm|gcm, --temporal-layers L1T1|L1T2|L1T3,
+        --fps N, --audio-only (as for publish).
+
+        Exit codes: 0 verdict given (and --require met), 1 --require not met, 2 no answer from the
+        receiver within 3 s or no media (check address, port, key, firewall), 64 usage error,
+        130 interrupted.
+        """
+        case "load": return usage(command) + """
+
+
+        Runs N publisher bots in this process on a few event loops (one per core by default, never
+        a thread per bot). Each bot is a whole publisher — its own UDP socket, SSRCs, SRTP
+        sessions, transport-cc feedback, estimator, pacer and allocator — sending the replay loops
+        `pubbot media build` wrote (packetized and protected afresh per bot). A PLI jumps the layer
+        to its next key frame; a low estimate suspends layers. Prints fleet percentiles and exits
+        with a verdict.
 
         Options:
-          --duration D              how long to publish (default 5s)
-          --layers LADDER           simulcast ladder (as for publish)
-          --audio-only              no video
-          --impair SPEC             emulate the uplink on arriving packets, no root needed:
-                                    loss=2%,burst=4,delay=40ms,jitter=10ms,rate=800kbit,queue=200ms
-                                    or a schedule 0s:rate=3mbit;10s:rate=600kbit;20s:loss=100%
+          --to HOST:PORT            a `pubbot receive` (default: a receiver embedded in this process)
+          --key B64                 its SRTP key (with --to; default: a random key per run)
+          --bots N                  bots (default 10); with --shard, the total over all shards
+          --duration D              from the first start to every bot's BYE (default 30s)
+          --ramp D                  start all bots within D (default: 50 bots a second; at most 500/s)
+          --loops N                 event loops (threads; default: one per core)
+          --impair SPEC             emulate the link in front of the embedded receiver (as for receive)
+          --decode                  the embedded receiver also decodes video (default: reassembles
+                                    every frame, decodes audio; VP8 decoding of hundreds of streams
+                                    does not fit a small machine)
+          --require LIST            loss<1%,rtt<200ms (fleet p95), bitrate>300kbit,estimate>500kbit
+                                    (fleet p5), started>=100%,feedback>=100% (share of bots)
+          --report FILE             the JSON report (per bot, totals, percentiles, histograms)
+          --shard I/N               run this process's slice of the bots (or JOB_COMPLETION_INDEX
+                                    with PUBBOT_SHARDS=N, as in a Kubernetes Indexed Job)
+          --media DIR               replay loops (default Media/replay)
           --srtp-suite SUITE        aes-cm (default) or gcm
-          --temporal-layers MODE    L1T1 (default), L1T2 or L1T3
-          --fps N                   default frame rate (30)
-          --json                    print the result as JSON
+          --json                    print the report as JSON
 
-        Exit codes: 0 every stream decoded, 2 a stream missing or undecodable, 64 usage error, 130 interrupted.
+        Exit codes: 0 every bot started, heard back and every requirement is met; 1 a bot failed
+        or never heard back, or a requirement is not met; 2 no bot heard from the receiver (or no
+        replay media); 64 usage error; 130 interrupted.
+        """
+        case "media": return usage(command) + """
+
+
+        Encodes the synthetic video (each simulcast layer) and audio once with the project's own
+        VP8 and Opus encoders into DIR (default Media/replay): manifest.txt, one IVF file per layer
+        and the Opus frames. Load bots replay these loops.
+
+        Options:
+          --out DIR                 where to write (default Media/replay)
+          --seconds N               loop length (default 4)
+          --keyframe-interval D     a key frame every D (default 1s; PLIs are answered at the next one)
+          --layers LADDER           simulcast ladder (default 320x180,640x360,1280x720)
+          --fps N                   frame rate (default 30)
+        """
+        case "report": return usage(command) + """
+
+
+        Merges the JSON reports of load shards: bot counts and totals add up, histograms merge
+        bucket by bucket, and the percentiles are recomputed from the merged buckets (never
+        averaged). Requirements are those of the shards unless --require is given.
+
+        Options:
+          --report OUT              write the merged report
+          --require LIST            requirements to check (as for load)
+          --json                    print the merged report as JSON
+
+        Exit codes as for load.
         """
         default: return nil
         }

@@ -12,6 +12,7 @@
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -197,6 +198,25 @@ int clinux_wait_readable(int fd_a, int fd_b, int64_t timeout_us) {
     return mask;
 }
 
+int clinux_wait_many(const int *fds, uint8_t *ready, int n, int64_t timeout_us) {
+    enum { chunk = 256 };
+    struct pollfd stack[chunk];
+    struct pollfd *pfd = n <= chunk ? stack : malloc(sizeof(struct pollfd) * (size_t)n);
+    if (!pfd) return -ENOMEM;
+    for (int i = 0; i < n; i++) { pfd[i].fd = fds[i]; pfd[i].events = POLLIN; pfd[i].revents = 0; }
+    struct timespec ts, *tsp = NULL;
+    if (timeout_us >= 0) {
+        ts.tv_sec = timeout_us / 1000000;
+        ts.tv_nsec = (timeout_us % 1000000) * 1000;
+        tsp = &ts;
+    }
+    int rc = ppoll(pfd, (nfds_t)n, tsp, NULL);
+    if (rc < 0) rc = errno == EINTR ? 0 : -errno;
+    for (int i = 0; i < n; i++) ready[i] = rc > 0 && (pfd[i].revents & (POLLIN | POLLERR)) ? 1 : 0;
+    if (pfd != stack) free(pfd);
+    return rc;
+}
+
 int clinux_eventfd_open(void) {
     int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     return fd < 0 ? -errno : fd;
@@ -208,6 +228,12 @@ int clinux_eventfd_signal(int fd) {
 int clinux_eventfd_drain(int fd) {
     uint64_t v;
     return read(fd, &v, sizeof(v)) == sizeof(v) ? 0 : -errno;
+}
+
+int64_t clinux_thread_cpu_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 int64_t clinux_monotonic_us(void) {

@@ -4,6 +4,8 @@ internal import CLinuxNet
 public enum Clock {
     /// Monotonic time in microseconds.
     @inline(__always) public static func monotonicMicros() -> Int64 { clinux_monotonic_us() }
+    /// CPU time the calling thread has used, microseconds.
+    public static func threadCPUMicros() -> Int64 { clinux_thread_cpu_us() }
     /// Wall-clock time in microseconds since the Unix epoch.
     @inline(__always) public static func wallMicros() -> Int64 { clinux_realtime_us() }
     /// Sleeps until the monotonic clock reaches `deadline` (microseconds).

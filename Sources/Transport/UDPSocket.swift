@@ -115,3 +115,12 @@ public final class EventSignal: Sendable {
     public func signal() { _ = clinux_eventfd_signal(fd) }
     public func drain() { _ = clinux_eventfd_drain(fd) }
 }
+
+/// Waits until any of `fds` is readable or `timeoutMicros` pass; marks the ready ones (a fleet
+/// loop polls all its bots' sockets at once).
+public func waitReadable(_ fds: [Int32], ready: inout [UInt8], timeoutMicros: Int64) -> Int {
+    if ready.count < fds.count { ready = [UInt8](repeating: 0, count: fds.count) }
+    return Int(fds.withUnsafeBufferPointer { f in
+        ready.withUnsafeMutableBufferPointer { r in clinux_wait_many(f.baseAddress, r.baseAddress, Int32(f.count), timeoutMicros) }
+    })
+}

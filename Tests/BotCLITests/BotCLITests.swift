@@ -67,3 +67,27 @@ import Testing
         #expect(BotCLI.main(["pubbot", "help", "publish"]) == 0)
     }
 }
+
+@Suite struct LoadOptionTests {
+    @Test func requirements() throws {
+        let r = try LoadRequirement.parseList("loss<1%,rtt<=200ms,bitrate>300kbit,estimate>=2mbit,started>=100%")
+        #expect(r.map(\.metric) == [.loss, .rtt, .bitrate, .estimate, .started])
+        #expect(r[0].upper && !r[0].inclusive && r[0].limit == 0.01)
+        #expect(r[1].upper && r[1].inclusive && r[1].limit == 200)
+        #expect(!r[2].upper && r[2].limit == 300_000)
+        #expect(r[0].met(by: 0.005) && !r[0].met(by: 0.01) && r[1].met(by: 200) && !r[2].met(by: 300_000))
+        for bad in ["", "loss", "loss<1", "jitter<1ms", "rtt<fast", "bitrate>x", "loss<200%"] {
+            #expect(throws: UsageError.self, "\(bad)") { try LoadRequirement.parseList(bad) }
+        }
+    }
+
+    @Test func shardsSplitTheBotsEvenlyAndCoverThemOnce() throws {
+        var covered: [Int] = []
+        for i in 0..<3 { covered += Array(try LoadCommand.shardOption("\(i)/3", environment: nil, total: nil).range(of: 200)) }
+        #expect(covered == Array(0..<200))
+        #expect(try LoadCommand.shardOption(nil, environment: "2", total: "4") == LoadCommand.Shard(index: 2, count: 4))
+        #expect(try LoadCommand.shardOption(nil, environment: nil, total: nil) == LoadCommand.Shard(index: 0, count: 1))
+        for bad in ["3/3", "-1/2", "1", "a/b", "0/0"] { #expect(throws: UsageError.self, "\(bad)") { try LoadCommand.shardOption(bad, environment: nil, total: nil) } }
+        #expect(throws: UsageError.self) { try LoadCommand.shardOption(nil, environment: "5", total: "4") }
+    }
+}

@@ -39,12 +39,18 @@ int clinux_recvmmsg(int fd, void *const *bufs, uint32_t capacity, uint32_t *lens
 /// Returns a bitmask: 1 = fd_a readable, 2 = fd_b readable, 0 = timeout; or -errno.
 int clinux_wait_readable(int fd_a, int fd_b, int64_t timeout_us);
 
+/// Waits until any of n fds is readable (or in error) or timeout_us elapses; ready[i] is set to 1
+/// for each readable fd. Returns how many are ready, 0 on timeout, or -errno.
+int clinux_wait_many(const int *fds, uint8_t *ready, int n, int64_t timeout_us);
+
 int clinux_eventfd_open(void);
 int clinux_eventfd_signal(int fd);
 int clinux_eventfd_drain(int fd);
 
 /// Monotonic clock in microseconds.
 int64_t clinux_monotonic_us(void);
+/// CPU time of the calling thread, microseconds.
+int64_t clinux_thread_cpu_us(void);
 /// Wall clock in microseconds since the Unix epoch.
 int64_t clinux_realtime_us(void);
 /// Sleeps until the monotonic clock reaches deadline_us.

@@ -1,0 +1,233 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import MediaCodecs
+import PublisherEngine
+import LoopbackReceiver
+import Transport
+import Stats
+
+/// `pubbot load`: many replay bots in one process against a receiver, a fleet report with
+/// percentiles, requirements and exit codes; shards for a fleet of processes.
+enum LoadCommand {
+    static let spec = OptionSpec(options: [
+        "to": .value, "key": .value, "srtp-suite": .value, "bots": .value, "ramp": .value, "duration": .value, "loops": .value,
+        "media": .value, "report": .value, "require": .value, "shard": .value, "json": .flag, "impair": .value, "decode": .flag,
+    ], planned: ["rooms": "rooms (groups of bots per receiver) are not implemented yet; run one `pubbot load` per room",
+                 "encode": "live encoding per bot is not implemented yet; load replays `pubbot media build` loops"])
+
+    static let defaultMedia = "Media/replay"
+
+    static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
+        let o = try ParsedOptions.parse(args, spec: spec, command: "load")
+        if o.helpRequested { Output.out(Help.help("load")! + "\n"); return 0 }
+        let total = try o.value("bots").map { b throws(UsageError) in
+            guard let n = Int(b), (1...20_000).contains(n) else { throw UsageError("invalid --bots '\(b)' (1…20000)") }
+            return n
+        } ?? 10
+        let shard = try shardOption(o.value("shard"), environment: getenv("JOB_COMPLETION_INDEX").map { String(cString: $0) },
+                                    total: getenv("PUBBOT_SHARDS").map { String(cString: $0) })
+        let range = shard.range(of: total)
+        let duration = try o.value("duration").map { d throws(UsageError) in try ValueParsers.duration(d, option: "duration") } ?? 30_000_000
+        guard duration >= 1_000_000, duration <= 86_400_000_000 else { throw UsageError("--duration must be between 1s and 24h") }
+        // --ramp D: start every bot within D (default: 50 bots a second); never faster than 500 a second.
+        var rampPerSecond = 50.0
+        if let r = o.value("ramp") {
+            let d = try ValueParsers.duration(r, option: "ramp")
+            rampPerSecond = d == 0 ? 500 : min(500, Double(range.count) * 1e6 / Double(d))
+        }
+        let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        let loops = try o.value("loops").map { l throws(UsageError) in
+            guard let n = Int(l), (1...256).contains(n) else { throw UsageError("invalid --loops '\(l)' (1…256)") }
+            return n
+        } ?? max(1, min(cores, range.count))
+        let requirements = try o.value("require").map { r throws(UsageError) in try LoadRequirement.parseList(r) } ?? []
+        let suite = try CommonOptions.suite(o)
+        if o.value("to") != nil && o.value("impair") != nil { throw UsageError("--impair applies to the embedded receiver; with --to, impair at `pubbot receive --impair`") }
+        if o.value("to") != nil && o.value("key") == nil { throw UsageError("--to needs the receiver's --key B64") }
+        let key = try CommonOptions.key(o, suite: suite)
+        let impairment = try o.value("impair").map { t throws(UsageError) in try ValueParsers.impairment(t, option: "impair") }
+        let mediaDir = o.value("media") ?? defaultMedia
+        let library: ReplayLibrary
+        do { library = try ReplayLibrary.load(directory: mediaDir) } catch {
+            Output.err("Error: \(error)\n")
+            return 2
+        }
+        raiseFileLimit(to: range.count + 256)
+
+        // The receiver: a remote `pubbot receive`, or one embedded in this process.
+        var receiver: LoopbackReceiver?
+        let destination: SocketAddress
+        if let to = o.value("to") {
+            destination = try CommonOptions.address(to, option: "to")
+        } else {
+            var rc = ReceiverConfig(listen: try CommonOptions.address("127.0.0.1:0", option: "listen"), key: key)
+            rc.impairment = impairment
+            rc.decodeVideo = o.has("decode")
+            rc.maxPublishers = range.count + 8
+            rc.maxStreams = (range.count + 8) * 8
+            do { receiver = try LoopbackReceiver(config: rc) } catch {
+                Output.err("Error: cannot start the embedded receiver: \(error)\n")
+                return 2
+            }
+            destination = receiver!.localAddress
+            receiver!.start()
+        }
+
+        var template = PublisherConfig(destination: destination, key: key)
+        template.layers = library.layers.map(\.config)
+        template.audioBitrate = library.audioBitrate
+        template.sendAudio = !library.audio.isEmpty
+        template.sendVideo = !library.layers.isEmpty
+        template.packetSlots = 512
+        template.retransmissionHistory = 512
+        template.publishIntervalMicros = 500_000
+        var fc = FleetConfig(template: template, bots: range.count, loops: loops, rampPerSecond: rampPerSecond, durationMicros: duration)
+        fc.firstBot = range.lowerBound
+        let fleet = Fleet(config: fc, library: library)
+        Output.err("load: \(range.count) bots\(shard.count > 1 ? " (shard \(shard.index)/\(shard.count): bots \(range.lowerBound)…\(range.upperBound - 1) of \(total))" : "") on \(loops) event loop\(loops == 1 ? "" : "s") → \(receiver == nil ? destination.description : "embedded receiver \(destination)"), \(Units.fixed(Double(duration) / 1e6, 0)) s\n")
+        fleet.start()
+        let start = Clock.monotonicMicros()
+        let rampEnd = start + Int64(Double(range.count) * 1e6 / rampPerSecond)
+        var steadyFrom: (wall: Int64, cpu: Int64)?
+        var steadyTo: (wall: Int64, cpu: Int64)?
+        var peakRSS = 0
+        var vitals = ProcessVitals()
+        while !Signals.isInterrupted {
+            Clock.sleep(micros: 250_000)
+            let now = Clock.monotonicMicros()
+            let snaps = fleet.snapshot()
+            let running = snaps.filter { $0.state == .running }.count
+            let done = snaps.filter { $0.state == .done }.count
+            let failed = snaps.filter { $0.state == .failed }.count
+            peakRSS = max(peakRSS, vitals.sample().rssBytes)
+            // Steady CPU: from a second after the ramp until a second before the end.
+            if steadyFrom == nil && now >= rampEnd + 1_000_000 && now < start + duration - 1_000_000 { steadyFrom = (now, fleet.loopsCPUMicros) }
+            if steadyFrom != nil && now < start + duration - 1_000_000 { steadyTo = (now, fleet.loopsCPUMicros) }
+            Output.progress("load \(Units.fixed(Double(now - start) / 1e6, 1))s  started \(running + done + failed)/\(range.count)  running \(running)  failed \(failed)")
+            if done + failed == range.count { break }
+            if now - start > duration + 10_000_000 { break } // the loops should have ended by now
+        }
+        let interrupted = Signals.isInterrupted
+        fleet.stop()
+        fleet.wait()
+        Clock.sleep(micros: 300_000) // the last RTCP and BYEs reach the embedded receiver
+        receiver?.stop()
+        receiver?.wait()
+        Output.endProgress()
+        var cpu: LoadReport.Cost?
+        if let a = steadyFrom, let b = steadyTo, b.wall - a.wall >= 1_000_000 {
+            cpu = LoadReport.Cost(loopCPUPercent: Double(b.cpu - a.cpu) * 100 / Double(b.wall - a.wall), peakRSSBytes: peakRSS,
+                                  seconds: Double(b.wall - a.wall) / 1e6)
+        }
+        var report = LoadReport(bots: fleet.snapshot(), receiver: receiver?.snapshot(), requested: range.count, shard: shard,
+                                durationMicros: Clock.monotonicMicros() - start, cost: cpu, suite: suite.rawValue, loops: loops)
+        report.evaluate(requirements)
+        let json = report.json()
+        if let path = o.value("report") {
+            guard PublishCommand.writeFile(path, json.serialized(pretty: true) + "\n") else {
+                Output.err("Error: cannot write the report to '\(path)'\n")
+                return 2
+            }
+        }
+        if o.has("json") { Output.out(json.serialized(pretty: true) + "\n") } else { Output.out(report.human()) }
+        if interrupted { return 130 }
+        return report.exitCode
+    }
+
+    struct Shard: Equatable {
+        var index: Int
+        var count: Int
+
+        /// This shard's bots: an even split of 0..<total (the first shards take the remainder).
+        func range(of total: Int) -> Range<Int> {
+            let base = total / count, extra = total % count
+            let lo = index * base + min(index, extra)
+            return lo..<(lo + base + (index < extra ? 1 : 0))
+        }
+    }
+
+    /// `--shard I/N`, or JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) with PUBBOT_SHARDS.
+    static func shardOption(_ text: String?, environment index: String?, total: String?) throws(UsageError) -> Shard {
+        if let text {
+            let parts = text.split(separator: "/")
+            guard parts.count == 2, let i = Int(parts[0]), let n = Int(parts[1]), n >= 1, n <= 10_000, i >= 0, i < n else {
+                throw UsageError("invalid --shard '\(text)' (I/N with 0 ≤ I < N, e.g. 0/4)")
+            }
+            return Shard(index: i, count: n)
+        }
+        if let index, let total {
+            guard let i = Int(index), let n = Int(total), n >= 1, i >= 0, i < n else {
+                throw UsageError("JOB_COMPLETION_INDEX=\(index) and PUBBOT_SHARDS=\(total) do not make a shard (0 ≤ index < shards)")
+            }
+            return Shard(index: i, count: n)
+        }
+        return Shard(index: 0, count: 1)
+    }
+
+    /// A bot is a socket: make room for them all.
+    static func raiseFileLimit(to n: Int) {
+        var l = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &l) == 0, l.rlim_cur < rlim_t(n) else { return }
+        l.rlim_cur = min(l.rlim_max, rlim_t(n))
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &l)
+    }
+}
+
+/// `--require loss<1%,rtt<200ms,bitrate>300kbit,estimate>500kbit,started>=100%`: upper bounds
+/// apply to the fleet's p95 (loss, rtt), lower bounds to its p5 (bitrate, estimate); `started`
+/// and `feedback` are the share of bots that started and that heard back from the receiver.
+struct LoadRequirement: Equatable {
+    enum Metric: String { case loss, rtt, bitrate, estimate, started, feedback }
+    var text: String
+    var metric: Metric
+    var upper: Bool
+    var inclusive: Bool
+    var limit: Double
+
+    static func parseList(_ text: String) throws(UsageError) -> [LoadRequirement] {
+        var out: [LoadRequirement] = []
+        for item in text.split(separator: ",") { out.append(try parse(String(item))) }
+        guard !out.isEmpty else { throw UsageError("empty --require") }
+        return out
+    }
+
+    static func parse(_ item: String) throws(UsageError) -> LoadRequirement {
+        guard let at = item.firstIndex(where: { $0 == "<" || $0 == ">" }) else {
+            throw UsageError("invalid --require '\(item)' (e.g. loss<1%, rtt<200ms, bitrate>300kbit, estimate>500kbit, started>=100%)")
+        }
+        var end = item.index(after: at)
+        if end < item.endIndex, item[end] == "=" { end = item.index(after: end) }
+        let op = String(item[at..<end])
+        let name = String(item[..<at]), value = String(item[end...])
+        guard let metric = Metric(rawValue: name) else { throw UsageError("unknown --require metric '\(name)' (loss, rtt, bitrate, estimate, started, feedback)") }
+        let limit: Double
+        switch metric {
+        case .loss, .started, .feedback:
+            guard value.hasSuffix("%"), let v = Double(value.dropLast()), v >= 0, v <= 100 else { throw UsageError("--require \(name) takes a percentage, e.g. \(name)\(op)1%") }
+            limit = v / 100
+        case .rtt:
+            limit = Double(try ValueParsers.duration(value, option: "require")) / 1000
+        case .bitrate, .estimate:
+            limit = Double(try ValueParsers.bitrate(value, option: "require"))
+        }
+        return LoadRequirement(text: item, metric: metric, upper: op.hasPrefix("<"), inclusive: op.count == 2, limit: limit)
+    }
+
+    /// The figure the requirement is checked against.
+    func figure(_ r: LoadReport) -> Double? {
+        switch metric {
+        case .loss: return r.metrics["loss"]?.percentile(0.95)
+        case .rtt: return r.metrics["rtt"]?.percentile(0.95)
+        case .bitrate: return r.metrics["bitrate"]?.percentile(0.05)
+        case .estimate: return r.metrics["estimate"]?.percentile(0.05)
+        case .started: return r.requested > 0 ? Double(r.started) / Double(r.requested) : nil
+        case .feedback: return r.requested > 0 ? Double(r.withFeedback) / Double(r.requested) : nil
+        }
+    }
+
+    func met(by v: Double) -> Bool {
+        if upper { return inclusive ? v <= limit : v < limit }
+        return inclusive ? v >= limit : v > limit
+    }
+}

@@ -1,0 +1,274 @@
+import PublisherEngine
+import LoopbackReceiver
+import Stats
+
+/// The fleet report (`pubbot load --report`, schema `load-report.schema.json`): per-bot
+/// summaries, totals, condition counts and fleet percentiles from log-bucketed histograms that
+/// `pubbot report merge` adds up exactly across shards.
+struct LoadReport {
+    struct Cost {
+        var loopCPUPercent: Double
+        var peakRSSBytes: Int
+        var seconds: Double
+    }
+
+    struct Bot {
+        var number: Int
+        var state: String
+        var address: String?
+        var seconds: Double
+        var bitrate: Int
+        var estimate: Int?
+        var loss: Double?
+        var rtt: Double?
+        var condition: String
+        var layersActive: Int
+        var rtcpReceived: Int
+        var pliReceived: Int
+        var keyFramesSent: Int
+        /// At the embedded receiver: packets and frames (video reassembled, audio decoded).
+        var packetsReceived: Int?
+        var framesReceived: Int?
+        var error: String?
+
+        var json: JSONValue {
+            var f: [(String, JSONValue)] = [("bot", .int(Int64(number))), ("state", .string(state))]
+            f.append(("address", address.map { .string($0) } ?? .null))
+            f.append(("seconds", .double((seconds * 10).rounded() / 10)))
+            f.append(("bitrate", .int(Int64(bitrate))))
+            f.append(("estimate", estimate.map { .int(Int64($0)) } ?? .null))
+            f.append(("packetLoss", loss.map { .double(($0 * 10_000).rounded() / 10_000) } ?? .null))
+            f.append(("roundTripTimeMs", rtt.map { .double(($0 * 10).rounded() / 10) } ?? .null))
+            f.append(("networkCondition", .string(condition)))
+            f.append(("layersActive", .int(Int64(layersActive))))
+            f.append(("rtcpReceived", .int(Int64(rtcpReceived))))
+            f.append(("pliReceived", .int(Int64(pliReceived))))
+            f.append(("keyFramesSent", .int(Int64(keyFramesSent))))
+            f.append(("packetsReceived", packetsReceived.map { .int(Int64($0)) } ?? .null))
+            f.append(("framesReceived", framesReceived.map { .int(Int64($0)) } ?? .null))
+            f.append(("error", error.map { .string($0) } ?? .null))
+            return .object(f)
+        }
+    }
+
+    static let totalKeys = ["packetsSent", "bytesSent", "retransmissions", "paddingPackets", "nackReceived", "pliReceived", "keyFramesSent",
+                            "packetsLostReported", "rtcpReceived", "receiverPacketsReceived", "receiverFramesReceived"]
+    static let metricKeys = ["bitrate", "estimate", "loss", "rtt"]
+
+    var requested: Int
+    var started: Int
+    var failed: Int
+    var withFeedback: Int
+    var shards: [String]
+    var durationMicros: Int64
+    var suite: String
+    var loops: Int
+    var bots: [Bot]
+    var totals: [String: Int] = [:]
+    var conditions: [String: Int] = [:]
+    var metrics: [String: Histogram] = [:]
+    var cost: Cost?
+    var receiverRejected: Int?
+    var results: [(LoadRequirement, Double?, Bool)] = []
+    var requirementTexts: [String] = []
+
+    init(bots snaps: [BotSnapshot], receiver: ReceiverSnapshot?, requested: Int, shard: LoadCommand.Shard, durationMicros: Int64,
+         cost: Cost?, suite: String, loops: Int) {
+        self.requested = requested
+        self.durationMicros = durationMicros
+        self.cost = cost
+        self.suite = suite
+        self.loops = loops
+        shards = ["\(shard.index)/\(shard.count)"]
+        started = snaps.filter { $0.state != .pending && $0.state != .failed }.count
+        failed = snaps.filter { $0.state == .failed }.count
+        withFeedback = snaps.filter { $0.network.rtcpReceived > 0 }.count
+        // The embedded receiver's figures per publisher (by the bot's source address).
+        // Matched by source port: the bots bind the wildcard address, the receiver sees 127.0.0.1.
+        func port(_ a: String) -> String { String(a.split(separator: ":").last ?? "") }
+        var received: [String: (packets: Int, frames: Int)] = [:]
+        if let r = receiver {
+            for (i, s) in r.streams.enumerated() where i < r.streamPublisher.count && r.streamPublisher[i] < r.publishers.count {
+                let a = port(r.publishers[r.streamPublisher[i]])
+                received[a, default: (0, 0)].packets += s.packetsReceived
+                received[a, default: (0, 0)].frames += s.kind == .audio ? s.framesDecoded : s.framesAssembled
+            }
+            receiverRejected = r.rejected.total
+        }
+        for k in Self.totalKeys { totals[k] = 0 }
+        for k in Self.metricKeys { metrics[k] = Histogram() }
+        bots = []
+        for s in snaps {
+            let seconds = s.startedMicros.map { Double((s.stoppedMicros ?? (s.startedMicros! + durationMicros)) - $0) / 1e6 } ?? 0
+            let bytes = s.streams.reduce(0) { $0 + $1.payloadBytesSent + $1.headerBytesSent }
+            let packets = s.streams.reduce(0) { $0 + $1.packetsSent }
+            let lost = s.streams.reduce(0) { $0 + $1.packetsLostReported }
+            let rtts = s.streams.compactMap(\.roundTripTimeMillis)
+            let bitrate = seconds > 0 ? Int(Double(bytes * 8) / seconds) : 0
+            let loss: Double? = s.network.rtcpReceived > 0 && packets > 0 ? Double(max(0, lost)) / Double(packets) : nil
+            let rtt = rtts.isEmpty ? nil : rtts.reduce(0, +) / Double(rtts.count)
+            let rx = s.localAddress.flatMap { received[port($0)] }
+            let b = Bot(number: s.number, state: s.state.rawValue, address: s.localAddress, seconds: seconds, bitrate: bitrate,
+                        estimate: s.network.estimate?.bitrate, loss: loss, rtt: rtt, condition: s.network.networkCondition.rawValue,
+                        layersActive: s.network.allocation?.layers.filter { $0 > 0 }.count ?? 0, rtcpReceived: s.network.rtcpReceived,
+                        pliReceived: s.streams.reduce(0) { $0 + $1.pliReceived }, keyFramesSent: s.keyFramesSent,
+                        packetsReceived: receiver == nil ? nil : (rx?.packets ?? 0), framesReceived: receiver == nil ? nil : (rx?.frames ?? 0),
+                        error: s.error)
+            bots.append(b)
+            guard s.state != .failed && s.state != .pending else { continue }
+            totals["packetsSent"]! += packets
+            totals["bytesSent"]! += bytes
+            totals["retransmissions"]! += s.network.retransmissionsSent
+            totals["paddingPackets"]! += s.network.paddingPacketsSent
+            totals["nackReceived"]! += s.network.nackReceived
+            totals["pliReceived"]! += b.pliReceived
+            totals["keyFramesSent"]! += s.keyFramesSent
+            totals["packetsLostReported"]! += max(0, lost)
+            totals["rtcpReceived"]! += s.network.rtcpReceived
+            totals["receiverPacketsReceived"]! += b.packetsReceived ?? 0
+            totals["receiverFramesReceived"]! += b.framesReceived ?? 0
+            conditions[b.condition, default: 0] += 1
+            metrics["bitrate"]!.add(Double(bitrate))
+            if let e = b.estimate { metrics["estimate"]!.add(Double(e)) }
+            if let l = loss { metrics["loss"]!.add(l) }
+            if let r = rtt { metrics["rtt"]!.add(r) }
+        }
+    }
+
+    /// A report read back from its JSON (for `report merge`).
+    init(json j: JSONValue) throws(UsageError) {
+        guard j["type"]?.stringValue == "loadReport", j["version"]?.intValue == 1, let b = j["bots"], let requested = b["requested"]?.intValue,
+              let started = b["started"]?.intValue, let failed = b["failed"]?.intValue, let fb = b["withFeedback"]?.intValue else {
+            throw UsageError("not a pubbot load report (version 1)")
+        }
+        self.requested = requested
+        self.started = started
+        self.failed = failed
+        withFeedback = fb
+        shards = j["shards"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        durationMicros = Int64(j["durationMs"]?.intValue ?? 0) * 1000
+        suite = j["srtpSuite"]?.stringValue ?? "?"
+        loops = j["eventLoops"]?.intValue ?? 0
+        for k in Self.totalKeys { totals[k] = j["totals"]?[k]?.intValue ?? 0 }
+        if case let .object(fields)? = j["conditions"] { for (k, v) in fields { conditions[k] = v.intValue ?? 0 } }
+        for k in Self.metricKeys {
+            guard let h = j["metrics"]?[k]?["histogram"], let hist = Histogram(json: h) else { throw UsageError("the report's \(k) histogram is missing or damaged") }
+            metrics[k] = hist
+        }
+        receiverRejected = j["receiverRejected"]?.intValue
+        requirementTexts = j["requirements"]?.arrayValue?.compactMap { $0["require"]?.stringValue } ?? []
+        bots = (j["perBot"]?.arrayValue ?? []).map { o in
+            Bot(number: o["bot"]?.intValue ?? -1, state: o["state"]?.stringValue ?? "?", address: o["address"]?.stringValue,
+                seconds: o["seconds"]?.doubleValue ?? 0, bitrate: o["bitrate"]?.intValue ?? 0, estimate: o["estimate"]?.intValue,
+                loss: o["packetLoss"]?.doubleValue, rtt: o["roundTripTimeMs"]?.doubleValue, condition: o["networkCondition"]?.stringValue ?? "unknown",
+                layersActive: o["layersActive"]?.intValue ?? 0, rtcpReceived: o["rtcpReceived"]?.intValue ?? 0, pliReceived: o["pliReceived"]?.intValue ?? 0,
+                keyFramesSent: o["keyFramesSent"]?.intValue ?? 0, packetsReceived: o["packetsReceived"]?.intValue,
+                framesReceived: o["framesReceived"]?.intValue, error: o["error"]?.stringValue)
+        }
+        cost = nil
+    }
+
+    /// Adds another shard's report: counts and totals add, histograms merge bucket by bucket.
+    mutating func merge(_ o: LoadReport) {
+        requested += o.requested
+        started += o.started
+        failed += o.failed
+        withFeedback += o.withFeedback
+        shards += o.shards
+        durationMicros = max(durationMicros, o.durationMicros)
+        loops += o.loops
+        for (k, v) in o.totals { totals[k, default: 0] += v }
+        for (k, v) in o.conditions { conditions[k, default: 0] += v }
+        for (k, h) in o.metrics { metrics[k, default: Histogram()].merge(h) }
+        if let r = o.receiverRejected { receiverRejected = (receiverRejected ?? 0) + r }
+        for t in o.requirementTexts where !requirementTexts.contains(t) { requirementTexts.append(t) }
+        bots += o.bots
+        bots.sort { $0.number < $1.number }
+    }
+
+    mutating func evaluate(_ reqs: [LoadRequirement]) {
+        requirementTexts = reqs.map(\.text)
+        results = reqs.map { r in
+            let v = r.figure(self)
+            return (r, v, v.map { r.met(by: $0) } ?? false)
+        }
+    }
+
+    /// 2: no bot heard from the receiver; 1: a bot failed or never heard back, or a requirement
+    /// was not met; 0 otherwise.
+    var exitCode: Int32 {
+        if withFeedback == 0 { return 2 }
+        if failed > 0 || withFeedback < started || results.contains(where: { !$0.2 }) { return 1 }
+        return 0
+    }
+
+    func json() -> JSONValue {
+        var f: [(String, JSONValue)] = [("type", .string("loadReport")), ("version", .int(1)), ("shards", .array(shards.map { .string($0) }))]
+        f.append(("bots", .object([("requested", .int(Int64(requested))), ("started", .int(Int64(started))), ("failed", .int(Int64(failed))),
+                                   ("withFeedback", .int(Int64(withFeedback)))])))
+        f.append(("durationMs", .int(durationMicros / 1000)))
+        f.append(("srtpSuite", .string(suite)))
+        f.append(("eventLoops", .int(Int64(loops))))
+        f.append(("totals", .object(Self.totalKeys.map { ($0, .int(Int64(totals[$0] ?? 0))) })))
+        f.append(("conditions", .object(conditions.keys.sorted().map { ($0, .int(Int64(conditions[$0]!))) })))
+        var m: [(String, JSONValue)] = []
+        for k in Self.metricKeys {
+            let h = metrics[k] ?? Histogram()
+            func p(_ q: Double) -> JSONValue { h.percentile(q).map { .double(($0 * 10_000).rounded() / 10_000) } ?? .null }
+            m.append((k, .object([("p5", p(0.05)), ("p50", p(0.5)), ("p95", p(0.95)), ("p99", p(0.99)),
+                                  ("mean", h.mean.map { .double(($0 * 10_000).rounded() / 10_000) } ?? .null), ("histogram", h.json)])))
+        }
+        f.append(("metrics", .object(m)))
+        if let c = cost {
+            let perCore = c.loopCPUPercent > 0 ? Double(started) / (c.loopCPUPercent / 100) : nil
+            f.append(("cost", .object([("eventLoopCPUPercent", .double((c.loopCPUPercent * 10).rounded() / 10)),
+                                       ("botsPerCore", perCore.map { .double($0.rounded()) } ?? .null),
+                                       ("peakRSSBytes", .int(Int64(c.peakRSSBytes))),
+                                       ("rssPerBotBytes", .int(Int64(started > 0 ? c.peakRSSBytes / started : 0))),
+                                       ("steadySeconds", .double((c.seconds * 10).rounded() / 10))])))
+        } else {
+            f.append(("cost", .null))
+        }
+        f.append(("receiverRejected", receiverRejected.map { .int(Int64($0)) } ?? .null))
+        f.append(("requirements", .array(results.map { r in
+            .object([("require", .string(r.0.text)), ("value", r.1.map { .double(($0 * 10_000).rounded() / 10_000) } ?? .null), ("met", .bool(r.2))])
+        })))
+        f.append(("ok", .bool(exitCode == 0)))
+        f.append(("perBot", .array(bots.map(\.json))))
+        return .object(f)
+    }
+
+    func human() -> String {
+        var out = "pubbot load — \(started)/\(requested) bots started (\(failed) failed), \(withFeedback) heard back, \(Units.fixed(Double(durationMicros) / 1e6, 1)) s, shard\(shards.count > 1 ? "s" : "") \(shards.joined(separator: " "))\n\n"
+        var t = TextTable(headers: ["metric", "p5", "p50", "p95", "p99", "mean"], rightAligned: [1, 2, 3, 4, 5])
+        for k in Self.metricKeys {
+            let h = metrics[k] ?? Histogram()
+            func fmt(_ v: Double?) -> String {
+                guard let v else { return "-" }
+                switch k {
+                case "loss": return "\(Units.fixed(v * 100, 2)) %"
+                case "rtt": return "\(Units.fixed(v, 1)) ms"
+                default: return Units.bitrate(Int(v))
+                }
+            }
+            t.add([k, fmt(h.percentile(0.05)), fmt(h.percentile(0.5)), fmt(h.percentile(0.95)), fmt(h.percentile(0.99)), fmt(h.mean)])
+        }
+        out += t.render()
+        out += "conditions: " + conditions.keys.sorted().map { "\($0) \(conditions[$0]!)" }.joined(separator: ", ") + "\n"
+        out += "totals: \(totals["packetsSent"] ?? 0) packets sent, \(totals["retransmissions"] ?? 0) RTX, \(totals["pliReceived"] ?? 0) PLI, \(totals["keyFramesSent"] ?? 0) key frames"
+        if (totals["receiverPacketsReceived"] ?? 0) > 0 { out += ", receiver: \(totals["receiverPacketsReceived"]!) packets, \(totals["receiverFramesReceived"]!) frames" }
+        out += "\n"
+        if let c = cost {
+            let perCore = c.loopCPUPercent > 0 ? Double(started) / (c.loopCPUPercent / 100) : 0
+            out += "cost: event loops \(Units.fixed(c.loopCPUPercent, 1)) % of a core for \(started) bots → \(Int(perCore)) bots per core (\(suite)); peak RSS \(c.peakRSSBytes >> 20) MiB, \(started > 0 ? (c.peakRSSBytes / started) >> 10 : 0) KiB per bot\n"
+        }
+        let silent = bots.filter { $0.state != "failed" && $0.rtcpReceived == 0 }
+        if !silent.isEmpty { out += "no feedback: bots \(silent.prefix(10).map { String($0.number) }.joined(separator: ", "))\(silent.count > 10 ? " …" : "")\n" }
+        for b in bots where b.state == "failed" { out += "bot \(b.number) failed: \(b.error ?? "?")\n" }
+        for r in results {
+            out += "require \(r.0.text): \(r.1.map { Units.fixed($0 * (r.0.metric == .loss || r.0.metric == .started || r.0.metric == .feedback ? 100 : 1), 2) } ?? "-") → \(r.2 ? "met" : "NOT MET")\n"
+        }
+        out += "result: \(exitCode == 0 ? "ok" : "FAILED") (exit \(exitCode))\n"
+        return out
+    }
+}

@@ -1,0 +1,278 @@
+import Synchronization
+public import Transport
+public import MediaCodecs
+public import Stats
+
+/// A load test in one process (`pubbot load`): many replay bots on a few event loops (threads),
+/// never a thread per bot. Each bot is a whole publisher — its own socket (so a server sees one
+/// 5-tuple per publisher, as with real clients), SSRCs, SRTP sessions, estimator, pacer and
+/// allocator — fed from a shared `ReplayLibrary` instead of its own encoders.
+public struct FleetConfig: Sendable {
+    /// Destination, key, SRTP suite and the rest of what every bot shares.
+    public var template: PublisherConfig
+    public var bots: Int
+    /// Event loops (threads); bots are dealt round-robin.
+    public var loops: Int
+    /// Bots started per second.
+    public var rampPerSecond: Double
+    /// From the fleet's start to the stop of every bot.
+    public var durationMicros: Int64
+    /// Number of the first bot (a shard's offset), for names.
+    public var firstBot = 0
+
+    public init(template: PublisherConfig, bots: Int, loops: Int, rampPerSecond: Double, durationMicros: Int64) {
+        self.template = template
+        self.bots = bots
+        self.loops = loops
+        self.rampPerSecond = rampPerSecond
+        self.durationMicros = durationMicros
+    }
+}
+
+public enum BotState: String, Sendable { case pending, running, done, failed }
+
+/// One bot's figures.
+public struct BotSnapshot: Sendable {
+    public var number: Int
+    public var state: BotState
+    public var localAddress: String?
+    public var startedMicros: Int64?
+    public var stoppedMicros: Int64?
+    public var streams: [OutboundStreamStats]
+    public var network: NetworkCounters
+    public var keyFramesSent = 0
+    public var error: String?
+}
+
+public final class Fleet: Sendable {
+    public let config: FleetConfig
+    let library: ReplayLibrary
+    let slots: [Locked<BotSnapshot>]
+    let published: [Locked<([OutboundStreamStats], NetworkCounters)>]
+    let stopFlag = Atomic<Bool>(false)
+    let threads = Locked<[JoinableThread]>([])
+    public let startMicros: Locked<Int64> = Locked(0)
+    /// CPU time used by each event loop's thread so far (updated about every 100 ms).
+    let loopCPU: [Locked<Int64>]
+
+    public init(config: FleetConfig, library: ReplayLibrary) {
+        self.config = config
+        self.library = library
+        slots = (0..<config.bots).map { i in
+            Locked(BotSnapshot(number: config.firstBot + i, state: .pending, streams: [], network: NetworkCounters()))
+        }
+        published = (0..<config.bots).map { _ in Locked(([], NetworkCounters())) }
+        loopCPU = (0..<max(1, config.loops)).map { _ in Locked(0) }
+    }
+
+    /// CPU time of the bots' event loops together (not the rest of the process), microseconds.
+    public var loopsCPUMicros: Int64 { loopCPU.reduce(0) { $0 + $1.value } }
+
+    public func start() {
+        let start = Clock.monotonicMicros()
+        startMicros.value = start
+        var ts: [JoinableThread] = []
+        for l in 0..<max(1, config.loops) {
+            let assigned = Array(stride(from: l, to: config.bots, by: max(1, config.loops)))
+            ts.append(JoinableThread(name: "pubbot-fleet-\(l)") { [self] in FleetLoop(fleet: self, number: l, assigned: assigned, startMicros: start).run() })
+        }
+        threads.withLock { $0 = ts }
+    }
+
+    /// Asks every bot to stop (BYE) and the loops to end.
+    public func stop() { stopFlag.store(true, ordering: .releasing) }
+    var stopRequested: Bool { stopFlag.load(ordering: .acquiring) }
+
+    public func wait() {
+        let ts = threads.withLock { t -> [JoinableThread] in let c = t; t = []; return c }
+        for t in ts { t.join() }
+    }
+
+    public func snapshot() -> [BotSnapshot] {
+        slots.indices.map { i in
+            var s = slots[i].value
+            let (streams, net) = published[i].value
+            s.streams = streams
+            s.network = net
+            return s
+        }
+    }
+}
+
+/// One event loop: starts its bots on the ramp, feeds them replay frames on their clocks, runs
+/// their network turns when due or when their socket is readable, and polls all their sockets
+/// at once.
+final class FleetLoop {
+    let fleet: Fleet
+    let number: Int
+    let assigned: [Int]
+    let startMicros: Int64
+    var bots: [ReplayBot] = []
+    var fds: [Int32] = []
+    var ready: [UInt8] = []
+
+    init(fleet: Fleet, number: Int, assigned: [Int], startMicros: Int64) {
+        self.fleet = fleet
+        self.number = number
+        self.assigned = assigned
+        self.startMicros = startMicros
+    }
+
+    func startTime(_ i: Int) -> Int64 {
+        startMicros + Int64(Double(i) * 1e6 / max(0.001, fleet.config.rampPerSecond))
+    }
+
+    func run() {
+        var pending = assigned[...]
+        let end = startMicros + fleet.config.durationMicros
+        var stopping = false
+        var nextCPU: Int64 = 0
+        defer { fleet.loopCPU[number].value = Clock.threadCPUMicros() }
+        while true {
+            let now = Clock.monotonicMicros()
+            if now >= nextCPU { fleet.loopCPU[number].value = Clock.threadCPUMicros(); nextCPU = now + 100_000 }
+            if !stopping && (fleet.stopRequested || now >= end) {
+                stopping = true
+                for b in bots { b.control.requestStop() }
+                pending = []
+            }
+            while let i = pending.first, startTime(i) <= now {
+                pending = pending.dropFirst()
+                startBot(i, now: now)
+            }
+            var wake = now + 20_000
+            var live = 0
+            for k in bots.indices {
+                let b = bots[k]
+                if b.done { continue }
+                live += 1
+                let readable = k < ready.count && ready[k] != 0
+                if now < b.nextWake && !readable { wake = min(wake, b.nextWake); continue }
+                let mediaWake = stopping ? Int64.max : b.mediaTick(now: now)
+                if let w = b.network.step(now: now, read: readable) {
+                    b.nextWake = min(w, mediaWake)
+                    wake = min(wake, b.nextWake)
+                } else {
+                    b.network.finish()
+                    b.done = true
+                    fds[k] = -1
+                    fleet.slots[b.slot].withLock { $0.state = .done; $0.stoppedMicros = Clock.monotonicMicros(); $0.keyFramesSent = b.keyFramesSent }
+                    live -= 1
+                }
+            }
+            if pending.isEmpty && live == 0 { break }
+            if let i = pending.first { wake = min(wake, startTime(i)) }
+            let timeout = max(0, wake - Clock.monotonicMicros())
+            if fds.isEmpty { Clock.sleep(micros: timeout) } else { _ = waitReadable(fds, ready: &ready, timeoutMicros: timeout) }
+        }
+    }
+
+    func startBot(_ slot: Int, now: Int64) {
+        var c = fleet.config.template
+        let number = fleet.config.firstBot + slot
+        c.cname = "pubbot-bot-\(number)"
+        c.seed = UInt64(number + 1)
+        do throws(EngineSetupError) {
+            let bot = try ReplayBot(slot: slot, config: c, library: fleet.library, published: fleet.published[slot], startMicros: now)
+            bots.append(bot)
+            fds.append(bot.network.socket.fd)
+            fleet.slots[slot].withLock {
+                $0.state = .running
+                $0.startedMicros = now
+                $0.localAddress = bot.network.socket.localAddress.description
+            }
+        } catch {
+            fleet.slots[slot].withLock { $0.state = .failed; $0.error = "\(error)" }
+        }
+    }
+}
+
+/// A replay bot: a NetworkLoop driven by its fleet loop, and a cursor per layer into the replay
+/// loops. It still reacts: a PLI jumps the layer to its next key frame, the allocator suspends
+/// and resumes layers (resuming on a key frame).
+final class ReplayBot {
+    let slot: Int
+    let control: PublisherControl
+    let network: NetworkLoop
+    let library: ReplayLibrary
+    var cursor: [Int]
+    var frameCount: [UInt32]
+    var nextVideo: [Int64]
+    var suspended: [Bool]
+    var pendingKeyFrames: UInt64 = 0
+    var audioIndex: UInt32 = 0
+    var nextAudio: Int64
+    var seenGeneration = 0
+    var nextWake: Int64 = 0
+    var done = false
+    var keyFramesSent = 0
+
+    init(slot: Int, config: PublisherConfig, library: ReplayLibrary, published: Locked<([OutboundStreamStats], NetworkCounters)>,
+         startMicros: Int64) throws(EngineSetupError) {
+        self.slot = slot
+        self.library = library
+        let plan = StreamPlan(config: config)
+        control = PublisherControl(layerTargets: config.layers.map(\.targetBitrate))
+        let socket: UDPSocket
+        do { socket = try UDPSocket(for: config.destination) } catch { throw .socket(error) }
+        do {
+            network = try NetworkLoop(config: config, plan: plan, socket: socket, control: control, mailbox: nil, published: published,
+                                      startMicros: startMicros)
+        } catch { throw .srtp(error) }
+        let n = config.sendVideo ? min(config.layers.count, library.layers.count) : 0
+        // Bots start at different points of the loop, so a fleet's key frames do not line up.
+        cursor = (0..<n).map { i in
+            let frames = library.layers[i].frames.count
+            return library.layers[i].keyFrame(atOrAfter: frames > 0 ? (slot * 7) % frames : 0)
+        }
+        frameCount = Array(repeating: 0, count: n)
+        nextVideo = Array(repeating: startMicros, count: n)
+        suspended = Array(repeating: false, count: n)
+        nextAudio = config.sendAudio && !library.audio.isEmpty ? startMicros : .max
+        network.begin(now: startMicros)
+    }
+
+    /// Hands the frames due by `now` to the network loop; returns when the next one is due.
+    func mediaTick(now: Int64) -> Int64 {
+        let gen = control.targetGeneration.load(ordering: .acquiring)
+        if gen != seenGeneration {
+            seenGeneration = gen
+            for (i, t) in control.currentTargets().enumerated() where i < suspended.count {
+                if t <= 0 { suspended[i] = true }
+                else if suspended[i] { suspended[i] = false; pendingKeyFrames |= 1 << UInt64(i) }
+            }
+        }
+        pendingKeyFrames |= control.takeKeyFrameRequests()
+        while now >= nextAudio {
+            let bytes = library.audio[Int(audioIndex) % library.audio.count]
+            network.sendAudio(EncodedAudioFrame(bytes: bytes, frameNumber: audioIndex, captureMicros: nextAudio))
+            audioIndex &+= 1
+            nextAudio += 20_000
+            if now - nextAudio > 200_000 { nextAudio = now } // far behind: skip rather than burst
+        }
+        var wake = nextAudio
+        for i in nextVideo.indices {
+            let layer = library.layers[i]
+            let interval = Int64(1_000_000 / max(1, layer.config.fps))
+            if now >= nextVideo[i] {
+                if !suspended[i] && !layer.frames.isEmpty {
+                    if pendingKeyFrames & (1 << UInt64(i)) != 0 {
+                        pendingKeyFrames &= ~(1 << UInt64(i))
+                        if !layer.frames[cursor[i]].isKeyFrame { cursor[i] = layer.keyFrame(atOrAfter: cursor[i]) }
+                    }
+                    let f = layer.frames[cursor[i]]
+                    if f.isKeyFrame { keyFramesSent += 1 }
+                    network.sendVideo(EncodedVideoFrame(layer: i, bytes: f.bytes, isKeyFrame: f.isKeyFrame, width: layer.config.width,
+                                                        height: layer.config.height, frameNumber: frameCount[i], captureMicros: nextVideo[i],
+                                                        temporalID: nil, layerSync: false, encodeMicros: 0))
+                    cursor[i] = (cursor[i] + 1) % layer.frames.count
+                    frameCount[i] &+= 1
+                }
+                nextVideo[i] += interval
+                while nextVideo[i] + interval <= now { nextVideo[i] += interval } // a late loop skips ticks
+            }
+            wake = min(wake, nextVideo[i])
+        }
+        return wake
+    }
+}

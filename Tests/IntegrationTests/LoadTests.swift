@@ -1,0 +1,124 @@
+import Foundation
+import Testing
+
+/// `pubbot load` as a user runs it (the debug binary, so the fleets are small): replay media
+/// built by `pubbot media build`, the embedded receiver and a separate `pubbot receive`,
+/// requirements and exit codes, shards merged by `pubbot report merge`.
+@Suite(.serialized) struct LoadTests {
+    let bin = BinaryTests()
+    static let media: String = {
+        let dir = NSTemporaryDirectory() + "pubbot-load-media-\(getpid())"
+        return dir
+    }()
+
+    func buildMedia() throws {
+        if FileManager.default.fileExists(atPath: Self.media + "/manifest.txt") { return }
+        let r = try bin.run(["media", "build", "--out", Self.media, "--seconds", "2"])
+        try #require(r.code == 0, "\(r.err)")
+        #expect(r.out.contains("key frames"))
+    }
+
+    func report(_ path: String) throws -> [String: Any] {
+        try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as! [String: Any]
+    }
+
+    var schema: SchemaValidator {
+        get throws {
+            let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            return try SchemaValidator(path: root.appendingPathComponent("Sources/BotCLI/load-report.schema.json").path)
+        }
+    }
+
+    @Test func fleetAgainstTheEmbeddedReceiverReachesEveryBot() throws {
+        try buildMedia()
+        let path = NSTemporaryDirectory() + "load-\(getpid()).json"
+        let r = try bin.run(["load", "--media", Self.media, "--bots", "24", "--duration", "6s", "--ramp", "1s", "--report", path,
+                             "--require", "loss<1%,started>=100%,feedback>=100%"])
+        #expect(r.code == 0, "\(r.out)\(r.err)")
+        #expect(r.out.contains("p95") && r.out.contains("bots per core"))
+        let doc = try report(path)
+        #expect(try schema.validateDocument(doc) == [])
+        let bots = doc["perBot"] as! [[String: Any]]
+        #expect(bots.count == 24)
+        for b in bots {
+            #expect(b["state"] as? String == "done")
+            #expect((b["rtcpReceived"] as? Int ?? 0) > 0, "bot \(b["bot"]!) heard nothing")
+            // Every bot's media reached the receiver: ~6 s × (3 layers × 30 + 50 audio) frames, minus the ramp.
+            #expect((b["framesReceived"] as? Int ?? 0) > 300, "bot \(b["bot"]!): \(b["framesReceived"]!)")
+            #expect(b["layersActive"] as? Int == 3)
+        }
+        let totals = doc["totals"] as! [String: Int]
+        #expect(totals["receiverPacketsReceived"]! >= totals["packetsSent"]! * 99 / 100)
+        #expect((doc["requirements"] as! [[String: Any]]).allSatisfy { $0["met"] as? Bool == true })
+    }
+
+    @Test func lossAtTheReceiverFailsALossRequirement() throws {
+        try buildMedia()
+        let r = try bin.run(["load", "--media", Self.media, "--bots", "8", "--duration", "5s", "--impair", "loss=3%", "--require", "loss<1%", "--json"])
+        #expect(r.code == 1, "\(r.out)\(r.err)")
+        let doc = try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as! [String: Any]
+        let req = (doc["requirements"] as! [[String: Any]])[0]
+        #expect(req["met"] as? Bool == false)
+        #expect((req["value"] as? Double ?? 0) > 0.01)
+        #expect(doc["ok"] as? Bool == false)
+    }
+
+    /// Two shards against one `pubbot receive`, merged: the merged totals are the sums of the shards',
+    /// bot numbers cover the fleet once, and the receiver saw every bot as its own publisher.
+    @Test func shardsAgainstOneReceiverMergeExactly() throws {
+        try buildMedia()
+        let port = 20_000 + Int(getpid() % 20_000)
+        let key = "WbTBosdVUZqEb6Htqhn+m3z7wUh4RelR/rCp7rY2"
+        let recv = Process()
+        recv.executableURL = BinaryTests.binary
+        recv.arguments = ["receive", "--listen", "127.0.0.1:\(port)", "--key", key, "--no-decode", "--duration", "9s", "--json"]
+        let recvOut = Pipe()
+        recv.standardOutput = recvOut
+        recv.standardError = FileHandle.nullDevice
+        try recv.run()
+        Thread.sleep(forTimeInterval: 0.5)
+        var paths: [String] = []
+        var shards: [Process] = []
+        for i in 0..<2 {
+            let path = NSTemporaryDirectory() + "shard-\(i)-\(getpid()).json"
+            paths.append(path)
+            let p = Process()
+            p.executableURL = BinaryTests.binary
+            p.arguments = ["load", "--to", "127.0.0.1:\(port)", "--key", key, "--media", Self.media, "--bots", "10", "--shard", "\(i)/2",
+                           "--duration", "4s", "--report", path]
+            p.standardOutput = FileHandle.nullDevice
+            p.standardError = FileHandle.nullDevice
+            try p.run()
+            shards.append(p)
+        }
+        for p in shards { p.waitUntilExit() }
+        #expect(shards.map(\.terminationStatus) == [0, 0])
+        let merged = try bin.run(["report", "merge", paths[0], paths[1], "--json"])
+        #expect(merged.code == 0, "\(merged.err)")
+        let m = try JSONSerialization.jsonObject(with: Data(merged.out.utf8)) as! [String: Any]
+        #expect(try schema.validateDocument(m) == [])
+        let a = try report(paths[0]), b = try report(paths[1])
+        for key in ["packetsSent", "bytesSent", "rtcpReceived", "keyFramesSent"] {
+            let sum = (a["totals"] as! [String: Int])[key]! + (b["totals"] as! [String: Int])[key]!
+            #expect((m["totals"] as! [String: Int])[key] == sum, "\(key)")
+        }
+        #expect((m["bots"] as! [String: Int])["requested"] == 10 && (m["bots"] as! [String: Int])["withFeedback"] == 10)
+        #expect((m["perBot"] as! [[String: Any]]).map { $0["bot"] as! Int } == Array(0..<10))
+        let count = { (d: [String: Any]) in ((d["metrics"] as! [String: Any])["bitrate"] as! [String: Any])["histogram"] as! [String: Any] }
+        #expect(count(m)["count"] as? Int == 10)
+        recv.waitUntilExit()
+        let rx = try JSONSerialization.jsonObject(with: recvOut.fileHandleForReading.readDataToEndOfFile()) as! [String: Any]
+        let publishers = rx["publishers"] as! [[String: Any]]
+        #expect(publishers.count == 10)
+        #expect(publishers.allSatisfy { ($0["framesReceived"] as? Int ?? 0) > 200 })
+    }
+
+    @Test func usageErrorsAndMissingMedia() throws {
+        #expect(try bin.run(["load", "--bots", "0"]).code == 64)
+        #expect(try bin.run(["load", "--require", "jitter<1ms"]).code == 64)
+        #expect(try bin.run(["load", "--rooms", "2"]).err.contains("not implemented yet"))
+        #expect(try bin.run(["report", "merge"]).code == 64)
+        let missing = try bin.run(["load", "--media", "/nonexistent", "--bots", "1"])
+        #expect(missing.code == 2 && missing.err.contains("pubbot media build"))
+    }
+}
