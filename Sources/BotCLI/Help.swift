@@ -157,7 +157,8 @@ enum Help {
                                     every frame, decodes audio; VP8 decoding of hundreds of streams
                                     does not fit a small machine)
           --require LIST            loss<1%,rtt<200ms (fleet p95), bitrate>300kbit,estimate>500kbit
-                                    (fleet p5), started>=100%,feedback>=100% (share of bots)
+                                    (fleet p5), started>=100%,feedback>=100% (share of bots);
+                                    default loss<5%,feedback>=100%
           --report FILE             the JSON report (per bot, totals, percentiles, histograms)
           --shard I/N               run this process's slice of the bots (or JOB_COMPLETION_INDEX
                                     with PUBBOT_SHARDS=N, as in a Kubernetes Indexed Job)
@@ -180,7 +181,8 @@ enum Help {
           --out DIR                 where to write (default Media/replay)
           --seconds N               loop length (default 4)
           --keyframe-interval D     a key frame every D (default 1s; PLIs are answered at the next one)
-          --layers LADDER           simulcast ladder (default 320x180,640x360,1280x720)
+          --layers LADDER           simulcast ladder (default 640x360 + 320x180, the usual load-test
+                                    publisher; e.g. 1280x720@30:2500k,640x360@30:500k,320x180@30:150k)
           --fps N                   frame rate (default 30)
         """
         case "report": return usage(command) + """

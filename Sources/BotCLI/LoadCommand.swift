@@ -41,7 +41,8 @@ enum LoadCommand {
             guard let n = Int(l), (1...256).contains(n) else { throw UsageError("invalid --loops '\(l)' (1…256)") }
             return n
         } ?? max(1, min(cores, range.count))
-        let requirements = try o.value("require").map { r throws(UsageError) in try LoadRequirement.parseList(r) } ?? []
+        // Never "ok" on a lossy or silent run unless asked: a default that fails on 5 % loss.
+        let requirements = try LoadRequirement.parseList(o.value("require") ?? "loss<5%,feedback>=100%")
         let suite = try CommonOptions.suite(o)
         if o.value("to") != nil && o.value("impair") != nil { throw UsageError("--impair applies to the embedded receiver; with --to, impair at `pubbot receive --impair`") }
         if o.value("to") != nil && o.value("key") == nil { throw UsageError("--to needs the receiver's --key B64") }

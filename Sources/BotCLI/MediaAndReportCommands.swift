@@ -25,7 +25,7 @@ enum MediaCommand {
             fps = v
         }
         let layers = try o.value("layers").map { l throws(UsageError) in try ValueParsers.ladder(l, temporalLayers: 1, defaultFps: fps) }
-            ?? VideoLayerConfig.ladder(top: 1280, 720, fps: fps)
+            ?? VideoLayerConfig.ladder(top: 640, 360, layers: 2, fps: fps)
         let kfi = try o.value("keyframe-interval").map { d throws(UsageError) in try ValueParsers.duration(d, option: "keyframe-interval") } ?? 1_000_000
         guard kfi >= 100_000 else { throw UsageError("--keyframe-interval must be at least 100ms", command: "media") }
         let frames = max(1, Int(kfi * Int64(fps) / 1_000_000))

@@ -75,8 +75,11 @@ int clinux_udp_open(int family, int rcvbuf, int sndbuf) {
 }
 
 int clinux_bind(int fd, const clinux_addr *addr) {
+    /* Only for a fixed port (a quick restart of a receiver): with SO_REUSEADDR set, an
+       ephemeral bind (port 0) may be handed a port another such socket already holds, and two
+       publishers would then share one source address. */
     int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (clinux_addr_port(addr) != 0) setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     if (bind(fd, (const struct sockaddr *)addr->storage, addr->length) != 0) return -errno;
     return 0;
 }

@@ -134,3 +134,15 @@ import Testing
         e.drain()
     }
 }
+
+@Suite struct EphemeralPortTests {
+    /// Regression: SO_REUSEADDR on ephemeral binds let Linux hand two bots the same source port,
+    /// so a receiver saw two publishers as one (found by a 200-bot load run).
+    @Test func everyEphemeralSocketGetsItsOwnPort() throws {
+        let peer = try SocketAddress(host: "127.0.0.1", port: 9)
+        var sockets: [UDPSocket] = []
+        for _ in 0..<400 { sockets.append(try UDPSocket(for: peer)) }
+        let ports = Set(sockets.map(\.localAddress.port))
+        #expect(ports.count == sockets.count)
+    }
+}
