@@ -176,7 +176,9 @@ enum PreflightCommand {
         let videoRate = vb.count >= 2 ? Int(Double((vb.last!.1 - vb.first!.1) * 8) * 1e6 / Double(max(1, vb.last!.0 - vb.first!.0))) : 0
         let rtt = p.streams.compactMap(\.roundTripTimeMillis).max()
         let jitter = p.streams.first { $0.kind == .audio }?.remoteJitterSeconds.map { $0 * 1000 }
-        let m = Measurement(estimate: steadyDetector.capacity(now: now) ?? p.network.estimate?.bitrate ?? 0, lossFraction: loss,
+        // Never more than the probing ceiling: nothing above it was tried.
+        let capacity = min(steadyDetector.capacity(now: now) ?? p.network.estimate?.bitrate ?? 0, pc.probeCeiling ?? .max)
+        let m = Measurement(estimate: capacity, lossFraction: loss,
                             roundTripTimeMillis: rtt, jitterMillis: jitter, videoBitrate: videoRate, durationMillis: (now - started) / 1000)
         Clock.sleep(micros: 200_000) // the BYE and the last packets
         return PhaseResult(measurement: m, answered: answered, interrupted: interrupted, steady: steady, elapsedMicros: now - started,
