@@ -28,7 +28,7 @@ enum Help {
         case "publish": "Usage: pubbot publish --to HOST:PORT [--key B64] [--srtp-suite aes-cm|gcm] [--sdp-out FILE] [--no-bundle] [--duration D] [--layers LADDER] [--no-audio | --no-video] [--fps N] [--temporal-layers L1T1|L1T2|L1T3] [--keyframe-interval D] [--no-congestion-control] [--stats FILE|-] [--json]"
         case "receive": "Usage: pubbot receive --listen HOST:PORT (--key B64 | --sdp FILE) [--impair SPEC] [--downlink-impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--no-decode] [--max-publishers N] [--stats FILE|-] [--json]"
         case "preflight": "Usage: pubbot preflight [--to HOST:PORT --key KEY | --sdp FILE] [--impair SPEC] [--require TIER] [--duration D] [--json] [--junit FILE] [--stats FILE|-] [--verdict-thresholds LIST] [media options]"
-        case "load": "Usage: pubbot load [--to HOST:PORT --key B64] [--bots N] [--duration D] [--ramp D] [--loops N] [--impair SPEC] [--require LIST] [--report FILE] [--shard I/N] [--media DIR] [--srtp-suite aes-cm|gcm] [--json]"
+        case "load": "Usage: pubbot load [--to HOST:PORT… --key B64 | --rooms M] [--bots N] [--duration D] [--ramp D] [--loops N] [--impair SPEC] [--require LIST] [--report FILE] [--shard I/N] [--media DIR] [--srtp-suite aes-cm|gcm] [--json]"
         case "media": "Usage: pubbot media build [--out DIR] [--seconds N] [--keyframe-interval D] [--layers LADDER] [--fps N]"
         case "report": "Usage: pubbot report merge FILE… [--report OUT] [--require LIST] [--json]"
         default: "Usage: pubbot <command> [options]"
@@ -146,8 +146,11 @@ enum Help {
         with a verdict.
 
         Options:
-          --to HOST:PORT            a `pubbot receive` (default: a receiver embedded in this process)
-          --key B64                 its SRTP key (with --to; default: a random key per run)
+          --to HOST:PORT            a `pubbot receive` (default: a receiver embedded in this process);
+                                    repeat it for rooms: bot n publishes to the (n mod rooms)-th
+          --rooms M                 M rooms of embedded receivers, each with its own random key
+          --key B64                 the receivers' SRTP key (needed with --to; default: random per
+                                    run, or per room with --rooms)
           --bots N                  bots (default 10); with --shard, the total over all shards
           --duration D              from the first start to every bot's BYE (default 30s)
           --ramp D                  start all bots within D (default: 50 bots a second; at most 500/s)

@@ -11,10 +11,9 @@ import Stats
 /// percentiles, requirements and exit codes; shards for a fleet of processes.
 enum LoadCommand {
     static let spec = OptionSpec(options: [
-        "to": .value, "key": .value, "srtp-suite": .value, "bots": .value, "ramp": .value, "duration": .value, "loops": .value,
+        "to": .repeated, "rooms": .value, "key": .value, "srtp-suite": .value, "bots": .value, "ramp": .value, "duration": .value, "loops": .value,
         "media": .value, "report": .value, "require": .value, "shard": .value, "json": .flag, "impair": .value, "decode": .flag,
-    ], planned: ["rooms": "rooms (groups of bots per receiver) are not implemented yet; run one `pubbot load` per room",
-                 "encode": "live encoding per bot is not implemented yet; load replays `pubbot media build` loops"])
+    ], planned: ["encode": "live encoding per bot is not implemented yet; load replays `pubbot media build` loops"])
 
     static let defaultMedia = "Media/replay"
 
@@ -44,9 +43,19 @@ enum LoadCommand {
         // Never "ok" on a lossy or silent run unless asked: a default that fails on 5 % loss.
         let requirements = try LoadRequirement.parseList(o.value("require") ?? "loss<5%,feedback>=100%")
         let suite = try CommonOptions.suite(o)
-        if o.value("to") != nil && o.value("impair") != nil { throw UsageError("--impair applies to the embedded receiver; with --to, impair at `pubbot receive --impair`") }
-        if o.value("to") != nil && o.value("key") == nil { throw UsageError("--to needs the receiver's --key B64") }
-        let key = try CommonOptions.key(o, suite: suite)
+        let tos = o.all("to")
+        if !tos.isEmpty && o.value("impair") != nil { throw UsageError("--impair applies to the embedded receivers; with --to, impair at `pubbot receive --impair`") }
+        if !tos.isEmpty && o.value("key") == nil { throw UsageError("--to needs the receivers' --key B64") }
+        if !tos.isEmpty && o.has("decode") { throw UsageError("--decode applies to the embedded receivers") }
+        var roomCount = try o.value("rooms").map { r throws(UsageError) in
+            guard let n = Int(r), (1...1_000).contains(n) else { throw UsageError("invalid --rooms '\(r)' (1…1000)") }
+            return n
+        } ?? max(1, tos.count)
+        if !tos.isEmpty {
+            guard o.value("rooms") == nil || roomCount == tos.count else { throw UsageError("with --to, each room is one --to: give \(roomCount) of them or drop --rooms") }
+            roomCount = tos.count
+        }
+        let sharedKey: SRTPKey? = o.value("key") == nil ? nil : try CommonOptions.key(o, suite: suite)
         let impairment = try o.value("impair").map { t throws(UsageError) in try ValueParsers.impairment(t, option: "impair") }
         let mediaDir = o.value("media") ?? defaultMedia
         let library: ReplayLibrary
@@ -56,26 +65,31 @@ enum LoadCommand {
         }
         raiseFileLimit(to: range.count + 256)
 
-        // The receiver: a remote `pubbot receive`, or one embedded in this process.
-        var receiver: LoopbackReceiver?
-        let destination: SocketAddress
-        if let to = o.value("to") {
-            destination = try CommonOptions.address(to, option: "to")
+        // The receivers: remote `pubbot receive`s (one per room), or one embedded per room, each
+        // with its own key unless --key gives one for all.
+        var receivers: [LoopbackReceiver] = []
+        var rooms: [(SocketAddress, SRTPKey)] = []
+        if !tos.isEmpty {
+            for to in tos { rooms.append((try CommonOptions.address(to, option: "to"), sharedKey!)) }
         } else {
-            var rc = ReceiverConfig(listen: try CommonOptions.address("127.0.0.1:0", option: "listen"), key: key)
-            rc.impairment = impairment
-            rc.decodeVideo = o.has("decode")
-            rc.maxPublishers = range.count + 8
-            rc.maxStreams = (range.count + 8) * 8
-            do { receiver = try LoopbackReceiver(config: rc) } catch {
-                Output.err("Error: cannot start the embedded receiver: \(error)\n")
-                return 2
+            let perRoom = range.count / roomCount + 1
+            for _ in 0..<roomCount {
+                let key = sharedKey ?? .random(suite: suite)
+                var rc = ReceiverConfig(listen: try CommonOptions.address("127.0.0.1:0", option: "listen"), key: key)
+                rc.impairment = impairment
+                rc.decodeVideo = o.has("decode")
+                rc.maxPublishers = perRoom + 8
+                rc.maxStreams = (perRoom + 8) * 8
+                do { receivers.append(try LoopbackReceiver(config: rc)) } catch {
+                    Output.err("Error: cannot start an embedded receiver: \(error)\n")
+                    return 2
+                }
+                rooms.append((receivers.last!.localAddress, key))
             }
-            destination = receiver!.localAddress
-            receiver!.start()
+            for r in receivers { r.start() }
         }
 
-        var template = PublisherConfig(destination: destination, key: key)
+        var template = PublisherConfig(destination: rooms[0].0, key: rooms[0].1)
         template.layers = library.layers.map(\.config)
         template.audioBitrate = library.audioBitrate
         template.sendAudio = !library.audio.isEmpty
@@ -83,10 +97,19 @@ enum LoadCommand {
         template.packetSlots = 512
         template.retransmissionHistory = 512
         template.publishIntervalMicros = 500_000
+        let destination = rooms[0].0
         var fc = FleetConfig(template: template, bots: range.count, loops: loops, rampPerSecond: rampPerSecond, durationMicros: duration)
         fc.firstBot = range.lowerBound
+        if rooms.count > 1 {
+            fc.rooms = rooms.map { room in
+                var c = template
+                c.destination = room.0
+                c.key = room.1
+                return c
+            }
+        }
         let fleet = Fleet(config: fc, library: library)
-        Output.err("load: \(range.count) bots\(shard.count > 1 ? " (shard \(shard.index)/\(shard.count): bots \(range.lowerBound)…\(range.upperBound - 1) of \(total))" : "") on \(loops) event loop\(loops == 1 ? "" : "s") → \(receiver == nil ? destination.description : "embedded receiver \(destination)"), \(Units.fixed(Double(duration) / 1e6, 0)) s\n")
+        Output.err("load: \(range.count) bots\(shard.count > 1 ? " (shard \(shard.index)/\(shard.count): bots \(range.lowerBound)…\(range.upperBound - 1) of \(total))" : "") on \(loops) event loop\(loops == 1 ? "" : "s") → \(rooms.count > 1 ? "\(rooms.count) rooms (\(receivers.isEmpty ? "receivers" : "embedded receivers") \(rooms.map { $0.0.description }.joined(separator: ", ")))" : (receivers.isEmpty ? destination.description : "embedded receiver \(destination)")), \(Units.fixed(Double(duration) / 1e6, 0)) s\n")
         fleet.start()
         let start = Clock.monotonicMicros()
         let rampEnd = start + Int64(Double(range.count) * 1e6 / rampPerSecond)
@@ -113,15 +136,15 @@ enum LoadCommand {
         fleet.stop()
         fleet.wait()
         Clock.sleep(micros: 300_000) // the last RTCP and BYEs reach the embedded receiver
-        receiver?.stop()
-        receiver?.wait()
+        for r in receivers { r.stop() }
+        for r in receivers { r.wait() }
         Output.endProgress()
         var cpu: LoadReport.Cost?
         if let a = steadyFrom, let b = steadyTo, b.wall - a.wall >= 1_000_000 {
             cpu = LoadReport.Cost(loopCPUPercent: Double(b.cpu - a.cpu) * 100 / Double(b.wall - a.wall), peakRSSBytes: peakRSS,
                                   seconds: Double(b.wall - a.wall) / 1e6)
         }
-        var report = LoadReport(bots: fleet.snapshot(), receiver: receiver?.snapshot(), requested: range.count, shard: shard,
+        var report = LoadReport(bots: fleet.snapshot(), receivers: receivers.map { $0.snapshot() }, rooms: rooms.map { $0.0.description }, requested: range.count, shard: shard,
                                 durationMicros: Clock.monotonicMicros() - start, cost: cpu, suite: suite.rawValue, loops: loops)
         report.evaluate(requirements)
         let json = report.json()

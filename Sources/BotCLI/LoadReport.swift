@@ -14,6 +14,7 @@ struct LoadReport {
 
     struct Bot {
         var number: Int
+        var room = 0
         var state: String
         var address: String?
         var seconds: Double
@@ -32,7 +33,7 @@ struct LoadReport {
         var error: String?
 
         var json: JSONValue {
-            var f: [(String, JSONValue)] = [("bot", .int(Int64(number))), ("state", .string(state))]
+            var f: [(String, JSONValue)] = [("bot", .int(Int64(number))), ("room", .int(Int64(room))), ("state", .string(state))]
             f.append(("address", address.map { .string($0) } ?? .null))
             f.append(("seconds", .double((seconds * 10).rounded() / 10)))
             f.append(("bitrate", .int(Int64(bitrate))))
@@ -60,6 +61,8 @@ struct LoadReport {
     var failed: Int
     var withFeedback: Int
     var shards: [String]
+    /// Each room's destination (receiver), by room number.
+    var rooms: [String] = []
     var durationMicros: Int64
     var suite: String
     var loops: Int
@@ -72,8 +75,9 @@ struct LoadReport {
     var results: [(LoadRequirement, Double?, Bool)] = []
     var requirementTexts: [String] = []
 
-    init(bots snaps: [BotSnapshot], receiver: ReceiverSnapshot?, requested: Int, shard: LoadCommand.Shard, durationMicros: Int64,
-         cost: Cost?, suite: String, loops: Int) {
+    init(bots snaps: [BotSnapshot], receivers: [ReceiverSnapshot], rooms: [String], requested: Int, shard: LoadCommand.Shard,
+         durationMicros: Int64, cost: Cost?, suite: String, loops: Int) {
+        self.rooms = rooms
         self.requested = requested
         self.durationMicros = durationMicros
         self.cost = cost
@@ -87,13 +91,14 @@ struct LoadReport {
         // Matched by source port: the bots bind the wildcard address, the receiver sees 127.0.0.1.
         func port(_ a: String) -> String { String(a.split(separator: ":").last ?? "") }
         var received: [String: (packets: Int, frames: Int)] = [:]
-        if let r = receiver {
+        let embedded = !receivers.isEmpty
+        for r in receivers {
             for (i, s) in r.streams.enumerated() where i < r.streamPublisher.count && r.streamPublisher[i] < r.publishers.count {
                 let a = port(r.publishers[r.streamPublisher[i]])
                 received[a, default: (0, 0)].packets += s.packetsReceived
                 received[a, default: (0, 0)].frames += s.kind == .audio ? s.framesDecoded : s.framesAssembled
             }
-            receiverRejected = r.rejected.total
+            receiverRejected = (receiverRejected ?? 0) + r.rejected.total
         }
         for k in Self.totalKeys { totals[k] = 0 }
         for k in Self.metricKeys { metrics[k] = Histogram() }
@@ -108,11 +113,11 @@ struct LoadReport {
             let loss: Double? = s.network.rtcpReceived > 0 && packets > 0 ? Double(max(0, lost)) / Double(packets) : nil
             let rtt = rtts.isEmpty ? nil : rtts.reduce(0, +) / Double(rtts.count)
             let rx = s.localAddress.flatMap { received[port($0)] }
-            let b = Bot(number: s.number, state: s.state.rawValue, address: s.localAddress, seconds: seconds, bitrate: bitrate,
+            let b = Bot(number: s.number, room: s.room, state: s.state.rawValue, address: s.localAddress, seconds: seconds, bitrate: bitrate,
                         estimate: s.network.estimate?.bitrate, loss: loss, rtt: rtt, condition: s.network.networkCondition.rawValue,
                         layersActive: s.network.allocation?.layers.filter { $0 > 0 }.count ?? 0, rtcpReceived: s.network.rtcpReceived,
                         pliReceived: s.streams.reduce(0) { $0 + $1.pliReceived }, keyFramesSent: s.keyFramesSent,
-                        packetsReceived: receiver == nil ? nil : (rx?.packets ?? 0), framesReceived: receiver == nil ? nil : (rx?.frames ?? 0),
+                        packetsReceived: embedded ? (rx?.packets ?? 0) : nil, framesReceived: embedded ? (rx?.frames ?? 0) : nil,
                         error: s.error)
             bots.append(b)
             guard s.state != .failed && s.state != .pending else { continue }
@@ -157,8 +162,9 @@ struct LoadReport {
         }
         receiverRejected = j["receiverRejected"]?.intValue
         requirementTexts = j["requirements"]?.arrayValue?.compactMap { $0["require"]?.stringValue } ?? []
+        rooms = j["rooms"]?.arrayValue?.compactMap { $0["destination"]?.stringValue } ?? []
         bots = (j["perBot"]?.arrayValue ?? []).map { o in
-            Bot(number: o["bot"]?.intValue ?? -1, state: o["state"]?.stringValue ?? "?", address: o["address"]?.stringValue,
+            Bot(number: o["bot"]?.intValue ?? -1, room: o["room"]?.intValue ?? 0, state: o["state"]?.stringValue ?? "?", address: o["address"]?.stringValue,
                 seconds: o["seconds"]?.doubleValue ?? 0, bitrate: o["bitrate"]?.intValue ?? 0, estimate: o["estimate"]?.intValue,
                 loss: o["packetLoss"]?.doubleValue, rtt: o["roundTripTimeMs"]?.doubleValue, condition: o["networkCondition"]?.stringValue ?? "unknown",
                 layersActive: o["layersActive"]?.intValue ?? 0, rtcpReceived: o["rtcpReceived"]?.intValue ?? 0, pliReceived: o["pliReceived"]?.intValue ?? 0,
@@ -175,6 +181,7 @@ struct LoadReport {
         failed += o.failed
         withFeedback += o.withFeedback
         shards += o.shards
+        if rooms.isEmpty { rooms = o.rooms }
         durationMicros = max(durationMicros, o.durationMicros)
         loops += o.loops
         for (k, v) in o.totals { totals[k, default: 0] += v }
@@ -229,6 +236,11 @@ struct LoadReport {
         } else {
             f.append(("cost", .null))
         }
+        f.append(("rooms", .array(roomSummaries().map { r in
+            .object([("room", .int(Int64(r.room))), ("destination", r.destination.map { .string($0) } ?? .null), ("bots", .int(Int64(r.bots))),
+                     ("withFeedback", .int(Int64(r.withFeedback))), ("lossP95", r.loss.percentile(0.95).map { .double(($0 * 10_000).rounded() / 10_000) } ?? .null),
+                     ("rttP95", r.rtt.percentile(0.95).map { .double(($0 * 10).rounded() / 10) } ?? .null)])
+        })))
         f.append(("receiverRejected", receiverRejected.map { .int(Int64($0)) } ?? .null))
         f.append(("requirements", .array(results.map { r in
             .object([("require", .string(r.0.text)), ("value", r.1.map { .double(($0 * 10_000).rounded() / 10_000) } ?? .null), ("met", .bool(r.2))])
@@ -236,6 +248,21 @@ struct LoadReport {
         f.append(("ok", .bool(exitCode == 0)))
         f.append(("perBot", .array(bots.map(\.json))))
         return .object(f)
+    }
+
+    struct RoomSummary { var room: Int; var destination: String?; var bots = 0; var withFeedback = 0; var loss = Histogram(); var rtt = Histogram() }
+
+    /// Per room, from the per-bot lines (so merged shards summarise the same way).
+    func roomSummaries() -> [RoomSummary] {
+        let n = max(rooms.count, (bots.map(\.room).max() ?? -1) + 1, 1)
+        var out = (0..<n).map { RoomSummary(room: $0, destination: $0 < rooms.count ? rooms[$0] : nil) }
+        for b in bots where b.room >= 0 && b.room < n && b.state != "failed" && b.state != "pending" {
+            out[b.room].bots += 1
+            if b.rtcpReceived > 0 { out[b.room].withFeedback += 1 }
+            if let l = b.loss { out[b.room].loss.add(l) }
+            if let r = b.rtt { out[b.room].rtt.add(r) }
+        }
+        return out
     }
 
     func human() -> String {
@@ -254,6 +281,12 @@ struct LoadReport {
             t.add([k, fmt(h.percentile(0.05)), fmt(h.percentile(0.5)), fmt(h.percentile(0.95)), fmt(h.percentile(0.99)), fmt(h.mean)])
         }
         out += t.render()
+        let rs = roomSummaries()
+        if rs.count > 1 {
+            for r in rs {
+                out += "room \(r.room) (\(r.destination ?? "?")): \(r.bots) bots, \(r.withFeedback) heard back, loss p95 \(r.loss.percentile(0.95).map { Units.fixed($0 * 100, 2) } ?? "-") %, RTT p95 \(r.rtt.percentile(0.95).map { Units.fixed($0, 1) } ?? "-") ms\n"
+            }
+        }
         out += "conditions: " + conditions.keys.sorted().map { "\($0) \(conditions[$0]!)" }.joined(separator: ", ") + "\n"
         out += "totals: \(totals["packetsSent"] ?? 0) packets sent, \(totals["retransmissions"] ?? 0) RTX, \(totals["pliReceived"] ?? 0) PLI, \(totals["keyFramesSent"] ?? 0) key frames"
         if (totals["receiverPacketsReceived"] ?? 0) > 0 { out += ", receiver: \(totals["receiverPacketsReceived"]!) packets, \(totals["receiverFramesReceived"]!) frames" }

@@ -19,6 +19,9 @@ public struct FleetConfig: Sendable {
     public var durationMicros: Int64
     /// Number of the first bot (a shard's offset), for names.
     public var firstBot = 0
+    /// Rooms: bot number n publishes with `rooms[n % rooms.count]` (its destination and key)
+    /// instead of `template`.
+    public var rooms: [PublisherConfig] = []
 
     public init(template: PublisherConfig, bots: Int, loops: Int, rampPerSecond: Double, durationMicros: Int64) {
         self.template = template
@@ -34,6 +37,7 @@ public enum BotState: String, Sendable { case pending, running, done, failed }
 /// One bot's figures.
 public struct BotSnapshot: Sendable {
     public var number: Int
+    public var room = 0
     public var state: BotState
     public var localAddress: String?
     public var startedMicros: Int64?
@@ -59,7 +63,9 @@ public final class Fleet: Sendable {
         self.config = config
         self.library = library
         slots = (0..<config.bots).map { i in
-            Locked(BotSnapshot(number: config.firstBot + i, state: .pending, streams: [], network: NetworkCounters()))
+            let n = config.firstBot + i
+            return Locked(BotSnapshot(number: n, room: config.rooms.isEmpty ? 0 : n % config.rooms.count, state: .pending, streams: [],
+                                      network: NetworkCounters()))
         }
         published = (0..<config.bots).map { _ in Locked(([], NetworkCounters())) }
         loopCPU = (0..<max(1, config.loops)).map { _ in Locked(0) }
@@ -168,8 +174,9 @@ final class FleetLoop {
     }
 
     func startBot(_ slot: Int, now: Int64) {
-        var c = fleet.config.template
         let number = fleet.config.firstBot + slot
+        let rooms = fleet.config.rooms
+        var c = rooms.isEmpty ? fleet.config.template : rooms[number % rooms.count]
         c.cname = "pubbot-bot-\(number)"
         c.seed = UInt64(number + 1)
         do throws(EngineSetupError) {

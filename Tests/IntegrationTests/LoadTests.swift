@@ -113,10 +113,26 @@ import Testing
         #expect(publishers.allSatisfy { ($0["framesReceived"] as? Int ?? 0) > 200 })
     }
 
+    @Test func roomsHaveTheirOwnReceiversAndKeys() throws {
+        try buildMedia()
+        let r = try bin.run(["load", "--media", Self.media, "--bots", "9", "--rooms", "3", "--duration", "4s", "--json"])
+        #expect(r.code == 0, "\(r.err)")
+        let doc = try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as! [String: Any]
+        #expect(try schema.validateDocument(doc) == [])
+        let rooms = doc["rooms"] as! [[String: Any]]
+        #expect(rooms.count == 3 && rooms.allSatisfy { $0["bots"] as? Int == 3 && $0["withFeedback"] as? Int == 3 })
+        #expect(Set(rooms.map { $0["destination"] as! String }).count == 3)
+        for b in doc["perBot"] as! [[String: Any]] {
+            #expect(b["room"] as? Int == (b["bot"] as! Int) % 3)
+            #expect((b["framesReceived"] as? Int ?? 0) > 100)
+        }
+        #expect(try bin.run(["load", "--to", "127.0.0.1:9", "--key", "WbTBosdVUZqEb6Htqhn+m3z7wUh4RelR/rCp7rY2", "--rooms", "2"]).code == 64)
+    }
+
     @Test func usageErrorsAndMissingMedia() throws {
         #expect(try bin.run(["load", "--bots", "0"]).code == 64)
         #expect(try bin.run(["load", "--require", "jitter<1ms"]).code == 64)
-        #expect(try bin.run(["load", "--rooms", "2"]).err.contains("not implemented yet"))
+        #expect(try bin.run(["load", "--encode"]).err.contains("not implemented yet"))
         #expect(try bin.run(["report", "merge"]).code == 64)
         let missing = try bin.run(["load", "--media", "/nonexistent", "--bots", "1"])
         #expect(missing.code == 2 && missing.err.contains("pubbot media build"))
