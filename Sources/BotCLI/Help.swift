@@ -28,7 +28,7 @@ enum Help {
         case "publish": "Usage: pubbot publish --to HOST:PORT [--key B64] [--srtp-suite aes-cm|gcm] [--sdp-out FILE] [--no-bundle] [--duration D] [--layers LADDER] [--no-audio | --no-video] [--fps N] [--temporal-layers L1T1|L1T2|L1T3] [--keyframe-interval D] [--no-congestion-control] [--stats FILE|-] [--json]"
         case "receive": "Usage: pubbot receive --listen HOST:PORT (--key B64 | --sdp FILE) [--impair SPEC] [--downlink-impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--no-decode] [--max-publishers N] [--stats FILE|-] [--json]"
         case "preflight": "Usage: pubbot preflight [--to HOST:PORT --key KEY | --sdp FILE] [--impair SPEC] [--require TIER] [--duration D] [--json] [--junit FILE] [--stats FILE|-] [--verdict-thresholds LIST] [media options]"
-        case "load": "Usage: pubbot load [--to HOST:PORT… --key B64 | --rooms M] [--bots N] [--duration D] [--ramp D] [--loops N] [--impair SPEC] [--require LIST] [--report FILE] [--shard I/N] [--media DIR] [--srtp-suite aes-cm|gcm] [--json]"
+        case "load": "Usage: pubbot load [--to HOST:PORT… --key B64 | --rooms M] [--bots N] [--duration D] [--ramp D] [--loops N] [--impair SPEC] [--require LIST] [--report FILE] [--shard I/N] [--media DIR | --encode [--layers LADDER]] [--srtp-suite aes-cm|gcm] [--json]"
         case "media": "Usage: pubbot media build [--out DIR] [--seconds N] [--keyframe-interval D] [--layers LADDER] [--fps N]"
         case "report": "Usage: pubbot report merge FILE… [--report OUT] [--require LIST] [--json]"
         default: "Usage: pubbot <command> [options]"
@@ -166,6 +166,9 @@ enum Help {
           --shard I/N               run this process's slice of the bots (or JOB_COMPLETION_INDEX
                                     with PUBBOT_SHARDS=N, as in a Kubernetes Indexed Job)
           --media DIR               replay loops (default Media/replay)
+          --encode                  live instead of replay: one encoder in this process, shared by
+                                    every bot (a PLI or a resumed layer forces a key frame for all)
+          --layers LADDER           with --encode (default 640x360 + 320x180)
           --srtp-suite SUITE        aes-cm (default) or gcm
           --json                    print the report as JSON
 

@@ -13,7 +13,8 @@ enum LoadCommand {
     static let spec = OptionSpec(options: [
         "to": .repeated, "rooms": .value, "key": .value, "srtp-suite": .value, "bots": .value, "ramp": .value, "duration": .value, "loops": .value,
         "media": .value, "report": .value, "require": .value, "shard": .value, "json": .flag, "impair": .value, "decode": .flag,
-    ], planned: ["encode": "live encoding per bot is not implemented yet; load replays `pubbot media build` loops"])
+        "encode": .flag, "layers": .value,
+    ])
 
     static let defaultMedia = "Media/replay"
 
@@ -58,10 +59,19 @@ enum LoadCommand {
         let sharedKey: SRTPKey? = o.value("key") == nil ? nil : try CommonOptions.key(o, suite: suite)
         let impairment = try o.value("impair").map { t throws(UsageError) in try ValueParsers.impairment(t, option: "impair") }
         let mediaDir = o.value("media") ?? defaultMedia
-        let library: ReplayLibrary
-        do { library = try ReplayLibrary.load(directory: mediaDir) } catch {
-            Output.err("Error: \(error)\n")
-            return 2
+        if o.has("encode") && o.value("media") != nil { throw UsageError("--encode encodes live; --media is for replay") }
+        if !o.has("encode") && o.value("layers") != nil { throw UsageError("--layers is for --encode; replay loops have theirs (pubbot media build --layers)") }
+        var library = ReplayLibrary(layers: [], audio: [], audioBitrate: 32_000)
+        var live: SharedEncoder?
+        if o.has("encode") {
+            let layers = try o.value("layers").map { l throws(UsageError) in try ValueParsers.ladder(l, temporalLayers: 1, defaultFps: 30) }
+                ?? VideoLayerConfig.ladder(top: 640, 360, layers: 2)
+            live = SharedEncoder(layers: layers)
+        } else {
+            do { library = try ReplayLibrary.load(directory: mediaDir) } catch {
+                Output.err("Error: \(error)\n")
+                return 2
+            }
         }
         raiseFileLimit(to: range.count + 256)
 
@@ -90,16 +100,17 @@ enum LoadCommand {
         }
 
         var template = PublisherConfig(destination: rooms[0].0, key: rooms[0].1)
-        template.layers = library.layers.map(\.config)
-        template.audioBitrate = library.audioBitrate
-        template.sendAudio = !library.audio.isEmpty
-        template.sendVideo = !library.layers.isEmpty
+        template.layers = live?.layers ?? library.layers.map(\.config)
+        template.audioBitrate = live?.audioBitrate ?? library.audioBitrate
+        template.sendAudio = live != nil || !library.audio.isEmpty
+        template.sendVideo = !template.layers.isEmpty
         template.packetSlots = 512
         template.retransmissionHistory = 512
         template.publishIntervalMicros = 500_000
         let destination = rooms[0].0
         var fc = FleetConfig(template: template, bots: range.count, loops: loops, rampPerSecond: rampPerSecond, durationMicros: duration)
         fc.firstBot = range.lowerBound
+        fc.live = live
         if rooms.count > 1 {
             fc.rooms = rooms.map { room in
                 var c = template
@@ -110,11 +121,12 @@ enum LoadCommand {
         }
         let fleet = Fleet(config: fc, library: library)
         Output.err("load: \(range.count) bots\(shard.count > 1 ? " (shard \(shard.index)/\(shard.count): bots \(range.lowerBound)…\(range.upperBound - 1) of \(total))" : "") on \(loops) event loop\(loops == 1 ? "" : "s") → \(rooms.count > 1 ? "\(rooms.count) rooms (\(receivers.isEmpty ? "receivers" : "embedded receivers") \(rooms.map { $0.0.description }.joined(separator: ", ")))" : (receivers.isEmpty ? destination.description : "embedded receiver \(destination)")), \(Units.fixed(Double(duration) / 1e6, 0)) s\n")
+        live?.start()
         fleet.start()
         let start = Clock.monotonicMicros()
         let rampEnd = start + Int64(Double(range.count) * 1e6 / rampPerSecond)
-        var steadyFrom: (wall: Int64, cpu: Int64)?
-        var steadyTo: (wall: Int64, cpu: Int64)?
+        var steadyFrom: (wall: Int64, cpu: Int64, encoder: Int64)?
+        var steadyTo: (wall: Int64, cpu: Int64, encoder: Int64)?
         var peakRSS = 0
         var vitals = ProcessVitals()
         while !Signals.isInterrupted {
@@ -126,8 +138,8 @@ enum LoadCommand {
             let failed = snaps.filter { $0.state == .failed }.count
             peakRSS = max(peakRSS, vitals.sample().rssBytes)
             // Steady CPU: from a second after the ramp until a second before the end.
-            if steadyFrom == nil && now >= rampEnd + 1_000_000 && now < start + duration - 1_000_000 { steadyFrom = (now, fleet.loopsCPUMicros) }
-            if steadyFrom != nil && now < start + duration - 1_000_000 { steadyTo = (now, fleet.loopsCPUMicros) }
+            if steadyFrom == nil && now >= rampEnd + 1_000_000 && now < start + duration - 1_000_000 { steadyFrom = (now, fleet.loopsCPUMicros, live?.encoderCPUMicros ?? 0) }
+            if steadyFrom != nil && now < start + duration - 1_000_000 { steadyTo = (now, fleet.loopsCPUMicros, live?.encoderCPUMicros ?? 0) }
             Output.progress("load \(Units.fixed(Double(now - start) / 1e6, 1))s  started \(running + done + failed)/\(range.count)  running \(running)  failed \(failed)")
             if done + failed == range.count { break }
             if now - start > duration + 10_000_000 { break } // the loops should have ended by now
@@ -135,6 +147,8 @@ enum LoadCommand {
         let interrupted = Signals.isInterrupted
         fleet.stop()
         fleet.wait()
+        live?.stop()
+        if let e = live?.error { Output.err("Error: the shared encoder failed: \(e)\n") }
         Clock.sleep(micros: 300_000) // the last RTCP and BYEs reach the embedded receiver
         for r in receivers { r.stop() }
         for r in receivers { r.wait() }
@@ -142,7 +156,8 @@ enum LoadCommand {
         var cpu: LoadReport.Cost?
         if let a = steadyFrom, let b = steadyTo, b.wall - a.wall >= 1_000_000 {
             cpu = LoadReport.Cost(loopCPUPercent: Double(b.cpu - a.cpu) * 100 / Double(b.wall - a.wall), peakRSSBytes: peakRSS,
-                                  seconds: Double(b.wall - a.wall) / 1e6)
+                                  seconds: Double(b.wall - a.wall) / 1e6,
+                                  encoderCPUPercent: live == nil ? nil : Double(b.encoder - a.encoder) * 100 / Double(b.wall - a.wall))
         }
         var report = LoadReport(bots: fleet.snapshot(), receivers: receivers.map { $0.snapshot() }, rooms: rooms.map { $0.0.description }, requested: range.count, shard: shard,
                                 durationMicros: Clock.monotonicMicros() - start, cost: cpu, suite: suite.rawValue, loops: loops)

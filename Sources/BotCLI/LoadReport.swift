@@ -10,6 +10,8 @@ struct LoadReport {
         var loopCPUPercent: Double
         var peakRSSBytes: Int
         var seconds: Double
+        /// `--encode`: the shared encoder's CPU (% of a core), on top of the event loops.
+        var encoderCPUPercent: Double? = nil
     }
 
     struct Bot {
@@ -232,7 +234,8 @@ struct LoadReport {
                                        ("botsPerCore", perCore.map { .double($0.rounded()) } ?? .null),
                                        ("peakRSSBytes", .int(Int64(c.peakRSSBytes))),
                                        ("rssPerBotBytes", .int(Int64(started > 0 ? c.peakRSSBytes / started : 0))),
-                                       ("steadySeconds", .double((c.seconds * 10).rounded() / 10))])))
+                                       ("steadySeconds", .double((c.seconds * 10).rounded() / 10)),
+                                       ("encoderCPUPercent", c.encoderCPUPercent.map { .double(($0 * 10).rounded() / 10) } ?? .null)])))
         } else {
             f.append(("cost", .null))
         }
@@ -294,6 +297,7 @@ struct LoadReport {
         if let c = cost {
             let perCore = c.loopCPUPercent > 0 ? Double(started) / (c.loopCPUPercent / 100) : 0
             out += "cost: event loops \(Units.fixed(c.loopCPUPercent, 1)) % of a core for \(started) bots → \(Int(perCore)) bots per core (\(suite)); peak RSS \(c.peakRSSBytes >> 20) MiB, \(started > 0 ? (c.peakRSSBytes / started) >> 10 : 0) KiB per bot\n"
+            if let e = c.encoderCPUPercent { out += "shared live encoder (--encode): \(Units.fixed(e, 1)) % of a core on top, for all bots\n" }
         }
         let silent = bots.filter { $0.state != "failed" && $0.rtcpReceived == 0 }
         if !silent.isEmpty { out += "no feedback: bots \(silent.prefix(10).map { String($0.number) }.joined(separator: ", "))\(silent.count > 10 ? " …" : "")\n" }

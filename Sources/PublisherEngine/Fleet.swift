@@ -22,6 +22,8 @@ public struct FleetConfig: Sendable {
     /// Rooms: bot number n publishes with `rooms[n % rooms.count]` (its destination and key)
     /// instead of `template`.
     public var rooms: [PublisherConfig] = []
+    /// Live mode (`--encode`): every bot sends this encoder's frames instead of the replay loops.
+    public var live: SharedEncoder?
 
     public init(template: PublisherConfig, bots: Int, loops: Int, rampPerSecond: Double, durationMicros: Int64) {
         self.template = template
@@ -180,7 +182,8 @@ final class FleetLoop {
         c.cname = "pubbot-bot-\(number)"
         c.seed = UInt64(number + 1)
         do throws(EngineSetupError) {
-            let bot = try ReplayBot(slot: slot, config: c, library: fleet.library, published: fleet.published[slot], startMicros: now)
+            let bot = try ReplayBot(slot: slot, config: c, library: fleet.library, live: fleet.config.live, published: fleet.published[slot],
+                                    startMicros: now)
             bots.append(bot)
             fds.append(bot.network.socket.fd)
             fleet.slots[slot].withLock {
@@ -202,6 +205,12 @@ final class ReplayBot {
     let control: PublisherControl
     let network: NetworkLoop
     let library: ReplayLibrary
+    let live: SharedEncoder?
+    /// Live mode: the next frame number to take per layer and for audio, and layers waiting
+    /// for a key frame (at the start, after a PLI or a resume).
+    var liveNext: [Int] = []
+    var liveAudioNext = 0
+    var waitingKey: [Bool] = []
     var cursor: [Int]
     var frameCount: [UInt32]
     var nextVideo: [Int64]
@@ -214,10 +223,11 @@ final class ReplayBot {
     var done = false
     var keyFramesSent = 0
 
-    init(slot: Int, config: PublisherConfig, library: ReplayLibrary, published: Locked<([OutboundStreamStats], NetworkCounters)>,
-         startMicros: Int64) throws(EngineSetupError) {
+    init(slot: Int, config: PublisherConfig, library: ReplayLibrary, live: SharedEncoder? = nil,
+         published: Locked<([OutboundStreamStats], NetworkCounters)>, startMicros: Int64) throws(EngineSetupError) {
         self.slot = slot
         self.library = library
+        self.live = live
         let plan = StreamPlan(config: config)
         control = PublisherControl(layerTargets: config.layers.map(\.targetBitrate))
         let socket: UDPSocket
@@ -226,9 +236,15 @@ final class ReplayBot {
             network = try NetworkLoop(config: config, plan: plan, socket: socket, control: control, mailbox: nil, published: published,
                                       startMicros: startMicros)
         } catch { throw .srtp(error) }
-        let n = config.sendVideo ? min(config.layers.count, library.layers.count) : 0
+        let n = config.sendVideo ? min(config.layers.count, live?.layers.count ?? library.layers.count) : 0
+        if let live {
+            liveNext = (0..<n).map { live.videoFrames(layer: $0, from: .max).1 }
+            liveAudioNext = live.audioFrames(from: .max).1
+            waitingKey = Array(repeating: true, count: n)
+            for i in 0..<n { live.requestKeyFrame(layer: i) }
+        }
         // Bots start at different points of the loop, so a fleet's key frames do not line up.
-        cursor = (0..<n).map { i in
+        cursor = (0..<(live == nil ? n : 0)).map { i in
             let frames = library.layers[i].frames.count
             return library.layers[i].keyFrame(atOrAfter: frames > 0 ? (slot * 7) % frames : 0)
         }
@@ -239,8 +255,39 @@ final class ReplayBot {
         network.begin(now: startMicros)
     }
 
+    /// Live mode: hands over what the shared encoder made since the last turn.
+    func liveTick(_ live: SharedEncoder, now: Int64) -> Int64 {
+        let gen = control.targetGeneration.load(ordering: .acquiring)
+        if gen != seenGeneration {
+            seenGeneration = gen
+            for (i, t) in control.currentTargets().enumerated() where i < suspended.count {
+                if t <= 0 { suspended[i] = true }
+                else if suspended[i] { suspended[i] = false; waitingKey[i] = true; live.requestKeyFrame(layer: i) }
+            }
+        }
+        let requests = control.takeKeyFrameRequests()
+        for i in waitingKey.indices where requests & (1 << UInt64(i)) != 0 { live.requestKeyFrame(layer: i) }
+        if network.config.sendAudio {
+            let (frames, next) = live.audioFrames(from: liveAudioNext)
+            liveAudioNext = next
+            for f in frames { network.sendAudio(f) }
+        }
+        for i in liveNext.indices {
+            let (frames, next) = live.videoFrames(layer: i, from: liveNext[i])
+            liveNext[i] = next
+            for f in frames where !suspended[i] {
+                if waitingKey[i] && !f.isKeyFrame { continue } // a decoder could not use it
+                waitingKey[i] = false
+                if f.isKeyFrame { keyFramesSent += 1 }
+                network.sendVideo(f)
+            }
+        }
+        return now + 5_000
+    }
+
     /// Hands the frames due by `now` to the network loop; returns when the next one is due.
     func mediaTick(now: Int64) -> Int64 {
+        if let live { return liveTick(live, now: now) }
         let gen = control.targetGeneration.load(ordering: .acquiring)
         if gen != seenGeneration {
             seenGeneration = gen

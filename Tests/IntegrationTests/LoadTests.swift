@@ -129,10 +129,22 @@ import Testing
         #expect(try bin.run(["load", "--to", "127.0.0.1:9", "--key", "WbTBosdVUZqEb6Htqhn+m3z7wUh4RelR/rCp7rY2", "--rooms", "2"]).code == 64)
     }
 
+    /// `--encode`: one live encoder shared by every bot; each bot starts on a key frame.
+    @Test func liveSharedEncoderFeedsEveryBot() throws {
+        let r = try bin.run(["load", "--encode", "--bots", "6", "--duration", "5s", "--ramp", "0s", "--json"])
+        #expect(r.code == 0, "\(r.err)")
+        let doc = try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as! [String: Any]
+        for b in doc["perBot"] as! [[String: Any]] {
+            #expect((b["framesReceived"] as? Int ?? 0) > 300, "bot \(b["bot"]!): \(b["framesReceived"]!)")
+            #expect((b["keyFramesSent"] as? Int ?? 0) >= 2) // one per layer at least, to start
+        }
+        #expect(((doc["cost"] as? [String: Any])?["encoderCPUPercent"] as? Double ?? 0) > 0)
+        #expect(try bin.run(["load", "--encode", "--media", "x"]).code == 64)
+    }
+
     @Test func usageErrorsAndMissingMedia() throws {
         #expect(try bin.run(["load", "--bots", "0"]).code == 64)
         #expect(try bin.run(["load", "--require", "jitter<1ms"]).code == 64)
-        #expect(try bin.run(["load", "--encode"]).err.contains("not implemented yet"))
         #expect(try bin.run(["report", "merge"]).code == 64)
         let missing = try bin.run(["load", "--media", "/nonexistent", "--bots", "1"])
         #expect(missing.code == 2 && missing.err.contains("pubbot media build"))

@@ -151,3 +151,21 @@ import MediaCodecs
         #expect(video.keyFramesSent == 3) // the first frame, then one per request
     }
 }
+
+@Suite struct FrameRingTests {
+    /// Regression: once full, the ring renumbered its frames and live bots stopped receiving.
+    @Test func numbersStayContinuousPastTheDepth() {
+        var r = FrameRing<Int>()
+        var next = 0
+        var got: [Int] = []
+        for v in 0..<500 {
+            r.append(v)
+            if v % 7 == 0 { let (items, n) = r.since(next); got += items; next = n }
+        }
+        let (rest, n) = r.since(next)
+        got += rest
+        #expect(got == Array(0..<500) && n == 500)
+        #expect(r.since(0).0 == Array(436..<500)) // older than the depth: only the last 64
+        #expect(r.since(.max).0.isEmpty && r.since(.max).1 == 500)
+    }
+}
