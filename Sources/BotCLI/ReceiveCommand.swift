@@ -10,7 +10,7 @@ import RTPCore
 enum ReceiveCommand {
     static let spec = OptionSpec(options: ["listen": .value, "key": .value, "sdp": .value, "srtp-suite": .value, "duration": .value, "json": .flag,
                                            "impair": .value, "downlink-impair": .value, "stats": .value, "stats-interval": .value, "prefer": .value,
-                                           "no-decode": .flag, "max-publishers": .value])
+                                           "no-decode": .flag, "max-publishers": .value, "decode-publishers": .value])
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
         let o = try ParsedOptions.parse(args, spec: spec, command: "receive")
@@ -43,6 +43,11 @@ enum ReceiveCommand {
         } ?? 1024
         rc.maxStreams = rc.maxPublishers * 8
         rc.decodeVideo = !o.has("no-decode")
+        rc.decodedPublishers = try o.value("decode-publishers").map { d throws(UsageError) in
+            if d == "all" { return Int.max }
+            guard let n = Int(d), n >= 0 else { throw UsageError("invalid --decode-publishers '\(d)' (a count or all)") }
+            return n
+        } ?? 4
         rc.impairment = try o.value("impair").map { t throws(UsageError) in try ValueParsers.impairment(t, option: "impair") }
         if let pref = o.value("prefer") {
             // 360p or 360p@15: the simulcast stream by height, the temporal layers by frame rate.
@@ -133,6 +138,8 @@ enum ReceiveCommand {
             var out = "\(ps.count) publishers, \(r.streams.count) streams, \(r.packetsAccepted) packets, \(ps.reduce(0) { $0 + $1.lost }) lost, "
             out += "frames per publisher min/median/max \(frames.first ?? 0)/\(frames.isEmpty ? 0 : frames[frames.count / 2])/\(frames.last ?? 0), "
             out += "\(ps.filter { $0.frames == 0 }.count) with no frames, \(ps.filter(\.bye).count) said BYE\n"
+            let decoded = r.streams.filter { $0.kind == .video && $0.framesDecoded > 0 }.count
+            out += "video: every frame reassembled and checked; VP8-decoded for \(decoded) of \(r.streams.filter { $0.kind == .video }.count) streams (--decode-publishers), \(r.streams.reduce(0) { $0 + $1.decodeErrors }) decode errors; audio decoded for all\n"
             if r.refusedOverCapacity > 0 { out += "refused (over --max-publishers): \(r.refusedOverCapacity) packets\n" }
             if r.rejected.total > 0 { out += "rejected packets: \(r.rejected.total)\n" }
             return out

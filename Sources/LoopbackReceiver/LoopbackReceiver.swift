@@ -27,6 +27,9 @@ public struct ReceiverConfig: Sendable {
     public var preferredFrameRate: Int?
     /// Publishers (source addresses) served at once, and streams in all; packets beyond are refused.
     public var maxPublishers = 64
+    /// VP8 decoding is for the first this many publishers; the others' frames are reassembled
+    /// and checked but not decoded (a fleet's video does not fit a small machine's decoders).
+    public var decodedPublishers = Int.max
     public var maxStreams = 256
 
     public init(listen: SocketAddress, key: SRTPKey) {
@@ -339,7 +342,8 @@ final class ReceiveLoop {
                 stream = s
             } else {
                 guard streams.count < config.maxStreams, peer.order.count < 32 else { snap.refusedOverCapacity += 1; return }
-                stream = ReceiveStream(ssrc: header.ssrc, kind: kind, payloadType: header.payloadType, decodeVideo: config.decodeVideo)
+                stream = ReceiveStream(ssrc: header.ssrc, kind: kind, payloadType: header.payloadType,
+                                       decodeVideo: config.decodeVideo && peer.index < config.decodedPublishers)
                 stream.preferredFrameRate = config.preferredFrameRate
                 stream.peer = peer.index
                 streams[header.ssrc] = stream

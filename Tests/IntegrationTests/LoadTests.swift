@@ -71,7 +71,7 @@ import Testing
         let key = "WbTBosdVUZqEb6Htqhn+m3z7wUh4RelR/rCp7rY2"
         let recv = Process()
         recv.executableURL = BinaryTests.binary
-        recv.arguments = ["receive", "--listen", "127.0.0.1:\(port)", "--key", key, "--no-decode", "--duration", "9s", "--json"]
+        recv.arguments = ["receive", "--listen", "127.0.0.1:\(port)", "--key", key, "--decode-publishers", "1", "--duration", "9s", "--json"]
         let recvOut = Pipe()
         recv.standardOutput = recvOut
         recv.standardError = FileHandle.nullDevice
@@ -111,6 +111,10 @@ import Testing
         let publishers = rx["publishers"] as! [[String: Any]]
         #expect(publishers.count == 10)
         #expect(publishers.allSatisfy { ($0["framesReceived"] as? Int ?? 0) > 200 })
+        // --decode-publishers 1: the first publisher's video is VP8-decoded, the others' reassembled only.
+        let videos = (rx["streams"] as! [[String: Any]]).filter { $0["kind"] as? String == "video" }
+        #expect(videos.count == 20)
+        #expect(videos.filter { ($0["framesDecoded"] as? Int ?? 0) > 0 }.count == 2, "\(videos.map { $0["framesDecoded"] ?? "-" })")
     }
 
     @Test func roomsHaveTheirOwnReceiversAndKeys() throws {
