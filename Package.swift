@@ -4,11 +4,15 @@ import PackageDescription
 // pubbot: a headless test-publisher bot for real-time video.
 // No package dependencies: the C libraries come in as system-library targets.
 let strict: [SwiftSetting] = [.unsafeFlags(["-Ounchecked"], .when(configuration: .release))]
+// The hot path (packetizer, arena, send loop): no dynamic exclusivity checks in release builds
+// (measured by `scripts/bench`: they cost ~10 % of a packet; debug builds keep them).
+let hot: [SwiftSetting] = [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
 
 let package = Package(
     name: "pubbot",
     products: [
         .executable(name: "pubbot", targets: ["pubbot"]),
+        .executable(name: "pubbot-bench", targets: ["pubbot-bench"]),
     ],
     targets: [
         .systemLibrary(name: "CVPX", pkgConfig: "vpx", providers: [.apt(["libvpx-dev"])]),
@@ -18,18 +22,23 @@ let package = Package(
         // Test-only: interposes malloc to count allocations per thread (see its header).
         .target(name: "CAllocCounter"),
 
-        .target(name: "RTPCore"),
+        .target(name: "RTPCore", swiftSettings: hot),
         .target(name: "Stats"),
         .target(name: "Impairment"),
         .target(name: "Congestion", dependencies: ["RTPCore"]),
         .target(name: "Preflight"),
         .target(name: "MediaCodecs", dependencies: ["CVPX", "COpus"]),
-        .target(name: "Transport", dependencies: ["CSRTP", "CLinuxNet", "RTPCore"]),
-        .target(name: "PublisherEngine", dependencies: ["RTPCore", "MediaCodecs", "Transport", "Stats", "Congestion"]),
+        .target(name: "Transport", dependencies: ["CSRTP", "CLinuxNet", "RTPCore"], swiftSettings: hot),
+        .target(name: "PublisherEngine", dependencies: ["RTPCore", "MediaCodecs", "Transport", "Stats", "Congestion"], swiftSettings: hot),
         .target(name: "LoopbackReceiver", dependencies: ["RTPCore", "MediaCodecs", "Transport", "Stats", "Impairment", "Congestion"]),
         .target(name: "BotCLI", dependencies: ["PublisherEngine", "LoopbackReceiver", "Transport", "Stats", "RTPCore", "MediaCodecs", "Impairment", "Congestion", "Preflight"],
                 exclude: ["stats.schema.json", "preflight.schema.json", "load-report.schema.json"]), // output schemas, beside the code that emits them
         .executableTarget(name: "pubbot", dependencies: ["BotCLI"]),
+        // Benchmarks (`scripts/bench`): the hot path against C baselines compiled here, with
+        // allocations counted by the interposed malloc.
+        .target(name: "CBenchBaseline", dependencies: ["CSRTP"]),
+        .target(name: "Bench", dependencies: ["CBenchBaseline", "RTPCore", "Transport", "MediaCodecs", "PublisherEngine", "Stats"], swiftSettings: hot),
+        .executableTarget(name: "pubbot-bench", dependencies: ["Bench", "CAllocCounter"]),
 
         .testTarget(name: "RTPCoreTests", dependencies: ["RTPCore"]),
         .testTarget(name: "StatsTests", dependencies: ["Stats"]),

@@ -121,6 +121,59 @@ int clinux_sendmmsg(int fd, const clinux_addr *dst, void *const *bufs, const uin
     return sent;
 }
 
+int clinux_sendmmsg_gso(int fd, const clinux_addr *dst, void *const *bufs, const uint32_t *lens, int n) {
+    if (n <= 0) return 0;
+    if (n > 64) n = 64;
+    struct mmsghdr msgs[64];
+    struct iovec iovs[64];
+    int first[64], count[64];
+    char control[64][CMSG_SPACE(sizeof(uint16_t))];
+    int m = 0;
+    for (int i = 0; i < n; ) {
+        /* A run: datagrams of one size, then at most one shorter one (the kernel's rule for
+           UDP_SEGMENT), within 64 KB. */
+        int j = i + 1;
+        uint32_t total = lens[i];
+        while (j < n && lens[j] == lens[i] && total + lens[j] <= 65000) { total += lens[j]; j++; }
+        if (j < n && j - i >= 2 && lens[j] < lens[i] && total + lens[j] <= 65000) j++;
+        memset(&msgs[m], 0, sizeof(msgs[m]));
+        first[m] = i;
+        count[m] = j - i;
+        for (int k = i; k < j; k++) { iovs[k].iov_base = bufs[k]; iovs[k].iov_len = lens[k]; }
+        msgs[m].msg_hdr.msg_iov = &iovs[i];
+        msgs[m].msg_hdr.msg_iovlen = (size_t)(j - i);
+        if (dst) {
+            msgs[m].msg_hdr.msg_name = (void *)dst->storage;
+            msgs[m].msg_hdr.msg_namelen = dst->length;
+        }
+        if (j - i >= 2) {
+            uint16_t segment = (uint16_t)lens[i];
+            memset(control[m], 0, sizeof(control[m]));
+            msgs[m].msg_hdr.msg_control = control[m];
+            msgs[m].msg_hdr.msg_controllen = sizeof(control[m]);
+            struct cmsghdr *cm = CMSG_FIRSTHDR(&msgs[m].msg_hdr);
+            cm->cmsg_level = SOL_UDP;
+            cm->cmsg_type = UDP_SEGMENT;
+            cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+            memcpy(CMSG_DATA(cm), &segment, sizeof(segment));
+        }
+        m++;
+        i = j;
+    }
+    int done = 0, sent = 0;
+    while (done < m) {
+        int rc = sendmmsg(fd, msgs + done, (unsigned)(m - done), 0);
+        if (rc < 0) {
+            if (errno == EINTR) continue;
+            return sent > 0 ? sent : -errno;
+        }
+        for (int k = done; k < done + rc; k++) sent += count[k];
+        done += rc;
+    }
+    (void)first;
+    return sent;
+}
+
 int clinux_send_gso(int fd, const clinux_addr *dst, const void *buf, uint32_t len, uint16_t segment) {
     struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
     char control[CMSG_SPACE(sizeof(uint16_t))];

@@ -6,7 +6,10 @@ import Transport
 public struct MediaCounters: Sendable, Equatable {
     public var framesEncoded: [Int]
     public var keyFramesEncoded: [Int]
+    /// CPU time (this thread's clock) spent in the VP8 encoder per layer, in the Opus encoder,
+    /// and drawing the synthetic pictures.
     public var encodeMicros: [Int64]
+    public var drawMicros: Int64 = 0
     public var audioFramesEncoded = 0
     public var audioEncodeMicros: Int64 = 0
     /// Frames whose capture tick was skipped because encoding ran late (all layers, and per layer).
@@ -90,9 +93,9 @@ final class MediaLoop {
             if let opus, now >= nextAudio {
                 let captureMicros = nextAudio
                 audioSource.fill(&pcm)
-                let t0 = Clock.monotonicMicros()
+                let t0 = Clock.threadCPUMicros()
                 try opus.encode(pcm, into: &opusOut)
-                c.audioEncodeMicros += Clock.monotonicMicros() - t0
+                c.audioEncodeMicros += Clock.threadCPUMicros() - t0
                 c.audioFramesEncoded += 1
                 mailbox.push(.audio(EncodedAudioFrame(bytes: opusOut, frameNumber: audioIndex, captureMicros: captureMicros)))
                 audioIndex &+= 1
@@ -108,11 +111,13 @@ final class MediaLoop {
                 let captureMicros = nextVideo[i]
                 let frameNumber = UInt32(truncatingIfNeeded: (captureMicros - startMicros) / 33_333)
                 let wallMillis = UInt32(truncatingIfNeeded: (Clock.wallMicros() - (now - captureMicros)) / 1000)
+                let d0 = Clock.threadCPUMicros()
                 source.fill(&pictures[i], frameNumber: frameNumber, captureMillis: wallMillis)
+                c.drawMicros += Clock.threadCPUMicros() - d0
                 let force = pendingKeyFrames & (1 << UInt64(i)) != 0
                 pendingKeyFrames &= ~(1 << UInt64(i))
                 if let frame = try encoders[i].encode(&pictures[i], layer: i, frameNumber: frameNumber, captureMicros: captureMicros,
-                                                      forceKeyFrame: force, clock: Clock.monotonicMicros) {
+                                                      forceKeyFrame: force, clock: Clock.threadCPUMicros) {
                     c.framesEncoded[i] += 1
                     if frame.isKeyFrame { c.keyFramesEncoded[i] += 1 }
                     c.encodeMicros[i] += frame.encodeMicros

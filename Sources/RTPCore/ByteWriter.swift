@@ -51,6 +51,32 @@ public struct ByteWriter {
     @inlinable @inline(__always)
     public mutating func u64(_ v: UInt64) { u32(UInt32(truncatingIfNeeded: v >> 32)); u32(UInt32(truncatingIfNeeded: v)) }
 
+    /// Writes the first `count` (≤ 8) bytes of `v` as laid out in memory (little-endian):
+    /// one 8-byte store when there is room, else byte by byte.
+    @inlinable @inline(__always)
+    public mutating func packed(_ v: UInt64, count n: Int) {
+        assert(n <= 8 && count + n <= capacity)
+        if capacity - count >= 8 {
+            base.storeBytes(of: v.littleEndian, toByteOffset: count, as: UInt64.self)
+        } else {
+            for i in 0..<n { base.storeBytes(of: UInt8(truncatingIfNeeded: v >> (8 * UInt64(i))), toByteOffset: count + i, as: UInt8.self) }
+        }
+        _count &+= n
+    }
+
+    /// Writes 32 bytes from four words (as laid out in memory) and advances by `count` (≤ 32);
+    /// the caller guarantees 32 bytes of room.
+    @inlinable @inline(__always)
+    public mutating func words(_ v: (UInt64, UInt64, UInt64, UInt64), count n: Int) {
+        assert(n <= 32 && capacity - count >= 32)
+        let p = base + count
+        p.storeBytes(of: v.0, as: UInt64.self)
+        p.storeBytes(of: v.1, toByteOffset: 8, as: UInt64.self)
+        p.storeBytes(of: v.2, toByteOffset: 16, as: UInt64.self)
+        p.storeBytes(of: v.3, toByteOffset: 24, as: UInt64.self)
+        _count &+= n
+    }
+
     /// Copies `span[range]` in (one memcpy).
     @inlinable @inline(__always)
     public mutating func copy(_ span: Span<UInt8>, _ range: Range<Int>) {

@@ -8,7 +8,10 @@ public struct VP8Packetizer {
     public let packetCount: Int
     @usableFromInline var _index = 0
     @inlinable public var index: Int { _index }
-    @usableFromInline var descriptor: VP8PayloadDescriptor
+    /// The descriptor's bytes, encoded once per frame (little-endian, up to 6 bytes), with S
+    /// clear; the first packet's copy has S set.
+    @usableFromInline let descriptorBytes: UInt64
+    @usableFromInline let descriptorSize: Int
     @usableFromInline let frameSize: Int
     @usableFromInline let baseSize: Int
     @usableFromInline let largerFrom: Int
@@ -22,7 +25,16 @@ public struct VP8Packetizer {
         let room = maxPayloadSize - descriptor.size
         guard room > 0 else { throw .bufferTooSmall(needed: descriptor.size + 1, available: maxPayloadSize) }
         self.frameSize = frameSize
-        self.descriptor = descriptor
+        var d = descriptor
+        d.startOfPartition = false
+        var packed: UInt64 = 0
+        let size = withUnsafeMutableBytes(of: &packed) { buf -> Int in
+            var w = ByteWriter(buf)
+            try? d.write(to: &w)
+            return w.count
+        }
+        descriptorBytes = UInt64(littleEndian: packed)
+        descriptorSize = size
         let n = max(1, (frameSize + room - 1) / room)
         packetCount = n
         baseSize = frameSize / n
@@ -35,13 +47,13 @@ public struct VP8Packetizer {
     public func payloadSize(of i: Int) -> Int { baseSize + (i >= largerFrom ? 1 : 0) }
 
     /// Writes the next packet's descriptor and payload. Returns its marker bit, or nil when done.
-    @inlinable
+    @inlinable @inline(__always)
     public mutating func next(frame: Span<UInt8>, into w: inout ByteWriter) throws(RTPWriteError) -> Bool? {
         guard _index < packetCount else { return nil }
         let size = payloadSize(of: _index)
-        descriptor.startOfPartition = _index == 0
-        try w.require(descriptor.size + size)
-        try descriptor.write(to: &w)
+        try w.require(descriptorSize + size)
+        // S (0x10 in the first byte) on the frame's first packet only.
+        w.packed(_index == 0 ? descriptorBytes | 0x10 : descriptorBytes, count: descriptorSize)
         w.copy(frame, offset..<(offset + size))
         offset += size
         _index += 1

@@ -3,20 +3,24 @@
 public final class PacketArena {
     public static let slotSize = PacketBatch.slotSize
     public let capacity: Int
-    let storage: UnsafeMutableRawPointer
+    @usableFromInline let storage: UnsafeMutableRawPointer
     var free: [Int32]
-    /// Length of the packet in each slot.
-    public var lengths: [Int32]
+    /// Length of the packet in each slot (plain storage: no copy-on-write check per write).
+    public let lengths: UnsafeMutablePointer<Int32>
 
     public init(capacity: Int) {
         self.capacity = capacity
         storage = .allocate(byteCount: capacity * Self.slotSize, alignment: 64)
         storage.initializeMemory(as: UInt8.self, repeating: 0, count: capacity * Self.slotSize)
         free = (0..<Int32(capacity)).reversed()
-        lengths = [Int32](repeating: 0, count: capacity)
+        lengths = .allocate(capacity: capacity)
+        lengths.initialize(repeating: 0, count: capacity)
     }
 
-    deinit { storage.deallocate() }
+    deinit {
+        storage.deallocate()
+        lengths.deallocate()
+    }
 
     public var available: Int { free.count }
 
@@ -30,7 +34,7 @@ public final class PacketArena {
     @inline(__always)
     public func release(_ i: Int) { free.append(Int32(i)) }
 
-    @inline(__always)
+    @inlinable @inline(__always)
     public func pointer(_ i: Int) -> UnsafeMutableRawPointer { storage + i * Self.slotSize }
 }
 

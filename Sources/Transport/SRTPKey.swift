@@ -31,6 +31,10 @@ public struct SRTPKey: Sendable, CustomStringConvertible, CustomDebugStringConve
     public let suite: SRTPSuite
     let material: [UInt8]
 
+    /// The raw key ‖ salt for a C call (the benchmarks' direct libsrtp2 baseline); not printable.
+    public func withMaterial<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R { material.withUnsafeBufferPointer(body) }
+
+
     public enum ParseError: Error, CustomStringConvertible, Equatable, Sendable {
         case notBase64
         case wrongLength(got: Int, expected: Int, suite: SRTPSuite)

@@ -42,6 +42,11 @@ public struct SocketAddress: Sendable, CustomStringConvertible, Hashable {
         return (String(host), port)
     }
 
+    /// The address as a `struct sockaddr` and its length (for C calls).
+    public func withRawSockaddr<R>(_ body: (UnsafeRawPointer, Int) -> R) -> R {
+        withUnsafeBytes(of: raw.storage) { body($0.baseAddress!, Int(raw.length)) }
+    }
+
     public var port: Int { Int(withUnsafePointer(to: raw) { clinux_addr_port($0) }) }
     public var isIPv6: Bool { withUnsafePointer(to: raw) { clinux_addr_family($0) } == 10 }
 

@@ -6,6 +6,9 @@ public final class UDPSocket {
     public let fd: Int32
     public let localAddress: SocketAddress
     var rawSources = [clinux_addr](repeating: clinux_addr(), count: 64)
+    /// Batches go out with UDP GSO (runs of equal-size datagrams as one message) while the
+    /// kernel accepts it; the first refusal switches the socket to plain `sendmmsg` for good.
+    public private(set) var usesGSO: Bool
 
     /// Opens a socket bound to `bind` (port 0 picks a free port).
     public init(bind: SocketAddress, receiveBuffer: Int = 4 << 20, sendBuffer: Int = 4 << 20) throws(SocketError) {
@@ -19,11 +22,15 @@ public final class UDPSocket {
         _ = clinux_local_addr(fd, &local)
         self.fd = fd
         localAddress = SocketAddress(raw: local)
+        usesGSO = clinux_gso_supported(fd) != 0
     }
 
+    /// Turns GSO off (benchmarks compare both ways; a refusal turns it off by itself).
+    public func disableGSO() { usesGSO = false }
+
     /// A socket bound to an ephemeral port on the wildcard address of `peer`'s family.
-    public convenience init(for peer: SocketAddress) throws(SocketError) {
-        try self.init(bind: try SocketAddress(host: peer.isIPv6 ? "::" : "0.0.0.0", port: 0))
+    public convenience init(for peer: SocketAddress, sendBuffer: Int = 4 << 20) throws(SocketError) {
+        try self.init(bind: try SocketAddress(host: peer.isIPv6 ? "::" : "0.0.0.0", port: 0), sendBuffer: sendBuffer)
     }
 
     deinit { _ = clinux_close(fd) }
@@ -50,6 +57,14 @@ public final class UDPSocket {
                  to destination: SocketAddress) throws(SocketError) -> Int {
         guard count > 0 else { return 0 }
         var dst = destination.raw
+        if usesGSO {
+            let rc = clinux_sendmmsg_gso(fd, &dst, pointers, lengths, Int32(count))
+            if rc >= 0 { return Int(rc) }
+            if rc == -11 { return 0 }
+            // EIO, EINVAL, EOPNOTSUPP: this path cannot segment; other errors are the peer's.
+            guard [-5, -22, -95].contains(rc) else { throw SocketError("sendmmsg to \(destination)", errno: -rc) }
+            usesGSO = false
+        }
         let rc = clinux_sendmmsg(fd, &dst, pointers, lengths, Int32(count))
         if rc < 0 {
             if rc == -11 { return 0 }

@@ -27,6 +27,10 @@ int clinux_close(int fd);
 /// Returns the number sent (may be < n on EAGAIN) or -errno when none could be sent.
 int clinux_sendmmsg(int fd, const clinux_addr *dst, void *const *bufs, const uint32_t *lens, int n);
 /// Sends one buffer of equal-sized segments with UDP_SEGMENT (GSO). Returns bytes sent or -errno.
+/// As clinux_sendmmsg, but each run of equal-size datagrams (plus at most one shorter one at its
+/// end, ≤ 64 KB) goes as one UDP GSO message (UDP_SEGMENT): the kernel splits it into the same
+/// datagrams with one trip through the stack. Returns datagrams sent or -errno.
+int clinux_sendmmsg_gso(int fd, const clinux_addr *dst, void *const *bufs, const uint32_t *lens, int n);
 int clinux_send_gso(int fd, const clinux_addr *dst, const void *buf, uint32_t len, uint16_t segment);
 /// Whether this kernel accepts UDP_SEGMENT on this socket.
 int clinux_gso_supported(int fd);

@@ -1,0 +1,269 @@
+import CBenchBaseline
+import RTPCore
+import Transport
+import MediaCodecs
+import Stats
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One measured figure: operations per second of CPU over repeated runs, and (when there is
+/// one) the same for a baseline measured in the same runs, interleaved, so the ratio survives
+/// a noisy machine.
+public struct BenchResult: Sendable {
+    public var name: String
+    public var unit: String
+    public var runs: [Double]
+    public var baseline: String?
+    public var baselineRuns: [Double] = []
+    /// Heap allocations per operation in the measured code (nil: not counted).
+    public var allocationsPerOp: Double?
+    public var note: String?
+
+    static func median(_ v: [Double]) -> Double {
+        guard !v.isEmpty else { return 0 }
+        let s = v.sorted()
+        return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
+    }
+
+    public var median: Double { Self.median(runs) }
+    public var baselineMedian: Double? { baselineRuns.isEmpty ? nil : Self.median(baselineRuns) }
+    /// Swift ÷ baseline throughput (1.0 = as fast; > 1 faster).
+    public var ratio: Double? { baselineMedian.map { $0 > 0 ? median / $0 : 0 } }
+
+    public var json: JSONValue {
+        func r(_ v: Double) -> JSONValue { .double((v * 1000).rounded() / 1000) }
+        return .object([("name", .string(name)), ("unit", .string(unit)), ("median", r(median)), ("min", r(runs.min() ?? 0)), ("max", r(runs.max() ?? 0)),
+                        ("runs", .int(Int64(runs.count))), ("baseline", baseline.map { .string($0) } ?? .null),
+                        ("baselineMedian", baselineMedian.map(r) ?? .null), ("ratio", ratio.map(r) ?? .null),
+                        ("allocationsPerOp", allocationsPerOp.map(r) ?? .null), ("note", note.map { .string($0) } ?? .null)])
+    }
+}
+
+/// The hot-path benchmarks. `allocations` reads the calling thread's heap-allocation count
+/// (the interposed malloc of `CAllocCounter`, linked into `pubbot-bench`).
+public struct Benchmarks {
+    public let allocations: () -> UInt64
+    public var runs: Int
+    public var scale: Double
+
+    public init(runs: Int = 7, scale: Double = 1, allocations: @escaping () -> UInt64) {
+        self.runs = runs
+        self.scale = scale
+        self.allocations = allocations
+    }
+
+    /// CPU seconds of this thread spent in `body`.
+    @inline(__always)
+    func cpuSeconds(_ body: () -> Void) -> Double {
+        let t0 = Clock.threadCPUMicros()
+        body()
+        return Double(max(1, Clock.threadCPUMicros() - t0)) / 1e6
+    }
+
+    /// Realistic frames: 2 s of the synthetic 720p video at 2.5 Mbps from the project's encoder.
+    public static func vp8Frames(width: Int = 1280, height: Int = 720, count: Int = 60) throws(CodecError) -> [[UInt8]] {
+        let config = VideoLayerConfig.defaults(width: width, height: height, rid: "f")
+        let encoder = try VP8Encoder(config: config, keyFrameInterval: 0, frameDropThreshold: 0)
+        var picture = I420Frame(width: width, height: height)
+        let source = SyntheticVideoSource(seed: 1)
+        var out: [[UInt8]] = []
+        for n in 0..<count {
+            source.fill(&picture, frameNumber: UInt32(n), captureMillis: UInt32(n * 33))
+            if let f = try encoder.encode(&picture, layer: 0, frameNumber: UInt32(n), captureMicros: Int64(n) * 33_333, forceKeyFrame: n == 0, clock: { 0 }) {
+                out.append(f.bytes)
+            }
+        }
+        return out
+    }
+
+    // MARK: packetizer
+
+    /// Packets per CPU-second: the engine's path (header template with MID/RID/transport-cc/
+    /// abs-send-time, VP8 descriptor with picture ID, about-equal split into arena slots) against
+    /// the C loop doing the same bytes.
+    public func packetize(frames: [[UInt8]], mtu: Int = 1200) -> BenchResult {
+        let template = RTPHeaderTemplate(payloadType: 96, ssrc: 0x1234_5678, strings: [(RTPExtension.mid.id, "0"), (RTPExtension.rid.id, "f")],
+                                         transportSequence: true, absSendTime: true)
+        let slotCount = 256, slotSize = PacketArena.slotSize
+        let arena = PacketArena(capacity: slotCount)
+        let maxPayload = mtu - template.size
+        let totalBytes = frames.reduce(0) { $0 + $1.count }
+        let repeats = max(1, Int(Double(60_000_000 / max(1, totalBytes)) * scale)) // ~60 MB of frames per run
+        var result = BenchResult(name: "packetize", unit: "packets/s/core", runs: [], baseline: "C packetizer loop (same bytes)")
+        let cFrames = frames.map { f -> UnsafeMutablePointer<UInt8> in
+            let p = UnsafeMutablePointer<UInt8>.allocate(capacity: f.count)
+            p.initialize(from: f, count: f.count)
+            return p
+        }
+        defer { cFrames.forEach { $0.deallocate() } }
+        let sizes = frames.map(\.count)
+        let cSlots = UnsafeMutableRawPointer.allocate(byteCount: slotCount * slotSize, alignment: 64).assumingMemoryBound(to: UInt8.self)
+        defer { cSlots.deallocate() }
+        let cLengths = UnsafeMutablePointer<Int32>.allocate(capacity: slotCount)
+        defer { cLengths.deallocate() }
+        var seqC: UInt16 = 0, pidC: UInt16 = 0
+        var allocs: UInt64 = 0, packets = 0
+        for _ in 0..<runs {
+            // C baseline
+            var nC = 0
+            let tC = cpuSeconds {
+                cFrames.withUnsafeBufferPointer { fp in
+                    sizes.withUnsafeBufferPointer { sp in
+                        template.bytes.withUnsafeBufferPointer { hp in
+                            for _ in 0..<repeats {
+                                let ptrs = UnsafeRawPointer(fp.baseAddress!).assumingMemoryBound(to: UnsafePointer<UInt8>?.self)
+                                nC += cbench_packetize(ptrs, sp.baseAddress, frames.count, hp.baseAddress, hp.count, maxPayload, cSlots, slotSize, slotCount, cLengths, &seqC, &pidC)
+                            }
+                        }
+                    }
+                }
+            }
+            result.baselineRuns.append(Double(nC) / tC)
+            // Swift: the engine's packetizer into arena slots.
+            var seq: UInt16 = 0, pid: UInt16 = 0, slot = 0, n = 0
+            let a0 = allocations()
+            let t = cpuSeconds {
+                for _ in 0..<repeats {
+                    var f = 0
+                    while f < frames.count {
+                        n += packetizeFrame(frames[f], template: template, arena: arena, slot: &slot, slotCount: slotCount, maxPayload: maxPayload, seq: &seq, pid: &pid)
+                        f += 1
+                    }
+                }
+            }
+            allocs += allocations() - a0
+            packets += n
+            result.runs.append(Double(n) / t)
+        }
+        result.allocationsPerOp = Double(allocs) / Double(max(1, packets))
+        return result
+    }
+
+    @inline(never)
+    func packetizeFrame(_ frame: [UInt8], template: RTPHeaderTemplate, arena: PacketArena, slot: inout Int, slotCount: Int, maxPayload: Int,
+                        seq: inout UInt16, pid: inout UInt16) -> Int {
+        let d = VP8PayloadDescriptor(pictureID: pid)
+        var count = 0
+        do throws(RTPWriteError) {
+            var p = try VP8Packetizer(frameSize: frame.count, maxPayloadSize: maxPayload, descriptor: d)
+            let span = frame.span
+            while p.index < p.packetCount {
+                var w = ByteWriter(UnsafeMutableRawBufferPointer(start: arena.pointer(slot), count: PacketArena.slotSize))
+                try template.write(to: &w, sequenceNumber: seq, timestamp: UInt32(truncatingIfNeeded: Int(pid) * 3000), marker: p.index + 1 == p.packetCount)
+                _ = try p.next(frame: span, into: &w)
+                arena.lengths[slot] = Int32(w.count)
+                seq &+= 1
+                slot += 1
+                if slot == slotCount { slot = 0 }
+                count += 1
+            }
+        } catch {
+            return count
+        }
+        pid = (pid &+ 1) & 0x7FFF
+        return count
+    }
+
+    // MARK: SRTP
+
+    /// Protects per CPU-second through `SRTPSession` against direct `srtp_protect` calls in C.
+    public func srtp(suite: SRTPSuite, packetSize: Int = 1200) -> BenchResult {
+        let key = SRTPKey.random(suite: suite)
+        let slotCount = 64, slotSize = PacketArena.slotSize
+        let count = max(1000, Int((suite == .gcm ? 200_000 : 50_000) * scale))
+        var result = BenchResult(name: "srtp-\(suite.rawValue)", unit: "packets/s/core", runs: [], baseline: "srtp_protect called from C")
+        let slots = UnsafeMutableRawPointer.allocate(byteCount: slotCount * slotSize, alignment: 64)
+        defer { slots.deallocate() }
+        for i in 0..<slotCount {
+            let p = slots + i * slotSize
+            p.initializeMemory(as: UInt8.self, repeating: 0xab, count: slotSize)
+            p.storeBytes(of: 0x80, as: UInt8.self)
+            p.storeBytes(of: 96, toByteOffset: 1, as: UInt8.self)
+            p.storeBytes(of: UInt32(0x1234_5678).bigEndian, toByteOffset: 8, as: UInt32.self)
+        }
+        var allocs: UInt64 = 0, total = 0
+        for _ in 0..<runs {
+            // Created first: it also initializes libsrtp2 for the C baseline.
+            guard let session = try? SRTPSession(key: key, direction: .outbound) else { result.note = "SRTPSession failed"; return result }
+            var rc: Int32 = 0
+            let tC = cpuSeconds {
+                rc = key.withMaterial { k in
+                    cbench_srtp_protect(suite == .gcm ? 1 : 0, k.baseAddress, slots.assumingMemoryBound(to: UInt8.self), slotSize, slotCount, Int32(packetSize), count)
+                }
+            }
+            if rc != 0 { result.note = "C baseline failed: libsrtp2 error \(rc)" }
+            result.baselineRuns.append(Double(count) / tC)
+            var seq: UInt16 = 1
+            let a0 = allocations()
+            let t = cpuSeconds {
+                for i in 0..<count {
+                    let p = slots + (i % slotCount) * slotSize
+                    p.storeBytes(of: seq.bigEndian, toByteOffset: 2, as: UInt16.self)
+                    seq &+= 1
+                    _ = try? session.protectRTP(p, length: packetSize, capacity: slotSize)
+                }
+            }
+            allocs += allocations() - a0
+            total += count
+            result.runs.append(Double(count) / t)
+        }
+        result.allocationsPerOp = Double(allocs) / Double(max(1, total))
+        result.note = (result.note.map { $0 + "; " } ?? "") + "allocations are libsrtp2's own (Debian builds it on NSS)"
+        return result
+    }
+
+    // MARK: send path
+
+    /// Datagrams per CPU-second to a loopback socket nobody reads (the kernel still delivers
+    /// each to it and drops it there): one `sendto` each (C), `sendmmsg` batches of 32, and the
+    /// engine's batched send with UDP GSO for runs of equal size (a frame's packets).
+    public func send(packetSize: Int = 1200, batch: Int = 32) throws -> [BenchResult] {
+        let sink = try UDPSocket(bind: try SocketAddress(host: "127.0.0.1", port: 0), receiveBuffer: 1 << 16)
+        let plain = try UDPSocket(for: sink.localAddress, sendBuffer: 8 << 20)
+        plain.disableGSO()
+        let gso = try UDPSocket(for: sink.localAddress, sendBuffer: 8 << 20)
+        let count = max(2_000, Int(200_000 * scale)) / batch * batch
+        let buffers = UnsafeMutableRawPointer.allocate(byteCount: batch * packetSize, alignment: 64)
+        defer { buffers.deallocate() }
+        buffers.initializeMemory(as: UInt8.self, repeating: 0x42, count: batch * packetSize)
+        var pointers = (0..<batch).map { Optional(buffers + $0 * packetSize) }
+        var lengths = [UInt32](repeating: UInt32(packetSize), count: batch)
+        var each = BenchResult(name: "send-sendto", unit: "datagrams/s/core", runs: [], baseline: nil)
+        var mmsg = BenchResult(name: "send-sendmmsg", unit: "datagrams/s/core", runs: [], baseline: "sendto per datagram (C)")
+        var seg = BenchResult(name: "send-gso", unit: "datagrams/s/core", runs: [], baseline: "sendto per datagram (C)")
+        seg.note = gso.usesGSO ? "UDP_SEGMENT runs inside one sendmmsg" : "this kernel refused UDP GSO: plain sendmmsg"
+        var allocs: UInt64 = 0
+        var dst = sink.localAddress
+        for _ in 0..<runs {
+            var ok = 0
+            let t1 = cpuSeconds {
+                ok = withUnsafePointer(to: &dst) { _ in sendtoEach(plain, to: sink.localAddress, buffers, packetSize, count) }
+            }
+            each.runs.append(Double(ok) / t1)
+            var sent = 0
+            let t2 = cpuSeconds {
+                for _ in 0..<(count / batch) { sent += (try? plain.send(pointers: &pointers, lengths: &lengths, count: batch, to: sink.localAddress)) ?? 0 }
+            }
+            mmsg.runs.append(Double(sent) / t2)
+            sent = 0
+            let a0 = allocations()
+            let t3 = cpuSeconds {
+                for _ in 0..<(count / batch) { sent += (try? gso.send(pointers: &pointers, lengths: &lengths, count: batch, to: sink.localAddress)) ?? 0 }
+            }
+            allocs += allocations() - a0
+            seg.runs.append(Double(sent) / t3)
+        }
+        mmsg.baselineRuns = each.runs
+        seg.baselineRuns = each.runs
+        seg.allocationsPerOp = Double(allocs) / Double(max(1, count * runs))
+        seg.note = (seg.note ?? "") + (gso.usesGSO ? "" : " (GSO turned off after a refusal)")
+        return [each, mmsg, seg]
+    }
+
+    func sendtoEach(_ socket: UDPSocket, to dst: SocketAddress, _ buf: UnsafeMutableRawPointer, _ len: Int, _ count: Int) -> Int {
+        dst.withRawSockaddr { sa, salen in
+            cbench_sendto_each(socket.fd, sa, UInt32(salen), buf.assumingMemoryBound(to: UInt8.self), len, count)
+        }
+    }
+}

@@ -1,0 +1,79 @@
+#define _GNU_SOURCE
+#include "CBenchBaseline.h"
+#include <string.h>
+#include <sys/socket.h>
+#include <srtp2/srtp.h>
+
+size_t cbench_packetize(const uint8_t *const *frames, const size_t *sizes, size_t frame_count,
+                        const uint8_t *header, size_t header_len, size_t max_payload,
+                        uint8_t *slots, size_t slot_size, size_t slot_count, int32_t *lengths, uint16_t *seq, uint16_t *picture_id) {
+    size_t written = 0, slot = 0;
+    uint32_t ts = 0;
+    for (size_t f = 0; f < frame_count; f++) {
+        const uint8_t *frame = frames[f];
+        size_t len = sizes[f], room = max_payload - 4;
+        size_t n = (len + room - 1) / room;
+        if (n == 0) n = 1;
+        size_t base = len / n, larger_from = n - len % n, off = 0;
+        ts += 3000;
+        for (size_t i = 0; i < n; i++) {
+            uint8_t *p = slots + slot * slot_size;
+            memcpy(p, header, header_len);
+            p[1] = (uint8_t)((p[1] & 0x7f) | (i + 1 == n ? 0x80 : 0));
+            p[2] = (uint8_t)(*seq >> 8); p[3] = (uint8_t)*seq;
+            p[4] = (uint8_t)(ts >> 24); p[5] = (uint8_t)(ts >> 16); p[6] = (uint8_t)(ts >> 8); p[7] = (uint8_t)ts;
+            uint8_t *d = p + header_len;
+            d[0] = (uint8_t)(0x80 | (i == 0 ? 0x10 : 0));
+            d[1] = 0x80;
+            d[2] = (uint8_t)(0x80 | (*picture_id >> 8));
+            d[3] = (uint8_t)*picture_id;
+            size_t size = base + (i >= larger_from ? 1 : 0);
+            memcpy(d + 4, frame + off, size);
+            lengths[slot] = (int32_t)(header_len + 4 + size);
+            off += size;
+            (*seq)++;
+            written++;
+            if (++slot == slot_count) slot = 0;
+        }
+        *picture_id = (uint16_t)((*picture_id + 1) & 0x7fff);
+    }
+    return written;
+}
+
+int cbench_srtp_protect(int suite, const unsigned char *key, uint8_t *slots, size_t slot_size, size_t slot_count,
+                        int len, size_t count) {
+    srtp_policy_t policy;
+    memset(&policy, 0, sizeof(policy));
+    if (suite == 1) {
+        srtp_crypto_policy_set_aes_gcm_128_16_auth(&policy.rtp);
+        srtp_crypto_policy_set_aes_gcm_128_16_auth(&policy.rtcp);
+    } else {
+        srtp_crypto_policy_set_rtp_default(&policy.rtp);
+        srtp_crypto_policy_set_rtcp_default(&policy.rtcp);
+    }
+    policy.ssrc.type = ssrc_any_outbound;
+    policy.key = (unsigned char *)key;
+    policy.window_size = 1024;
+    policy.allow_repeat_tx = 1;
+    srtp_t session;
+    srtp_err_status_t st = srtp_create(&session, &policy);
+    if (st != srtp_err_status_ok) return (int)st;
+    uint16_t seq = 1;
+    for (size_t i = 0; i < count; i++) {
+        uint8_t *p = slots + (i % slot_count) * slot_size;
+        p[2] = (uint8_t)(seq >> 8); p[3] = (uint8_t)seq;
+        seq++;
+        int l = len;
+        st = srtp_protect(session, p, &l);
+        if (st != srtp_err_status_ok) { srtp_dealloc(session); return (int)st; }
+    }
+    srtp_dealloc(session);
+    return 0;
+}
+
+size_t cbench_sendto_each(int fd, const void *dst, unsigned dst_len, const uint8_t *buf, size_t len, size_t count) {
+    size_t ok = 0;
+    for (size_t i = 0; i < count; i++)
+        if (sendto(fd, buf, len, MSG_DONTWAIT, (const struct sockaddr *)dst, (socklen_t)dst_len) == (ssize_t)len) ok++;
+    return ok;
+}

@@ -1,0 +1,27 @@
+// Baselines for `pubbot-bench`, in plain C, compiled in this package so the Swift figures are
+// compared side by side in the same run on the same machine (see README "Performance").
+#ifndef PUBBOT_CBENCHBASELINE_H
+#define PUBBOT_CBENCHBASELINE_H
+#include <stddef.h>
+#include <stdint.h>
+
+/// A minimal VP8 packetizer: for each frame, split into about-equal payloads of at most
+/// max_payload bytes (descriptor included), copy the RTP header template, patch sequence
+/// number, timestamp and marker, write a 4-byte VP8 descriptor (X, S on the first packet,
+/// 15-bit picture ID) and copy the payload into consecutive slots of slot_size bytes
+/// (wrapping after slot_count), recording each packet's length. Returns the number of packets.
+size_t cbench_packetize(const uint8_t *const *frames, const size_t *sizes, size_t frame_count,
+                        const uint8_t *header, size_t header_len, size_t max_payload,
+                        uint8_t *slots, size_t slot_size, size_t slot_count, int32_t *lengths, uint16_t *seq, uint16_t *picture_id);
+
+/// Direct libsrtp2: creates an outbound session (suite 0 = AES-CM-128-HMAC-SHA1-80,
+/// 1 = AEAD-AES-128-GCM) with key||salt, then protects `count` packets of `len` bytes in
+/// place, cycling through `slot_count` slots and writing a fresh sequence number into each
+/// before its call (as the Swift loop does). Returns 0 or the libsrtp2 error.
+int cbench_srtp_protect(int suite, const unsigned char *key, uint8_t *slots, size_t slot_size, size_t slot_count,
+                        int len, size_t count);
+
+/// One `sendto` per datagram of `len` bytes to dst (a sockaddr of dst_len bytes); returns how
+/// many were accepted by the kernel.
+size_t cbench_sendto_each(int fd, const void *dst, unsigned dst_len, const uint8_t *buf, size_t len, size_t count);
+#endif
