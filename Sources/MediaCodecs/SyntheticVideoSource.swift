@@ -17,20 +17,31 @@ public struct SyntheticVideoSource: Sendable {
         // predict it and the encoder can meet low targets; luma and chroma move together.
         let dx = (n * 4 * w / 1280) & ~1, dy = (n * 2 * h / 720) & ~1
         frame.withPlanes { y, u, v in
-            for row in 0..<h {
-                let base = row * w
-                let sy = (row + dy) * 256 / h
-                for x in 0..<w {
-                    let sx = (x + dx) * 256 / w
-                    y[base + x] = UInt8(truncatingIfNeeded: 40 + ((sx + sy / 2) & 0x7F))
+            // Per-pixel divisions hoisted into one row of column terms (same values as
+            // `(x + dx) * 256 / w` per pixel), then each row is a vectorizable add-and-mask;
+            // the chroma rows are all the same (U) or constant (V).
+            withUnsafeTemporaryAllocation(of: Int32.self, capacity: max(w, 1)) { cols in
+                for x in 0..<w { cols[x] = Int32((x + dx) * 256 / w) }
+                var previous: Int32 = -1
+                for row in 0..<h {
+                    let base = row * w
+                    let k = Int32((row + dy) * 256 / h / 2)
+                    if k == previous { // the same as the row above (k changes every ~h/128 rows)
+                        UnsafeMutableRawPointer(y.baseAddress! + base).copyMemory(from: y.baseAddress! + base - w, byteCount: w)
+                        continue
+                    }
+                    previous = k
+                    for x in 0..<w { y[base + x] = UInt8(truncatingIfNeeded: 40 + ((cols[x] &+ k) & 0x7F)) }
                 }
             }
-            for row in 0..<ch {
-                let base = row * cw
-                let vv = UInt8(truncatingIfNeeded: 96 + (((2 * row + dy) * 256 / h / 4) & 0x3F))
-                for x in 0..<cw {
-                    u[base + x] = UInt8(truncatingIfNeeded: 96 + (((2 * x + dx) * 256 / w / 4) & 0x3F))
-                    v[base + x] = vv
+            if ch > 0 && cw > 0 {
+                for x in 0..<cw { u[x] = UInt8(truncatingIfNeeded: 96 + (((2 * x + dx) * 256 / w / 4) & 0x3F)) }
+                for row in 1..<max(1, ch) {
+                    UnsafeMutableRawPointer(u.baseAddress! + row * cw).copyMemory(from: u.baseAddress!, byteCount: cw)
+                }
+                for row in 0..<ch {
+                    let vv = UInt8(truncatingIfNeeded: 96 + (((2 * row + dy) * 256 / h / 4) & 0x3F))
+                    (v.baseAddress! + row * cw).update(repeating: vv, count: cw)
                 }
             }
             // Bouncing boxes.
