@@ -9,6 +9,9 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -270,6 +273,35 @@ int clinux_wait_many(const int *fds, uint8_t *ready, int n, int64_t timeout_us) 
     if (rc < 0) rc = errno == EINTR ? 0 : -errno;
     for (int i = 0; i < n; i++) ready[i] = rc > 0 && (pfd[i].revents & (POLLIN | POLLERR)) ? 1 : 0;
     if (pfd != stack) free(pfd);
+    return rc;
+}
+
+int clinux_epoll_create(void) {
+    int fd = epoll_create1(EPOLL_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+int clinux_epoll_ctl(int epfd, int fd, uint64_t tag, int add) {
+    struct epoll_event ev;
+    memset(&ev, 0, sizeof(ev));
+    ev.events = EPOLLIN;
+    ev.data.u64 = tag;
+    return epoll_ctl(epfd, add ? EPOLL_CTL_ADD : EPOLL_CTL_DEL, fd, &ev) == 0 ? 0 : -errno;
+}
+
+int clinux_epoll_wait(int epfd, uint64_t *tags, int max, int64_t timeout_us) {
+    enum { chunk = 256 };
+    struct epoll_event evs[chunk];
+    if (max > chunk) max = chunk;
+    int rc;
+#ifdef SYS_epoll_pwait2
+    struct timespec ts = {.tv_sec = timeout_us / 1000000, .tv_nsec = (timeout_us % 1000000) * 1000};
+    rc = (int)syscall(SYS_epoll_pwait2, epfd, evs, max, timeout_us < 0 ? NULL : &ts, NULL, 0);
+    if (rc < 0 && errno == ENOSYS)
+#endif
+        rc = epoll_wait(epfd, evs, max, timeout_us < 0 ? -1 : (int)((timeout_us + 999) / 1000));
+    if (rc < 0) return errno == EINTR ? 0 : -errno;
+    for (int i = 0; i < rc; i++) tags[i] = evs[i].data.u64;
     return rc;
 }
 

@@ -116,14 +116,17 @@ final class FleetLoop {
     let assigned: [Int]
     let startMicros: Int64
     var bots: [ReplayBot] = []
-    var fds: [Int32] = []
-    var ready: [UInt8] = []
+    var ready: [Bool] = []
+    /// Only readable sockets come back from a wait (a poll over every bot's socket on each
+    /// wake-up cost more than the bots' own work at 200 bots).
+    let readiness: ReadinessSet?
 
     init(fleet: Fleet, number: Int, assigned: [Int], startMicros: Int64) {
         self.fleet = fleet
         self.number = number
         self.assigned = assigned
         self.startMicros = startMicros
+        readiness = try? ReadinessSet()
     }
 
     func startTime(_ i: Int) -> Int64 {
@@ -154,7 +157,8 @@ final class FleetLoop {
                 let b = bots[k]
                 if b.done { continue }
                 live += 1
-                let readable = k < ready.count && ready[k] != 0
+                let readable = ready[k]
+                ready[k] = false
                 if now < b.nextWake && !readable { wake = min(wake, b.nextWake); continue }
                 let mediaWake = stopping ? Int64.max : b.mediaTick(now: now)
                 if let w = b.network.step(now: now, read: readable) {
@@ -163,15 +167,28 @@ final class FleetLoop {
                 } else {
                     b.network.finish()
                     b.done = true
-                    fds[k] = -1
+                    readiness?.remove(b.network.socket)
                     fleet.slots[b.slot].withLock { $0.state = .done; $0.stoppedMicros = Clock.monotonicMicros(); $0.keyFramesSent = b.keyFramesSent }
                     live -= 1
                 }
             }
             if pending.isEmpty && live == 0 { break }
             if let i = pending.first { wake = min(wake, startTime(i)) }
-            let timeout = max(0, wake - Clock.monotonicMicros())
-            if fds.isEmpty { Clock.sleep(micros: timeout) } else { _ = waitReadable(fds, ready: &ready, timeoutMicros: timeout) }
+            // Timer slack: sleep at least 2 ms unless something is already due, so a loop of a
+            // hundred bots wakes a few hundred times a second rather than on every bot's timer
+            // (a bot's packets leave up to 2 ms late; readable sockets still wake it at once).
+            let until = wake - Clock.monotonicMicros()
+            let timeout = until <= 0 ? 0 : max(until, 2_000)
+            if let readiness, !bots.isEmpty {
+                readiness.wait(timeoutMicros: timeout) { k in if k < ready.count { ready[k] = true } }
+            } else if readiness == nil && !bots.isEmpty {
+                // No epoll: poll every socket (slower with many bots, same behaviour).
+                var flags = [UInt8](repeating: 0, count: bots.count)
+                _ = waitReadable(bots.map { $0.done ? -1 : $0.network.socket.fd }, ready: &flags, timeoutMicros: timeout)
+                for k in flags.indices where flags[k] != 0 { ready[k] = true }
+            } else {
+                Clock.sleep(micros: timeout)
+            }
         }
     }
 
@@ -184,8 +201,9 @@ final class FleetLoop {
         do throws(EngineSetupError) {
             let bot = try ReplayBot(slot: slot, config: c, library: fleet.library, live: fleet.config.live, published: fleet.published[slot],
                                     startMicros: now)
+            readiness?.add(bot.network.socket, tag: bots.count)
             bots.append(bot)
-            fds.append(bot.network.socket.fd)
+            ready.append(false)
             fleet.slots[slot].withLock {
                 $0.state = .running
                 $0.startedMicros = now

@@ -139,3 +139,27 @@ public func waitReadable(_ fds: [Int32], ready: inout [UInt8], timeoutMicros: In
         ready.withUnsafeMutableBufferPointer { r in clinux_wait_many(f.baseAddress, r.baseAddress, Int32(f.count), timeoutMicros) }
     })
 }
+
+
+/// An epoll set (fleet loops): sockets registered once with a tag, waits return only the ready.
+public final class ReadinessSet {
+    let fd: Int32
+    var tags = [UInt64](repeating: 0, count: 256)
+
+    public init() throws(SocketError) {
+        let e = clinux_epoll_create()
+        guard e >= 0 else { throw SocketError("epoll_create1", errno: -e) }
+        fd = e
+    }
+
+    deinit { _ = clinux_close(fd) }
+
+    public func add(_ socket: UDPSocket, tag: Int) { _ = clinux_epoll_ctl(fd, socket.fd, UInt64(tag), 1) }
+    public func remove(_ socket: UDPSocket) { _ = clinux_epoll_ctl(fd, socket.fd, 0, 0) }
+
+    /// Waits up to `timeoutMicros`; calls `ready` with the tag of each readable socket.
+    public func wait(timeoutMicros: Int64, _ ready: (Int) -> Void) {
+        let n = tags.withUnsafeMutableBufferPointer { clinux_epoll_wait(fd, $0.baseAddress, Int32($0.count), timeoutMicros) }
+        if n > 0 { for i in 0..<Int(n) { ready(Int(tags[i])) } }
+    }
+}

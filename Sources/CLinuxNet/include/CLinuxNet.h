@@ -47,6 +47,14 @@ int clinux_wait_readable(int fd_a, int fd_b, int64_t timeout_us);
 /// for each readable fd. Returns how many are ready, 0 on timeout, or -errno.
 int clinux_wait_many(const int *fds, uint8_t *ready, int n, int64_t timeout_us);
 
+/// epoll for fleets: only the ready sockets come back, however many are registered.
+int clinux_epoll_create(void);
+/// Registers fd for input with `tag` returned on readiness (add = 1) or removes it (add = 0).
+int clinux_epoll_ctl(int epfd, int fd, uint64_t tag, int add);
+/// Waits up to timeout_us (microsecond resolution where the kernel has epoll_pwait2) and
+/// writes up to max ready tags. Returns how many, 0 on timeout, or -errno.
+int clinux_epoll_wait(int epfd, uint64_t *tags, int max, int64_t timeout_us);
+
 int clinux_eventfd_open(void);
 int clinux_eventfd_signal(int fd);
 int clinux_eventfd_drain(int fd);
