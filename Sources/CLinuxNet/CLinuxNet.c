@@ -67,9 +67,29 @@ int clinux_format(const clinux_addr *addr, char *buf, size_t cap) {
     return snprintf(buf, cap, "?");
 }
 
+/* Drops what IP_RECVERR queued (ICMP errors), so the socket does not stay readable. */
+static void drain_error_queue(int fd) {
+    char buf[256], control[512];
+    for (int i = 0; i < 64; i++) {
+        struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf)};
+        struct msghdr m;
+        memset(&m, 0, sizeof(m));
+        m.msg_iov = &iov;
+        m.msg_iovlen = 1;
+        m.msg_control = control;
+        m.msg_controllen = sizeof(control);
+        if (recvmsg(fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT) < 0) break;
+    }
+}
+
 int clinux_udp_open(int family, int rcvbuf, int sndbuf) {
     int fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) return -errno;
+    /* ICMP errors (port unreachable) reach an unconnected socket only with RECVERR: they then
+       surface as ECONNREFUSED on the next call, and are counted rather than lost. */
+    int one = 1;
+    if (family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_RECVERR, &one, sizeof(one));
+    else setsockopt(fd, IPPROTO_IP, IP_RECVERR, &one, sizeof(one));
     if (rcvbuf > 0 && setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) != 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
     if (sndbuf > 0 && setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf)) != 0)
@@ -117,7 +137,9 @@ int clinux_sendmmsg(int fd, const clinux_addr *dst, void *const *bufs, const uin
         int rc = sendmmsg(fd, msgs + sent, (unsigned)(n - sent), 0);
         if (rc < 0) {
             if (errno == EINTR) continue;
-            return sent > 0 ? sent : -errno;
+            int e = errno;
+            if (e == ECONNREFUSED) drain_error_queue(fd);
+            return sent > 0 ? sent : -e;
         }
         sent += rc;
     }
@@ -168,7 +190,9 @@ int clinux_sendmmsg_gso(int fd, const clinux_addr *dst, void *const *bufs, const
         int rc = sendmmsg(fd, msgs + done, (unsigned)(m - done), 0);
         if (rc < 0) {
             if (errno == EINTR) continue;
-            return sent > 0 ? sent : -errno;
+            int e = errno;
+            if (e == ECONNREFUSED) drain_error_queue(fd);
+            return sent > 0 ? sent : -e;
         }
         for (int k = done; k < done + rc; k++) sent += count[k];
         done += rc;
@@ -230,7 +254,9 @@ int clinux_recvmmsg(int fd, void *const *bufs, uint32_t capacity, uint32_t *lens
         if (rc < 0) {
             if (errno == EINTR) continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
-            return -errno;
+            int e = errno;
+            drain_error_queue(fd);
+            return -e;
         }
         for (int i = 0; i < rc; i++) {
             /* a datagram longer than the buffer is truncated: report its real size (> capacity) */

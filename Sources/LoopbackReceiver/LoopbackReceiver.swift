@@ -45,6 +45,8 @@ public struct ReceiverSnapshot: Sendable, Equatable {
     /// (an index into `publishers`, parallel to `streams`).
     public var publishers: [String] = []
     public var streamPublisher: [Int] = []
+    /// Feedback answered by ICMP port unreachable (a publisher that has gone).
+    public var feedbackUnreachable = 0
     /// Packets refused because `maxPublishers` or `maxStreams` was reached.
     public var refusedOverCapacity = 0
     public var rejected: RejectedPackets
@@ -200,7 +202,12 @@ final class ReceiveLoop {
     func drain() {
         for _ in 0..<64 {
             let n: Int
-            do { n = try socket.receive(into: batch) } catch { snap.lastError = error.description; return }
+            do { n = try socket.receive(into: batch) } catch {
+                // A publisher that left answers our feedback with ICMP port unreachable: not ours to fix.
+                if error.errno == 111 { snap.feedbackUnreachable += 1; continue }
+                snap.lastError = error.description
+                return
+            }
             if n == 0 { return }
             let now = Clock.monotonicMicros(), wall = Clock.wallMicros()
             for i in 0..<n {

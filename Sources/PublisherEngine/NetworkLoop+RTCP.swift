@@ -119,6 +119,11 @@ extension NetworkLoop {
                     let arrival = NTPTime.compact(NTPTime.ntp(unixMicros: Clock.wallMicros()))
                     while let packet = try it.next(in: span) { handle(packet, arrivalCompactNTP: arrival) }
                     counters.rtcpReceived += 1
+                    // Feedback is back after ≥ 2 s of silence: the loss the window remembers was
+                    // the outage, not the path answering now.
+                    let now = Clock.monotonicMicros()
+                    if lastRTCPMicros > 0 && now - lastRTCPMicros >= 2_000_000 { scorer.forgetLoss() }
+                    lastRTCPMicros = now
                 } catch {
                     counters.rtcpRejected += 1
                 }

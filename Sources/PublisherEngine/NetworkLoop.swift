@@ -114,6 +114,7 @@ final class NetworkLoop {
     var rtxWindowStart: Int64 = 0
     var rtxWindowBytes = 0
     var nextScore: Int64 = 0
+    var lastRTCPMicros: Int64 = 0
 
     init(config: PublisherConfig, plan: StreamPlan, socket: UDPSocket, control: PublisherControl, mailbox: FrameMailbox?,
          published: Locked<([OutboundStreamStats], NetworkCounters)>, startMicros: Int64) throws(SRTPError) {

@@ -96,6 +96,13 @@ public struct NetworkConditionScorer: Sendable {
     }
 
     /// Adds a sample; returns the new (condition, reason) when the reported condition changes.
+    /// Forgets the loss samples (feedback came back after an outage: the old samples describe
+    /// silence, not the path now answering), so the condition can recover within a couple of
+    /// evaluations instead of waiting for the window to pass.
+    public mutating func forgetLoss() {
+        for i in samples.indices { samples[i].lossFraction = nil }
+    }
+
     public mutating func add(_ s: TransportSample) -> (NetworkCondition, NetworkConditionReason)? {
         samples.append(s)
         samples.removeAll { s.micros - $0.micros > thresholds.windowMicros }
