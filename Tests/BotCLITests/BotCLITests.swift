@@ -91,3 +91,34 @@ import Testing
         #expect(throws: UsageError.self) { try LoadCommand.shardOption(nil, environment: "5", total: "4") }
     }
 }
+
+@Suite struct CLIParserFuzzTests {
+    /// 10⁵ mutated values through the CLI's value parsers (durations, bit rates, ladders,
+    /// --require lists, --shard): each parses or is a UsageError, never a crash.
+    @Test func seededMutationsNeverCrash() {
+        var state: UInt64 = 0xC11
+        func next() -> UInt64 { state &+= 0x9E37_79B9_7F4A_7C15; var z = state; z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9; z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB; return z ^ (z >> 31) }
+        let seeds = ["15s", "2.5mbit", "1280x720@30:2500k,640x360@30:700k,320x180@15:150k", "loss<1%,rtt<200ms,bitrate>300kbit", "3/8", "500ms"].map { Array($0.utf8) }
+        let alphabet = Array("0123456789.%<>=,:@x/kmsbitKM -".utf8)
+        var ok = 0, failed = 0
+        for i in 0..<100_000 {
+            var input = seeds[i % seeds.count]
+            for _ in 0..<Int(1 + next() % 3) {
+                let at = Int(next() % UInt64(input.count))
+                if next() % 2 == 0 { input[at] = alphabet[Int(next() % UInt64(alphabet.count))] } else if input.count > 1 { input.remove(at: at) }
+            }
+            let text = String(decoding: input, as: UTF8.self)
+            do {
+                switch i % seeds.count {
+                case 0, 5: _ = try ValueParsers.duration(text, option: "d")
+                case 1: _ = try ValueParsers.bitrate(text, option: "r")
+                case 2: _ = try ValueParsers.ladder(text, temporalLayers: 1, defaultFps: 30)
+                case 3: _ = try LoadRequirement.parseList(text)
+                default: _ = try LoadCommand.shardOption(text, environment: nil, total: nil)
+                }
+                ok += 1
+            } catch { failed += 1 }
+        }
+        #expect(ok > 1_000 && failed > 1_000)
+    }
+}

@@ -121,3 +121,31 @@ import Testing
         #expect(same == 5000)
     }
 }
+
+@Suite struct ImpairmentFuzzTests {
+    /// 10⁵ mutated specs and schedules: each parses or throws, and what parses drives the emulator.
+    @Test func seededMutationsNeverCrash() {
+        var state: UInt64 = 0x5EED
+        func next() -> UInt64 { state &+= 0x9E37_79B9_7F4A_7C15; var z = state; z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9; z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB; return z ^ (z >> 31) }
+        let seeds = ["loss=2%,burst=4,delay=40ms,jitter=10ms,rate=800kbit,queue=200ms", "0s:rate=3mbit;10s:rate=600kbit;20s:loss=100%"].map { Array($0.utf8) }
+        let alphabet = Array("0123456789.%;:=,-kmbitsgx ".utf8)
+        var ok = 0, failed = 0
+        for i in 0..<100_000 {
+            var input = seeds[i % 2]
+            for _ in 0..<Int(1 + next() % 4) {
+                let at = Int(next() % UInt64(input.count))
+                switch next() % 3 {
+                case 0: input[at] = alphabet[Int(next() % UInt64(alphabet.count))]
+                case 1: input.insert(alphabet[Int(next() % UInt64(alphabet.count))], at: at)
+                default: if input.count > 1 { input.remove(at: at) }
+                }
+            }
+            if let s = try? ImpairmentSchedule.parse(String(decoding: input, as: UTF8.self)) {
+                ok += 1
+                var link = LinkEmulator(schedule: s, seed: 1, startMicros: 0)
+                for k in 0..<5 { _ = link.admit(size: 1_000, now: Int64(k) * 1_000) }
+            } else { failed += 1 }
+        }
+        #expect(ok > 1_000 && failed > 1_000)
+    }
+}

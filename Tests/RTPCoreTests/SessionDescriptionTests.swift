@@ -51,7 +51,7 @@ import Testing
         var rng = SeededRNG(3)
         let seed = Array(sample.render().utf8)
         var ok = 0, failed = 0
-        for _ in 0..<20_000 {
+        for _ in 0..<100_000 {
             var input = seed
             for _ in 0..<Int(1 + rng.next() % 6) {
                 let i = Int(rng.next() % UInt64(input.count))
