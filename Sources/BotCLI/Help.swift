@@ -8,7 +8,7 @@ enum Help {
     Usage: pubbot <command> [options]
 
     Commands:
-      preflight   publish to the embedded loopback receiver (or a remote one) and report per layer
+      preflight   can this network publish, and at what quality? a verdict, tiers, MOS, exit code
       publish     publish synthetic VP8 simulcast + Opus to a receiver
       receive     receive, decrypt, reassemble and decode what publishers send
       load        many replay bots in one process: fleet percentiles, requirements, exit code
