@@ -13,7 +13,7 @@ enum PublishCommand {
         for (k, v) in ["to": OptionSpec.Kind.repeated, "key": .value, "sdp-out": .value, "no-bundle": .flag, "no-audio": .flag,
                        "no-video": .flag, "cname": .value, "no-congestion-control": .flag, "sender-stats": .flag, "rtc-stats": .value, "metrics": .value, "vitals": .flag] { o[k] = v }
         return OptionSpec(options: o, planned: [
-"replay": "replay mode comes with load testing",
+"replay": "replay bots are `pubbot load` (e.g. --bots 1 --to HOST:PORT --key B64)",
 
         ])
     }()
