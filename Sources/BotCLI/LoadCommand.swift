@@ -162,14 +162,7 @@ enum LoadCommand {
         var report = LoadReport(bots: fleet.snapshot(), receivers: receivers.map { $0.snapshot() }, rooms: rooms.map { $0.0.description }, requested: range.count, shard: shard,
                                 durationMicros: Clock.monotonicMicros() - start, cost: cpu, suite: suite.rawValue, loops: loops)
         report.evaluate(requirements)
-        let json = report.json()
-        if let path = o.value("report") {
-            guard PublishCommand.writeFile(path, json.serialized(pretty: true) + "\n") else {
-                Output.err("Error: cannot write the report to '\(path)'\n")
-                return 2
-            }
-        }
-        if o.has("json") { Output.out(json.serialized(pretty: true) + "\n") } else { Output.out(report.human()) }
+        guard report.emit(to: o.value("report"), json: o.has("json")) else { return 2 }
         if interrupted { return 130 }
         return report.exitCode
     }

@@ -268,6 +268,18 @@ struct LoadReport {
         return out
     }
 
+    /// Writes the JSON report to `path` (if given) and prints it (JSON or the table); false
+    /// when the file cannot be written (said on stderr).
+    func emit(to path: String?, json asJSON: Bool) -> Bool {
+        let text = json().serialized(pretty: true) + "\n"
+        if let path, !PublishCommand.writeFile(path, text) {
+            Output.err("Error: cannot write the report to '\(path)'\n")
+            return false
+        }
+        Output.out(asJSON ? text : human())
+        return true
+    }
+
     func human() -> String {
         var out = "pubbot load — \(started)/\(requested) bots started (\(failed) failed), \(withFeedback) heard back, \(Units.fixed(Double(durationMicros) / 1e6, 1)) s, shard\(shards.count > 1 ? "s" : "") \(shards.joined(separator: " "))\n\n"
         var t = TextTable(headers: ["metric", "p5", "p50", "p95", "p99", "mean"], rightAligned: [1, 2, 3, 4, 5])

@@ -95,14 +95,7 @@ enum ReportCommand {
         let reqs = try o.value("require").map { r throws(UsageError) in try LoadRequirement.parseList(r) }
             ?? report.requirementTexts.compactMap { try? LoadRequirement.parse($0) }
         report.evaluate(reqs)
-        let json = report.json()
-        if let path = o.value("report") {
-            guard PublishCommand.writeFile(path, json.serialized(pretty: true) + "\n") else {
-                Output.err("Error: cannot write '\(path)'\n")
-                return 2
-            }
-        }
-        Output.out(o.has("json") ? json.serialized(pretty: true) + "\n" : report.human())
+        guard report.emit(to: o.value("report"), json: o.has("json")) else { return 2 }
         return report.exitCode
     }
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <srtp2/srtp.h>
+#include "../CSRTP/shim.h" /* the same session setup as SRTPSession; only the protect loop is timed */
 
 size_t cbench_packetize(const uint8_t *const *frames, const size_t *sizes, size_t frame_count,
                         const uint8_t *header, size_t header_len, size_t max_payload,
@@ -42,21 +43,8 @@ size_t cbench_packetize(const uint8_t *const *frames, const size_t *sizes, size_
 
 int cbench_srtp_protect(int suite, const unsigned char *key, uint8_t *slots, size_t slot_size, size_t slot_count,
                         int len, size_t count) {
-    srtp_policy_t policy;
-    memset(&policy, 0, sizeof(policy));
-    if (suite == 1) {
-        srtp_crypto_policy_set_aes_gcm_128_16_auth(&policy.rtp);
-        srtp_crypto_policy_set_aes_gcm_128_16_auth(&policy.rtcp);
-    } else {
-        srtp_crypto_policy_set_rtp_default(&policy.rtp);
-        srtp_crypto_policy_set_rtcp_default(&policy.rtcp);
-    }
-    policy.ssrc.type = ssrc_any_outbound;
-    policy.key = (unsigned char *)key;
-    policy.window_size = 1024;
-    policy.allow_repeat_tx = 1;
     srtp_t session;
-    srtp_err_status_t st = srtp_create(&session, &policy);
+    srtp_err_status_t st = csrtp_create(&session, suite, 0, key, 1024);
     if (st != srtp_err_status_ok) return (int)st;
     uint16_t seq = 1;
     for (size_t i = 0; i < count; i++) {

@@ -116,6 +116,24 @@ int clinux_local_addr(int fd, clinux_addr *out) {
 
 int clinux_close(int fd) { return close(fd) == 0 ? 0 : -errno; }
 
+/* Sends m prepared messages with as many sendmmsg calls as it takes; message k carries count[k]
+   datagrams (1 each when count is NULL). Returns the datagrams sent, or -errno when none were. */
+static int send_messages(int fd, struct mmsghdr *msgs, int m, const int *count) {
+    int done = 0, sent = 0;
+    while (done < m) {
+        int rc = sendmmsg(fd, msgs + done, (unsigned)(m - done), 0);
+        if (rc < 0) {
+            if (errno == EINTR) continue;
+            int e = errno;
+            if (e == ECONNREFUSED) drain_error_queue(fd);
+            return sent > 0 ? sent : -e;
+        }
+        for (int k = done; k < done + rc; k++) sent += count ? count[k] : 1;
+        done += rc;
+    }
+    return sent;
+}
+
 int clinux_sendmmsg(int fd, const clinux_addr *dst, void *const *bufs, const uint32_t *lens, int n) {
     if (n <= 0) return 0;
     if (n > 64) n = 64;
@@ -132,18 +150,7 @@ int clinux_sendmmsg(int fd, const clinux_addr *dst, void *const *bufs, const uin
             msgs[i].msg_hdr.msg_namelen = dst->length;
         }
     }
-    int sent = 0;
-    while (sent < n) {
-        int rc = sendmmsg(fd, msgs + sent, (unsigned)(n - sent), 0);
-        if (rc < 0) {
-            if (errno == EINTR) continue;
-            int e = errno;
-            if (e == ECONNREFUSED) drain_error_queue(fd);
-            return sent > 0 ? sent : -e;
-        }
-        sent += rc;
-    }
-    return sent;
+    return send_messages(fd, msgs, n, NULL);
 }
 
 int clinux_sendmmsg_gso(int fd, const clinux_addr *dst, void *const *bufs, const uint32_t *lens, int n) {
@@ -151,7 +158,7 @@ int clinux_sendmmsg_gso(int fd, const clinux_addr *dst, void *const *bufs, const
     if (n > 64) n = 64;
     struct mmsghdr msgs[64];
     struct iovec iovs[64];
-    int first[64], count[64];
+    int count[64];
     char control[64][CMSG_SPACE(sizeof(uint16_t))];
     int m = 0;
     for (int i = 0; i < n; ) {
@@ -162,7 +169,6 @@ int clinux_sendmmsg_gso(int fd, const clinux_addr *dst, void *const *bufs, const
         while (j < n && lens[j] == lens[i] && total + lens[j] <= 65000) { total += lens[j]; j++; }
         if (j < n && j - i >= 2 && lens[j] < lens[i] && total + lens[j] <= 65000) j++;
         memset(&msgs[m], 0, sizeof(msgs[m]));
-        first[m] = i;
         count[m] = j - i;
         for (int k = i; k < j; k++) { iovs[k].iov_base = bufs[k]; iovs[k].iov_len = lens[k]; }
         msgs[m].msg_hdr.msg_iov = &iovs[i];
@@ -185,20 +191,7 @@ int clinux_sendmmsg_gso(int fd, const clinux_addr *dst, void *const *bufs, const
         m++;
         i = j;
     }
-    int done = 0, sent = 0;
-    while (done < m) {
-        int rc = sendmmsg(fd, msgs + done, (unsigned)(m - done), 0);
-        if (rc < 0) {
-            if (errno == EINTR) continue;
-            int e = errno;
-            if (e == ECONNREFUSED) drain_error_queue(fd);
-            return sent > 0 ? sent : -e;
-        }
-        for (int k = done; k < done + rc; k++) sent += count[k];
-        done += rc;
-    }
-    (void)first;
-    return sent;
+    return send_messages(fd, msgs, m, count);
 }
 
 int clinux_send_gso(int fd, const clinux_addr *dst, const void *buf, uint32_t len, uint16_t segment) {

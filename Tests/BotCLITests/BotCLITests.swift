@@ -1,5 +1,6 @@
 import Testing
 @testable import BotCLI
+import MediaCodecs
 
 @Suite struct ValueParserTests {
     @Test func durations() throws {
@@ -96,8 +97,8 @@ import Testing
     /// 10⁵ mutated values through the CLI's value parsers (durations, bit rates, ladders,
     /// --require lists, --shard): each parses or is a UsageError, never a crash.
     @Test func seededMutationsNeverCrash() {
-        var state: UInt64 = 0xC11
-        func next() -> UInt64 { state &+= 0x9E37_79B9_7F4A_7C15; var z = state; z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9; z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB; return z ^ (z >> 31) }
+        var rng = SplitMix64(seed: 0xC11)
+        func next() -> UInt64 { rng.next() }
         let seeds = ["15s", "2.5mbit", "1280x720@30:2500k,640x360@30:700k,320x180@15:150k", "loss<1%,rtt<200ms,bitrate>300kbit", "3/8", "500ms"].map { Array($0.utf8) }
         let alphabet = Array("0123456789.%<>=,:@x/kmsbitKM -".utf8)
         var ok = 0, failed = 0

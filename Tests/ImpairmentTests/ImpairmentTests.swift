@@ -125,8 +125,8 @@ import Testing
 @Suite struct ImpairmentFuzzTests {
     /// 10⁵ mutated specs and schedules: each parses or throws, and what parses drives the emulator.
     @Test func seededMutationsNeverCrash() {
-        var state: UInt64 = 0x5EED
-        func next() -> UInt64 { state &+= 0x9E37_79B9_7F4A_7C15; var z = state; z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9; z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB; return z ^ (z >> 31) }
+        var rng = SplitMix(0x5EED) // the emulator's own generator
+        func next() -> UInt64 { rng.next() }
         let seeds = ["loss=2%,burst=4,delay=40ms,jitter=10ms,rate=800kbit,queue=200ms", "0s:rate=3mbit;10s:rate=600kbit;20s:loss=100%"].map { Array($0.utf8) }
         let alphabet = Array("0123456789.%;:=,-kmbitsgx ".utf8)
         var ok = 0, failed = 0
