@@ -234,11 +234,10 @@ public struct Benchmarks {
         var seg = BenchResult(name: "send-gso", unit: "datagrams/s/core", runs: [], baseline: "sendto per datagram (C)")
         seg.note = gso.usesGSO ? "UDP_SEGMENT runs inside one sendmmsg" : "this kernel refused UDP GSO: plain sendmmsg"
         var allocs: UInt64 = 0
-        var dst = sink.localAddress
         for _ in 0..<runs {
             var ok = 0
             let t1 = cpuSeconds {
-                ok = withUnsafePointer(to: &dst) { _ in sendtoEach(plain, to: sink.localAddress, buffers, packetSize, count) }
+                ok = sendtoEach(plain, to: sink.localAddress, buffers, packetSize, count)
             }
             each.runs.append(Double(ok) / t1)
             var sent = 0
