@@ -17,19 +17,21 @@ enum CommonOptions {
         return suite
     }
 
-    static func layers(_ o: ParsedOptions) throws(UsageError) -> [VideoLayerConfig] {
+    /// The ladder from `--layers`/`--fps`/`--temporal-layers`; `relayed` (several `--to`) keeps
+    /// the 30 fps default rates at lower frame rates (`VideoLayerConfig.defaults`).
+    static func layers(_ o: ParsedOptions, relayed: Bool = false) throws(UsageError) -> [VideoLayerConfig] {
         let tl = try ValueParsers.temporalLayers(o.value("temporal-layers"))
         var fps = 30
         if let f = o.value("fps") {
             guard let v = Int(f), [1, 5, 7, 10, 15, 20, 24, 25, 30, 60].contains(v) else { throw UsageError("invalid --fps '\(f)' (use 1, 7, 15 or 30)") }
             fps = v
         }
-        if let l = o.value("layers") { return try ValueParsers.ladder(l, temporalLayers: tl, defaultFps: fps) }
-        return VideoLayerConfig.ladder(top: 1280, 720, fps: fps, temporalLayers: tl)
+        if let l = o.value("layers") { return try ValueParsers.ladder(l, temporalLayers: tl, defaultFps: fps, relayed: relayed) }
+        return VideoLayerConfig.ladder(top: 1280, 720, fps: fps, temporalLayers: tl, scaledByFrameRate: !relayed)
     }
 
-    static func apply(_ o: ParsedOptions, to c: inout PublisherConfig) throws(UsageError) {
-        c.layers = try layers(o)
+    static func apply(_ o: ParsedOptions, to c: inout PublisherConfig, relayed: Bool = false) throws(UsageError) {
+        c.layers = try layers(o, relayed: relayed)
         if let t = o.value("condition-thresholds") { c.conditionThresholds = try conditionThresholds(t) }
         c.audioFallback = o.has("audio-fallback")
         if let d = o.value("keyframe-interval") {

@@ -30,7 +30,7 @@ enum PublishCommand {
         for to in tos { destinations.append(try CommonOptions.address(to, option: "to")) }
         let suite = try CommonOptions.suite(o)
         var pc = PublisherConfig(destination: destinations[0], key: try CommonOptions.key(o, suite: suite))
-        try CommonOptions.apply(o, to: &pc)
+        try CommonOptions.apply(o, to: &pc, relayed: destinations.count > 1)
         pc.bundle = !o.has("no-bundle")
         pc.sendAudio = !o.has("no-audio")
         pc.sendVideo = !o.has("no-video")

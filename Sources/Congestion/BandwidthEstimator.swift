@@ -26,6 +26,8 @@ public struct BandwidthEstimator: Sendable {
     var probeEstimator = ProbeBitrateEstimator()
     public private(set) var estimate: NetworkEstimate
     var lastFeedbackMicros: Int64?
+    /// When the oldest packet not yet covered by feedback was sent (nil: all reported).
+    var oldestUnreportedSendMicros: Int64?
     /// The estimate when feedback stopped (an outage); recovery probes aim back at it.
     var estimateBeforeOutage: Int?
     /// The last probe cluster measured and its bitrate (for stats and tests).
@@ -63,6 +65,7 @@ public struct BandwidthEstimator: Sendable {
 
     public mutating func onPacketSent(transportSequence: UInt16, sendMicros: Int64, size: Int, probeCluster: Int?) {
         adapter.onSent(sequence: transportSequence, sendMicros: sendMicros, size: size, probeCluster: probeCluster)
+        if oldestUnreportedSendMicros == nil { oldestUnreportedSendMicros = sendMicros }
     }
 
     public mutating func onRoundTripTime(_ micros: Int64) {
@@ -82,6 +85,7 @@ public struct BandwidthEstimator: Sendable {
     public mutating func onPacketResults(_ results: [PacketResult], now: Int64) -> NetworkEstimate {
         guard !results.isEmpty else { return estimate }
         lastFeedbackMicros = now
+        oldestUnreportedSendMicros = nil
         if let before = estimateBeforeOutage, results.contains(where: { $0.receiveMicros != nil }) {
             // Feedback with arrivals again: the path is back. Probe at the rate that worked.
             estimateBeforeOutage = nil
@@ -114,12 +118,16 @@ public struct BandwidthEstimator: Sendable {
         return estimate
     }
 
-    /// No feedback for a while (total outage): halve the estimate every 500 ms without feedback,
-    /// down to the floor, so the sender stops flooding a dead path.
+    /// No feedback for a while (total outage): halve the estimate every 500 ms that packets sent
+    /// go unreported, down to the floor, so the sender stops flooding a dead path. The clock runs
+    /// from the first packet sent after the last feedback, not from the feedback itself: a
+    /// sender of a few packets a second (one video layer at 1 fps, no audio) hears feedback as
+    /// seldom as it sends, which is no outage (libwebrtc `send_side_bandwidth_estimation.cc`
+    /// likewise times out on feedback missing for packets it sent).
     public mutating func onTimer(now: Int64) {
         probes.timeOut(now: now)
-        guard let last = lastFeedbackMicros, now - last > 500_000 else { return }
-        lastFeedbackMicros = now
+        guard lastFeedbackMicros != nil, let oldest = oldestUnreportedSendMicros, now - oldest > 500_000 else { return }
+        oldestUnreportedSendMicros = now
         if estimateBeforeOutage == nil { estimateBeforeOutage = estimate.bitrate }
         aimd.set(aimd.bitrate / 2, now: now)
         loss.set(min(loss.bitrate, aimd.bitrate), now: now)

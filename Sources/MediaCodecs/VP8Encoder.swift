@@ -10,16 +10,24 @@ public final class VP8Encoder {
     var image = vpx_image_t()
     var frameIndex = 0
     public private(set) var targetBitrate: Int
+    /// The outer rate loop (nil: libvpx alone), and the rate libvpx is asked for.
+    var trim: EncoderRateTrim?
+    public private(set) var encoderBitrate: Int
 
     /// - Parameters:
     ///   - keyFrameInterval: frames between automatic key frames; 0 = only on request (as in WebRTC).
     ///   - cpuUsed: libvpx speed (-16…16); larger is faster. nil picks by resolution.
     ///   - frameDropThreshold: libvpx rc_dropframe_thresh (buffer % below which frames are dropped to
     ///     hold the rate; libwebrtc uses 30). 0 never drops.
-    public init(config: VideoLayerConfig, keyFrameInterval: Int = 0, cpuUsed: Int? = nil, threads: Int = 1, frameDropThreshold: Int = 30) throws(CodecError) {
+    ///   - rateTrim: run `EncoderRateTrim` over libvpx's rate control so the layer's output meets
+    ///     its target at any frame rate.
+    public init(config: VideoLayerConfig, keyFrameInterval: Int = 0, cpuUsed: Int? = nil, threads: Int = 1, frameDropThreshold: Int = 30,
+                rateTrim: Bool = true) throws(CodecError) {
         self.config = config
         pattern = TemporalPattern(layers: config.temporalLayers)
-        targetBitrate = config.targetBitrate
+        targetBitrate = max(Self.minimumBitrate, config.targetBitrate)
+        encoderBitrate = targetBitrate
+        trim = rateTrim ? EncoderRateTrim(fps: config.fps, patternPeriod: pattern.steps.count) : nil
         var rc = cvpx_enc_config_default(&cfg)
         guard rc == VPX_CODEC_OK else { throw CodecError("vpx_codec_enc_config_default", code: Int32(rc.rawValue)) }
         cfg.g_w = UInt32(config.width)
@@ -29,16 +37,17 @@ public final class VP8Encoder {
         cfg.g_lag_in_frames = 0
         cfg.g_pass = VPX_RC_ONE_PASS
         cfg.rc_end_usage = VPX_CBR
-        cfg.rc_target_bitrate = UInt32(max(1, config.targetBitrate / 1000))
+        cfg.rc_target_bitrate = UInt32(max(1, encoderBitrate / 1000))
         cfg.rc_dropframe_thresh = UInt32(frameDropThreshold)
         cfg.rc_resize_allowed = 0
         cfg.rc_min_quantizer = 2
         cfg.rc_max_quantizer = 56
         cfg.rc_undershoot_pct = 100
         cfg.rc_overshoot_pct = 15
-        cfg.rc_buf_initial_sz = 500
-        cfg.rc_buf_optimal_sz = 600
-        cfg.rc_buf_sz = 1000
+        let buffer = Self.bufferMillis(fps: config.fps)
+        cfg.rc_buf_initial_sz = UInt32(buffer.initial)
+        cfg.rc_buf_optimal_sz = UInt32(buffer.optimal)
+        cfg.rc_buf_sz = UInt32(buffer.size)
         cfg.g_error_resilient = config.temporalLayers > 1 ? vpx_codec_er_flags_t(VPX_ERROR_RESILIENT_DEFAULT) : 0
         if keyFrameInterval > 0 {
             cfg.kf_mode = VPX_KF_AUTO
@@ -47,7 +56,7 @@ public final class VP8Encoder {
         } else {
             cfg.kf_mode = VPX_KF_DISABLED
         }
-        Self.applyTemporal(&cfg, pattern: pattern, bitrate: config.targetBitrate)
+        Self.applyTemporal(&cfg, pattern: pattern, bitrate: encoderBitrate)
         rc = cvpx_enc_init(&ctx, &cfg)
         guard rc == VPX_CODEC_OK else {
             throw CodecError("vpx_codec_enc_init \(config.width)x\(config.height)", code: Int32(rc.rawValue), message: Self.errorString(&ctx))
@@ -57,8 +66,7 @@ public final class VP8Encoder {
         _ = cvpx_set_static_threshold(&ctx, 1)
         _ = cvpx_set_noise_sensitivity(&ctx, 0)
         _ = cvpx_set_token_partitions(&ctx, 0)
-        // Key frames may use up to 9x the average frame size (libwebrtc MaxIntraTarget at 30 fps).
-        _ = cvpx_set_max_intra_bitrate_pct(&ctx, 900)
+        _ = cvpx_set_max_intra_bitrate_pct(&ctx, UInt32(Self.maxIntraBitratePercent(fps: config.fps)))
         // Wrap a placeholder buffer once; planes are pointed at the frame on every encode.
         var dummy: UInt8 = 0
         withUnsafeMutablePointer(to: &dummy) { p in
@@ -67,6 +75,26 @@ public final class VP8Encoder {
     }
 
     deinit { vpx_codec_destroy(&ctx) }
+
+    /// The largest key frame as a percentage of the average frame at the target rate: half the
+    /// optimal buffer (600 ms) at the frame rate, at least 300 % (libwebrtc
+    /// `libvpx_vp8_encoder.cc` MaxIntraTarget) — 900 % at 30 fps, 450 % at 15, 300 % below 10.
+    /// The rate-control buffer (ms): libwebrtc's 500/600/1000 ms, stretched at low frame rates so
+    /// that it still spans several frames — at 1 fps a 1 s buffer holds one frame and libvpx's
+    /// CBR model then starves every frame.
+    static func bufferMillis(fps: Int) -> (initial: Int, optimal: Int, size: Int) {
+        let frame = 1000 / max(1, fps)
+        return (max(500, 3 * frame), max(600, 4 * frame), max(1000, 6 * frame))
+    }
+
+    static func maxIntraBitratePercent(fps: Int) -> Int { max(300, 600 / 2 * max(1, fps) / 10) }
+
+    /// The presentation time of a frame in the encoder's 90 kHz timebase. libvpx derives the frame
+    /// rate its rate control divides the target by from the distance between consecutive
+    /// timestamps (`onyx_if.c` vp8_get_compressed_data), so they must follow real capture time —
+    /// a counter at any other rate makes every frame the wrong size (libwebrtc passes the RTP
+    /// timestamp, `libvpx_vp8_encoder.cc` Encode).
+    static func presentationTime(captureMicros: Int64) -> Int64 { captureMicros * 9 / 100 }
 
     static func applyTemporal(_ cfg: inout vpx_codec_enc_cfg_t, pattern: TemporalPattern, bitrate: Int) {
         cfg.ts_number_layers = UInt32(pattern.layers)
@@ -90,13 +118,25 @@ public final class VP8Encoder {
         return String(cString: vpx_codec_error(&ctx)) + ": " + String(cString: detail)
     }
 
+    /// libvpx takes the target in kbps; 1 kbps is its smallest (a 180p layer at 1 fps routed
+    /// asks for 5 kbps).
+    public static let minimumBitrate = 1_000
+
     /// Changes the target bitrate while running (takes effect on the next frame).
     public func setTargetBitrate(_ bps: Int) throws(CodecError) {
-        let clamped = max(10_000, bps)
+        let clamped = max(Self.minimumBitrate, bps)
         guard clamped != targetBitrate else { return }
         targetBitrate = clamped
-        cfg.rc_target_bitrate = UInt32(clamped / 1000)
-        Self.applyTemporal(&cfg, pattern: pattern, bitrate: clamped)
+        try configureRate()
+    }
+
+    /// Hands libvpx the target × the trim factor.
+    func configureRate() throws(CodecError) {
+        let rate = max(Self.minimumBitrate, Int(Double(targetBitrate) * (trim?.factor ?? 1)))
+        guard rate != encoderBitrate else { return }
+        encoderBitrate = rate
+        cfg.rc_target_bitrate = UInt32(rate / 1000)
+        Self.applyTemporal(&cfg, pattern: pattern, bitrate: rate)
         let rc = vpx_codec_enc_config_set(&ctx, &cfg)
         guard rc == VPX_CODEC_OK else { throw CodecError("vpx_codec_enc_config_set", code: Int32(rc.rawValue), message: Self.errorString(&ctx)) }
     }
@@ -117,7 +157,7 @@ public final class VP8Encoder {
         } else if pattern.layers > 1 {
             _ = cvpx_set_temporal_layer_id(&ctx, 0)
         }
-        let pts = vpx_codec_pts_t(Int64(frameNumber) * Int64(90_000 / max(1, config.fps)))
+        let pts = vpx_codec_pts_t(Self.presentationTime(captureMicros: captureMicros))
         let duration = UInt(90_000 / max(1, config.fps))
         let start = clock()
         let ls = frame.lumaSize, cs = frame.chromaSize
@@ -148,6 +188,9 @@ public final class VP8Encoder {
                                     layerSync: pattern.layers > 1 && !key && s.layerSync, encodeMicros: clock() - start)
         }
         frameIndex += 1
+        if trim != nil, trim!.add(captureMicros: captureMicros, bits: out.map { $0.bytes.count * 8 }, target: targetBitrate) != nil {
+            try configureRate()
+        }
         return out
     }
 }

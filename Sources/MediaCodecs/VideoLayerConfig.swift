@@ -26,9 +26,16 @@ public struct VideoLayerConfig: Equatable, Sendable {
     /// `L1T1`…`L1T3`: VP8 simulcast layers are single spatial layers.
     public var scalabilityMode: String { "L1T\(temporalLayers)" }
 
-    /// Layer defaults by size (libwebrtc `simulcast.cc` kSimulcastFormats: min/target/max kbps),
-    /// interpolated by pixel count between rows.
-    public static func defaults(width: Int, height: Int, fps: Int = 30, temporalLayers: Int = 1, rid: String) -> VideoLayerConfig {
+    /// Layer defaults by size (libwebrtc `simulcast.cc` kSimulcastFormats: min/target/max kbps,
+    /// for 30 fps), interpolated by pixel count between rows.
+    ///
+    /// `scaledByFrameRate`: below 30 fps the three rates shrink in proportion to the frame rate,
+    /// as a routed publisher's do ("lowering the frame rate proportionally reduces the bandwidth
+    /// used by the stream" — OpenTok publisher guide, `Publisher settings`); a relayed publisher
+    /// keeps the 30 fps rates at any frame rate (the same guide: in relayed sessions lowering
+    /// the frame rate does not reduce the bandwidth). Above 30 fps the 30 fps rates apply.
+    public static func defaults(width: Int, height: Int, fps: Int = 30, temporalLayers: Int = 1, rid: String,
+                                scaledByFrameRate: Bool = true) -> VideoLayerConfig {
         // (pixels, max, target, min) in kbps
         let table: [(Int, Int, Int, Int)] = [
             (1920 * 1080, 5000, 4000, 800), (1280 * 720, 2500, 2500, 600), (960 * 540, 1200, 1200, 350),
@@ -45,21 +52,22 @@ public struct VideoLayerConfig: Equatable, Sendable {
                 break
             }
         }
-        let fpsScale = fps >= 30 ? 1.0 : max(0.4, Double(fps) / 30)
+        let scale = scaledByFrameRate ? min(1, Double(max(1, fps)) / 30) : 1
         return VideoLayerConfig(width: width, height: height, fps: fps,
-                                minBitrate: Int(Double(kbps.2 * 1000) * fpsScale),
-                                targetBitrate: Int(Double(kbps.1 * 1000) * fpsScale),
-                                maxBitrate: kbps.0 * 1000, temporalLayers: temporalLayers, rid: rid)
+                                minBitrate: Int(Double(kbps.2 * 1000) * scale),
+                                targetBitrate: Int(Double(kbps.1 * 1000) * scale),
+                                maxBitrate: Int(Double(kbps.0 * 1000) * scale), temporalLayers: temporalLayers, rid: rid)
     }
 
     /// The default three-layer ladder for a top resolution (each lower layer half the size).
-    public static func ladder(top width: Int, _ height: Int, layers: Int = 3, fps: Int = 30, temporalLayers: Int = 1) -> [VideoLayerConfig] {
+    public static func ladder(top width: Int, _ height: Int, layers: Int = 3, fps: Int = 30, temporalLayers: Int = 1,
+                              scaledByFrameRate: Bool = true) -> [VideoLayerConfig] {
         let rids = ["q", "h", "f"]
         var out: [VideoLayerConfig] = []
         for i in 0..<layers {
             let div = 1 << (layers - 1 - i)
             out.append(.defaults(width: (width / div) & ~1, height: (height / div) & ~1, fps: fps, temporalLayers: temporalLayers,
-                                 rid: layers == 3 ? rids[i] : String(i)))
+                                 rid: layers == 3 ? rids[i] : String(i), scaledByFrameRate: scaledByFrameRate))
         }
         return out
     }

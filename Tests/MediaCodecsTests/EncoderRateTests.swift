@@ -1,0 +1,93 @@
+import Testing
+@testable import MediaCodecs
+
+/// The encoder's output against its target at the real frame interval, in virtual time: frames
+/// captured every 1/fps s (the stamp's frame number counting at 30 fps, as the media thread
+/// does), the bits of each frame summed per second, every 5 s window compared with the target.
+@Suite(.serialized) struct EncoderRateTests {
+    /// Bits produced in each second of `seconds`.
+    static func encode(_ config: VideoLayerConfig, seconds: Int, rateTrim: Bool = true) throws -> (perSecond: [Int], frames: Int) {
+        let encoder = try VP8Encoder(config: config, rateTrim: rateTrim)
+        var picture = I420Frame(width: config.width, height: config.height)
+        let source = SyntheticVideoSource(seed: 1)
+        var perSecond = [Int](repeating: 0, count: seconds)
+        var frames = 0
+        for n in 0..<(seconds * config.fps) {
+            let capture = Int64(n) * 1_000_000 / Int64(config.fps)
+            let number = UInt32(capture / 33_333)
+            source.fill(&picture, frameNumber: number, captureMillis: UInt32(capture / 1000))
+            if let f = try encoder.encode(&picture, layer: 0, frameNumber: number, captureMicros: capture, forceKeyFrame: false, clock: { 0 }) {
+                perSecond[Int(capture / 1_000_000)] += f.bytes.count * 8
+                frames += 1
+            }
+        }
+        return (perSecond, frames)
+    }
+
+    /// Each 5 s window's bitrate as a share of the target.
+    static func windows(_ perSecond: [Int], target: Int) -> [Double] {
+        (0...(perSecond.count - 5)).map { Double(perSecond[$0..<($0 + 5)].reduce(0, +)) / 5 / Double(target) }
+    }
+
+    static let sizes = [(320, 180), (640, 360), (1280, 720)]
+
+    @Test(arguments: [7, 15, 30], [1, 3])
+    func everyFiveSecondWindowWithinFifteenPercent(fps: Int, temporalLayers: Int) throws {
+        for (w, h) in Self.sizes {
+            let config = VideoLayerConfig.defaults(width: w, height: h, fps: fps, temporalLayers: temporalLayers, rid: "x")
+            let (perSecond, _) = try Self.encode(config, seconds: 12)
+            let shares = Self.windows(perSecond, target: config.targetBitrate)
+            #expect(shares.allSatisfy { (0.85...1.15).contains($0) },
+                    "\(h)p@\(fps) L1T\(temporalLayers) target \(config.targetBitrate): 5 s windows \(shares.map { ($0 * 100).rounded() / 100 })")
+        }
+    }
+
+    /// The defect this guards against: libvpx sized frames from timestamps that counted at 30 fps
+    /// whatever the frame rate, so a 15 fps layer carried 2× its target and a 7 fps one ~4×.
+    @Test func withoutTheTrimLibvpxAloneIsNearTargetAtFifteenFps() throws {
+        let config = VideoLayerConfig.defaults(width: 320, height: 180, fps: 15, rid: "q")
+        let (perSecond, frames) = try Self.encode(config, seconds: 10, rateTrim: false)
+        let share = Double(perSecond.reduce(0, +)) / 10 / Double(config.targetBitrate)
+        #expect((0.85...1.15).contains(share), "180p@15 without trim: \(share) × target")
+        #expect(frames >= 140)
+    }
+
+    /// Routed rates shrink with the frame rate; relayed ones keep the 30 fps rates.
+    @Test func defaultsScaleWithFrameRateWhenRouted() {
+        let routed = VideoLayerConfig.defaults(width: 1280, height: 720, fps: 15, rid: "f")
+        let relayed = VideoLayerConfig.defaults(width: 1280, height: 720, fps: 15, rid: "f", scaledByFrameRate: false)
+        let full = VideoLayerConfig.defaults(width: 1280, height: 720, fps: 30, rid: "f")
+        #expect(routed.targetBitrate == full.targetBitrate / 2 && routed.maxBitrate == full.maxBitrate / 2 && routed.minBitrate == full.minBitrate / 2)
+        #expect(relayed.targetBitrate == full.targetBitrate && relayed.maxBitrate == full.maxBitrate)
+        #expect(VideoLayerConfig.defaults(width: 320, height: 180, fps: 7, rid: "q").targetBitrate == 35_000)
+        #expect(VideoLayerConfig.defaults(width: 320, height: 180, fps: 60, rid: "q").targetBitrate == 150_000)
+    }
+
+    /// At 1 fps libvpx adapts too slowly for 5 s windows (a 720p layer swings ±50 % with the
+    /// picture's complexity); the mean over 30 s still meets the target.
+    @Test func oneFrameASecondMeetsTheTargetOnAverage() throws {
+        for (w, h) in Self.sizes {
+            let config = VideoLayerConfig.defaults(width: w, height: h, fps: 1, rid: "x")
+            let (perSecond, _) = try Self.encode(config, seconds: 30)
+            let share = Double(perSecond.reduce(0, +)) / 30 / Double(config.targetBitrate)
+            #expect((0.85...1.15).contains(share), "\(h)p@1 target \(config.targetBitrate): \(share) × over 30 s")
+        }
+    }
+
+    @Test func trimMeasuresWholeWindowsAndStaysInRange() {
+        var trim = EncoderRateTrim(fps: 30)
+        var changes = 0
+        // An encoder producing half its target: the factor climbs, never past 2.
+        for n in 0..<600 {
+            if trim.add(captureMicros: Int64(n) * 33_333, bits: 2_500, target: 150_000) != nil { changes += 1 }
+        }
+        #expect(trim.factor == EncoderRateTrim.factorRange.upperBound)
+        #expect(changes >= 3 && changes <= 20)
+        // Then one producing twice its target: down again, to the floor at most.
+        for n in 600..<1200 { _ = trim.add(captureMicros: Int64(n) * 33_333, bits: 20_000, target: 150_000) }
+        #expect(trim.factor == EncoderRateTrim.factorRange.lowerBound)
+        // On target: left alone.
+        var steady = EncoderRateTrim(fps: 15)
+        for n in 0..<300 { #expect(steady.add(captureMicros: Int64(n) * 66_666, bits: 5_000, target: 75_000) == nil) }
+    }
+}
