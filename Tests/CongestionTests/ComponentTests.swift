@@ -142,3 +142,35 @@ import RTPCore
         #expect(up > down && up < 900_000) // additive near the known capacity
     }
 }
+
+@Suite struct FeedbackOutageTests {
+    /// A sender of one packet a second (a single layer at 1 fps, no audio) hears feedback once a
+    /// second: that is no outage, the estimate must not halve.
+    @Test func sparseSenderWithTimelyFeedbackIsNoOutage() {
+        var e = BandwidthEstimator(startBitrate: 300_000)
+        var now: Int64 = 0
+        for n in 0..<20 {
+            now = Int64(n) * 1_000_000
+            e.onPacketSent(transportSequence: UInt16(n), sendMicros: now, size: 1_000, probeCluster: nil)
+            e.onPacketResults([PacketResult(sequence: Int64(n), sendMicros: now, size: 1_000, receiveMicros: now + 20_000, probeCluster: nil)], now: now + 50_000)
+            for t in stride(from: now + 60_000, to: now + 1_000_000, by: 100_000) { e.onTimer(now: t) }
+        }
+        #expect(e.estimate.lossFraction == 0)
+        #expect(e.estimate.bitrate >= 300_000)
+    }
+
+    /// Packets sent and no feedback for them: halve every 500 ms.
+    @Test func unreportedPacketsAreAnOutage() {
+        var e = BandwidthEstimator(startBitrate: 800_000)
+        e.onPacketSent(transportSequence: 0, sendMicros: 0, size: 1_000, probeCluster: nil)
+        e.onPacketResults([PacketResult(sequence: 0, sendMicros: 0, size: 1_000, receiveMicros: 10_000, probeCluster: nil)], now: 20_000)
+        let before = e.estimate.bitrate
+        for n in 1...60 { // 50 packets/s for 1.2 s, no feedback
+            let t = Int64(n) * 20_000
+            e.onPacketSent(transportSequence: UInt16(n), sendMicros: t, size: 1_000, probeCluster: nil)
+            e.onTimer(now: t)
+        }
+        #expect(e.estimate.lossFraction == 1)
+        #expect(e.estimate.bitrate < before / 3) // halved twice (at ~0.54 s and ~1.06 s)
+    }
+}
