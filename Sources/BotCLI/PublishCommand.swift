@@ -148,7 +148,7 @@ enum PublishCommand {
         let snaps = publishers.map { $0.snapshot() }
         writeRTCStats()
         if let (stream, _) = stats {
-            stream.emit(zip(snaps, destinations).map { ($0, relayed ? $1.description : nil) })
+            stream.emit(zip(snaps, destinations).map { ($0, relayed ? $1.description : nil) }, final: true)
             if vitals != nil {
                 vitals!.endSession()
                 for chunk in vitals!.flush() { stream.out.writeRaw(chunk) }

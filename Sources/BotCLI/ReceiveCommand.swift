@@ -93,7 +93,7 @@ enum ReceiveCommand {
         receiver.wait()
         Output.endProgress()
         let r = receiver.snapshot()
-        stats?.0.emit(r) // final interval, with BYE events
+        stats?.0.emit(r, final: true) // the run's averages, with BYE events
         if o.has("json") {
             Output.out(JSONValue.object([("type", .string("summary")), ("command", .string("receive")),
                                          ("packetsAccepted", .int(Int64(r.packetsAccepted))), ("streams", .array(r.streams.map(Report.inboundJSON))),

@@ -22,17 +22,23 @@ final class StatsStream {
     }
 
     /// One publisher (a routed session): arrays of one element, no connection ids.
-    func emit(_ p: PublisherSnapshot) { emit([(p, nil)]) }
+    func emit(_ p: PublisherSnapshot, final: Bool = false) { emit([(p, nil)], final: final) }
 
     /// Several publishers, one per receiver (a relayed session): one array element per receiver,
     /// each with `connectionId` and `subscriberId`.
-    func emit(_ connections: [(snapshot: PublisherSnapshot, subscriber: String?)]) {
+    ///
+    /// `final`: the line written when the run has stopped. Its rates (`bitrate`, `totalBitrate`,
+    /// `encodedFrameRate`) are the run's averages — everything sent over the time the publisher
+    /// ran — and each line carries `"final": true`. Rates over the stub of an interval between
+    /// the last periodic line and the stop (often a few milliseconds with no frame in it) would
+    /// show every layer at 0, a drop that never happened.
+    func emit(_ connections: [(snapshot: PublisherSnapshot, subscriber: String?)], final: Bool = false) {
         let now = Clock.wallMicros() / 1000
         let mono = Clock.monotonicMicros()
         var videoElements: [JSONValue] = [], audioElements: [JSONValue] = [], linkElements: [JSONValue] = []
         var events: [JSONValue] = []
         for (index, (p, subscriber)) in connections.enumerated() {
-            let prev = previous[index]
+            let prev = final ? nil : previous[index]
             let seconds = prev.map { max(0.001, Double(mono - $0.micros) / 1e6) } ?? max(0.001, Double(p.elapsedMicros) / 1e6)
             func delta(_ s: OutboundStreamStats, _ key: KeyPath<OutboundStreamStats, Int>) -> Int {
                 s[keyPath: key] - (prev?.streams.first { $0.ssrc == s.ssrc }?[keyPath: key] ?? 0)
@@ -89,10 +95,13 @@ final class StatsStream {
             }
             previous[index] = (p.streams, mono)
         }
+        func line(_ type: String, _ elements: [JSONValue]) -> JSONValue {
+            .object([("type", .string(type)), ("timestamp", .int(now))] + (final ? [("final", .bool(true))] : []) + [("stats", .array(elements))])
+        }
         var lines: [JSONValue] = []
-        if !videoElements.isEmpty { lines.append(.object([("type", .string("publisherVideoStats")), ("timestamp", .int(now)), ("stats", .array(videoElements))])) }
-        if !audioElements.isEmpty { lines.append(.object([("type", .string("publisherAudioStats")), ("timestamp", .int(now)), ("stats", .array(audioElements))])) }
-        lines.append(.object([("type", .string("publisherMediaLinkStats")), ("timestamp", .int(now)), ("stats", .array(linkElements))]))
+        if !videoElements.isEmpty { lines.append(line("publisherVideoStats", videoElements)) }
+        if !audioElements.isEmpty { lines.append(line("publisherAudioStats", audioElements)) }
+        lines.append(line("publisherMediaLinkStats", linkElements))
         out.write(lines + events)
     }
 

@@ -23,12 +23,24 @@ final class SubscriberStatsStream {
     static func conditionName(_ value: UInt8) -> String { NetworkCondition.allCases[Int(min(value, 5))].rawValue }
     static func reasonName(_ value: UInt8) -> String { ["none", "unknown", "bandwidth", "packetLoss"][Int(min(value, 3))] }
 
-    func emit(_ r: ReceiverSnapshot) {
+    /// `final`: the line written when the receiver stops. Its rates (`bitrate`, `totalBitrate`,
+    /// `decodedFrameRate`) are each stream's averages over the time it was received (first to
+    /// last packet) and each line carries `"final": true`, rather than rates over the stub of an
+    /// interval since the last periodic line, which read as a false drop.
+    func emit(_ r: ReceiverSnapshot, final: Bool = false) {
         let now = Clock.wallMicros() / 1000
         let mono = Clock.monotonicMicros()
         let prev = previous
-        let seconds = prev.map { max(0.001, Double(mono - $0.micros) / 1e6) } ?? 1
-        func before(_ s: InboundStreamStats) -> InboundStreamStats? { prev?.streams.first { $0.ssrc == s.ssrc } }
+        let intervalSeconds = prev.map { max(0.001, Double(mono - $0.micros) / 1e6) } ?? 1
+        func before(_ s: InboundStreamStats) -> InboundStreamStats? { final ? nil : prev?.streams.first { $0.ssrc == s.ssrc } }
+        func seconds(_ s: InboundStreamStats) -> Double {
+            guard final else { return intervalSeconds }
+            guard let f = s.firstPacketMicros, let l = s.lastPacketMicros else { return 1 }
+            return max(0.001, Double(l - f) / 1e6)
+        }
+        func line(_ type: String, _ elements: [JSONValue]) -> JSONValue {
+            .object([("type", .string(type)), ("timestamp", .int(now))] + (final ? [("final", .bool(true))] : []) + [("stats", .array(elements))])
+        }
         var lines: [JSONValue] = []
         let sender: JSONValue = r.senderStats.map { s in
             .object([("connectionMaxAllocatedBitrate", .int(Int64(s.connectionMaxAllocatedBitrate))),
@@ -45,8 +57,8 @@ final class SubscriberStatsStream {
                 ("videoPacketsLost", .int(Int64(max(0, s.packetsLost)))), ("videoPacketsReceived", .int(Int64(s.packetsReceived))),
                 ("videoBytesReceived", .int(Int64(s.payloadBytesReceived))), ("timestamp", .int(now)),
                 ("senderStats", sender), ("width", .int(Int64(s.width))), ("height", .int(Int64(s.height))),
-                ("decodedFrameRate", .double((Double(frames) / seconds * 10).rounded() / 10)),
-                ("bitrate", .int(Int64(Double(payload * 8) / seconds))), ("totalBitrate", .int(Int64(Double((payload + header) * 8) / seconds))),
+                ("decodedFrameRate", .double((Double(frames) / seconds(s) * 10).rounded() / 10)),
+                ("bitrate", .int(Int64(Double(payload * 8) / seconds(s)))), ("totalBitrate", .int(Int64(Double((payload + header) * 8) / seconds(s)))),
                 ("pauseCount", .int(Int64(s.pauseCount))), ("totalPausesDuration", .double(s.totalPausesDurationMillis.rounded())),
                 ("freezeCount", .int(Int64(s.freezeCount))), ("totalFreezesDuration", .double(s.totalFreezesDurationMillis.rounded())),
                 ("codec", .string("VP8")), ("ssrc", .int(Int64(s.ssrc))), ("rid", s.rid.map { .string($0) } ?? .null),
@@ -54,12 +66,12 @@ final class SubscriberStatsStream {
                 ("latencyMeanMs", s.latencyMeanMillis.map { .double(($0 * 10).rounded() / 10) } ?? .null),
             ]))
         }
-        if !videos.isEmpty { lines.append(.object([("type", .string("subscriberVideoStats")), ("timestamp", .int(now)), ("stats", .array(videos))])) }
+        if !videos.isEmpty { lines.append(line("subscriberVideoStats", videos)) }
         for s in r.streams where s.kind == .audio {
-            lines.append(.object([("type", .string("subscriberAudioStats")), ("timestamp", .int(now)), ("stats", .array([.object([
+            lines.append(line("subscriberAudioStats", [.object([
                 ("audioPacketsLost", .int(Int64(max(0, s.packetsLost)))), ("audioPacketsReceived", .int(Int64(s.packetsReceived))),
                 ("audioBytesReceived", .int(Int64(s.payloadBytesReceived))), ("timestamp", .int(now)), ("senderStats", sender),
-            ])]))]))
+            ])]))
         }
 
         // Local transport = the subscriber's own downlink (router → subscriber): the loss the
@@ -88,11 +100,11 @@ final class SubscriberStatsStream {
             let localBad = local != .unknown && local < .good, remoteBad = rc != .unknown && rc < .good
             source = localBad && remoteBad ? .string("bothOrUnclear") : localBad ? .string("local") : remoteBad ? .string("remote") : .null
         }
-        lines.append(.object([("type", .string("subscriberMediaLinkStats")), ("timestamp", .int(now)), ("stats", .array([.object([
+        lines.append(line("subscriberMediaLinkStats", [.object([
             ("transport", .object([("networkCondition", .string(local.rawValue)), ("networkConditionReason", .string(localScorer.reason.rawValue)),
                                    ("packetLoss", localLoss.map { .double($0) } ?? .null)])),
             ("remotePublisherTransport", remote), ("networkDegradationSource", source),
-        ])]))]))
+        ])]))
 
         // Events: BYE or silence.
         func event(_ name: String, _ fields: [(String, JSONValue)] = []) {

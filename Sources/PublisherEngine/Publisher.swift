@@ -22,6 +22,8 @@ public final class Publisher: Sendable {
     let networkState: Locked<([OutboundStreamStats], NetworkCounters)>
     let threads = Locked<[JoinableThread]>([])
     let startMicros: Locked<Int64>
+    /// When the media thread ended (0: still running): a stopped run's elapsed time ends there.
+    let mediaEndMicros = Locked<Int64>(0)
     let socketHandoff: Handoff<UDPSocket>
     /// Late-frame counts per layer at the last change, and when (for the `cpu` limitation reason).
     let lateSeen = Locked<([Int], [Int64])>(([], []))
@@ -57,8 +59,10 @@ public final class Publisher: Sendable {
         let end = config.durationMicros.map { start + $0 }
         let config = self.config, plan = self.plan, control = self.control, mailbox = self.mailbox
         let mediaCounters = self.mediaCounters, networkState = self.networkState, handoff = self.socketHandoff
+        let mediaEnd = self.mediaEndMicros
         let media = JoinableThread(name: "pubbot-media") {
             MediaLoop(config: config, control: control, mailbox: mailbox, counters: mediaCounters).run(startMicros: start, endMicros: end)
+            mediaEnd.value = Clock.monotonicMicros()
         }
         let network = JoinableThread(name: "pubbot-net") {
             do {
@@ -102,8 +106,8 @@ public final class Publisher: Sendable {
                 out[i].targetBitrate = control.currentTargets()[layer]
             }
         }
-        let s = startMicros.value
-        return PublisherSnapshot(streams: out, media: m, network: net, elapsedMicros: s == 0 ? 0 : Clock.monotonicMicros() - s,
+        let s = startMicros.value, e = mediaEndMicros.value
+        return PublisherSnapshot(streams: out, media: m, network: net, elapsedMicros: s == 0 ? 0 : (e == 0 ? now : e) - s,
                                  mailboxDrops: mailbox.droppedCount)
     }
 }
