@@ -419,6 +419,18 @@ import Impairment
         #expect(sources.contains("remote"))
         #expect(!sources.contains("local"))
         #expect(lines.contains { $0["type"] as? String == "subscriberEvent" && $0["event"] as? String == "streamDestroyed" && $0["reason"] as? String == "bye" })
+        // The last line of each kind is marked final and carries the run's averages: no layer
+        // that was sending reads 0 there (rates over the last few milliseconds did).
+        for (type, rateKey) in [("publisherVideoStats", "encodedFrameRate"), ("subscriberVideoStats", "decodedFrameRate")] {
+            let last = try #require(lines.last { $0["type"] as? String == type })
+            #expect(last["final"] as? Bool == true, "\(type) last line not final")
+            #expect(lines.filter { $0["type"] as? String == type && $0["final"] != nil }.count == 1)
+            let entries = (last["stats"] as? [[String: Any]] ?? []).flatMap { ($0["videoLayers"] as? [[String: Any]]) ?? [$0] }
+            #expect(!entries.isEmpty)
+            for e in entries where (e["targetBitrate"] as? Int ?? 1) > 0 {
+                #expect((e["bitrate"] as? Int ?? 0) > 20_000 && (e[rateKey] as? Double ?? 0) > 20, "\(type) final: \(e)")
+            }
+        }
         let vitals = lines.filter { $0["type"] as? String == "vitals" }
         #expect(vitals.filter { $0["kind"] as? String == "sample" }.count >= 4)
         #expect(vitals.last?["kind"] as? String == "summary") // the summary closes the timeline
