@@ -23,7 +23,7 @@ enum CommonOptions {
         let tl = try ValueParsers.temporalLayers(o.value("temporal-layers"))
         var fps = 30
         if let f = o.value("fps") {
-            guard let v = Int(f), [1, 5, 7, 10, 15, 20, 24, 25, 30, 60].contains(v) else { throw UsageError("invalid --fps '\(f)' (use 1, 7, 15 or 30)") }
+            guard let v = Int(f), ValueParsers.frameRates.contains(v) else { throw UsageError("invalid --fps '\(f)' (\(ValueParsers.frameRateList))") }
             fps = v
         }
         if let l = o.value("layers") { return try ValueParsers.ladder(l, temporalLayers: tl, defaultFps: fps, relayed: relayed) }
@@ -35,9 +35,7 @@ enum CommonOptions {
         if let t = o.value("condition-thresholds") { c.conditionThresholds = try conditionThresholds(t) }
         c.audioFallback = o.has("audio-fallback")
         if let d = o.value("keyframe-interval") {
-            let us = try ValueParsers.duration(d, option: "keyframe-interval")
-            let fps = c.layers.map(\.fps).max() ?? 30
-            c.keyFrameInterval = us == 0 ? 0 : max(1, Int(us * Int64(fps) / 1_000_000))
+            c.keyFrameIntervalMicros = try ValueParsers.duration(d, option: "keyframe-interval")
         }
         if let m = o.value("mtu") {
             guard let v = Int(m), (300...1400).contains(v) else { throw UsageError("invalid --mtu '\(m)' (RTP packet size 300…1400)") }

@@ -21,17 +21,16 @@ enum MediaCommand {
         } ?? 4
         var fps = 30
         if let f = o.value("fps") {
-            guard let v = Int(f), [5, 10, 15, 20, 24, 25, 30].contains(v) else { throw UsageError("invalid --fps '\(f)' (5…30)", command: "media") }
+            guard let v = Int(f), ValueParsers.frameRates.contains(v) else { throw UsageError("invalid --fps '\(f)' (\(ValueParsers.frameRateList))", command: "media") }
             fps = v
         }
         let layers = try o.value("layers").map { l throws(UsageError) in try ValueParsers.ladder(l, temporalLayers: 1, defaultFps: fps) }
             ?? VideoLayerConfig.ladder(top: 640, 360, layers: 2, fps: fps)
         let kfi = try o.value("keyframe-interval").map { d throws(UsageError) in try ValueParsers.duration(d, option: "keyframe-interval") } ?? 1_000_000
         guard kfi >= 100_000 else { throw UsageError("--keyframe-interval must be at least 100ms", command: "media") }
-        let frames = max(1, Int(kfi * Int64(fps) / 1_000_000))
         let library: ReplayLibrary
         do {
-            library = try ReplayLibrary.build(layers: layers, seconds: seconds, keyFrameInterval: frames) { f in
+            library = try ReplayLibrary.build(layers: layers, seconds: seconds, keyFrameIntervalMicros: kfi) { f in
                 Output.progress("media build [\(String(repeating: "#", count: Int(f * 20)))\(String(repeating: ".", count: 20 - Int(f * 20)))] \(Int(f * 100)) %")
             }
         } catch {
@@ -44,14 +43,14 @@ enum MediaCommand {
             Output.err("Error: \(error)\n")
             return 2
         }
-        var t = TextTable(headers: ["layer", "resolution", "frames", "key frames", "bitrate", "bytes"], rightAligned: [2, 3, 4, 5])
+        var t = TextTable(headers: ["layer", "resolution", "frames", "key frames", "target", "bitrate", "bytes"], rightAligned: [2, 3, 4, 5, 6])
         for l in library.layers {
             t.add([l.config.rid, "\(l.config.width)x\(l.config.height)@\(l.config.fps)", String(l.frames.count), String(l.keyFrames.count),
-                   Units.bitrate(l.bitrate), String(l.frames.reduce(0) { $0 + $1.bytes.count })])
+                   Units.bitrate(l.config.targetBitrate), Units.bitrate(l.bitrate), String(l.frames.reduce(0) { $0 + $1.bytes.count })])
         }
-        t.add(["audio", "opus", String(library.audio.count), "-", Units.bitrate(library.audio.reduce(0) { $0 + $1.count } * 8 / max(1, seconds)),
-               String(library.audio.reduce(0) { $0 + $1.count })])
-        Output.out("wrote \(out)/ (\(seconds) s loops, a key frame every \(frames) frames)\n" + t.render())
+        t.add(["audio", "opus", String(library.audio.count), "-", Units.bitrate(library.audioBitrate),
+               Units.bitrate(library.audio.reduce(0) { $0 + $1.count } * 8 / max(1, seconds)), String(library.audio.reduce(0) { $0 + $1.count })])
+        Output.out("wrote \(out)/ (\(seconds) s loops, a key frame every \(Units.fixed(Double(kfi) / 1e6, 2)) s)\n" + t.render())
         return 0
     }
 }

@@ -17,6 +17,10 @@ enum ValueParsers {
         do { return try ImpairmentSchedule.parse(text) } catch { throw UsageError("invalid --\(option): \(error)") }
     }
 
+    /// The frame rates `--fps` and a ladder's `@FPS` accept (publish, preflight, media build).
+    static let frameRates = [1, 5, 7, 10, 15, 20, 24, 25, 30, 60]
+    static var frameRateList: String { "one of " + frameRates.map(String.init).joined(separator: ", ") }
+
     /// `1280x720@30:2500k,640x360@30:700k,320x180@15:150k` (fps and bitrate optional), lowest
     /// layer last or first: layers are sorted bottom-up.
     /// Layers without a rate get the size's default, scaled by the frame rate unless `relayed`
@@ -32,8 +36,8 @@ enum ValueParsers {
                 spec = spec[..<c]
             }
             if let a = spec.firstIndex(of: "@") {
-                guard let f = Int(spec[spec.index(after: a)...]), [1, 5, 7, 10, 15, 20, 24, 25, 30, 60].contains(f) else {
-                    throw UsageError("invalid frame rate in layer '\(p)' (use 1, 7, 15, 30, …)")
+                guard let f = Int(spec[spec.index(after: a)...]), frameRates.contains(f) else {
+                    throw UsageError("invalid frame rate in layer '\(p)' (\(frameRateList))")
                 }
                 fps = f
                 spec = spec[..<a]

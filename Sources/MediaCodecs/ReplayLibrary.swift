@@ -53,7 +53,8 @@ public struct ReplayLibrary: Sendable {
 
     /// Encodes `seconds` of the synthetic video for each layer and of the synthetic audio.
     /// `progress` hears the fraction done.
-    public static func build(layers: [VideoLayerConfig], seconds: Int, keyFrameInterval: Int, audioBitrate: Int = 32_000,
+    /// Key frames every `keyFrameIntervalMicros`, in each layer's own frames.
+    public static func build(layers: [VideoLayerConfig], seconds: Int, keyFrameIntervalMicros: Int64, audioBitrate: Int = 32_000,
                              progress: (Double) -> Void = { _ in }) throws(CodecError) -> ReplayLibrary {
         let source = SyntheticVideoSource(seed: 1)
         var out: [Layer] = []
@@ -66,6 +67,7 @@ public struct ReplayLibrary: Sendable {
             var picture = I420Frame(width: config.width, height: config.height)
             var frames: [Frame] = []
             let count = config.fps * seconds
+            let keyFrameInterval = max(1, VP8Encoder.frames(in: keyFrameIntervalMicros, fps: config.fps))
             for n in 0..<count {
                 let number = UInt32(n)
                 source.fill(&picture, frameNumber: number, captureMillis: UInt32(n * 1000 / max(1, config.fps)))

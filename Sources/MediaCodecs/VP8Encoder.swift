@@ -87,6 +87,11 @@ public final class VP8Encoder {
         return (max(500, 3 * frame), max(600, 4 * frame), max(1000, 6 * frame))
     }
 
+    /// A key-frame interval in frames of a layer (0 stays 0: on request only).
+    public static func frames(in micros: Int64, fps: Int) -> Int {
+        micros <= 0 ? 0 : max(1, Int((micros * Int64(max(1, fps)) + 500_000) / 1_000_000))
+    }
+
     static func maxIntraBitratePercent(fps: Int) -> Int { max(300, 600 / 2 * max(1, fps) / 10) }
 
     /// The presentation time of a frame in the encoder's 90 kHz timebase. libvpx derives the frame

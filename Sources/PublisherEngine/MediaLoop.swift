@@ -56,7 +56,9 @@ final class MediaLoop {
     private func loop(startMicros: Int64, endMicros: Int64?, counters c: inout MediaCounters) throws(CodecError) {
         let layers = config.sendVideo ? config.layers : []
         var encoders: [VP8Encoder] = []
-        for l in layers { encoders.append(try VP8Encoder(config: l, keyFrameInterval: config.keyFrameInterval)) }
+        for l in layers {
+            encoders.append(try VP8Encoder(config: l, keyFrameInterval: VP8Encoder.frames(in: config.keyFrameIntervalMicros, fps: l.fps)))
+        }
         var pictures = layers.map { I420Frame(width: $0.width, height: $0.height) }
         let source = SyntheticVideoSource(seed: config.seed)
         let opus = config.sendAudio ? try OpusAudioEncoder(bitrate: config.audioBitrate) : nil

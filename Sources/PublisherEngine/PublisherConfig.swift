@@ -16,8 +16,9 @@ public struct PublisherConfig: Sendable {
     public var durationMicros: Int64?
     /// Largest RTP packet before SRTP (header + descriptor + payload).
     public var maxPacketSize = 1200
-    /// Frames between automatic key frames; 0 = only on request (WebRTC behaviour).
-    public var keyFrameInterval = 0
+    /// Time between automatic key frames; 0 = only on request (WebRTC behaviour). Each layer
+    /// turns it into frames at its own frame rate.
+    public var keyFrameIntervalMicros: Int64 = 0
     public var cname: String
     public var seed: UInt64 = 1
     public var audioBitrate = 32_000

@@ -67,9 +67,8 @@ import Stats
         }
         // Routed: the targets shrink with the frame rate (180p: 150 kbps at 30 fps).
         #expect(o.layers.first?.target == 150_000 * fps / 30)
-        // Opus at 20 ms frames against its 32 kbps request (VBR: speech-like synthetic audio sits a
-        // little under it).
+        // Opus in 20 ms frames against its 32 kbps request (measured: 32.3 kbps at every frame rate).
         let audio = try #require(o.audio)
-        #expect((24_000...36_800).contains(audio), "audio \(audio) bps against 32 kbps")
+        #expect((27_200...36_800).contains(audio), "audio \(audio) bps against 32 kbps")
     }
 }

@@ -12,7 +12,7 @@ import Glibc
 
     @Test func buildWriteLoadRoundTripDecodes() throws {
         let layers = VideoLayerConfig.ladder(top: 640, 360, layers: 2)
-        let lib = try ReplayLibrary.build(layers: layers, seconds: 1, keyFrameInterval: 10)
+        let lib = try ReplayLibrary.build(layers: layers, seconds: 1, keyFrameIntervalMicros: 333_333)
         #expect(lib.layers.map { $0.frames.count } == [30, 30])
         #expect(lib.layers.allSatisfy { $0.keyFrames == [0, 10, 20] })
         #expect(lib.audio.count == 50)
@@ -30,7 +30,7 @@ import Glibc
     }
 
     @Test func damagedFilesAreErrorsNotCrashes() throws {
-        let lib = try ReplayLibrary.build(layers: [VideoLayerConfig.ladder(top: 320, 180, layers: 1)[0]], seconds: 1, keyFrameInterval: 30)
+        let lib = try ReplayLibrary.build(layers: [VideoLayerConfig.ladder(top: 320, 180, layers: 1)[0]], seconds: 1, keyFrameIntervalMicros: 1_000_000)
         let dir = tempDir()
         try lib.write(directory: dir)
         #expect(throws: ReplayLibrary.FileError.self) { try ReplayLibrary.load(directory: dir + "/missing") }
