@@ -1,6 +1,8 @@
 import Testing
 @testable import BotCLI
 import MediaCodecs
+import PublisherEngine
+import Transport
 
 @Suite struct ValueParserTests {
     @Test func durations() throws {
@@ -31,6 +33,22 @@ import MediaCodecs
         for bad in ["", "1280x", "1281x720", "640x360@13", "640x360:abc", "a,b,c,d,e"] {
             #expect(throws: UsageError.self, "\(bad)") { try ValueParsers.ladder(bad, temporalLayers: 1, defaultFps: 30) }
         }
+    }
+
+    /// Routed (one --to): a lower frame rate lowers every default rate in proportion; relayed
+    /// (several --to): the 30 fps rates stay. Given rates are kept either way.
+    @Test func frameRateScalesRoutedLaddersOnly() throws {
+        let o = try ParsedOptions.parse(["--fps", "15", "--to", "a:1"], spec: PublishCommand.spec, command: "publish")
+        #expect(try CommonOptions.layers(o).map(\.targetBitrate) == [75_000, 250_000, 1_250_000])
+        #expect(try CommonOptions.layers(o, relayed: true).map(\.targetBitrate) == [150_000, 500_000, 2_500_000])
+        let given = try ParsedOptions.parse(["--fps", "7", "--layers", "640x360:400k,320x180"], spec: PublishCommand.spec, command: "publish")
+        #expect(try CommonOptions.layers(given).map(\.targetBitrate) == [35_000, 400_000])
+        var c = PublisherConfig(destination: try SocketAddress(host: "127.0.0.1", port: 9), key: .random(suite: .aesCm))
+        let kfi = try ParsedOptions.parse(["--keyframe-interval", "2s"], spec: PublishCommand.spec, command: "publish")
+        try CommonOptions.apply(kfi, to: &c)
+        #expect(c.keyFrameIntervalMicros == 2_000_000)
+        #expect(VP8Encoder.frames(in: 2_000_000, fps: 7) == 14 && VP8Encoder.frames(in: 0, fps: 30) == 0)
+        #expect(throws: UsageError.self) { try CommonOptions.layers(try ParsedOptions.parse(["--fps", "13"], spec: PublishCommand.spec, command: "publish")) }
     }
 
     @Test func options() throws {

@@ -21,10 +21,11 @@ import Stats
     /// Runs one publisher against one receiver for `seconds`, sampling both every 250 ms, and
     /// measures from `warmUp` to the end (the estimate starts at 300 kbps and takes a second or
     /// two to reach the ladder).
-    static func measure(fps: Int, temporalLayers: Int, seconds: Double = 10, warmUp: Double = 2) throws -> Outcome {
+    static func measure(fps: Int, temporalLayers: Int, relayed: Bool = false, seconds: Double = 10, warmUp: Double = 2) throws -> Outcome {
         let key = SRTPKey.random(suite: .aesCm)
         let r = try LoopbackReceiver(config: ReceiverConfig(listen: SocketAddress(host: "127.0.0.1", port: 0), key: key))
-        var c = PublisherConfig(destination: r.localAddress, layers: VideoLayerConfig.ladder(top: 1280, 720, fps: fps, temporalLayers: temporalLayers), key: key)
+        var c = PublisherConfig(destination: r.localAddress, layers: VideoLayerConfig.ladder(top: 1280, 720, fps: fps, temporalLayers: temporalLayers,
+                                                                                                     scaledByFrameRate: !relayed), key: key)
         c.durationMicros = Int64(seconds * 1e6)
         let p = try Publisher(config: c)
         r.start()
@@ -70,5 +71,17 @@ import Stats
         // Opus in 20 ms frames against its 32 kbps request (measured: 32.3 kbps at every frame rate).
         let audio = try #require(o.audio)
         #expect((27_200...36_800).contains(audio), "audio \(audio) bps against 32 kbps")
+    }
+
+    /// A relayed publisher (one connection per subscriber, several `--to`) keeps the 30 fps rates
+    /// at 7 fps — each frame gets 30/7 × the bits — and the wire still carries them (the 720p
+    /// layer needs quantizers below libwebrtc's floor of 2 on the synthetic picture).
+    @Test func relayedLayersKeepTheirThirtyFpsRates() throws {
+        let o = try Self.measure(fps: 7, temporalLayers: 1, relayed: true)
+        #expect(o.layers.map(\.target) == [150_000, 500_000, 2_500_000])
+        for l in o.layers {
+            let share = Double(l.received) / Double(max(1, l.target))
+            #expect((0.85...1.15).contains(share), "relayed \(l.name): received \(l.received) bps against \(l.target) (\(share))")
+        }
     }
 }
