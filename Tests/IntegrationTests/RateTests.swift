@@ -8,8 +8,9 @@ import Stats
 
 /// The rate asked for is the rate on the wire: publisher → real loopback → receiver at 7, 15 and
 /// 30 fps, with and without temporal layers; what the receiver counts per layer (and for the
-/// audio) against what the publisher reports as the layer's target.
-@Suite(.serialized) struct RateTests {
+/// audio) against what the publisher reports as the layer's target. Part of the serialized
+/// end-to-end suite, so that no other real-time run competes for the two cores meanwhile.
+extension EndToEndTests {
     struct Sample { var micros: Int64; var received: [UInt32: Int]; var targets: [UInt32: Int] }
 
     struct Outcome {
@@ -21,7 +22,7 @@ import Stats
     /// Runs one publisher against one receiver for `seconds`, sampling both every 250 ms, and
     /// measures from `warmUp` to the end (the estimate starts at 300 kbps and takes a second or
     /// two to reach the ladder).
-    static func measure(fps: Int, temporalLayers: Int, relayed: Bool = false, seconds: Double = 10, warmUp: Double = 2) throws -> Outcome {
+    static func measure(fps: Int, temporalLayers: Int, relayed: Bool = false, seconds: Double = 8, warmUp: Double = 2) throws -> Outcome {
         let key = SRTPKey.random(suite: .aesCm)
         let r = try LoopbackReceiver(config: ReceiverConfig(listen: SocketAddress(host: "127.0.0.1", port: 0), key: key))
         var c = PublisherConfig(destination: r.localAddress, layers: VideoLayerConfig.ladder(top: 1280, 720, fps: fps, temporalLayers: temporalLayers,
@@ -59,7 +60,7 @@ import Stats
     /// Before the fix, libvpx was told the frames were 1/30 s apart whatever the frame rate: at
     /// 15 fps every layer carried about twice its target, at 7 fps three to four times.
     @Test(arguments: [7, 15, 30], [1, 3])
-    func everyLayerCarriesItsTarget(fps: Int, temporalLayers: Int) throws {
+    func rateEveryLayerCarriesItsTarget(fps: Int, temporalLayers: Int) throws {
         let o = try Self.measure(fps: fps, temporalLayers: temporalLayers)
         #expect(o.layers.count == 3)
         for l in o.layers {
@@ -76,7 +77,7 @@ import Stats
     /// A relayed publisher (one connection per subscriber, several `--to`) keeps the 30 fps rates
     /// at 7 fps — each frame gets 30/7 × the bits — and the wire still carries them (the 720p
     /// layer needs quantizers below libwebrtc's floor of 2 on the synthetic picture).
-    @Test func relayedLayersKeepTheirThirtyFpsRates() throws {
+    @Test func rateRelayedLayersKeepTheirThirtyFpsRates() throws {
         let o = try Self.measure(fps: 7, temporalLayers: 1, relayed: true)
         #expect(o.layers.map(\.target) == [150_000, 500_000, 2_500_000])
         for l in o.layers {

@@ -31,11 +31,13 @@ import Testing
 
     static let sizes = [(320, 180), (640, 360), (1280, 720)]
 
+    /// 720p at 30 fps is left to the end-to-end rate tests (`RateTests.swift`) (it is most of this test's CPU time,
+    /// and libvpx alone is on target there).
     @Test(arguments: [7, 15, 30], [1, 3])
     func everyFiveSecondWindowWithinFifteenPercent(fps: Int, temporalLayers: Int) throws {
-        for (w, h) in Self.sizes {
+        for (w, h) in Self.sizes where fps < 30 || h < 720 {
             let config = VideoLayerConfig.defaults(width: w, height: h, fps: fps, temporalLayers: temporalLayers, rid: "x")
-            let (perSecond, _) = try Self.encode(config, seconds: 12)
+            let (perSecond, _) = try Self.encode(config, seconds: 10)
             let shares = Self.windows(perSecond, target: config.targetBitrate)
             #expect(shares.allSatisfy { (0.85...1.15).contains($0) },
                     "\(h)p@\(fps) L1T\(temporalLayers) target \(config.targetBitrate): 5 s windows \(shares.map { ($0 * 100).rounded() / 100 })")
