@@ -118,8 +118,12 @@ final class MediaLoop {
                 c.drawMicros += Clock.threadCPUMicros() - d0
                 let force = pendingKeyFrames & (1 << UInt64(i)) != 0
                 pendingKeyFrames &= ~(1 << UInt64(i))
-                if let frame = try encoders[i].encode(&pictures[i], layer: i, frameNumber: frameNumber, captureMicros: captureMicros,
-                                                      forceKeyFrame: force, clock: Clock.threadCPUMicros) {
+                let encoded = try encoders[i].encode(&pictures[i], layer: i, frameNumber: frameNumber, captureMicros: captureMicros,
+                                                     forceKeyFrame: force, clock: Clock.threadCPUMicros)
+                // A request is answered only by a key frame that came out: one the encoder dropped
+                // to hold its rate stays pending for the next tick.
+                if force && encoded?.isKeyFrame != true { pendingKeyFrames |= 1 << UInt64(i) }
+                if let frame = encoded {
                     c.framesEncoded[i] += 1
                     if frame.isKeyFrame { c.keyFramesEncoded[i] += 1 }
                     c.encodeMicros[i] += frame.encodeMicros

@@ -88,10 +88,10 @@ public final class SharedEncoder: Sendable {
                 let force = pending & (1 << UInt64(i)) != 0 && now - lastForced[i] >= 250_000
                 if force { pending &= ~(1 << UInt64(i)); lastForced[i] = now }
                 let t0 = Clock.threadCPUMicros()
-                if let f = try encoders[i].encode(&pictures[i], layer: i, frameNumber: number, captureMicros: capture,
-                                                  forceKeyFrame: force, clock: Clock.monotonicMicros) {
-                    video[i].withLock { $0.append(f) }
-                }
+                let encoded = try encoders[i].encode(&pictures[i], layer: i, frameNumber: number, captureMicros: capture,
+                                                     forceKeyFrame: force, clock: Clock.monotonicMicros)
+                if force && encoded?.isKeyFrame != true { pending |= 1 << UInt64(i) } // dropped: ask again next tick
+                if let f = encoded { video[i].withLock { $0.append(f) } }
                 encodeMicros.add(Clock.threadCPUMicros() - t0, ordering: .relaxed)
                 nextVideo[i] += interval
                 while nextVideo[i] + interval <= Clock.monotonicMicros() { nextVideo[i] += interval }
