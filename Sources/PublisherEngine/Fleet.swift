@@ -165,7 +165,7 @@ final class FleetLoop {
                     b.nextWake = min(w, mediaWake)
                     wake = min(wake, b.nextWake)
                 } else {
-                    b.network.finish()
+                    b.network.finish(now: now)
                     b.done = true
                     readiness?.remove(b.network.socket)
                     fleet.slots[b.slot].withLock { $0.state = .done; $0.stoppedMicros = Clock.monotonicMicros(); $0.keyFramesSent = b.keyFramesSent }
@@ -252,7 +252,7 @@ final class ReplayBot {
         do { socket = try UDPSocket(for: config.destination) } catch { throw .socket(error) }
         do {
             network = try NetworkLoop(config: config, plan: plan, socket: socket, control: control, mailbox: nil, published: published,
-                                      startMicros: startMicros)
+                                      startMicros: startMicros, wallOffsetMicros: Clock.wallMicros() - Clock.monotonicMicros())
         } catch { throw .srtp(error) }
         let n = config.sendVideo ? min(config.layers.count, live?.layers.count ?? library.layers.count) : 0
         if let live {

@@ -189,7 +189,7 @@ extension NetworkLoop {
             RTPHeaderPatch.setTransportSequence(p, offset: o, transportSequence)
         }
         if let o = template.absSendTimeOffset {
-            RTPHeaderPatch.setAbsSendTime(p, offset: o, NTPTime.absSendTime(NTPTime.ntp(unixMicros: Clock.wallMicros())))
+            RTPHeaderPatch.setAbsSendTime(p, offset: o, NTPTime.absSendTime(NTPTime.ntp(unixMicros: wallMicros)))
         }
         var sent = length
         if protectionEnabled {

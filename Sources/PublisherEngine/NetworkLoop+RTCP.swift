@@ -5,9 +5,8 @@ import Congestion
 
 extension NetworkLoop {
     func sendReports(bye: Bool) {
-        let wall = Clock.wallMicros()
-        let mono = Clock.monotonicMicros()
-        let ntp = NTPTime.ntp(unixMicros: wall)
+        let mono = nowMicros
+        let ntp = NTPTime.ntp(unixMicros: wallMicros)
         // One compound per RTCP destination: SR for each stream, SDES with every CNAME, BYE at the end.
         var groups: [(SocketAddress, [Int])] = []
         for (i, s) in senders.enumerated() {
@@ -60,12 +59,11 @@ extension NetworkLoop {
         case let .transportFeedback(fb):
             counters.transportFeedbackReceived += 1
             if estimator != nil {
-                let now = Clock.monotonicMicros()
-                let e = estimator!.onTransportFeedback(fb, now: now)
-                apply(e, now: now)
+                let e = estimator!.onTransportFeedback(fb, now: nowMicros)
+                apply(e, now: nowMicros)
             }
         case let .nack(n):
-            retransmit(n, now: Clock.monotonicMicros())
+            retransmit(n, now: nowMicros)
         case let .pictureLossIndication(pli):
             if let i = senderIndex(ssrc: pli.mediaSSRC) { senders[i].stats.pliReceived += 1; requestKeyFrame(i) }
         case let .fullIntraRequest(fir):
@@ -95,7 +93,7 @@ extension NetworkLoop {
     /// on its way would only multiply key frames).
     func requestKeyFrame(_ senderIndex: Int) {
         guard let layer = senders[senderIndex].plan.layer else { return }
-        let now = Clock.monotonicMicros()
+        let now = nowMicros
         if now - senders[senderIndex].lastKeyFrameRequestMicros < 500_000 { return }
         senders[senderIndex].lastKeyFrameRequestMicros = now
         control.requestKeyFrame(layer: layer)
@@ -116,12 +114,12 @@ extension NetworkLoop {
                     let plain = try srtpIn.unprotectRTCP(p, length: len)
                     let span = Span(_unsafeStart: p.assumingMemoryBound(to: UInt8.self), count: plain)
                     var it = RTCPCompoundIterator()
-                    let arrival = NTPTime.compact(NTPTime.ntp(unixMicros: Clock.wallMicros()))
+                    let arrival = NTPTime.compact(NTPTime.ntp(unixMicros: wallMicros))
                     while let packet = try it.next(in: span) { handle(packet, arrivalCompactNTP: arrival) }
                     counters.rtcpReceived += 1
                     // Feedback is back after ≥ 2 s of silence: the loss the window remembers was
                     // the outage, not the path answering now.
-                    let now = Clock.monotonicMicros()
+                    let now = nowMicros
                     if lastRTCPMicros > 0 && now - lastRTCPMicros >= 2_000_000 { scorer.forgetLoss() }
                     lastRTCPMicros = now
                 } catch {

@@ -115,15 +115,24 @@ final class NetworkLoop {
     var rtxWindowBytes = 0
     var nextScore: Int64 = 0
     var lastRTCPMicros: Int64 = 0
+    /// The time of the call being handled (monotonic µs): the loop never reads a clock, its
+    /// driver passes the time in (`begin`, `step`, `finish`).
+    var nowMicros: Int64 = 0
+    /// Wall clock − monotonic clock, fixed at start: wall times (NTP in reports, abs-send-time,
+    /// event timestamps) are `nowMicros + wallOffsetMicros`.
+    let wallOffsetMicros: Int64
+    var wallMicros: Int64 { nowMicros + wallOffsetMicros }
 
     init(config: PublisherConfig, plan: StreamPlan, socket: UDPSocket, control: PublisherControl, mailbox: FrameMailbox?,
-         published: Locked<([OutboundStreamStats], NetworkCounters)>, startMicros: Int64) throws(SRTPError) {
+         published: Locked<([OutboundStreamStats], NetworkCounters)>, startMicros: Int64, wallOffsetMicros: Int64) throws(SRTPError) {
         self.config = config
         self.plan = plan
         self.socket = socket
         self.control = control
         self.mailbox = mailbox
         self.published = published
+        self.wallOffsetMicros = wallOffsetMicros
+        nowMicros = startMicros
         arena = PacketArena(capacity: config.packetSlots)
         srtpOut = try SRTPSession(key: config.key, direction: .outbound)
         srtpIn = try SRTPSession(key: config.key, direction: .inbound)
@@ -161,6 +170,7 @@ final class NetworkLoop {
 
     /// Starts the clocks (and probing) at `now`.
     func begin(now start: Int64) {
+        nowMicros = start
         nextReport = start + 200_000
         nextPublish = start
         if estimator != nil {
@@ -172,6 +182,7 @@ final class NetworkLoop {
     /// One turn of the loop: frames handed in, pacer, incoming RTCP (when `read`), timers.
     /// Returns when it wants the next turn, or nil once it has stopped (then call `finish`).
     func step(now: Int64, read: Bool = true) -> Int64? {
+        nowMicros = now
         let stopping = control.stopRequested
         if let mailbox {
             mailbox.drain(into: &items)
@@ -211,7 +222,8 @@ final class NetworkLoop {
     }
 
     /// BYE and the last figures.
-    func finish() {
+    func finish(now: Int64) {
+        nowMicros = now
         sendReports(bye: true)
         counters.byeSent = true
         publish()
@@ -224,7 +236,7 @@ final class NetworkLoop {
             let ready = socket.wait(timeoutMicros: timeout, wake: mailbox?.signal)
             if ready & 2 != 0 { mailbox?.signal.drain() }
         }
-        finish()
+        finish(now: Clock.monotonicMicros())
     }
 
     func publish() {
@@ -254,7 +266,7 @@ final class NetworkLoop {
                                      desired: allocator.totalTarget, activeLayers: active, totalLayers: layers, layersAtTarget: atTarget,
                                      lowestLayerMin: allocator.layers.first?.min ?? 0)
         if let (c, r) = scorer.add(sample) {
-            emit(PublisherEvent(number: 0, kind: .networkConditionChanged, wallMillis: Clock.wallMicros() / 1000, condition: c, reason: r.rawValue))
+            emit(PublisherEvent(number: 0, kind: .networkConditionChanged, wallMillis: wallMicros / 1000, condition: c, reason: r.rawValue))
         }
         if config.audioFallback && !appliedTargets.isEmpty {
             if !inAudioFallback && scorer.condition == .critical && now >= fallbackCooldownUntil {
@@ -300,7 +312,7 @@ final class NetworkLoop {
         for (i, bps) in a.layers.enumerated() where i < appliedTargets.count && appliedTargets[i] != bps {
             if (appliedTargets[i] == 0) != (bps == 0) {
                 let l = config.layers[i]
-                emit(PublisherEvent(number: 0, kind: .videoQualityChanged, wallMillis: Clock.wallMicros() / 1000, condition: nil,
+                emit(PublisherEvent(number: 0, kind: .videoQualityChanged, wallMillis: wallMicros / 1000, condition: nil,
                                     reason: fallbackTransition ? "audioFallback" : "bandwidth", change: bps == 0 ? "layerSuspended" : "layerResumed",
                                     rid: l.rid, width: l.width, height: l.height))
             }

@@ -67,7 +67,8 @@ public final class Publisher: Sendable {
         let network = JoinableThread(name: "pubbot-net") {
             do {
                 let loop = try NetworkLoop(config: config, plan: plan, socket: handoff.take(), control: control, mailbox: mailbox,
-                                           published: networkState, startMicros: start)
+                                           published: networkState, startMicros: start,
+                                           wallOffsetMicros: Clock.wallMicros() - Clock.monotonicMicros())
                 loop.run()
             } catch {
                 networkState.withLock { $0.1.lastError = "srtp: \(error)" }

@@ -24,7 +24,7 @@ import CAllocCounter
             let plan = StreamPlan(config: config)
             loop = try NetworkLoop(config: config, plan: plan, socket: try UDPSocket(for: sink.localAddress),
                                    control: PublisherControl(layerTargets: layers.map(\.targetBitrate)), mailbox: try FrameMailbox(),
-                                   published: Locked(([OutboundStreamStats], NetworkCounters)([], NetworkCounters())), startMicros: 0)
+                                   published: Locked(([OutboundStreamStats], NetworkCounters)([], NetworkCounters())), startMicros: 0, wallOffsetMicros: 0)
             streamIndex = plan.streams.firstIndex { $0.layer == 2 }!
             // Real frames from the project's encoder: a key frame and inter frames of the top layer.
             let encoder = try VP8Encoder(config: layers[2])
