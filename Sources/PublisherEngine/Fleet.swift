@@ -161,13 +161,17 @@ final class FleetLoop {
                 ready[k] = false
                 if now < b.nextWake && !readable { wake = min(wake, b.nextWake); continue }
                 let mediaWake = stopping ? Int64.max : b.mediaTick(now: now)
-                if let w = b.network.step(now: now, read: readable) {
+                if readable { b.io.read(into: b.network, now: now) }
+                let next = b.network.step(now: now)
+                b.io.flush(b.network)
+                if let w = next {
                     b.nextWake = min(w, mediaWake)
                     wake = min(wake, b.nextWake)
                 } else {
                     b.network.finish(now: now)
+                    b.io.flush(b.network)
                     b.done = true
-                    readiness?.remove(b.network.socket)
+                    readiness?.remove(b.io.socket)
                     fleet.slots[b.slot].withLock { $0.state = .done; $0.stoppedMicros = Clock.monotonicMicros(); $0.keyFramesSent = b.keyFramesSent }
                     live -= 1
                 }
@@ -184,7 +188,7 @@ final class FleetLoop {
             } else if readiness == nil && !bots.isEmpty {
                 // No epoll: poll every socket (slower with many bots, same behaviour).
                 var flags = [UInt8](repeating: 0, count: bots.count)
-                _ = waitReadable(bots.map { $0.done ? -1 : $0.network.socket.fd }, ready: &flags, timeoutMicros: timeout)
+                _ = waitReadable(bots.map { $0.done ? -1 : $0.io.socket.fd }, ready: &flags, timeoutMicros: timeout)
                 for k in flags.indices where flags[k] != 0 { ready[k] = true }
             } else {
                 Clock.sleep(micros: timeout)
@@ -201,13 +205,13 @@ final class FleetLoop {
         do throws(EngineSetupError) {
             let bot = try ReplayBot(slot: slot, config: c, library: fleet.library, live: fleet.config.live, published: fleet.published[slot],
                                     startMicros: now)
-            readiness?.add(bot.network.socket, tag: bots.count)
+            readiness?.add(bot.io.socket, tag: bots.count)
             bots.append(bot)
             ready.append(false)
             fleet.slots[slot].withLock {
                 $0.state = .running
                 $0.startedMicros = now
-                $0.localAddress = bot.network.socket.localAddress.description
+                $0.localAddress = bot.io.socket.localAddress.description
             }
         } catch {
             fleet.slots[slot].withLock { $0.state = .failed; $0.error = "\(error)" }
@@ -222,6 +226,7 @@ final class ReplayBot {
     let slot: Int
     let control: PublisherControl
     let network: NetworkLoop
+    let io: SessionSocket
     let library: ReplayLibrary
     let live: SharedEncoder?
     /// Live mode: the next frame number to take per layer and for audio, and layers waiting
@@ -250,8 +255,9 @@ final class ReplayBot {
         control = PublisherControl(layerTargets: config.layers.map(\.targetBitrate))
         let socket: UDPSocket
         do { socket = try UDPSocket(for: config.destination) } catch { throw .socket(error) }
+        io = SessionSocket(socket)
         do {
-            network = try NetworkLoop(config: config, plan: plan, socket: socket, control: control, mailbox: nil, published: published,
+            network = try NetworkLoop(config: config, plan: plan, control: control, published: published,
                                       startMicros: startMicros, wallOffsetMicros: Clock.wallMicros() - Clock.monotonicMicros())
         } catch { throw .srtp(error) }
         let n = config.sendVideo ? min(config.layers.count, live?.layers.count ?? library.layers.count) : 0
@@ -271,6 +277,7 @@ final class ReplayBot {
         suspended = Array(repeating: false, count: n)
         nextAudio = config.sendAudio && !library.audio.isEmpty ? startMicros : .max
         network.begin(now: startMicros)
+        io.flush(network)
     }
 
     /// Live mode: hands over what the shared encoder made since the last turn.

@@ -93,10 +93,8 @@ extension NetworkLoop {
             case let .pad(bytes, cluster):
                 if let slot = makePadding(bytes) { transmit(slot, probeCluster: cluster, now: now) }
             case let .wait(until):
-                flushSend()
                 return until
             case .idle:
-                flushSend()
                 return nil
             }
         }
@@ -217,41 +215,40 @@ extension NetworkLoop {
             senders[idx].stats.headerBytesSent += length - payload
         }
         if slotPadding[slot] { counters.paddingPacketsSent += 1 }
-        let destination = senders[idx].plan.destination
-        if sendCount > 0 && sendDestination != destination { flushSend() }
-        sendDestination = destination
-        sendPointers[sendCount] = p
-        sendLengths[sendCount] = UInt32(sent)
-        sendSlots[sendCount] = slot
-        sendCount += 1
-        if sendCount == sendPointers.count { flushSend() }
+        enqueueOut(slot, length: sent, to: senders[idx].plan.destination)
     }
 
-    func flushSend() {
-        guard sendCount > 0, let destination = sendDestination else { return }
-        do {
-            let n = try sendPointers.withUnsafeBufferPointer { ptrs in
-                try sendLengths.withUnsafeBufferPointer { lens in
-                    try socket.send(pointers: ptrs.baseAddress!, lengths: lens.baseAddress!, count: sendCount, to: destination)
+    /// Puts a protected datagram in the outbox (the arena has a slot for each, so it has room).
+    func enqueueOut(_ slot: Int, length: Int, to destination: SocketAddress) {
+        outSlots[outCount] = slot
+        outPointers[outCount] = arena.pointer(slot)
+        outLengths[outCount] = UInt32(length)
+        outDestinations[outCount] = destination
+        outCount += 1
+    }
+
+    /// Hands the outbox to `send` in order, in runs of up to 64 datagrams for one destination;
+    /// `send` returns how many of a run went out (the rest count as send-buffer drops) or throws
+    /// (counted by cause). The slots are free again afterwards. The driver owns the socket: this
+    /// is the session's only way out.
+    func pollTransmit(_ send: (UnsafePointer<UnsafeMutableRawPointer?>, UnsafePointer<UInt32>, Int, SocketAddress) throws(SocketError) -> Int) {
+        var i = 0
+        while i < outCount {
+            let destination = outDestinations[i]
+            var n = 1
+            while i + n < outCount && n < 64 && outDestinations[i + n] == destination { n += 1 }
+            do {
+                let sent = try outPointers.withUnsafeBufferPointer { ptrs throws(SocketError) in
+                    try outLengths.withUnsafeBufferPointer { lens throws(SocketError) in try send(ptrs.baseAddress! + i, lens.baseAddress! + i, n, destination) }
                 }
+                counters.sendBufferDrops += n - sent
+            } catch {
+                record(error)
             }
-            counters.sendBufferDrops += sendCount - n
-        } catch let e as SocketError {
-            record(e)
-        } catch {}
-        for i in 0..<sendCount { arena.release(sendSlots[i]) }
-        sendCount = 0
-    }
-
-    /// Sends datagrams 0..<n of `batch` (RTCP).
-    func flush(_ n: Int, to destination: SocketAddress) {
-        guard n > 0 else { return }
-        do {
-            let sent = try socket.send(batch, 0..<n, to: destination)
-            counters.sendBufferDrops += n - sent
-        } catch {
-            record(error)
+            i += n
         }
+        for k in 0..<outCount { arena.release(outSlots[k]) }
+        outCount = 0
     }
 
     func record(_ error: SocketError) {

@@ -14,8 +14,9 @@ extension NetworkLoop {
             else { groups.append((s.plan.rtcpDestination, [i])) }
         }
         for (dest, members) in groups {
-            let slot = batch.slot(0)
-            var w = ByteWriter(UnsafeMutableRawBufferPointer(start: slot.baseAddress, count: PacketBatch.maxPacketSize - 200))
+            guard let slot = arena.allocate() else { counters.lastError = "rtcp: no packet slot"; continue }
+            let p = arena.pointer(slot)
+            var w = ByteWriter(UnsafeMutableRawBufferPointer(start: p, count: PacketArena.slotSize - SRTPSession.maxTrailer))
             do throws(RTPWriteError) {
                 for i in members {
                     let s = senders[i]
@@ -36,16 +37,18 @@ extension NetworkLoop {
                 }
                 if bye { try Goodbye(ssrcs: members.map { senders[$0].plan.ssrc }, reason: "pubbot done").write(to: &w) }
             } catch {
+                arena.release(slot)
                 counters.lastError = "rtcp: \(error)"
                 continue
             }
             do {
-                batch.lengths[0] = UInt32(try srtpOut.protectRTCP(slot.baseAddress!, length: w.count, capacity: PacketBatch.slotSize))
+                let length = try srtpOut.protectRTCP(p, length: w.count, capacity: PacketArena.slotSize)
+                enqueueOut(slot, length: length, to: dest)
             } catch {
+                arena.release(slot)
                 counters.lastError = "srtp_protect_rtcp: \(error)"
                 continue
             }
-            flush(1, to: dest)
             counters.rtcpSent += 1
         }
     }
@@ -99,33 +102,30 @@ extension NetworkLoop {
         control.requestKeyFrame(layer: layer)
     }
 
-    func readIncoming() {
-        for _ in 0..<8 {
-            let n: Int
-            do { n = try socket.receive(into: rx) } catch { record(error); return }
-            if n == 0 { return }
-            for i in 0..<n {
-                let len = Int(rx.lengths[i])
-                guard len <= PacketBatch.maxPacketSize else { counters.rtcpRejected += 1; continue }
-                let p = rx.slot(i).baseAddress!
-                let kind = RTPDemux.classify(Span(_unsafeStart: p.assumingMemoryBound(to: UInt8.self), count: min(len, 2)))
-                guard kind == .rtcp else { counters.rtcpRejected += 1; continue }
-                do {
-                    let plain = try srtpIn.unprotectRTCP(p, length: len)
-                    let span = Span(_unsafeStart: p.assumingMemoryBound(to: UInt8.self), count: plain)
-                    var it = RTCPCompoundIterator()
-                    let arrival = NTPTime.compact(NTPTime.ntp(unixMicros: wallMicros))
-                    while let packet = try it.next(in: span) { handle(packet, arrivalCompactNTP: arrival) }
-                    counters.rtcpReceived += 1
-                    // Feedback is back after ≥ 2 s of silence: the loss the window remembers was
-                    // the outage, not the path answering now.
-                    let now = nowMicros
-                    if lastRTCPMicros > 0 && now - lastRTCPMicros >= 2_000_000 { scorer.forgetLoss() }
-                    lastRTCPMicros = now
-                } catch {
-                    counters.rtcpRejected += 1
-                }
-            }
+    /// One datagram from the network, arrived at `now`, in a buffer the session may decrypt in
+    /// place (`length` bytes; anything over `PacketBatch.maxPacketSize` was truncated). Only
+    /// SRTCP from the receiver is expected; anything else is counted and dropped.
+    func handleDatagram(_ p: UnsafeMutableRawPointer, length len: Int, now: Int64) {
+        nowMicros = now
+        guard len <= PacketBatch.maxPacketSize else { counters.rtcpRejected += 1; return }
+        let kind = RTPDemux.classify(Span(_unsafeStart: p.assumingMemoryBound(to: UInt8.self), count: min(len, 2)))
+        guard kind == .rtcp else { counters.rtcpRejected += 1; return }
+        do {
+            let plain = try srtpIn.unprotectRTCP(p, length: len)
+            let span = Span(_unsafeStart: p.assumingMemoryBound(to: UInt8.self), count: plain)
+            var it = RTCPCompoundIterator()
+            let arrival = NTPTime.compact(NTPTime.ntp(unixMicros: wallMicros))
+            while let packet = try it.next(in: span) { handle(packet, arrivalCompactNTP: arrival) }
+            counters.rtcpReceived += 1
+            // Feedback is back after ≥ 2 s of silence: the loss the window remembers was the
+            // outage, not the path answering now.
+            if lastRTCPMicros > 0 && now - lastRTCPMicros >= 2_000_000 { scorer.forgetLoss() }
+            lastRTCPMicros = now
+        } catch {
+            counters.rtcpRejected += 1
         }
     }
+
+    /// A receive error the driver saw on the socket (ICMP port unreachable arrives this way).
+    func handleSocketError(_ error: SocketError) { record(error) }
 }

@@ -64,21 +64,15 @@ public struct PublisherEvent: Sendable, Equatable {
 final class NetworkLoop {
     let config: PublisherConfig
     let plan: StreamPlan
-    let socket: UDPSocket
     let srtpOut: SRTPSession
     let srtpIn: SRTPSession
     let control: PublisherControl
-    /// Frames from the media thread; nil when a fleet loop hands frames in directly.
-    let mailbox: FrameMailbox?
     let published: Locked<([OutboundStreamStats], NetworkCounters)>
     var senders: [RTPStreamSender] = []
     var audioIndex: Int?
     var videoIndex: [Int] = []
-    let batch = PacketBatch(capacity: 64)
-    let rx = PacketBatch(capacity: 16)
     var transportSequence: UInt16 = 1
     var counters = NetworkCounters()
-    var items: [FrameMailbox.Item] = []
     /// Always on in use. Tests turn it off to count the allocations of pubbot's own send path
     /// apart from libsrtp2's (Debian's NSS-backed build allocates inside every protect call).
     var protectionEnabled = true
@@ -95,11 +89,13 @@ final class NetworkLoop {
     var slotTimestamp: [UInt32]
     var slotMarker: [Bool]
     var pacer: Pacer
-    var sendPointers = [UnsafeMutableRawPointer?](repeating: nil, count: 64)
-    var sendLengths = [UInt32](repeating: 0, count: 64)
-    var sendSlots = [Int](repeating: 0, count: 64)
-    var sendCount = 0
-    var sendDestination: SocketAddress?
+    /// Datagrams ready to go, in order (protected, in arena slots), until the driver takes them
+    /// with `pollTransmit`: slot, pointer, length on the wire, destination.
+    var outSlots: [Int]
+    var outPointers: [UnsafeMutableRawPointer?]
+    var outLengths: [UInt32]
+    var outDestinations: [SocketAddress]
+    var outCount = 0
 
     // Congestion control (BUNDLE only: it needs transport-cc feedback).
     var estimator: BandwidthEstimator?
@@ -123,13 +119,11 @@ final class NetworkLoop {
     let wallOffsetMicros: Int64
     var wallMicros: Int64 { nowMicros + wallOffsetMicros }
 
-    init(config: PublisherConfig, plan: StreamPlan, socket: UDPSocket, control: PublisherControl, mailbox: FrameMailbox?,
+    init(config: PublisherConfig, plan: StreamPlan, control: PublisherControl,
          published: Locked<([OutboundStreamStats], NetworkCounters)>, startMicros: Int64, wallOffsetMicros: Int64) throws(SRTPError) {
         self.config = config
         self.plan = plan
-        self.socket = socket
         self.control = control
-        self.mailbox = mailbox
         self.published = published
         self.wallOffsetMicros = wallOffsetMicros
         nowMicros = startMicros
@@ -141,7 +135,10 @@ final class NetworkLoop {
                                            rtxPayloadType: config.rtxPayloadType, historyPackets: config.retransmissionHistory))
             if s.kind == "audio" { audioIndex = i } else { videoIndex.append(i) }
         }
-        items.reserveCapacity(64)
+        outSlots = [Int](repeating: 0, count: arena.capacity)
+        outPointers = [UnsafeMutableRawPointer?](repeating: nil, count: arena.capacity)
+        outLengths = [UInt32](repeating: 0, count: arena.capacity)
+        outDestinations = [SocketAddress](repeating: config.destination, count: arena.capacity)
         slotStream = [Int16](repeating: -1, count: arena.capacity)
         slotPayload = [Int32](repeating: 0, count: arena.capacity)
         slotPadding = [Bool](repeating: false, count: arena.capacity)
@@ -179,23 +176,14 @@ final class NetworkLoop {
         }
     }
 
-    /// One turn of the loop: frames handed in, pacer, incoming RTCP (when `read`), timers.
-    /// Returns when it wants the next turn, or nil once it has stopped (then call `finish`).
-    func step(now: Int64, read: Bool = true) -> Int64? {
+    /// One turn of the loop at `now`: pacer, timers (the driver has handed in the frames and
+    /// datagrams that arrived). Returns when it wants the next turn, or nil once it has stopped
+    /// (then call `finish`). What it sends waits in the outbox for `pollTransmit`.
+    func step(now: Int64) -> Int64? {
         nowMicros = now
         let stopping = control.stopRequested
-        if let mailbox {
-            mailbox.drain(into: &items)
-            for item in items {
-                switch item {
-                case let .video(f): sendVideo(f)
-                case let .audio(f): sendAudio(f)
-                }
-            }
-        }
         if estimator != nil, !pacer.isProbing, let c = estimator!.probes.nextCluster() { pacer.startProbe(c) }
         let pacerWake = pump(now: now)
-        if read { readIncoming() }
         if estimator != nil {
             let before = estimator!.estimate.bitrate
             estimator!.onTimer(now: now)
@@ -212,7 +200,7 @@ final class NetworkLoop {
         if stopping {
             if stoppingSince == nil { stoppingSince = now }
             // Let the pacer drain for up to a second, then go.
-            if items.isEmpty && (pacer.queuedPackets == 0 || now - stoppingSince! > 1_000_000) { return nil }
+            if pacer.queuedPackets == 0 || now - stoppingSince! > 1_000_000 { return nil }
         }
         var wake = min(nextReport, nextPublish)
         if let p = pacerWake { wake = min(wake, p) }
@@ -229,14 +217,12 @@ final class NetworkLoop {
         publish()
     }
 
-    func run() {
-        begin(now: Clock.monotonicMicros())
-        while let wake = step(now: Clock.monotonicMicros()) {
-            let timeout = max(0, wake - Clock.monotonicMicros())
-            let ready = socket.wait(timeoutMicros: timeout, wake: mailbox?.signal)
-            if ready & 2 != 0 { mailbox?.signal.drain() }
+    /// A frame from the encoder (or a replay loop).
+    func handle(_ item: FrameMailbox.Item) {
+        switch item {
+        case let .video(f): sendVideo(f)
+        case let .audio(f): sendAudio(f)
         }
-        finish(now: Clock.monotonicMicros())
     }
 
     func publish() {

@@ -66,10 +66,9 @@ public final class Publisher: Sendable {
         }
         let network = JoinableThread(name: "pubbot-net") {
             do {
-                let loop = try NetworkLoop(config: config, plan: plan, socket: handoff.take(), control: control, mailbox: mailbox,
-                                           published: networkState, startMicros: start,
+                let loop = try NetworkLoop(config: config, plan: plan, control: control, published: networkState, startMicros: start,
                                            wallOffsetMicros: Clock.wallMicros() - Clock.monotonicMicros())
-                loop.run()
+                loop.run(socket: SessionSocket(handoff.take()), mailbox: mailbox)
             } catch {
                 networkState.withLock { $0.1.lastError = "srtp: \(error)" }
                 control.requestStop()

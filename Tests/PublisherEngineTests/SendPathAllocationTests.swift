@@ -11,6 +11,7 @@ import CAllocCounter
     struct Rig {
         let sink: UDPSocket
         let loop: NetworkLoop
+        let io: SessionSocket
         let frames: [EncodedVideoFrame]
         let inbox = PacketBatch(capacity: 64)
         let streamIndex: Int
@@ -22,8 +23,9 @@ import CAllocCounter
             config.sendAudio = false
             config.congestionControl = false
             let plan = StreamPlan(config: config)
-            loop = try NetworkLoop(config: config, plan: plan, socket: try UDPSocket(for: sink.localAddress),
-                                   control: PublisherControl(layerTargets: layers.map(\.targetBitrate)), mailbox: try FrameMailbox(),
+            io = SessionSocket(try UDPSocket(for: sink.localAddress))
+            loop = try NetworkLoop(config: config, plan: plan,
+                                   control: PublisherControl(layerTargets: layers.map(\.targetBitrate)),
                                    published: Locked(([OutboundStreamStats], NetworkCounters)([], NetworkCounters())), startMicros: 0, wallOffsetMicros: 0)
             streamIndex = plan.streams.firstIndex { $0.layer == 2 }!
             // Real frames from the project's encoder: a key frame and inter frames of the top layer.
@@ -52,7 +54,7 @@ import CAllocCounter
                 for i in 0..<frames.count {
                     loop.sendVideo(frames[i])
                     var t = now
-                    while loop.pacer.queuedPackets > 0 { _ = loop.pump(now: t); t += 1_000 }
+                    while loop.pacer.queuedPackets > 0 { _ = loop.pump(now: t); io.flush(loop); t += 1_000 }
                     now = t
                 }
                 allocations += alloc_counter_thread_allocations() - before
