@@ -162,14 +162,18 @@ final class FleetLoop {
                 if now < b.nextWake && !readable { wake = min(wake, b.nextWake); continue }
                 let mediaWake = stopping ? Int64.max : b.mediaTick(now: now)
                 if readable { b.io.read(into: b.network, now: now) }
+                b.network.exchange(with: b.control)
                 let next = b.network.step(now: now)
+                b.network.exchange(with: b.control)
                 b.io.flush(b.network)
+                if now >= b.nextPublish { b.published.withLock { $0 = b.network.statistics }; b.nextPublish = now + b.network.config.publishIntervalMicros }
                 if let w = next {
-                    b.nextWake = min(w, mediaWake)
+                    b.nextWake = min(w, mediaWake, b.nextPublish)
                     wake = min(wake, b.nextWake)
                 } else {
                     b.network.finish(now: now)
                     b.io.flush(b.network)
+                    b.published.withLock { $0 = b.network.statistics }
                     b.done = true
                     readiness?.remove(b.io.socket)
                     fleet.slots[b.slot].withLock { $0.state = .done; $0.stoppedMicros = Clock.monotonicMicros(); $0.keyFramesSent = b.keyFramesSent }
@@ -227,6 +231,8 @@ final class ReplayBot {
     let control: PublisherControl
     let network: NetworkLoop
     let io: SessionSocket
+    let published: Locked<([OutboundStreamStats], NetworkCounters)>
+    var nextPublish: Int64 = 0
     let library: ReplayLibrary
     let live: SharedEncoder?
     /// Live mode: the next frame number to take per layer and for audio, and layers waiting
@@ -251,13 +257,14 @@ final class ReplayBot {
         self.slot = slot
         self.library = library
         self.live = live
+        self.published = published
         let plan = StreamPlan(config: config)
         control = PublisherControl(layerTargets: config.layers.map(\.targetBitrate))
         let socket: UDPSocket
         do { socket = try UDPSocket(for: config.destination) } catch { throw .socket(error) }
         io = SessionSocket(socket)
         do {
-            network = try NetworkLoop(config: config, plan: plan, control: control, published: published,
+            network = try NetworkLoop(config: config, plan: plan,
                                       startMicros: startMicros, wallOffsetMicros: Clock.wallMicros() - Clock.monotonicMicros())
         } catch { throw .srtp(error) }
         let n = config.sendVideo ? min(config.layers.count, live?.layers.count ?? library.layers.count) : 0
@@ -277,6 +284,7 @@ final class ReplayBot {
         suspended = Array(repeating: false, count: n)
         nextAudio = config.sendAudio && !library.audio.isEmpty ? startMicros : .max
         network.begin(now: startMicros)
+        network.exchange(with: control)
         io.flush(network)
     }
 

@@ -99,7 +99,7 @@ extension NetworkLoop {
         let now = nowMicros
         if now - senders[senderIndex].lastKeyFrameRequestMicros < 500_000 { return }
         senders[senderIndex].lastKeyFrameRequestMicros = now
-        control.requestKeyFrame(layer: layer)
+        events.append(.keyFrameRequest(layer: layer))
     }
 
     /// One datagram from the network, arrived at `now`, in a buffer the session may decrypt in

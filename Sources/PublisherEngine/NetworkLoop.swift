@@ -40,6 +40,14 @@ public struct NetworkCounters: Sendable, Equatable {
     public var audioFallbackActive = false
 }
 
+/// What a publisher session asks of the media source feeding it.
+public enum PublisherSessionEvent: Sendable, Equatable {
+    /// A receiver asked for a key frame on this layer (PLI/FIR), already throttled.
+    case keyFrameRequest(layer: Int)
+    /// The allocator's new target for a layer; 0 suspends it (resume on a key frame).
+    case layerTarget(layer: Int, bitrate: Int)
+}
+
 /// Something a stats consumer should hear about once (SPEC §3 events).
 public struct PublisherEvent: Sendable, Equatable {
     public enum Kind: String, Sendable { case networkConditionChanged, videoQualityChanged }
@@ -66,8 +74,11 @@ final class NetworkLoop {
     let plan: StreamPlan
     let srtpOut: SRTPSession
     let srtpIn: SRTPSession
-    let control: PublisherControl
-    let published: Locked<([OutboundStreamStats], NetworkCounters)>
+    /// What the session asks of its media source, oldest first, until `pollEvent` takes it.
+    var events: [PublisherSessionEvent] = []
+    var eventsHead = 0
+    /// Set by `stop`: drain the pacer (up to a second), then end.
+    var stopRequested = false
     var senders: [RTPStreamSender] = []
     var audioIndex: Int?
     var videoIndex: [Int] = []
@@ -119,12 +130,10 @@ final class NetworkLoop {
     let wallOffsetMicros: Int64
     var wallMicros: Int64 { nowMicros + wallOffsetMicros }
 
-    init(config: PublisherConfig, plan: StreamPlan, control: PublisherControl,
-         published: Locked<([OutboundStreamStats], NetworkCounters)>, startMicros: Int64, wallOffsetMicros: Int64) throws(SRTPError) {
+    init(config: PublisherConfig, plan: StreamPlan, startMicros: Int64, wallOffsetMicros: Int64) throws(SRTPError) {
         self.config = config
         self.plan = plan
-        self.control = control
-        self.published = published
+        events.reserveCapacity(16)
         self.wallOffsetMicros = wallOffsetMicros
         nowMicros = startMicros
         arena = PacketArena(capacity: config.packetSlots)
@@ -162,14 +171,12 @@ final class NetworkLoop {
     }
 
     var nextReport: Int64 = 0
-    var nextPublish: Int64 = 0
     var stoppingSince: Int64?
 
     /// Starts the clocks (and probing) at `now`.
     func begin(now start: Int64) {
         nowMicros = start
         nextReport = start + 200_000
-        nextPublish = start
         if estimator != nil {
             estimator!.start(now: start)
             apply(estimator!.estimate, now: start)
@@ -181,7 +188,7 @@ final class NetworkLoop {
     /// (then call `finish`). What it sends waits in the outbox for `pollTransmit`.
     func step(now: Int64) -> Int64? {
         nowMicros = now
-        let stopping = control.stopRequested
+        let stopping = stopRequested
         if estimator != nil, !pacer.isProbing, let c = estimator!.probes.nextCluster() { pacer.startProbe(c) }
         let pacerWake = pump(now: now)
         if estimator != nil {
@@ -196,25 +203,43 @@ final class NetworkLoop {
             nextReport = now + config.reportIntervalMicros + config.reportIntervalMicros * jitter / 1000
         }
         if now >= nextScore { scoreCondition(now: now); nextScore = now + 1_000_000 }
-        if now >= nextPublish { publish(); nextPublish = now + config.publishIntervalMicros }
         if stopping {
             if stoppingSince == nil { stoppingSince = now }
             // Let the pacer drain for up to a second, then go.
             if pacer.queuedPackets == 0 || now - stoppingSince! > 1_000_000 { return nil }
         }
-        var wake = min(nextReport, nextPublish)
+        var wake = nextReport
         if let p = pacerWake { wake = min(wake, p) }
         if estimator != nil { wake = min(wake, now + 50_000) }
         if stopping { wake = min(wake, now + 5_000) }
         return wake
     }
 
-    /// BYE and the last figures.
+    /// Sends BYE (the last datagrams; the driver still flushes them).
     func finish(now: Int64) {
         nowMicros = now
         sendReports(bye: true)
         counters.byeSent = true
-        publish()
+    }
+
+    /// Ends the session: the pacer drains (for up to a second) and `step` returns nil.
+    func stop() { stopRequested = true }
+
+    /// The next thing the media source should do (a key frame, a layer's new target), or nil.
+    func pollEvent() -> PublisherSessionEvent? {
+        guard eventsHead < events.count else {
+            if eventsHead > 0 { events.removeAll(keepingCapacity: true); eventsHead = 0 }
+            return nil
+        }
+        defer { eventsHead += 1 }
+        return events[eventsHead]
+    }
+
+    /// Per-stream counters and the session's counters, for the driver to publish.
+    var statistics: ([OutboundStreamStats], NetworkCounters) {
+        var c = counters
+        c.pacerQueuePackets = pacer.queuedPackets
+        return (senders.map(\.stats), c)
     }
 
     /// A frame from the encoder (or a replay loop).
@@ -223,12 +248,6 @@ final class NetworkLoop {
         case let .video(f): sendVideo(f)
         case let .audio(f): sendAudio(f)
         }
-    }
-
-    func publish() {
-        counters.pacerQueuePackets = pacer.queuedPackets
-        let s = senders.map(\.stats), c = counters
-        published.withLock { $0 = (s, c) }
     }
 
     func emit(_ e: PublisherEvent) {
@@ -303,7 +322,7 @@ final class NetworkLoop {
                                     rid: l.rid, width: l.width, height: l.height))
             }
             appliedTargets[i] = bps
-            control.setTargetBitrate(layer: i, bps: bps)
+            events.append(.layerTarget(layer: i, bitrate: bps))
         }
         for (i, idx) in videoIndex.enumerated() where i < a.layers.count {
             senders[idx].stats.targetBitrate = a.layers[i]

@@ -66,9 +66,9 @@ public final class Publisher: Sendable {
         }
         let network = JoinableThread(name: "pubbot-net") {
             do {
-                let loop = try NetworkLoop(config: config, plan: plan, control: control, published: networkState, startMicros: start,
+                let loop = try NetworkLoop(config: config, plan: plan, startMicros: start,
                                            wallOffsetMicros: Clock.wallMicros() - Clock.monotonicMicros())
-                loop.run(socket: SessionSocket(handoff.take()), mailbox: mailbox)
+                loop.run(socket: SessionSocket(handoff.take()), mailbox: mailbox, control: control, published: networkState)
             } catch {
                 networkState.withLock { $0.1.lastError = "srtp: \(error)" }
                 control.requestStop()

@@ -1,4 +1,5 @@
 import Transport
+import Stats
 
 /// The socket side of one publisher session, for its drivers (the publisher's network thread,
 /// a fleet loop): reads arrived datagrams into a batch and hands them to the session, and sends
@@ -33,26 +34,47 @@ final class SessionSocket {
 }
 
 extension NetworkLoop {
+    /// Passes what the session asks for to the media side across threads, and a stop asked for
+    /// from outside into the session.
+    func exchange(with control: PublisherControl) {
+        if control.stopRequested && !stopRequested { stop() }
+        while let e = pollEvent() {
+            switch e {
+            case let .keyFrameRequest(layer): control.requestKeyFrame(layer: layer)
+            case let .layerTarget(layer, bitrate): control.setTargetBitrate(layer: layer, bps: bitrate)
+            }
+        }
+    }
+
     /// The publisher's network thread: frames from the media thread's mailbox and datagrams from
-    /// the socket go into the session, its outbox goes out, and it sleeps until the session's
-    /// next timer, a datagram or a frame. The clock is read here, never in the session.
-    func run(socket: SessionSocket, mailbox: FrameMailbox) {
+    /// the socket go into the session, its outbox goes out, its requests go to the media thread,
+    /// its figures into `published` every `publishIntervalMicros`, and it sleeps until the
+    /// session's next timer, a datagram or a frame. Clocks are read here, never in the session.
+    func run(socket: SessionSocket, mailbox: FrameMailbox, control: PublisherControl,
+             published: Locked<([OutboundStreamStats], NetworkCounters)>) {
         var items: [FrameMailbox.Item] = []
         items.reserveCapacity(64)
         begin(now: Clock.monotonicMicros())
+        exchange(with: control)
         socket.flush(self)
+        var nextPublish = Clock.monotonicMicros()
         while true {
             let now = Clock.monotonicMicros()
             mailbox.drain(into: &items)
             for item in items { handle(item) }
             socket.read(into: self, now: now)
-            guard let wake = step(now: now) else { break }
+            exchange(with: control)
+            let wake = step(now: now)
+            exchange(with: control)
             socket.flush(self)
-            let ready = socket.socket.wait(timeoutMicros: max(0, wake - Clock.monotonicMicros()), wake: mailbox.signal)
+            if now >= nextPublish { published.withLock { $0 = statistics }; nextPublish = now + config.publishIntervalMicros }
+            guard let wake else { break }
+            let until = min(wake, nextPublish) - Clock.monotonicMicros()
+            let ready = socket.socket.wait(timeoutMicros: max(0, until), wake: mailbox.signal)
             if ready & 2 != 0 { mailbox.signal.drain() }
         }
-        socket.flush(self)
         finish(now: Clock.monotonicMicros())
         socket.flush(self)
+        published.withLock { $0 = statistics }
     }
 }

@@ -24,9 +24,7 @@ import CAllocCounter
             config.congestionControl = false
             let plan = StreamPlan(config: config)
             io = SessionSocket(try UDPSocket(for: sink.localAddress))
-            loop = try NetworkLoop(config: config, plan: plan,
-                                   control: PublisherControl(layerTargets: layers.map(\.targetBitrate)),
-                                   published: Locked(([OutboundStreamStats], NetworkCounters)([], NetworkCounters())), startMicros: 0, wallOffsetMicros: 0)
+            loop = try NetworkLoop(config: config, plan: plan, startMicros: 0, wallOffsetMicros: 0)
             streamIndex = plan.streams.firstIndex { $0.layer == 2 }!
             // Real frames from the project's encoder: a key frame and inter frames of the top layer.
             let encoder = try VP8Encoder(config: layers[2])
