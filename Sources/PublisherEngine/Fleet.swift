@@ -223,13 +223,13 @@ final class FleetLoop {
     }
 }
 
-/// A replay bot: a NetworkLoop driven by its fleet loop, and a cursor per layer into the replay
+/// A replay bot: a PublisherSession driven by its fleet loop, and a cursor per layer into the replay
 /// loops. It still reacts: a PLI jumps the layer to its next key frame, the allocator suspends
 /// and resumes layers (resuming on a key frame).
 final class ReplayBot {
     let slot: Int
     let control: PublisherControl
-    let network: NetworkLoop
+    let network: PublisherSession
     let io: SessionSocket
     let published: Locked<([OutboundStreamStats], NetworkCounters)>
     var nextPublish: Int64 = 0
@@ -264,7 +264,7 @@ final class ReplayBot {
         do { socket = try UDPSocket(for: config.destination) } catch { throw .socket(error) }
         io = SessionSocket(socket)
         do {
-            network = try NetworkLoop(config: config, plan: plan,
+            network = try PublisherSession(config: config, plan: plan,
                                       startMicros: startMicros, wallOffsetMicros: Clock.wallMicros() - Clock.monotonicMicros())
         } catch { throw .srtp(error) }
         let n = config.sendVideo ? min(config.layers.count, live?.layers.count ?? library.layers.count) : 0

@@ -66,7 +66,7 @@ public final class Publisher: Sendable {
         }
         let network = JoinableThread(name: "pubbot-net") {
             do {
-                let loop = try NetworkLoop(config: config, plan: plan, startMicros: start,
+                let loop = try PublisherSession(config: config, plan: plan, startMicros: start,
                                            wallOffsetMicros: Clock.wallMicros() - Clock.monotonicMicros())
                 loop.run(socket: SessionSocket(handoff.take()), mailbox: mailbox, control: control, published: networkState)
             } catch {

@@ -10,7 +10,7 @@ import CAllocCounter
 @Suite(.serialized) struct SendPathAllocationTests {
     struct Rig {
         let sink: UDPSocket
-        let loop: NetworkLoop
+        let loop: PublisherSession
         let io: SessionSocket
         let frames: [EncodedVideoFrame]
         let inbox = PacketBatch(capacity: 64)
@@ -24,7 +24,7 @@ import CAllocCounter
             config.congestionControl = false
             let plan = StreamPlan(config: config)
             io = SessionSocket(try UDPSocket(for: sink.localAddress))
-            loop = try NetworkLoop(config: config, plan: plan, startMicros: 0, wallOffsetMicros: 0)
+            loop = try PublisherSession(config: config, plan: plan, startMicros: 0, wallOffsetMicros: 0)
             streamIndex = plan.streams.firstIndex { $0.layer == 2 }!
             // Real frames from the project's encoder: a key frame and inter frames of the top layer.
             let encoder = try VP8Encoder(config: layers[2])

@@ -64,12 +64,17 @@ public struct PublisherEvent: Sendable, Equatable {
     public var height: Int?
 }
 
-/// The network thread: packetizes encoded frames into arena slots and queues them in the pacer;
-/// when the pacer releases a packet it stamps the transport-wide sequence number and
-/// abs-send-time, protects it in place and batches it into `sendmmsg`. It also runs the bandwidth
-/// estimator on transport-cc feedback, drives the allocator (encoder targets), sends RTCP sender
-/// reports and BYE, and reacts to RR/PLI/FIR. Owns the socket, SRTP sessions and all of that state.
-final class NetworkLoop {
+/// Everything one publisher connection does, sans-IO (the shape of str0m's `Rtc`): no clock,
+/// socket, thread or lock inside. In: `handle(_:)` (encoded frames), `handleDatagram(_:length:now:)`,
+/// `step(now:)` (timers; returns when to be called next, nil once stopped), `stop()`. Out:
+/// `pollTransmit` (protected datagrams, in order), `pollEvent` (key-frame requests, layer
+/// targets), `statistics`. Inside: packetization into arena slots, the pacer, transport-wide
+/// sequence numbers and abs-send-time, SRTP, the RTX history and retransmissions, RTCP sender
+/// reports / BYE / sender-side stats, RR/PLI/FIR/NACK handling, the bandwidth estimator, the
+/// allocator, network-condition scoring and audio fallback. Drivers: `run` in
+/// PublisherDriver.swift (the publisher's network thread) and `FleetLoop` (many bots a thread).
+/// Check with `grep -n "Clock\.\|UDPSocket\|Locked\|Thread" Sources/PublisherEngine/PublisherSession*.swift`.
+final class PublisherSession {
     let config: PublisherConfig
     let plan: StreamPlan
     let srtpOut: SRTPSession
@@ -134,6 +139,7 @@ final class NetworkLoop {
         self.config = config
         self.plan = plan
         events.reserveCapacity(16)
+        random = SplitMix64(seed: config.seed &* 0x9E37_79B9_7F4A_7C15 &+ 0x5EED)
         self.wallOffsetMicros = wallOffsetMicros
         nowMicros = startMicros
         arena = PacketArena(capacity: config.packetSlots)
@@ -172,6 +178,8 @@ final class NetworkLoop {
 
     var nextReport: Int64 = 0
     var stoppingSince: Int64?
+    /// Report-interval jitter: seeded from the config, so a run in virtual time repeats exactly.
+    var random: SplitMix64
 
     /// Starts the clocks (and probing) at `now`.
     func begin(now start: Int64) {
@@ -199,7 +207,7 @@ final class NetworkLoop {
         if now >= nextReport {
             sendReports(bye: false)
             // RFC 3550 §6.3.1: randomize the interval in [0.5, 1.5] × T.
-            let jitter = Int64(SecureRandom.uint32() % 1000) - 500
+            let jitter = Int64(random.next() % 1000) - 500
             nextReport = now + config.reportIntervalMicros + config.reportIntervalMicros * jitter / 1000
         }
         if now >= nextScore { scoreCondition(now: now); nextScore = now + 1_000_000 }

@@ -11,7 +11,7 @@ final class SessionSocket {
     init(_ socket: UDPSocket) { self.socket = socket }
 
     /// Hands the session everything waiting on the socket (up to 8 batches), stamped `now`.
-    func read(into session: NetworkLoop, now: Int64) {
+    func read(into session: PublisherSession, now: Int64) {
         for _ in 0..<8 {
             let n: Int
             do { n = try socket.receive(into: rx) } catch {
@@ -24,7 +24,7 @@ final class SessionSocket {
     }
 
     /// Sends the session's outbox (batched `sendmmsg`, GSO where the kernel takes it).
-    func flush(_ session: NetworkLoop) {
+    func flush(_ session: PublisherSession) {
         guard session.outCount > 0 else { return }
         let socket = self.socket
         session.pollTransmit { pointers, lengths, count, destination throws(SocketError) in
@@ -33,7 +33,7 @@ final class SessionSocket {
     }
 }
 
-extension NetworkLoop {
+extension PublisherSession {
     /// Passes what the session asks for to the media side across threads, and a stop asked for
     /// from outside into the session.
     func exchange(with control: PublisherControl) {

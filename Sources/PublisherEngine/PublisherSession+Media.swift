@@ -4,7 +4,7 @@ import Stats
 import Transport
 import Congestion
 
-extension NetworkLoop {
+extension PublisherSession {
     /// Packetizes one frame into arena slots and queues them in the pacer.
     func sendVideo(_ frame: EncodedVideoFrame) {
         guard frame.layer < videoIndex.count else { return }

@@ -3,7 +3,7 @@ import Stats
 import Transport
 import Congestion
 
-extension NetworkLoop {
+extension PublisherSession {
     func sendReports(bye: Bool) {
         let mono = nowMicros
         let ntp = NTPTime.ntp(unixMicros: wallMicros)
