@@ -1,0 +1,386 @@
+import Transport
+import Stats
+import Impairment
+import RTPCore
+import MediaCodecs
+import Congestion
+
+/// The receiving side of every publisher on one port, sans-IO (no clock, socket, thread or
+/// lock): the router terminating each publisher's uplink (SRTP, demux, a `PeerSession` per
+/// source address with its transport-cc, NACK, PLI and reports) and the subscriber behind it
+/// (reassembly, decoding, stamps, freezes), with the `--impair` uplink and `--downlink-impair`
+/// emulators (pure, time passed in) where the receiver applies them. In: `handleDatagram`,
+/// `step(now:)` (delivers what the emulated links hold, sends feedback; returns when to be
+/// called next). Out: `pollTransmit` (SRTCP feedback to each publisher), `snapshot`. The driver
+/// is `LoopbackReceiver` (its thread reads the socket and the clock).
+/// Check with `grep -n "Clock\.\|UDPSocket\|Locked\|Thread" Sources/LoopbackReceiver/ReceiverSession.swift`.
+final class ReceiverSession {
+    let config: ReceiverConfig
+    let srtp: SRTPSession
+    var streams: [UInt32: ReceiveStream] = [:]
+    var order: [UInt32] = []
+    var snap: ReceiverSnapshot
+    var emulator: LinkEmulator?
+    let delayLine: DelayLine?
+    var downlink: LinkEmulator?
+    let downlinkLine: DelayLine?
+    let srtpOut: SRTPSession
+    /// Publishers by source address: feedback for each goes back there.
+    var peers: [PeerSession] = []
+    var peerIndex: [SocketAddress: Int] = [:]
+    let ssrc: UInt32
+    /// Feedback waiting for the driver (SRTCP, one datagram a slot), and where each goes.
+    let out = PacketBatch(capacity: 64)
+    var outDestinations: [SocketAddress]
+    var outCount = 0
+    /// Report-interval jitter, seeded: a run in virtual time repeats exactly.
+    var random: SplitMix64
+    /// Wall clock − monotonic clock (fixed at start): wall times are `now + wallOffsetMicros`.
+    let wallOffsetMicros: Int64
+
+    init(config: ReceiverConfig, startMicros: Int64, wallOffsetMicros: Int64, seed: UInt64) throws(SRTPError) {
+        self.config = config
+        self.wallOffsetMicros = wallOffsetMicros
+        random = SplitMix64(seed: seed)
+        ssrc = UInt32(truncatingIfNeeded: random.next()) | 1
+        outDestinations = [SocketAddress](repeating: config.listen, count: out.capacity)
+        srtp = try SRTPSession(key: config.key, direction: .inbound)
+        srtpOut = try SRTPSession(key: config.key, direction: .outbound)
+        snap = ReceiverSnapshot(streams: [], rejected: RejectedPackets(), packetsAccepted: 0, rtcpReceived: 0, senderReports: 0, byes: 0)
+        if let schedule = config.impairment {
+            emulator = LinkEmulator(schedule: schedule, seed: config.impairmentSeed, startMicros: startMicros)
+            delayLine = DelayLine(capacity: 8192)
+        } else {
+            delayLine = nil
+        }
+        if let schedule = config.downlinkImpairment {
+            downlink = LinkEmulator(schedule: schedule, seed: config.impairmentSeed &+ 1, startMicros: startMicros)
+            downlinkLine = DelayLine(capacity: 8192)
+        } else {
+            downlinkLine = nil
+        }
+    }
+
+    /// Delivers what the emulated links hold until `now` and sends the feedback that is due;
+    /// returns when it wants to be called again (10 ms at the latest: NACK checks run every 20 ms).
+    func step(now: Int64) -> Int64 {
+        deliverDue(now: now)
+        deliverDownlink(now: now)
+        sendFeedback(now: now)
+        var wake = now + 10_000
+        if let due = delayLine?.nextDue { wake = min(wake, due) }
+        if let due = downlinkLine?.nextDue { wake = min(wake, due) }
+        return max(now, wake)
+    }
+
+    /// What the receiver has seen so far; `final` closes every stream's figures (the run ended).
+    func snapshot(final: Bool) -> ReceiverSnapshot {
+        if final { for s in streams.values { s.finalize() } }
+        snap.streams = order.compactMap { streams[$0]?.stats }
+        snap.streamPublisher = order.compactMap { streams[$0]?.peer }
+        if snap.publishers.count != peers.count { snap.publishers = peers.map(\.address.description) }
+        if let emulator { snap.impairment = emulator.counters; snap.impairment?.droppedByQueue += delayLine?.overflows ?? 0 }
+        if let downlink { snap.downlinkImpairment = downlink.counters; snap.downlinkImpairment?.droppedByQueue += downlinkLine?.overflows ?? 0 }
+        return snap
+    }
+
+    /// A receive error the driver saw on the socket.
+    func handleSocketError(_ error: SocketError) {
+        // A publisher that left answers our feedback with ICMP port unreachable: not ours to fix.
+        if error.errno == 111 { snap.feedbackUnreachable += 1 } else { snap.lastError = error.description }
+    }
+
+    /// One datagram from `from`, arrived at `now` (`length` as received: longer than
+    /// `PacketBatch.maxPacketSize` means it was truncated). With `--impair` the emulated uplink
+    /// first decides whether and when it arrives (delivered by `step`).
+    func handleDatagram(_ p: UnsafeMutableRawPointer, length len: Int, from: SocketAddress?, now: Int64) {
+        guard len <= PacketBatch.maxPacketSize else { snap.rejected.oversized += 1; return }
+        if emulator != nil, let line = delayLine {
+            // The emulated path decides loss and delivery time; delivery happens in deliverDue.
+            if let due = emulator!.admit(size: len, now: now) { line.push(p, length: len, due: due, from: from) }
+            else if len >= 12, p.load(as: UInt8.self) >> 6 == 2, !(192...223).contains(p.load(fromByteOffset: 1, as: UInt8.self)) {
+                // Attribute the drop to its SSRC (cleartext in the SRTP header) for the stats.
+                let ssrc = UInt32(bigEndian: p.loadUnaligned(fromByteOffset: 8, as: UInt32.self))
+                if snap.uplinkDropsBySSRC.count < 1024 || snap.uplinkDropsBySSRC[ssrc] != nil { snap.uplinkDropsBySSRC[ssrc, default: 0] += 1 }
+            }
+        } else {
+            handle(p, length: len, now: now, wall: now + wallOffsetMicros, from: from)
+        }
+    }
+
+    func deliverDue(now: Int64) {
+        guard let line = delayLine else { return }
+        let wall = now + wallOffsetMicros
+        while let (p, len, from) = line.popDue(now: now) { handle(p, length: len, now: now, wall: wall, from: from) }
+    }
+
+    func deliverDownlink(now: Int64) {
+        guard let line = downlinkLine else { return }
+        let wall = now + wallOffsetMicros
+        while let (p, len, from) = line.popDue(now: now) {
+            if let from, let i = peerIndex[from] { subscriberReceive(p, length: len, now: now, wall: wall, peer: peers[i]) }
+        }
+    }
+
+    /// The subscriber side: reassembly and decoding of a plain RTP packet (media or RTX).
+    func subscriberReceive(_ p: UnsafeMutableRawPointer, length: Int, now: Int64, wall: Int64, peer: PeerSession) {
+        let span = Span(_unsafeStart: p.assumingMemoryBound(to: UInt8.self), count: length)
+        guard let header = try? RTPHeader.parse(span), let ext = try? RTPExtensionValues.parse(span, header: header) else { return }
+        if config.rtxPayloadTypes.contains(header.payloadType) {
+            receiveRetransmission(header, ext, span, now: now, wall: wall, peer: peer)
+        } else if let stream = streams[header.ssrc], stream.peer == peer.index {
+            guard forwarded(stream) else { return }
+            stream.receive(header: header, extensions: ext, packet: span, nowMicros: now, wallMicros: wall)
+        }
+    }
+
+    /// With `--prefer`, whether the router forwards this stream to the subscriber.
+    func forwarded(_ stream: ReceiveStream) -> Bool {
+        guard let want = config.preferredHeight, stream.stats.kind == .video else { return true }
+        let heights = peers[stream.peer].order.compactMap { streams[$0] }.filter { $0.stats.kind == .video }.compactMap(\.routerHeight)
+        guard let h = stream.routerHeight, !heights.isEmpty else { return false } // not known yet: wait for its key frame
+        let pick = heights.filter { $0 <= want }.max() ?? heights.min()!
+        return h == pick
+    }
+
+    /// Passes a packet the router accepted on to the subscriber, through the downlink if emulated.
+    func forward(_ p: UnsafeMutableRawPointer, length: Int, now: Int64, wall: Int64, peer: PeerSession) {
+        if downlink != nil, let line = downlinkLine {
+            if let due = downlink!.admit(size: length, now: now) { line.push(p, length: length, due: due, from: peer.address) }
+        } else {
+            subscriberReceive(p, length: length, now: now, wall: wall, peer: peer)
+        }
+    }
+
+    /// The session of the publisher sending from `from` (created on its first authenticated
+    /// packet; nil when `maxPublishers` are already served).
+    func session(_ from: SocketAddress?) -> PeerSession? {
+        guard let from else { return nil }
+        if let i = peerIndex[from] { return peers[i] }
+        guard peers.count < config.maxPublishers else { return nil }
+        let peer = PeerSession(index: peers.count, address: from, ssrc: ssrc)
+        peers.append(peer)
+        peerIndex[from] = peer.index
+        return peer
+    }
+
+    func handle(_ p: UnsafeMutableRawPointer, length len: Int, now: Int64, wall: Int64, from: SocketAddress?) {
+        let bytes = p.assumingMemoryBound(to: UInt8.self)
+        switch RTPDemux.classify(Span(_unsafeStart: bytes, count: len)) {
+        case .other:
+            snap.rejected.notRTP += 1
+        case .rtcp:
+            do {
+                let plain = try srtp.unprotectRTCP(p, length: len)
+                guard let peer = session(from) else { snap.refusedOverCapacity += 1; return }
+                var it = RTCPCompoundIterator()
+                let span = Span(_unsafeStart: bytes, count: plain)
+                while let packet = try it.next(in: span) {
+                    switch packet {
+                    case let .senderReport(sr):
+                        snap.senderReports += 1
+                        if let st = streams[sr.ssrc], st.peer == peer.index { st.lastSenderReport = (NTPTime.compact(sr.ntpTime), now) }
+                    case let .application(app):
+                        if let sst = SenderSideStats(app) { snap.senderStats = sst; snap.senderStatsReceived += 1 }
+                    case let .goodbye(bye):
+                        snap.byes += 1
+                        for s in bye.ssrcs where streams[s]?.peer == peer.index { streams[s]?.stats.byeReceived = true }
+                    default: break
+                    }
+                }
+                snap.rtcpReceived += 1
+            } catch let e as SRTPError {
+                count(e)
+            } catch {
+                snap.rejected.malformed += 1
+            }
+        case .rtp:
+            let plain: Int
+            do { plain = try srtp.unprotectRTP(p, length: len) } catch { count(error); return }
+            let span = Span(_unsafeStart: bytes, count: plain)
+            let header: RTPHeader
+            let ext: RTPExtensionValues
+            do {
+                header = try RTPHeader.parse(span)
+                ext = try RTPExtensionValues.parse(span, header: header)
+            } catch {
+                snap.rejected.malformed += 1
+                return
+            }
+            guard let peer = session(from) else { snap.refusedOverCapacity += 1; return }
+            if config.rtxPayloadTypes.contains(header.payloadType) {
+                if let tw = ext.transportSequenceNumber { peer.feedback.onPacket(transportSequence: tw, arrivalMicros: now) }
+                snap.packetsAccepted += 1
+                forward(p, length: plain, now: now, wall: wall, peer: peer)
+                return
+            }
+            let kind: MediaKind
+            if config.videoPayloadTypes.contains(header.payloadType) { kind = .video }
+            else if config.audioPayloadTypes.contains(header.payloadType) { kind = .audio }
+            else { snap.rejected.unknownPayloadType += 1; return }
+            let stream: ReceiveStream
+            if let s = streams[header.ssrc] {
+                // The same SSRC from another publisher: a collision (or a spoof), not this stream.
+                guard s.peer == peer.index else { snap.rejected.malformed += 1; return }
+                stream = s
+            } else {
+                guard streams.count < config.maxStreams, peer.order.count < 32 else { snap.refusedOverCapacity += 1; return }
+                stream = ReceiveStream(ssrc: header.ssrc, kind: kind, payloadType: header.payloadType,
+                                       decodeVideo: config.decodeVideo && peer.index < config.decodedPublishers)
+                stream.preferredFrameRate = config.preferredFrameRate
+                stream.peer = peer.index
+                streams[header.ssrc] = stream
+                order.append(header.ssrc)
+                peer.order.append(header.ssrc)
+            }
+            snap.packetsAccepted += 1
+            if snap.firstPacketMicros == nil { snap.firstPacketMicros = now }
+            snap.lastPacketMicros = now
+            if let tw = ext.transportSequenceNumber { peer.feedback.onPacket(transportSequence: tw, arrivalMicros: now) }
+            if let mid = ext.mid, stream.stats.mid == nil { stream.stats.mid = mid }
+            if let rid = ext.rid, stream.stats.rid == nil { stream.stats.rid = rid }
+            stream.routerObserve(header: header, nowMicros: now)
+            if kind == .video && stream.routerHeight == nil { stream.learnResolution(span.extracting(header.payloadRange)) }
+            stream.stats.wireBytesReceived += len
+            forward(p, length: plain, now: now, wall: wall, peer: peer)
+        }
+    }
+
+    // MARK: feedback
+
+    /// Receiver reports + SDES about once a second, and a PLI (throttled) for every stream that
+    /// lost its reference chain.
+    func sendFeedback(now: Int64) {
+        for peer in peers where !peer.order.isEmpty { sendFeedback(peer, now: now) }
+    }
+
+    func sendFeedback(_ peer: PeerSession, now: Int64) {
+        if now >= peer.nextTransportFeedback {
+            peer.nextTransportFeedback = now + 100_000
+            sendTransportFeedback(peer)
+        }
+        if now >= peer.nextNack {
+            peer.nextNack = now + 20_000
+            sendNacks(peer, now: now)
+        }
+        var plis: [UInt32] = []
+        for id in peer.order {
+            guard let s = streams[id], s.stats.kind == .video, s.wantsKeyFrame else { continue }
+            if now - (peer.lastPLI[id] ?? .min / 2) >= 500_000 { plis.append(id); peer.lastPLI[id] = now }
+        }
+        let reportDue = now >= peer.nextReport
+        guard reportDue || !plis.isEmpty else { return }
+        var blocks: [ReportBlock] = []
+        if reportDue {
+            peer.nextReport = now + 500_000 + Int64(random.next() % 1_000_000) // 1 s ± 50 %
+            for id in peer.order.prefix(31) { if let b = streams[id]?.reportBlock(nowMicros: now) { blocks.append(b) } }
+        }
+        let ssrc = self.ssrc
+        let sent = sendRTCP(to: peer.address) { w throws(RTPWriteError) in
+            try ReceiverReport(ssrc: ssrc, reports: blocks).write(to: &w)
+            if reportDue { try SourceDescription(chunks: [.init(ssrc: ssrc, cname: "pubbot-receiver")]).write(to: &w) }
+            for id in plis { try PictureLossIndication(senderSSRC: ssrc, mediaSSRC: id).write(to: &w) }
+        }
+        if sent { snap.pliSent += plis.count }
+    }
+
+    /// Writes one RTCP compound into an outbox slot, protects it and queues it for the publisher.
+    @discardableResult
+    func sendRTCP(to peer: SocketAddress, _ write: (inout ByteWriter) throws(RTPWriteError) -> Void) -> Bool {
+        guard outCount < out.capacity else { snap.lastError = "rtcp: outbox full"; return false }
+        let slot = out.slot(outCount)
+        var w = ByteWriter(UnsafeMutableRawBufferPointer(start: slot.baseAddress, count: PacketBatch.maxPacketSize))
+        do throws(RTPWriteError) { try write(&w) } catch {
+            snap.lastError = "rtcp: \(error)"
+            return false
+        }
+        do {
+            out.lengths[outCount] = UInt32(try srtpOut.protectRTCP(slot.baseAddress!, length: w.count, capacity: PacketBatch.slotSize))
+        } catch {
+            snap.lastError = "rtcp protect: \(error)"
+            return false
+        }
+        outDestinations[outCount] = peer
+        outCount += 1
+        snap.rtcpSent += 1
+        return true
+    }
+
+    /// Hands each queued feedback datagram to `send` (bytes, destination), in order.
+    func pollTransmit(_ send: (UnsafeRawBufferPointer, SocketAddress) throws(SocketError) -> Void) {
+        for i in 0..<outCount {
+            do { try send(UnsafeRawBufferPointer(start: out.slot(i).baseAddress, count: Int(out.lengths[i])), outDestinations[i]) } catch {
+                snap.lastError = "rtcp send: \(error)"
+            }
+        }
+        outCount = 0
+    }
+
+    /// transport-cc feedback (RTPFB FMT 15) for everything received since the last one, every
+    /// 100 ms, as reduced-size RTCP (RFC 5506).
+    func sendTransportFeedback(_ peer: PeerSession) {
+        for fb in peer.feedback.makeFeedback() {
+            if sendRTCP(to: peer.address, { w throws(RTPWriteError) in try fb.write(to: &w) }) { snap.transportFeedbackSent += 1 }
+        }
+    }
+
+    /// RTX (RFC 4588): the payload starts with the original sequence number (OSN), then the
+    /// original payload; it is fed to the media stream as if it had arrived in time.
+    func receiveRetransmission(_ h: RTPHeader, _ ext: RTPExtensionValues, _ packet: Span<UInt8>, now: Int64, wall: Int64, peer: PeerSession) {
+        if h.payloadRange.isEmpty { snap.rtxPaddingReceived += 1; return }
+        var media = peer.rtxToMedia[h.ssrc]
+        if media == nil, let rid = ext.repairedRid {
+            media = peer.order.first { streams[$0]?.stats.rid == rid && streams[$0]?.stats.kind == .video }
+            if let m = media, peer.rtxToMedia.count < 32 { peer.rtxToMedia[h.ssrc] = m }
+        }
+        guard let m = media, let stream = streams[m], h.payloadRange.count >= 2 else { snap.rejected.malformed += 1; return }
+        let osn = UInt16(packet[h.payloadRange.lowerBound]) << 8 | UInt16(packet[h.payloadRange.lowerBound + 1])
+        snap.retransmissionsReceived += 1
+        stream.stats.packetsRecovered += 1
+        stream.receiveVideo(sequenceNumber: osn, timestamp: h.timestamp, marker: h.marker,
+                            packet.extracting((h.payloadRange.lowerBound + 2)..<h.payloadRange.upperBound), nowMicros: now, wallMicros: wall)
+    }
+
+    /// Generic NACKs (RFC 4585) for the gaps each video stream is still waiting for.
+    func sendNacks(_ peer: PeerSession, now: Int64) {
+        var nacks: [GenericNACK] = []
+        let ssrc = self.ssrc
+        for id in peer.order {
+            guard let s = streams[id], s.stats.kind == .video else { continue }
+            s.releaseFrames(nowMicros: now, wallMicros: now + wallOffsetMicros)
+            let lost = s.nack.due(now: now)
+            if !lost.isEmpty { nacks.append(GenericNACK(senderSSRC: ssrc, mediaSSRC: id, lost: lost)) }
+        }
+        guard !nacks.isEmpty else { return }
+        if sendRTCP(to: peer.address, { w throws(RTPWriteError) in for n in nacks { try n.write(to: &w) } }) { snap.nackSent += nacks.count }
+    }
+
+    func count(_ e: SRTPError) {
+        switch e {
+        case .authenticationFailed: snap.rejected.authenticationFailed += 1
+        case .replayed, .tooOld: snap.rejected.replayed += 1
+        default: snap.rejected.malformed += 1
+        }
+    }
+}
+
+/// One publisher as the receiver sees it: a source address with its own transport-wide
+/// sequence space (transport-cc feedback), report, NACK and PLI timers and streams.
+final class PeerSession {
+    let index: Int
+    let address: SocketAddress
+    var order: [UInt32] = []
+    var feedback: TransportFeedbackGenerator
+    var nextTransportFeedback: Int64 = 0
+    var nextNack: Int64 = 0
+    var nextReport: Int64 = 0
+    var lastPLI: [UInt32: Int64] = [:]
+    /// RTX SSRC → media SSRC, learned from repaired-rtp-stream-id.
+    var rtxToMedia: [UInt32: UInt32] = [:]
+
+    init(index: Int, address: SocketAddress, ssrc: UInt32) {
+        self.index = index
+        self.address = address
+        feedback = TransportFeedbackGenerator(senderSSRC: ssrc)
+    }
+}
