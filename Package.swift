@@ -3,7 +3,6 @@ import PackageDescription
 
 // pubbot: a headless test-publisher bot for real-time video.
 // No package dependencies: the C libraries come in as system-library targets.
-let strict: [SwiftSetting] = [.unsafeFlags(["-Ounchecked"], .when(configuration: .release))]
 // The hot path (packetizer, arena, send loop): no dynamic exclusivity checks in release builds
 // (measured by `scripts/bench`: they cost ~10 % of a packet; debug builds keep them).
 let hot: [SwiftSetting] = [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
@@ -31,7 +30,9 @@ let package = Package(
         .target(name: "Transport", dependencies: ["CSRTP", "CLinuxNet", "RTPCore"], swiftSettings: hot),
         .target(name: "PublisherEngine", dependencies: ["RTPCore", "MediaCodecs", "Transport", "Stats", "Congestion"], swiftSettings: hot),
         .target(name: "LoopbackReceiver", dependencies: ["RTPCore", "MediaCodecs", "Transport", "Stats", "Impairment", "Congestion"]),
-        .target(name: "BotCLI", dependencies: ["PublisherEngine", "LoopbackReceiver", "Transport", "Stats", "RTPCore", "MediaCodecs", "Impairment", "Congestion", "Preflight"],
+        // The publisher and receiver sessions connected in virtual time (`pubbot simulate`, scenario tests).
+        .target(name: "Simulation", dependencies: ["PublisherEngine", "LoopbackReceiver", "MediaCodecs", "Transport", "Stats"]),
+        .target(name: "BotCLI", dependencies: ["PublisherEngine", "LoopbackReceiver", "Simulation", "Transport", "Stats", "RTPCore", "MediaCodecs", "Impairment", "Congestion", "Preflight"],
                 exclude: ["stats.schema.json", "preflight.schema.json", "load-report.schema.json"]), // output schemas, beside the code that emits them
         .executableTarget(name: "pubbot", dependencies: ["BotCLI"]),
         // Benchmarks (`scripts/bench`): the hot path against C baselines compiled here, with
@@ -51,5 +52,6 @@ let package = Package(
         .testTarget(name: "LoopbackReceiverTests", dependencies: ["LoopbackReceiver", "Transport", "RTPCore", "MediaCodecs"]),
         .testTarget(name: "BotCLITests", dependencies: ["BotCLI"]),
         .testTarget(name: "IntegrationTests", dependencies: ["PublisherEngine", "LoopbackReceiver", "Transport", "BotCLI"]),
+        .testTarget(name: "SimulationTests", dependencies: ["Simulation", "PublisherEngine", "LoopbackReceiver", "MediaCodecs", "Transport", "Impairment", "Stats"]),
     ]
 )

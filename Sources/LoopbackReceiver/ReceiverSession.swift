@@ -14,8 +14,8 @@ import Congestion
 /// called next). Out: `pollTransmit` (SRTCP feedback to each publisher), `snapshot`. The driver
 /// is `LoopbackReceiver` (its thread reads the socket and the clock).
 /// Check with `grep -n "Clock\.\|UDPSocket\|Locked\|Thread" Sources/LoopbackReceiver/ReceiverSession.swift`.
-final class ReceiverSession {
-    let config: ReceiverConfig
+public final class ReceiverSession {
+    public let config: ReceiverConfig
     let srtp: SRTPSession
     var streams: [UInt32: ReceiveStream] = [:]
     var order: [UInt32] = []
@@ -38,7 +38,7 @@ final class ReceiverSession {
     /// Wall clock − monotonic clock (fixed at start): wall times are `now + wallOffsetMicros`.
     let wallOffsetMicros: Int64
 
-    init(config: ReceiverConfig, startMicros: Int64, wallOffsetMicros: Int64, seed: UInt64) throws(SRTPError) {
+    public init(config: ReceiverConfig, startMicros: Int64, wallOffsetMicros: Int64, seed: UInt64) throws(SRTPError) {
         self.config = config
         self.wallOffsetMicros = wallOffsetMicros
         random = SplitMix64(seed: seed)
@@ -63,7 +63,7 @@ final class ReceiverSession {
 
     /// Delivers what the emulated links hold until `now` and sends the feedback that is due;
     /// returns when it wants to be called again (10 ms at the latest: NACK checks run every 20 ms).
-    func step(now: Int64) -> Int64 {
+    public func step(now: Int64) -> Int64 {
         deliverDue(now: now)
         deliverDownlink(now: now)
         sendFeedback(now: now)
@@ -73,8 +73,11 @@ final class ReceiverSession {
         return max(now, wake)
     }
 
+    /// Nothing is held in the emulated links (uplink or downlink).
+    public var linkIsEmpty: Bool { delayLine?.nextDue == nil && downlinkLine?.nextDue == nil }
+
     /// What the receiver has seen so far; `final` closes every stream's figures (the run ended).
-    func snapshot(final: Bool) -> ReceiverSnapshot {
+    public func snapshot(final: Bool) -> ReceiverSnapshot {
         if final { for s in streams.values { s.finalize() } }
         snap.streams = order.compactMap { streams[$0]?.stats }
         snap.streamPublisher = order.compactMap { streams[$0]?.peer }
@@ -85,7 +88,7 @@ final class ReceiverSession {
     }
 
     /// A receive error the driver saw on the socket.
-    func handleSocketError(_ error: SocketError) {
+    public func handleSocketError(_ error: SocketError) {
         // A publisher that left answers our feedback with ICMP port unreachable: not ours to fix.
         if error.errno == 111 { snap.feedbackUnreachable += 1 } else { snap.lastError = error.description }
     }
@@ -93,7 +96,7 @@ final class ReceiverSession {
     /// One datagram from `from`, arrived at `now` (`length` as received: longer than
     /// `PacketBatch.maxPacketSize` means it was truncated). With `--impair` the emulated uplink
     /// first decides whether and when it arrives (delivered by `step`).
-    func handleDatagram(_ p: UnsafeMutableRawPointer, length len: Int, from: SocketAddress?, now: Int64) {
+    public func handleDatagram(_ p: UnsafeMutableRawPointer, length len: Int, from: SocketAddress?, now: Int64) {
         guard len <= PacketBatch.maxPacketSize else { snap.rejected.oversized += 1; return }
         if emulator != nil, let line = delayLine {
             // The emulated path decides loss and delivery time; delivery happens in deliverDue.
@@ -307,7 +310,7 @@ final class ReceiverSession {
     }
 
     /// Hands each queued feedback datagram to `send` (bytes, destination), in order.
-    func pollTransmit(_ send: (UnsafeRawBufferPointer, SocketAddress) throws(SocketError) -> Void) {
+    public func pollTransmit(_ send: (UnsafeRawBufferPointer, SocketAddress) throws(SocketError) -> Void) {
         for i in 0..<outCount {
             do { try send(UnsafeRawBufferPointer(start: out.slot(i).baseAddress, count: Int(out.lengths[i])), outDestinations[i]) } catch {
                 snap.lastError = "rtcp send: \(error)"

@@ -17,7 +17,7 @@ public struct MediaCounters: Sendable, Equatable {
     public var lateFrames: [Int]
     public var error: String?
 
-    init(layers: Int) {
+    public init(layers: Int) {
         framesEncoded = Array(repeating: 0, count: layers)
         keyFramesEncoded = Array(repeating: 0, count: layers)
         encodeMicros = Array(repeating: 0, count: layers)

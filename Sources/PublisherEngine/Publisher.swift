@@ -9,6 +9,14 @@ public struct PublisherSnapshot: Sendable, Equatable {
     public var network: NetworkCounters
     public var elapsedMicros: Int64
     public var mailboxDrops: Int
+
+    public init(streams: [OutboundStreamStats], media: MediaCounters, network: NetworkCounters, elapsedMicros: Int64, mailboxDrops: Int = 0) {
+        self.streams = streams
+        self.media = media
+        self.network = network
+        self.elapsedMicros = elapsedMicros
+        self.mailboxDrops = mailboxDrops
+    }
 }
 
 /// A running publisher: a media thread (synthesize + encode) and a network thread (packetize,

@@ -231,7 +231,7 @@ extension PublisherSession {
     /// `send` returns how many of a run went out (the rest count as send-buffer drops) or throws
     /// (counted by cause). The slots are free again afterwards. The driver owns the socket: this
     /// is the session's only way out.
-    func pollTransmit(_ send: (UnsafePointer<UnsafeMutableRawPointer?>, UnsafePointer<UInt32>, Int, SocketAddress) throws(SocketError) -> Int) {
+    public func pollTransmit(_ send: (UnsafePointer<UnsafeMutableRawPointer?>, UnsafePointer<UInt32>, Int, SocketAddress) throws(SocketError) -> Int) {
         var i = 0
         while i < outCount {
             let destination = outDestinations[i]

@@ -105,7 +105,7 @@ extension PublisherSession {
     /// One datagram from the network, arrived at `now`, in a buffer the session may decrypt in
     /// place (`length` bytes; anything over `PacketBatch.maxPacketSize` was truncated). Only
     /// SRTCP from the receiver is expected; anything else is counted and dropped.
-    func handleDatagram(_ p: UnsafeMutableRawPointer, length len: Int, now: Int64) {
+    public func handleDatagram(_ p: UnsafeMutableRawPointer, length len: Int, now: Int64) {
         nowMicros = now
         guard len <= PacketBatch.maxPacketSize else { counters.rtcpRejected += 1; return }
         let kind = RTPDemux.classify(Span(_unsafeStart: p.assumingMemoryBound(to: UInt8.self), count: min(len, 2)))
@@ -127,5 +127,5 @@ extension PublisherSession {
     }
 
     /// A receive error the driver saw on the socket (ICMP port unreachable arrives this way).
-    func handleSocketError(_ error: SocketError) { record(error) }
+    public func handleSocketError(_ error: SocketError) { record(error) }
 }

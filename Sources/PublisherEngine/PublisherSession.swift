@@ -74,9 +74,9 @@ public struct PublisherEvent: Sendable, Equatable {
 /// allocator, network-condition scoring and audio fallback. Drivers: `run` in
 /// PublisherDriver.swift (the publisher's network thread) and `FleetLoop` (many bots a thread).
 /// Check with `grep -n "Clock\.\|UDPSocket\|Locked\|Thread" Sources/PublisherEngine/PublisherSession*.swift`.
-final class PublisherSession {
-    let config: PublisherConfig
-    let plan: StreamPlan
+public final class PublisherSession {
+    public let config: PublisherConfig
+    public let plan: StreamPlan
     let srtpOut: SRTPSession
     let srtpIn: SRTPSession
     /// What the session asks of its media source, oldest first, until `pollEvent` takes it.
@@ -135,7 +135,7 @@ final class PublisherSession {
     let wallOffsetMicros: Int64
     var wallMicros: Int64 { nowMicros + wallOffsetMicros }
 
-    init(config: PublisherConfig, plan: StreamPlan, startMicros: Int64, wallOffsetMicros: Int64) throws(SRTPError) {
+    public init(config: PublisherConfig, plan: StreamPlan, startMicros: Int64, wallOffsetMicros: Int64) throws(SRTPError) {
         self.config = config
         self.plan = plan
         events.reserveCapacity(16)
@@ -182,7 +182,7 @@ final class PublisherSession {
     var random: SplitMix64
 
     /// Starts the clocks (and probing) at `now`.
-    func begin(now start: Int64) {
+    public func begin(now start: Int64) {
         nowMicros = start
         nextReport = start + 200_000
         if estimator != nil {
@@ -194,7 +194,7 @@ final class PublisherSession {
     /// One turn of the loop at `now`: pacer, timers (the driver has handed in the frames and
     /// datagrams that arrived). Returns when it wants the next turn, or nil once it has stopped
     /// (then call `finish`). What it sends waits in the outbox for `pollTransmit`.
-    func step(now: Int64) -> Int64? {
+    public func step(now: Int64) -> Int64? {
         nowMicros = now
         let stopping = stopRequested
         if estimator != nil, !pacer.isProbing, let c = estimator!.probes.nextCluster() { pacer.startProbe(c) }
@@ -224,17 +224,17 @@ final class PublisherSession {
     }
 
     /// Sends BYE (the last datagrams; the driver still flushes them).
-    func finish(now: Int64) {
+    public func finish(now: Int64) {
         nowMicros = now
         sendReports(bye: true)
         counters.byeSent = true
     }
 
     /// Ends the session: the pacer drains (for up to a second) and `step` returns nil.
-    func stop() { stopRequested = true }
+    public func stop() { stopRequested = true }
 
     /// The next thing the media source should do (a key frame, a layer's new target), or nil.
-    func pollEvent() -> PublisherSessionEvent? {
+    public func pollEvent() -> PublisherSessionEvent? {
         guard eventsHead < events.count else {
             if eventsHead > 0 { events.removeAll(keepingCapacity: true); eventsHead = 0 }
             return nil
@@ -244,14 +244,14 @@ final class PublisherSession {
     }
 
     /// Per-stream counters and the session's counters, for the driver to publish.
-    var statistics: ([OutboundStreamStats], NetworkCounters) {
+    public var statistics: ([OutboundStreamStats], NetworkCounters) {
         var c = counters
         c.pacerQueuePackets = pacer.queuedPackets
         return (senders.map(\.stats), c)
     }
 
     /// A frame from the encoder (or a replay loop).
-    func handle(_ item: FrameMailbox.Item) {
+    public func handle(_ item: FrameMailbox.Item) {
         switch item {
         case let .video(f): sendVideo(f)
         case let .audio(f): sendAudio(f)

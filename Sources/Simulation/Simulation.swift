@@ -1,0 +1,330 @@
+public import PublisherEngine
+public import LoopbackReceiver
+public import MediaCodecs
+public import Transport
+public import Stats
+
+/// How a simulated run is set up: the same publisher and receiver configurations `publish` and
+/// `receive` use (the receiver's `impairment` is the emulated uplink, exactly as
+/// `receive --impair`), the media, and how long.
+public struct SimulationConfig: Sendable {
+    public enum Media: Sendable {
+        /// Pre-encoded loops (fast: no encoding while running).
+        case replay(ReplayLibrary)
+        /// Live VP8/Opus encoders fed the synthetic source at simulated time (real encoder
+        /// behaviour — rate control, frame drops — at the encoders' CPU cost).
+        case encode
+    }
+
+    public var publisher: PublisherConfig
+    public var receiver: ReceiverConfig
+    public var media: Media
+    public var durationMicros: Int64 = 60_000_000
+    /// Seeds the sessions' generators and the synthetic source: the same seed gives the same run.
+    public var seed: UInt64 = 1
+    /// The simulated wall clock at the start, epoch µs (2026-01-01T00:00:00Z by default).
+    public var epochMicros: Int64 = 1_767_225_600_000_000
+
+    public init(publisher: PublisherConfig, receiver: ReceiverConfig, media: Media) {
+        self.publisher = publisher
+        self.receiver = receiver
+        self.media = media
+    }
+}
+
+/// A publisher session and a receiver session connected in virtual time: the real
+/// `PublisherSession` (packetizer, pacer, SRTP, estimator, allocator, condition scoring) sends to
+/// the real `ReceiverSession` (router with its uplink emulator, feedback, reassembly, decoding),
+/// whose SRTCP feedback goes straight back. Nothing reads a clock: a manual clock jumps from one
+/// due time to the next (media ticks, the sessions' timers, the emulated link's deliveries).
+public final class Simulation {
+    public let config: SimulationConfig
+    let publisher: PublisherSession
+    let receiver: ReceiverSession
+    var feeder: MediaFeeder
+    /// Simulated monotonic time (µs); the run starts at `origin`.
+    public private(set) var now: Int64
+    public let origin: Int64 = 1_000_000
+    let wallOffset: Int64
+    let publisherAddress: SocketAddress
+    var scratch = [UInt8](repeating: 0, count: PacketBatch.slotSize)
+    public private(set) var finished = false
+
+    /// Why a simulation could not be set up (SRTP or a codec refused its configuration).
+    public struct SetupError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    public init(config: SimulationConfig) throws(SetupError) {
+        self.config = config
+        now = origin
+        wallOffset = config.epochMicros - origin
+        var random = SplitMix64(seed: config.seed &* 0x9E37_79B9_7F4A_7C15 &+ 1)
+        var p = config.publisher
+        p.seed = config.seed
+        var ssrcs: [UInt32] = []
+        while ssrcs.count < 16 {
+            let s = UInt32(truncatingIfNeeded: random.next())
+            if s != 0 && !ssrcs.contains(s) { ssrcs.append(s) }
+        }
+        let plan = StreamPlan(config: p, ssrcs: ssrcs)
+        do { publisherAddress = try SocketAddress(host: "127.0.0.1", port: 50_000) } catch { throw SetupError(description: "\(error)") }
+        do {
+            publisher = try PublisherSession(config: p, plan: plan, startMicros: origin, wallOffsetMicros: wallOffset)
+            receiver = try ReceiverSession(config: config.receiver, startMicros: origin, wallOffsetMicros: wallOffset, seed: random.next())
+        } catch { throw SetupError(description: "cannot set up SRTP: \(error)") }
+        switch config.media {
+        case let .replay(library): feeder = ReplayFeeder(library: library, config: p, start: origin)
+        case .encode:
+            do { feeder = try LiveFeeder(config: p, start: origin, wallOffset: wallOffset) } catch {
+                throw SetupError(description: "encoder: \(error)")
+            }
+        }
+        publisher.begin(now: origin)
+    }
+
+    public var wallMicros: Int64 { now + wallOffset }
+    public var elapsedMicros: Int64 { now - origin }
+
+    /// Runs to the end of the configured duration (then stops the publisher, lets its pacer
+    /// drain and delivers the BYE), calling `onInterval` every `intervalMicros` of simulated
+    /// time and once more at the end (`final` true).
+    public func run(intervalMicros: Int64, onInterval: (_ final: Bool) -> Void) {
+        let end = origin + config.durationMicros
+        var nextInterval = origin + intervalMicros
+        var stopping = false
+        while true {
+            if !stopping && now >= end {
+                stopping = true
+                publisher.stop()
+            }
+            if !stopping {
+                feeder.tick(now: now, into: publisher)
+            }
+            let publisherWake = publisher.step(now: now)
+            exchangeEvents()
+            deliverPublisherDatagrams()
+            let receiverWake = receiver.step(now: now)
+            deliverFeedback()
+            exchangeEvents()
+            if now >= nextInterval && now <= end {
+                onInterval(false)
+                nextInterval += intervalMicros
+            }
+            guard let publisherWake else { break }
+            var next = min(publisherWake, receiverWake, nextInterval)
+            if !stopping { next = min(next, feeder.nextDue, end) }
+            now = next > now ? next : now + 100
+        }
+        publisher.finish(now: now)
+        deliverPublisherDatagrams()
+        // Let the emulated link deliver what it still holds (the BYE among it), up to 2 s.
+        let drainEnd = now + 2_000_000
+        while now < drainEnd {
+            let wake = receiver.step(now: now)
+            receiver.pollTransmit { _, _ throws(SocketError) in } // the publisher has gone
+            if receiver.linkIsEmpty { break }
+            now = max(now + 100, wake)
+        }
+        finished = true
+        onInterval(true)
+    }
+
+    func exchangeEvents() {
+        while let e = publisher.pollEvent() { feeder.apply(e) }
+    }
+
+    func deliverPublisherDatagrams() {
+        let receiver = self.receiver, from = publisherAddress, now = self.now
+        publisher.pollTransmit { pointers, lengths, count, _ throws(SocketError) in
+            for i in 0..<count { receiver.handleDatagram(pointers[i]!, length: Int(lengths[i]), from: from, now: now) }
+            return count
+        }
+    }
+
+    func deliverFeedback() {
+        let publisher = self.publisher, now = self.now
+        scratch.withUnsafeMutableBytes { buffer in
+            receiver.pollTransmit { bytes, _ throws(SocketError) in
+                let n = min(bytes.count, buffer.count)
+                buffer.baseAddress!.copyMemory(from: bytes.baseAddress!, byteCount: n)
+                publisher.handleDatagram(buffer.baseAddress!, length: n, now: now)
+            }
+        }
+    }
+
+    /// The publisher as `publish` reports it.
+    public var publisherSnapshot: PublisherSnapshot {
+        var (streams, network) = publisher.statistics
+        let media = feeder.counters
+        for i in streams.indices {
+            if let layer = publisher.plan.streams.first(where: { $0.ssrc == streams[i].ssrc })?.layer, layer < media.framesEncoded.count {
+                streams[i].framesEncoded = media.framesEncoded[layer]
+            }
+        }
+        return PublisherSnapshot(streams: streams, media: media, network: network, elapsedMicros: now - origin)
+    }
+
+    /// The receiver as `receive` reports it (`final` closes the streams' figures).
+    public func receiverSnapshot(final: Bool = false) -> ReceiverSnapshot { receiver.snapshot(final: final) }
+}
+
+/// Where a simulated publisher's frames come from.
+protocol MediaFeeder {
+    /// Hands the frames due at `now` to the session.
+    mutating func tick(now: Int64, into session: PublisherSession)
+    /// A key-frame request or a layer's new target from the session.
+    mutating func apply(_ event: PublisherSessionEvent)
+    var nextDue: Int64 { get }
+    var counters: MediaCounters { get }
+}
+
+/// Replay loops, as a fleet bot sends them: each layer on its frame clock from its loop, a
+/// key-frame request jumps to the layer's next key frame, a suspended layer is skipped and
+/// resumes on a key frame.
+struct ReplayFeeder: MediaFeeder {
+    let library: ReplayLibrary
+    let sendAudio: Bool
+    var cursor: [Int]
+    var nextVideo: [Int64]
+    var frameCount: [UInt32]
+    var suspended: [Bool]
+    var wantsKeyFrame: [Bool]
+    var nextAudio: Int64
+    var audioIndex: UInt32 = 0
+    var counters: MediaCounters
+
+    init(library: ReplayLibrary, config: PublisherConfig, start: Int64) {
+        self.library = library
+        let n = config.sendVideo ? min(config.layers.count, library.layers.count) : 0
+        sendAudio = config.sendAudio && !library.audio.isEmpty
+        cursor = Array(repeating: 0, count: n)
+        nextVideo = Array(repeating: start, count: n)
+        frameCount = Array(repeating: 0, count: n)
+        suspended = Array(repeating: false, count: n)
+        wantsKeyFrame = Array(repeating: false, count: n)
+        nextAudio = sendAudio ? start : .max
+        counters = MediaCounters(layers: n)
+    }
+
+    var nextDue: Int64 { nextVideo.reduce(nextAudio, min) }
+
+    mutating func apply(_ event: PublisherSessionEvent) {
+        switch event {
+        case let .keyFrameRequest(layer) where layer < wantsKeyFrame.count: wantsKeyFrame[layer] = true
+        case let .layerTarget(layer, bitrate) where layer < suspended.count:
+            if bitrate <= 0 { suspended[layer] = true } else if suspended[layer] { suspended[layer] = false; wantsKeyFrame[layer] = true }
+        default: break
+        }
+    }
+
+    mutating func tick(now: Int64, into session: PublisherSession) {
+        while sendAudio && now >= nextAudio {
+            let bytes = library.audio[Int(audioIndex) % library.audio.count]
+            session.handle(.audio(EncodedAudioFrame(bytes: bytes, frameNumber: audioIndex, captureMicros: nextAudio)))
+            counters.audioFramesEncoded += 1
+            audioIndex &+= 1
+            nextAudio += 20_000
+        }
+        for i in nextVideo.indices where now >= nextVideo[i] {
+            let layer = library.layers[i]
+            if !suspended[i] && !layer.frames.isEmpty {
+                if wantsKeyFrame[i] {
+                    wantsKeyFrame[i] = false
+                    if !layer.frames[cursor[i]].isKeyFrame { cursor[i] = layer.keyFrame(atOrAfter: cursor[i]) }
+                }
+                let f = layer.frames[cursor[i]]
+                session.handle(.video(EncodedVideoFrame(layer: i, bytes: f.bytes, isKeyFrame: f.isKeyFrame, width: layer.config.width,
+                                                        height: layer.config.height, frameNumber: frameCount[i], captureMicros: nextVideo[i],
+                                                        temporalID: nil, layerSync: false, encodeMicros: 0)))
+                counters.framesEncoded[i] += 1
+                if f.isKeyFrame { counters.keyFramesEncoded[i] += 1 }
+                cursor[i] = (cursor[i] + 1) % layer.frames.count
+                frameCount[i] &+= 1
+            }
+            nextVideo[i] += Int64(1_000_000 / max(1, layer.config.fps))
+        }
+    }
+}
+
+/// Live encoders at simulated time: the synthetic picture drawn for each capture tick, VP8
+/// per layer (targets and key frames from the session), Opus every 20 ms.
+struct LiveFeeder: MediaFeeder {
+    let layers: [VideoLayerConfig]
+    let encoders: [VP8Encoder]
+    var pictures: [I420Frame]
+    let source: SyntheticVideoSource
+    let opus: OpusAudioEncoder?
+    var audioSource = SyntheticAudioSource()
+    var pcm = [Int16](repeating: 0, count: OpusAudioEncoder.frameSamples)
+    var opusOut = [UInt8]()
+    let start: Int64
+    let wallOffset: Int64
+    var nextVideo: [Int64]
+    var nextAudio: Int64
+    var audioIndex: UInt32 = 0
+    var suspended: [Bool]
+    var pendingKeyFrames: [Bool]
+    var counters: MediaCounters
+
+    init(config: PublisherConfig, start: Int64, wallOffset: Int64) throws(CodecError) {
+        layers = config.sendVideo ? config.layers : []
+        var encoders: [VP8Encoder] = []
+        for l in layers { encoders.append(try VP8Encoder(config: l, keyFrameInterval: VP8Encoder.frames(in: config.keyFrameIntervalMicros, fps: l.fps))) }
+        self.encoders = encoders
+        pictures = layers.map { I420Frame(width: $0.width, height: $0.height) }
+        source = SyntheticVideoSource(seed: config.seed)
+        opus = config.sendAudio ? try OpusAudioEncoder(bitrate: config.audioBitrate) : nil
+        self.start = start
+        self.wallOffset = wallOffset
+        nextVideo = layers.map { _ in start }
+        nextAudio = config.sendAudio ? start : .max
+        suspended = layers.map { _ in false }
+        pendingKeyFrames = layers.map { _ in false }
+        counters = MediaCounters(layers: layers.count)
+    }
+
+    var nextDue: Int64 { nextVideo.reduce(nextAudio, min) }
+
+    mutating func apply(_ event: PublisherSessionEvent) {
+        switch event {
+        case let .keyFrameRequest(layer) where layer < pendingKeyFrames.count: pendingKeyFrames[layer] = true
+        case let .layerTarget(layer, bitrate) where layer < suspended.count:
+            if bitrate <= 0 { suspended[layer] = true; return }
+            if suspended[layer] { suspended[layer] = false; pendingKeyFrames[layer] = true }
+            try? encoders[layer].setTargetBitrate(bitrate)
+        default: break
+        }
+    }
+
+    mutating func tick(now: Int64, into session: PublisherSession) {
+        if let opus {
+            while now >= nextAudio {
+                audioSource.fill(&pcm)
+                if (try? opus.encode(pcm, into: &opusOut)) != nil {
+                    session.handle(.audio(EncodedAudioFrame(bytes: opusOut, frameNumber: audioIndex, captureMicros: nextAudio)))
+                    counters.audioFramesEncoded += 1
+                }
+                audioIndex &+= 1
+                nextAudio += 20_000
+            }
+        }
+        for i in encoders.indices where now >= nextVideo[i] {
+            let capture = nextVideo[i]
+            nextVideo[i] += Int64(1_000_000 / max(1, layers[i].fps))
+            if suspended[i] { continue }
+            let number = UInt32(truncatingIfNeeded: (capture - start) / 33_333)
+            source.fill(&pictures[i], frameNumber: number, captureMillis: UInt32(truncatingIfNeeded: (capture + wallOffset) / 1000))
+            let force = pendingKeyFrames[i]
+            let encoded: EncodedVideoFrame?
+            do { encoded = try encoders[i].encode(&pictures[i], layer: i, frameNumber: number, captureMicros: capture, forceKeyFrame: force, clock: { 0 }) } catch {
+                continue
+            }
+            if force && encoded?.isKeyFrame == true { pendingKeyFrames[i] = false } // a dropped frame leaves the request pending
+            guard let frame = encoded else { continue }
+            counters.framesEncoded[i] += 1
+            if frame.isKeyFrame { counters.keyFramesEncoded[i] += 1 }
+            session.handle(.video(frame))
+        }
+    }
+}
