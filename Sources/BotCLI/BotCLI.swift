@@ -22,6 +22,7 @@ public enum BotCLI {
             case "receive": return try ReceiveCommand.run(rest)
             case "preflight": return try PreflightCommand.run(rest)
             case "load": return try LoadCommand.run(rest)
+            case "simulate": return try SimulateCommand.run(rest)
             case "media": return try MediaCommand.run(rest)
             case "report": return try ReportCommand.run(rest)
             case "bench":
@@ -31,7 +32,7 @@ public enum BotCLI {
             }
         } catch {
             var text = "Error: \(error.message)\n"
-            if let c = error.command ?? (["publish", "receive", "preflight", "load"].contains(command) ? command : nil) {
+            if let c = error.command ?? (["publish", "receive", "preflight", "load", "simulate"].contains(command) ? command : nil) {
                 text += Help.usage(c) + "\nSee 'pubbot \(c) --help'.\n"
             } else {
                 text += Help.usage(nil) + "\nSee 'pubbot --help'.\n"

@@ -12,6 +12,7 @@ enum Help {
       publish     publish synthetic VP8 simulcast + Opus to a receiver
       receive     receive, decrypt, reassemble and decode what publishers send
       load        many replay bots in one process: fleet percentiles, requirements, exit code
+      simulate    publisher + receiver over an emulated link in virtual time: same stats, seconds
       media       media build: encode the replay loops the load bots send (Media/replay/)
       report      report merge: combine the reports of load shards exactly
       help        show help for a command
@@ -29,6 +30,7 @@ enum Help {
         case "receive": "Usage: pubbot receive --listen HOST:PORT (--key B64 | --sdp FILE) [--impair SPEC] [--downlink-impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--no-decode | --decode-publishers N] [--max-publishers N] [--stats FILE|-] [--json]"
         case "preflight": "Usage: pubbot preflight [--to HOST:PORT --key KEY | --sdp FILE] [--impair SPEC] [--require TIER] [--duration D] [--json] [--junit FILE] [--stats FILE|-] [--verdict-thresholds LIST] [media options]"
         case "load": "Usage: pubbot load [--to HOST:PORT… --key B64 | --rooms M] [--bots N] [--duration D] [--ramp D] [--loops N] [--impair SPEC] [--require LIST] [--report FILE] [--shard I/N] [--media DIR | --encode [--layers LADDER]] [--srtp-suite aes-cm|gcm] [--json]"
+        case "simulate": "Usage: pubbot simulate [--impair SPEC|SCHEDULE] [--downlink-impair SPEC] [--duration 60s] [--layers LADDER] [--fps N] [--temporal-layers MODE] [--media replay|encode] [--seed N] [--stats FILE|-] [--stats-interval 1s] [--json]"
         case "media": "Usage: pubbot media build [--out DIR] [--seconds N] [--keyframe-interval D] [--layers LADDER] [--fps N]"
         case "report": "Usage: pubbot report merge FILE… [--report OUT] [--require LIST] [--json]"
         default: "Usage: pubbot <command> [options]"
@@ -192,6 +194,35 @@ enum Help {
           --layers LADDER           simulcast ladder (default 640x360 + 320x180, the usual load-test
                                     publisher; e.g. 1280x720@30:2500k,640x360@30:500k,320x180@30:150k)
           --fps N                   frame rate (default 30)
+        """
+        case "simulate": return usage(command) + """
+
+
+        Runs a publisher and a receiver over an emulated link in virtual time: the same sessions
+        `publish` and `receive --impair` run (packetizer, pacer, SRTP, bandwidth estimator,
+        allocator, condition scoring; feedback, NACK/RTX, PLI, reassembly, decoding), with a
+        manual clock instead of sockets and sleeps. Writes the same JSON Lines as both sides
+        (timestamps on a simulated clock starting 2026-01-01T00:00:00Z) and a summary. The same
+        arguments and seed give byte-identical output. Uses: reproduce a field trace as a
+        schedule, tune --condition-thresholds and alerts, regression-test the congestion
+        controller, see what a network does to the stats before deploying.
+
+        Options:
+          --impair SPEC|SCHEDULE    the uplink, as for receive: rate=800kbit,loss=2%,delay=40ms
+                                    or 0s:rate=4mbit;20s:rate=800kbit;40s:rate=4mbit
+          --downlink-impair SPEC    the subscriber's own downlink (as for receive)
+          --duration D              simulated time (default 60s)
+          --layers LADDER, --fps N, --temporal-layers MODE, --keyframe-interval D, --no-audio,
+          --condition-thresholds LIST, --audio-fallback   as for publish
+          --media replay|encode     replay: 4 s loops of the ladder encoded once in memory, then
+                                    replayed (fast; default); encode: live VP8/Opus encoders at
+                                    simulated time (real rate control; costs the encoders' CPU)
+          --seed N                  seeds the link emulator and the sessions (default 1)
+          --no-decode               reassemble video without VP8-decoding it (faster)
+          --stats FILE|-            both sides' stats as JSON Lines every --stats-interval
+          --json                    print the summary as JSON
+
+        Exit codes: 0 media arrived, 2 nothing arrived, 64 usage error.
         """
         case "report": return usage(command) + """
 

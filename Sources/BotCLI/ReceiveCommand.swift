@@ -130,7 +130,9 @@ enum ReceiveCommand {
         return out
     }
 
-    static func table(_ r: ReceiverSnapshot) -> String {
+    /// `latency: false` leaves the stamps' capture→decoded latency out (replayed loops carry the
+    /// capture times of when they were built).
+    static func table(_ r: ReceiverSnapshot, latency showLatency: Bool = true) -> String {
         // A fleet: one line per publisher instead of one per stream.
         if r.publishers.count > 4 {
             let ps = publisherSummaries(r)
@@ -147,7 +149,7 @@ enum ReceiveCommand {
         var t = TextTable(headers: ["stream", "ssrc", "resolution", "pkts recv", "lost", "frames decoded", "decode errors", "bitrate", "stamps", "latency mean/p95"],
                           rightAligned: [1, 3, 4, 5, 6, 7, 8, 9])
         for s in r.streams {
-            let lat = s.latencyMeanMillis.map { "\(Units.fixed($0, 1))/\(Units.fixed(s.latencyP95Millis ?? $0, 1)) ms" } ?? "-"
+            let lat = !showLatency ? "-" : s.latencyMeanMillis.map { "\(Units.fixed($0, 1))/\(Units.fixed(s.latencyP95Millis ?? $0, 1)) ms" } ?? "-"
             t.add([Report.streamName(kind: s.kind, rid: s.rid, width: s.width, height: s.height), String(s.ssrc),
                    s.kind == .audio ? "opus" : "\(s.width)x\(s.height)", String(s.packetsReceived), String(s.packetsLost),
                    String(s.framesDecoded), String(s.decodeErrors), Units.bitrate(s.bitrate),

@@ -16,13 +16,14 @@ final class StatsStream {
     var previous: [Int: (streams: [OutboundStreamStats], micros: Int64)] = [:]
     var lastEvents: [Int: Int] = [:]
 
-    init(_ out: JSONLinesWriter) {
+    /// `startMillis`: the session's start on the wall clock (simulated runs pass theirs).
+    init(_ out: JSONLinesWriter, startMillis: Int64? = nil) {
         self.out = out
-        startMillis = Clock.wallMicros() / 1000
+        self.startMillis = startMillis ?? Clock.wallMicros() / 1000
     }
 
     /// One publisher (a routed session): arrays of one element, no connection ids.
-    func emit(_ p: PublisherSnapshot, final: Bool = false) { emit([(p, nil)], final: final) }
+    func emit(_ p: PublisherSnapshot, final: Bool = false, at time: (wall: Int64, mono: Int64)? = nil) { emit([(p, nil)], final: final, at: time) }
 
     /// Several publishers, one per receiver (a relayed session): one array element per receiver,
     /// each with `connectionId` and `subscriberId`.
@@ -32,9 +33,11 @@ final class StatsStream {
     /// ran — and each line carries `"final": true`. Rates over the stub of an interval between
     /// the last periodic line and the stop (often a few milliseconds with no frame in it) would
     /// show every layer at 0, a drop that never happened.
-    func emit(_ connections: [(snapshot: PublisherSnapshot, subscriber: String?)], final: Bool = false) {
-        let now = Clock.wallMicros() / 1000
-        let mono = Clock.monotonicMicros()
+    /// `at`: the wall and monotonic time (µs) of this line; nil reads the clocks (a simulated
+    /// run passes its own).
+    func emit(_ connections: [(snapshot: PublisherSnapshot, subscriber: String?)], final: Bool = false, at time: (wall: Int64, mono: Int64)? = nil) {
+        let now = (time?.wall ?? Clock.wallMicros()) / 1000
+        let mono = time?.mono ?? Clock.monotonicMicros()
         var videoElements: [JSONValue] = [], audioElements: [JSONValue] = [], linkElements: [JSONValue] = []
         var events: [JSONValue] = []
         for (index, (p, subscriber)) in connections.enumerated() {

@@ -27,9 +27,9 @@ final class SubscriberStatsStream {
     /// `decodedFrameRate`) are each stream's averages over the time it was received (first to
     /// last packet) and each line carries `"final": true`, rather than rates over the stub of an
     /// interval since the last periodic line, which read as a false drop.
-    func emit(_ r: ReceiverSnapshot, final: Bool = false) {
-        let now = Clock.wallMicros() / 1000
-        let mono = Clock.monotonicMicros()
+    func emit(_ r: ReceiverSnapshot, final: Bool = false, at time: (wall: Int64, mono: Int64)? = nil) {
+        let now = (time?.wall ?? Clock.wallMicros()) / 1000
+        let mono = time?.mono ?? Clock.monotonicMicros()
         let prev = previous
         let intervalSeconds = prev.map { max(0.001, Double(mono - $0.micros) / 1e6) } ?? 1
         func before(_ s: InboundStreamStats) -> InboundStreamStats? { final ? nil : prev?.streams.first { $0.ssrc == s.ssrc } }

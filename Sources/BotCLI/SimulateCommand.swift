@@ -1,0 +1,120 @@
+import MediaCodecs
+import PublisherEngine
+import LoopbackReceiver
+import Simulation
+import Transport
+import Stats
+
+/// `pubbot simulate`: a publisher session and a receiver session over the emulated link, in
+/// virtual time — the same code and the same JSON Lines as `publish` + `receive --impair`,
+/// deterministic for a seed, many times faster than real time.
+enum SimulateCommand {
+    static let spec: OptionSpec = {
+        var o = CommonOptions.media
+        for (k, v) in ["impair": OptionSpec.Kind.value, "downlink-impair": .value, "media": .value, "seed": .value, "no-audio": .flag,
+                       "no-decode": .flag] { o[k] = v }
+        o["srtp-suite"] = nil
+        return OptionSpec(options: o)
+    }()
+
+    static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
+        let o = try ParsedOptions.parse(args, spec: spec, command: "simulate")
+        if o.helpRequested { Output.out(Help.help("simulate")! + "\n"); return 0 }
+        Output.stdoutIsStats = o.value("stats") == "-"
+        let key = SRTPKey.random(suite: .aesCm)
+        let destination: SocketAddress
+        do { destination = try SocketAddress(host: "127.0.0.1", port: 5004) } catch { Output.err("Error: \(error)\n"); return 2 }
+        var pc = PublisherConfig(destination: destination, key: key)
+        try CommonOptions.apply(o, to: &pc)
+        pc.sendAudio = !o.has("no-audio")
+        let duration = try o.value("duration").map { d throws(UsageError) in try ValueParsers.duration(d, option: "duration") } ?? 60_000_000
+        guard duration >= 1_000_000, duration <= 24 * 3_600_000_000 else { throw UsageError("--duration must be between 1s and 24h") }
+        pc.durationMicros = duration
+        let seed: UInt64 = try o.value("seed").map { s throws(UsageError) -> UInt64 in
+            guard let n = UInt64(s) else { throw UsageError("invalid --seed '\(s)' (a non-negative integer)") }
+            return n
+        } ?? 1
+        var rc = ReceiverConfig(listen: destination, key: key)
+        rc.impairment = try o.value("impair").map { t throws(UsageError) in try ValueParsers.impairment(t, option: "impair") }
+        rc.downlinkImpairment = try o.value("downlink-impair").map { t throws(UsageError) in try ValueParsers.impairment(t, option: "downlink-impair") }
+        rc.impairmentSeed = seed
+        rc.decodeVideo = !o.has("no-decode")
+        let mediaKind = o.value("media") ?? "replay"
+        guard ["replay", "encode"].contains(mediaKind) else { throw UsageError("invalid --media '\(mediaKind)' (replay or encode)") }
+        let stats = try CommonOptions.statsWriter(o)
+
+        let media: SimulationConfig.Media
+        if mediaKind == "replay" {
+            if pc.layers.contains(where: { $0.temporalLayers > 1 }) {
+                throw UsageError("--media replay loops have no temporal layers: use --media encode with --temporal-layers")
+            }
+            // Loops of the ladder asked for, built in memory (deterministic; nothing to find on disk).
+            let t0 = Clock.monotonicMicros()
+            let library: ReplayLibrary
+            do {
+                library = try ReplayLibrary.build(layers: pc.layers, seconds: 4, keyFrameIntervalMicros: 1_000_000) { f in
+                    Output.progress("building replay loops [\(String(repeating: "#", count: Int(f * 20)))\(String(repeating: ".", count: 20 - Int(f * 20)))]")
+                }
+            } catch {
+                Output.endProgress()
+                Output.err("Error: cannot encode the replay loops: \(error)\n")
+                return 2
+            }
+            Output.endProgress()
+            Output.err("media: 4 s replay loops of \(pc.layers.map { "\($0.width)x\($0.height)@\($0.fps)" }.joined(separator: ", ")) built in memory in \(Units.fixed(Double(Clock.monotonicMicros() - t0) / 1e6, 1)) s (key frame every 1 s)\n")
+            media = .replay(library)
+        } else {
+            media = .encode
+            Output.err("media: live VP8/Opus encoders at simulated time (slower than replay: every frame is encoded)\n")
+        }
+
+        var config = SimulationConfig(publisher: pc, receiver: rc, media: media)
+        config.durationMicros = duration
+        config.seed = seed
+        let sim: Simulation
+        do { sim = try Simulation(config: config) } catch {
+            Output.err("Error: \(error)\n")
+            return 2
+        }
+        let interval = stats?.1 ?? 1_000_000
+        let publisherStream = stats.map { StatsStream($0.0, startMillis: config.epochMicros / 1000) }
+        let subscriberStream = stats.map { SubscriberStatsStream($0.0) }
+        let started = Clock.monotonicMicros()
+        var lastProgress: Int64 = 0
+        sim.run(intervalMicros: interval) { final in
+            let time = (wall: sim.wallMicros, mono: sim.now)
+            publisherStream?.emit(sim.publisherSnapshot, final: final, at: time)
+            subscriberStream?.emit(sim.receiverSnapshot(final: final), final: final, at: time)
+            let wall = Clock.monotonicMicros()
+            if !final && wall - lastProgress >= 200_000 {
+                lastProgress = wall
+                let e = sim.publisherSnapshot.network.estimate.map { Units.bitrate($0.bitrate) } ?? "-"
+                Output.progress("simulate \(Units.fixed(Double(sim.elapsedMicros) / 1e6, 0))/\(Units.fixed(Double(duration) / 1e6, 0)) s  estimate \(e)")
+            }
+        }
+        Output.endProgress()
+        let wallSeconds = Double(Clock.monotonicMicros() - started) / 1e6
+        let simulated = Double(duration) / 1e6
+        Output.err("simulated \(Units.fixed(simulated, 1)) s in \(Units.fixed(wallSeconds, 2)) s of wall time (\(Units.fixed(simulated / max(wallSeconds, 0.001), 0))× real time)\n")
+
+        let p = sim.publisherSnapshot
+        let r = sim.receiverSnapshot(final: true)
+        if o.has("json") {
+            let doc: JSONValue = .object([
+                ("type", .string("summary")), ("command", .string("simulate")), ("seed", .int(Int64(seed))),
+                ("simulatedMs", .int(duration / 1000)), ("media", .string(mediaKind)),
+                ("publisher", .object([("streams", .array(p.streams.map(Report.outboundJSON))),
+                                       ("estimate", p.network.estimate.map { .int(Int64($0.bitrate)) } ?? .null),
+                                       ("networkCondition", .string(p.network.networkCondition.rawValue))])),
+                ("receiver", .object([("packetsAccepted", .int(Int64(r.packetsAccepted))), ("streams", .array(r.streams.map(Report.inboundJSON))),
+                                      ("byes", .int(Int64(r.byes)))])),
+            ])
+            Output.out(doc.serialized(pretty: true) + "\n")
+        } else {
+            Output.out("publisher (estimate \(p.network.estimate.map { Units.bitrate($0.bitrate) } ?? "-"), condition \(p.network.networkCondition.rawValue)):\n")
+            Output.out(Report.publisherTable(PublisherSnapshotView(streams: p.streams, elapsedMicros: p.elapsedMicros)))
+            Output.out("receiver:\n" + ReceiveCommand.table(r, latency: mediaKind == "encode"))
+        }
+        return r.packetsAccepted > 0 ? 0 : 2
+    }
+}
