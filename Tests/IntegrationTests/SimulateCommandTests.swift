@@ -1,0 +1,42 @@
+import Testing
+import Foundation
+
+/// `pubbot simulate` as a user runs it.
+extension BinaryTests {
+    /// Both sides' stats on standard output, byte-identical for the same arguments and seed,
+    /// valid against the stats schema; the 800 kbit/s link takes the top layer off.
+    @Test func simulateIsDeterministicAndFollowsTheSchema() throws {
+        let args = ["simulate", "--impair", "rate=800kbit", "--duration", "20s", "--seed", "3", "--stats", "-", "--no-decode"]
+        let a = try run(args), b = try run(args)
+        #expect(a.code == 0, "\(a.err)")
+        #expect(a.out == b.out)
+        #expect(a.err.contains("simulated 20.0 s in"))
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let schema = try SchemaValidator(path: root.appendingPathComponent("Sources/BotCLI/stats.schema.json").path)
+        var types: [String: Int] = [:]
+        var topTargets: [Int] = []
+        for line in a.out.split(separator: "\n") {
+            let obj = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "not JSON: \(line)")
+            #expect(schema.validateLine(obj) == [], "\(line.prefix(200))")
+            let type = obj["type"] as? String ?? "?"
+            types[type, default: 0] += 1
+            if type == "publisherVideoStats", let layers = (obj["stats"] as? [[String: Any]])?.first?["videoLayers"] as? [[String: Any]] {
+                topTargets.append(layers.last?["targetBitrate"] as? Int ?? -1)
+            }
+        }
+        for t in ["publisherVideoStats", "publisherAudioStats", "publisherMediaLinkStats", "subscriberVideoStats", "subscriberMediaLinkStats"] {
+            #expect(types[t] == 21, "\(t): \(types[t] ?? 0) lines (20 intervals + the final one)")
+        }
+        #expect(topTargets.suffix(10).allSatisfy { $0 == 0 })
+        let other = try run(["simulate", "--impair", "rate=800kbit", "--duration", "20s", "--seed", "4", "--stats", "-", "--no-decode"])
+        #expect(other.out != a.out)
+    }
+
+    @Test func simulateRefusesBadArguments() throws {
+        for bad in [["--duration", "0s"], ["--media", "tape"], ["--seed", "-1"], ["--impair", "rate=fast"], ["--media", "replay", "--temporal-layers", "L1T3"]] {
+            let r = try run(["simulate"] + bad)
+            #expect(r.code == 64, "\(bad): \(r.err)")
+            #expect(r.err.hasPrefix("Error: ") && r.err.contains("Usage: pubbot simulate"), "\(bad): \(r.err)")
+        }
+    }
+}
