@@ -14,6 +14,10 @@ public struct SimulationConfig: Sendable {
         /// Live VP8/Opus encoders fed the synthetic source at simulated time (real encoder
         /// behaviour — rate control, frame drops — at the encoders' CPU cost).
         case encode
+        /// An ideal encoder: every frame exactly the layer's current target ÷ frame rate (key
+        /// frames 4×: the first, on request, on resume), not decodable — the receiver should
+        /// reassemble without decoding. The fastest way to follow the allocator's targets.
+        case sized
     }
 
     public var publisher: PublisherConfig
@@ -75,6 +79,7 @@ public final class Simulation {
         } catch { throw SetupError(description: "cannot set up SRTP: \(error)") }
         switch config.media {
         case let .replay(library): feeder = ReplayFeeder(library: library, config: p, start: origin)
+        case .sized: feeder = SizedFeeder(config: p, start: origin)
         case .encode:
             do { feeder = try LiveFeeder(config: p, start: origin, wallOffset: wallOffset) } catch {
                 throw SetupError(description: "encoder: \(error)")
@@ -325,6 +330,79 @@ struct LiveFeeder: MediaFeeder {
             counters.framesEncoded[i] += 1
             if frame.isKeyFrame { counters.keyFramesEncoded[i] += 1 }
             session.handle(.video(frame))
+        }
+    }
+}
+
+/// Frames of exactly the size the targets ask for (`SimulationConfig.Media.sized`): a VP8 frame
+/// header (a key frame's with the layer's size, so the router learns the resolution) and filler.
+struct SizedFeeder: MediaFeeder {
+    let layers: [VideoLayerConfig]
+    let sendAudio: Bool
+    var targets: [Int]
+    var nextVideo: [Int64]
+    var frameCount: [UInt32]
+    var suspended: [Bool]
+    var wantsKeyFrame: [Bool]
+    var nextAudio: Int64
+    var audioIndex: UInt32 = 0
+    let audioBytes: [UInt8]
+    var counters: MediaCounters
+
+    init(config: PublisherConfig, start: Int64) {
+        layers = config.sendVideo ? config.layers : []
+        sendAudio = config.sendAudio
+        targets = layers.map(\.targetBitrate)
+        nextVideo = layers.map { _ in start }
+        frameCount = layers.map { _ in 0 }
+        suspended = layers.map { _ in false }
+        wantsKeyFrame = layers.map { _ in true }
+        nextAudio = config.sendAudio ? start : .max
+        audioBytes = [UInt8](repeating: 0x55, count: max(1, config.audioBitrate / 8 / 50))
+        counters = MediaCounters(layers: layers.count)
+    }
+
+    var nextDue: Int64 { nextVideo.reduce(nextAudio, min) }
+
+    mutating func apply(_ event: PublisherSessionEvent) {
+        switch event {
+        case let .keyFrameRequest(layer) where layer < wantsKeyFrame.count: wantsKeyFrame[layer] = true
+        case let .layerTarget(layer, bitrate) where layer < suspended.count:
+            if bitrate <= 0 { suspended[layer] = true; return }
+            if suspended[layer] { suspended[layer] = false; wantsKeyFrame[layer] = true }
+            targets[layer] = bitrate
+        default: break
+        }
+    }
+
+    mutating func tick(now: Int64, into session: PublisherSession) {
+        while sendAudio && now >= nextAudio {
+            session.handle(.audio(EncodedAudioFrame(bytes: audioBytes, frameNumber: audioIndex, captureMicros: nextAudio)))
+            counters.audioFramesEncoded += 1
+            audioIndex &+= 1
+            nextAudio += 20_000
+        }
+        for i in nextVideo.indices where now >= nextVideo[i] {
+            let l = layers[i]
+            let capture = nextVideo[i]
+            nextVideo[i] += Int64(1_000_000 / max(1, l.fps))
+            if suspended[i] { continue }
+            let key = wantsKeyFrame[i]
+            wantsKeyFrame[i] = false
+            let size = min(60_000, max(20, targets[i] / 8 / max(1, l.fps) * (key ? 4 : 1)))
+            var bytes: [UInt8]
+            if key {
+                // RFC 6386 §9.1: frame tag (key frame, shown), start code, 14-bit width and height.
+                bytes = [0x10, 0x02, 0x00, 0x9D, 0x01, 0x2A, UInt8(l.width & 0xFF), UInt8(l.width >> 8), UInt8(l.height & 0xFF), UInt8(l.height >> 8)]
+            } else {
+                bytes = [0x31, 0x02, 0x00]
+            }
+            bytes += [UInt8](repeating: 0, count: max(0, size - bytes.count))
+            session.handle(.video(EncodedVideoFrame(layer: i, bytes: bytes, isKeyFrame: key, width: l.width, height: l.height,
+                                                    frameNumber: frameCount[i], captureMicros: capture, temporalID: nil, layerSync: false, encodeMicros: 0)))
+            frameCount[i] &+= 1
+            counters.framesEncoded[i] += 1
+            if key { counters.keyFramesEncoded[i] += 1 }
         }
     }
 }

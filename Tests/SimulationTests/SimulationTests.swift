@@ -12,13 +12,19 @@ import Impairment
     static let library: ReplayLibrary = try! ReplayLibrary.build(layers: VideoLayerConfig.ladder(top: 1280, 720), seconds: 4,
                                                                  keyFrameIntervalMicros: 1_000_000)
 
-    static func config(impair: String?, seconds: Int, seed: UInt64 = 7) throws -> SimulationConfig {
+    /// `sized`: frames that follow the allocator's targets exactly (replay loops keep their
+    /// sizes whatever the target, so a closed loop between a layer's minimum and target
+    /// overloads the link — only suspension reaches them); not decodable, so no decoding.
+    static func config(impair: String?, seconds: Int, seed: UInt64 = 7, sized: Bool = false,
+                       publisher tweak: (inout PublisherConfig) -> Void = { _ in }) throws -> SimulationConfig {
         let key = SRTPKey.random(suite: .aesCm)
         var r = ReceiverConfig(listen: try SocketAddress(host: "127.0.0.1", port: 5004), key: key)
         if let impair { r.impairment = try ImpairmentSchedule.parse(impair) }
         var p = PublisherConfig(destination: r.listen, layers: VideoLayerConfig.ladder(top: 1280, 720), key: key)
         p.durationMicros = Int64(seconds) * 1_000_000
-        var c = SimulationConfig(publisher: p, receiver: r, media: .replay(library))
+        tweak(&p)
+        if sized { r.decodeVideo = false }
+        var c = SimulationConfig(publisher: p, receiver: r, media: sized ? .sized : .replay(library))
         c.durationMicros = Int64(seconds) * 1_000_000
         c.seed = seed
         return c
@@ -28,6 +34,12 @@ import Impairment
         var estimates: [Int] = []
         var targets: [[Int]] = []
         var received: [Int] = []
+        var sentBytes: [Int] = []
+
+        /// Samples taken after `from` s and up to `to` s (one a second, the first at 1 s).
+        func window(_ from: Int, _ to: Int) -> ArraySlice<Int> { estimates[min(from, estimates.count)..<min(to, estimates.count)] }
+        func mean(_ from: Int, _ to: Int) -> Double { let w = window(from, to); return Double(w.reduce(0, +)) / Double(max(1, w.count)) }
+        var description: String { estimates.enumerated().map { "\($0.offset + 1)s:\($0.element / 1000)k" }.joined(separator: " ") }
     }
 
     static func run(_ c: SimulationConfig) throws -> (Trace, Simulation) {
@@ -39,6 +51,7 @@ import Impairment
             t.estimates.append(p.network.estimate?.bitrate ?? 0)
             t.targets.append(p.streams.filter { $0.kind == .video }.map(\.targetBitrate))
             t.received.append(sim.receiverSnapshot().packetsAccepted)
+            t.sentBytes.append(p.streams.reduce(0) { $0 + $1.payloadBytesSent + $1.headerBytesSent })
         }
         return (t, sim)
     }
@@ -82,5 +95,40 @@ import Impairment
         other.seed = 8
         let (d, _) = try Self.run(other)
         #expect(d != a)
+    }
+
+    // The closed-loop scenarios (these ran on a re-implementation of the publisher's loop
+    // before; now the real sessions).
+
+    @Test func followsCapacitySteps4M800k4M() throws {
+        let (t, _) = try Self.run(try Self.config(impair: "0s:rate=4mbit,delay=20ms,queue=500ms;20s:rate=800kbit;40s:rate=4mbit", seconds: 60, sized: true))
+        // The ladder sends at most 3.2 Mbps and the estimate may claim 1.25 × that (4.29 Mbps):
+        // on the 4 Mbps link the estimate sits between.
+        for (from, to, low, high) in [(5, 20, 3_000_000, 4_300_000), (25, 40, 640_000, 920_000), (45, 60, 3_000_000, 4_300_000)] {
+            #expect(t.window(from, to).allSatisfy { (low...high).contains($0) }, "[\(from), \(to)) s: \(t.description)")
+        }
+        #expect(t.targets[25..<40].allSatisfy { $0[2] == 0 && $0[0] > 0 }, "\(t.targets[25..<40])")
+        #expect(t.targets[47..<60].allSatisfy { $0 == [150_000, 500_000, 2_500_000] }, "\(t.targets[45..<60])")
+    }
+
+    @Test func twoPercentRandomLossDoesNotCollapseTheRate() throws {
+        let (t, sim) = try Self.run(try Self.config(impair: "rate=4mbit,delay=20ms,loss=2%", seconds: 30, sized: true))
+        #expect(t.window(5, 30).allSatisfy { $0 >= 3_000_000 }, "\(t.description)")
+        #expect(t.targets[5..<30].allSatisfy { $0[2] > 0 })
+        // NACK → RTX repairs the video: nearly every frame of every layer is reassembled.
+        let p = sim.publisherSnapshot, r = sim.receiverSnapshot(final: true)
+        #expect(p.network.retransmissionsSent > 100)
+        for out in p.streams where out.kind == .video {
+            let inb = try #require(r.streams.first { $0.ssrc == out.ssrc })
+            #expect(Double(inb.framesAssembled) >= 0.97 * Double(out.framesSent), "\(out.rid ?? ""): \(inb.framesAssembled) of \(out.framesSent)")
+        }
+    }
+
+    /// A 5 s total outage: the estimate backs off during it and comes back after it.
+    @Test func recoversAfterATotalOutage() throws {
+        let (t, _) = try Self.run(try Self.config(impair: "0s:rate=2mbit,delay=20ms;10s:loss=100%;15s:loss=0%", seconds: 30, sized: true))
+        #expect(t.window(13, 15).allSatisfy { $0 < 200_000 }, "\(t.description)")
+        #expect(t.window(17, 30).allSatisfy { $0 >= 1_000_000 }, "\(t.description)")
+        #expect(abs(t.mean(20, 30) - 2_000_000) / 2_000_000 <= 0.25, "\(t.description)")
     }
 }
