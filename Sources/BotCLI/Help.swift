@@ -30,7 +30,7 @@ enum Help {
         case "receive": "Usage: pubbot receive --listen HOST:PORT (--key B64 | --sdp FILE) [--impair SPEC] [--downlink-impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--no-decode | --decode-publishers N] [--max-publishers N] [--stats FILE|-] [--json]"
         case "preflight": "Usage: pubbot preflight [--to HOST:PORT --key KEY | --sdp FILE] [--impair SPEC] [--require TIER] [--duration D] [--json] [--junit FILE] [--stats FILE|-] [--verdict-thresholds LIST] [media options]"
         case "load": "Usage: pubbot load [--to HOST:PORT… --key B64 | --rooms M] [--bots N] [--duration D] [--ramp D] [--loops N] [--impair SPEC] [--require LIST] [--report FILE] [--shard I/N] [--media DIR | --encode [--layers LADDER]] [--srtp-suite aes-cm|gcm] [--json]"
-        case "simulate": "Usage: pubbot simulate [--impair SPEC|SCHEDULE] [--downlink-impair SPEC] [--duration 60s] [--layers LADDER] [--fps N] [--temporal-layers MODE] [--media replay|encode] [--seed N] [--stats FILE|-] [--stats-interval 1s] [--json]"
+        case "simulate": "Usage: pubbot simulate [--impair SPEC|SCHEDULE] [--downlink-impair SPEC] [--duration 60s] [--layers LADDER] [--fps N] [--temporal-layers MODE] [--media encode|replay|sized] [--seed N] [--stats FILE|-] [--stats-interval 1s] [--json]"
         case "media": "Usage: pubbot media build [--out DIR] [--seconds N] [--keyframe-interval D] [--layers LADDER] [--fps N]"
         case "report": "Usage: pubbot report merge FILE… [--report OUT] [--require LIST] [--json]"
         default: "Usage: pubbot <command> [options]"
@@ -214,9 +214,12 @@ enum Help {
           --duration D              simulated time (default 60s)
           --layers LADDER, --fps N, --temporal-layers MODE, --keyframe-interval D, --no-audio,
           --condition-thresholds LIST, --audio-fallback   as for publish
-          --media replay|encode     replay: 4 s loops of the ladder encoded once in memory, then
-                                    replayed (fast; default); encode: live VP8/Opus encoders at
-                                    simulated time (real rate control; costs the encoders' CPU)
+          --media encode|replay|sized
+                                    encode (default): live VP8/Opus encoders at simulated time,
+                                    real rate control (≈ 8× real time for the default ladder);
+                                    replay: 4 s loops encoded once, replayed (≈ 40×; frames keep
+                                    their sizes whatever the targets, as fleet bots' do); sized:
+                                    frames exactly the targets, not decodable (fastest)
           --seed N                  seeds the link emulator and the sessions (default 1)
           --no-decode               reassemble video without VP8-decoding it (faster)
           --stats FILE|-            both sides' stats as JSON Lines every --stats-interval

@@ -39,8 +39,9 @@ enum SimulateCommand {
         rc.downlinkImpairment = try o.value("downlink-impair").map { t throws(UsageError) in try ValueParsers.impairment(t, option: "downlink-impair") }
         rc.impairmentSeed = seed
         rc.decodeVideo = !o.has("no-decode")
-        let mediaKind = o.value("media") ?? "replay"
-        guard ["replay", "encode"].contains(mediaKind) else { throw UsageError("invalid --media '\(mediaKind)' (replay or encode)") }
+        let mediaKind = o.value("media") ?? "encode"
+        guard ["replay", "encode", "sized"].contains(mediaKind) else { throw UsageError("invalid --media '\(mediaKind)' (encode, replay or sized)") }
+        if mediaKind == "sized" { rc.decodeVideo = false }
         let stats = try CommonOptions.statsWriter(o)
 
         let media: SimulationConfig.Media
@@ -61,11 +62,14 @@ enum SimulateCommand {
                 return 2
             }
             Output.endProgress()
-            Output.err("media: 4 s replay loops of \(pc.layers.map { "\($0.width)x\($0.height)@\($0.fps)" }.joined(separator: ", ")) built in memory in \(Units.fixed(Double(Clock.monotonicMicros() - t0) / 1e6, 1)) s (key frame every 1 s)\n")
+            Output.err("media: replay (frames keep their encoded sizes whatever the layer targets; only suspension reaches them): 4 s loops of \(pc.layers.map { "\($0.width)x\($0.height)@\($0.fps)" }.joined(separator: ", ")) built in memory in \(Units.fixed(Double(Clock.monotonicMicros() - t0) / 1e6, 1)) s (key frame every 1 s)\n")
             media = .replay(library)
+        } else if mediaKind == "sized" {
+            media = .sized
+            Output.err("media: frames sized to the layer targets (an ideal encoder; video is reassembled, not decoded)\n")
         } else {
             media = .encode
-            Output.err("media: live VP8/Opus encoders at simulated time (slower than replay: every frame is encoded)\n")
+            Output.err("media: live VP8/Opus encoders at simulated time\n")
         }
 
         var config = SimulationConfig(publisher: pc, receiver: rc, media: media)

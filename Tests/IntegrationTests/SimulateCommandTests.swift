@@ -6,7 +6,7 @@ extension BinaryTests {
     /// Both sides' stats on standard output, byte-identical for the same arguments and seed,
     /// valid against the stats schema; the 800 kbit/s link takes the top layer off.
     @Test func simulateIsDeterministicAndFollowsTheSchema() throws {
-        let args = ["simulate", "--impair", "rate=800kbit", "--duration", "20s", "--seed", "3", "--stats", "-", "--no-decode"]
+        let args = ["simulate", "--impair", "rate=800kbit", "--duration", "20s", "--seed", "3", "--stats", "-", "--no-decode", "--media", "replay"]
         let a = try run(args), b = try run(args)
         #expect(a.code == 0, "\(a.err)")
         #expect(a.out == b.out)
@@ -28,8 +28,12 @@ extension BinaryTests {
             #expect(types[t] == 21, "\(t): \(types[t] ?? 0) lines (20 intervals + the final one)")
         }
         #expect(topTargets.suffix(10).allSatisfy { $0 == 0 })
-        let other = try run(["simulate", "--impair", "rate=800kbit", "--duration", "20s", "--seed", "4", "--stats", "-", "--no-decode"])
+        let other = try run(["simulate", "--impair", "rate=800kbit", "--duration", "20s", "--seed", "4", "--stats", "-", "--no-decode", "--media", "replay"])
         #expect(other.out != a.out)
+        // The default media (live encoders) is deterministic too, summary included.
+        let live = ["simulate", "--impair", "rate=1mbit,loss=1%", "--duration", "4s", "--seed", "5", "--json"]
+        let c = try run(live), d = try run(live)
+        #expect(c.code == 0 && c.out == d.out && c.out.contains("\"command\": \"simulate\""), "\(c.out.prefix(300))")
     }
 
     @Test func simulateRefusesBadArguments() throws {
