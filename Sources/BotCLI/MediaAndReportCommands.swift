@@ -31,7 +31,7 @@ enum MediaCommand {
         let library: ReplayLibrary
         do {
             library = try ReplayLibrary.build(layers: layers, seconds: seconds, keyFrameIntervalMicros: kfi) { f in
-                Output.progress("media build [\(String(repeating: "#", count: Int(f * 20)))\(String(repeating: ".", count: 20 - Int(f * 20)))] \(Int(f * 100)) %")
+                Output.progress("media build \(Output.bar(f)) \(Int(f * 100)) %")
             }
         } catch {
             Output.endProgress()

@@ -13,6 +13,12 @@ enum Output {
     static func out(_ s: String) { writeAll(stdoutIsStats ? 2 : 1, s) }
     static func err(_ s: String) { writeAll(2, s) }
 
+    /// A 20-character progress bar for a fraction in 0…1: `[#####...............]`.
+    static func bar(_ fraction: Double) -> String {
+        let n = Int(min(1, max(0, fraction)) * 20)
+        return "[" + String(repeating: "#", count: n) + String(repeating: ".", count: 20 - n) + "]"
+    }
+
     static func writeAll(_ fd: Int32, _ s: String) {
         var bytes = Array(s.utf8)
         var off = 0

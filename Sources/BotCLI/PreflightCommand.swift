@@ -160,8 +160,7 @@ enum PreflightCommand {
             videoBytes.append((now, p.streams.filter { $0.kind == .video }.reduce(0) { $0 + $1.payloadBytesSent }))
             let elapsed = Double(now - started) / 1e6
             let frac = min(1, elapsed / (Double(limit) / 1e6))
-            let bar = String(repeating: "#", count: Int(frac * 20)) + String(repeating: ".", count: 20 - Int(frac * 20))
-            Output.progress("\(label) [\(bar)] \(Units.fixed(elapsed, 1))s  estimate \(p.network.estimate.map { Units.bitrate($0.bitrate) } ?? "-")  \(answered ? "" : "waiting for the receiver…")")
+            Output.progress("\(label) \(Output.bar(frac)) \(Units.fixed(elapsed, 1))s  estimate \(p.network.estimate.map { Units.bitrate($0.bitrate) } ?? "-")  \(answered ? "" : "waiting for the receiver…")")
             if answered && steadyDetector.isSteady(now: now, start: started) { steady = true; break }
         }
         let interrupted = Signals.isInterrupted

@@ -54,7 +54,7 @@ enum SimulateCommand {
             let library: ReplayLibrary
             do {
                 library = try ReplayLibrary.build(layers: pc.layers, seconds: 4, keyFrameIntervalMicros: 1_000_000) { f in
-                    Output.progress("building replay loops [\(String(repeating: "#", count: Int(f * 20)))\(String(repeating: ".", count: 20 - Int(f * 20)))]")
+                    Output.progress("building replay loops \(Output.bar(f))")
                 }
             } catch {
                 Output.endProgress()

@@ -240,17 +240,18 @@ final class ReplayBot {
     var liveNext: [Int] = []
     var liveAudioNext = 0
     var waitingKey: [Bool] = []
-    var cursor: [Int]
-    var frameCount: [UInt32]
+    /// Replay mode: the loops, their cursors and the layers' suspend/key-frame state.
+    var replay: ReplayCursor
     var nextVideo: [Int64]
+    /// Live mode: suspended layers.
     var suspended: [Bool]
-    var pendingKeyFrames: UInt64 = 0
     var audioIndex: UInt32 = 0
     var nextAudio: Int64
     var seenGeneration = 0
     var nextWake: Int64 = 0
     var done = false
-    var keyFramesSent = 0
+    var liveKeyFramesSent = 0
+    var keyFramesSent: Int { live == nil ? replay.keyFramesSent : liveKeyFramesSent }
 
     init(slot: Int, config: PublisherConfig, library: ReplayLibrary, live: SharedEncoder? = nil,
          published: Locked<([OutboundStreamStats], NetworkCounters)>, startMicros: Int64) throws(EngineSetupError) {
@@ -275,11 +276,7 @@ final class ReplayBot {
             for i in 0..<n { live.requestKeyFrame(layer: i) }
         }
         // Bots start at different points of the loop, so a fleet's key frames do not line up.
-        cursor = (0..<(live == nil ? n : 0)).map { i in
-            let frames = library.layers[i].frames.count
-            return library.layers[i].keyFrame(atOrAfter: frames > 0 ? (slot * 7) % frames : 0)
-        }
-        frameCount = Array(repeating: 0, count: n)
+        replay = ReplayCursor(library: library, layers: live == nil ? n : 0, offset: slot * 7)
         nextVideo = Array(repeating: startMicros, count: n)
         suspended = Array(repeating: false, count: n)
         nextAudio = config.sendAudio && !library.audio.isEmpty ? startMicros : .max
@@ -311,7 +308,7 @@ final class ReplayBot {
             for f in frames where !suspended[i] {
                 if waitingKey[i] && !f.isKeyFrame { continue } // a decoder could not use it
                 waitingKey[i] = false
-                if f.isKeyFrame { keyFramesSent += 1 }
+                if f.isKeyFrame { liveKeyFramesSent += 1 }
                 network.sendVideo(f)
             }
         }
@@ -324,12 +321,9 @@ final class ReplayBot {
         let gen = control.targetGeneration.load(ordering: .acquiring)
         if gen != seenGeneration {
             seenGeneration = gen
-            for (i, t) in control.currentTargets().enumerated() where i < suspended.count {
-                if t <= 0 { suspended[i] = true }
-                else if suspended[i] { suspended[i] = false; pendingKeyFrames |= 1 << UInt64(i) }
-            }
+            for (i, t) in control.currentTargets().enumerated() { replay.gate.setTarget(layer: i, bitrate: t) }
         }
-        pendingKeyFrames |= control.takeKeyFrameRequests()
+        replay.gate.requestKeyFrames(control.takeKeyFrameRequests())
         while now >= nextAudio {
             let bytes = library.audio[Int(audioIndex) % library.audio.count]
             network.sendAudio(EncodedAudioFrame(bytes: bytes, frameNumber: audioIndex, captureMicros: nextAudio))
@@ -342,19 +336,7 @@ final class ReplayBot {
             let layer = library.layers[i]
             let interval = Int64(1_000_000 / max(1, layer.config.fps))
             if now >= nextVideo[i] {
-                if !suspended[i] && !layer.frames.isEmpty {
-                    if pendingKeyFrames & (1 << UInt64(i)) != 0 {
-                        pendingKeyFrames &= ~(1 << UInt64(i))
-                        if !layer.frames[cursor[i]].isKeyFrame { cursor[i] = layer.keyFrame(atOrAfter: cursor[i]) }
-                    }
-                    let f = layer.frames[cursor[i]]
-                    if f.isKeyFrame { keyFramesSent += 1 }
-                    network.sendVideo(EncodedVideoFrame(layer: i, bytes: f.bytes, isKeyFrame: f.isKeyFrame, width: layer.config.width,
-                                                        height: layer.config.height, frameNumber: frameCount[i], captureMicros: nextVideo[i],
-                                                        temporalID: nil, layerSync: false, encodeMicros: 0))
-                    cursor[i] = (cursor[i] + 1) % layer.frames.count
-                    frameCount[i] &+= 1
-                }
+                if let f = replay.frame(layer: i, captureMicros: nextVideo[i]) { network.sendVideo(f) }
                 nextVideo[i] += interval
                 while nextVideo[i] + interval <= now { nextVideo[i] += interval } // a late loop skips ticks
             }

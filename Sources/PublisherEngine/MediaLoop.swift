@@ -71,8 +71,7 @@ final class MediaLoop {
         var nextAudio = startMicros
         var audioIndex: UInt32 = 0
         var seenGeneration = -1
-        var pendingKeyFrames: UInt64 = 0
-        var suspended = layers.map { _ in false }
+        var gate = LayerGate(layers: layers.count)
         let audioInterval: Int64 = 20_000
 
         while !control.stopRequested {
@@ -83,12 +82,7 @@ final class MediaLoop {
                 seenGeneration = gen
                 if seenGeneration > 0 {
                     for (i, t) in control.currentTargets().enumerated() where i < encoders.count {
-                        if t <= 0 {
-                            suspended[i] = true // the allocator switched this layer off
-                        } else {
-                            if suspended[i] { suspended[i] = false; pendingKeyFrames |= 1 << UInt64(i) } // resume on a key frame
-                            try encoders[i].setTargetBitrate(t)
-                        }
+                        if gate.setTarget(layer: i, bitrate: t) { try encoders[i].setTargetBitrate(t) }
                     }
                 }
             }
@@ -104,9 +98,10 @@ final class MediaLoop {
                 nextAudio += audioInterval
             }
             // Requests stay pending until the layer's next frame is due (the first frame is a key frame anyway).
-            pendingKeyFrames |= control.takeKeyFrameRequests()
+            gate.requestKeyFrames(control.takeKeyFrameRequests())
             for i in 0..<encoders.count where now >= nextVideo[i] {
-                if suspended[i] {
+                let admission = gate.admit(layer: i)
+                if admission == .skip {
                     nextVideo[i] += intervals[i]
                     continue
                 }
@@ -116,13 +111,10 @@ final class MediaLoop {
                 let d0 = Clock.threadCPUMicros()
                 source.fill(&pictures[i], frameNumber: frameNumber, captureMillis: wallMillis)
                 c.drawMicros += Clock.threadCPUMicros() - d0
-                let force = pendingKeyFrames & (1 << UInt64(i)) != 0
-                pendingKeyFrames &= ~(1 << UInt64(i))
+                let force = admission == .keyFrame
                 let encoded = try encoders[i].encode(&pictures[i], layer: i, frameNumber: frameNumber, captureMicros: captureMicros,
                                                      forceKeyFrame: force, clock: Clock.threadCPUMicros)
-                // A request is answered only by a key frame that came out: one the encoder dropped
-                // to hold its rate stays pending for the next tick.
-                if force && encoded?.isKeyFrame != true { pendingKeyFrames |= 1 << UInt64(i) }
+                if force && encoded?.isKeyFrame != true { gate.keyFrameMissed(layer: i) } // dropped: ask again next tick
                 if let frame = encoded {
                     c.framesEncoded[i] += 1
                     if frame.isKeyFrame { c.keyFramesEncoded[i] += 1 }

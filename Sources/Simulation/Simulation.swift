@@ -184,70 +184,43 @@ protocol MediaFeeder {
     var counters: MediaCounters { get }
 }
 
-/// Replay loops, as a fleet bot sends them: each layer on its frame clock from its loop, a
-/// key-frame request jumps to the layer's next key frame, a suspended layer is skipped and
-/// resumes on a key frame.
+/// Replay loops, as a fleet bot sends them (`ReplayCursor`).
 struct ReplayFeeder: MediaFeeder {
-    let library: ReplayLibrary
+    var replay: ReplayCursor
     let sendAudio: Bool
-    var cursor: [Int]
     var nextVideo: [Int64]
-    var frameCount: [UInt32]
-    var suspended: [Bool]
-    var wantsKeyFrame: [Bool]
     var nextAudio: Int64
     var audioIndex: UInt32 = 0
     var counters: MediaCounters
 
     init(library: ReplayLibrary, config: PublisherConfig, start: Int64) {
-        self.library = library
         let n = config.sendVideo ? min(config.layers.count, library.layers.count) : 0
+        replay = ReplayCursor(library: library, layers: n)
         sendAudio = config.sendAudio && !library.audio.isEmpty
-        cursor = Array(repeating: 0, count: n)
         nextVideo = Array(repeating: start, count: n)
-        frameCount = Array(repeating: 0, count: n)
-        suspended = Array(repeating: false, count: n)
-        wantsKeyFrame = Array(repeating: false, count: n)
         nextAudio = sendAudio ? start : .max
         counters = MediaCounters(layers: n)
     }
 
     var nextDue: Int64 { nextVideo.reduce(nextAudio, min) }
 
-    mutating func apply(_ event: PublisherSessionEvent) {
-        switch event {
-        case let .keyFrameRequest(layer) where layer < wantsKeyFrame.count: wantsKeyFrame[layer] = true
-        case let .layerTarget(layer, bitrate) where layer < suspended.count:
-            if bitrate <= 0 { suspended[layer] = true } else if suspended[layer] { suspended[layer] = false; wantsKeyFrame[layer] = true }
-        default: break
-        }
-    }
+    mutating func apply(_ event: PublisherSessionEvent) { _ = replay.gate.apply(event) }
 
     mutating func tick(now: Int64, into session: PublisherSession) {
         while sendAudio && now >= nextAudio {
-            let bytes = library.audio[Int(audioIndex) % library.audio.count]
+            let bytes = replay.library.audio[Int(audioIndex) % replay.library.audio.count]
             session.handle(.audio(EncodedAudioFrame(bytes: bytes, frameNumber: audioIndex, captureMicros: nextAudio)))
             counters.audioFramesEncoded += 1
             audioIndex &+= 1
             nextAudio += 20_000
         }
         for i in nextVideo.indices where now >= nextVideo[i] {
-            let layer = library.layers[i]
-            if !suspended[i] && !layer.frames.isEmpty {
-                if wantsKeyFrame[i] {
-                    wantsKeyFrame[i] = false
-                    if !layer.frames[cursor[i]].isKeyFrame { cursor[i] = layer.keyFrame(atOrAfter: cursor[i]) }
-                }
-                let f = layer.frames[cursor[i]]
-                session.handle(.video(EncodedVideoFrame(layer: i, bytes: f.bytes, isKeyFrame: f.isKeyFrame, width: layer.config.width,
-                                                        height: layer.config.height, frameNumber: frameCount[i], captureMicros: nextVideo[i],
-                                                        temporalID: nil, layerSync: false, encodeMicros: 0)))
+            if let f = replay.frame(layer: i, captureMicros: nextVideo[i]) {
+                session.handle(.video(f))
                 counters.framesEncoded[i] += 1
                 if f.isKeyFrame { counters.keyFramesEncoded[i] += 1 }
-                cursor[i] = (cursor[i] + 1) % layer.frames.count
-                frameCount[i] &+= 1
             }
-            nextVideo[i] += Int64(1_000_000 / max(1, layer.config.fps))
+            nextVideo[i] += Int64(1_000_000 / max(1, replay.library.layers[i].config.fps))
         }
     }
 }
@@ -268,8 +241,7 @@ struct LiveFeeder: MediaFeeder {
     var nextVideo: [Int64]
     var nextAudio: Int64
     var audioIndex: UInt32 = 0
-    var suspended: [Bool]
-    var pendingKeyFrames: [Bool]
+    var gate: LayerGate
     var counters: MediaCounters
 
     init(config: PublisherConfig, start: Int64, wallOffset: Int64) throws(CodecError) {
@@ -284,22 +256,14 @@ struct LiveFeeder: MediaFeeder {
         self.wallOffset = wallOffset
         nextVideo = layers.map { _ in start }
         nextAudio = config.sendAudio ? start : .max
-        suspended = layers.map { _ in false }
-        pendingKeyFrames = layers.map { _ in false }
+        gate = LayerGate(layers: layers.count)
         counters = MediaCounters(layers: layers.count)
     }
 
     var nextDue: Int64 { nextVideo.reduce(nextAudio, min) }
 
     mutating func apply(_ event: PublisherSessionEvent) {
-        switch event {
-        case let .keyFrameRequest(layer) where layer < pendingKeyFrames.count: pendingKeyFrames[layer] = true
-        case let .layerTarget(layer, bitrate) where layer < suspended.count:
-            if bitrate <= 0 { suspended[layer] = true; return }
-            if suspended[layer] { suspended[layer] = false; pendingKeyFrames[layer] = true }
-            try? encoders[layer].setTargetBitrate(bitrate)
-        default: break
-        }
+        if let (layer, bitrate) = gate.apply(event) { try? encoders[layer].setTargetBitrate(bitrate) }
     }
 
     mutating func tick(now: Int64, into session: PublisherSession) {
@@ -317,15 +281,16 @@ struct LiveFeeder: MediaFeeder {
         for i in encoders.indices where now >= nextVideo[i] {
             let capture = nextVideo[i]
             nextVideo[i] += Int64(1_000_000 / max(1, layers[i].fps))
-            if suspended[i] { continue }
+            let admission = gate.admit(layer: i)
+            if admission == .skip { continue }
             let number = UInt32(truncatingIfNeeded: (capture - start) / 33_333)
             source.fill(&pictures[i], frameNumber: number, captureMillis: UInt32(truncatingIfNeeded: (capture + wallOffset) / 1000))
-            let force = pendingKeyFrames[i]
+            let force = admission == .keyFrame
             let encoded: EncodedVideoFrame?
             do { encoded = try encoders[i].encode(&pictures[i], layer: i, frameNumber: number, captureMicros: capture, forceKeyFrame: force, clock: { 0 }) } catch {
                 continue
             }
-            if force && encoded?.isKeyFrame == true { pendingKeyFrames[i] = false } // a dropped frame leaves the request pending
+            if force && encoded?.isKeyFrame != true { gate.keyFrameMissed(layer: i) } // dropped: ask again next tick
             guard let frame = encoded else { continue }
             counters.framesEncoded[i] += 1
             if frame.isKeyFrame { counters.keyFramesEncoded[i] += 1 }
@@ -342,8 +307,7 @@ struct SizedFeeder: MediaFeeder {
     var targets: [Int]
     var nextVideo: [Int64]
     var frameCount: [UInt32]
-    var suspended: [Bool]
-    var wantsKeyFrame: [Bool]
+    var gate: LayerGate
     var nextAudio: Int64
     var audioIndex: UInt32 = 0
     let audioBytes: [UInt8]
@@ -355,8 +319,8 @@ struct SizedFeeder: MediaFeeder {
         targets = layers.map(\.targetBitrate)
         nextVideo = layers.map { _ in start }
         frameCount = layers.map { _ in 0 }
-        suspended = layers.map { _ in false }
-        wantsKeyFrame = layers.map { _ in true }
+        gate = LayerGate(layers: layers.count)
+        for i in layers.indices { gate.requestKeyFrame(layer: i) } // the first frame is a key frame
         nextAudio = config.sendAudio ? start : .max
         audioBytes = [UInt8](repeating: 0x55, count: max(1, config.audioBitrate / 8 / 50))
         counters = MediaCounters(layers: layers.count)
@@ -365,14 +329,7 @@ struct SizedFeeder: MediaFeeder {
     var nextDue: Int64 { nextVideo.reduce(nextAudio, min) }
 
     mutating func apply(_ event: PublisherSessionEvent) {
-        switch event {
-        case let .keyFrameRequest(layer) where layer < wantsKeyFrame.count: wantsKeyFrame[layer] = true
-        case let .layerTarget(layer, bitrate) where layer < suspended.count:
-            if bitrate <= 0 { suspended[layer] = true; return }
-            if suspended[layer] { suspended[layer] = false; wantsKeyFrame[layer] = true }
-            targets[layer] = bitrate
-        default: break
-        }
+        if let (layer, bitrate) = gate.apply(event) { targets[layer] = bitrate }
     }
 
     mutating func tick(now: Int64, into session: PublisherSession) {
@@ -386,9 +343,9 @@ struct SizedFeeder: MediaFeeder {
             let l = layers[i]
             let capture = nextVideo[i]
             nextVideo[i] += Int64(1_000_000 / max(1, l.fps))
-            if suspended[i] { continue }
-            let key = wantsKeyFrame[i]
-            wantsKeyFrame[i] = false
+            let admission = gate.admit(layer: i)
+            if admission == .skip { continue }
+            let key = admission == .keyFrame
             let size = min(60_000, max(20, targets[i] / 8 / max(1, l.fps) * (key ? 4 : 1)))
             var bytes: [UInt8]
             if key {
