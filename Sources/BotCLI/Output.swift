@@ -120,7 +120,8 @@ enum Report {
     static func rejectedJSON(_ r: RejectedPackets) -> JSONValue {
         .object([("authenticationFailed", .int(Int64(r.authenticationFailed))), ("replayed", .int(Int64(r.replayed))),
                  ("malformed", .int(Int64(r.malformed))), ("oversized", .int(Int64(r.oversized))),
-                 ("unknownPayloadType", .int(Int64(r.unknownPayloadType))), ("notRTP", .int(Int64(r.notRTP)))])
+                 ("unknownPayloadType", .int(Int64(r.unknownPayloadType))), ("notRTP", .int(Int64(r.notRTP))),
+                 ("ssrcCollision", .int(Int64(r.ssrcCollision)))])
     }
 }
 

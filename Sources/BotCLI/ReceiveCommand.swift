@@ -157,7 +157,7 @@ enum ReceiveCommand {
         }
         var out = t.render()
         if r.rejected.total > 0 {
-            out += "rejected packets: \(r.rejected.total) (auth \(r.rejected.authenticationFailed), replayed \(r.rejected.replayed), malformed \(r.rejected.malformed), oversized \(r.rejected.oversized), unknown PT \(r.rejected.unknownPayloadType), not RTP \(r.rejected.notRTP))\n"
+            out += "rejected packets: \(r.rejected.total) (auth \(r.rejected.authenticationFailed), replayed \(r.rejected.replayed), malformed \(r.rejected.malformed), oversized \(r.rejected.oversized), unknown PT \(r.rejected.unknownPayloadType), not RTP \(r.rejected.notRTP), SSRC collision \(r.rejected.ssrcCollision))\n"
         }
         return out
     }

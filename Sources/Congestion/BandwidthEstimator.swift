@@ -33,7 +33,8 @@ public struct BandwidthEstimator: Sendable {
     /// The last probe cluster measured and its bitrate (for stats and tests).
     public private(set) var lastProbeResult: (cluster: Int, bitrate: Int)?
 
-    /// libwebrtc defaults: start 300 kbps, floor 5 kbps (REFERENCES §7).
+    /// Start at 300 kbps as libwebrtc does (`congestion_controller` defaults); the floor defaults
+    /// to 30 kbps, the lowest simulcast layer's minimum (libwebrtc's own floor is 5 kbps).
     public init(startBitrate: Int = 300_000, minBitrate: Int = 30_000, maxBitrate: Int = 10_000_000) {
         aimd = AimdRateControl(startBitrate: startBitrate)
         aimd.minBitrate = minBitrate

@@ -136,7 +136,7 @@ public final class LoopbackReceiver: Sendable {
                 let n: Int
                 do { n = try socket.receive(into: batch) } catch {
                     session.handleSocketError(error)
-                    if error.errno == 111 { continue }
+                    if error.isConnectionRefused { continue }
                     return
                 }
                 if n == 0 { return }

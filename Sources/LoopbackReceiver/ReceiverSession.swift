@@ -90,7 +90,7 @@ public final class ReceiverSession {
     /// A receive error the driver saw on the socket.
     public func handleSocketError(_ error: SocketError) {
         // A publisher that left answers our feedback with ICMP port unreachable: not ours to fix.
-        if error.errno == 111 { snap.feedbackUnreachable += 1 } else { snap.lastError = error.description }
+        if error.isConnectionRefused { snap.feedbackUnreachable += 1 } else { snap.lastError = error.description }
     }
 
     /// One datagram from `from`, arrived at `now` (`length` as received: longer than
@@ -140,10 +140,15 @@ public final class ReceiverSession {
     /// With `--prefer`, whether the router forwards this stream to the subscriber.
     func forwarded(_ stream: ReceiveStream) -> Bool {
         guard let want = config.preferredHeight, stream.stats.kind == .video else { return true }
-        let heights = peers[stream.peer].order.compactMap { streams[$0] }.filter { $0.stats.kind == .video }.compactMap(\.routerHeight)
-        guard let h = stream.routerHeight, !heights.isEmpty else { return false } // not known yet: wait for its key frame
-        let pick = heights.filter { $0 <= want }.max() ?? heights.min()!
-        return h == pick
+        guard let h = stream.routerHeight else { return false } // not known yet: wait for its key frame
+        // The largest height not above the preference, else the smallest (no arrays: per packet).
+        var below: Int?, lowest = Int.max
+        for id in peers[stream.peer].order {
+            guard let s = streams[id], s.stats.kind == .video, let sh = s.routerHeight else { continue }
+            lowest = min(lowest, sh)
+            if sh <= want { below = max(below ?? sh, sh) }
+        }
+        return h == (below ?? lowest)
     }
 
     /// Passes a packet the router accepted on to the subscriber, through the downlink if emulated.
@@ -224,7 +229,7 @@ public final class ReceiverSession {
             let stream: ReceiveStream
             if let s = streams[header.ssrc] {
                 // The same SSRC from another publisher: a collision (or a spoof), not this stream.
-                guard s.peer == peer.index else { snap.rejected.malformed += 1; return }
+                guard s.peer == peer.index else { snap.rejected.ssrcCollision += 1; return }
                 stream = s
             } else {
                 guard streams.count < config.maxStreams, peer.order.count < 32 else { snap.refusedOverCapacity += 1; return }

@@ -20,8 +20,12 @@ extension PublisherSession {
             d.nonReference = tid > 0 && frame.temporalID == UInt8(config.layers[frame.layer].temporalLayers - 1)
         }
         let headerSize = s.template.size
+        // A retransmission carries the same payload behind the RTX header and the 2-byte OSN
+        // (RFC 4588 §4): budget for the larger of the two, so neither exceeds the packet size
+        // (libwebrtc reserves it too, `rtp_sender.cc` RtxPacketOverhead).
+        let overhead = max(headerSize, s.rtxTemplate.map { $0.size + 2 } ?? 0)
         do throws(RTPWriteError) {
-            var packetizer = try VP8Packetizer(frameSize: frame.bytes.count, maxPayloadSize: config.maxPacketSize - headerSize, descriptor: d)
+            var packetizer = try VP8Packetizer(frameSize: frame.bytes.count, maxPayloadSize: config.maxPacketSize - overhead, descriptor: d)
             guard arena.available >= packetizer.packetCount else {
                 // The pacer holds every slot (a link far slower than the media): skip this frame.
                 counters.framesDroppedNoSlot += 1
@@ -252,7 +256,7 @@ extension PublisherSession {
     }
 
     func record(_ error: SocketError) {
-        if error.errno == 111 { counters.portUnreachable += 1 } else { counters.sendErrors += 1 }
+        if error.isConnectionRefused { counters.portUnreachable += 1 } else { counters.sendErrors += 1 }
         counters.lastError = error.description
     }
 }

@@ -118,8 +118,10 @@ public struct RejectedPackets: Sendable, Equatable {
     public var oversized = 0
     public var unknownPayloadType = 0
     public var notRTP = 0
+    /// Well-formed packets whose SSRC another publisher already uses (a collision or a spoof).
+    public var ssrcCollision = 0
 
     public init() {}
 
-    public var total: Int { authenticationFailed + replayed + malformed + oversized + unknownPayloadType + notRTP }
+    public var total: Int { authenticationFailed + replayed + malformed + oversized + unknownPayloadType + notRTP + ssrcCollision }
 }

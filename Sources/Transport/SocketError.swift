@@ -10,6 +10,10 @@ public struct SocketError: Error, CustomStringConvertible, Equatable, Sendable {
 
     public var description: String { "\(operation): \(Self.explain(errno)) (errno \(errno))" }
 
+    /// ECONNREFUSED: an ICMP port unreachable came back for an earlier datagram (Linux reports
+    /// it on the next call on the socket, IP_RECVERR).
+    public var isConnectionRefused: Bool { errno == 111 }
+
     static func explain(_ e: Int32) -> String {
         switch e {
         case 98: "address already in use"

@@ -76,3 +76,35 @@ import Transport
         #expect(s.stats.freezeCount == 1)
     }
 }
+
+/// The receiver session alone, sans-IO: datagrams and the time in, no socket, no thread.
+@Suite struct ReceiverSessionTests {
+    /// Two publishers (source addresses) using one SSRC: the second one's packets are counted as
+    /// an SSRC collision, not taken into the first one's stream nor called malformed.
+    @Test func ssrcCollisionIsCountedAsSuch() throws {
+        let key = SRTPKey.random(suite: .aesCm)
+        let session = try ReceiverSession(config: ReceiverConfig(listen: SocketAddress(host: "127.0.0.1", port: 5004), key: key),
+                                          startMicros: 0, wallOffsetMicros: 0, seed: 1)
+        let a = try SocketAddress(host: "127.0.0.1", port: 40_000), b = try SocketAddress(host: "127.0.0.1", port: 40_001)
+        // Each publisher has its own SRTP context (same key); B is further on in the sequence
+        // space, so its packets are new to the receiver's replay window, not replays.
+        let outA = try SRTPSession(key: key, direction: .outbound), outB = try SRTPSession(key: key, direction: .outbound)
+        func packet(_ srtp: SRTPSession, seq: UInt16) throws -> [UInt8] {
+            // Opus (PT 111), SSRC 0x01020304.
+            var p = [0x80, 111, UInt8(seq >> 8), UInt8(seq & 0xFF), 0, 0, 0, UInt8(seq & 0xFF), 1, 2, 3, 4] + [UInt8](repeating: 0xAB, count: 40)
+                + [UInt8](repeating: 0, count: SRTPSession.maxTrailer)
+            let n = try p.withUnsafeMutableBytes { try srtp.protectRTP($0.baseAddress!, length: 52, capacity: $0.count) }
+            return Array(p[0..<n])
+        }
+        for seq in UInt16(1)...10 {
+            var pa = try packet(outA, seq: seq), pb = try packet(outB, seq: seq + 1_000)
+            pa.withUnsafeMutableBytes { session.handleDatagram($0.baseAddress!, length: $0.count, from: a, now: Int64(seq) * 20_000) }
+            pb.withUnsafeMutableBytes { session.handleDatagram($0.baseAddress!, length: $0.count, from: b, now: Int64(seq) * 20_000 + 1) }
+        }
+        let snap = session.snapshot(final: false)
+        #expect(snap.rejected.ssrcCollision == 10)
+        #expect(snap.rejected.malformed == 0)
+        #expect(snap.streams.count == 1 && snap.streams[0].packetsReceived == 10)
+        #expect(snap.publishers.count == 2)
+    }
+}

@@ -169,3 +169,50 @@ import MediaCodecs
         #expect(r.since(.max).0.isEmpty && r.since(.max).1 == 500)
     }
 }
+
+/// The publisher session alone, sans-IO: frames, datagrams and the time in, datagrams out.
+@Suite struct PublisherSessionTests {
+    /// Every packet of a frame, and its retransmission (RTX header + 2-byte OSN, RFC 4588), fit
+    /// the configured packet size: the packetizer reserves the RTX overhead.
+    @Test func retransmissionsFitThePacketSize() throws {
+        let key = SRTPKey.random(suite: .aesCm)
+        var c = PublisherConfig(destination: try SocketAddress(host: "127.0.0.1", port: 5004), layers: [.defaults(width: 640, height: 360, rid: "h")], key: key)
+        c.sendAudio = false
+        c.maxPacketSize = 600
+        c.congestionControl = false
+        let plan = StreamPlan(config: c)
+        let session = try PublisherSession(config: c, plan: plan, startMicros: 0, wallOffsetMicros: 0)
+        session.begin(now: 0)
+        session.handle(.video(EncodedVideoFrame(layer: 0, bytes: [0x10, 0x02, 0x00, 0x9D, 0x01, 0x2A, 0x80, 0x02, 0x68, 0x01] + [UInt8](repeating: 7, count: 9_000),
+                                                isKeyFrame: true, width: 640, height: 360, frameNumber: 0, captureMicros: 0,
+                                                temporalID: nil, layerSync: false, encodeMicros: 0)))
+        var now: Int64 = 0
+        var lengths: [Int] = []
+        func drain() {
+            _ = session.step(now: now)
+            session.pollTransmit { _, lens, n, _ throws(SocketError) in
+                for i in 0..<n { lengths.append(Int(lens[i])) }
+                return n
+            }
+        }
+        for _ in 0..<50 { drain(); now += 10_000 }
+        let tag = SRTPSession.tagLength(.aesCm)
+        let media = session.statistics.0[0]
+        #expect(media.packetsSent >= 16)
+        // NACK every packet of the frame (the receiver's feedback, protected as SRTCP).
+        let srtcp = try SRTPSession(key: key, direction: .outbound)
+        var buffer = [UInt8](repeating: 0, count: 1500)
+        let first = session.senders[0].sequenceNumber &- UInt16(media.packetsSent)
+        let nack = GenericNACK(senderSSRC: 1, mediaSSRC: plan.streams[0].ssrc, lost: (0..<UInt16(media.packetsSent)).map { first &+ $0 })
+        let n = try buffer.withUnsafeMutableBytes { raw in
+            var w = ByteWriter(raw)
+            try nack.write(to: &w)
+            return try srtcp.protectRTCP(raw.baseAddress!, length: w.count, capacity: raw.count)
+        }
+        lengths.removeAll()
+        buffer.withUnsafeMutableBytes { session.handleDatagram($0.baseAddress!, length: n, now: now) }
+        for _ in 0..<50 { now += 10_000; drain() }
+        #expect(session.statistics.0[0].retransmittedPacketsSent == media.packetsSent)
+        #expect(!lengths.isEmpty && lengths.allSatisfy { $0 - tag <= 600 }, "largest datagram \(lengths.max() ?? 0) (tag \(tag))")
+    }
+}
