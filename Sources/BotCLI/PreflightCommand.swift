@@ -77,6 +77,13 @@ enum PreflightCommand {
 
         var phase = runPhase(pc, receiver: receiver, stats: stats, limit: limit, label: "preflight")
         if phase.interrupted { Output.endProgress(); return 130 }
+        if let e = phase.startError {
+            // One message for one failure: the receiver was never asked anything.
+            Output.endProgress()
+            Output.err("Error: the publisher could not start: \(e)\n")
+            writeJUnit(o.value("junit"), verdict: nil, requirement: o.value("require"), failure: "the publisher could not start")
+            return 2
+        }
         guard phase.answered else {
             Output.endProgress()
             Output.err("Error: no answer from the receiver at \(destination) within 3 s — check the address and port, that `pubbot receive` is running there with the same key (--key/--sdp) and SRTP suite, and that no firewall drops UDP in either direction\n")
@@ -92,6 +99,7 @@ enum PreflightCommand {
             ac.layers = []
             ac.durationMicros = 3_000_000
             let a = runPhase(ac, receiver: nil, stats: nil, limit: 3_000_000, label: "audio-only", reuseReceiver: receiver)
+            if let e = a.startError { Output.err("warning: the audio-only phase could not start: \(e)\n") }
             if a.answered {
                 audioOnly = a.measurement
                 let av = Verdict.decide(a.measurement, thresholds: thresholds)
@@ -123,6 +131,8 @@ enum PreflightCommand {
         var publisher: PublisherSnapshot?
         var receiver: ReceiverSnapshot?
         var plan: StreamPlan
+        /// The publisher could not start (socket, SRTP): said once, nothing was measured.
+        var startError: String? = nil
     }
 
     /// Publishes until the estimate is steady (or the limit), watching for any answer.
@@ -130,10 +140,9 @@ enum PreflightCommand {
                          reuseReceiver: LoopbackReceiver? = nil) -> PhaseResult {
         let publisher: Publisher
         do { publisher = try Publisher(config: pc) } catch {
-            Output.err("Error: \(error)\n")
             return PhaseResult(measurement: Measurement(estimate: 0, lossFraction: 1, roundTripTimeMillis: nil, jitterMillis: nil, videoBitrate: 0, durationMillis: 0),
                                answered: false, interrupted: false, steady: false, elapsedMicros: 0,
-                               publisher: nil, receiver: nil, plan: StreamPlan(config: pc))
+                               publisher: nil, receiver: nil, plan: StreamPlan(config: pc), startError: "\(error)")
         }
         receiver?.start()
         publisher.start()
