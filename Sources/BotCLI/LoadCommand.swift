@@ -58,7 +58,6 @@ enum LoadCommand {
         }
         let sharedKey: SRTPKey? = o.value("key") == nil ? nil : try CommonOptions.key(o, suite: suite)
         let impairment = try o.value("impair").map { t throws(UsageError) in try ValueParsers.impairment(t, option: "impair") }
-        let mediaDir = o.value("media") ?? defaultMedia
         if o.has("encode") && o.value("media") != nil { throw UsageError("--encode encodes live; --media is for replay") }
         if !o.has("encode") && o.value("layers") != nil { throw UsageError("--layers is for --encode; replay loops have theirs (pubbot media build --layers)") }
         var library = ReplayLibrary(layers: [], audio: [], audioBitrate: 32_000)
@@ -67,11 +66,15 @@ enum LoadCommand {
             let layers = try o.value("layers").map { l throws(UsageError) in try ValueParsers.ladder(l, temporalLayers: 1, defaultFps: 30) }
                 ?? VideoLayerConfig.ladder(top: 640, 360, layers: 2)
             live = SharedEncoder(layers: layers)
-        } else {
-            do { library = try ReplayLibrary.load(directory: mediaDir) } catch {
+        } else if let dir = o.value("media") {
+            do { library = try ReplayLibrary.load(directory: dir) } catch {
                 Output.err("Error: \(error)\n")
                 return 2
             }
+        } else {
+            guard let (dir, lib) = DefaultMedia.find() else { return 2 }
+            library = lib
+            Output.err("media: replay loops from \(dir)\n")
         }
         raiseFileLimit(to: range.count + 256)
 

@@ -154,3 +154,35 @@ import Testing
         #expect(missing.code == 2 && missing.err.contains("pubbot media build"))
     }
 }
+
+extension LoadTests {
+    /// Run outside the checkout with no loops anywhere, `load` builds them once into the user's
+    /// cache (saying so) and finds them there the next time.
+    @Test func loadFindsOrBuildsItsMediaWhereverItRuns() throws {
+        let dir = NSTemporaryDirectory() + "pubbot-anywhere-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try FileManager.default.createDirectory(atPath: dir + "/bin", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: BinaryTests.binary.path, toPath: dir + "/bin/pubbot")
+        func load() throws -> (Int32, String) {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: dir + "/bin/pubbot")
+            p.arguments = ["load", "--bots", "1", "--duration", "2s", "--json"]
+            p.currentDirectoryURL = URL(fileURLWithPath: dir)
+            p.environment = ["XDG_CACHE_HOME": dir + "/cache", "PATH": "/usr/bin:/bin"]
+            let err = Pipe()
+            p.standardError = err
+            p.standardOutput = Pipe()
+            try p.run()
+            let e = err.fileHandleForReading.readDataToEndOfFile()
+            p.waitUntilExit()
+            return (p.terminationStatus, String(decoding: e, as: UTF8.self))
+        }
+        let (first, err1) = try load()
+        #expect(first == 0, "\(err1)")
+        #expect(err1.contains("building them once into \(dir)/cache/pubbot/replay"), "\(err1)")
+        #expect(FileManager.default.fileExists(atPath: dir + "/cache/pubbot/replay/manifest.txt"))
+        let (second, err2) = try load()
+        #expect(second == 0)
+        #expect(err2.contains("media: replay loops from \(dir)/cache/pubbot/replay") && !err2.contains("building"), "\(err2)")
+    }
+}

@@ -1,0 +1,68 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import MediaCodecs
+
+/// Where `pubbot load` finds its replay loops when `--media` is not given, wherever it runs:
+/// `Media/replay` under the working directory (a checkout), beside the executable (an unpacked
+/// release, or the checkout a `.build/…/pubbot` was built in), the installed share directory,
+/// and otherwise a per-user cache, built there once on first use.
+enum DefaultMedia {
+    /// The candidate directories, in order, and the cache last.
+    static func candidates() -> [String] {
+        var out = ["Media/replay"]
+        if let exe = executableDirectory() {
+            out.append(exe + "/Media/replay")
+            out.append(exe + "/../share/pubbot/replay")
+            out.append(exe + "/../../Media/replay") // .build/<config>/pubbot in a checkout
+            out.append(exe + "/../../../Media/replay") // .build/<triple>/<config>/pubbot
+        }
+        out.append("/usr/local/share/pubbot/replay")
+        out.append("/usr/share/pubbot/replay")
+        return out
+    }
+
+    static func cacheDirectory() -> String {
+        if let x = getenv("XDG_CACHE_HOME"), x.pointee != 0 { return String(cString: x) + "/pubbot/replay" }
+        if let h = getenv("HOME"), h.pointee != 0 { return String(cString: h) + "/.cache/pubbot/replay" }
+        return "/tmp/pubbot-\(getuid())/replay"
+    }
+
+    /// The first directory with loops in it, loaded; otherwise loops built into the cache (with
+    /// a progress line). nil after saying why on standard error.
+    static func find() -> (String, ReplayLibrary)? {
+        for dir in candidates() + [cacheDirectory()] where access(dir + "/manifest.txt", R_OK) == 0 {
+            do { return (dir, try ReplayLibrary.load(directory: dir)) } catch {
+                Output.err("warning: skipping the replay loops in \(dir): \(error)\n")
+            }
+        }
+        let cache = cacheDirectory()
+        Output.err("no replay loops found (looked in \(candidates().joined(separator: ", "))): building them once into \(cache)\n")
+        let library: ReplayLibrary
+        do {
+            library = try ReplayLibrary.build(layers: VideoLayerConfig.ladder(top: 640, 360, layers: 2), seconds: 4, keyFrameIntervalMicros: 1_000_000) { f in
+                Output.progress("media build \(Output.bar(f)) \(Int(f * 100)) %")
+            }
+        } catch {
+            Output.endProgress()
+            Output.err("Error: cannot encode the replay loops: \(error)\n")
+            return nil
+        }
+        Output.endProgress()
+        var path = ""
+        for part in cache.split(separator: "/") { path += "/" + part; _ = mkdir(path, 0o755) }
+        do { try library.write(directory: cache) } catch {
+            Output.err("warning: cannot keep the replay loops in \(cache) (\(error)); using them for this run only\n")
+        }
+        return (cache, library)
+    }
+
+    static func executableDirectory() -> String? {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard n > 0 else { return nil }
+        let path = String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let slash = path.lastIndex(of: "/") else { return nil }
+        return String(path[..<slash])
+    }
+}
