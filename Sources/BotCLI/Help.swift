@@ -1,4 +1,4 @@
-/// Help and usage texts (the CLI contract of SPEC §7).
+/// Help and usage texts (the command-line contract the README documents).
 enum Help {
     static let version = "pubbot 0.1.0"
 

@@ -2,7 +2,7 @@ import PublisherEngine
 import Stats
 import Transport
 
-/// The raw view (SPEC §3): a W3C webrtc-stats report as a JSON array of stats objects, each with
+/// The raw view (W3C webrtc-stats, `--rtc-stats`): a W3C webrtc-stats report as a JSON array of stats objects, each with
 /// `id`, `type` and `timestamp` (ms) and the W3C member names, cross-referenced by id.
 enum RTCStatsReport {
     static func build(_ p: PublisherSnapshot, config: PublisherConfig, connection: Int = 1) -> JSONValue {

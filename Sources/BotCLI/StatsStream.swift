@@ -5,11 +5,11 @@ import PublisherEngine
 import Stats
 import Transport
 
-/// The `--stats FILE|-` JSON Lines stream (SPEC §3, §7): one object per line per interval,
+/// The `--stats FILE|-` JSON Lines stream (schema: `stats.schema.json` beside this file): one object per line per interval,
 /// `{"type": …, "timestamp": <epoch ms>, "stats": [ … ]}` — a routed session, so each array has
 /// one element. This version carries the publisher's video, audio and media-link stats and its
 /// events; the
-/// network condition is scored per SPEC §4 with hysteresis; events carry the stats they concern.
+/// network condition is scored by `NetworkConditionScorer` with hysteresis; events carry the stats they concern.
 final class StatsStream {
     let out: JSONLinesWriter
     let startMillis: Int64

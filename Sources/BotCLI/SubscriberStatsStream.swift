@@ -4,7 +4,7 @@ import Transport
 import RTPCore
 import Impairment
 
-/// The receiver's side of the stats stream (SPEC §3): `subscriberVideoStats` (one element per
+/// The receiver's side of the stats stream (schema: `stats.schema.json`): `subscriberVideoStats` (one element per
 /// video stream received), `subscriberAudioStats`, `subscriberMediaLinkStats` and
 /// `subscriberEvent`s. The receiver terminates the publisher's uplink and decodes like a
 /// subscriber behind its own downlink (`--downlink-impair`): `transport` (local) scores that

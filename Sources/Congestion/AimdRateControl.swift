@@ -1,5 +1,5 @@
 /// Additive-increase / multiplicative-decrease rate control driven by the overuse detector
-/// (libwebrtc `aimd_rate_control.cc`, `link_capacity_estimator.cc`; REFERENCES §7): multiplicative
+/// (libwebrtc `aimd_rate_control.cc`, `link_capacity_estimator.cc`): multiplicative
 /// +8 %/s while far from the last known link capacity, additive (about one packet per response
 /// time) near it, and on overuse back to 0.85 × the acknowledged throughput, then hold.
 public struct AimdRateControl: Sendable {

@@ -1,4 +1,4 @@
-/// The classic loss-based rule (libwebrtc `send_side_bandwidth_estimation.cc`, REFERENCES §7):
+/// The classic loss-based rule (libwebrtc `send_side_bandwidth_estimation.cc`):
 /// loss ≤ 2 % → may grow 8 % per second over the lowest rate of the last second; 2–10 % → hold;
 /// > 10 % → rate × (1 − loss/2), at most once per 300 ms + RTT.
 public struct LossBasedEstimator: Sendable {

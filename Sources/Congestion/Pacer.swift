@@ -1,4 +1,4 @@
-/// A leaky-bucket pacer (libwebrtc `pacing_controller`, REFERENCES §7): media leaves at the
+/// A leaky-bucket pacer (libwebrtc `pacing_controller.cc`): media leaves at the
 /// pacing rate in short bursts (budget capped at 40 ms), audio first, then retransmissions, then
 /// video; during a probe cluster it sends at the probe rate and pads when it has no media.
 /// It queues packet ids (arena slot numbers in the engine); time passed in. Not generic, so the

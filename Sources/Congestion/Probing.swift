@@ -10,7 +10,7 @@ public struct ProbeCluster: Equatable, Sendable {
     public var isComplete: Bool { sentPackets >= minPackets && sentBytes >= minBytes }
 }
 
-/// Start-up and follow-up probing (libwebrtc `probe_controller.cc`, REFERENCES §7): at start,
+/// Start-up and follow-up probing (libwebrtc `probe_controller.cc`): at start,
 /// clusters at 3× and 6× the start rate; while a result exceeds 0.7 × its probe rate, probe again
 /// at 2× the result, up to `maxBitrate`.
 public struct ProbeController: Sendable {

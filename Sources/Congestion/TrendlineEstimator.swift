@@ -2,8 +2,8 @@
 public enum BandwidthUsage: Sendable, Equatable { case normal, underusing, overusing }
 
 /// Delay-gradient trend over a window of smoothed one-way delay samples, with the overuse
-/// detector and its adaptive threshold (libwebrtc `trendline_estimator.cc`; constants in
-/// REFERENCES §7: window 20, smoothing 0.9, gain 4, threshold 12.5 in [6, 600], k_up 0.0087,
+/// detector and its adaptive threshold (libwebrtc `trendline_estimator.cc`, its
+/// defaults: window 20, smoothing 0.9, gain 4, threshold 12.5 in [6, 600], k_up 0.0087,
 /// k_down 0.039, overuse after 10 ms over at least 2 samples).
 public struct TrendlineEstimator: Sendable {
     public static let windowSize = 20

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 
-/// The resolution tiers of the verdict (SPEC §5, opentok-network-test `config.ts`): bits/s a tier
+/// The resolution tiers of the verdict (opentok-network-test `config.ts`): bits/s a tier
 /// needs without and with simulcast; a tier is supported when the estimate ≥ `share` × its need.
 public struct Tier: Equatable, Sendable {
     public var name: String
@@ -25,7 +25,7 @@ public struct Tier: Equatable, Sendable {
 }
 
 /// Thresholds of the verdict; all configurable (`--verdict-thresholds`), defaults from
-/// opentok-network-test (REFERENCES §9).
+/// opentok-network-test (`config.ts`, `subscriberMOS.ts`).
 public struct VerdictThresholds: Equatable, Sendable {
     /// Share of a tier's bitrate the estimate must reach (0.75).
     public var tierShare = 0.75
@@ -41,7 +41,7 @@ public struct VerdictThresholds: Equatable, Sendable {
     public init() {}
 }
 
-/// Mean opinion scores (opentok-network-test `subscriberMOS.ts`, REFERENCES §9).
+/// Mean opinion scores (opentok-network-test `subscriberMOS.ts`; ITU-T G.107 E-model).
 public enum MOS {
     /// Audio by the E-model: delay d = RTT/2 + 30 ms local, Id = 0.024 d + 0.11 (d − 177.3) H(d − 177.3),
     /// Ie = 19.8 ln(1 + 29.7 p), R = 93.2 − Id − Ie, then the ITU-T G.107 R → MOS curve.

@@ -18,7 +18,7 @@ public struct Measurement: Equatable, Sendable {
     }
 }
 
-/// The pre-flight verdict (SPEC §5) for audio and for video, with the measured cause.
+/// The pre-flight verdict (README "Commands › preflight") for audio and for video, with the measured cause.
 public struct Verdict: Equatable, Sendable {
     public struct Part: Equatable, Sendable {
         public var supported: Bool

@@ -30,9 +30,9 @@ public struct PublisherConfig: Sendable {
     public var rtxPayloadType: UInt8 = 97
     /// Run send-side bandwidth estimation, probing and allocation (BUNDLE mode only).
     public var congestionControl = true
-    /// Network-condition scoring (SPEC §4).
+    /// Network-condition scoring (`NetworkConditionScorer`, `--condition-thresholds`).
     public var conditionThresholds = NetworkConditionThresholds()
-    /// Audio fallback (SPEC §3): drop all video while the network condition is critical, keep
+    /// Audio fallback (`--audio-fallback`, README): drop all video while the network condition is critical, keep
     /// audio, and bring video back once the estimate carries the lowest layer again.
     public var audioFallback = false
     /// Send the sender-side stats track (RTCP APP "SSTS") about once a second.

@@ -30,7 +30,7 @@ public struct NetworkCounters: Sendable, Equatable {
     public var estimate: NetworkEstimate?
     public var allocation: Allocation?
     public var pacerQueuePackets = 0
-    /// Network condition of the uplink (SPEC §4), with hysteresis.
+    /// Network condition of the uplink (`NetworkConditionScorer`), with hysteresis.
     public var networkCondition: NetworkCondition = .unknown
     public var networkConditionReason: NetworkConditionReason = .unknown
     /// Condition changes and layer changes, oldest first (the last 256), numbered.
@@ -48,7 +48,7 @@ public enum PublisherSessionEvent: Sendable, Equatable {
     case layerTarget(layer: Int, bitrate: Int)
 }
 
-/// Something a stats consumer should hear about once (SPEC §3 events).
+/// Something a stats consumer should hear about once (the stats stream's events, `StatsStream.swift`).
 public struct PublisherEvent: Sendable, Equatable {
     public enum Kind: String, Sendable { case networkConditionChanged, videoQualityChanged }
     public var number: Int

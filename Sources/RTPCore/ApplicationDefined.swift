@@ -47,7 +47,7 @@ public struct ApplicationDefined: Equatable, Sendable {
     }
 }
 
-/// The sender-side stats track (SPEC §3): the publisher's transport figures, carried in-band as
+/// The sender-side stats track (`--sender-stats`, README): the publisher's transport figures, carried in-band as
 /// RTCP APP packets named `SSTS`, subtype 0, versioned. Receivers that do not know the name
 /// skip the packet. Layout (version 1, 12 bytes):
 ///
@@ -64,7 +64,7 @@ public struct SenderSideStats: Equatable, Sendable {
 
     public var connectionMaxAllocatedBitrate: UInt32
     public var connectionEstimatedBandwidth: UInt32
-    /// Network condition 0 (unknown) … 5 (excellent), as in SPEC §3.
+    /// Network condition 0 (unknown) … 5 (excellent), as the stats stream's `networkConditionValue`.
     public var networkCondition: UInt8
     public var networkConditionReason: UInt8
 

@@ -1,8 +1,8 @@
 public import PublisherEngine
 public import LoopbackReceiver
 public import MediaCodecs
-public import Transport
-public import Stats
+import Transport
+import Stats
 
 /// How a simulated run is set up: the same publisher and receiver configurations `publish` and
 /// `receive` use (the receiver's `impairment` is the emulated uplink, exactly as

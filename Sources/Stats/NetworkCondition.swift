@@ -1,4 +1,4 @@
-/// The network condition of a transport (SPEC §3, §4), with its numeric value 0…5.
+/// The network condition of a transport (the `networkCondition` of the stats stream, README "--stats"), with its numeric value 0…5.
 public enum NetworkCondition: String, Sendable, CaseIterable, Comparable {
     case unknown, critical, warning, fair, good, excellent
 
@@ -11,7 +11,7 @@ public enum NetworkConditionReason: String, Sendable {
     case none, unknown, bandwidth, packetLoss
 }
 
-/// Thresholds for scoring (SPEC §4 starting point; the source documents publish none). All are
+/// Thresholds for scoring (the product's starting point, README "--condition-thresholds"; the source documents publish none). All are
 /// configurable; the README lists the defaults.
 public struct NetworkConditionThresholds: Equatable, Sendable {
     /// Loss fractions (0…1) below which the condition can be excellent / good / fair / warning;
@@ -58,7 +58,7 @@ public struct TransportSample: Sendable {
 }
 
 /// Scores a transport over a sliding window and reports changes with hysteresis, so one bad
-/// interval does not flip the condition (SPEC §4).
+/// interval does not flip the condition.
 public struct NetworkConditionScorer: Sendable {
     public var thresholds: NetworkConditionThresholds
     var samples: [TransportSample] = []

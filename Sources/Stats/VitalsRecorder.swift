@@ -1,4 +1,4 @@
-/// Session vitals (SPEC §6): a timeline of the bot's own health next to its media stats —
+/// Session vitals (`--vitals`; the Session Vitals seed document): a timeline of the bot's own health next to its media stats —
 /// resource samples on a fixed tick, stats samples and custom entries — buffered and flushed in
 /// chunks of at most 64 KB. Pure: samples and time are passed in; the CLI reads the process.
 public struct VitalsRecorder: Sendable {

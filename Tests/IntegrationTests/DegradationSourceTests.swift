@@ -8,7 +8,7 @@ import MediaCodecs
 import Impairment
 
 /// networkDegradationSource by definition: loss on the publisher's uplink only → remote; on the
-/// subscriber's downlink only → local; on both → bothOrUnclear (SPEC §3, issue #4 item 8).
+/// subscriber's downlink only → local; on both → bothOrUnclear (issue #4 item 8).
 @Suite struct DegradationSourceTests {
     @Test(arguments: [("uplink", "remote"), ("downlink", "local"), ("both", "bothOrUnclear")])
     func attributesLossToTheRightLeg(_ where_: String, _ expected: String) throws {

@@ -3,7 +3,7 @@ import Testing
 
 @Suite struct VerdictTests {
     @Test func audioMOSFollowsTheEModel() {
-        // REFERENCES §9 worked value: no loss and d = RTT/2 + 30 = 180 ms → R ≈ 88.6, MOS ≈ 4.30.
+        // E-model worked value (ITU-T G.107, as opentok-network-test computes it): no loss and d = RTT/2 + 30 = 180 ms → R ≈ 88.6, MOS ≈ 4.30.
         #expect(abs(MOS.audio(roundTripTimeMillis: 300, lossFraction: 0) - 4.30) < 0.01)
         // Measured loss and RTT move it: 5 % loss, 100 ms RTT is clearly worse, 30 % is unusable.
         #expect(MOS.audio(roundTripTimeMillis: 100, lossFraction: 0.05) < 3.8)
