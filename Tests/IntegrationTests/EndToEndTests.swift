@@ -516,7 +516,6 @@ import Impairment
     /// `--metrics`: Prometheus text exposition on loopback, scraped with curl.
     @Test func metricsAreScrapableOverHTTP() throws {
         let port = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port
-        let metricsPort = 20_000 + Int(SecureRandom.uint32() % 20_000)
         let key = SRTPKey.random(suite: .aesCm).revealBase64()
         let recv = Process()
         recv.executableURL = Self.binary
@@ -525,9 +524,18 @@ import Impairment
         try recv.run()
         let pub = Process()
         pub.executableURL = Self.binary
-        pub.arguments = ["publish", "--to", "127.0.0.1:\(port)", "--key", key, "--duration", "4s", "--layers", "320x180", "--metrics", String(metricsPort)]
-        pub.standardOutput = Pipe(); pub.standardError = Pipe()
+        pub.arguments = ["publish", "--to", "127.0.0.1:\(port)", "--key", key, "--duration", "4s", "--layers", "320x180", "--metrics", "127.0.0.1:0"]
+        let pubErr = Pipe()
+        pub.standardOutput = Pipe(); pub.standardError = pubErr
         try pub.run()
+        // Port 0: the publisher says where it listens ("metrics on http://127.0.0.1:PORT/metrics").
+        var said = ""
+        let deadline = Date().addingTimeInterval(5)
+        while !said.contains("/metrics"), Date() < deadline {
+            said += String(decoding: pubErr.fileHandleForReading.availableData, as: UTF8.self)
+        }
+        let metricsPort = try #require(said.split(separator: "\n").first { $0.contains("metrics on http://") }
+            .flatMap { $0.split(separator: ":").last?.split(separator: "/").first }.flatMap { Int($0) }, "\(said)")
         Thread.sleep(forTimeInterval: 2.5)
         let curl = Process()
         curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import Transport
 
 /// `pubbot load` as a user runs it (the debug binary, so the fleets are small): replay media
 /// built by `pubbot media build`, the embedded receiver and a separate `pubbot receive`,
@@ -67,7 +68,7 @@ import Testing
     /// bot numbers cover the fleet once, and the receiver saw every bot as its own publisher.
     @Test func shardsAgainstOneReceiverMergeExactly() throws {
         try buildMedia()
-        let port = 20_000 + Int(getpid() % 20_000)
+        let port = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port // a free port, released
         let key = "WbTBosdVUZqEb6Htqhn+m3z7wUh4RelR/rCp7rY2"
         let recv = Process()
         recv.executableURL = BinaryTests.binary

@@ -109,7 +109,7 @@ import MediaCodecs
     /// port-unreachable answers, reports `critical` while nothing comes back, and is out of
     /// `critical` within 5 s of the receiver's return.
     @Test func receiverKilledAndRestarted() throws {
-        let port = 21_000 + Int(getpid() % 20_000)
+        let port = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port // a free port, released
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pubbot-fault-\(getpid())")
         try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let stats = dir.appendingPathComponent("pub.jsonl"), summary = dir.appendingPathComponent("pub.json")
@@ -150,7 +150,7 @@ import MediaCodecs
     /// A 5 s total outage on the path (an impairment schedule at the receiver): the estimate
     /// collapses and the condition goes critical, then both are back within 5 s of the end.
     @Test func fiveSecondOutageRecovers() throws {
-        let port = 23_000 + Int(getpid() % 20_000)
+        let port = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port // a free port, released
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pubbot-outage-\(getpid())")
         try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let stats = dir.appendingPathComponent("pub.jsonl")
@@ -185,7 +185,7 @@ import MediaCodecs
 
     /// SIGTERM / SIGINT: BYE sent, the final summary and stats written, exit 130.
     @Test func signalsEndRunsCleanly() throws {
-        let port = 22_000 + Int(getpid() % 20_000)
+        let port = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port // a free port, released
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pubbot-sig-\(getpid())")
         try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let recvOut = dir.appendingPathComponent("recv.json"), pubOut = dir.appendingPathComponent("pub.json"), stats = dir.appendingPathComponent("pub.jsonl")
