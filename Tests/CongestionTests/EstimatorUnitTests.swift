@@ -1,0 +1,125 @@
+import Testing
+@testable import Congestion
+
+/// The estimator's parts one by one, each against the rule it implements.
+@Suite struct NackGeneratorTests {
+    @Test func asksForEachGapOldestFirstAndStopsWhenItArrives() {
+        var n = NackGenerator()
+        n.onPacket(sequenceNumber: 10, now: 0)
+        n.onPacket(sequenceNumber: 14, now: 1_000) // 11, 12, 13 missing
+        #expect(n.due(now: 2_000) == [11, 12, 13])
+        #expect(n.due(now: 50_000).isEmpty) // not again before the resend interval
+        n.onPacket(sequenceNumber: 12, now: 60_000) // repaired
+        #expect(n.due(now: 102_000) == [11, 13])
+        #expect(n.trackedCount == 2)
+    }
+
+    @Test func givesUpAfterItsRetriesOrItsAge() {
+        var n = NackGenerator()
+        n.maxRetries = 3
+        n.onPacket(sequenceNumber: 1, now: 0)
+        n.onPacket(sequenceNumber: 3, now: 0)
+        var asked = 0
+        var t: Int64 = 0
+        while t < 1_000_000 { asked += n.due(now: t).count; t += 100_000 }
+        #expect(asked == 3 && n.trackedCount == 0 && n.abandoned == 1)
+        var old = NackGenerator()
+        old.onPacket(sequenceNumber: 1, now: 0)
+        old.onPacket(sequenceNumber: 3, now: 0)
+        #expect(old.due(now: 0) == [2])
+        #expect(old.due(now: 1_100_000).isEmpty && old.abandoned == 1) // older than a second
+    }
+
+    @Test func gapsAcrossTheWrapAndRestartsAreHandled() {
+        var n = NackGenerator()
+        n.onPacket(sequenceNumber: 65_534, now: 0)
+        n.onPacket(sequenceNumber: 1, now: 0) // 65535 and 0 missing
+        #expect(n.due(now: 0) == [65_535, 0])
+        var jump = NackGenerator()
+        jump.onPacket(sequenceNumber: 100, now: 0)
+        jump.onPacket(sequenceNumber: 20_000, now: 0) // a restart, not 19 899 losses
+        #expect(jump.trackedCount == 0)
+    }
+}
+
+@Suite struct InterArrivalTests {
+    /// Packets sent within 5 ms of a group's first form one group; deltas compare the last
+    /// packets of consecutive groups (libwebrtc `inter_arrival.cc`).
+    @Test func groupsBySendTimeAndReportsDeltasBetweenGroups() {
+        var ia = InterArrival()
+        var out: [InterArrival.Deltas] = []
+        for g in 0..<4 {
+            for k in 0..<3 { // 3 packets 1 ms apart per group; groups 20 ms apart, arriving 25 ms apart
+                let send = Int64(g) * 20_000 + Int64(k) * 1_000
+                if let d = ia.add(sendMicros: send, arrivalMicros: 100_000 + Int64(g) * 25_000 + Int64(k) * 1_000, size: 1_000) { out.append(d) }
+            }
+        }
+        #expect(out == [InterArrival.Deltas(sendMicros: 20_000, arrivalMicros: 25_000, sizeBytes: 0),
+                        InterArrival.Deltas(sendMicros: 20_000, arrivalMicros: 25_000, sizeBytes: 0)])
+    }
+
+    @Test func aPacketFromAnEarlierGroupIsIgnored() {
+        var ia = InterArrival()
+        _ = ia.add(sendMicros: 0, arrivalMicros: 0, size: 100)
+        _ = ia.add(sendMicros: 20_000, arrivalMicros: 20_000, size: 100)
+        #expect(ia.add(sendMicros: 10_000, arrivalMicros: 30_000, size: 100) == nil)
+    }
+}
+
+@Suite struct LossBasedEstimatorTests {
+    /// libwebrtc `send_side_bandwidth_estimation.cc`: ≤ 2 % → +8 % (over the lowest rate of the
+    /// last second) + 1 kbps; 2–10 % → hold; > 10 % → × (1 − loss/2); once a second, ≥ 20 packets.
+    @Test func followsTheClassicRule() {
+        var e = LossBasedEstimator(startBitrate: 1_000_000)
+        #expect(e.update(lost: 0, of: 10, delayBased: 5_000_000, now: 0) == 1_000_000) // too few packets
+        #expect(e.update(lost: 0, of: 100, delayBased: 5_000_000, now: 0) == 1_081_000)
+        #expect(e.update(lost: 0, of: 100, delayBased: 5_000_000, now: 500_000) == 1_081_000) // once a second
+        #expect(e.update(lost: 5, of: 100, delayBased: 5_000_000, now: 1_000_000) == 1_081_000) // 5 %: hold
+        let cut = e.update(lost: 20, of: 100, delayBased: 5_000_000, now: 2_000_000) // 20 %
+        #expect(cut == Int(1_081_000 * 0.9))
+        #expect(e.lastLossFraction == 0.2)
+    }
+
+    @Test func neverRunsFarAheadOfTheDelayBasedEstimate() {
+        var e = LossBasedEstimator(startBitrate: 3_000_000)
+        #expect(e.update(lost: 0, of: 100, delayBased: 500_000, now: 0) == 1_000_000) // 2 × delay-based
+    }
+}
+
+@Suite struct TrendlineTests {
+    static func feed(_ t: inout TrendlineEstimator, groups: Int, extraDelayMs: Double, start: Int64 = 0) {
+        for i in 0..<groups {
+            let d = InterArrival.Deltas(sendMicros: 20_000, arrivalMicros: 20_000 + Int64(extraDelayMs * 1000), sizeBytes: 0)
+            t.update(deltas: d, arrivalMicros: start + Int64(i) * 20_000)
+        }
+    }
+
+    /// Arrivals spreading out (a queue building) is overuse; a steady path is normal.
+    @Test func detectsAGrowingQueueAsOveruse() {
+        var steady = TrendlineEstimator()
+        Self.feed(&steady, groups: 60, extraDelayMs: 0)
+        #expect(steady.state == .normal)
+        var building = TrendlineEstimator()
+        Self.feed(&building, groups: 60, extraDelayMs: 2)
+        #expect(building.state == .overusing)
+        var draining = TrendlineEstimator()
+        Self.feed(&draining, groups: 60, extraDelayMs: -2)
+        #expect(draining.state == .underusing)
+    }
+
+    /// The threshold adapts towards |modified trend| (up at k_up, down at k_down), within [6, 600]
+    /// (libwebrtc `trendline_estimator.cc` UpdateThreshold).
+    @Test func adaptiveThresholdMovesTowardsTheTrendWithinItsBounds() {
+        var quiet = TrendlineEstimator()
+        Self.feed(&quiet, groups: 400, extraDelayMs: 0)
+        #expect(quiet.threshold == 6) // no trend for 8 s: down to the floor
+        var noisy = TrendlineEstimator()
+        Self.feed(&noisy, groups: 30, extraDelayMs: 0)
+        let before = noisy.threshold
+        // A sustained trend: modified trend ≈ 60 × 0.04 × 4 ≈ 9.6, above the threshold but not a
+        // spike (> threshold + 15, which is not adapted to): the threshold rises towards it.
+        Self.feed(&noisy, groups: 60, extraDelayMs: 0.8, start: 600_000)
+        #expect(noisy.threshold > before + 1, "\(noisy.threshold), modified trend \(noisy.modifiedTrend)")
+        #expect(noisy.threshold <= noisy.modifiedTrend + 0.5)
+    }
+}
