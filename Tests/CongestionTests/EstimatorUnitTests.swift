@@ -7,11 +7,19 @@ import Testing
         var n = NackGenerator()
         n.onPacket(sequenceNumber: 10, now: 0)
         n.onPacket(sequenceNumber: 14, now: 1_000) // 11, 12, 13 missing
-        #expect(n.due(now: 2_000) == [11, 12, 13])
+        #expect(n.due(now: 2_000).isEmpty) // within the reorder tolerance
+        #expect(n.due(now: 20_000) == [11, 12, 13])
         #expect(n.due(now: 50_000).isEmpty) // not again before the resend interval
         n.onPacket(sequenceNumber: 12, now: 60_000) // repaired
-        #expect(n.due(now: 102_000) == [11, 13])
+        #expect(n.due(now: 120_000) == [11, 13])
         #expect(n.trackedCount == 2)
+    }
+
+    /// A packet merely reordered (it arrives within the tolerance) is never asked for.
+    @Test func reorderingWithinTheToleranceIsNotLoss() {
+        var n = NackGenerator()
+        for (seq, t) in [(1, 0), (3, 1_000), (2, 4_000), (4, 5_000)] as [(UInt16, Int64)] { n.onPacket(sequenceNumber: seq, now: t) }
+        #expect(n.due(now: 20_000).isEmpty && n.trackedCount == 0)
     }
 
     @Test func givesUpAfterItsRetriesOrItsAge() {
@@ -20,13 +28,13 @@ import Testing
         n.onPacket(sequenceNumber: 1, now: 0)
         n.onPacket(sequenceNumber: 3, now: 0)
         var asked = 0
-        var t: Int64 = 0
+        var t: Int64 = 20_000
         while t < 1_000_000 { asked += n.due(now: t).count; t += 100_000 }
         #expect(asked == 3 && n.trackedCount == 0 && n.abandoned == 1)
         var old = NackGenerator()
         old.onPacket(sequenceNumber: 1, now: 0)
         old.onPacket(sequenceNumber: 3, now: 0)
-        #expect(old.due(now: 0) == [2])
+        #expect(old.due(now: 20_000) == [2])
         #expect(old.due(now: 1_100_000).isEmpty && old.abandoned == 1) // older than a second
     }
 
@@ -34,11 +42,30 @@ import Testing
         var n = NackGenerator()
         n.onPacket(sequenceNumber: 65_534, now: 0)
         n.onPacket(sequenceNumber: 1, now: 0) // 65535 and 0 missing
-        #expect(n.due(now: 0) == [65_535, 0])
+        #expect(n.due(now: 20_000) == [65_535, 0])
         var jump = NackGenerator()
         jump.onPacket(sequenceNumber: 100, now: 0)
         jump.onPacket(sequenceNumber: 20_000, now: 0) // a restart, not 19 899 losses
         #expect(jump.trackedCount == 0)
+    }
+
+    /// Bounded: gaps pushed out of the 512-packet span are given up; a long clean run after a
+    /// gap costs nothing; the stream goes on being tracked correctly for 10⁵ packets.
+    @Test func staysBoundedOverALongStream() {
+        var n = NackGenerator()
+        var seq: UInt16 = 0
+        var t: Int64 = 0
+        n.onPacket(sequenceNumber: seq, now: t)
+        var lost = 0, asked = 0
+        for i in 1..<100_000 {
+            seq &+= 1
+            t += 1_000
+            if i % 997 == 0 { seq &+= 1; lost += 1 } // one packet lost now and then
+            n.onPacket(sequenceNumber: seq, now: t)
+            if i % 20 == 0 { asked += n.due(now: t).count }
+            #expect(n.trackedCount <= NackGenerator.maxTracked)
+        }
+        #expect(lost > 90 && asked >= lost) // every loss asked for (and again until it gives up)
     }
 }
 
