@@ -131,4 +131,25 @@ import Impairment
         #expect(t.window(17, 30).allSatisfy { $0 >= 1_000_000 }, "\(t.description)")
         #expect(abs(t.mean(20, 30) - 2_000_000) / 2_000_000 <= 0.25, "\(t.description)")
     }
+
+    /// Audio fallback (moved here from a 16 s real-time test): 30 % loss makes the link
+    /// critical, all video goes off (`videoQualityChanged`, reason `audioFallback`) while the
+    /// audio goes on, and video comes back once the loss is gone.
+    @Test func audioFallbackDropsVideoOnACriticalLinkAndRecovers() throws {
+        let sim = try Simulation(config: try Self.config(impair: "0s:loss=0%;2s:loss=30%;6s:loss=0%", seconds: 16) { $0.audioFallback = true })
+        var sawFallback = false, conditions: [String] = []
+        sim.run(intervalMicros: 250_000) { final in
+            let n = sim.publisherSnapshot.network
+            if n.audioFallbackActive { sawFallback = true }
+            if conditions.last != n.networkCondition.rawValue { conditions.append(n.networkCondition.rawValue) }
+        }
+        let p = sim.publisherSnapshot
+        let events = p.network.events.filter { $0.reason == "audioFallback" }
+        #expect(sawFallback)
+        #expect(events.contains { $0.change == "layerSuspended" } && events.contains { $0.change == "layerResumed" }, "\(events.map { $0.change ?? "" })")
+        #expect(!p.network.audioFallbackActive) // recovered by the end
+        #expect(conditions.contains("critical") && conditions.last != "critical", "\(conditions)")
+        let audio = try #require(sim.receiverSnapshot(final: true).streams.first { $0.kind == .audio })
+        #expect(audio.framesDecoded > 600) // audio never stopped (16 s at 50 frames/s, minus losses)
+    }
 }
