@@ -2,7 +2,7 @@ import RTPCore
 
 /// The receiver half of generic NACK (RFC 4585 §6.2.1): remembers gaps in a stream's sequence
 /// numbers and says which to request now — none before `reorderToleranceMicros` (a packet merely
-/// reordered arrives within it), each at most `maxRetries` times, `resendInterval` apart, never
+/// reordered arrives within it; 0 by default), each at most `maxRetries` times, `resendInterval` apart, never
 /// older than `maxAge`. Kept in a ring indexed by sequence number (pion `nack` receive log), so a
 /// late arrival is cleared in O(1) and a check allocates nothing unless something is due.
 public struct NackGenerator: Sendable {
@@ -11,9 +11,11 @@ public struct NackGenerator: Sendable {
     public var maxRetries = 10
     public var resendIntervalMicros: Int64 = 100_000
     public var maxAgeMicros: Int64 = 1_000_000
-    /// A gap is not asked for until it is this old (libwebrtc `nack_requester.cc` waits for
-    /// reordering likewise); the receiver checks every 20 ms.
-    public var reorderToleranceMicros: Int64 = 10_000
+    /// A gap is not asked for until it is this old, for paths that reorder. 0 by default, as
+    /// libwebrtc's NACK send delay (`nack_requester.cc`, WebRTC-SendNackDelayMs): at 10 ms the
+    /// virtual-time capacity-step scenario recovered seconds later (RTX came a tick later, and
+    /// the closed loop moved on differently).
+    public var reorderToleranceMicros: Int64 = 0
     /// The span of sequence numbers followed; a gap beyond it is a restart, not loss.
     public static let maxTracked = 512
     static let ringSize = 1024 // a power of two ≥ maxTracked

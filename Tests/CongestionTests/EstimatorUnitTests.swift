@@ -5,6 +5,7 @@ import Testing
 @Suite struct NackGeneratorTests {
     @Test func asksForEachGapOldestFirstAndStopsWhenItArrives() {
         var n = NackGenerator()
+        n.reorderToleranceMicros = 10_000
         n.onPacket(sequenceNumber: 10, now: 0)
         n.onPacket(sequenceNumber: 14, now: 1_000) // 11, 12, 13 missing
         #expect(n.due(now: 2_000).isEmpty) // within the reorder tolerance
@@ -18,8 +19,13 @@ import Testing
     /// A packet merely reordered (it arrives within the tolerance) is never asked for.
     @Test func reorderingWithinTheToleranceIsNotLoss() {
         var n = NackGenerator()
+        n.reorderToleranceMicros = 10_000
         for (seq, t) in [(1, 0), (3, 1_000), (2, 4_000), (4, 5_000)] as [(UInt16, Int64)] { n.onPacket(sequenceNumber: seq, now: t) }
         #expect(n.due(now: 20_000).isEmpty && n.trackedCount == 0)
+        var eager = NackGenerator() // the default: ask at once
+        eager.onPacket(sequenceNumber: 1, now: 0)
+        eager.onPacket(sequenceNumber: 3, now: 1_000)
+        #expect(eager.due(now: 1_000) == [2])
     }
 
     @Test func givesUpAfterItsRetriesOrItsAge() {
