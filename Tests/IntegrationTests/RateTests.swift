@@ -22,7 +22,7 @@ extension EndToEndTests {
     /// Runs one publisher against one receiver for `seconds`, sampling both every 250 ms, and
     /// measures from `warmUp` to the end (the estimate starts at 300 kbps and takes a second or
     /// two to reach the ladder).
-    static func measure(fps: Int, temporalLayers: Int, relayed: Bool = false, seconds: Double = 8, warmUp: Double = 2) throws -> Outcome {
+    static func measure(fps: Int, temporalLayers: Int, relayed: Bool = false, seconds: Double = 10, warmUp: Double = 2) throws -> Outcome {
         let key = SRTPKey.random(suite: .aesCm)
         let r = try LoopbackReceiver(config: ReceiverConfig(listen: SocketAddress(host: "127.0.0.1", port: 0), key: key))
         var c = PublisherConfig(destination: r.localAddress, layers: VideoLayerConfig.ladder(top: 1280, 720, fps: fps, temporalLayers: temporalLayers,
