@@ -38,17 +38,8 @@ enum DefaultMedia {
         }
         let cache = cacheDirectory()
         Output.err("no replay loops found (looked in \(candidates().joined(separator: ", "))): building them once into \(cache)\n")
-        let library: ReplayLibrary
-        do {
-            library = try ReplayLibrary.build(layers: VideoLayerConfig.ladder(top: 640, 360, layers: 2), seconds: 4, keyFrameIntervalMicros: 1_000_000) { f in
-                Output.progress("media build \(Output.bar(f)) \(Int(f * 100)) %")
-            }
-        } catch {
-            Output.endProgress()
-            Output.err("Error: cannot encode the replay loops: \(error)\n")
-            return nil
-        }
-        Output.endProgress()
+        guard let library = MediaCommand.buildLoops(VideoLayerConfig.ladder(top: 640, 360, layers: 2), seconds: 4, keyFrameIntervalMicros: 1_000_000,
+                                                    label: "media build") else { return nil }
         var path = ""
         for part in cache.split(separator: "/") { path += "/" + part; _ = mkdir(path, 0o755) }
         do { try library.write(directory: cache) } catch {

@@ -6,6 +6,20 @@ import Stats
 enum MediaCommand {
     static let spec = OptionSpec(options: ["out": .value, "seconds": .value, "keyframe-interval": .value, "layers": .value, "fps": .value])
 
+    /// Encodes replay loops with a progress line on a terminal; nil after saying why.
+    static func buildLoops(_ layers: [VideoLayerConfig], seconds: Int, keyFrameIntervalMicros: Int64, label: String) -> ReplayLibrary? {
+        defer { Output.endProgress() }
+        do {
+            return try ReplayLibrary.build(layers: layers, seconds: seconds, keyFrameIntervalMicros: keyFrameIntervalMicros) { f in
+                Output.progress("\(label) \(Output.bar(f)) \(Int(f * 100)) %")
+            }
+        } catch {
+            Output.endProgress()
+            Output.err("Error: cannot encode the replay loops: \(error)\n")
+            return nil
+        }
+    }
+
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
         guard let sub = args.first, !sub.hasPrefix("-") else {
             if args.contains("--help") || args.contains("-h") { Output.out(Help.help("media")! + "\n"); return 0 }
@@ -28,17 +42,7 @@ enum MediaCommand {
             ?? VideoLayerConfig.ladder(top: 640, 360, layers: 2, fps: fps)
         let kfi = try o.value("keyframe-interval").map { d throws(UsageError) in try ValueParsers.duration(d, option: "keyframe-interval") } ?? 1_000_000
         guard kfi >= 100_000 else { throw UsageError("--keyframe-interval must be at least 100ms", command: "media") }
-        let library: ReplayLibrary
-        do {
-            library = try ReplayLibrary.build(layers: layers, seconds: seconds, keyFrameIntervalMicros: kfi) { f in
-                Output.progress("media build \(Output.bar(f)) \(Int(f * 100)) %")
-            }
-        } catch {
-            Output.endProgress()
-            Output.err("Error: encoding failed: \(error)\n")
-            return 2
-        }
-        Output.endProgress()
+        guard let library = buildLoops(layers, seconds: seconds, keyFrameIntervalMicros: kfi, label: "media build") else { return 2 }
         do { try library.write(directory: out) } catch {
             Output.err("Error: \(error)\n")
             return 2

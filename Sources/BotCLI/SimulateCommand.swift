@@ -51,17 +51,7 @@ enum SimulateCommand {
             }
             // Loops of the ladder asked for, built in memory (deterministic; nothing to find on disk).
             let t0 = Clock.monotonicMicros()
-            let library: ReplayLibrary
-            do {
-                library = try ReplayLibrary.build(layers: pc.layers, seconds: 4, keyFrameIntervalMicros: 1_000_000) { f in
-                    Output.progress("building replay loops \(Output.bar(f))")
-                }
-            } catch {
-                Output.endProgress()
-                Output.err("Error: cannot encode the replay loops: \(error)\n")
-                return 2
-            }
-            Output.endProgress()
+            guard let library = MediaCommand.buildLoops(pc.layers, seconds: 4, keyFrameIntervalMicros: 1_000_000, label: "building replay loops") else { return 2 }
             Output.err("media: replay (frames keep their encoded sizes whatever the layer targets; only suspension reaches them): 4 s loops of \(pc.layers.map { "\($0.width)x\($0.height)@\($0.fps)" }.joined(separator: ", ")) built in memory in \(Units.fixed(Double(Clock.monotonicMicros() - t0) / 1e6, 1)) s (key frame every 1 s)\n")
             media = .replay(library)
         } else if mediaKind == "sized" {

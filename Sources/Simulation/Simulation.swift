@@ -174,6 +174,20 @@ public final class Simulation {
     public func receiverSnapshot(final: Bool = false) -> ReceiverSnapshot { receiver.snapshot(final: final) }
 }
 
+/// The 20 ms audio frame clock of a feeder (never due when started at `.max`: no audio).
+struct AudioClock {
+    var next: Int64
+    var number: UInt32 = 0
+    init(start: Int64) { next = start }
+
+    /// The next frame's number and capture time, when it is due by `now`.
+    mutating func take(now: Int64) -> (UInt32, Int64)? {
+        guard now >= next, next != .max else { return nil }
+        defer { number &+= 1; next += 20_000 }
+        return (number, next)
+    }
+}
+
 /// Where a simulated publisher's frames come from.
 protocol MediaFeeder {
     /// Hands the frames due at `now` to the session.
@@ -189,8 +203,7 @@ struct ReplayFeeder: MediaFeeder {
     var replay: ReplayCursor
     let sendAudio: Bool
     var nextVideo: [Int64]
-    var nextAudio: Int64
-    var audioIndex: UInt32 = 0
+    var audio: AudioClock
     var counters: MediaCounters
 
     init(library: ReplayLibrary, config: PublisherConfig, start: Int64) {
@@ -198,21 +211,19 @@ struct ReplayFeeder: MediaFeeder {
         replay = ReplayCursor(library: library, layers: n)
         sendAudio = config.sendAudio && !library.audio.isEmpty
         nextVideo = Array(repeating: start, count: n)
-        nextAudio = sendAudio ? start : .max
+        audio = AudioClock(start: sendAudio ? start : .max)
         counters = MediaCounters(layers: n)
     }
 
-    var nextDue: Int64 { nextVideo.reduce(nextAudio, min) }
+    var nextDue: Int64 { nextVideo.reduce(audio.next, min) }
 
     mutating func apply(_ event: PublisherSessionEvent) { _ = replay.gate.apply(event) }
 
     mutating func tick(now: Int64, into session: PublisherSession) {
-        while sendAudio && now >= nextAudio {
-            let bytes = replay.library.audio[Int(audioIndex) % replay.library.audio.count]
-            session.handle(.audio(EncodedAudioFrame(bytes: bytes, frameNumber: audioIndex, captureMicros: nextAudio)))
+        while let (number, capture) = audio.take(now: now) {
+            let bytes = replay.library.audio[Int(number) % replay.library.audio.count]
+            session.handle(.audio(EncodedAudioFrame(bytes: bytes, frameNumber: number, captureMicros: capture)))
             counters.audioFramesEncoded += 1
-            audioIndex &+= 1
-            nextAudio += 20_000
         }
         for i in nextVideo.indices where now >= nextVideo[i] {
             if let f = replay.frame(layer: i, captureMicros: nextVideo[i]) {
@@ -239,8 +250,7 @@ struct LiveFeeder: MediaFeeder {
     let start: Int64
     let wallOffset: Int64
     var nextVideo: [Int64]
-    var nextAudio: Int64
-    var audioIndex: UInt32 = 0
+    var audio: AudioClock
     var gate: LayerGate
     var counters: MediaCounters
 
@@ -255,12 +265,12 @@ struct LiveFeeder: MediaFeeder {
         self.start = start
         self.wallOffset = wallOffset
         nextVideo = layers.map { _ in start }
-        nextAudio = config.sendAudio ? start : .max
+        audio = AudioClock(start: config.sendAudio ? start : .max)
         gate = LayerGate(layers: layers.count)
         counters = MediaCounters(layers: layers.count)
     }
 
-    var nextDue: Int64 { nextVideo.reduce(nextAudio, min) }
+    var nextDue: Int64 { nextVideo.reduce(audio.next, min) }
 
     mutating func apply(_ event: PublisherSessionEvent) {
         if let (layer, bitrate) = gate.apply(event) { try? encoders[layer].setTargetBitrate(bitrate) }
@@ -268,14 +278,12 @@ struct LiveFeeder: MediaFeeder {
 
     mutating func tick(now: Int64, into session: PublisherSession) {
         if let opus {
-            while now >= nextAudio {
+            while let (number, capture) = audio.take(now: now) {
                 audioSource.fill(&pcm)
                 if (try? opus.encode(pcm, into: &opusOut)) != nil {
-                    session.handle(.audio(EncodedAudioFrame(bytes: opusOut, frameNumber: audioIndex, captureMicros: nextAudio)))
+                    session.handle(.audio(EncodedAudioFrame(bytes: opusOut, frameNumber: number, captureMicros: capture)))
                     counters.audioFramesEncoded += 1
                 }
-                audioIndex &+= 1
-                nextAudio += 20_000
             }
         }
         for i in encoders.indices where now >= nextVideo[i] {
@@ -308,8 +316,7 @@ struct SizedFeeder: MediaFeeder {
     var nextVideo: [Int64]
     var frameCount: [UInt32]
     var gate: LayerGate
-    var nextAudio: Int64
-    var audioIndex: UInt32 = 0
+    var audio: AudioClock
     let audioBytes: [UInt8]
     var counters: MediaCounters
 
@@ -321,23 +328,21 @@ struct SizedFeeder: MediaFeeder {
         frameCount = layers.map { _ in 0 }
         gate = LayerGate(layers: layers.count)
         for i in layers.indices { gate.requestKeyFrame(layer: i) } // the first frame is a key frame
-        nextAudio = config.sendAudio ? start : .max
+        audio = AudioClock(start: config.sendAudio ? start : .max)
         audioBytes = [UInt8](repeating: 0x55, count: max(1, config.audioBitrate / 8 / 50))
         counters = MediaCounters(layers: layers.count)
     }
 
-    var nextDue: Int64 { nextVideo.reduce(nextAudio, min) }
+    var nextDue: Int64 { nextVideo.reduce(audio.next, min) }
 
     mutating func apply(_ event: PublisherSessionEvent) {
         if let (layer, bitrate) = gate.apply(event) { targets[layer] = bitrate }
     }
 
     mutating func tick(now: Int64, into session: PublisherSession) {
-        while sendAudio && now >= nextAudio {
-            session.handle(.audio(EncodedAudioFrame(bytes: audioBytes, frameNumber: audioIndex, captureMicros: nextAudio)))
+        while let (number, capture) = audio.take(now: now) {
+            session.handle(.audio(EncodedAudioFrame(bytes: audioBytes, frameNumber: number, captureMicros: capture)))
             counters.audioFramesEncoded += 1
-            audioIndex &+= 1
-            nextAudio += 20_000
         }
         for i in nextVideo.indices where now >= nextVideo[i] {
             let l = layers[i]
