@@ -30,9 +30,11 @@ public final class ReceiverSession {
     var peerIndex: [SocketAddress: Int] = [:]
     let ssrc: UInt32
     /// Feedback waiting for the driver (SRTCP, one datagram a slot), and where each goes.
-    let out = PacketBatch(capacity: 64)
-    var outDestinations: [SocketAddress]
-    var outCount = 0
+    /// One slot to write and protect a compound in; the protected datagrams then wait, in order,
+    /// in `outBytes` (grown as needed: a step may owe feedback to hundreds of publishers).
+    let scratch = PacketBatch(capacity: 1)
+    var outBytes: [UInt8] = []
+    var outPackets: [(end: Int, destination: SocketAddress)] = []
     /// Report-interval jitter, seeded: a run in virtual time repeats exactly.
     var random: SplitMix64
     /// Wall clock − monotonic clock (fixed at start): wall times are `now + wallOffsetMicros`.
@@ -43,7 +45,8 @@ public final class ReceiverSession {
         self.wallOffsetMicros = wallOffsetMicros
         random = SplitMix64(seed: seed)
         ssrc = UInt32(truncatingIfNeeded: random.next()) | 1
-        outDestinations = [SocketAddress](repeating: config.listen, count: out.capacity)
+        outBytes.reserveCapacity(64 * 1500)
+        outPackets.reserveCapacity(64)
         srtp = try SRTPSession(key: config.key, direction: .inbound)
         srtpOut = try SRTPSession(key: config.key, direction: .outbound)
         snap = ReceiverSnapshot(streams: [], rejected: RejectedPackets(), packetsAccepted: 0, rtcpReceived: 0, senderReports: 0, byes: 0)
@@ -295,33 +298,37 @@ public final class ReceiverSession {
     /// Writes one RTCP compound into an outbox slot, protects it and queues it for the publisher.
     @discardableResult
     func sendRTCP(to peer: SocketAddress, _ write: (inout ByteWriter) throws(RTPWriteError) -> Void) -> Bool {
-        guard outCount < out.capacity else { snap.lastError = "rtcp: outbox full"; return false }
-        let slot = out.slot(outCount)
+        let slot = scratch.slot(0)
         var w = ByteWriter(UnsafeMutableRawBufferPointer(start: slot.baseAddress, count: PacketBatch.maxPacketSize))
         do throws(RTPWriteError) { try write(&w) } catch {
             snap.lastError = "rtcp: \(error)"
             return false
         }
         do {
-            out.lengths[outCount] = UInt32(try srtpOut.protectRTCP(slot.baseAddress!, length: w.count, capacity: PacketBatch.slotSize))
+            let n = try srtpOut.protectRTCP(slot.baseAddress!, length: w.count, capacity: PacketBatch.slotSize)
+            outBytes.append(contentsOf: UnsafeRawBufferPointer(start: slot.baseAddress, count: n))
         } catch {
             snap.lastError = "rtcp protect: \(error)"
             return false
         }
-        outDestinations[outCount] = peer
-        outCount += 1
+        outPackets.append((outBytes.count, peer))
         snap.rtcpSent += 1
         return true
     }
 
     /// Hands each queued feedback datagram to `send` (bytes, destination), in order.
     public func pollTransmit(_ send: (UnsafeRawBufferPointer, SocketAddress) throws(SocketError) -> Void) {
-        for i in 0..<outCount {
-            do { try send(UnsafeRawBufferPointer(start: out.slot(i).baseAddress, count: Int(out.lengths[i])), outDestinations[i]) } catch {
-                snap.lastError = "rtcp send: \(error)"
+        outBytes.withUnsafeBytes { all in
+            var start = 0
+            for (end, destination) in outPackets {
+                defer { start = end }
+                do { try send(UnsafeRawBufferPointer(rebasing: all[start..<end]), destination) } catch {
+                    snap.lastError = "rtcp send: \(error)"
+                }
             }
         }
-        outCount = 0
+        outBytes.removeAll(keepingCapacity: true)
+        outPackets.removeAll(keepingCapacity: true)
     }
 
     /// transport-cc feedback (RTPFB FMT 15) for everything received since the last one, every

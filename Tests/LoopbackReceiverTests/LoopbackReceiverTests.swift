@@ -107,4 +107,29 @@ import Transport
         #expect(snap.streams.count == 1 && snap.streams[0].packetsReceived == 10)
         #expect(snap.publishers.count == 2)
     }
+
+    /// One step may owe feedback to hundreds of publishers (a fleet on one port): all of it goes
+    /// out (a fixed 64-datagram outbox once dropped the rest, and half a 200-bot fleet read
+    /// `critical`).
+    @Test func feedbackToEveryPublisherOfAFleetInOneStep() throws {
+        let key = SRTPKey.random(suite: .aesCm)
+        var config = ReceiverConfig(listen: try SocketAddress(host: "127.0.0.1", port: 5004), key: key)
+        config.maxPublishers = 1024 // as `pubbot receive` serves fleets
+        config.maxStreams = 8192
+        let session = try ReceiverSession(config: config, startMicros: 0, wallOffsetMicros: 0, seed: 1)
+        for i in 0..<200 {
+            let out = try SRTPSession(key: key, direction: .outbound)
+            // Opus with a transport-wide sequence number (one-byte extension id 3).
+            var p: [UInt8] = [0x90, 111, 0, 1, 0, 0, 0, 1, 0, 0, UInt8(i >> 8), UInt8(i & 0xFF), 0xBE, 0xDE, 0, 1, 0x31, 0, 1, 0]
+                + [UInt8](repeating: 0xAB, count: 40) + [UInt8](repeating: 0, count: SRTPSession.maxTrailer)
+            let n = try p.withUnsafeMutableBytes { try out.protectRTP($0.baseAddress!, length: 60, capacity: $0.count) }
+            let from = try SocketAddress(host: "127.0.0.1", port: 30_000 + i)
+            p.withUnsafeMutableBytes { session.handleDatagram($0.baseAddress!, length: n, from: from, now: 1_000) }
+        }
+        _ = session.step(now: 2_000)
+        var destinations = Set<String>()
+        session.pollTransmit { _, to throws(SocketError) in destinations.insert(to.description) }
+        #expect(session.snapshot(final: false).publishers.count == 200)
+        #expect(destinations.count == 200)
+    }
 }
