@@ -19,8 +19,9 @@ public struct EncoderRateTrim: Sendable {
     public static let factorRange = 0.5...2.0
     /// An undershoot is corrected by its square root per step, at most ×1.25: gently, since
     /// libvpx raises its own sizes too. An overshoot is corrected at once (up to 1/1.5 a step),
-    /// since libvpx's buffer then also spends what the undershoot saved. Tuned on the synthetic source at 7/15/30 fps, L1T1 and L1T3: every 5 s
-    /// window of 180p/360p/720p within 0.86–1.15 × target (`EncoderRateTests`).
+    /// since libvpx's buffer then also spends what the undershoot saved. Tuned on the synthetic
+    /// source at 7/15/30 fps, L1T1 and L1T3: every 5 s window of 180p/360p/720p within
+    /// 0.86–1.15 × target (`EncoderRateTests`).
     static let maxStep = 1.25
     static let maxStepDown = 1.5
     /// Until the first step down the encoder is still warming up (its first seconds run well
@@ -70,5 +71,4 @@ public struct EncoderRateTrim: Sendable {
         lastAdjustMicros = now
         return next
     }
-
 }

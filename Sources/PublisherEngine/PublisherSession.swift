@@ -1,4 +1,3 @@
-import Synchronization
 import RTPCore
 import MediaCodecs
 import Stats
