@@ -21,24 +21,29 @@ let package = Package(
         // Test-only: interposes malloc to count allocations per thread (see its header).
         .target(name: "CAllocCounter"),
 
+        // The OS at the edge: clocks, threads and locks, secure random, terminal, process vitals.
+        // Only drivers import it; the sessions get `now` passed in.
+        .target(name: "Platform", dependencies: ["CLinuxNet"]),
         .target(name: "RTPCore", swiftSettings: hot),
         .target(name: "Stats"),
         .target(name: "Impairment"),
         .target(name: "Congestion", dependencies: ["RTPCore"]),
         .target(name: "Preflight"),
         .target(name: "MediaCodecs", dependencies: ["CVPX", "COpus"]),
-        .target(name: "Transport", dependencies: ["CSRTP", "CLinuxNet", "RTPCore"], swiftSettings: hot),
-        .target(name: "PublisherEngine", dependencies: ["RTPCore", "MediaCodecs", "Transport", "Stats", "Congestion"], swiftSettings: hot),
-        .target(name: "LoopbackReceiver", dependencies: ["RTPCore", "MediaCodecs", "Transport", "Stats", "Impairment", "Congestion"]),
+        .target(name: "Transport", dependencies: ["CSRTP", "CLinuxNet", "RTPCore", "Platform"], swiftSettings: hot),
+        .target(name: "PublisherEngine", dependencies: ["Platform", "RTPCore", "MediaCodecs", "Transport", "Stats", "Congestion"], swiftSettings: hot),
+        .target(name: "LoopbackReceiver", dependencies: ["Platform", "RTPCore", "MediaCodecs", "Transport", "Stats", "Impairment", "Congestion"]),
+        // `pubbot load`: many replay bots (whole publisher sessions) on a few event loops.
+        .target(name: "Fleet", dependencies: ["Platform", "PublisherEngine", "Transport", "MediaCodecs", "Stats"]),
         // The publisher and receiver sessions connected in virtual time (`pubbot simulate`, scenario tests).
         .target(name: "Simulation", dependencies: ["PublisherEngine", "LoopbackReceiver", "MediaCodecs", "Transport", "Stats"]),
-        .target(name: "BotCLI", dependencies: ["PublisherEngine", "LoopbackReceiver", "Simulation", "Transport", "Stats", "RTPCore", "MediaCodecs", "Impairment", "Congestion", "Preflight"],
+        .target(name: "BotCLI", dependencies: ["Platform", "Fleet", "PublisherEngine", "LoopbackReceiver", "Simulation", "Transport", "Stats", "RTPCore", "MediaCodecs", "Impairment", "Congestion", "Preflight"],
                 exclude: ["stats.schema.json", "preflight.schema.json", "load-report.schema.json"]), // output schemas, beside the code that emits them
         .executableTarget(name: "pubbot", dependencies: ["BotCLI"]),
         // Benchmarks (`scripts/bench`): the hot path against C baselines compiled here, with
         // allocations counted by the interposed malloc.
         .target(name: "CBenchBaseline", dependencies: ["CSRTP"]),
-        .target(name: "Bench", dependencies: ["CBenchBaseline", "RTPCore", "Transport", "MediaCodecs", "PublisherEngine", "Stats"], swiftSettings: hot),
+        .target(name: "Bench", dependencies: ["Platform", "CBenchBaseline", "RTPCore", "Transport", "MediaCodecs", "PublisherEngine", "Stats"], swiftSettings: hot),
         .executableTarget(name: "pubbot-bench", dependencies: ["Bench", "CAllocCounter"]),
 
         .testTarget(name: "RTPCoreTests", dependencies: ["RTPCore"]),
@@ -47,11 +52,11 @@ let package = Package(
         .testTarget(name: "PreflightTests", dependencies: ["Preflight"]),
         .testTarget(name: "CongestionTests", dependencies: ["Congestion", "Impairment", "RTPCore", "Preflight"]),
         .testTarget(name: "MediaCodecsTests", dependencies: ["MediaCodecs"]),
-        .testTarget(name: "TransportTests", dependencies: ["Transport", "RTPCore"]),
-        .testTarget(name: "PublisherEngineTests", dependencies: ["PublisherEngine", "Transport", "RTPCore", "MediaCodecs", "Stats", "CAllocCounter", "Congestion"]),
-        .testTarget(name: "LoopbackReceiverTests", dependencies: ["LoopbackReceiver", "Transport", "RTPCore", "MediaCodecs"]),
+        .testTarget(name: "TransportTests", dependencies: ["Platform", "Transport", "RTPCore"]),
+        .testTarget(name: "PublisherEngineTests", dependencies: ["Platform", "PublisherEngine", "Transport", "RTPCore", "MediaCodecs", "Stats", "CAllocCounter", "Congestion"]),
+        .testTarget(name: "LoopbackReceiverTests", dependencies: ["Platform", "LoopbackReceiver", "Transport", "RTPCore", "MediaCodecs"]),
         .testTarget(name: "BotCLITests", dependencies: ["BotCLI"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["PublisherEngine", "LoopbackReceiver", "Transport", "BotCLI"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["Platform", "PublisherEngine", "LoopbackReceiver", "Transport", "BotCLI"]),
         .testTarget(name: "SimulationTests", dependencies: ["Simulation", "PublisherEngine", "LoopbackReceiver", "MediaCodecs", "Transport", "Impairment", "Stats"]),
     ]
 )

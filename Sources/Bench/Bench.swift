@@ -5,6 +5,7 @@ import MediaCodecs
 import Stats
 #if canImport(Glibc)
 import Glibc
+import Platform
 #endif
 
 /// One measured figure: operations per second of CPU over repeated runs, and (when there is

@@ -1,6 +1,7 @@
 import PublisherEngine
 import Transport
 import MediaCodecs
+import Platform
 
 extension Benchmarks {
     /// Whole bot, live: a real publisher (720p/360p/180p simulcast + Opus, SRTP, pacing,

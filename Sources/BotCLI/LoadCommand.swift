@@ -3,9 +3,11 @@ import Glibc
 #endif
 import MediaCodecs
 import PublisherEngine
+import Fleet
 import LoopbackReceiver
 import Transport
 import Stats
+import Platform
 
 /// `pubbot load`: many replay bots in one process against a receiver, a fleet report with
 /// percentiles, requirements and exit codes; shards for a fleet of processes.

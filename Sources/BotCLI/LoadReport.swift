@@ -1,4 +1,5 @@
 import PublisherEngine
+import Fleet
 import LoopbackReceiver
 import Stats
 

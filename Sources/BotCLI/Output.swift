@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Stats
 import Transport
+import Platform
 
 /// Writing to the terminal: results to stdout, progress and errors to stderr.
 enum Output {

@@ -5,6 +5,7 @@ import Transport
 import Stats
 import Preflight
 import RTPCore
+import Platform
 
 /// `pubbot preflight`: embedded receiver + publisher over loopback, per-layer results.
 enum PreflightCommand {

@@ -5,6 +5,7 @@ import MediaCodecs
 import PublisherEngine
 import Transport
 import Stats
+import Platform
 
 /// `pubbot publish`: send to a receiver until the duration ends or Ctrl-C.
 enum PublishCommand {

@@ -1,6 +1,7 @@
 import PublisherEngine
 import Stats
 import Transport
+import Platform
 
 /// The raw view (W3C webrtc-stats, `--rtc-stats`): a W3C webrtc-stats report as a JSON array of stats objects, each with
 /// `id`, `type` and `timestamp` (ms) and the W3C member names, cross-referenced by id.

@@ -5,6 +5,7 @@ import LoopbackReceiver
 import Transport
 import Stats
 import RTPCore
+import Platform
 
 /// `pubbot receive`: decrypt, reassemble, decode and report.
 enum ReceiveCommand {

@@ -4,6 +4,7 @@ import LoopbackReceiver
 import Simulation
 import Transport
 import Stats
+import Platform
 
 /// `pubbot simulate`: a publisher session and a receiver session over the emulated link, in
 /// virtual time — the same code and the same JSON Lines as `publish` + `receive --impair`,

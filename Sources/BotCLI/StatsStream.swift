@@ -4,6 +4,7 @@ import Glibc
 import PublisherEngine
 import Stats
 import Transport
+import Platform
 
 /// The `--stats FILE|-` JSON Lines stream (schema: `stats.schema.json` beside this file): one object per line per interval,
 /// `{"type": …, "timestamp": <epoch ms>, "stats": [ … ]}` — a routed session, so each array has

@@ -3,6 +3,7 @@ import Stats
 import Transport
 import RTPCore
 import Impairment
+import Platform
 
 /// The receiver's side of the stats stream (schema: `stats.schema.json`): `subscriberVideoStats` (one element per
 /// video stream received), `subscriberAudioStats`, `subscriberMediaLinkStats` and

@@ -4,6 +4,7 @@ public import Impairment
 import RTPCore
 import MediaCodecs
 import Congestion
+import Platform
 
 /// How the receiver is set up.
 public struct ReceiverConfig: Sendable {

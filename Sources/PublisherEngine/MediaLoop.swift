@@ -1,6 +1,7 @@
 import Synchronization
 import MediaCodecs
 import Transport
+import Platform
 
 /// Counters the media thread publishes.
 public struct MediaCounters: Sendable, Equatable {

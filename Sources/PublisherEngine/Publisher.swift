@@ -1,6 +1,7 @@
 public import Transport
 public import Stats
 import MediaCodecs
+import Platform
 
 /// What a publisher has done so far (copied out of its loops).
 public struct PublisherSnapshot: Sendable, Equatable {

@@ -6,9 +6,9 @@ public final class PublisherControl: Sendable {
     let stopFlag = Atomic<Bool>(false)
     let keyFrameRequests = Atomic<UInt64>(0)
     let targets: Mutex<[Int]>
-    let targetGeneration = Atomic<Int>(0)
+    public let targetGeneration = Atomic<Int>(0)
 
-    init(layerTargets: [Int]) { targets = Mutex(layerTargets) }
+    public init(layerTargets: [Int]) { targets = Mutex(layerTargets) }
 
     public var stopRequested: Bool { stopFlag.load(ordering: .acquiring) }
     public func requestStop() { stopFlag.store(true, ordering: .releasing) }
@@ -19,12 +19,12 @@ public final class PublisherControl: Sendable {
     }
 
     /// Takes and clears the pending key-frame requests (bit i = layer i).
-    func takeKeyFrameRequests() -> UInt64 { keyFrameRequests.exchange(0, ordering: .relaxed) }
+    public func takeKeyFrameRequests() -> UInt64 { keyFrameRequests.exchange(0, ordering: .relaxed) }
 
     public func setTargetBitrate(layer: Int, bps: Int) {
         targets.withLock { t in if layer >= 0 && layer < t.count { t[layer] = bps } }
         targetGeneration.add(1, ordering: .releasing)
     }
 
-    func currentTargets() -> [Int] { targets.withLock { $0 } }
+    public func currentTargets() -> [Int] { targets.withLock { $0 } }
 }

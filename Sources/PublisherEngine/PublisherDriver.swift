@@ -1,17 +1,18 @@
 import Transport
 import Stats
+import Platform
 
 /// The socket side of one publisher session, for its drivers (the publisher's network thread,
 /// a fleet loop): reads arrived datagrams into a batch and hands them to the session, and sends
 /// what the session queued. The session itself never touches a socket or a clock.
-final class SessionSocket {
-    let socket: UDPSocket
+public final class SessionSocket {
+    public let socket: UDPSocket
     let rx = PacketBatch(capacity: 16)
 
-    init(_ socket: UDPSocket) { self.socket = socket }
+    public init(_ socket: UDPSocket) { self.socket = socket }
 
     /// Hands the session everything waiting on the socket (up to 8 batches), stamped `now`.
-    func read(into session: PublisherSession, now: Int64) {
+    public func read(into session: PublisherSession, now: Int64) {
         for _ in 0..<8 {
             let n: Int
             do { n = try socket.receive(into: rx) } catch {
@@ -24,7 +25,7 @@ final class SessionSocket {
     }
 
     /// Sends the session's outbox (batched `sendmmsg`, GSO where the kernel takes it).
-    func flush(_ session: PublisherSession) {
+    public func flush(_ session: PublisherSession) {
         guard session.outCount > 0 else { return }
         let socket = self.socket
         session.pollTransmit { pointers, lengths, count, destination throws(SocketError) in
@@ -36,7 +37,7 @@ final class SessionSocket {
 extension PublisherSession {
     /// Passes what the session asks for to the media side across threads, and a stop asked for
     /// from outside into the session.
-    func exchange(with control: PublisherControl) {
+    public func exchange(with control: PublisherControl) {
         if control.stopRequested && !stopRequested { stop() }
         while let e = pollEvent() {
             switch e {

@@ -6,7 +6,7 @@ import Congestion
 
 extension PublisherSession {
     /// Packetizes one frame into arena slots and queues them in the pacer.
-    func sendVideo(_ frame: EncodedVideoFrame) {
+    public func sendVideo(_ frame: EncodedVideoFrame) {
         guard frame.layer < videoIndex.count else { return }
         let idx = videoIndex[frame.layer]
         var s = senders[idx]
@@ -61,7 +61,7 @@ extension PublisherSession {
         s.sentAny = true
     }
 
-    func sendAudio(_ frame: EncodedAudioFrame) {
+    public func sendAudio(_ frame: EncodedAudioFrame) {
         guard let idx = audioIndex, let slot = arena.allocate() else { return }
         var s = senders[idx]
         defer { senders[idx] = s }

@@ -6,6 +6,7 @@ import Congestion
 
 /// Counters the network thread publishes.
 public struct NetworkCounters: Sendable, Equatable {
+    public init() {}
     public var rtcpSent = 0
     public var rtcpReceived = 0
     /// Incoming packets that failed SRTCP authentication or parsing.

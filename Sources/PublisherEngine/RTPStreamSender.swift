@@ -2,6 +2,7 @@ import RTPCore
 import MediaCodecs
 import Stats
 import Transport
+import Platform
 
 /// One outgoing RTP stream: its header template, sequence numbers, RTP clock, VP8 picture ids
 /// and counters. Packetizes frames straight into batch slots.

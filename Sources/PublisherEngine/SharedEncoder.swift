@@ -1,6 +1,7 @@
 import Synchronization
 public import MediaCodecs
 public import Transport
+import Platform
 
 /// One live encode shared by every bot of a process (`pubbot load --encode`): a thread encodes
 /// the synthetic video of each layer and the audio on their clocks, and every bot packetizes
@@ -48,8 +49,8 @@ public final class SharedEncoder: Sendable {
     }
 
     /// Frames of `layer` numbered `from` or later (at most the ring's depth), and the next number.
-    func videoFrames(layer: Int, from: Int) -> ([EncodedVideoFrame], Int) { video[layer].withLock { $0.since(from) } }
-    func audioFrames(from: Int) -> ([EncodedAudioFrame], Int) { audio.withLock { $0.since(from) } }
+    public func videoFrames(layer: Int, from: Int) -> ([EncodedVideoFrame], Int) { video[layer].withLock { $0.since(from) } }
+    public func audioFrames(from: Int) -> ([EncodedAudioFrame], Int) { audio.withLock { $0.since(from) } }
 
     private func run() throws(CodecError) {
         var encoders: [VP8Encoder] = []

@@ -1,6 +1,7 @@
 public import MediaCodecs
 public import Transport
 public import RTPCore
+import Platform
 
 /// The RTP streams a publisher sends: one per simulcast layer plus the audio, each with its own
 /// SSRC, MID/RID and destination. The plan is fixed at start and also drives the SDP.

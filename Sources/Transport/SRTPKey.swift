@@ -1,3 +1,6 @@
+import Platform
+import RTPCore
+
 /// SRTP protection profiles pubbot offers (libsrtp2 policies; SDES names per RFC 4568 / libwebrtc).
 public enum SRTPSuite: String, Sendable, CaseIterable {
     /// AES_CM_128_HMAC_SHA1_80: 16-byte key + 14-byte salt, 10-byte tag.

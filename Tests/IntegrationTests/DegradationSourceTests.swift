@@ -6,6 +6,7 @@ import LoopbackReceiver
 import Transport
 import MediaCodecs
 import Impairment
+import Platform
 
 /// networkDegradationSource by definition: loss on the publisher's uplink only → remote; on the
 /// subscriber's downlink only → local; on both → bothOrUnclear (issue #4 item 8).

@@ -6,6 +6,7 @@ import Transport
 import MediaCodecs
 import Stats
 import Impairment
+import Platform
 
 /// Publisher → 127.0.0.1 → receiver, in process: the walking skeleton end to end.
 @Suite(.serialized) struct EndToEndTests {

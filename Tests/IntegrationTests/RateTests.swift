@@ -5,6 +5,7 @@ import LoopbackReceiver
 import Transport
 import MediaCodecs
 import Stats
+import Platform
 
 /// The rate asked for is the rate on the wire: publisher → real loopback → receiver at 7, 15 and
 /// 30 fps, with and without temporal layers; what the receiver counts per layer (and for the

@@ -1,6 +1,7 @@
 import Testing
 @testable import LoopbackReceiver
 import Transport
+import Platform
 
 /// Hostile input at the receiver's port is counted by cause and never stops it.
 @Suite struct HostileInputTests {

@@ -3,6 +3,7 @@ import Testing
 import Transport
 import RTPCore
 import MediaCodecs
+import Platform
 
 @Suite struct StreamPlanTests {
     func config(bundle: Bool) throws -> PublisherConfig {

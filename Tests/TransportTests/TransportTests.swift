@@ -1,5 +1,7 @@
 import Testing
 @testable import Transport
+import Platform
+import RTPCore
 
 @Suite struct Base64Tests {
     @Test(arguments: [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foobar", "Zm9vYmFy")]) // RFC 4648 §10

@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+import Platform
 #endif
 
 /// A minimal HTTP/1.1 server for Prometheus scraping: answers `GET /metrics` with the text the

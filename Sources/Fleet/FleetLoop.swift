@@ -1,0 +1,122 @@
+import PublisherEngine
+import Platform
+import Transport
+import MediaCodecs
+import Stats
+
+/// One event loop: starts its bots on the ramp, feeds them replay frames on their clocks, runs
+/// their network turns when due or when their socket is readable, and polls all their sockets
+/// at once.
+final class FleetLoop {
+    let fleet: Fleet
+    let number: Int
+    let assigned: [Int]
+    let startMicros: Int64
+    var bots: [ReplayBot] = []
+    var ready: [Bool] = []
+    /// Only readable sockets come back from a wait (a poll over every bot's socket on each
+    /// wake-up cost more than the bots' own work at 200 bots).
+    let readiness: ReadinessSet?
+
+    init(fleet: Fleet, number: Int, assigned: [Int], startMicros: Int64) {
+        self.fleet = fleet
+        self.number = number
+        self.assigned = assigned
+        self.startMicros = startMicros
+        readiness = try? ReadinessSet()
+    }
+
+    func startTime(_ i: Int) -> Int64 {
+        startMicros + Int64(Double(i) * 1e6 / max(0.001, fleet.config.rampPerSecond))
+    }
+
+    func run() {
+        var pending = assigned[...]
+        let end = startMicros + fleet.config.durationMicros
+        var stopping = false
+        var nextCPU: Int64 = 0
+        defer { fleet.loopCPU[number].value = Clock.threadCPUMicros() }
+        while true {
+            let now = Clock.monotonicMicros()
+            if now >= nextCPU { fleet.loopCPU[number].value = Clock.threadCPUMicros(); nextCPU = now + 100_000 }
+            if !stopping && (fleet.stopRequested || now >= end) {
+                stopping = true
+                for b in bots { b.control.requestStop() }
+                pending = []
+            }
+            while let i = pending.first, startTime(i) <= now {
+                pending = pending.dropFirst()
+                startBot(i, now: now)
+            }
+            var wake = now + 20_000
+            var live = 0
+            for k in bots.indices {
+                let b = bots[k]
+                if b.done { continue }
+                live += 1
+                let readable = ready[k]
+                ready[k] = false
+                if now < b.nextWake && !readable { wake = min(wake, b.nextWake); continue }
+                let mediaWake = stopping ? Int64.max : b.mediaTick(now: now)
+                if readable { b.io.read(into: b.network, now: now) }
+                b.network.exchange(with: b.control)
+                let next = b.network.step(now: now)
+                b.network.exchange(with: b.control)
+                b.io.flush(b.network)
+                if now >= b.nextPublish { b.published.withLock { $0 = b.network.statistics }; b.nextPublish = now + b.network.config.publishIntervalMicros }
+                if let w = next {
+                    b.nextWake = min(w, mediaWake, b.nextPublish)
+                    wake = min(wake, b.nextWake)
+                } else {
+                    b.network.finish(now: now)
+                    b.io.flush(b.network)
+                    b.published.withLock { $0 = b.network.statistics }
+                    b.done = true
+                    readiness?.remove(b.io.socket)
+                    fleet.slots[b.slot].withLock { $0.state = .done; $0.stoppedMicros = Clock.monotonicMicros(); $0.keyFramesSent = b.keyFramesSent }
+                    live -= 1
+                }
+            }
+            if pending.isEmpty && live == 0 { break }
+            if let i = pending.first { wake = min(wake, startTime(i)) }
+            // Timer slack: sleep at least 2 ms unless something is already due, so a loop of a
+            // hundred bots wakes a few hundred times a second rather than on every bot's timer
+            // (a bot's packets leave up to 2 ms late; readable sockets still wake it at once).
+            let until = wake - Clock.monotonicMicros()
+            let timeout = until <= 0 ? 0 : max(until, 2_000)
+            if let readiness, !bots.isEmpty {
+                readiness.wait(timeoutMicros: timeout) { k in if k < ready.count { ready[k] = true } }
+            } else if readiness == nil && !bots.isEmpty {
+                // No epoll: poll every socket (slower with many bots, same behaviour).
+                var flags = [UInt8](repeating: 0, count: bots.count)
+                _ = waitReadable(bots.map { $0.done ? -1 : $0.io.socket.fd }, ready: &flags, timeoutMicros: timeout)
+                for k in flags.indices where flags[k] != 0 { ready[k] = true }
+            } else {
+                Clock.sleep(micros: timeout)
+            }
+        }
+    }
+
+    func startBot(_ slot: Int, now: Int64) {
+        let number = fleet.config.firstBot + slot
+        let rooms = fleet.config.rooms
+        var c = rooms.isEmpty ? fleet.config.template : rooms[number % rooms.count]
+        c.cname = "pubbot-bot-\(number)"
+        c.seed = UInt64(number + 1)
+        do throws(EngineSetupError) {
+            let bot = try ReplayBot(slot: slot, config: c, library: fleet.library, live: fleet.config.live, published: fleet.published[slot],
+                                    startMicros: now)
+            readiness?.add(bot.io.socket, tag: bots.count)
+            bots.append(bot)
+            ready.append(false)
+            fleet.slots[slot].withLock {
+                $0.state = .running
+                $0.startedMicros = now
+                $0.localAddress = bot.io.socket.localAddress.description
+            }
+        } catch {
+            fleet.slots[slot].withLock { $0.state = .failed; $0.error = "\(error)" }
+        }
+    }
+}
+
