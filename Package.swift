@@ -33,11 +33,14 @@ let package = Package(
         .target(name: "Transport", dependencies: ["CSRTP", "CLinuxNet", "RTPCore", "Platform"], swiftSettings: hot),
         .target(name: "PublisherEngine", dependencies: ["Platform", "RTPCore", "MediaCodecs", "Transport", "Stats", "Congestion"], swiftSettings: hot),
         .target(name: "LoopbackReceiver", dependencies: ["Platform", "RTPCore", "MediaCodecs", "Transport", "Stats", "Impairment", "Congestion"]),
+        // The pre-flight's driver: a real publisher (and the embedded receiver) sampled into the
+        // sans-IO `PreflightProbe`, the verdict, the audio-only phase.
+        .target(name: "PreflightRunner", dependencies: ["Platform", "Preflight", "PublisherEngine", "LoopbackReceiver"]),
         // `pubbot load`: many replay bots (whole publisher sessions) on a few event loops.
         .target(name: "Fleet", dependencies: ["Platform", "PublisherEngine", "Transport", "MediaCodecs", "Stats"]),
         // The publisher and receiver sessions connected in virtual time (`pubbot simulate`, scenario tests).
         .target(name: "Simulation", dependencies: ["PublisherEngine", "LoopbackReceiver", "MediaCodecs", "Transport", "Stats"]),
-        .target(name: "BotCLI", dependencies: ["Platform", "Fleet", "PublisherEngine", "LoopbackReceiver", "Simulation", "Transport", "Stats", "RTPCore", "MediaCodecs", "Impairment", "Congestion", "Preflight"],
+        .target(name: "BotCLI", dependencies: ["Platform", "Fleet", "PreflightRunner", "PublisherEngine", "LoopbackReceiver", "Simulation", "Transport", "Stats", "RTPCore", "MediaCodecs", "Impairment", "Congestion", "Preflight"],
                 exclude: ["stats.schema.json", "preflight.schema.json", "load-report.schema.json"]), // output schemas, beside the code that emits them
         .executableTarget(name: "pubbot", dependencies: ["BotCLI"]),
         // Benchmarks (`scripts/bench`): the hot path against C baselines compiled here, with

@@ -4,6 +4,7 @@ import LoopbackReceiver
 import Transport
 import Stats
 import Preflight
+import PreflightRunner
 import RTPCore
 import Platform
 
@@ -76,7 +77,19 @@ enum PreflightCommand {
         pc.padToEstimate = true
         let stats = try CommonOptions.stats(o)
 
-        var phase = runPhase(pc, receiver: receiver, stats: stats, limit: limit, label: "preflight")
+        var nextStats: Int64?
+        let observer = PreflightRunner.Observer(
+            interrupted: { Signals.isInterrupted },
+            sample: { p, now in
+                guard let (stream, interval) = stats else { return }
+                if nextStats == nil { nextStats = now - 250_000 + interval }
+                if now >= nextStats! { stream.emit(p); nextStats! += interval }
+            },
+            progress: { label, fraction, elapsed, estimate, answered in
+                Output.progress("\(label) \(Output.bar(fraction)) \(Units.fixed(elapsed, 1))s  estimate \(estimate.map { Units.bitrate($0) } ?? "-")  \(answered ? "" : "waiting for the receiver…")")
+            })
+        let outcome = PreflightRunner.run(pc, receiver: receiver, thresholds: thresholds, observer: observer)
+        let phase = outcome.phase
         if phase.interrupted { Output.endProgress(); return 130 }
         if let e = phase.startError {
             // One message for one failure: the receiver was never asked anything.
@@ -85,31 +98,14 @@ enum PreflightCommand {
             writeJUnit(o.value("junit"), verdict: nil, requirement: o.value("require"), failure: "the publisher could not start")
             return 2
         }
-        guard phase.answered else {
+        guard phase.answered, let verdict = outcome.verdict else {
             Output.endProgress()
             Output.err("Error: no answer from the receiver at \(destination) within 3 s — check the address and port, that `pubbot receive` is running there with the same key (--key/--sdp) and SRTP suite, and that no firewall drops UDP in either direction\n")
             writeJUnit(o.value("junit"), verdict: nil, requirement: o.value("require"), failure: "no answer from the receiver")
             return 2
         }
-        var verdict = Verdict.decide(phase.measurement, thresholds: thresholds)
-        // Audio-only phase: when video does not fit, measure audio on its own for 3 s.
-        var audioOnly: Measurement?
-        if !verdict.video.supported && pc.sendVideo {
-            var ac = pc
-            ac.sendVideo = false
-            ac.layers = []
-            ac.durationMicros = 3_000_000
-            let a = runPhase(ac, receiver: nil, stats: nil, limit: 3_000_000, label: "audio-only", reuseReceiver: receiver)
-            if let e = a.startError { Output.err("warning: the audio-only phase could not start: \(e)\n") }
-            if a.answered {
-                audioOnly = a.measurement
-                let av = Verdict.decide(a.measurement, thresholds: thresholds)
-                verdict.audio = av.audio
-            }
-        }
-        receiver?.stop()
-        receiver?.wait()
-        if let receiver { phase.receiver = receiver.snapshot() } // final figures (latency percentiles)
+        if let e = outcome.audioOnlyError { Output.err("warning: the audio-only phase could not start: \(e)\n") }
+        let audioOnly = outcome.audioOnly
         Output.endProgress()
         let met = o.value("require").map { verdict.meets($0) }
         writeJUnit(o.value("junit"), verdict: verdict, requirement: o.value("require"), failure: nil)
@@ -121,77 +117,6 @@ enum PreflightCommand {
         }
         if let met { return met ? 0 : 1 }
         return 0
-    }
-
-    struct PhaseResult {
-        var measurement: Measurement
-        var answered: Bool
-        var interrupted: Bool
-        var steady: Bool
-        var elapsedMicros: Int64
-        var publisher: PublisherSnapshot?
-        var receiver: ReceiverSnapshot?
-        var plan: StreamPlan
-        /// The publisher could not start (socket, SRTP): said once, nothing was measured.
-        var startError: String? = nil
-    }
-
-    /// Publishes until the estimate is steady (or the limit), watching for any answer.
-    static func runPhase(_ pc: PublisherConfig, receiver: LoopbackReceiver?, stats: (StatsStream, Int64)?, limit: Int64, label: String,
-                         reuseReceiver: LoopbackReceiver? = nil) -> PhaseResult {
-        let publisher: Publisher
-        do { publisher = try Publisher(config: pc) } catch {
-            return PhaseResult(measurement: Measurement(estimate: 0, lossFraction: 1, roundTripTimeMillis: nil, jitterMillis: nil, videoBitrate: 0, durationMillis: 0),
-                               answered: false, interrupted: false, steady: false, elapsedMicros: 0,
-                               publisher: nil, receiver: nil, plan: StreamPlan(config: pc), startError: "\(error)")
-        }
-        receiver?.start()
-        publisher.start()
-        let started = Clock.monotonicMicros()
-        var nextStats = started + (stats?.1 ?? 0)
-        var steadyDetector = SteadyDetector()
-        var losses: [(Int64, Double)] = []
-        var videoBytes: [(Int64, Int)] = []
-        var answered = false, steady = false
-        while !publisher.control.stopRequested && !Signals.isInterrupted {
-            Clock.sleep(micros: 250_000)
-            let now = Clock.monotonicMicros()
-            let p = publisher.snapshot()
-            if let (stream, interval) = stats, now >= nextStats { stream.emit(p); nextStats += interval }
-            answered = answered || p.network.rtcpReceived > 0
-            if !answered && now - started >= 3_000_000 { break } // nothing came back: give up early
-            if let rtt = p.streams.compactMap(\.roundTripTimeMillis).max() { steadyDetector.roundTripMicros = Int64(rtt * 1000) }
-            if let e = p.network.estimate { steadyDetector.add(e.bitrate, acknowledged: e.acknowledged, at: now); losses.append((now, e.lossFraction)) }
-            else if pc.sendVideo == false || !pc.congestionControl {
-                // Audio-only: no estimator; score the RR loss instead.
-                steadyDetector.add(pc.audioBitrate, at: now)
-                losses.append((now, p.streams.map(\.fractionLost).max() ?? 0))
-            }
-            videoBytes.append((now, p.streams.filter { $0.kind == .video }.reduce(0) { $0 + $1.payloadBytesSent }))
-            let elapsed = Double(now - started) / 1e6
-            let frac = min(1, elapsed / (Double(limit) / 1e6))
-            Output.progress("\(label) \(Output.bar(frac)) \(Units.fixed(elapsed, 1))s  estimate \(p.network.estimate.map { Units.bitrate($0.bitrate) } ?? "-")  \(answered ? "" : "waiting for the receiver…")")
-            if answered && steadyDetector.isSteady(now: now, start: started) { steady = true; break }
-        }
-        let interrupted = Signals.isInterrupted
-        publisher.stop()
-        publisher.wait()
-        let now = Clock.monotonicMicros()
-        let p = publisher.snapshot()
-        let window = steadyDetector.windowMicros
-        let recentLoss = losses.filter { now - $0.0 <= window + 500_000 }.map(\.1)
-        let loss = recentLoss.isEmpty ? 0 : recentLoss.reduce(0, +) / Double(recentLoss.count)
-        let vb = videoBytes.filter { now - $0.0 <= window + 500_000 }
-        let videoRate = vb.count >= 2 ? Int(Double((vb.last!.1 - vb.first!.1) * 8) * 1e6 / Double(max(1, vb.last!.0 - vb.first!.0))) : 0
-        let rtt = p.streams.compactMap(\.roundTripTimeMillis).max()
-        let jitter = p.streams.first { $0.kind == .audio }?.remoteJitterSeconds.map { $0 * 1000 }
-        // Never more than the probing ceiling: nothing above it was tried.
-        let capacity = min(steadyDetector.capacity(now: now) ?? p.network.estimate?.bitrate ?? 0, pc.probeCeiling ?? .max)
-        let m = Measurement(estimate: capacity, lossFraction: loss,
-                            roundTripTimeMillis: rtt, jitterMillis: jitter, videoBitrate: videoRate, durationMillis: (now - started) / 1000)
-        Clock.sleep(micros: 200_000) // the BYE and the last packets
-        return PhaseResult(measurement: m, answered: answered, interrupted: interrupted, steady: steady, elapsedMicros: now - started,
-                           publisher: p, receiver: (receiver ?? reuseReceiver)?.snapshot(), plan: publisher.plan)
     }
 
     /// `--verdict-thresholds share=75%,audio-mos=2.4,video-loss=10%,simulcast=on`.
@@ -214,7 +139,7 @@ enum PreflightCommand {
         return t
     }
 
-    static func json(_ v: Verdict, phase: PhaseResult, audioOnly: Measurement?, requirement: String?, met: Bool?, thresholds: VerdictThresholds) -> JSONValue {
+    static func json(_ v: Verdict, phase: PreflightRunner.Phase, audioOnly: Measurement?, requirement: String?, met: Bool?, thresholds: VerdictThresholds) -> JSONValue {
         let m = v.measurement
         func part(_ p: Verdict.Part) -> JSONValue { .object([("supported", .bool(p.supported)), ("reason", .string(p.reason)), ("mos", .double(p.mos))]) }
         var f: [(String, JSONValue)] = [("type", .string("verdict")), ("timestamp", .int(Clock.wallMicros() / 1000))]
@@ -248,7 +173,7 @@ enum PreflightCommand {
         return .object(f)
     }
 
-    static func human(_ v: Verdict, phase: PhaseResult, audioOnly: Measurement?, target: String, requirement: String?, met: Bool?) -> String {
+    static func human(_ v: Verdict, phase: PreflightRunner.Phase, audioOnly: Measurement?, target: String, requirement: String?, met: Bool?) -> String {
         let m = v.measurement
         var out = "pubbot preflight — \(target), \(Units.fixed(Double(m.durationMillis) / 1000, 1)) s\(phase.steady ? " (estimate steady)" : " (time limit)")\n\n"
         var t = TextTable(headers: ["", "supported", "MOS", "why"])

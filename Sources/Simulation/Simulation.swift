@@ -1,8 +1,11 @@
 public import PublisherEngine
 public import LoopbackReceiver
 public import MediaCodecs
-import Transport
+public import Transport
 import Stats
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// How a simulated run is set up: the same publisher and receiver configurations `publish` and
 /// `receive` use (the receiver's `impairment` is the emulated uplink, exactly as
@@ -28,6 +31,14 @@ public struct SimulationConfig: Sendable {
     public var seed: UInt64 = 1
     /// The simulated wall clock at the start, epoch µs (2026-01-01T00:00:00Z by default).
     public var epochMicros: Int64 = 1_767_225_600_000_000
+    /// Publishers sending to the one receiver (a fleet): each its own session, address, SSRCs and
+    /// media, the receiver routing them as `receive` does.
+    public var publishers = 1
+    /// Spells (simulated µs from the start) when the receiver is gone, as a killed `receive`
+    /// process: the publishers' datagrams are refused (the kernel's ICMP port unreachable, seen
+    /// as ECONNREFUSED on the next send) and a fresh receiver, with no memory of the streams,
+    /// takes over at the end of each.
+    public var receiverDown: [Range<Int64>] = []
 
     public init(publisher: PublisherConfig, receiver: ReceiverConfig, media: Media) {
         self.publisher = publisher
@@ -43,16 +54,20 @@ public struct SimulationConfig: Sendable {
 /// due time to the next (media ticks, the sessions' timers, the emulated link's deliveries).
 public final class Simulation {
     public let config: SimulationConfig
-    let publisher: PublisherSession
-    let receiver: ReceiverSession
-    var feeder: MediaFeeder
+    let publishers: [PublisherSession]
+    var receiver: ReceiverSession
+    var feeders: [any MediaFeeder]
     /// Simulated monotonic time (µs); the run starts at `origin`.
     public private(set) var now: Int64
     public let origin: Int64 = 1_000_000
     let wallOffset: Int64
-    let publisherAddress: SocketAddress
+    let publisherAddresses: [SocketAddress]
     var scratch = [UInt8](repeating: 0, count: PacketBatch.slotSize)
     public private(set) var finished = false
+    var stopAsked = false
+    var receiverSeed: UInt64
+    /// Receivers started after an outage.
+    public private(set) var receiverRestarts = 0
 
     /// Why a simulation could not be set up (SRTP or a codec refused its configuration).
     public struct SetupError: Error, CustomStringConvertible {
@@ -64,70 +79,105 @@ public final class Simulation {
         now = origin
         wallOffset = config.epochMicros - origin
         var random = SplitMix64(seed: config.seed &* 0x9E37_79B9_7F4A_7C15 &+ 1)
-        var p = config.publisher
-        p.seed = config.seed
-        var ssrcs: [UInt32] = []
-        while ssrcs.count < 16 {
-            let s = UInt32(truncatingIfNeeded: random.next())
-            if s != 0 && !ssrcs.contains(s) { ssrcs.append(s) }
-        }
-        let plan = StreamPlan(config: p, ssrcs: ssrcs)
-        do { publisherAddress = try SocketAddress(host: "127.0.0.1", port: 50_000) } catch { throw SetupError(description: "\(error)") }
-        do {
-            publisher = try PublisherSession(config: p, plan: plan, startMicros: origin, wallOffsetMicros: wallOffset)
-            receiver = try ReceiverSession(config: config.receiver, startMicros: origin, wallOffsetMicros: wallOffset, seed: random.next())
-        } catch { throw SetupError(description: "cannot set up SRTP: \(error)") }
-        switch config.media {
-        case let .replay(library): feeder = ReplayFeeder(library: library, config: p, start: origin)
-        case .sized: feeder = SizedFeeder(config: p, start: origin)
-        case .encode:
-            do { feeder = try LiveFeeder(config: p, start: origin, wallOffset: wallOffset) } catch {
-                throw SetupError(description: "encoder: \(error)")
+        var sessions: [PublisherSession] = [], feeders: [any MediaFeeder] = [], addresses: [SocketAddress] = []
+        var taken: Set<UInt32> = []
+        for n in 0..<max(1, config.publishers) {
+            var p = config.publisher
+            p.seed = config.seed &+ UInt64(n)
+            if config.publishers > 1 { p.cname = "pubbot-sim-\(n)" }
+            var ssrcs: [UInt32] = []
+            while ssrcs.count < 16 {
+                let s = UInt32(truncatingIfNeeded: random.next())
+                if s != 0 && !taken.contains(s) { ssrcs.append(s); taken.insert(s) }
+            }
+            let plan = StreamPlan(config: p, ssrcs: ssrcs)
+            do { addresses.append(try SocketAddress(host: "127.0.0.1", port: 50_000 + n)) } catch { throw SetupError(description: "\(error)") }
+            do { sessions.append(try PublisherSession(config: p, plan: plan, startMicros: origin, wallOffsetMicros: wallOffset)) } catch {
+                throw SetupError(description: "cannot set up SRTP: \(error)")
+            }
+            switch config.media {
+            // Fleet members start at different points of the loops, as `load`'s bots do.
+            case let .replay(library): feeders.append(ReplayFeeder(library: library, config: p, start: origin, offset: n * 7))
+            case .sized: feeders.append(SizedFeeder(config: p, start: origin))
+            case .encode:
+                do { feeders.append(try LiveFeeder(config: p, start: origin, wallOffset: wallOffset)) } catch {
+                    throw SetupError(description: "encoder: \(error)")
+                }
             }
         }
-        publisher.begin(now: origin)
+        publishers = sessions
+        self.feeders = feeders
+        publisherAddresses = addresses
+        receiverSeed = random.next()
+        do { receiver = try ReceiverSession(config: config.receiver, startMicros: origin, wallOffsetMicros: wallOffset, seed: receiverSeed) } catch {
+            throw SetupError(description: "cannot set up SRTP: \(error)")
+        }
+        for p in publishers { p.begin(now: origin) }
     }
 
     public var wallMicros: Int64 { now + wallOffset }
     public var elapsedMicros: Int64 { now - origin }
+    public var publisherCount: Int { publishers.count }
 
-    /// Runs to the end of the configured duration (then stops the publisher, lets its pacer
-    /// drain and delivers the BYE), calling `onInterval` every `intervalMicros` of simulated
+    /// Ends the run early (from `onInterval`): the publishers stop as at the end of the duration.
+    public func stop() { stopAsked = true }
+
+    func receiverIsDown(_ t: Int64) -> Bool { config.receiverDown.contains { $0.contains(t - origin) } }
+
+    /// Runs to the end of the configured duration (then stops the publishers, lets their pacers
+    /// drain and delivers the BYEs), calling `onInterval` every `intervalMicros` of simulated
     /// time and once more at the end (`final` true).
     public func run(intervalMicros: Int64, onInterval: (_ final: Bool) -> Void) {
         let end = origin + config.durationMicros
         var nextInterval = origin + intervalMicros
         var stopping = false
+        var done = Array(repeating: false, count: publishers.count)
+        var wasDown = false
+        // The instants the receiver goes away or comes back.
+        let faultEdges = config.receiverDown.flatMap { [origin + $0.lowerBound, origin + $0.upperBound] }
         while true {
-            if !stopping && now >= end {
+            if !stopping && (now >= end || stopAsked) {
                 stopping = true
-                publisher.stop()
+                for p in publishers { p.stop() }
             }
-            if !stopping {
-                feeder.tick(now: now, into: publisher)
+            let down = receiverIsDown(now)
+            if wasDown && !down { restartReceiver() }
+            wasDown = down
+            var next = nextInterval
+            for i in publishers.indices where !done[i] {
+                if !stopping { feeders[i].tick(now: now, into: publishers[i]) }
+                let wake = publishers[i].step(now: now)
+                exchangeEvents(i)
+                deliverPublisherDatagrams(i, down: down)
+                if let wake { next = min(next, wake) } else {
+                    publishers[i].finish(now: now)
+                    deliverPublisherDatagrams(i, down: down)
+                    done[i] = true
+                }
             }
-            let publisherWake = publisher.step(now: now)
-            exchangeEvents()
-            deliverPublisherDatagrams()
-            let receiverWake = receiver.step(now: now)
-            deliverFeedback()
-            exchangeEvents()
+            if !down {
+                next = min(next, receiver.step(now: now))
+                deliverFeedback()
+                for i in publishers.indices where !done[i] { exchangeEvents(i) }
+            }
             if now >= nextInterval && now <= end {
                 onInterval(false)
                 nextInterval += intervalMicros
+                next = min(next, nextInterval)
             }
-            guard let publisherWake else { break }
-            var next = min(publisherWake, receiverWake, nextInterval)
-            if !stopping { next = min(next, feeder.nextDue, end) }
+            if done.allSatisfy({ $0 }) { break }
+            if !stopping {
+                for i in feeders.indices { next = min(next, feeders[i].nextDue) }
+                next = min(next, end)
+            }
+            if let edge = faultEdges.first(where: { $0 > now }) { next = min(next, edge) }
             now = next > now ? next : now + 100
         }
-        publisher.finish(now: now)
-        deliverPublisherDatagrams()
-        // Let the emulated link deliver what it still holds (the BYE among it), up to 2 s.
+        // Let the emulated link deliver what it still holds (the BYEs among it), up to 2 s.
         let drainEnd = now + 2_000_000
-        while now < drainEnd {
+        while now < drainEnd && !receiverIsDown(now) {
             let wake = receiver.step(now: now)
-            receiver.pollTransmit { _, _ throws(SocketError) in } // the publisher has gone
+            receiver.pollTransmit { _, _ throws(SocketError) in } // the publishers have gone
             if receiver.linkIsEmpty { break }
             now = max(now + 100, wake)
         }
@@ -135,36 +185,54 @@ public final class Simulation {
         onInterval(true)
     }
 
-    func exchangeEvents() {
-        while let e = publisher.pollEvent() { feeder.apply(e) }
-    }
-
-    func deliverPublisherDatagrams() {
-        let receiver = self.receiver, from = publisherAddress, now = self.now
-        publisher.pollTransmit { pointers, lengths, count, _ throws(SocketError) in
-            for i in 0..<count { receiver.handleDatagram(pointers[i]!, length: Int(lengths[i]), from: from, now: now) }
-            return count
+    func restartReceiver() {
+        receiverRestarts += 1
+        var generator = SplitMix64(seed: receiverSeed)
+        receiverSeed = generator.next()
+        // Same configuration as the first: only its state is gone.
+        if let fresh = try? ReceiverSession(config: config.receiver, startMicros: now, wallOffsetMicros: wallOffset, seed: receiverSeed) {
+            receiver = fresh
         }
     }
 
+    func exchangeEvents(_ i: Int) {
+        while let e = publishers[i].pollEvent() { feeders[i].apply(e) }
+    }
+
+    func deliverPublisherDatagrams(_ i: Int, down: Bool) {
+        let receiver = self.receiver, from = publisherAddresses[i], now = self.now
+        var refused = false
+        publishers[i].pollTransmit { pointers, lengths, count, _ throws(SocketError) in
+            if down { refused = count > 0; return count } // nobody listening: the datagrams go nowhere
+            for k in 0..<count { receiver.handleDatagram(pointers[k]!, length: Int(lengths[k]), from: from, now: now) }
+            return count
+        }
+        // What a UDP socket reports after an ICMP port unreachable (Linux: on a later call).
+        if refused { publishers[i].handleSocketError(SocketError("sendmmsg", errno: ECONNREFUSED)) }
+    }
+
     func deliverFeedback() {
-        let publisher = self.publisher, now = self.now
+        let publishers = self.publishers, addresses = publisherAddresses, now = self.now
         scratch.withUnsafeMutableBytes { buffer in
-            receiver.pollTransmit { bytes, _ throws(SocketError) in
+            receiver.pollTransmit { bytes, destination throws(SocketError) in
+                guard let i = addresses.firstIndex(of: destination) else { return }
                 let n = min(bytes.count, buffer.count)
                 buffer.baseAddress!.copyMemory(from: bytes.baseAddress!, byteCount: n)
-                publisher.handleDatagram(buffer.baseAddress!, length: n, now: now)
+                publishers[i].handleDatagram(buffer.baseAddress!, length: n, now: now)
             }
         }
     }
 
-    /// The publisher as `publish` reports it.
-    public var publisherSnapshot: PublisherSnapshot {
-        var (streams, network) = publisher.statistics
-        let media = feeder.counters
-        for i in streams.indices {
-            if let layer = publisher.plan.streams.first(where: { $0.ssrc == streams[i].ssrc })?.layer, layer < media.framesEncoded.count {
-                streams[i].framesEncoded = media.framesEncoded[layer]
+    /// The (first) publisher as `publish` reports it.
+    public var publisherSnapshot: PublisherSnapshot { publisherSnapshot(0) }
+
+    /// Publisher `i` as `publish` reports it.
+    public func publisherSnapshot(_ i: Int) -> PublisherSnapshot {
+        var (streams, network) = publishers[i].statistics
+        let media = feeders[i].counters
+        for k in streams.indices {
+            if let layer = publishers[i].plan.streams.first(where: { $0.ssrc == streams[k].ssrc })?.layer, layer < media.framesEncoded.count {
+                streams[k].framesEncoded = media.framesEncoded[layer]
             }
         }
         return PublisherSnapshot(streams: streams, media: media, network: network, elapsedMicros: now - origin)
@@ -206,9 +274,9 @@ struct ReplayFeeder: MediaFeeder {
     var audio: AudioClock
     var counters: MediaCounters
 
-    init(library: ReplayLibrary, config: PublisherConfig, start: Int64) {
+    init(library: ReplayLibrary, config: PublisherConfig, start: Int64, offset: Int = 0) {
         let n = config.sendVideo ? min(config.layers.count, library.layers.count) : 0
-        replay = ReplayCursor(library: library, layers: n)
+        replay = ReplayCursor(library: library, layers: n, offset: offset)
         sendAudio = config.sendAudio && !library.audio.isEmpty
         nextVideo = Array(repeating: start, count: n)
         audio = AudioClock(start: sendAudio ? start : .max)

@@ -1,0 +1,92 @@
+/// One pre-flight phase's measurement, sans-IO: fed the publisher's figures at each sample (the
+/// real runner every 250 ms of wall time, a simulation in virtual time), it says when the
+/// estimate has settled, when nothing has answered, and what was measured. No clock inside:
+/// every input carries its time.
+public struct PreflightProbe: Sendable {
+    /// What the publisher reports at one instant.
+    public struct Sample: Sendable {
+        public var now: Int64
+        /// Any RTCP from the receiver so far.
+        public var answered: Bool
+        /// The send-side estimate (bits/s), what the receiver acknowledged, and the estimator's
+        /// loss fraction; nil without an estimator (audio only, congestion control off).
+        public var estimate: (bitrate: Int, acknowledged: Int?, lossFraction: Double)?
+        /// The largest fraction lost any receiver report gave.
+        public var reportedLoss: Double
+        public var roundTripMicros: Int64?
+        /// Video payload bytes sent so far.
+        public var videoBytesSent: Int
+
+        public init(now: Int64, answered: Bool, estimate: (bitrate: Int, acknowledged: Int?, lossFraction: Double)?, reportedLoss: Double,
+                    roundTripMicros: Int64?, videoBytesSent: Int) {
+            self.now = now
+            self.answered = answered
+            self.estimate = estimate
+            self.reportedLoss = reportedLoss
+            self.roundTripMicros = roundTripMicros
+            self.videoBytesSent = videoBytesSent
+        }
+    }
+
+    public enum Status: Sendable, Equatable {
+        case measuring
+        /// The estimate has settled: the measurement can be taken.
+        case steady
+        /// Nothing came back within `answerTimeoutMicros`.
+        case noAnswer
+    }
+
+    public let start: Int64
+    /// Without an estimator (audio only): the rate the verdict scores instead (the audio bitrate).
+    public let fixedBitrate: Int?
+    /// Nothing measured beyond it: the estimate is capped there (nothing above was probed).
+    public let probeCeiling: Int?
+    public var answerTimeoutMicros: Int64 = 3_000_000
+    public private(set) var detector = SteadyDetector()
+    public private(set) var answered = false
+    public private(set) var lastEstimate: Int?
+    var losses: [(t: Int64, loss: Double)] = []
+    var videoBytes: [(t: Int64, bytes: Int)] = []
+
+    public init(start: Int64, fixedBitrate: Int? = nil, probeCeiling: Int? = nil) {
+        self.start = start
+        self.fixedBitrate = fixedBitrate
+        self.probeCeiling = probeCeiling
+    }
+
+    public mutating func add(_ s: Sample) -> Status {
+        answered = answered || s.answered
+        if let rtt = s.roundTripMicros { detector.roundTripMicros = rtt }
+        if let e = s.estimate {
+            detector.add(e.bitrate, acknowledged: e.acknowledged, at: s.now)
+            losses.append((s.now, e.lossFraction))
+            lastEstimate = e.bitrate
+        } else if let fixedBitrate {
+            // No estimator: score the fixed rate and the receiver reports' loss.
+            detector.add(fixedBitrate, at: s.now)
+            losses.append((s.now, s.reportedLoss))
+        }
+        videoBytes.append((s.now, s.videoBytesSent))
+        let keep = 2 * detector.windowMicros + 1_000_000
+        if let first = losses.first, s.now - first.t > keep { losses.removeAll { s.now - $0.t > keep } }
+        if let first = videoBytes.first, s.now - first.t > keep { videoBytes.removeAll { s.now - $0.t > keep } }
+        if !answered { return s.now - start >= answerTimeoutMicros ? .noAnswer : .measuring }
+        return detector.isSteady(now: s.now, start: start) ? .steady : .measuring
+    }
+
+    /// What the phase measured, over the detector's last window (plus half a second).
+    public func measurement(now: Int64, roundTripTimeMillis: Double?, jitterMillis: Double?) -> Measurement {
+        let span = detector.windowMicros + 500_000
+        let recentLoss = losses.filter { now - $0.t <= span }.map(\.loss)
+        let loss = recentLoss.isEmpty ? 0 : recentLoss.reduce(0, +) / Double(recentLoss.count)
+        let vb = videoBytes.filter { now - $0.t <= span }
+        var videoRate = 0
+        if let first = vb.first, let last = vb.last, last.t > first.t {
+            videoRate = Int(Double((last.bytes - first.bytes) * 8) * 1e6 / Double(last.t - first.t))
+        }
+        // Never more than the probing ceiling: nothing above it was tried.
+        let capacity = min(detector.capacity(now: now) ?? lastEstimate ?? 0, probeCeiling ?? .max)
+        return Measurement(estimate: capacity, lossFraction: loss, roundTripTimeMillis: roundTripTimeMillis, jitterMillis: jitterMillis,
+                           videoBitrate: videoRate, durationMillis: (now - start) / 1000)
+    }
+}

@@ -1,0 +1,134 @@
+public import PublisherEngine
+public import LoopbackReceiver
+public import Preflight
+import Platform
+
+/// The pre-flight's driver: runs a real publisher (and the embedded receiver when there is one)
+/// in wall-clock time, samples it every 250 ms into a `PreflightProbe`, stops when the estimate
+/// is steady, nothing answers, the limit is reached or the user interrupts, and decides the
+/// verdict — with a short audio-only phase when video does not fit. What is printed, and how,
+/// stays with the command line.
+public enum PreflightRunner {
+    public struct Phase: Sendable {
+        public var measurement: Measurement
+        public var answered: Bool
+        public var interrupted: Bool
+        public var steady: Bool
+        public var elapsedMicros: Int64
+        public var publisher: PublisherSnapshot?
+        public var receiver: ReceiverSnapshot?
+        public var plan: StreamPlan
+        /// The publisher could not start (socket, SRTP): said once, nothing was measured.
+        public var startError: String?
+    }
+
+    public struct Outcome: Sendable {
+        public var phase: Phase
+        /// Nil when nothing was measured (no answer, a start error, an interruption).
+        public var verdict: Verdict?
+        /// The audio-only phase's measurement, when video did not fit.
+        public var audioOnly: Measurement?
+        /// The audio-only phase could not start (said as a warning; the verdict stands).
+        public var audioOnlyError: String?
+    }
+
+    /// What the command line hears while a phase runs.
+    public struct Observer {
+        /// Asked at every sample; true stops the run (SIGINT).
+        public var interrupted: () -> Bool
+        /// Every sample: the publisher's figures at `now` (monotonic µs), e.g. for a stats stream.
+        public var sample: (_ snapshot: PublisherSnapshot, _ now: Int64) -> Void
+        /// Every sample: the phase's label, its share of the limit done, seconds elapsed, the estimate, and whether anything answered.
+        public var progress: (_ label: String, _ fraction: Double, _ elapsedSeconds: Double, _ estimate: Int?, _ answered: Bool) -> Void
+
+        public init(interrupted: @escaping () -> Bool, sample: @escaping (PublisherSnapshot, Int64) -> Void,
+                    progress: @escaping (String, Double, Double, Int?, Bool) -> Void) {
+            self.interrupted = interrupted
+            self.sample = sample
+            self.progress = progress
+        }
+    }
+
+    /// The whole pre-flight: the measured phase, the verdict, and the audio-only phase if needed.
+    /// `receiver` is the embedded one (started here, stopped at the end) or nil for a remote one.
+    public static func run(_ pc: PublisherConfig, receiver: LoopbackReceiver?, thresholds: VerdictThresholds, observer: Observer) -> Outcome {
+        var phase = runPhase(pc, receiver: receiver, startReceiver: true, limit: pc.durationMicros ?? 15_000_000, label: "preflight", observer: observer)
+        guard !phase.interrupted, phase.startError == nil, phase.answered else {
+            receiver?.stop()
+            receiver?.wait()
+            return Outcome(phase: phase, verdict: nil, audioOnly: nil)
+        }
+        var verdict = Verdict.decide(phase.measurement, thresholds: thresholds)
+        var outcome = Outcome(phase: phase, verdict: verdict, audioOnly: nil)
+        // Audio-only phase: when video does not fit, measure audio on its own for 3 s.
+        if !verdict.video.supported && pc.sendVideo {
+            var ac = pc
+            ac.sendVideo = false
+            ac.layers = []
+            ac.durationMicros = 3_000_000
+            var quiet = observer
+            quiet.sample = { _, _ in }
+            let a = runPhase(ac, receiver: receiver, startReceiver: false, limit: 3_000_000, label: "audio-only", observer: quiet)
+            outcome.audioOnlyError = a.startError
+            if a.answered {
+                outcome.audioOnly = a.measurement
+                verdict.audio = Verdict.decide(a.measurement, thresholds: thresholds).audio
+                outcome.verdict = verdict
+            }
+        }
+        receiver?.stop()
+        receiver?.wait()
+        if let receiver { phase.receiver = receiver.snapshot() } // final figures (latency percentiles)
+        outcome.phase = phase
+        return outcome
+    }
+
+    /// Publishes until the estimate is steady (or the limit), watching for any answer.
+    static func runPhase(_ pc: PublisherConfig, receiver: LoopbackReceiver?, startReceiver: Bool, limit: Int64, label: String,
+                         observer: Observer) -> Phase {
+        let publisher: Publisher
+        do { publisher = try Publisher(config: pc) } catch {
+            return Phase(measurement: Measurement(estimate: 0, lossFraction: 1, roundTripTimeMillis: nil, jitterMillis: nil, videoBitrate: 0, durationMillis: 0),
+                         answered: false, interrupted: false, steady: false, elapsedMicros: 0,
+                         publisher: nil, receiver: nil, plan: StreamPlan(config: pc), startError: "\(error)")
+        }
+        if startReceiver { receiver?.start() }
+        publisher.start()
+        let started = Clock.monotonicMicros()
+        let withoutEstimator = !pc.sendVideo || !pc.congestionControl
+        var probe = PreflightProbe(start: started, fixedBitrate: withoutEstimator ? pc.audioBitrate : nil, probeCeiling: pc.probeCeiling)
+        var steady = false
+        var interrupted = false
+        while !publisher.control.stopRequested {
+            if observer.interrupted() { interrupted = true; break }
+            Clock.sleep(micros: 250_000)
+            let now = Clock.monotonicMicros()
+            let p = publisher.snapshot()
+            observer.sample(p, now)
+            let status = probe.add(sample(p, now: now))
+            let elapsed = Double(now - started) / 1e6
+            observer.progress(label, min(1, elapsed / (Double(limit) / 1e6)), elapsed, p.network.estimate?.bitrate, probe.answered)
+            if status == .noAnswer { break }
+            if status == .steady { steady = true; break }
+        }
+        interrupted = interrupted || observer.interrupted()
+        publisher.stop()
+        publisher.wait()
+        let now = Clock.monotonicMicros()
+        let p = publisher.snapshot()
+        let m = probe.measurement(now: now, roundTripTimeMillis: p.streams.compactMap(\.roundTripTimeMillis).max(),
+                                  jitterMillis: p.streams.first { $0.kind == .audio }?.remoteJitterSeconds.map { $0 * 1000 })
+        Clock.sleep(micros: 200_000) // the BYE and the last packets
+        return Phase(measurement: m, answered: probe.answered, interrupted: interrupted, steady: steady, elapsedMicros: now - started,
+                     publisher: p, receiver: receiver?.snapshot(), plan: publisher.plan)
+    }
+
+    /// A publisher snapshot as the probe reads it.
+    public static func sample(_ p: PublisherSnapshot, now: Int64) -> PreflightProbe.Sample {
+        PreflightProbe.Sample(now: now, answered: p.network.rtcpReceived > 0,
+                              estimate: p.network.estimate.map { ($0.bitrate, $0.acknowledged, $0.lossFraction) },
+                              reportedLoss: p.streams.map(\.fractionLost).max() ?? 0,
+                              roundTripMicros: p.streams.compactMap(\.roundTripTimeMillis).max().map { Int64($0 * 1000) },
+                              videoBytesSent: p.streams.filter { $0.kind == .video }.reduce(0) { $0 + $1.payloadBytesSent })
+    }
+}
