@@ -153,7 +153,14 @@ final class ReceiveStream {
             }
         }
         lastPictureID = frame.descriptor.pictureID
-        if needKeyFrame && !frame.header.isKeyFrame { framesSkipped += 1; return } // cannot decode without a key frame
+        if needKeyFrame && !frame.header.isKeyFrame {
+            // Cannot decode without a key frame: ask for one (a receiver that joined mid-stream or
+            // restarted would otherwise wait for the sender's next periodic key frame; libwebrtc's
+            // RtpVideoStreamReceiver2 asks too). The PLI itself is throttled by the session.
+            framesSkipped += 1
+            wantsKeyFrame = true
+            return
+        }
         do {
             if videoDecoder == nil { videoDecoder = try VP8Decoder() }
             guard let decoded = try videoDecoder!.decode(frame.bytes) else { return }

@@ -115,12 +115,19 @@ extension PublisherSession {
             let span = Span(_unsafeStart: p.assumingMemoryBound(to: UInt8.self), count: plain)
             var it = RTCPCompoundIterator()
             let arrival = NTPTime.compact(NTPTime.ntp(unixMicros: wallMicros))
+            let feedbackBefore = counters.transportFeedbackReceived
             while let packet = try it.next(in: span) { handle(packet, arrivalCompactNTP: arrival) }
             counters.rtcpReceived += 1
-            // Feedback is back after ≥ 2 s of silence: the loss the window remembers was the
-            // outage, not the path answering now.
+            // Feedback is back after ≥ 2 s of silence — all RTCP (the receiver was gone), or the
+            // transport-cc feedback that only comes while packets arrive (the uplink was cut and
+            // the receiver's reports went on): the loss the window remembers was the outage, not
+            // the path answering now.
             if lastRTCPMicros > 0 && now - lastRTCPMicros >= 2_000_000 { scorer.forgetLoss() }
             lastRTCPMicros = now
+            if counters.transportFeedbackReceived > feedbackBefore {
+                if lastTransportFeedbackMicros > 0 && now - lastTransportFeedbackMicros >= 2_000_000 { scorer.forgetLoss() }
+                lastTransportFeedbackMicros = now
+            }
         } catch {
             counters.rtcpRejected += 1
         }

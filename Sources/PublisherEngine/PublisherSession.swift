@@ -127,6 +127,7 @@ public final class PublisherSession {
     var rtxWindowBytes = 0
     var nextScore: Int64 = 0
     var lastRTCPMicros: Int64 = 0
+    var lastTransportFeedbackMicros: Int64 = 0
     /// The time of the call being handled (monotonic µs): the loop never reads a clock, its
     /// driver passes the time in (`begin`, `step`, `finish`).
     var nowMicros: Int64 = 0
