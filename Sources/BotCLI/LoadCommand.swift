@@ -254,10 +254,10 @@ struct LoadRequirement: Equatable {
     /// The figure the requirement is checked against.
     func figure(_ r: LoadReport) -> Double? {
         switch metric {
-        case .loss: return r.metrics["loss"]?.percentile(0.95)
-        case .rtt: return r.metrics["rtt"]?.percentile(0.95)
-        case .bitrate: return r.metrics["bitrate"]?.percentile(0.05)
-        case .estimate: return r.metrics["estimate"]?.percentile(0.05)
+        case .loss: return r.metrics.loss.percentile(0.95)
+        case .rtt: return r.metrics.rtt.percentile(0.95)
+        case .bitrate: return r.metrics.bitrate.percentile(0.05)
+        case .estimate: return r.metrics.estimate.percentile(0.05)
         case .started: return r.requested > 0 ? Double(r.started) / Double(r.requested) : nil
         case .feedback: return r.requested > 0 ? Double(r.withFeedback) / Double(r.requested) : nil
         }

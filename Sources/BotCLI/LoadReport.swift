@@ -18,14 +18,14 @@ struct LoadReport {
     struct Bot {
         var number: Int
         var room = 0
-        var state: String
+        var state: BotState
         var address: String?
         var seconds: Double
         var bitrate: Int
         var estimate: Int?
         var loss: Double?
         var rtt: Double?
-        var condition: String
+        var condition: NetworkCondition
         var layersActive: Int
         var rtcpReceived: Int
         var pliReceived: Int
@@ -36,14 +36,14 @@ struct LoadReport {
         var error: String?
 
         var json: JSONValue {
-            var f: [(String, JSONValue)] = [("bot", .int(Int64(number))), ("room", .int(Int64(room))), ("state", .string(state))]
+            var f: [(String, JSONValue)] = [("bot", .int(Int64(number))), ("room", .int(Int64(room))), ("state", .string(state.rawValue))]
             f.append(("address", address.map { .string($0) } ?? .null))
             f.append(("seconds", .double((seconds * 10).rounded() / 10)))
             f.append(("bitrate", .int(Int64(bitrate))))
             f.append(("estimate", estimate.map { .int(Int64($0)) } ?? .null))
             f.append(("packetLoss", loss.map { .double(($0 * 10_000).rounded() / 10_000) } ?? .null))
             f.append(("roundTripTimeMs", rtt.map { .double(($0 * 10).rounded() / 10) } ?? .null))
-            f.append(("networkCondition", .string(condition)))
+            f.append(("networkCondition", .string(condition.rawValue)))
             f.append(("layersActive", .int(Int64(layersActive))))
             f.append(("rtcpReceived", .int(Int64(rtcpReceived))))
             f.append(("pliReceived", .int(Int64(pliReceived))))
@@ -55,9 +55,44 @@ struct LoadReport {
         }
     }
 
-    static let totalKeys = ["packetsSent", "bytesSent", "retransmissions", "paddingPackets", "nackReceived", "pliReceived", "keyFramesSent",
-                            "packetsLostReported", "rtcpReceived", "receiverPacketsReceived", "receiverFramesReceived"]
-    static let metricKeys = ["bitrate", "estimate", "loss", "rtt"]
+    /// Fleet totals (the report's `totals` object; the names are its keys).
+    struct Totals: Equatable {
+        var packetsSent = 0
+        var bytesSent = 0
+        var retransmissions = 0
+        var paddingPackets = 0
+        var nackReceived = 0
+        var pliReceived = 0
+        var keyFramesSent = 0
+        var packetsLostReported = 0
+        var rtcpReceived = 0
+        var receiverPacketsReceived = 0
+        var receiverFramesReceived = 0
+
+        static var fields: [(String, WritableKeyPath<Totals, Int>)] { [
+            ("packetsSent", \.packetsSent), ("bytesSent", \.bytesSent), ("retransmissions", \.retransmissions), ("paddingPackets", \.paddingPackets),
+            ("nackReceived", \.nackReceived), ("pliReceived", \.pliReceived), ("keyFramesSent", \.keyFramesSent),
+            ("packetsLostReported", \.packetsLostReported), ("rtcpReceived", \.rtcpReceived),
+            ("receiverPacketsReceived", \.receiverPacketsReceived), ("receiverFramesReceived", \.receiverFramesReceived),
+        ] }
+
+        mutating func add(_ o: Totals) { for (_, k) in Self.fields { self[keyPath: k] += o[keyPath: k] } }
+        var json: JSONValue { .object(Self.fields.map { ($0.0, .int(Int64(self[keyPath: $0.1]))) }) }
+        init() {}
+        init(json j: JSONValue?) { for (name, k) in Self.fields { self[keyPath: k] = j?[name]?.intValue ?? 0 } }
+    }
+
+    /// The fleet distributions (the report's `metrics` object), histograms that merge exactly.
+    struct Metrics {
+        var bitrate = Histogram()
+        var estimate = Histogram()
+        var loss = Histogram()
+        var rtt = Histogram()
+
+        static var fields: [(String, WritableKeyPath<Metrics, Histogram>)] { [("bitrate", \.bitrate), ("estimate", \.estimate), ("loss", \.loss), ("rtt", \.rtt)] }
+
+        mutating func merge(_ o: Metrics) { for (_, k) in Self.fields { self[keyPath: k].merge(o[keyPath: k]) } }
+    }
 
     var requested: Int
     var started: Int
@@ -70,9 +105,9 @@ struct LoadReport {
     var suite: String
     var loops: Int
     var bots: [Bot]
-    var totals: [String: Int] = [:]
-    var conditions: [String: Int] = [:]
-    var metrics: [String: Histogram] = [:]
+    var totals = Totals()
+    var conditions: [NetworkCondition: Int] = [:]
+    var metrics = Metrics()
     var cost: Cost?
     var receiverRejected: Int?
     var results: [(LoadRequirement, Double?, Bool)] = []
@@ -92,19 +127,16 @@ struct LoadReport {
         withFeedback = snaps.filter { $0.network.rtcpReceived > 0 }.count
         // The embedded receiver's figures per publisher (by the bot's source address).
         // Matched by source port: the bots bind the wildcard address, the receiver sees 127.0.0.1.
-        func port(_ a: String) -> String { String(a.split(separator: ":").last ?? "") }
-        var received: [String: (packets: Int, frames: Int)] = [:]
+        var received: [Int: (packets: Int, frames: Int)] = [:]
         let embedded = !receivers.isEmpty
         for r in receivers {
             for (i, s) in r.streams.enumerated() where i < r.streamPublisher.count && r.streamPublisher[i] < r.publishers.count {
-                let a = port(r.publishers[r.streamPublisher[i]])
+                let a = r.publishers[r.streamPublisher[i]].port
                 received[a, default: (0, 0)].packets += s.packetsReceived
                 received[a, default: (0, 0)].frames += s.kind == .audio ? s.framesDecoded : s.framesAssembled
             }
             receiverRejected = (receiverRejected ?? 0) + r.rejected.total
         }
-        for k in Self.totalKeys { totals[k] = 0 }
-        for k in Self.metricKeys { metrics[k] = Histogram() }
         bots = []
         for s in snaps {
             let seconds = s.startedMicros.map { Double((s.stoppedMicros ?? (s.startedMicros! + durationMicros)) - $0) / 1e6 } ?? 0
@@ -115,31 +147,31 @@ struct LoadReport {
             let bitrate = seconds > 0 ? Int(Double(bytes * 8) / seconds) : 0
             let loss: Double? = s.network.rtcpReceived > 0 && packets > 0 ? Double(max(0, lost)) / Double(packets) : nil
             let rtt = rtts.isEmpty ? nil : rtts.reduce(0, +) / Double(rtts.count)
-            let rx = s.localAddress.flatMap { received[port($0)] }
-            let b = Bot(number: s.number, room: s.room, state: s.state.rawValue, address: s.localAddress, seconds: seconds, bitrate: bitrate,
-                        estimate: s.network.estimate?.bitrate, loss: loss, rtt: rtt, condition: s.network.networkCondition.rawValue,
+            let rx = s.localAddress.flatMap { received[$0.port] }
+            let b = Bot(number: s.number, room: s.room, state: s.state, address: s.localAddress?.description, seconds: seconds, bitrate: bitrate,
+                        estimate: s.network.estimate?.bitrate, loss: loss, rtt: rtt, condition: s.network.networkCondition,
                         layersActive: s.network.allocation?.layers.filter { $0 > 0 }.count ?? 0, rtcpReceived: s.network.rtcpReceived,
                         pliReceived: s.streams.reduce(0) { $0 + $1.pliReceived }, keyFramesSent: s.keyFramesSent,
                         packetsReceived: embedded ? (rx?.packets ?? 0) : nil, framesReceived: embedded ? (rx?.frames ?? 0) : nil,
                         error: s.error)
             bots.append(b)
             guard s.state != .failed && s.state != .pending else { continue }
-            totals["packetsSent"]! += packets
-            totals["bytesSent"]! += bytes
-            totals["retransmissions"]! += s.network.retransmissionsSent
-            totals["paddingPackets"]! += s.network.paddingPacketsSent
-            totals["nackReceived"]! += s.network.nackReceived
-            totals["pliReceived"]! += b.pliReceived
-            totals["keyFramesSent"]! += s.keyFramesSent
-            totals["packetsLostReported"]! += max(0, lost)
-            totals["rtcpReceived"]! += s.network.rtcpReceived
-            totals["receiverPacketsReceived"]! += b.packetsReceived ?? 0
-            totals["receiverFramesReceived"]! += b.framesReceived ?? 0
+            totals.packetsSent += packets
+            totals.bytesSent += bytes
+            totals.retransmissions += s.network.retransmissionsSent
+            totals.paddingPackets += s.network.paddingPacketsSent
+            totals.nackReceived += s.network.nackReceived
+            totals.pliReceived += b.pliReceived
+            totals.keyFramesSent += s.keyFramesSent
+            totals.packetsLostReported += max(0, lost)
+            totals.rtcpReceived += s.network.rtcpReceived
+            totals.receiverPacketsReceived += b.packetsReceived ?? 0
+            totals.receiverFramesReceived += b.framesReceived ?? 0
             conditions[b.condition, default: 0] += 1
-            metrics["bitrate"]!.add(Double(bitrate))
-            if let e = b.estimate { metrics["estimate"]!.add(Double(e)) }
-            if let l = loss { metrics["loss"]!.add(l) }
-            if let r = rtt { metrics["rtt"]!.add(r) }
+            metrics.bitrate.add(Double(bitrate))
+            if let e = b.estimate { metrics.estimate.add(Double(e)) }
+            if let l = loss { metrics.loss.add(l) }
+            if let r = rtt { metrics.rtt.add(r) }
         }
     }
 
@@ -157,22 +189,32 @@ struct LoadReport {
         durationMicros = Int64(j["durationMs"]?.intValue ?? 0) * 1000
         suite = j["srtpSuite"]?.stringValue ?? "?"
         loops = j["eventLoops"]?.intValue ?? 0
-        for k in Self.totalKeys { totals[k] = j["totals"]?[k]?.intValue ?? 0 }
-        if case let .object(fields)? = j["conditions"] { for (k, v) in fields { conditions[k] = v.intValue ?? 0 } }
-        for k in Self.metricKeys {
+        totals = Totals(json: j["totals"])
+        if case let .object(fields)? = j["conditions"] {
+            for (k, v) in fields {
+                guard let c = NetworkCondition(rawValue: k) else { throw UsageError("the report's conditions name an unknown condition '\(k)'") }
+                conditions[c] = v.intValue ?? 0
+            }
+        }
+        for (k, path) in Metrics.fields {
             guard let h = j["metrics"]?[k]?["histogram"], let hist = Histogram(json: h) else { throw UsageError("the report's \(k) histogram is missing or damaged") }
-            metrics[k] = hist
+            metrics[keyPath: path] = hist
         }
         receiverRejected = j["receiverRejected"]?.intValue
         requirementTexts = j["requirements"]?.arrayValue?.compactMap { $0["require"]?.stringValue } ?? []
         rooms = j["rooms"]?.arrayValue?.compactMap { $0["destination"]?.stringValue } ?? []
-        bots = (j["perBot"]?.arrayValue ?? []).map { o in
-            Bot(number: o["bot"]?.intValue ?? -1, room: o["room"]?.intValue ?? 0, state: o["state"]?.stringValue ?? "?", address: o["address"]?.stringValue,
+        bots = []
+        for o in j["perBot"]?.arrayValue ?? [] {
+            guard let state = o["state"]?.stringValue.flatMap(BotState.init(rawValue:)) else {
+                throw UsageError("bot \(o["bot"]?.intValue ?? -1) of the report has no valid state")
+            }
+            bots.append(Bot(number: o["bot"]?.intValue ?? -1, room: o["room"]?.intValue ?? 0, state: state, address: o["address"]?.stringValue,
                 seconds: o["seconds"]?.doubleValue ?? 0, bitrate: o["bitrate"]?.intValue ?? 0, estimate: o["estimate"]?.intValue,
-                loss: o["packetLoss"]?.doubleValue, rtt: o["roundTripTimeMs"]?.doubleValue, condition: o["networkCondition"]?.stringValue ?? "unknown",
+                loss: o["packetLoss"]?.doubleValue, rtt: o["roundTripTimeMs"]?.doubleValue,
+                condition: o["networkCondition"]?.stringValue.flatMap(NetworkCondition.init(rawValue:)) ?? .unknown,
                 layersActive: o["layersActive"]?.intValue ?? 0, rtcpReceived: o["rtcpReceived"]?.intValue ?? 0, pliReceived: o["pliReceived"]?.intValue ?? 0,
                 keyFramesSent: o["keyFramesSent"]?.intValue ?? 0, packetsReceived: o["packetsReceived"]?.intValue,
-                framesReceived: o["framesReceived"]?.intValue, error: o["error"]?.stringValue)
+                framesReceived: o["framesReceived"]?.intValue, error: o["error"]?.stringValue))
         }
         cost = nil
     }
@@ -187,9 +229,9 @@ struct LoadReport {
         if rooms.isEmpty { rooms = o.rooms }
         durationMicros = max(durationMicros, o.durationMicros)
         loops += o.loops
-        for (k, v) in o.totals { totals[k, default: 0] += v }
+        totals.add(o.totals)
         for (k, v) in o.conditions { conditions[k, default: 0] += v }
-        for (k, h) in o.metrics { metrics[k, default: Histogram()].merge(h) }
+        metrics.merge(o.metrics)
         if let r = o.receiverRejected { receiverRejected = (receiverRejected ?? 0) + r }
         for t in o.requirementTexts where !requirementTexts.contains(t) { requirementTexts.append(t) }
         bots += o.bots
@@ -219,11 +261,11 @@ struct LoadReport {
         f.append(("durationMs", .int(durationMicros / 1000)))
         f.append(("srtpSuite", .string(suite)))
         f.append(("eventLoops", .int(Int64(loops))))
-        f.append(("totals", .object(Self.totalKeys.map { ($0, .int(Int64(totals[$0] ?? 0))) })))
-        f.append(("conditions", .object(conditions.keys.sorted().map { ($0, .int(Int64(conditions[$0]!))) })))
+        f.append(("totals", totals.json))
+        f.append(("conditions", .object(conditions.sorted { $0.key.rawValue < $1.key.rawValue }.map { ($0.key.rawValue, .int(Int64($0.value))) })))
         var m: [(String, JSONValue)] = []
-        for k in Self.metricKeys {
-            let h = metrics[k] ?? Histogram()
+        for (k, path) in Metrics.fields {
+            let h = metrics[keyPath: path]
             func p(_ q: Double) -> JSONValue { h.percentile(q).map { .double(($0 * 10_000).rounded() / 10_000) } ?? .null }
             m.append((k, .object([("p5", p(0.05)), ("p50", p(0.5)), ("p95", p(0.95)), ("p99", p(0.99)),
                                   ("mean", h.mean.map { .double(($0 * 10_000).rounded() / 10_000) } ?? .null), ("histogram", h.json)])))
@@ -260,7 +302,7 @@ struct LoadReport {
     func roomSummaries() -> [RoomSummary] {
         let n = max(rooms.count, (bots.map(\.room).max() ?? -1) + 1, 1)
         var out = (0..<n).map { RoomSummary(room: $0, destination: $0 < rooms.count ? rooms[$0] : nil) }
-        for b in bots where b.room >= 0 && b.room < n && b.state != "failed" && b.state != "pending" {
+        for b in bots where b.room >= 0 && b.room < n && b.state != .failed && b.state != .pending {
             out[b.room].bots += 1
             if b.rtcpReceived > 0 { out[b.room].withFeedback += 1 }
             if let l = b.loss { out[b.room].loss.add(l) }
@@ -284,8 +326,8 @@ struct LoadReport {
     func human() -> String {
         var out = "pubbot load — \(started)/\(requested) bots started (\(failed) failed), \(withFeedback) heard back, \(Units.fixed(Double(durationMicros) / 1e6, 1)) s, shard\(shards.count > 1 ? "s" : "") \(shards.joined(separator: " "))\n\n"
         var t = TextTable(headers: ["metric", "p5", "p50", "p95", "p99", "mean"], rightAligned: [1, 2, 3, 4, 5])
-        for k in Self.metricKeys {
-            let h = metrics[k] ?? Histogram()
+        for (k, path) in Metrics.fields {
+            let h = metrics[keyPath: path]
             func fmt(_ v: Double?) -> String {
                 guard let v else { return "-" }
                 switch k {
@@ -303,18 +345,18 @@ struct LoadReport {
                 out += "room \(r.room) (\(r.destination ?? "?")): \(r.bots) bots, \(r.withFeedback) heard back, loss p95 \(r.loss.percentile(0.95).map { Units.fixed($0 * 100, 2) } ?? "-") %, RTT p95 \(r.rtt.percentile(0.95).map { Units.fixed($0, 1) } ?? "-") ms\n"
             }
         }
-        out += "conditions: " + conditions.keys.sorted().map { "\($0) \(conditions[$0]!)" }.joined(separator: ", ") + "\n"
-        out += "totals: \(totals["packetsSent"] ?? 0) packets sent, \(totals["retransmissions"] ?? 0) RTX, \(totals["pliReceived"] ?? 0) PLI, \(totals["keyFramesSent"] ?? 0) key frames"
-        if (totals["receiverPacketsReceived"] ?? 0) > 0 { out += ", receiver: \(totals["receiverPacketsReceived"]!) packets, \(totals["receiverFramesReceived"]!) frames" }
+        out += "conditions: " + conditions.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue) \($0.value)" }.joined(separator: ", ") + "\n"
+        out += "totals: \(totals.packetsSent) packets sent, \(totals.retransmissions) RTX, \(totals.pliReceived) PLI, \(totals.keyFramesSent) key frames"
+        if totals.receiverPacketsReceived > 0 { out += ", receiver: \(totals.receiverPacketsReceived) packets, \(totals.receiverFramesReceived) frames" }
         out += "\n"
         if let c = cost {
             let perCore = c.loopCPUPercent > 0 ? Double(started) / (c.loopCPUPercent / 100) : 0
             out += "cost: event loops \(Units.fixed(c.loopCPUPercent, 1)) % of a core for \(started) bots → \(Int(perCore)) bots per core (\(suite)); peak RSS \(c.peakRSSBytes >> 20) MiB, \(started > 0 ? (c.peakRSSBytes / started) >> 10 : 0) KiB per bot\n"
             if let e = c.encoderCPUPercent { out += "shared live encoder (--encode): \(Units.fixed(e, 1)) % of a core on top, for all bots\n" }
         }
-        let silent = bots.filter { $0.state != "failed" && $0.rtcpReceived == 0 }
+        let silent = bots.filter { $0.state != .failed && $0.rtcpReceived == 0 }
         if !silent.isEmpty { out += "no feedback: bots \(silent.prefix(10).map { String($0.number) }.joined(separator: ", "))\(silent.count > 10 ? " …" : "")\n" }
-        for b in bots where b.state == "failed" { out += "bot \(b.number) failed: \(b.error ?? "?")\n" }
+        for b in bots where b.state == .failed { out += "bot \(b.number) failed: \(b.error ?? "?")\n" }
         for r in results {
             out += "require \(r.0.text): \(r.1.map { Units.fixed($0 * (r.0.metric == .loss || r.0.metric == .started || r.0.metric == .feedback ? 100 : 1), 2) } ?? "-") → \(r.2 ? "met" : "NOT MET")\n"
         }

@@ -119,7 +119,7 @@ enum ReceiveCommand {
 
     /// Per publisher (source address): streams, packets, frames (video reassembled, audio decoded).
     static func publisherSummaries(_ r: ReceiverSnapshot) -> [PublisherSummary] {
-        var out = r.publishers.map { PublisherSummary(address: $0) }
+        var out = r.publishers.map { PublisherSummary(address: $0.description) }
         for (i, s) in r.streams.enumerated() where i < r.streamPublisher.count && r.streamPublisher[i] < out.count {
             let k = r.streamPublisher[i]
             out[k].streams += 1

@@ -43,10 +43,14 @@ final class SubscriberStatsStream {
             .object([("type", .string(type)), ("timestamp", .int(now))] + (final ? [("final", .bool(true))] : []) + [("stats", .array(elements))])
         }
         var lines: [JSONValue] = []
-        let sender: JSONValue = r.senderStats.map { s in
-            .object([("connectionMaxAllocatedBitrate", .int(Int64(s.connectionMaxAllocatedBitrate))),
-                     ("connectionEstimatedBandwidth", .int(Int64(s.connectionEstimatedBandwidth)))])
-        } ?? .null
+        // Each stream carries its own publisher's sender-side stats.
+        func sender(_ s: InboundStreamStats) -> JSONValue {
+            let i = r.streams.firstIndex { $0.ssrc == s.ssrc } ?? -1
+            return r.senderStats(stream: i).map { s in
+                .object([("connectionMaxAllocatedBitrate", .int(Int64(s.connectionMaxAllocatedBitrate))),
+                         ("connectionEstimatedBandwidth", .int(Int64(s.connectionEstimatedBandwidth)))])
+            } ?? .null
+        }
 
         var videos: [JSONValue] = []
         for s in r.streams where s.kind == .video {
@@ -57,7 +61,7 @@ final class SubscriberStatsStream {
             videos.append(.object([
                 ("videoPacketsLost", .int(Int64(max(0, s.packetsLost)))), ("videoPacketsReceived", .int(Int64(s.packetsReceived))),
                 ("videoBytesReceived", .int(Int64(s.payloadBytesReceived))), ("timestamp", .int(now)),
-                ("senderStats", sender), ("width", .int(Int64(s.width))), ("height", .int(Int64(s.height))),
+                ("senderStats", sender(s)), ("width", .int(Int64(s.width))), ("height", .int(Int64(s.height))),
                 ("decodedFrameRate", .double((Double(frames) / seconds(s) * 10).rounded() / 10)),
                 ("bitrate", .int(Int64(Double(payload * 8) / seconds(s)))), ("totalBitrate", .int(Int64(Double((payload + header) * 8) / seconds(s)))),
                 ("pauseCount", .int(Int64(s.pauseCount))), ("totalPausesDuration", .double(s.totalPausesDurationMillis.rounded())),
@@ -71,7 +75,7 @@ final class SubscriberStatsStream {
         for s in r.streams where s.kind == .audio {
             lines.append(line("subscriberAudioStats", [.object([
                 ("audioPacketsLost", .int(Int64(max(0, s.packetsLost)))), ("audioPacketsReceived", .int(Int64(s.packetsReceived))),
-                ("audioBytesReceived", .int(Int64(s.payloadBytesReceived))), ("timestamp", .int(now)), ("senderStats", sender),
+                ("audioBytesReceived", .int(Int64(s.payloadBytesReceived))), ("timestamp", .int(now)), ("senderStats", sender(s)),
             ])]))
         }
 

@@ -43,7 +43,7 @@ public struct BotSnapshot: Sendable {
     public var number: Int
     public var room = 0
     public var state: BotState
-    public var localAddress: String?
+    public var localAddress: SocketAddress?
     public var startedMicros: Int64?
     public var stoppedMicros: Int64?
     public var streams: [OutboundStreamStats]

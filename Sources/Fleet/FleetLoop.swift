@@ -112,7 +112,7 @@ final class FleetLoop {
             fleet.slots[slot].withLock {
                 $0.state = .running
                 $0.startedMicros = now
-                $0.localAddress = bot.io.socket.localAddress.description
+                $0.localAddress = bot.io.socket.localAddress
             }
         } catch {
             fleet.slots[slot].withLock { $0.state = .failed; $0.error = "\(error)" }

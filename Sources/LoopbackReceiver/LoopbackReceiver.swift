@@ -44,7 +44,7 @@ public struct ReceiverSnapshot: Sendable, Equatable {
     public var streams: [InboundStreamStats]
     /// Publishers by source address, in order of arrival, and the publisher of each stream
     /// (an index into `publishers`, parallel to `streams`).
-    public var publishers: [String] = []
+    public var publishers: [SocketAddress] = []
     public var streamPublisher: [Int] = []
     /// Feedback answered by ICMP port unreachable (a publisher that has gone).
     public var feedbackUnreachable = 0
@@ -60,8 +60,16 @@ public struct ReceiverSnapshot: Sendable, Equatable {
     /// RTX packets that carried a lost packet, and padding-only RTX (probes).
     public var retransmissionsReceived = 0
     public var rtxPaddingReceived = 0
-    /// The publisher's last sender-side stats (RTCP APP "SSTS"), if it sends them.
-    public var senderStats: SenderSideStats?
+    /// Each publisher's last sender-side stats (RTCP APP "SSTS"), if it sends them; indexed like
+    /// `publishers`.
+    public var senderStatsByPublisher: [SenderSideStats?] = []
+    /// The first publisher's (the one a single-publisher session has).
+    public var senderStats: SenderSideStats? { senderStatsByPublisher.first ?? nil }
+    /// The sender-side stats of the publisher that sends stream `i` of `streams`.
+    public func senderStats(stream i: Int) -> SenderSideStats? {
+        guard i < streamPublisher.count, streamPublisher[i] < senderStatsByPublisher.count else { return nil }
+        return senderStatsByPublisher[streamPublisher[i]]
+    }
     public var senderStatsReceived = 0
     /// RTP packets the uplink emulator dropped, per SSRC (what the publisher's uplink lost).
     public var uplinkDropsBySSRC: [UInt32: Int] = [:]

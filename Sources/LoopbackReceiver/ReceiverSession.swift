@@ -84,7 +84,7 @@ public final class ReceiverSession {
         if final { for s in streams.values { s.finalize() } }
         snap.streams = order.compactMap { streams[$0]?.stats }
         snap.streamPublisher = order.compactMap { streams[$0]?.peer }
-        if snap.publishers.count != peers.count { snap.publishers = peers.map(\.address.description) }
+        if snap.publishers.count != peers.count { snap.publishers = peers.map(\.address) }
         if let emulator { snap.impairment = emulator.counters; snap.impairment?.droppedByQueue += delayLine?.overflows ?? 0 }
         if let downlink { snap.downlinkImpairment = downlink.counters; snap.downlinkImpairment?.droppedByQueue += downlinkLine?.overflows ?? 0 }
         return snap
@@ -103,7 +103,8 @@ public final class ReceiverSession {
         guard len <= PacketBatch.maxPacketSize else { snap.rejected.oversized += 1; return }
         if emulator != nil, let line = delayLine {
             // The emulated path decides loss and delivery time; delivery happens in deliverDue.
-            if let due = emulator!.admit(size: len, now: now) { line.push(p, length: len, due: due, from: from) }
+            // (The emulator is there: nil is a drop.)
+            if let due = emulator?.admit(size: len, now: now) { line.push(p, length: len, due: due, from: from) }
             else if len >= 12, p.load(as: UInt8.self) >> 6 == 2, !(192...223).contains(p.load(fromByteOffset: 1, as: UInt8.self)) {
                 // Attribute the drop to its SSRC (cleartext in the SRTP header) for the stats.
                 let ssrc = UInt32(bigEndian: p.loadUnaligned(fromByteOffset: 8, as: UInt32.self))
@@ -157,7 +158,7 @@ public final class ReceiverSession {
     /// Passes a packet the router accepted on to the subscriber, through the downlink if emulated.
     func forward(_ p: UnsafeMutableRawPointer, length: Int, now: Int64, wall: Int64, peer: PeerSession) {
         if downlink != nil, let line = downlinkLine {
-            if let due = downlink!.admit(size: length, now: now) { line.push(p, length: length, due: due, from: peer.address) }
+            if let due = downlink?.admit(size: length, now: now) { line.push(p, length: length, due: due, from: peer.address) }
         } else {
             subscriberReceive(p, length: length, now: now, wall: wall, peer: peer)
         }
@@ -192,7 +193,12 @@ public final class ReceiverSession {
                         snap.senderReports += 1
                         if let st = streams[sr.ssrc], st.peer == peer.index { st.lastSenderReport = (NTPTime.compact(sr.ntpTime), now) }
                     case let .application(app):
-                        if let sst = SenderSideStats(app) { snap.senderStats = sst; snap.senderStatsReceived += 1 }
+                        if let sst = SenderSideStats(app) {
+                            // Per publisher: a fleet's publishers each have their own.
+                            while snap.senderStatsByPublisher.count <= peer.index { snap.senderStatsByPublisher.append(nil) }
+                            snap.senderStatsByPublisher[peer.index] = sst
+                            snap.senderStatsReceived += 1
+                        }
                     case let .goodbye(bye):
                         snap.byes += 1
                         for s in bye.ssrcs where streams[s]?.peer == peer.index { streams[s]?.stats.byeReceived = true }

@@ -39,13 +39,8 @@ extension PublisherSession {
                 try s.template.write(to: &w, sequenceNumber: s.sequenceNumber, timestamp: ts, marker: packetizer.index + 1 == packetizer.packetCount)
                 _ = try packetizer.next(frame: span, into: &w)
                 arena.lengths[slot] = Int32(w.count)
-                slotStream[slot] = Int16(idx)
-                slotPayload[slot] = Int32(w.count - headerSize)
-                slotPadding[slot] = false
-                slotRTX[slot] = false
-                slotSequence[slot] = s.sequenceNumber
-                slotTimestamp[slot] = ts
-                slotMarker[slot] = packetizer.index == packetizer.packetCount
+                slots[slot] = SlotInfo(stream: Int16(idx), payload: Int32(w.count - headerSize), sequence: s.sequenceNumber, timestamp: ts,
+                                       marker: packetizer.index == packetizer.packetCount)
                 s.sequenceNumber &+= 1
                 pacer.enqueue(Int32(slot), size: w.count, priority: .video)
             }
@@ -76,10 +71,7 @@ extension PublisherSession {
             return
         }
         arena.lengths[slot] = Int32(w.count)
-        slotStream[slot] = Int16(idx)
-        slotPayload[slot] = Int32(w.count - s.template.size)
-        slotPadding[slot] = false
-        slotRTX[slot] = false
+        slots[slot] = SlotInfo(stream: Int16(idx), payload: Int32(w.count - s.template.size))
         pacer.enqueue(Int32(slot), size: w.count, priority: .audio)
         s.stats.framesSent += 1
         s.sequenceNumber &+= 1
@@ -129,10 +121,7 @@ extension PublisherSession {
         w.zeros(pad - 1)
         w.u8(UInt8(pad))
         arena.lengths[slot] = Int32(w.count)
-        slotStream[slot] = Int16(idx)
-        slotPayload[slot] = 0
-        slotPadding[slot] = true
-        slotRTX[slot] = onRTX
+        slots[slot] = SlotInfo(stream: Int16(idx), payload: 0, padding: true, rtx: onRTX)
         if onRTX { s.rtxSequence &+= 1 } else { s.sequenceNumber &+= 1 }
         return slot
     }
@@ -166,10 +155,7 @@ extension PublisherSession {
             w.u16(seq)
             w.copy(original.payload)
             arena.lengths[slot] = Int32(w.count)
-            slotStream[slot] = Int16(idx)
-            slotPayload[slot] = Int32(w.count - rtx.size)
-            slotPadding[slot] = false
-            slotRTX[slot] = true
+            slots[slot] = SlotInfo(stream: Int16(idx), payload: Int32(w.count - rtx.size), rtx: true)
             senders[idx].rtxSequence &+= 1
             rtxWindowBytes += w.count
             pacer.enqueue(Int32(slot), size: w.count, priority: .retransmission)
@@ -178,14 +164,15 @@ extension PublisherSession {
 
     /// Stamps send-time fields, protects in place and adds the slot to the outgoing batch.
     func transmit(_ slot: Int, probeCluster: Int?, now: Int64) {
-        let idx = Int(slotStream[slot])
+        let info = slots[slot]
+        let idx = Int(info.stream)
         let p = arena.pointer(slot)
         let length = Int(arena.lengths[slot])
-        let isRTX = slotRTX[slot]
+        let isRTX = info.rtx
         let template = isRTX ? senders[idx].rtxTemplate! : senders[idx].template
-        if !isRTX, !slotPadding[slot], let history = senders[idx].history {
-            history.store(sequenceNumber: slotSequence[slot], packet: p, headerSize: template.size, length: length,
-                          timestamp: slotTimestamp[slot], marker: slotMarker[slot], now: now)
+        if !isRTX, !info.padding, let history = senders[idx].history {
+            history.store(sequenceNumber: info.sequence, packet: p, headerSize: template.size, length: length,
+                          timestamp: info.timestamp, marker: info.marker, now: now)
         }
         if let o = template.transportSequenceOffset {
             RTPHeaderPatch.setTransportSequence(p, offset: o, transportSequence)
@@ -208,8 +195,8 @@ extension PublisherSession {
             estimator?.onPacketSent(transportSequence: transportSequence, sendMicros: now, size: sent + 28, probeCluster: probeCluster)
             transportSequence &+= 1
         }
-        let payload = Int(slotPayload[slot])
-        if isRTX && !slotPadding[slot] {
+        let payload = Int(info.payload)
+        if isRTX && !info.padding {
             senders[idx].stats.retransmittedPacketsSent += 1
             senders[idx].stats.retransmittedBytesSent += payload
             counters.retransmissionsSent += 1
@@ -218,7 +205,7 @@ extension PublisherSession {
             senders[idx].stats.payloadBytesSent += payload
             senders[idx].stats.headerBytesSent += length - payload
         }
-        if slotPadding[slot] { counters.paddingPacketsSent += 1 }
+        if info.padding { counters.paddingPacketsSent += 1 }
         enqueueOut(slot, length: sent, to: senders[idx].plan.destination)
     }
 

@@ -61,10 +61,7 @@ extension PublisherSession {
         case let .senderReport(sr): handleReports(sr.reports, arrival: arrivalCompactNTP)
         case let .transportFeedback(fb):
             counters.transportFeedbackReceived += 1
-            if estimator != nil {
-                let e = estimator!.onTransportFeedback(fb, now: nowMicros)
-                apply(e, now: nowMicros)
-            }
+            if let e = estimator?.onTransportFeedback(fb, now: nowMicros) { apply(e, now: nowMicros) }
         case let .nack(n):
             retransmit(n, now: nowMicros)
         case let .pictureLossIndication(pli):

@@ -95,15 +95,8 @@ public final class PublisherSession {
 
     // Pacing: packets wait as arena slot numbers.
     let arena: PacketArena
-    var slotStream: [Int16]
-    var slotPayload: [Int32]
-    var slotPadding: [Bool]
-    /// The slot holds an RTX packet (retransmission or padding) of its stream.
-    var slotRTX: [Bool]
-    /// For a media slot: its sequence number, RTP timestamp and marker (for the RTX history).
-    var slotSequence: [UInt16]
-    var slotTimestamp: [UInt32]
-    var slotMarker: [Bool]
+    /// What each queued arena slot holds, by slot number.
+    var slots: [SlotInfo]
     var pacer: Pacer
     /// Datagrams ready to go, in order (protected, in arena slots), until the driver takes them
     /// with `pollTransmit`: slot, pointer, length on the wire, destination.
@@ -149,19 +142,13 @@ public final class PublisherSession {
         for (i, s) in plan.streams.enumerated() {
             senders.append(RTPStreamSender(plan: s, layer: s.layer.map { config.layers[$0] }, startMicros: startMicros, bundle: plan.bundle,
                                            rtxPayloadType: config.rtxPayloadType, historyPackets: config.retransmissionHistory))
-            if s.kind == "audio" { audioIndex = i } else { videoIndex.append(i) }
+            if s.kind == .audio { audioIndex = i } else { videoIndex.append(i) }
         }
         outSlots = [Int](repeating: 0, count: arena.capacity)
         outPointers = [UnsafeMutableRawPointer?](repeating: nil, count: arena.capacity)
         outLengths = [UInt32](repeating: 0, count: arena.capacity)
         outDestinations = [SocketAddress](repeating: config.destination, count: arena.capacity)
-        slotStream = [Int16](repeating: -1, count: arena.capacity)
-        slotPayload = [Int32](repeating: 0, count: arena.capacity)
-        slotPadding = [Bool](repeating: false, count: arena.capacity)
-        slotRTX = [Bool](repeating: false, count: arena.capacity)
-        slotSequence = [UInt16](repeating: 0, count: arena.capacity)
-        slotTimestamp = [UInt32](repeating: 0, count: arena.capacity)
-        slotMarker = [Bool](repeating: false, count: arena.capacity)
+        slots = [SlotInfo](repeating: SlotInfo(stream: -1, payload: 0), count: arena.capacity)
         let layers = config.sendVideo ? config.layers : []
         allocator = BitrateAllocator(audioBitrate: config.sendAudio ? config.audioBitrate : 0,
                                      layers: layers.map { LayerLimits(min: $0.minBitrate, target: $0.targetBitrate, max: $0.maxBitrate) })
@@ -186,10 +173,8 @@ public final class PublisherSession {
     public func begin(now start: Int64) {
         nowMicros = start
         nextReport = start + 200_000
-        if estimator != nil {
-            estimator!.start(now: start)
-            apply(estimator!.estimate, now: start)
-        }
+        estimator?.start(now: start)
+        if let e = estimator?.estimate { apply(e, now: start) }
     }
 
     /// One turn of the loop at `now`: pacer, timers (the driver has handed in the frames and
@@ -198,12 +183,11 @@ public final class PublisherSession {
     public func step(now: Int64) -> Int64? {
         nowMicros = now
         let stopping = stopRequested
-        if estimator != nil, !pacer.isProbing, let c = estimator!.probes.nextCluster() { pacer.startProbe(c) }
+        if !pacer.isProbing, let c = estimator?.probes.nextCluster() { pacer.startProbe(c) }
         let pacerWake = pump(now: now)
-        if estimator != nil {
-            let before = estimator!.estimate.bitrate
-            estimator!.onTimer(now: now)
-            if estimator!.estimate.bitrate != before { apply(estimator!.estimate, now: now) }
+        if let before = estimator?.estimate.bitrate {
+            estimator?.onTimer(now: now)
+            if let e = estimator?.estimate, e.bitrate != before { apply(e, now: now) }
         }
         if now >= nextReport {
             sendReports(bye: false)
@@ -341,4 +325,18 @@ public final class PublisherSession {
         if config.padToEstimate { pacer.paddingRate = e.bitrate }
         estimator?.onDesiredBitrate(max(allocator.totalTarget, config.probeCeiling ?? 0), now: now)
     }
+}
+
+/// What a queued packet slot holds: its stream, its payload size, whether it is padding or on
+/// the stream's RTX SSRC, and for a media packet its sequence number, RTP timestamp and marker
+/// (what the RTX history keeps once it is sent).
+struct SlotInfo {
+    var stream: Int16
+    var payload: Int32
+    var padding = false
+    /// An RTX packet (retransmission or padding) of its stream.
+    var rtx = false
+    var sequence: UInt16 = 0
+    var timestamp: UInt32 = 0
+    var marker = false
 }

@@ -53,8 +53,8 @@ struct RTPStreamSender {
             history = nil
         }
         rtxSequence = (UInt16(r[4]) << 8 | UInt16(r[5])) & 0x7FFF
-        stats = OutboundStreamStats(ssrc: plan.ssrc, kind: plan.kind == "audio" ? .audio : .video, mid: plan.mid, rid: plan.rid,
-                                    codec: plan.kind == "audio" ? "opus" : "VP8", width: layer?.width ?? 0, height: layer?.height ?? 0,
+        stats = OutboundStreamStats(ssrc: plan.ssrc, kind: plan.kind, mid: plan.mid, rid: plan.rid,
+                                    codec: plan.kind == .audio ? "opus" : "VP8", width: layer?.width ?? 0, height: layer?.height ?? 0,
                                     scalabilityMode: layer?.scalabilityMode)
     }
 

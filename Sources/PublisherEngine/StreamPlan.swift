@@ -1,13 +1,14 @@
 public import MediaCodecs
 public import Transport
 public import RTPCore
+public import Stats
 import Platform
 
 /// The RTP streams a publisher sends: one per simulcast layer plus the audio, each with its own
 /// SSRC, MID/RID and destination. The plan is fixed at start and also drives the SDP.
 public struct StreamPlan: Sendable {
     public struct Stream: Sendable {
-        public var kind: String // "audio" | "video"
+        public var kind: MediaKind
         public var layer: Int? // simulcast layer index for video
         public var ssrc: UInt32
         public var payloadType: UInt8
@@ -47,14 +48,14 @@ public struct StreamPlan: Sendable {
         var index = 0
         if config.sendAudio {
             let (d, r) = dest(index)
-            out.append(Stream(kind: "audio", layer: nil, ssrc: nextSSRC(), payloadType: config.audioPayloadType, clockRate: 48_000,
+            out.append(Stream(kind: .audio, layer: nil, ssrc: nextSSRC(), payloadType: config.audioPayloadType, clockRate: 48_000,
                               mid: "0", rid: nil, destination: d, rtcpDestination: r))
             index += 1
         }
         if config.sendVideo {
             for (i, l) in config.layers.enumerated() {
                 let (d, r) = dest(index)
-                out.append(Stream(kind: "video", layer: i, ssrc: nextSSRC(), payloadType: config.videoPayloadType, clockRate: 90_000,
+                out.append(Stream(kind: .video, layer: i, ssrc: nextSSRC(), payloadType: config.videoPayloadType, clockRate: 90_000,
                                   mid: config.bundle ? "1" : String(index), rid: config.bundle ? l.rid : nil, destination: d, rtcpDestination: r,
                                   rtxSSRC: config.bundle ? nextSSRC() : nil))
                 index += 1
@@ -71,15 +72,15 @@ public struct StreamPlan: Sendable {
         let ext: [(id: UInt8, uri: String)] = [RTPExtension.absSendTime, .transportSequenceNumber, .mid, .rid, .repairedRid].map { ($0.id, $0.uri) }
         var media: [SessionDescription.Media] = []
         for s in streams {
-            if bundle && s.kind == "video" && media.contains(where: { $0.kind == "video" }) {
+            if bundle && s.kind == .video && media.contains(where: { $0.kind == "video" }) {
                 media[media.count - 1].ssrcs.append((s.ssrc, config.cname))
                 if let rtx = s.rtxSSRC { media[media.count - 1].rtxSSRCs.append((s.ssrc, rtx)) }
                 if let rid = s.rid { media[media.count - 1].rids.append(rid) }
                 continue
             }
-            let audio = s.kind == "audio"
+            let audio = s.kind == .audio
             media.append(SessionDescription.Media(
-                kind: s.kind, port: s.port, payloadType: s.payloadType, codec: audio ? "opus" : "VP8", clockRate: s.clockRate,
+                kind: s.kind.rawValue, port: s.port, payloadType: s.payloadType, codec: audio ? "opus" : "VP8", clockRate: s.clockRate,
                 channels: audio ? 2 : nil, fmtp: audio ? "minptime=10;useinbandfec=1" : nil, mid: s.mid, rtcpMux: bundle, crypto: crypto,
                 extensions: bundle ? ext : [], ssrcs: [(s.ssrc, config.cname)], rids: s.rid.map { [$0] } ?? []))
             if let rtx = s.rtxSSRC {

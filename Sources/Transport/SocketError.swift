@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A socket call failed: the operation and errno.
 public struct SocketError: Error, CustomStringConvertible, Equatable, Sendable {
     public var operation: String
@@ -12,7 +16,7 @@ public struct SocketError: Error, CustomStringConvertible, Equatable, Sendable {
 
     /// ECONNREFUSED: an ICMP port unreachable came back for an earlier datagram (Linux reports
     /// it on the next call on the socket, IP_RECVERR).
-    public var isConnectionRefused: Bool { errno == 111 }
+    public var isConnectionRefused: Bool { errno == ECONNREFUSED }
 
     static func explain(_ e: Int32) -> String {
         switch e {

@@ -40,7 +40,7 @@ import MediaCodecs
             return Array(buf[0..<n])
         }
         Thread.sleep(forTimeInterval: 1.0) // media running, feedback flowing
-        let videoSSRCs = p.plan.streams.filter { $0.kind == "video" }.map(\.ssrc)
+        let videoSSRCs = p.plan.streams.filter { $0.kind == .video }.map(\.ssrc)
         let before = p.snapshot()
         var rng = SystemRandomNumberGenerator()
         var junk = 0

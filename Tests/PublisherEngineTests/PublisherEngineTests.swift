@@ -14,7 +14,7 @@ import Platform
 
     @Test func bundlePutsEverythingOnOnePort() throws {
         let plan = StreamPlan(config: try config(bundle: true))
-        #expect(plan.streams.map(\.kind) == ["audio", "video", "video", "video"])
+        #expect(plan.streams.map(\.kind) == [.audio, .video, .video, .video])
         #expect(Set(plan.streams.map(\.port)) == [5004])
         #expect(plan.streams.map(\.mid) == ["0", "1", "1", "1"])
         #expect(plan.streams.compactMap(\.rid) == ["q", "h", "f"])
@@ -127,7 +127,7 @@ import Platform
         c.sendAudio = false
         c.congestionControl = false
         let p = try Publisher(config: c)
-        let media = try #require(p.plan.streams.first { $0.kind == "video" }?.ssrc)
+        let media = try #require(p.plan.streams.first { $0.kind == .video }?.ssrc)
         let publisher = try SocketAddress(host: "127.0.0.1", port: p.localAddress.port)
         let srtcp = try SRTPSession(key: key, direction: .outbound)
         func send(_ write: (inout ByteWriter) throws(RTPWriteError) -> Void) throws {

@@ -153,7 +153,10 @@ import Stats
     /// A 50-publisher fleet against one receiver in virtual time (was a real-time load test):
     /// every publisher's every stream arrives, is reassembled, and nothing is refused.
     @Test func fiftyPublisherFleet() throws {
-        var c = try S.config(impair: nil, seconds: 6, sized: true) { $0.layers = VideoLayerConfig.ladder(top: 640, 360, layers: 2) }
+        var c = try S.config(impair: nil, seconds: 6, sized: true) { p in
+            p.layers = VideoLayerConfig.ladder(top: 640, 360, layers: 2)
+            p.senderStats = true
+        }
         c.publishers = 50
         c.receiver.maxPublishers = 64
         let sim = try Simulation(config: c)
@@ -173,5 +176,7 @@ import Stats
             }
         }
         #expect(streams == 150)
+        // Each publisher's own sender-side stats, not one slot the last of them overwrote.
+        #expect(r.senderStatsByPublisher.count == 50 && r.senderStatsByPublisher.allSatisfy { $0 != nil })
     }
 }
