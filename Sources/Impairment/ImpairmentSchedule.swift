@@ -91,6 +91,16 @@ public struct ImpairmentSchedule: Equatable, Sendable {
     }
 
     public var isNeutral: Bool { steps.allSatisfy { $0.settings.isNeutral } }
+
+    /// The schedule in the syntax `parse` reads, every step with every parameter in exact units
+    /// (µs, bit/s): `parse(s.spec) == s`.
+    public var spec: String {
+        steps.map { step in
+            let s = step.settings
+            return "\(step.startMicros)us:loss=\(s.lossPercent)%,burst=\(s.burstLength),delay=\(s.delayMicros)us,jitter=\(s.jitterMicros)us,"
+                + "rate=\(s.rateBps.map { "\($0)bit" } ?? "none"),queue=\(s.queueMicros)us"
+        }.joined(separator: ";")
+    }
 }
 
 extension String {

@@ -20,4 +20,6 @@ public enum RTPWriteError: Error, Equatable, Sendable {
     case bufferTooSmall(needed: Int, available: Int)
     /// A field value does not fit its wire encoding.
     case valueOutOfRange
+    /// A packet pubbot does not interpret (kept as `.unknown`) cannot be written back.
+    case unsupported
 }

@@ -48,7 +48,8 @@ public struct GenericNACK: Equatable, Sendable {
     }
 
     static func parse(_ b: Span<UInt8>, header h: RTCPHeader, at o: Int) throws(RTPParseError) -> GenericNACK {
-        guard h.packetSize >= 12 else { throw .badLength }
+        // RFC 4585 §6.2.1: the FCI holds at least one Generic NACK.
+        guard h.packetSize >= 16 else { throw .badLength }
         var n = GenericNACK(senderSSRC: b.be32(o + 4), mediaSSRC: b.be32(o + 8), lost: [])
         var i = o + 12
         // Bounded by the packet: at most 17 sequence numbers per 4-byte entry.

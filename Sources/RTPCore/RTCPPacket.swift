@@ -52,3 +52,25 @@ public struct RTCPCompoundIterator: Sendable {
         return packet
     }
 }
+
+extension RTCPPacket {
+    /// Writes the packet back to the wire (a packet type pubbot does not interpret cannot be:
+    /// `.unknown` keeps only its header's figures).
+    public func write(to w: inout ByteWriter) throws(RTPWriteError) {
+        switch self {
+        case let .senderReport(p): try p.write(to: &w)
+        case let .receiverReport(p): try p.write(to: &w)
+        case let .sourceDescription(p): try p.write(to: &w)
+        case let .goodbye(p): try p.write(to: &w)
+        case let .nack(p): try p.write(to: &w)
+        case let .pictureLossIndication(p): try p.write(to: &w)
+        case let .fullIntraRequest(p): try p.write(to: &w)
+        case let .remb(p): try p.write(to: &w)
+        case let .transportFeedback(p): try p.write(to: &w)
+        case let .application(p): try p.write(to: &w)
+        case .unknown: throw .unsupported
+        }
+    }
+
+    public var isUnknown: Bool { if case .unknown = self { true } else { false } }
+}

@@ -26,6 +26,8 @@ public struct SessionDescription: Equatable, Sendable {
         public var direction: String
         /// RTX (RFC 4588): its payload type (`apt` = `payloadType`) and (media SSRC, RTX SSRC) pairs.
         public var rtxPayloadType: UInt8?
+        /// The RTX rtpmap's clock rate when it was read from text (written: this, else `clockRate`).
+        public var rtxClockRate: Int?
         public var rtxSSRCs: [(media: UInt32, rtx: UInt32)] = []
 
         public init(kind: String, port: Int, payloadType: UInt8, codec: String, clockRate: Int, channels: Int? = nil, fmtp: String? = nil,
@@ -52,7 +54,7 @@ public struct SessionDescription: Equatable, Sendable {
                 && a.channels == b.channels && a.fmtp == b.fmtp && a.mid == b.mid && a.rtcpMux == b.rtcpMux && a.crypto == b.crypto
                 && a.extensions.map(\.id) == b.extensions.map(\.id) && a.extensions.map(\.uri) == b.extensions.map(\.uri)
                 && a.ssrcs.map(\.ssrc) == b.ssrcs.map(\.ssrc) && a.ssrcs.map(\.cname) == b.ssrcs.map(\.cname)
-                && a.rids == b.rids && a.direction == b.direction && a.rtxPayloadType == b.rtxPayloadType
+                && a.rids == b.rids && a.direction == b.direction && a.rtxPayloadType == b.rtxPayloadType && a.rtxClockRate == b.rtxClockRate
                 && a.rtxSSRCs.map(\.media) == b.rtxSSRCs.map(\.media) && a.rtxSSRCs.map(\.rtx) == b.rtxSSRCs.map(\.rtx)
         }
     }
@@ -82,10 +84,12 @@ public struct SessionDescription: Equatable, Sendable {
             l.append("a=mid:\(m.mid)")
             l.append("a=\(m.direction)")
             if m.rtcpMux { l.append("a=rtcp-mux") }
-            l.append("a=rtpmap:\(m.payloadType) \(m.codec)/\(m.clockRate)" + (m.channels.map { "/\($0)" } ?? ""))
+            // A description read without an rtpmap for its payload type (static types need none,
+            // RFC 3551 §6) is written back without one.
+            if !m.codec.isEmpty { l.append("a=rtpmap:\(m.payloadType) \(m.codec)/\(m.clockRate)" + (m.channels.map { "/\($0)" } ?? "")) }
             if let f = m.fmtp { l.append("a=fmtp:\(m.payloadType) \(f)") }
             if let rtx = m.rtxPayloadType {
-                l.append("a=rtpmap:\(rtx) rtx/\(m.clockRate)")
+                l.append("a=rtpmap:\(rtx) rtx/\(m.rtxClockRate ?? m.clockRate)")
                 l.append("a=fmtp:\(rtx) apt=\(m.payloadType)")
             }
             if m.kind == "video" {
@@ -118,10 +122,15 @@ public struct SessionDescription: Equatable, Sendable {
         let lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
         for (n, raw) in lines.enumerated() {
             var line = Substring(raw)
-            if line.hasSuffix("\r") { line = line.dropLast() }
+            while line.last == "\r" || line.last == " " { line = line.dropLast() } // stray CRs and trailing blanks are not part of a value
             if line.isEmpty { continue }
             let no = n + 1
             guard line.count >= 2, line.dropFirst().first == "=" else { throw ParseError(line: no, reason: "expected <type>=<value>") }
+            // RFC 8866 §5: text fields exclude CR, LF and NUL; a control character inside a line is
+            // a damaged description, not part of a value.
+            guard !line.unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\t" }) else {
+                throw ParseError(line: no, reason: "control character inside the line")
+            }
             let type = line.first!
             let value = line.dropFirst(2)
             switch type {
@@ -130,11 +139,14 @@ public struct SessionDescription: Equatable, Sendable {
                 let f = value.split(separator: " ")
                 guard f.count >= 6 else { throw ParseError(line: no, reason: "bad o= line") }
                 sd.sessionID = UInt64(f[1]) ?? 0
+                guard isAddress(f[5]) else { throw ParseError(line: no, reason: "bad address in o= line") }
                 if sd.address.isEmpty { sd.address = String(f[5]) }
             case "c":
                 let f = value.split(separator: " ")
                 guard f.count >= 3 else { throw ParseError(line: no, reason: "bad c= line") }
-                let addr = String(f[2].split(separator: "/").first ?? "")
+                // A multicast address may carry /ttl (RFC 8866 §5.7); the address is before it.
+                let addr = String(f[2].split(separator: "/", omittingEmptySubsequences: false)[0])
+                guard isAddress(addr[...]) else { throw ParseError(line: no, reason: "bad address in c= line") }
                 if sd.media.isEmpty { sd.address = addr } else if sd.address.isEmpty { sd.address = addr }
             case "m":
                 let f = value.split(separator: " ")
@@ -157,14 +169,19 @@ public struct SessionDescription: Equatable, Sendable {
                     guard parts.count == 2 else { throw ParseError(line: no, reason: "bad rtpmap") }
                     let enc = parts[1].split(separator: "/")
                     guard enc.count >= 2, let rate = Int(enc[1]), rate > 0 else { throw ParseError(line: no, reason: "bad rtpmap") }
-                    if enc[0].lowercased() == "rtx", let pt = UInt8(parts[0]) { m.rtxPayloadType = pt }
+                    if enc[0].lowercased() == "rtx", let pt = UInt8(parts[0]) {
+                        guard pt != m.payloadType else { throw ParseError(line: no, reason: "the RTX payload type is the media's own") }
+                        m.rtxPayloadType = pt
+                        m.rtxClockRate = rate
+                    }
                     else if UInt8(parts[0]) == m.payloadType {
                         m.codec = String(enc[0])
                         m.clockRate = rate
                         m.channels = enc.count > 2 ? Int(enc[2]) : nil
                     }
                 case "fmtp":
-                    if let sp = arg.firstIndex(of: " ") { m.fmtp = String(arg[arg.index(after: sp)...]) }
+                    // The media format's own parameters (the RTX format's `apt=` line is not them).
+                    if let sp = arg.firstIndex(of: " "), UInt8(arg[..<sp]) == m.payloadType { m.fmtp = String(arg[arg.index(after: sp)...]) }
                 case "extmap":
                     let parts = arg.split(separator: " ")
                     guard parts.count >= 2, let idText = parts[0].split(separator: "/").first, let id = UInt8(idText), id > 0 else { throw ParseError(line: no, reason: "bad extmap") }
@@ -191,7 +208,14 @@ public struct SessionDescription: Equatable, Sendable {
         }
         guard sawVersion else { throw ParseError(line: 1, reason: "not an SDP (no v=0)") }
         guard !sd.media.isEmpty else { throw ParseError(line: lines.count, reason: "no m= line") }
+        // RFC 8866 §5.2, §5.7: the origin and a connection address are required.
+        guard !sd.address.isEmpty else { throw ParseError(line: lines.count, reason: "no address (o= or c= line)") }
         return sd
+    }
+
+    /// An IPv4 or IPv6 address or a host name (RFC 8866 §9: unicast-address, FQDN).
+    static func isAddress(_ a: Substring) -> Bool {
+        !a.isEmpty && a.unicodeScalars.allSatisfy { ("0"..."9").contains($0) || ("a"..."z").contains($0) || ("A"..."Z").contains($0) || $0 == "." || $0 == ":" || $0 == "-" }
     }
 
     static func splitAttribute(_ v: Substring) -> (String, String) {

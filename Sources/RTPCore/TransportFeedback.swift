@@ -115,6 +115,8 @@ public struct TransportFeedback: Equatable, Sendable {
         let end = o + h.packetSize - (h.padding ? Int(b[o + h.packetSize - 1]) : 0)
         guard end >= o + 20 else { throw .badPadding }
         let count = Int(b.be16(o + 14))
+        // An empty feedback carries nothing (libwebrtc's TransportFeedback::Parse refuses it too).
+        guard count > 0 else { throw .badLength }
         let ref24 = b.be24(o + 16)
         let ref = ref24 & 0x80_0000 != 0 ? Int32(bitPattern: ref24 | 0xFF00_0000) : Int32(ref24)
         var fb = TransportFeedback(senderSSRC: b.be32(o + 4), mediaSSRC: b.be32(o + 8), baseSequence: b.be16(o + 12),

@@ -2,6 +2,10 @@
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let text = String(decoding: UnsafeBufferPointer(start: data, count: size), as: UTF8.self)
-    if let sd = try? SessionDescription.parse(text) { _ = try? SessionDescription.parse(sd.render()) }
+    // Round trip: what parses renders to an SDP that parses to the same description.
+    if let sd = try? SessionDescription.parse(text) {
+        let again = try? SessionDescription.parse(sd.render())
+        precondition(again == sd, "SDP round trip: \(sd) → \(String(describing: again))")
+    }
     return 0
 }

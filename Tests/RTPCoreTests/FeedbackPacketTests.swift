@@ -131,12 +131,21 @@ import Testing
             try FullIntraRequest(senderSSRC: 1, entries: [(ssrc: 3, sequenceNumber: 1)]).write(to: &w)
             try ReceiverEstimatedMaxBitrate(senderSSRC: 1, bitrate: 5_000_000, ssrcs: [1, 2]).write(to: &w)
         }
-        var ok = 0, failed = 0
+        var ok = 0, failed = 0, roundTripped = 0
         for _ in 0..<100_000 {
             let input = mutate(seed, &rng)
             var it = RTCPCompoundIterator()
-            do { while try it.next(in: input.span) != nil {}; ok += 1 } catch { failed += 1 }
+            var parsed: [RTCPPacket] = []
+            do { while let p = try it.next(in: input.span) { parsed.append(p) }; ok += 1 } catch { failed += 1; continue }
+            // What parses writes back to the same packets (transport-cc, NACK, FIR, REMB).
+            do {
+                let (written, reparsed) = try rtcpRoundTrip(parsed)
+                #expect(written == reparsed, "\(input)")
+                roundTripped += 1
+            } catch {
+                Issue.record("a parsed compound did not write back: \(error) \(input)")
+            }
         }
-        #expect(ok > 1000 && failed > 1000)
+        #expect(ok > 1000 && failed > 1000 && roundTripped == ok)
     }
 }

@@ -83,12 +83,21 @@ import Testing
     @Test func seededFuzzNeverCrashes() {
         var rng = SeededRNG(42)
         let seed = srBytes + hex("81 ca 00 03 00 00 00 01 01 02 61 62 00 00 00 00 81 cb 00 02 00 00 00 01 01 78 00 00")
-        var ok = 0, failed = 0
+        var ok = 0, failed = 0, roundTripped = 0
         for _ in 0..<100_000 {
             let input = mutate(seed, &rng)
-            do { _ = try packets(input); ok += 1 } catch { failed += 1 }
+            guard let parsed = try? packets(input) else { failed += 1; continue }
+            ok += 1
+            // What parses writes back to the same packets.
+            do {
+                let (written, reparsed) = try rtcpRoundTrip(parsed)
+                #expect(written == reparsed, "\(input)")
+                roundTripped += 1
+            } catch {
+                Issue.record("a parsed compound did not write back: \(error) \(input)")
+            }
         }
-        #expect(ok > 1000 && failed > 1000)
+        #expect(ok > 1000 && failed > 1000 && roundTripped == ok)
     }
 }
 

@@ -139,6 +139,14 @@ import Testing
             do {
                 let h = try RTPHeader.parse(input.span)
                 #expect(h.payloadRange.upperBound <= input.count && h.extensionRange.upperBound <= h.payloadRange.lowerBound)
+                // Round trip: the fixed header written back from the parsed fields, with the CSRC,
+                // extension, payload and padding bytes where the ranges say, is the input again.
+                var w = [UInt8(0x80 | (h.paddingLength > 0 ? 0x20 : 0) | (h.extensionProfile != nil ? 0x10 : 0) | UInt8(h.csrcCount)),
+                         (h.marker ? 0x80 : 0) | h.payloadType, UInt8(h.sequenceNumber >> 8), UInt8(h.sequenceNumber & 0xFF)]
+                for v in [h.timestamp, h.ssrc] { w += [UInt8(v >> 24), UInt8(v >> 16 & 0xFF), UInt8(v >> 8 & 0xFF), UInt8(v & 0xFF)] }
+                w += input[12..<h.payloadRange.upperBound] + input[h.payloadRange.upperBound...]
+                #expect(w == input && h.payloadRange.upperBound + h.paddingLength == input.count, "\(input)")
+                #expect((try? RTPHeader.parse(w.span)) == h)
                 _ = try RTPExtensionValues.parse(input.span, header: h)
                 ok += 1
             } catch { failed += 1 }

@@ -57,7 +57,16 @@ import Testing
                 let i = Int(rng.next() % UInt64(input.count))
                 input[i] = [UInt8(ascii: ":"), UInt8(ascii: " "), UInt8(ascii: "\n"), UInt8(ascii: "="), UInt8(ascii: "/"), UInt8(truncatingIfNeeded: rng.next())][Int(rng.next() % 6)]
             }
-            if (try? SessionDescription.parse(String(decoding: input, as: UTF8.self))) != nil { ok += 1 } else { failed += 1 }
+            if let sd = try? SessionDescription.parse(String(decoding: input, as: UTF8.self)) {
+                ok += 1
+                // Round trip: what parsed renders to text that parses to the same description.
+                do {
+                    let again = try SessionDescription.parse(sd.render())
+                    #expect(again == sd, "\(String(decoding: input, as: UTF8.self))\nfirst \(sd)\nagain \(again)")
+                } catch {
+                    Issue.record("what parsed rendered to an SDP that does not: \(error)\n\(sd.render())")
+                }
+            } else { failed += 1 }
         }
         #expect(ok > 100 && failed > 100)
     }

@@ -39,3 +39,22 @@ func mutate(_ base: [UInt8], _ rng: inout SeededRNG) -> [UInt8] {
     }
     return b
 }
+
+/// Parse → write → parse: the packets pubbot interprets come back identical (the round trip the
+/// seeded fuzz tests assert for every input that parses).
+func rtcpRoundTrip(_ parsed: [RTCPPacket]) throws -> (written: [RTCPPacket], reparsed: [RTCPPacket]) {
+    let known = parsed.filter { !$0.isUnknown }
+    let bytes = try [UInt8].writing(capacity: 65_536) { w throws(RTPWriteError) in
+        for p in known { try p.write(to: &w) }
+    }
+    var it = RTCPCompoundIterator()
+    var again: [RTCPPacket] = []
+    while let p = try it.next(in: bytes.span) { again.append(p) }
+    // A NACK's meaning is the set of packets it asks for: the writer packs them in order, once.
+    func normalized(_ p: RTCPPacket) -> RTCPPacket {
+        guard case var .nack(n) = p else { return p }
+        n.lost = Array(Set(n.lost)).sorted()
+        return .nack(n)
+    }
+    return (known.map(normalized), again.map(normalized))
+}
