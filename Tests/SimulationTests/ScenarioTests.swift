@@ -21,8 +21,8 @@ import Stats
     /// A pre-flight in virtual time: the real publisher session as `preflight` configures it
     /// (padding up to the estimate, probing to 12 Mbps), sampled every 250 ms into the same
     /// `PreflightProbe` the command uses, stopped once the estimate is steady.
-    static func preflight(_ impair: String, limit: Int = 15, pad: Bool = true) throws -> (Verdict, PreflightProbe.Status, Simulation) {
-        var c = try S.config(impair: impair, seconds: limit) { p in
+    static func preflight(_ impair: String, limit: Int = 15, pad: Bool = true, seed: UInt64 = 7) throws -> (Verdict, PreflightProbe.Status, Simulation) {
+        var c = try S.config(impair: impair, seconds: limit, seed: seed) { p in
             p.probeCeiling = 12_000_000
             p.padToEstimate = pad
         }
