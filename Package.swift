@@ -35,7 +35,7 @@ let package = Package(
         .target(name: "LoopbackReceiver", dependencies: ["Platform", "RTPCore", "MediaCodecs", "Transport", "Stats", "Impairment", "Congestion"]),
         // The pre-flight's driver: a real publisher (and the embedded receiver) sampled into the
         // sans-IO `PreflightProbe`, the verdict, the audio-only phase.
-        .target(name: "PreflightRunner", dependencies: ["Platform", "Preflight", "PublisherEngine", "LoopbackReceiver"]),
+        .target(name: "PreflightRunner", dependencies: ["Platform", "Preflight", "PublisherEngine", "LoopbackReceiver", "Simulation"]),
         // `pubbot load`: many replay bots (whole publisher sessions) on a few event loops.
         .target(name: "Fleet", dependencies: ["Platform", "PublisherEngine", "Transport", "MediaCodecs", "Stats"]),
         // The publisher and receiver sessions connected in virtual time (`pubbot simulate`, scenario tests).

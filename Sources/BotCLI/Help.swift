@@ -30,7 +30,7 @@ enum Help {
         case "receive": "Usage: pubbot receive --listen HOST:PORT (--key B64 | --sdp FILE) [--impair SPEC] [--downlink-impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--no-decode | --decode-publishers N] [--max-publishers N] [--stats FILE|-] [--json]"
         case "preflight": "Usage: pubbot preflight [--to HOST:PORT --key KEY | --sdp FILE] [--impair SPEC] [--require TIER] [--duration D] [--json] [--junit FILE] [--stats FILE|-] [--verdict-thresholds LIST] [media options]"
         case "load": "Usage: pubbot load [--to HOST:PORT… --key B64 | --rooms M] [--bots N] [--duration D] [--ramp D] [--loops N] [--impair SPEC] [--require LIST] [--report FILE] [--shard I/N] [--media DIR | --encode [--layers LADDER]] [--srtp-suite aes-cm|gcm] [--json]"
-        case "simulate": "Usage: pubbot simulate [--impair SPEC|SCHEDULE] [--downlink-impair SPEC] [--duration 60s] [--layers LADDER] [--fps N] [--temporal-layers MODE] [--media encode|replay|sized] [--seed N] [--stats FILE|-] [--stats-interval 1s] [--json]"
+        case "simulate": "Usage: pubbot simulate [--impair SPEC|SCHEDULE] [--downlink-impair SPEC] [--duration 60s] [--layers LADDER] [--fps N] [--temporal-layers MODE] [--media encode|replay|sized] [--seed N] [--preflight [--require TIER] [--verdict-thresholds LIST] [--junit FILE]] [--stats FILE|-] [--stats-interval 1s] [--json]"
         case "media": "Usage: pubbot media build [--out DIR] [--seconds N] [--keyframe-interval D] [--layers LADDER] [--fps N]"
         case "report": "Usage: pubbot report merge FILE… [--report OUT] [--require LIST] [--json]"
         default: "Usage: pubbot <command> [options]"
@@ -222,10 +222,16 @@ enum Help {
                                     frames exactly the targets, not decodable (fastest)
           --seed N                  seeds the link emulator and the sessions (default 1)
           --no-decode               reassemble video without VP8-decoding it (faster)
+          --preflight               a pre-flight in virtual time: the publisher pads up to its
+                                    estimate as `preflight` does, stops when the estimate is
+                                    steady (--duration is the limit, default 15s) and prints the
+                                    verdict exactly as `preflight` does (--json, --require,
+                                    --verdict-thresholds, --junit as for preflight)
           --stats FILE|-            both sides' stats as JSON Lines every --stats-interval
-          --json                    print the summary as JSON
+          --json                    print the summary (or the verdict) as JSON
 
-        Exit codes: 0 media arrived, 2 nothing arrived, 64 usage error.
+        Exit codes: 0 media arrived (with --preflight: verdict given, --require met), 1 --require
+        not met, 2 nothing arrived, 64 usage error.
         """
         case "report": return usage(command) + """
 

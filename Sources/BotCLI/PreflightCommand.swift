@@ -139,10 +139,11 @@ enum PreflightCommand {
         return t
     }
 
-    static func json(_ v: Verdict, phase: PreflightRunner.Phase, audioOnly: Measurement?, requirement: String?, met: Bool?, thresholds: VerdictThresholds) -> JSONValue {
+    static func json(_ v: Verdict, phase: PreflightRunner.Phase, audioOnly: Measurement?, requirement: String?, met: Bool?, thresholds: VerdictThresholds,
+                     timestampMillis: Int64 = Clock.wallMicros() / 1000) -> JSONValue {
         let m = v.measurement
         func part(_ p: Verdict.Part) -> JSONValue { .object([("supported", .bool(p.supported)), ("reason", .string(p.reason)), ("mos", .double(p.mos))]) }
-        var f: [(String, JSONValue)] = [("type", .string("verdict")), ("timestamp", .int(Clock.wallMicros() / 1000))]
+        var f: [(String, JSONValue)] = [("type", .string("verdict")), ("timestamp", .int(timestampMillis))]
         f.append(("audio", part(v.audio)))
         f.append(("video", part(v.video)))
         var recommended: JSONValue = .null

@@ -5,6 +5,8 @@ import Simulation
 import Transport
 import Stats
 import Platform
+import Preflight
+import PreflightRunner
 
 /// `pubbot simulate`: a publisher session and a receiver session over the emulated link, in
 /// virtual time — the same code and the same JSON Lines as `publish` + `receive --impair`,
@@ -13,7 +15,7 @@ enum SimulateCommand {
     static let spec: OptionSpec = {
         var o = CommonOptions.media
         for (k, v) in ["impair": OptionSpec.Kind.value, "downlink-impair": .value, "media": .value, "seed": .value, "no-audio": .flag,
-                       "no-decode": .flag] { o[k] = v }
+                       "no-decode": .flag, "preflight": .flag, "verdict-thresholds": .value, "require": .value, "junit": .value] { o[k] = v }
         o["srtp-suite"] = nil
         return OptionSpec(options: o)
     }()
@@ -28,9 +30,23 @@ enum SimulateCommand {
         var pc = PublisherConfig(destination: destination, key: key)
         try CommonOptions.apply(o, to: &pc)
         pc.sendAudio = !o.has("no-audio")
-        let duration = try o.value("duration").map { d throws(UsageError) in try ValueParsers.duration(d, option: "duration") } ?? 60_000_000
+        let preflight = o.has("preflight")
+        for option in ["verdict-thresholds", "require", "junit"] where o.value(option) != nil && !preflight {
+            throw UsageError("--\(option) applies to a simulated pre-flight (--preflight)")
+        }
+        let duration = try o.value("duration").map { d throws(UsageError) in try ValueParsers.duration(d, option: "duration") } ?? (preflight ? 15_000_000 : 60_000_000)
+        if preflight {
+            // As `preflight`: the limit, and what the publisher does to measure the link.
+            guard duration >= 2_000_000, duration <= 600_000_000 else { throw UsageError("--duration must be between 2s and 10m") }
+            if let r = o.value("require"), !PreflightCommand.requirements.contains(r) {
+                throw UsageError("invalid --require '\(r)' (one of \(PreflightCommand.requirements.joined(separator: ", ")))")
+            }
+            pc.probeCeiling = 12_000_000
+            pc.padToEstimate = true
+        }
         guard duration >= 1_000_000, duration <= 24 * 3_600_000_000 else { throw UsageError("--duration must be between 1s and 24h") }
         pc.durationMicros = duration
+        let thresholds = try o.value("verdict-thresholds").map { t throws(UsageError) in try PreflightCommand.verdictThresholds(t) } ?? VerdictThresholds()
         let seed: UInt64 = try o.value("seed").map { s throws(UsageError) -> UInt64 in
             guard let n = UInt64(s) else { throw UsageError("invalid --seed '\(s)' (a non-negative integer)") }
             return n
@@ -66,6 +82,7 @@ enum SimulateCommand {
         var config = SimulationConfig(publisher: pc, receiver: rc, media: media)
         config.durationMicros = duration
         config.seed = seed
+        if preflight { return runPreflight(o, config: config, thresholds: thresholds, stats: stats) }
         let sim: Simulation
         do { sim = try Simulation(config: config) } catch {
             Output.err("Error: \(error)\n")
@@ -111,5 +128,61 @@ enum SimulateCommand {
             Output.out("receiver:\n" + ReceiveCommand.table(r, latency: mediaKind == "encode"))
         }
         return r.packetsAccepted > 0 ? 0 : 2
+    }
+
+    /// `simulate --preflight`: the pre-flight over the emulated link in virtual time, reported as
+    /// `preflight` reports it (same JSON, JUnit, --require and exit codes).
+    static func runPreflight(_ o: ParsedOptions, config: SimulationConfig, thresholds: VerdictThresholds,
+                             stats: (JSONLinesWriter, Int64)?) -> Int32 {
+        let publisherStream = stats.map { StatsStream($0.0, startMillis: config.epochMicros / 1000) }
+        let subscriberStream = stats.map { SubscriberStatsStream($0.0) }
+        let interval = stats?.1 ?? 1_000_000
+        var nextStats = 1_000_000 + interval // the simulation's clock starts at 1 s
+        let started = Clock.monotonicMicros()
+        var lastProgress: Int64 = 0
+        let outcome: PreflightRunner.Outcome
+        let sim: Simulation
+        do {
+            (outcome, sim) = try PreflightRunner.simulate(config, thresholds: thresholds) { sim in
+                if sim.now >= nextStats {
+                    nextStats += interval
+                    let time = (wall: sim.wallMicros, mono: sim.now)
+                    publisherStream?.emit(sim.publisherSnapshot, at: time)
+                    subscriberStream?.emit(sim.receiverSnapshot(), at: time)
+                }
+                let wall = Clock.monotonicMicros()
+                if wall - lastProgress >= 200_000 {
+                    lastProgress = wall
+                    let e = sim.publisherSnapshot.network.estimate.map { Units.bitrate($0.bitrate) } ?? "-"
+                    Output.progress("simulated preflight \(Units.fixed(Double(sim.elapsedMicros) / 1e6, 1)) s  estimate \(e)")
+                }
+            }
+        } catch {
+            Output.err("Error: \(error)\n")
+            return 2
+        }
+        let phase = outcome.phase
+        let time = (wall: sim.wallMicros, mono: sim.now)
+        publisherStream?.emit(sim.publisherSnapshot, final: true, at: time)
+        subscriberStream?.emit(sim.receiverSnapshot(final: true), final: true, at: time)
+        Output.endProgress()
+        let wallSeconds = Double(Clock.monotonicMicros() - started) / 1e6
+        Output.err("simulated a \(Units.fixed(Double(phase.elapsedMicros) / 1e6, 1)) s pre-flight in \(Units.fixed(wallSeconds, 2)) s of wall time\n")
+        guard let verdict = outcome.verdict else {
+            Output.err("Error: no answer from the simulated receiver within 3 s (the link lost everything)\n")
+            PreflightCommand.writeJUnit(o.value("junit"), verdict: nil, requirement: o.value("require"), failure: "no answer from the receiver")
+            return 2
+        }
+        let met = o.value("require").map { verdict.meets($0) }
+        PreflightCommand.writeJUnit(o.value("junit"), verdict: verdict, requirement: o.value("require"), failure: nil)
+        if o.has("json") {
+            Output.out(PreflightCommand.json(verdict, phase: phase, audioOnly: outcome.audioOnly, requirement: o.value("require"), met: met,
+                                             thresholds: thresholds, timestampMillis: sim.wallMicros / 1000).serialized(pretty: true) + "\n")
+        } else {
+            let link = o.value("impair").map { "simulated link \($0)" } ?? "simulated unimpaired link"
+            Output.out(PreflightCommand.human(verdict, phase: phase, audioOnly: outcome.audioOnly, target: link, requirement: o.value("require"), met: met))
+        }
+        if let met { return met ? 0 : 1 }
+        return 0
     }
 }

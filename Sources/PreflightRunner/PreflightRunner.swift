@@ -20,6 +20,19 @@ public enum PreflightRunner {
         public var plan: StreamPlan
         /// The publisher could not start (socket, SRTP): said once, nothing was measured.
         public var startError: String?
+
+        public init(measurement: Measurement, answered: Bool, interrupted: Bool, steady: Bool, elapsedMicros: Int64,
+                    publisher: PublisherSnapshot?, receiver: ReceiverSnapshot?, plan: StreamPlan, startError: String? = nil) {
+            self.measurement = measurement
+            self.answered = answered
+            self.interrupted = interrupted
+            self.steady = steady
+            self.elapsedMicros = elapsedMicros
+            self.publisher = publisher
+            self.receiver = receiver
+            self.plan = plan
+            self.startError = startError
+        }
     }
 
     public struct Outcome: Sendable {

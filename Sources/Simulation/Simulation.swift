@@ -223,6 +223,9 @@ public final class Simulation {
         }
     }
 
+    /// Publisher `i`'s streams (SSRCs, MID/RID, SDP).
+    public func plan(_ i: Int = 0) -> StreamPlan { publishers[i].plan }
+
     /// The (first) publisher as `publish` reports it.
     public var publisherSnapshot: PublisherSnapshot { publisherSnapshot(0) }
 

@@ -36,8 +36,27 @@ extension BinaryTests {
         #expect(c.code == 0 && c.out == d.out && c.out.contains("\"command\": \"simulate\""), "\(c.out.prefix(300))")
     }
 
+    /// `simulate --preflight`: the verdict as `preflight` gives it (same schema), in virtual
+    /// time, deterministic, with --require and its exit code.
+    @Test func simulatedPreflightGivesTheVerdict() throws {
+        let args = ["simulate", "--preflight", "--impair", "rate=800kbit", "--seed", "2", "--json"]
+        let a = try run(args), b = try run(args)
+        #expect(a.code == 0 && a.out == b.out, "\(a.err)")
+        let v = try #require(try JSONSerialization.jsonObject(with: Data(a.out.utf8)) as? [String: Any], "\(a.out)")
+        #expect((v["recommended"] as? [String: Any])?["name"] as? String == "360p", "\(a.out.prefix(600))")
+        #expect(v["steady"] as? Bool == true)
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let schema = try SchemaValidator(path: root.appendingPathComponent("Sources/BotCLI/preflight.schema.json").path)
+        #expect(schema.validateDocument(v) == [], "\(schema.validateDocument(v))")
+        let strict = try run(["simulate", "--preflight", "--impair", "rate=800kbit", "--require", "720p"])
+        #expect(strict.code == 1 && strict.out.contains("require 720p: NOT met"), "\(strict.out)")
+        let dead = try run(["simulate", "--preflight", "--impair", "loss=100%", "--json"])
+        #expect(dead.code == 2 && dead.err.contains("no answer"), "\(dead.err)")
+    }
+
     @Test func simulateRefusesBadArguments() throws {
-        for bad in [["--duration", "0s"], ["--media", "tape"], ["--seed", "-1"], ["--impair", "rate=fast"], ["--media", "replay", "--temporal-layers", "L1T3"]] {
+        for bad in [["--duration", "0s"], ["--media", "tape"], ["--seed", "-1"], ["--impair", "rate=fast"], ["--media", "replay", "--temporal-layers", "L1T3"],
+                    ["--require", "720p"], ["--preflight", "--require", "4k"], ["--preflight", "--duration", "1s"]] {
             let r = try run(["simulate"] + bad)
             #expect(r.code == 64, "\(bad): \(r.err)")
             #expect(r.err.hasPrefix("Error: ") && r.err.contains("Usage: pubbot simulate"), "\(bad): \(r.err)")

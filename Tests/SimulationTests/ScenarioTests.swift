@@ -18,26 +18,17 @@ import Stats
 @Suite(.serialized) struct ScenarioTests {
     typealias S = SimulationTests
 
-    /// A pre-flight in virtual time: the real publisher session as `preflight` configures it
-    /// (padding up to the estimate, probing to 12 Mbps), sampled every 250 ms into the same
-    /// `PreflightProbe` the command uses, stopped once the estimate is steady.
-    static func preflight(_ impair: String, limit: Int = 15, pad: Bool = true, seed: UInt64 = 7) throws -> (Verdict, PreflightProbe.Status, Simulation) {
+    /// A pre-flight in virtual time, as `simulate --preflight` runs it: the real publisher session
+    /// configured as `preflight` does (padding up to the estimate, probing to 12 Mbps), sampled
+    /// every 250 ms into the same `PreflightProbe` the command uses, stopped once steady.
+    static func preflight(_ impair: String, limit: Int = 15, pad: Bool = true, seed: UInt64 = 7) throws -> (Verdict, PreflightRunner.Phase, Simulation) {
         var c = try S.config(impair: impair, seconds: limit, seed: seed) { p in
             p.probeCeiling = 12_000_000
             p.padToEstimate = pad
         }
         c.media = .encode // as `preflight` does: encoders that follow the targets
-        let sim = try Simulation(config: c)
-        var probe = PreflightProbe(start: sim.now, probeCeiling: c.publisher.probeCeiling)
-        var status = PreflightProbe.Status.measuring
-        sim.run(intervalMicros: 250_000) { final in
-            guard !final, status == .measuring else { return }
-            status = probe.add(PreflightRunner.sample(sim.publisherSnapshot, now: sim.now))
-            if status != .measuring { sim.stop() }
-        }
-        let p = sim.publisherSnapshot
-        let m = probe.measurement(now: sim.now, roundTripTimeMillis: p.streams.compactMap(\.roundTripTimeMillis).max(), jitterMillis: nil)
-        return (Verdict.decide(m), status, sim)
+        let (outcome, sim) = try PreflightRunner.simulate(c, thresholds: VerdictThresholds())
+        return (try #require(outcome.verdict), outcome.phase, sim)
     }
 
     /// The accuracy matrix's CI subset: the estimate settles, the probe sees it steady before
@@ -45,8 +36,8 @@ import Stats
     @Test(arguments: [("300kbit", 300_000, "270p"), ("800kbit", 800_000, "360p"), ("2mbit", 2_000_000, "540p"),
                       ("800kbit,loss=2%,delay=100ms", 800_000, "360p")])
     func preflightVerdictMatchesTheCapacity(_ spec: String, _ capacity: Int, _ tier: String) throws {
-        let (v, status, sim) = try Self.preflight("rate=\(spec),queue=200ms")
-        #expect(status == .steady, "\(spec): not steady after \(sim.elapsedMicros / 1000) ms")
+        let (v, phase, _) = try Self.preflight("rate=\(spec),queue=200ms")
+        #expect(phase.steady && phase.elapsedMicros < 15_000_000, "\(spec): not steady after \(phase.elapsedMicros / 1000) ms")
         #expect(v.recommended?.name == tier, "\(spec): \(v.measurement)")
         #expect(abs(Double(v.measurement.estimate - capacity)) / Double(capacity) <= 0.25, "\(spec): \(v.measurement)")
     }
@@ -55,17 +46,9 @@ import Stats
     @Test func preflightGivesUpWhenNothingAnswers() throws {
         var c = try S.config(impair: nil, seconds: 15, sized: true)
         c.receiverDown = [0..<20_000_000]
-        let sim = try Simulation(config: c)
-        var probe = PreflightProbe(start: sim.now)
-        var status = PreflightProbe.Status.measuring
-        var gaveUp: Int64 = 0
-        sim.run(intervalMicros: 250_000) { final in
-            guard !final, status == .measuring else { return }
-            status = probe.add(PreflightRunner.sample(sim.publisherSnapshot, now: sim.now))
-            if status != .measuring { sim.stop(); gaveUp = sim.elapsedMicros }
-        }
-        #expect(status == .noAnswer)
-        #expect((3_000_000...3_250_000).contains(gaveUp), "gave up after \(gaveUp) µs")
+        let (outcome, sim) = try PreflightRunner.simulate(c, thresholds: VerdictThresholds())
+        #expect(outcome.verdict == nil && !outcome.phase.answered)
+        #expect((3_000_000...3_250_000).contains(outcome.phase.elapsedMicros), "gave up after \(outcome.phase.elapsedMicros) µs")
         #expect(sim.publisherSnapshot.network.portUnreachable > 0)
     }
 
