@@ -70,6 +70,9 @@ import Impairment
         #expect(video.count == 2 && video.allSatisfy { $0.framesDecoded > 900 })
         #expect(r.byes > 0)
         #expect(sim.publisherSnapshot.network.byeSent)
+        // Bounded by the emulated queue (200 ms).
+        let rtt = try #require(sim.publisherSnapshot.streams.compactMap(\.roundTripTimeMillis).max())
+        #expect(rtt < 300)
     }
 
     /// Unconstrained: every layer at its target, nothing lost, every frame decoded.
