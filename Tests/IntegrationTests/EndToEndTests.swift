@@ -360,7 +360,10 @@ import Platform
             let entries = (last["stats"] as? [[String: Any]] ?? []).flatMap { ($0["videoLayers"] as? [[String: Any]]) ?? [$0] }
             #expect(!entries.isEmpty)
             for e in entries where (e["targetBitrate"] as? Int ?? 1) > 0 {
-                #expect((e["bitrate"] as? Int ?? 0) > 20_000 && (e[rateKey] as? Double ?? 0) > 20, "\(type) final: \(e)")
+                // A layer that ran the whole time averages near its 30 fps; one that lived only
+                // for a moment (720p tried briefly after a probe: a few packets) still reads > 0.
+                let brief = (e["videoPacketsReceived"] as? Int).map { $0 < 100 } ?? false
+                #expect((e["bitrate"] as? Int ?? 0) > 20_000 && (e[rateKey] as? Double ?? 0) > (brief ? 0 : 20), "\(type) final: \(e)")
             }
         }
         let vitals = lines.filter { $0["type"] as? String == "vitals" }
