@@ -89,13 +89,7 @@ import Testing
             guard let parsed = try? packets(input) else { failed += 1; continue }
             ok += 1
             // What parses writes back to the same packets.
-            do {
-                let (written, reparsed) = try rtcpRoundTrip(parsed)
-                #expect(written == reparsed, "\(input)")
-                roundTripped += 1
-            } catch {
-                Issue.record("a parsed compound did not write back: \(error) \(input)")
-            }
+            if expectRTCPRoundTrip(parsed, input: input) { roundTripped += 1 }
         }
         #expect(ok > 1000 && failed > 1000 && roundTripped == ok)
     }

@@ -1,3 +1,4 @@
+import Testing
 import RTPCore
 
 /// Parses hex with spaces, newlines and `//` comments (annotated golden vectors).
@@ -42,6 +43,18 @@ func mutate(_ base: [UInt8], _ rng: inout SeededRNG) -> [UInt8] {
 
 /// Parse → write → parse: the packets pubbot interprets come back identical (the round trip the
 /// seeded fuzz tests assert for every input that parses).
+/// Expects the round trip of `parsed` (from `input`) to hold; true when it did.
+func expectRTCPRoundTrip(_ parsed: [RTCPPacket], input: [UInt8]) -> Bool {
+    do {
+        let (written, reparsed) = try rtcpRoundTrip(parsed)
+        #expect(written == reparsed, "\(input)")
+        return written == reparsed
+    } catch {
+        Issue.record("a parsed compound did not write back: \(error) \(input)")
+        return false
+    }
+}
+
 func rtcpRoundTrip(_ parsed: [RTCPPacket]) throws -> (written: [RTCPPacket], reparsed: [RTCPPacket]) {
     let known = parsed.filter { !$0.isUnknown }
     let bytes = try [UInt8].writing(capacity: 65_536) { w throws(RTPWriteError) in
