@@ -2,7 +2,6 @@ import RTPCore
 import MediaCodecs
 import Stats
 import Transport
-import Platform
 
 /// One outgoing RTP stream: its header template, sequence numbers, RTP clock, VP8 picture ids
 /// and counters. Packetizes frames straight into batch slots.
@@ -35,7 +34,7 @@ struct RTPStreamSender {
         }
         template = RTPHeaderTemplate(payloadType: plan.payloadType, ssrc: plan.ssrc, strings: strings,
                                      transportSequence: bundle, absSendTime: bundle)
-        let r = SecureRandom.bytes(8)
+        let r = (0..<8).map { UInt8(truncatingIfNeeded: plan.initialRandom >> (56 - 8 * $0)) }
         sequenceNumber = UInt16(r[0]) << 8 | UInt16(r[1])
         // Keep the first wrap far away so tools that mishandle early wraps still work.
         sequenceNumber &= 0x7FFF

@@ -19,6 +19,9 @@ public struct StreamPlan: Sendable {
         public var rtcpDestination: SocketAddress
         /// RTX stream (RFC 4588) for this video layer: its own SSRC, payload type 97 (BUNDLE only).
         public var rtxSSRC: UInt32?
+        /// Random bits for the stream's first sequence number, RTP timestamp and picture ID
+        /// (RFC 3550 §5.1: unpredictable), drawn here so the session itself reads no OS random.
+        public var initialRandom: UInt64 = 0
         public var port: Int { destination.port }
     }
 
@@ -32,6 +35,12 @@ public struct StreamPlan: Sendable {
         var out: [Stream] = []
         var ssrcIterator = (ssrcs ?? []).makeIterator()
         var used = Set<UInt32>()
+        // Given SSRCs (a simulation): everything else follows from them, deterministically.
+        var seeded = ssrcs.map { SplitMix64(seed: $0.reduce(0x5EED) { $0 &* 0x100_0000_01B3 ^ UInt64($1) }) }
+        func nextRandom() -> UInt64 {
+            if seeded != nil { return seeded!.next() }
+            return SecureRandom.bytes(8).reduce(0) { $0 << 8 | UInt64($1) }
+        }
         func nextSSRC() -> UInt32 {
             if let s = ssrcIterator.next() { used.insert(s); return s }
             while true {
@@ -49,7 +58,7 @@ public struct StreamPlan: Sendable {
         if config.sendAudio {
             let (d, r) = dest(index)
             out.append(Stream(kind: .audio, layer: nil, ssrc: nextSSRC(), payloadType: config.audioPayloadType, clockRate: 48_000,
-                              mid: "0", rid: nil, destination: d, rtcpDestination: r))
+                              mid: "0", rid: nil, destination: d, rtcpDestination: r, initialRandom: nextRandom()))
             index += 1
         }
         if config.sendVideo {
@@ -57,7 +66,7 @@ public struct StreamPlan: Sendable {
                 let (d, r) = dest(index)
                 out.append(Stream(kind: .video, layer: i, ssrc: nextSSRC(), payloadType: config.videoPayloadType, clockRate: 90_000,
                                   mid: config.bundle ? "1" : String(index), rid: config.bundle ? l.rid : nil, destination: d, rtcpDestination: r,
-                                  rtxSSRC: config.bundle ? nextSSRC() : nil))
+                                  rtxSSRC: config.bundle ? nextSSRC() : nil, initialRandom: nextRandom()))
                 index += 1
             }
         }
