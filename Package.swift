@@ -17,6 +17,7 @@ let package = Package(
         .systemLibrary(name: "CVPX", pkgConfig: "vpx", providers: [.apt(["libvpx-dev"])]),
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
         .systemLibrary(name: "CSRTP", pkgConfig: "libsrtp2", providers: [.apt(["libsrtp2-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .target(name: "CLinuxNet"),
         // Test-only: interposes malloc to count allocations per thread (see its header).
         .target(name: "CAllocCounter"),
@@ -25,6 +26,8 @@ let package = Package(
         // Only drivers import it; the sessions get `now` passed in.
         .target(name: "Platform", dependencies: ["CLinuxNet"]),
         .target(name: "RTPCore", swiftSettings: hot),
+        // OpenSSL's libcrypto for what is not SRTP: HMAC-SHA1 (STUN integrity), MD5, SHA-256.
+        .target(name: "Crypto", dependencies: ["COpenSSL"]),
         .target(name: "Stats"),
         .target(name: "Impairment"),
         .target(name: "Congestion", dependencies: ["RTPCore"]),
@@ -51,6 +54,7 @@ let package = Package(
 
         .testTarget(name: "RTPCoreTests", dependencies: ["RTPCore"]),
         .testTarget(name: "StatsTests", dependencies: ["Stats"]),
+        .testTarget(name: "STUNTests", dependencies: ["RTPCore", "Crypto"]),
         .testTarget(name: "ImpairmentTests", dependencies: ["Impairment"]),
         .testTarget(name: "PreflightTests", dependencies: ["Preflight"]),
         .testTarget(name: "CongestionTests", dependencies: ["Congestion", "Impairment", "RTPCore", "Preflight"]),
