@@ -28,6 +28,8 @@ let package = Package(
         .target(name: "RTPCore", swiftSettings: hot),
         // OpenSSL's libcrypto for what is not SRTP: HMAC-SHA1 (STUN integrity), MD5, SHA-256.
         .target(name: "Crypto", dependencies: ["COpenSSL"]),
+        // ICE (RFC 8445) agent, sans-IO: candidates, checks, nomination, consent (RFC 7675).
+        .target(name: "ICE", dependencies: ["RTPCore"]),
         .target(name: "Stats"),
         .target(name: "Impairment"),
         .target(name: "Congestion", dependencies: ["RTPCore"]),
@@ -55,6 +57,7 @@ let package = Package(
         .testTarget(name: "RTPCoreTests", dependencies: ["RTPCore"]),
         .testTarget(name: "StatsTests", dependencies: ["Stats"]),
         .testTarget(name: "STUNTests", dependencies: ["RTPCore", "Crypto"]),
+        .testTarget(name: "ICETests", dependencies: ["ICE", "RTPCore", "Crypto"]),
         .testTarget(name: "ImpairmentTests", dependencies: ["Impairment"]),
         .testTarget(name: "PreflightTests", dependencies: ["Preflight"]),
         .testTarget(name: "CongestionTests", dependencies: ["Congestion", "Impairment", "RTPCore", "Preflight"]),

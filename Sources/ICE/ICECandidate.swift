@@ -1,0 +1,117 @@
+public import RTPCore
+
+/// An ICE candidate (RFC 8445 §5.1) as SDP carries it (RFC 8839 §5.1):
+/// `candidate:<foundation> <component> UDP <priority> <address> <port> typ <type> [raddr … rport …]`.
+public struct ICECandidate: Equatable, Hashable, Sendable, CustomStringConvertible {
+    public enum Kind: String, Sendable {
+        case host, srflx, prflx, relay
+
+        /// RFC 8445 §5.1.2.2 recommended type preferences.
+        public var typePreference: UInt32 {
+            switch self {
+            case .host: 126
+            case .prflx: 110
+            case .srflx: 100
+            case .relay: 0
+            }
+        }
+    }
+
+    public var foundation: String
+    public var component: Int
+    public var priority: UInt32
+    public var address: STUNAddress
+    public var kind: Kind
+
+    public init(foundation: String, component: Int = 1, priority: UInt32, address: STUNAddress, kind: Kind) {
+        self.foundation = foundation
+        self.component = component
+        self.priority = priority
+        self.address = address
+        self.kind = kind
+    }
+
+    /// RFC 8445 §5.1.2.1: (2^24)·type preference + (2^8)·local preference + (256 − component).
+    public static func priority(kind: Kind, localPreference: UInt32 = 65_535, component: Int = 1) -> UInt32 {
+        kind.typePreference << 24 | (localPreference & 0xFFFF) << 8 | UInt32(256 - component)
+    }
+
+    /// A host candidate on a local address (its foundation from the address, RFC 8445 §5.1.1.3).
+    public static func host(_ address: STUNAddress, localPreference: UInt32 = 65_535) -> ICECandidate {
+        ICECandidate(foundation: String(CRC32.checksum(address.ip), radix: 16), priority: priority(kind: .host, localPreference: localPreference),
+                     address: address, kind: .host)
+    }
+
+    /// The SDP attribute value (without `a=`).
+    public var description: String {
+        "candidate:\(foundation) \(component) udp \(priority) \(address.ipText) \(address.port) typ \(kind.rawValue)"
+    }
+
+    public struct ParseError: Error, Equatable, Sendable, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Parses `candidate:…` (with or without `a=`); UDP candidates only (TCP ones are refused,
+    /// not misread). Host names (mDNS `.local`) are refused too: pubbot does not resolve them.
+    public static func parse(_ text: Substring) throws(ParseError) -> ICECandidate {
+        var t = text
+        if t.hasPrefix("a=") { t = t.dropFirst(2) }
+        guard t.hasPrefix("candidate:") else { throw ParseError(description: "not a candidate line") }
+        let f = t.dropFirst("candidate:".count).split(separator: " ")
+        guard f.count >= 8, f[6] == "typ" else { throw ParseError(description: "a candidate needs foundation, component, transport, priority, address, port and typ") }
+        guard f[2].lowercased() == "udp" else { throw ParseError(description: "transport \(f[2]) is not UDP") }
+        guard let component = Int(f[1]), (1...256).contains(component), let priority = UInt32(f[3]), let port = UInt16(f[5]) else {
+            throw ParseError(description: "bad component, priority or port")
+        }
+        guard let ip = STUNAddress.parseIP(f[4]) else { throw ParseError(description: "'\(f[4])' is not an IP address") }
+        guard let kind = Kind(rawValue: String(f[7])) else { throw ParseError(description: "unknown candidate type \(f[7])") }
+        return ICECandidate(foundation: String(f[0]), component: component, priority: priority, address: STUNAddress(ip: ip, port: port), kind: kind)
+    }
+}
+
+extension STUNAddress {
+    /// The address without the port, as SDP writes it.
+    public var ipText: String {
+        let d = description
+        if ip.count == 4 { return String(d[..<d.lastIndex(of: ":")!]) }
+        return String(d.dropFirst().prefix { $0 != "]" })
+    }
+
+    /// A numeric IPv4 (`192.0.2.1`) or IPv6 (`2001:db8::1`) address.
+    public static func parseIP(_ s: Substring) -> [UInt8]? {
+        if !s.contains(":") {
+            let parts = s.split(separator: ".", omittingEmptySubsequences: false)
+            guard parts.count == 4 else { return nil }
+            var out: [UInt8] = []
+            for p in parts {
+                guard !p.isEmpty, p.count <= 3, p.allSatisfy(\.isASCII), let v = UInt8(p) else { return nil }
+                out.append(v)
+            }
+            return out
+        }
+        // IPv6: up to one "::", groups of 1–4 hex digits (no embedded IPv4 form).
+        let str = String(s)
+        var halves = [str]
+        if let r = str.firstRange(of: "::") {
+            halves = [String(str[..<r.lowerBound]), String(str[r.upperBound...])]
+            guard !halves[1].contains("::") else { return nil }
+        }
+        func groups(_ h: String) -> [UInt16]? {
+            if h.isEmpty { return [] }
+            var out: [UInt16] = []
+            for g in h.split(separator: ":", omittingEmptySubsequences: false) {
+                guard (1...4).contains(g.count), let v = UInt16(g, radix: 16) else { return nil }
+                out.append(v)
+            }
+            return out
+        }
+        guard let head = groups(halves[0]) else { return nil }
+        var all = head
+        if halves.count == 2 {
+            guard let tail = groups(halves[1]), head.count + tail.count < 8 else { return nil }
+            all += [UInt16](repeating: 0, count: 8 - head.count - tail.count) + tail
+        }
+        guard all.count == 8 else { return nil }
+        return all.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] }
+    }
+}

@@ -1,0 +1,193 @@
+import Testing
+import ICE
+import RTPCore
+import Crypto
+
+func hmac(_ key: [UInt8], _ data: [UInt8]) -> [UInt8] { Crypto.hmacSHA1(key: key, data: data) }
+
+/// Two agents joined by a virtual network: datagrams go to the agent that owns the destination
+/// address, after `delay`, unless `drop` says otherwise. No socket, no sleep.
+final class VirtualNet {
+    var agents: [(ICEAgent, [STUNAddress])] = []
+    var inFlight: [(due: Int64, t: ICEAgent.Transmit)] = []
+    var now: Int64 = 0
+    var delay: Int64 = 10_000
+    var drop: (ICEAgent.Transmit, Int64) -> Bool = { _, _ in false }
+    var events: [(Int64, Int, ICEAgent.Event)] = []
+
+    func add(_ a: ICEAgent, _ addresses: [STUNAddress]) { agents.append((a, addresses)) }
+
+    /// Runs until `until` (µs) or `stop` is true.
+    func run(until: Int64, stop: () -> Bool = { false }) {
+        while now <= until && !stop() {
+            var wake = until + 1
+            for (k, (a, _)) in agents.enumerated() {
+                if let w = a.step(now: now) { wake = min(wake, w) }
+                while let t = a.pollTransmit() { if !drop(t, now) { inFlight.append((now + delay, t)) } }
+                while let e = a.pollEvent() { events.append((now, k, e)) }
+            }
+            inFlight.sort { $0.due < $1.due }
+            var delivered = false
+            while let f = inFlight.first, f.due <= now {
+                inFlight.removeFirst()
+                delivered = true
+                if let (a, _) = agents.first(where: { $0.1.contains(f.t.to) }) { a.handle(f.t.bytes, from: f.t.from, to: f.t.to, now: now) }
+            }
+            if delivered { continue } // let the receivers answer at the same instant
+            if stop() { break }
+            if let f = inFlight.first { wake = min(wake, f.due) }
+            now = max(now + 1, wake)
+        }
+        for (k, (a, _)) in agents.enumerated() { while let e = a.pollEvent() { events.append((now, k, e)) } }
+    }
+}
+
+let publisherAddress = STUNAddress(ip: [10, 0, 0, 2], port: 40_000)
+let serverAddress = STUNAddress(ip: [10, 0, 0, 1], port: 8189)
+let publisherCredentials = ICEAgent.Credentials(ufrag: "pubr", password: "publisher-password-22chars")
+let serverCredentials = ICEAgent.Credentials(ufrag: "srvr", password: "server-password-24-chars")
+
+func publisher(seed: UInt64 = 1, remote: ICEAgent.Credentials = serverCredentials) -> ICEAgent {
+    let a = ICEAgent(role: .controlling, local: publisherCredentials, remote: remote, tieBreaker: 0x1234, seed: seed, hmacSHA1: hmac)
+    a.addLocal(.host(publisherAddress))
+    a.addRemote(.host(serverAddress))
+    return a
+}
+
+func liteServer() -> ICEAgent {
+    let s = ICEAgent(role: .controlled, local: serverCredentials, remote: publisherCredentials, tieBreaker: 0x99, lite: true, seed: 2, hmacSHA1: hmac)
+    s.addLocal(.host(serverAddress))
+    return s
+}
+
+@Suite struct ICECandidateTests {
+    @Test func parsesAndWritesCandidateLines() throws {
+        let c = try ICECandidate.parse("a=candidate:1467250027 1 udp 2122260223 192.168.0.196 46243 typ host generation 0")
+        #expect(c.priority == 2_122_260_223 && c.address.description == "192.168.0.196:46243" && c.kind == .host && c.foundation == "1467250027")
+        #expect(try ICECandidate.parse(Substring(c.description)) == c)
+        let v6 = try ICECandidate.parse("candidate:2 1 UDP 1694498815 2001:db8::7:1 50000 typ srflx raddr :: rport 0")
+        #expect(v6.address.ip == [0x20, 0x01, 0x0d, 0xb8] + [UInt8](repeating: 0, count: 8) + [0, 7, 0, 1] && v6.kind == .srflx)
+        #expect(try ICECandidate.parse(Substring(v6.description)) == v6)
+        for bad in ["candidate:1 1 tcp 1 10.0.0.1 9 typ host tcptype active", "candidate:1 1 udp 1 abcd.local 9 typ host",
+                    "candidate:1 1 udp 1 10.0.0.1 70000 typ host", "candidate:1 1 udp 1 10.0.0.1 9 typ weird", "candidate:1 1 udp 1 1::2::3 9 typ host"] {
+            #expect(throws: ICECandidate.ParseError.self) { try ICECandidate.parse(Substring(bad)) }
+        }
+        // RFC 8445 §5.1.2.1 with the recommended preferences.
+        #expect(ICECandidate.priority(kind: .host) == 2_130_706_431)
+        #expect(ICECandidate.priority(kind: .relay, localPreference: 0) == 255)
+    }
+}
+
+@Suite struct ICEAgentTests {
+    /// Controlling full agent against an ICE-lite server (most SFUs): one check, one
+    /// nomination, connected in two round trips; consent keeps it alive for a minute.
+    @Test func connectsToALiteServerAndKeepsConsent() {
+        let net = VirtualNet()
+        let p = publisher(), s = liteServer()
+        net.add(p, [publisherAddress])
+        net.add(s, [serverAddress])
+        net.run(until: 1_000_000) { p.state == .connected && s.state == .connected }
+        #expect(p.state == .connected && s.state == .connected)
+        #expect(net.now <= 60_000, "connected after \(net.now) µs") // check + nomination: 2 round trips of 20 ms
+        #expect(p.selectedPair?.remote.address == serverAddress && s.selectedPair?.remote.address == publisherAddress)
+        #expect(net.events.contains { $0.1 == 0 && $0.2 == .connected(local: .host(publisherAddress), remote: .host(serverAddress)) })
+        net.run(until: 60_000_000)
+        #expect(p.state == .connected)
+        #expect((10...15).contains(p.counters.checksSent - 2), "consent checks in 60 s: \(p.counters.checksSent - 2)") // every 4–6 s
+    }
+
+    /// The first checks are lost: retransmissions (250 ms, 500 ms, 1 s …) get through.
+    @Test func retransmitsLostChecks() {
+        let net = VirtualNet()
+        let p = publisher(), s = liteServer()
+        net.add(p, [publisherAddress])
+        net.add(s, [serverAddress])
+        var dropped = 0
+        net.drop = { t, _ in
+            guard t.to == serverAddress, dropped < 3 else { return false }
+            dropped += 1
+            return true
+        }
+        net.run(until: 5_000_000) { p.state == .connected }
+        #expect(p.state == .connected && p.counters.retransmissions == 3)
+        #expect((1_750_000...1_900_000).contains(net.now), "connected after \(net.now) µs") // 0.25 + 0.5 + 1.0 s, then two round trips
+    }
+
+    /// Wrong credentials: the server refuses every check (401), nothing connects, the agent says
+    /// so after its checks ran out — in bounded time.
+    @Test func wrongPasswordFailsInBoundedTime() {
+        let net = VirtualNet()
+        let p = publisher(remote: ICEAgent.Credentials(ufrag: "srvr", password: "not-the-server-password"))
+        let s = liteServer()
+        net.add(p, [publisherAddress])
+        net.add(s, [serverAddress])
+        net.run(until: 20_000_000) { p.state == .failed }
+        #expect(p.state == .failed && s.state == .checking)
+        #expect(s.counters.rejected > 0 && p.counters.successes == 0)
+        #expect(net.now < 7_000_000, "failed after \(net.now) µs")
+        let reason = net.events.compactMap { if case let .failed(r) = $0.2 { r } else { nil } }.first ?? ""
+        #expect(reason.contains("no candidate pair answered"), "\(reason)")
+    }
+
+    /// The path dies after connecting: consent is lost 30 s after the last answer (RFC 7675).
+    @Test func consentLossEndsTheSession() {
+        let net = VirtualNet()
+        let p = publisher(), s = liteServer()
+        net.add(p, [publisherAddress])
+        net.add(s, [serverAddress])
+        net.run(until: 1_000_000) { p.state == .connected }
+        let cut = net.now
+        net.drop = { _, _ in true }
+        net.run(until: 60_000_000) { p.state == .failed }
+        #expect(p.state == .failed)
+        #expect((cut + 29_000_000...cut + 31_000_000).contains(net.now), "failed \(net.now - cut) µs after the cut")
+        let reason = net.events.compactMap { if case let .failed(r) = $0.2 { r } else { nil } }.first ?? ""
+        #expect(reason.contains("consent lost"), "\(reason)")
+    }
+
+    /// Two full agents that both think they control (as when both sides offer): the tie-breaker
+    /// decides (RFC 8445 §7.3.1.1), one switches to controlled, they connect on one pair.
+    @Test func roleConflictIsResolvedByTieBreaker() {
+        let net = VirtualNet()
+        let a = publisher()
+        let b = ICEAgent(role: .controlling, local: serverCredentials, remote: publisherCredentials, tieBreaker: 0xFFFF_0000, seed: 3, hmacSHA1: hmac)
+        b.addLocal(.host(serverAddress))
+        b.addRemote(.host(publisherAddress))
+        net.add(a, [publisherAddress])
+        net.add(b, [serverAddress])
+        net.run(until: 3_000_000) { a.state == .connected && b.state == .connected }
+        #expect(a.state == .connected && b.state == .connected)
+        #expect(a.role == .controlled && b.role == .controlling) // b's tie-breaker is larger
+        // Exactly one switch, by the agent with the smaller tie-breaker.
+        #expect(net.events.filter { $0.1 == 0 && $0.2 == .roleChanged(.controlled) }.count == 1)
+        #expect(!net.events.contains { $0.1 == 1 && $0.2 == .roleChanged(.controlled) })
+        #expect(a.selectedPair?.remote.address == serverAddress && b.selectedPair?.remote.address == publisherAddress)
+    }
+
+    /// A controlled full agent that was given no remote candidate learns the peer's address
+    /// from its check (peer-reflexive) and answers with a triggered check.
+    @Test func learnsPeerReflexiveCandidates() {
+        let net = VirtualNet()
+        let p = publisher()
+        let c = ICEAgent(role: .controlled, local: serverCredentials, remote: publisherCredentials, tieBreaker: 7, seed: 4, hmacSHA1: hmac)
+        c.addLocal(.host(serverAddress))
+        net.add(p, [publisherAddress])
+        net.add(c, [serverAddress])
+        net.run(until: 3_000_000) { p.state == .connected && c.state == .connected }
+        #expect(p.state == .connected && c.state == .connected)
+        #expect(c.remoteCandidates.first?.kind == .prflx && c.remoteCandidates.first?.address == publisherAddress)
+        #expect(c.counters.checksSent >= 1) // its triggered check
+    }
+
+    /// Not STUN is not ICE's (RTP, DTLS pass through); damaged STUN is counted and dropped.
+    @Test func otherTrafficIsLeftAlone() {
+        let s = liteServer()
+        let rtp: [UInt8] = [0x80, 0x60] + [UInt8](repeating: 0, count: 30)
+        #expect(!s.handle(rtp, from: publisherAddress, to: serverAddress, now: 0))
+        let m = STUNMessage(class: .request, transactionID: Array(repeating: 1, count: 12), attributes: [.username("srvr:pubr")])
+        var bytes = try! m.encode(integrityKey: Array(serverCredentials.password.utf8), hmacSHA1: hmac, fingerprint: true)
+        bytes[25] ^= 0xFF // inside USERNAME: the fingerprint no longer matches
+        #expect(s.handle(bytes, from: publisherAddress, to: serverAddress, now: 0))
+        #expect(s.counters.rejected == 1 && s.pollTransmit() == nil)
+    }
+}
