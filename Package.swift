@@ -28,6 +28,8 @@ let package = Package(
         .target(name: "RTPCore", swiftSettings: hot),
         // OpenSSL's libcrypto for what is not SRTP: HMAC-SHA1 (STUN integrity), MD5, SHA-256.
         .target(name: "Crypto", dependencies: ["COpenSSL"]),
+        // DTLS-SRTP (RFC 5764) over memory buffers: certificate, handshake, SRTP key export.
+        .target(name: "DTLS", dependencies: ["COpenSSL", "Transport"]),
         // ICE (RFC 8445) agent, sans-IO: candidates, checks, nomination, consent (RFC 7675).
         .target(name: "ICE", dependencies: ["RTPCore"]),
         .target(name: "Stats"),
@@ -58,6 +60,7 @@ let package = Package(
         .testTarget(name: "StatsTests", dependencies: ["Stats"]),
         .testTarget(name: "STUNTests", dependencies: ["RTPCore", "Crypto"]),
         .testTarget(name: "ICETests", dependencies: ["ICE", "RTPCore", "Crypto"]),
+        .testTarget(name: "DTLSTests", dependencies: ["DTLS", "Transport", "RTPCore"]),
         .testTarget(name: "ImpairmentTests", dependencies: ["Impairment"]),
         .testTarget(name: "PreflightTests", dependencies: ["Preflight"]),
         .testTarget(name: "CongestionTests", dependencies: ["Congestion", "Impairment", "RTPCore", "Preflight"]),

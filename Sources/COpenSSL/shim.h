@@ -1,10 +1,17 @@
-// Shims for OpenSSL 3 (libcrypto): one-shot HMAC and digests with plain C types, so the Swift
-// side never handles an EVP type. DTLS (libssl) comes with the DTLS-SRTP work.
+// Shims for OpenSSL 3: one-shot HMAC and digests (libcrypto), and DTLS-SRTP (libssl) over memory
+// BIOs, with plain C types so the Swift side handles only opaque pointers.
 #ifndef PUBBOT_COPENSSL_SHIM_H
 #define PUBBOT_COPENSSL_SHIM_H
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <openssl/crypto.h>
+#include <openssl/ssl.h>
+#include <openssl/err.h>
+#include <openssl/x509.h>
+#include <openssl/rand.h>
+#include <openssl/srtp.h>
+#include <string.h>
+#include <stdio.h>
 
 /// HMAC-SHA1 (RFC 2104) of data under key into out (20 bytes). Returns 1 on success.
 static inline int copenssl_hmac_sha1(const unsigned char *key, int key_len, const unsigned char *data, size_t data_len,
@@ -24,4 +31,126 @@ static inline int copenssl_digest(const char *name, const unsigned char *data, s
 
 /// Constant-time comparison (1 when equal).
 static inline int copenssl_equal(const void *a, const void *b, size_t len) { return CRYPTO_memcmp(a, b, len) == 0; }
+
+// MARK: DTLS-SRTP (RFC 5764) — a self-signed ECDSA P-256 certificate, a DTLS 1.2 context that
+// offers SRTP_AEAD_AES_128_GCM and SRTP_AES128_CM_SHA1_80 and accepts any peer certificate (the
+// caller compares its SHA-256 fingerprint with the SDP's), connections over memory BIOs.
+
+static int copenssl_accept_any_certificate(int ok, X509_STORE_CTX *ctx) { (void)ok; (void)ctx; return 1; }
+
+/// A fresh P-256 key and a self-signed certificate for it (CN `cn`, valid 30 days, SHA-256).
+static inline int copenssl_make_certificate(const char *cn, EVP_PKEY **out_key, X509 **out_cert) {
+    EVP_PKEY *key = EVP_EC_gen("P-256");
+    if (key == NULL) return 0;
+    X509 *x = X509_new();
+    unsigned char serial[8];
+    if (x == NULL || RAND_bytes(serial, sizeof serial) != 1) { EVP_PKEY_free(key); X509_free(x); return 0; }
+    serial[0] &= 0x7F;
+    BIGNUM *bn = BN_bin2bn(serial, sizeof serial, NULL);
+    BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(x));
+    BN_free(bn);
+    X509_set_version(x, 2);
+    X509_gmtime_adj(X509_getm_notBefore(x), -86400);
+    X509_gmtime_adj(X509_getm_notAfter(x), 30L * 86400);
+    X509_set_pubkey(x, key);
+    X509_NAME *name = X509_get_subject_name(x);
+    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1, 0);
+    X509_set_issuer_name(x, name);
+    if (X509_sign(x, key, EVP_sha256()) == 0) { EVP_PKEY_free(key); X509_free(x); return 0; }
+    *out_key = key;
+    *out_cert = x;
+    return 1;
+}
+
+/// SHA-256 of the certificate's DER (RFC 8122 fingerprint) into out (32 bytes).
+static inline int copenssl_certificate_sha256(const X509 *cert, unsigned char *out) {
+    unsigned int n = 0;
+    return X509_digest(cert, EVP_sha256(), out, &n) == 1 && n == 32;
+}
+
+static inline SSL_CTX *copenssl_dtls_context(EVP_PKEY *key, X509 *cert) {
+    SSL_CTX *ctx = SSL_CTX_new(DTLS_method());
+    if (ctx == NULL) return NULL;
+    SSL_CTX_set_min_proto_version(ctx, DTLS1_2_VERSION);
+    if (SSL_CTX_use_certificate(ctx, cert) != 1 || SSL_CTX_use_PrivateKey(ctx, key) != 1 ||
+        SSL_CTX_set_tlsext_use_srtp(ctx, "SRTP_AEAD_AES_128_GCM:SRTP_AES128_CM_SHA1_80") != 0 /* 0 is success */) {
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, copenssl_accept_any_certificate);
+    return ctx;
+}
+
+/// A connection over two memory BIOs; `server` picks the DTLS role. Records are at most `mtu`.
+static inline SSL *copenssl_dtls_new(SSL_CTX *ctx, int server, long mtu) {
+    SSL *ssl = SSL_new(ctx);
+    if (ssl == NULL) return NULL;
+    BIO *in = BIO_new(BIO_s_mem()), *out = BIO_new(BIO_s_mem());
+    BIO_set_mem_eof_return(in, -1);
+    BIO_set_mem_eof_return(out, -1);
+    SSL_set_bio(ssl, in, out);
+    SSL_set_options(ssl, SSL_OP_NO_QUERY_MTU);
+    DTLS_set_link_mtu(ssl, mtu);
+    if (server) SSL_set_accept_state(ssl); else SSL_set_connect_state(ssl);
+    return ssl;
+}
+
+static inline int copenssl_feed(SSL *ssl, const unsigned char *data, int len) { return BIO_write(SSL_get_rbio(ssl), data, len); }
+static inline int copenssl_pending_out(SSL *ssl) { return (int)BIO_ctrl_pending(SSL_get_wbio(ssl)); }
+static inline int copenssl_take_out(SSL *ssl, unsigned char *buf, int len) { return BIO_read(SSL_get_wbio(ssl), buf, len); }
+
+/// Drives the handshake: 1 done, 0 in progress, -1 failed (the reason in `reason`).
+static inline int copenssl_handshake(SSL *ssl, char *reason, size_t reason_len) {
+    ERR_clear_error();
+    int rc = SSL_do_handshake(ssl);
+    if (rc == 1) return 1;
+    int e = SSL_get_error(ssl, rc);
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) return 0;
+    unsigned long code = ERR_get_error();
+    if (code != 0) ERR_error_string_n(code, reason, reason_len); else snprintf(reason, reason_len, "SSL error %d", e);
+    return -1;
+}
+
+/// Reads (and discards) application data after the handshake, so alerts are processed;
+/// returns 1 when the peer closed (close_notify), -1 on a fatal error, 0 otherwise.
+static inline int copenssl_drain(SSL *ssl) {
+    unsigned char buf[2048];
+    ERR_clear_error();
+    int rc = SSL_read(ssl, buf, sizeof buf);
+    if (rc > 0) return 0;
+    int e = SSL_get_error(ssl, rc);
+    if (e == SSL_ERROR_ZERO_RETURN) return 1;
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) return 0;
+    return -1;
+}
+
+/// Microseconds until the handshake's retransmission timer fires (-1: no timer running).
+static inline long long copenssl_timeout_us(SSL *ssl) {
+    struct timeval tv;
+    if (DTLSv1_get_timeout(ssl, &tv) != 1) return -1;
+    return (long long)tv.tv_sec * 1000000LL + tv.tv_usec;
+}
+static inline int copenssl_handle_timeout(SSL *ssl) { return (int)DTLSv1_handle_timeout(ssl); }
+
+/// The negotiated SRTP protection profile id (0 if none).
+static inline int copenssl_srtp_profile(SSL *ssl) {
+    SRTP_PROTECTION_PROFILE *p = SSL_get_selected_srtp_profile(ssl);
+    return p == NULL ? 0 : (int)p->id;
+}
+
+/// RFC 5764 §4.2 keying material ("EXTRACTOR-dtls_srtp").
+static inline int copenssl_export_srtp(SSL *ssl, unsigned char *out, size_t len) {
+    return SSL_export_keying_material(ssl, out, len, "EXTRACTOR-dtls_srtp", 19, NULL, 0, 0);
+}
+
+/// The peer certificate's SHA-256 into out (32 bytes); 0 without one.
+static inline int copenssl_peer_sha256(SSL *ssl, unsigned char *out) {
+    X509 *peer = SSL_get1_peer_certificate(ssl);
+    if (peer == NULL) return 0;
+    int ok = copenssl_certificate_sha256(peer, out);
+    X509_free(peer);
+    return ok;
+}
+
+static inline int copenssl_shutdown(SSL *ssl) { return SSL_shutdown(ssl); }
 #endif

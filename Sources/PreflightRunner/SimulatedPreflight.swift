@@ -1,6 +1,6 @@
 public import Simulation
 public import Preflight
-public import PublisherEngine
+import PublisherEngine
 
 extension PreflightRunner {
     /// The pre-flight in virtual time (`pubbot simulate --preflight`, the scenario tests): the

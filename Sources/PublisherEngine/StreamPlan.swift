@@ -1,4 +1,4 @@
-public import MediaCodecs
+import MediaCodecs
 public import Transport
 public import RTPCore
 public import Stats

@@ -1,7 +1,7 @@
 public import PublisherEngine
 public import LoopbackReceiver
 public import MediaCodecs
-public import Transport
+import Transport
 import Stats
 #if canImport(Glibc)
 import Glibc

@@ -63,6 +63,12 @@ public struct SRTPKey: Sendable, CustomStringConvertible, CustomDebugStringConve
         self.init(suite: suite, material: bytes)
     }
 
+    /// Key ‖ salt as they come out of a key exchange (DTLS-SRTP, RFC 5764 §4.2).
+    public init(suite: SRTPSuite, keyAndSalt: [UInt8]) throws(ParseError) {
+        guard keyAndSalt.count == suite.keyLength else { throw .wrongLength(got: keyAndSalt.count, expected: suite.keyLength, suite: suite) }
+        self.init(suite: suite, material: keyAndSalt)
+    }
+
     init(suite: SRTPSuite, material: [UInt8]) {
         self.suite = suite
         self.material = material
