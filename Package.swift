@@ -18,6 +18,7 @@ let package = Package(
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
         .systemLibrary(name: "CSRTP", pkgConfig: "libsrtp2", providers: [.apt(["libsrtp2-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .target(name: "CLinuxNet"),
         // Test-only: interposes malloc to count allocations per thread (see its header).
         .target(name: "CAllocCounter"),
@@ -30,6 +31,8 @@ let package = Package(
         .target(name: "Crypto", dependencies: ["COpenSSL"]),
         // DTLS-SRTP (RFC 5764) over memory buffers: certificate, handshake, SRTP key export.
         .target(name: "DTLS", dependencies: ["COpenSSL", "Transport"]),
+        // WHIP (RFC 9725) client: the HTTP exchange through libcurl.
+        .target(name: "WHIP", dependencies: ["CCurl"]),
         // ICE (RFC 8445) agent, sans-IO: candidates, checks, nomination, consent (RFC 7675).
         .target(name: "ICE", dependencies: ["RTPCore"]),
         .target(name: "Stats"),
@@ -61,6 +64,7 @@ let package = Package(
         .testTarget(name: "STUNTests", dependencies: ["RTPCore", "Crypto"]),
         .testTarget(name: "ICETests", dependencies: ["ICE", "RTPCore", "Crypto"]),
         .testTarget(name: "DTLSTests", dependencies: ["DTLS", "Transport", "RTPCore"]),
+        .testTarget(name: "WHIPTests", dependencies: ["WHIP", "Platform"], exclude: ["whip_mock.py"]),
         .testTarget(name: "ImpairmentTests", dependencies: ["Impairment"]),
         .testTarget(name: "PreflightTests", dependencies: ["Preflight"]),
         .testTarget(name: "CongestionTests", dependencies: ["Congestion", "Impairment", "RTPCore", "Preflight"]),

@@ -1,0 +1,84 @@
+// One HTTP(S) request through libcurl's easy API (curl_easy_setopt is variadic, so Swift cannot
+// call it): the response body and raw header lines come back in malloc'd buffers.
+#ifndef PUBBOT_CCURL_SHIM_H
+#define PUBBOT_CCURL_SHIM_H
+#include <curl/curl.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct { char *data; size_t len; size_t cap; } ccurl_buffer;
+
+static size_t ccurl_append(char *ptr, size_t size, size_t n, void *userdata) {
+    ccurl_buffer *b = (ccurl_buffer *)userdata;
+    size_t add = size * n;
+    if (b->len + add + 1 > 1 << 20) return 0; /* 1 MiB is far beyond any SDP: refuse */
+    if (b->len + add + 1 > b->cap) {
+        size_t cap = (b->len + add + 1) * 2;
+        char *d = (char *)realloc(b->data, cap);
+        if (d == NULL) return 0;
+        b->data = d;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, ptr, add);
+    b->len += add;
+    b->data[b->len] = 0;
+    return add;
+}
+
+typedef struct {
+    long status;            /* HTTP status of the last response (after redirects) */
+    int curl_code;          /* CURLcode */
+    char error[CURL_ERROR_SIZE];
+    char *effective_url;    /* malloc'd: the URL the last response came from */
+    ccurl_buffer body;
+    ccurl_buffer headers;   /* every header line of every response, redirects included */
+} ccurl_result;
+
+static inline void ccurl_result_free(ccurl_result *r) {
+    free(r->body.data);
+    free(r->headers.data);
+    free(r->effective_url);
+}
+
+/// method: "POST" or "DELETE"; body may be NULL; headers: `count` lines "Name: value".
+/// Redirects are followed (307/308 keep the method and body), at most 5.
+static inline void ccurl_request(const char *method, const char *url, const char *body, const char *const *headers, int count,
+                                 long connect_timeout_ms, long timeout_ms, ccurl_result *r) {
+    memset(r, 0, sizeof *r);
+    CURL *c = curl_easy_init();
+    if (c == NULL) { r->curl_code = CURLE_FAILED_INIT; return; }
+    struct curl_slist *list = NULL;
+    for (int i = 0; i < count; i++) list = curl_slist_append(list, headers[i]);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    if (body != NULL) { curl_easy_setopt(c, CURLOPT_POSTFIELDS, body); curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(body)); }
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, list);
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
+    curl_easy_setopt(c, CURLOPT_POSTREDIR, (long)CURL_REDIR_POST_ALL);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, connect_timeout_ms);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, ccurl_append);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &r->body);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, ccurl_append);
+    curl_easy_setopt(c, CURLOPT_HEADERDATA, &r->headers);
+    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, r->error);
+    curl_easy_setopt(c, CURLOPT_USERAGENT, "pubbot");
+    r->curl_code = (int)curl_easy_perform(c);
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+    char *eff = NULL;
+    if (curl_easy_getinfo(c, CURLINFO_EFFECTIVE_URL, &eff) == CURLE_OK && eff != NULL) r->effective_url = strdup(eff);
+    curl_slist_free_all(list);
+    curl_easy_cleanup(c);
+}
+
+static inline int ccurl_is_timeout(int code) { return code == CURLE_OPERATION_TIMEDOUT; }
+static inline int ccurl_is_unreachable(int code) {
+    return code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_RESOLVE_PROXY;
+}
+static inline int ccurl_is_tls(int code) {
+    return code == CURLE_SSL_CONNECT_ERROR || code == CURLE_PEER_FAILED_VERIFICATION || code == CURLE_SSL_CERTPROBLEM ||
+           code == CURLE_SSL_CIPHER || code == CURLE_SSL_CACERT_BADFILE || code == CURLE_SSL_ISSUER_ERROR;
+}
+#endif

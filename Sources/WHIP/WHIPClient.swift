@@ -1,0 +1,195 @@
+internal import CCurl
+
+/// An ICE server a WHIP endpoint offers in a `Link: <…>; rel="ice-server"` header (RFC 9725 §4.6).
+public struct ICEServerLink: Sendable, Equatable {
+    public var url: String
+    public var username: String?
+    public var credential: String?
+
+    public init(url: String, username: String? = nil, credential: String? = nil) {
+        self.url = url
+        self.username = username
+        self.credential = credential
+    }
+}
+
+/// A WHIP session as the endpoint created it (RFC 9725 §4.2).
+public struct WHIPSession: Sendable {
+    /// The SDP answer.
+    public var answer: String
+    /// The session URL (`Location`, made absolute): DELETE it to end the session.
+    public var resourceURL: String
+    public var etag: String?
+    public var iceServers: [ICEServerLink]
+}
+
+/// Why a WHIP exchange failed: one message a person can act on (the token never appears in it).
+public struct WHIPError: Error, CustomStringConvertible, Sendable, Equatable {
+    public enum Kind: Sendable, Equatable { case unreachable, timeout, tls, unauthorized, notFound, rejected, busy, server, protocolViolation }
+    public var kind: Kind
+    public var status: Int?
+    public var message: String
+    public var description: String { message }
+}
+
+/// The WHIP client side (RFC 9725): POST the offer, read the answer and headers, DELETE at the
+/// end. HTTP(S) through libcurl: redirects (307/308 keep the POST), TLS, timeouts.
+public enum WHIPClient {
+    /// POSTs `offer` to `endpoint`. A 429/503 with `Retry-After` is retried once after waiting
+    /// (`sleep` is the caller's, in µs; at most 10 s).
+    public static func publish(endpoint: String, offer: String, token: String?, connectTimeoutMillis: Int = 5_000, timeoutMillis: Int = 10_000,
+                               sleep: (Int64) -> Void) throws(WHIPError) -> WHIPSession {
+        var retried = false
+        while true {
+            let r = request("POST", endpoint, body: offer, headers: ["Content-Type: application/sdp", "Accept: application/sdp"], token: token,
+                            connectTimeoutMillis: connectTimeoutMillis, timeoutMillis: timeoutMillis)
+            try r.transportError(endpoint: endpoint, timeoutMillis: timeoutMillis)
+            switch r.status {
+            case 201:
+                guard let location = r.header("location") else {
+                    throw WHIPError(kind: .protocolViolation, status: 201, message: "the WHIP endpoint answered 201 without a Location header: the session could not be ended later (RFC 9725 §4.2)")
+                }
+                guard r.header("content-type")?.lowercased().hasPrefix("application/sdp") == true, r.body.hasPrefix("v=0") else {
+                    throw WHIPError(kind: .protocolViolation, status: 201, message: "the WHIP endpoint answered 201 without an SDP answer (Content-Type \(r.header("content-type") ?? "none"))")
+                }
+                return WHIPSession(answer: r.body, resourceURL: resolve(location, against: r.effectiveURL ?? endpoint), etag: r.header("etag"),
+                                   iceServers: r.headers("link").flatMap(parseLink))
+            case 429, 503:
+                if !retried, let wait = r.header("retry-after").flatMap({ Int64($0.trimmingCharacters) }) {
+                    retried = true
+                    sleep(min(wait, 10) * 1_000_000)
+                    continue
+                }
+                throw WHIPError(kind: .busy, status: r.status, message: "the WHIP endpoint is busy (HTTP \(r.status))\(r.header("retry-after").map { ", Retry-After \($0)" } ?? ""): try again later")
+            default:
+                throw r.httpError(endpoint: endpoint, hadToken: token != nil)
+            }
+        }
+    }
+
+    /// Ends the session (DELETE on its URL, RFC 9725 §4.3).
+    public static func delete(_ session: WHIPSession, token: String?, timeoutMillis: Int = 5_000) throws(WHIPError) {
+        let r = request("DELETE", session.resourceURL, body: nil, headers: [], token: token, connectTimeoutMillis: timeoutMillis, timeoutMillis: timeoutMillis)
+        try r.transportError(endpoint: session.resourceURL, timeoutMillis: timeoutMillis)
+        guard (200..<300).contains(r.status) else { throw r.httpError(endpoint: session.resourceURL, hadToken: token != nil) }
+    }
+
+    struct Response {
+        var curlCode: Int32
+        var curlMessage: String
+        var status: Int
+        var body: String
+        /// Header lines of the last response.
+        var headerLines: [(String, String)]
+        var effectiveURL: String?
+
+        func header(_ name: String) -> String? { headerLines.first { $0.0 == name }?.1 }
+        func headers(_ name: String) -> [String] { headerLines.filter { $0.0 == name }.map(\.1) }
+
+        func transportError(endpoint: String, timeoutMillis: Int) throws(WHIPError) {
+            guard curlCode != 0 else { return }
+            if ccurl_is_timeout(curlCode) != 0 {
+                throw WHIPError(kind: .timeout, status: nil, message: "the WHIP endpoint \(WHIPClient.redacted(endpoint)) did not answer within \(timeoutMillis / 1000) s")
+            }
+            if ccurl_is_unreachable(curlCode) != 0 {
+                throw WHIPError(kind: .unreachable, status: nil, message: "cannot reach the WHIP endpoint \(WHIPClient.redacted(endpoint)): \(curlMessage)")
+            }
+            if ccurl_is_tls(curlCode) != 0 {
+                throw WHIPError(kind: .tls, status: nil, message: "TLS with the WHIP endpoint \(WHIPClient.redacted(endpoint)) failed: \(curlMessage)")
+            }
+            throw WHIPError(kind: .unreachable, status: nil, message: "the WHIP request to \(WHIPClient.redacted(endpoint)) failed: \(curlMessage)")
+        }
+
+        func httpError(endpoint: String, hadToken: Bool) -> WHIPError {
+            let text = body.prefix(300).trimmingCharacters
+            let said = text.isEmpty ? "" : ": \(text)"
+            switch status {
+            case 401, 403:
+                return WHIPError(kind: .unauthorized, status: status, message: hadToken
+                    ? "the WHIP endpoint refused the token (HTTP \(status))\(said)"
+                    : "the WHIP endpoint wants a token (HTTP \(status)): pass --token or set PUBBOT_WHIP_TOKEN")
+            case 404:
+                return WHIPError(kind: .notFound, status: status, message: "no WHIP endpoint at \(WHIPClient.redacted(endpoint)) (HTTP 404)")
+            case 400..<500:
+                return WHIPError(kind: .rejected, status: status, message: "the WHIP endpoint refused the offer (HTTP \(status))\(said)")
+            default:
+                return WHIPError(kind: .server, status: status, message: "the WHIP endpoint failed (HTTP \(status))\(said)")
+            }
+        }
+    }
+
+    static func request(_ method: String, _ url: String, body: String?, headers: [String], token: String?, connectTimeoutMillis: Int, timeoutMillis: Int) -> Response {
+        var lines = headers
+        if let token { lines.append("Authorization: Bearer \(token)") }
+        var r = ccurl_result()
+        let cStrings = lines.map { strdup($0) }
+        defer { cStrings.forEach { free($0) } }
+        cStrings.map { UnsafePointer($0) }.withUnsafeBufferPointer { h in
+            ccurl_request(method, url, body, h.baseAddress, Int32(h.count), connectTimeoutMillis, timeoutMillis, &r)
+        }
+        defer { ccurl_result_free(&r) }
+        let bodyText = r.body.data.map { String(cString: $0) } ?? ""
+        let headerText = r.headers.data.map { String(cString: $0) } ?? ""
+        // The last response's block: from its status line on.
+        var block: [(String, String)] = []
+        // ("\r\n" is one Character in Swift: split on both forms.)
+        for line in headerText.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }) {
+            if line.hasPrefix("HTTP/") { block = []; continue }
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            block.append((line[..<colon].lowercased(), String(line[line.index(after: colon)...]).trimmingCharacters))
+        }
+        let message = withUnsafeBytes(of: r.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        return Response(curlCode: r.curl_code, curlMessage: message.isEmpty ? "error \(r.curl_code)" : message, status: Int(r.status),
+                        body: bodyText, headerLines: block, effectiveURL: r.effective_url.map { String(cString: $0) })
+    }
+
+    /// RFC 3986 §5.2 for the forms servers send: absolute, absolute-path, or relative.
+    static func resolve(_ location: String, against base: String) -> String {
+        if location.contains("://") { return location }
+        guard let schemeEnd = base.firstRange(of: "://") else { return location }
+        let afterScheme = base[schemeEnd.upperBound...]
+        let authorityEnd = afterScheme.firstIndex(of: "/") ?? afterScheme.endIndex
+        let origin = String(base[..<authorityEnd])
+        if location.hasPrefix("/") { return origin + location }
+        let path = base[authorityEnd...].prefix { $0 != "?" }
+        let directory = path.lastIndex(of: "/").map { String(path[...$0]) } ?? "/"
+        return origin + directory + location
+    }
+
+    /// `<turn:host:3478?transport=udp>; rel="ice-server"; username="u"; credential="c"`, maybe
+    /// several per header (RFC 9725 §4.6, RFC 8288).
+    static func parseLink(_ value: String) -> [ICEServerLink] {
+        var out: [ICEServerLink] = []
+        for part in value.split(separator: ",") where part.contains("<") {
+            let fields = part.split(separator: ";").map { $0.trimmingCharacters }
+            guard let first = fields.first, first.hasPrefix("<"), first.hasSuffix(">") else { continue }
+            var params: [String: String] = [:]
+            for f in fields.dropFirst() {
+                let kv = f.split(separator: "=", maxSplits: 1)
+                guard kv.count == 2 else { continue }
+                var v = String(kv[1])
+                if v.hasPrefix("\"") && v.hasSuffix("\"") && v.count >= 2 { v = String(v.dropFirst().dropLast()) }
+                params[kv[0].lowercased().trimmingCharacters] = v
+            }
+            guard params["rel"] == "ice-server" else { continue }
+            out.append(ICEServerLink(url: String(first.dropFirst().dropLast()), username: params["username"], credential: params["credential"]))
+        }
+        return out
+    }
+
+    /// The URL without its query and credentials (tokens sometimes ride in them).
+    static func redacted(_ url: String) -> String {
+        var u = Substring(url.prefix { $0 != "?" })
+        if let schemeEnd = u.firstRange(of: "://"), let at = u[schemeEnd.upperBound...].firstIndex(of: "@"),
+           !u[schemeEnd.upperBound..<at].contains("/") {
+            u = u[..<schemeEnd.upperBound] + u[u.index(after: at)...]
+        }
+        return String(u)
+    }
+}
+
+extension StringProtocol {
+    var trimmingCharacters: String {
+        String(drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
+    }
+}

@@ -1,0 +1,115 @@
+import Testing
+import Foundation
+import WHIP
+import Platform
+
+/// The WHIP client against a scripted endpoint (`whip_mock.py`, Python's standard library) on
+/// 127.0.0.1: success with relative Location, ETag and ICE servers, redirects, tokens, 503 with
+/// Retry-After, 404/400, a missing Location, a stalled server, an unreachable one, DELETE.
+@Suite(.serialized) final class WHIPClientTests {
+    let server: Process
+    let output: Locked<String>
+    let port: Int
+    let offer = "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\n"
+
+    init() throws {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("whip_mock.py").path
+        server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        server.arguments = [script]
+        let out = Pipe()
+        server.standardOutput = out
+        server.standardError = FileHandle.nullDevice
+        let text = Locked("")
+        output = text
+        out.fileHandleForReading.readabilityHandler = { h in
+            let d = h.availableData
+            text.withLock { $0 += String(decoding: d, as: UTF8.self) }
+        }
+        try server.run()
+        let deadline = Clock.monotonicMicros() + 5_000_000
+        while !text.value.contains("\n") && Clock.monotonicMicros() < deadline { Clock.sleep(micros: 10_000) }
+        port = Int(text.value.split(separator: "\n").first ?? "") ?? 0
+    }
+
+    deinit {
+        // SIGKILL and a bounded wait (Foundation's terminate() + waitUntilExit() can hang here).
+        kill(server.processIdentifier, SIGKILL)
+        let end = Clock.monotonicMicros() + 2_000_000
+        while server.isRunning && Clock.monotonicMicros() < end { Clock.sleep(micros: 10_000) }
+    }
+
+    var base: String { "http://127.0.0.1:\(port)" }
+    func noSleep(_: Int64) {}
+
+    @Test func createsASessionAndEndsIt() throws {
+        #expect(port > 0)
+        let s = try WHIPClient.publish(endpoint: base + "/whip", offer: offer, token: nil, sleep: noSleep)
+        #expect(s.answer.hasPrefix("v=0"))
+        #expect(s.resourceURL.hasPrefix(base + "/session/"), "\(s.resourceURL)") // the relative Location made absolute
+        #expect(s.etag?.hasPrefix("\"e") == true)
+        #expect(s.iceServers == [ICEServerLink(url: "stun:stun.example.net:3478", username: nil, credential: nil),
+                                 ICEServerLink(url: "turn:turn.example.net:3478?transport=udp", username: "u1", credential: "c1")])
+        try WHIPClient.delete(s, token: nil)
+
+        let path = s.resourceURL.dropFirst(base.count)
+        let deadline = Clock.monotonicMicros() + 2_000_000
+        while !output.value.contains("DELETE \(path)") && Clock.monotonicMicros() < deadline { Clock.sleep(micros: 10_000) }
+        #expect(output.value.contains("DELETE \(path)"))
+    }
+
+    @Test func followsA307AndKeepsThePOST() throws {
+        let s = try WHIPClient.publish(endpoint: base + "/redirect", offer: offer, token: nil, sleep: noSleep)
+        #expect(s.resourceURL.hasPrefix(base + "/session/"))
+    }
+
+    @Test func tokens() throws {
+        let s = try WHIPClient.publish(endpoint: base + "/auth", offer: offer, token: "s3cret", sleep: noSleep)
+        #expect(s.answer.hasPrefix("v=0"))
+        let refused = #expect(throws: WHIPError.self) { try WHIPClient.publish(endpoint: self.base + "/auth", offer: self.offer, token: "wrong-token-123", sleep: self.noSleep) }
+        #expect(refused?.kind == .unauthorized && refused?.status == 401 && refused?.message.contains("refused the token") == true)
+        #expect(refused?.message.contains("wrong-token-123") == false) // a secret never appears
+        let missing = #expect(throws: WHIPError.self) { try WHIPClient.publish(endpoint: self.base + "/auth", offer: self.offer, token: nil, sleep: self.noSleep) }
+        #expect(missing?.message.contains("PUBBOT_WHIP_TOKEN") == true)
+    }
+
+    @Test func busyIsRetriedOnceAfterRetryAfter() throws {
+        var waited: [Int64] = []
+        let s = try WHIPClient.publish(endpoint: base + "/busy", offer: offer, token: nil, sleep: { waited.append($0) })
+        #expect(waited == [1_000_000] && s.answer.hasPrefix("v=0"))
+    }
+
+    @Test func errorsSayWhatHappened() throws {
+        let cases: [(String, WHIPError.Kind, String)] = [("/missing", .notFound, "no WHIP endpoint"), ("/bad", .rejected, "simulcast refused: too many layers"),
+                                                          ("/noloc", .protocolViolation, "without a Location")]
+        for (path, kind, text) in cases {
+            let e = #expect(throws: WHIPError.self) { try WHIPClient.publish(endpoint: self.base + path, offer: self.offer, token: nil, sleep: self.noSleep) }
+            #expect(e?.kind == kind && e?.message.contains(text) == true, "\(path): \(String(describing: e))")
+        }
+    }
+
+    /// A server that never answers, and one that is not there: bounded time, clear message.
+    @Test func stalledAndUnreachableServers() throws {
+        let t0 = Clock.monotonicMicros()
+        let stalled = #expect(throws: WHIPError.self) { try WHIPClient.publish(endpoint: self.base + "/stall", offer: self.offer, token: nil, timeoutMillis: 1_000, sleep: self.noSleep) }
+        #expect(stalled?.kind == .timeout && (1_000_000...3_000_000).contains(Clock.monotonicMicros() - t0))
+        let closed = try closedPort()
+        let t1 = Clock.monotonicMicros()
+        let unreachable = #expect(throws: WHIPError.self) { try WHIPClient.publish(endpoint: "http://127.0.0.1:\(closed)/whip", offer: self.offer, token: nil, sleep: self.noSleep) }
+        #expect(unreachable?.kind == .unreachable && unreachable?.message.contains("cannot reach") == true)
+        #expect(Clock.monotonicMicros() - t1 < 5_000_000)
+    }
+
+    /// A TCP port nobody listens on (bound, then released).
+    func closedPort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var a = sockaddr_in()
+        a.sin_family = sa_family_t(AF_INET)
+        a.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        return Int(UInt16(bigEndian: a.sin_port))
+    }
+}

@@ -1,0 +1,76 @@
+#!/usr/bin/env python3
+"""A scripted WHIP endpoint (RFC 9725) for pubbot's client tests: standard library only,
+127.0.0.1, port 0; prints its port, then serves until killed. Paths choose the behaviour:
+  /whip      201 + SDP answer, relative Location, ETag, two Link ice-server headers
+  /redirect  307 to /whip (the client must POST again)
+  /auth      401 unless "Authorization: Bearer s3cret", then as /whip
+  /busy      503 with Retry-After: 1 the first time, then as /whip
+  /missing   404
+  /bad       400 with a reason in the body
+  /noloc     201 without Location
+  /stall     reads the request, never answers
+DELETE /session/N answers 200 and is logged to stdout as "DELETE /session/N"."""
+import http.server, socketserver, sys, time
+
+ANSWER = "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111\r\nc=IN IP4 127.0.0.1\r\na=mid:0\r\n"
+state = {"busy": 0, "sessions": 0}
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def reply(self, status, body=b"", headers=()):
+        self.send_response(status)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def created(self):
+        state["sessions"] += 1
+        n = state["sessions"]
+        self.reply(201, ANSWER.encode(), [("Content-Type", "application/sdp"), ("Location", f"/session/{n}"), ("ETag", f'"e{n}"'),
+                                          ("Link", '<stun:stun.example.net:3478>; rel="ice-server"'),
+                                          ("Link", '<turn:turn.example.net:3478?transport=udp>; rel="ice-server"; username="u1"; credential="c1"; credential-type="password"')])
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length", "0"))
+        offer = self.rfile.read(length)
+        if self.headers.get("Content-Type") != "application/sdp" or not offer.startswith(b"v=0"):
+            return self.reply(415, b"expected application/sdp")
+        p = self.path
+        if p == "/whip":
+            return self.created()
+        if p == "/redirect":
+            return self.reply(307, b"", [("Location", "/whip")])
+        if p == "/auth":
+            if self.headers.get("Authorization") == "Bearer s3cret":
+                return self.created()
+            return self.reply(401, b"bad token")
+        if p == "/busy":
+            state["busy"] += 1
+            if state["busy"] == 1:
+                return self.reply(503, b"", [("Retry-After", "1")])
+            return self.created()
+        if p == "/bad":
+            return self.reply(400, b"simulcast refused: too many layers")
+        if p == "/noloc":
+            return self.reply(201, ANSWER.encode(), [("Content-Type", "application/sdp")])
+        if p == "/stall":
+            time.sleep(30)
+            return
+        return self.reply(404, b"")
+
+    def do_DELETE(self):
+        print(f"DELETE {self.path}", flush=True)
+        self.reply(200 if self.path.startswith("/session/") else 404)
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+
+server = Server(("127.0.0.1", 0), Handler)
+print(server.server_address[1], flush=True)
+server.serve_forever()
