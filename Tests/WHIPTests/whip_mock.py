@@ -71,6 +71,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
 
+def watchdog(parent):
+    """Never outlive the test process, nor run more than 5 minutes."""
+    import os, threading
+    def watch():
+        started = time.time()
+        while os.getppid() == parent and time.time() - started < 300:
+            time.sleep(0.2)
+        os._exit(0)
+    threading.Thread(target=watch, daemon=True).start()
+
+import os
+watchdog(os.getppid())
 server = Server(("127.0.0.1", 0), Handler)
 print(server.server_address[1], flush=True)
 server.serve_forever()
