@@ -31,6 +31,8 @@ let package = Package(
         .target(name: "Crypto", dependencies: ["COpenSSL"]),
         // DTLS-SRTP (RFC 5764) over memory buffers: certificate, handshake, SRTP key export.
         .target(name: "DTLS", dependencies: ["COpenSSL", "Transport"]),
+        // WebRTC offer/answer: a general SDP document, the WHIP offer, what an answer decided.
+        .target(name: "Signalling", dependencies: ["ICE"]),
         // WHIP (RFC 9725) client: the HTTP exchange through libcurl.
         .target(name: "WHIP", dependencies: ["CCurl"]),
         // ICE (RFC 8445) agent, sans-IO: candidates, checks, nomination, consent (RFC 7675).
@@ -65,6 +67,7 @@ let package = Package(
         .testTarget(name: "ICETests", dependencies: ["ICE", "RTPCore", "Crypto"]),
         .testTarget(name: "DTLSTests", dependencies: ["DTLS", "Transport", "RTPCore"]),
         .testTarget(name: "WHIPTests", dependencies: ["WHIP", "Platform"], exclude: ["whip_mock.py"]),
+        .testTarget(name: "SignallingTests", dependencies: ["Signalling", "ICE", "RTPCore"]),
         .testTarget(name: "ImpairmentTests", dependencies: ["Impairment"]),
         .testTarget(name: "PreflightTests", dependencies: ["Preflight"]),
         .testTarget(name: "CongestionTests", dependencies: ["Congestion", "Impairment", "RTPCore", "Preflight"]),

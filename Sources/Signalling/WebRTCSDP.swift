@@ -1,0 +1,243 @@
+public import ICE
+
+/// A general SDP document (RFC 8866): session lines and media sections with their attributes,
+/// kept in order — what WebRTC offers and answers need, unlike pubbot's SDES description.
+public struct SDPDocument: Sendable, Equatable {
+    public struct Attribute: Sendable, Equatable {
+        public var name: String
+        public var value: String?
+        public init(_ name: String, _ value: String? = nil) { self.name = name; self.value = value }
+    }
+
+    public struct Media: Sendable, Equatable {
+        public var kind: String
+        public var port: Int
+        public var proto: String
+        public var formats: [String]
+        public var attributes: [Attribute]
+
+        public func values(_ name: String) -> [String] { attributes.filter { $0.name == name }.compactMap(\.value) }
+        public func value(_ name: String) -> String? { values(name).first }
+        public func has(_ name: String) -> Bool { attributes.contains { $0.name == name } }
+    }
+
+    /// v=, o=, s=, t=, c= … in order (type, value).
+    public var sessionLines: [(type: Character, value: String)]
+    public var sessionAttributes: [Attribute]
+    public var media: [Media]
+
+    public static func == (a: SDPDocument, b: SDPDocument) -> Bool {
+        a.sessionLines.map(\.type) == b.sessionLines.map(\.type) && a.sessionLines.map(\.value) == b.sessionLines.map(\.value)
+            && a.sessionAttributes == b.sessionAttributes && a.media == b.media
+    }
+
+    public struct ParseError: Error, Equatable, Sendable, CustomStringConvertible {
+        public var line: Int
+        public var reason: String
+        public var description: String { "SDP line \(line): \(reason)" }
+    }
+
+    public static func parse(_ text: String) throws(ParseError) -> SDPDocument {
+        var doc = SDPDocument(sessionLines: [], sessionAttributes: [], media: [])
+        var sawVersion = false
+        for (n, raw) in text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" }).enumerated() {
+            var line = Substring(raw)
+            while line.last == "\r" || line.last == " " { line = line.dropLast() }
+            if line.isEmpty { continue }
+            guard line.count >= 2, line.dropFirst().first == "=" else { throw ParseError(line: n + 1, reason: "expected <type>=<value>") }
+            let type = line.first!, value = String(line.dropFirst(2))
+            if n == 0 || !sawVersion {
+                guard type == "v", value == "0" else { throw ParseError(line: n + 1, reason: "not an SDP (it must start with v=0)") }
+                sawVersion = true
+            }
+            switch type {
+            case "m":
+                let f = value.split(separator: " ")
+                guard f.count >= 3, let port = Int(f[1]), (0...65535).contains(port) else { throw ParseError(line: n + 1, reason: "bad m= line") }
+                doc.media.append(Media(kind: String(f[0]), port: port, proto: String(f[2]), formats: f.dropFirst(3).map(String.init), attributes: []))
+            case "a":
+                let attribute: Attribute
+                if let colon = value.firstIndex(of: ":") {
+                    attribute = Attribute(String(value[..<colon]), String(value[value.index(after: colon)...]))
+                } else {
+                    attribute = Attribute(value)
+                }
+                if doc.media.isEmpty { doc.sessionAttributes.append(attribute) } else { doc.media[doc.media.count - 1].attributes.append(attribute) }
+            default:
+                if doc.media.isEmpty { doc.sessionLines.append((type, value)) } else {
+                    doc.media[doc.media.count - 1].attributes.append(Attribute("\(type)=", value)) // c=, b= inside a section
+                }
+            }
+        }
+        guard sawVersion else { throw ParseError(line: 1, reason: "empty SDP") }
+        return doc
+    }
+
+    public func render() -> String {
+        var l = sessionLines.map { "\($0.type)=\($0.value)" }
+        l += sessionAttributes.map { "a=" + $0.name + ($0.value.map { ":" + $0 } ?? "") }
+        for m in media {
+            l.append("m=\(m.kind) \(m.port) \(m.proto) " + m.formats.joined(separator: " "))
+            for a in m.attributes {
+                if a.name.hasSuffix("=") { l.append(a.name + (a.value ?? "")) } else { l.append("a=" + a.name + (a.value.map { ":" + $0 } ?? "")) }
+            }
+        }
+        return l.joined(separator: "\r\n") + "\r\n"
+    }
+}
+
+/// The offer a WHIP publisher POSTs (RFC 9725 §4.2, RFC 8829 shapes): BUNDLE and rtcp-mux, one
+/// `sendonly` audio and one video m-line, simulcast by RID (RFC 8853), RTX, the feedback and
+/// header extensions pubbot uses, `a=setup:actpass`, ICE credentials and host candidates, the
+/// DTLS fingerprint.
+public struct WHIPOffer: Sendable {
+    public var iceUfrag: String
+    public var icePassword: String
+    /// `sha-256 AB:CD:…`
+    public var fingerprint: String
+    public var candidates: [ICECandidate]
+    public var audio = true
+    /// RIDs of the simulcast layers, lowest first (empty: no video).
+    public var rids: [String] = ["q", "h", "f"]
+    public var sessionID: UInt64 = 1
+
+    public static let opus: UInt8 = 111, vp8: UInt8 = 96, rtx: UInt8 = 97
+    /// Header extensions offered (RFC 8285 one-byte IDs); the answer may renumber them.
+    public static let extensions: [(id: Int, uri: String, video: Bool)] = [
+        (1, "urn:ietf:params:rtp-hdrext:sdes:mid", false),
+        (2, "http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time", false),
+        (3, "http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01", false),
+        (10, "urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id", true),
+        (11, "urn:ietf:params:rtp-hdrext:sdes:repaired-rtp-stream-id", true),
+    ]
+
+    public init(iceUfrag: String, icePassword: String, fingerprint: String, candidates: [ICECandidate]) {
+        self.iceUfrag = iceUfrag
+        self.icePassword = icePassword
+        self.fingerprint = fingerprint
+        self.candidates = candidates
+    }
+
+    public var sdp: String {
+        var mids: [String] = []
+        if audio { mids.append("0") }
+        if !rids.isEmpty { mids.append(audio ? "1" : "0") }
+        var doc = SDPDocument(sessionLines: [("v", "0"), ("o", "- \(sessionID) 2 IN IP4 127.0.0.1"), ("s", "pubbot"), ("t", "0 0")],
+                              sessionAttributes: [.init("group", "BUNDLE " + mids.joined(separator: " ")), .init("extmap-allow-mixed"),
+                                                  .init("msid-semantic", " WMS pubbot")],
+                              media: [])
+        func common(_ mid: String, video: Bool) -> [SDPDocument.Attribute] {
+            var a: [SDPDocument.Attribute] = [.init("c=", "IN IP4 0.0.0.0"), .init("ice-ufrag", iceUfrag), .init("ice-pwd", icePassword),
+                                              .init("ice-options", "trickle"), .init("fingerprint", fingerprint), .init("setup", "actpass"),
+                                              .init("mid", mid), .init("sendonly"), .init("rtcp-mux"), .init("rtcp-rsize")]
+            for e in Self.extensions where video || !e.video { a.append(.init("extmap", "\(e.id) \(e.uri)")) }
+            a.append(.init("msid", "pubbot pubbot-\(video ? "video" : "audio")"))
+            return a
+        }
+        if audio {
+            var a = common("0", video: false)
+            a += [.init("rtpmap", "\(Self.opus) opus/48000/2"), .init("rtcp-fb", "\(Self.opus) transport-cc"),
+                  .init("fmtp", "\(Self.opus) minptime=10;useinbandfec=1")]
+            a += candidates.map { .init("candidate", String($0.description.dropFirst("candidate:".count))) }
+            a.append(.init("end-of-candidates"))
+            doc.media.append(.init(kind: "audio", port: 9, proto: "UDP/TLS/RTP/SAVPF", formats: ["\(Self.opus)"], attributes: a))
+        }
+        if !rids.isEmpty {
+            var a = common(audio ? "1" : "0", video: true)
+            a += [.init("rtpmap", "\(Self.vp8) VP8/90000")]
+            for fb in ["goog-remb", "transport-cc", "ccm fir", "nack", "nack pli"] { a.append(.init("rtcp-fb", "\(Self.vp8) \(fb)")) }
+            a += [.init("rtpmap", "\(Self.rtx) rtx/90000"), .init("fmtp", "\(Self.rtx) apt=\(Self.vp8)")]
+            a += rids.map { .init("rid", "\($0) send") }
+            a.append(.init("simulcast", "send " + rids.joined(separator: ";")))
+            if !audio {
+                a += candidates.map { .init("candidate", String($0.description.dropFirst("candidate:".count))) }
+                a.append(.init("end-of-candidates"))
+            }
+            doc.media.append(.init(kind: "video", port: 9, proto: "UDP/TLS/RTP/SAVPF", formats: ["\(Self.vp8)", "\(Self.rtx)"], attributes: a))
+        }
+        return doc.render()
+    }
+}
+
+/// What the server's answer decided (RFC 8829 §5.3 from the offerer's side): the transport
+/// (ICE, DTLS role, fingerprint) and, per kind, the payload types, header-extension IDs,
+/// feedback and simulcast layers to use.
+public struct NegotiatedSession: Sendable, Equatable {
+    public struct Stream: Sendable, Equatable {
+        public var mid: String
+        public var payloadType: UInt8
+        public var rtxPayloadType: UInt8?
+        /// URI → the answer's ID.
+        public var extensions: [String: Int]
+        public var transportCC: Bool
+        public var remb: Bool
+        public var nack: Bool
+        public var pli: Bool
+        /// The RIDs the answer accepted (`a=simulcast:recv …`), lowest first; nil: no simulcast.
+        public var simulcast: [String]?
+    }
+
+    public var iceUfrag: String
+    public var icePassword: String
+    public var iceLite: Bool
+    public var candidates: [ICECandidate]
+    public var fingerprint: String
+    /// The answer's `a=setup`: `active` → the server is the DTLS client, pubbot the server.
+    public var dtlsServer: Bool
+    public var audio: Stream?
+    public var video: Stream?
+
+    public struct AnswerError: Error, Equatable, Sendable, CustomStringConvertible {
+        public var description: String
+    }
+
+    public static func from(answer text: String, offer: WHIPOffer) throws(AnswerError) -> NegotiatedSession {
+        let doc: SDPDocument
+        do { doc = try SDPDocument.parse(text) } catch { throw AnswerError(description: "the answer is not valid SDP: \(error)") }
+        func first(_ name: String) -> String? {
+            doc.sessionAttributes.first { $0.name == name }?.value ?? doc.media.lazy.compactMap { $0.value(name) }.first
+        }
+        guard let ufrag = first("ice-ufrag"), let pwd = first("ice-pwd") else { throw AnswerError(description: "the answer has no ICE credentials (a=ice-ufrag/a=ice-pwd)") }
+        guard let fingerprint = first("fingerprint") else { throw AnswerError(description: "the answer has no DTLS fingerprint (a=fingerprint)") }
+        guard fingerprint.lowercased().hasPrefix("sha-256 ") else { throw AnswerError(description: "the answer's fingerprint is not sha-256 (\(fingerprint.prefix(12))…)") }
+        let setup = first("setup") ?? "active"
+        guard setup == "active" || setup == "passive" else {
+            throw AnswerError(description: "the answer must choose a DTLS role (a=setup:active or passive), not '\(setup)' (RFC 5763 §5)")
+        }
+        var candidates: [ICECandidate] = []
+        for m in doc.media {
+            for c in m.values("candidate") {
+                if let parsed = try? ICECandidate.parse(Substring("candidate:" + c)), !candidates.contains(parsed) { candidates.append(parsed) }
+            }
+        }
+        let lite = doc.sessionAttributes.contains { $0.name == "ice-lite" } || doc.media.contains { $0.has("ice-lite") }
+        func stream(_ kind: String, codec: String) throws(AnswerError) -> Stream? {
+            guard let m = doc.media.first(where: { $0.kind == kind }), m.port != 0 else { return nil } // absent or rejected (port 0)
+            let maps = m.values("rtpmap").compactMap { v -> (UInt8, String)? in
+                let p = v.split(separator: " ", maxSplits: 1)
+                guard p.count == 2, let pt = UInt8(p[0]) else { return nil }
+                return (pt, String(p[1].split(separator: "/").first ?? "").lowercased())
+            }
+            guard let pt = maps.first(where: { $0.1 == codec && m.formats.contains(String($0.0)) })?.0 else {
+                throw AnswerError(description: "the answer's \(kind) section has no \(codec) payload type")
+            }
+            let rtx = maps.first { $0.1 == "rtx" && m.values("fmtp").contains("\($0.0) apt=\(pt)") }?.0
+            var ext: [String: Int] = [:]
+            for e in m.values("extmap") {
+                let p = e.split(separator: " ")
+                if p.count >= 2, let id = Int(p[0].split(separator: "/")[0]) { ext[String(p[1])] = id }
+            }
+            let fb = Set(m.values("rtcp-fb").filter { $0.hasPrefix("\(pt) ") || $0.hasPrefix("* ") }.map { String($0.drop { $0 != " " }.dropFirst()) })
+            var simulcast: [String]?
+            if let s = m.value("simulcast"), s.hasPrefix("recv ") {
+                // `recv q;h;f` (or alternatives `q,h`): the first of each alternative list; paused (~) ones left out.
+                let accepted = s.dropFirst(5).split(separator: ";").compactMap { $0.split(separator: ",").first.map(String.init) }.filter { !$0.hasPrefix("~") }
+                simulcast = offer.rids.filter { accepted.contains($0) }
+            }
+            return Stream(mid: m.value("mid") ?? "", payloadType: pt, rtxPayloadType: rtx, extensions: ext, transportCC: fb.contains("transport-cc"),
+                          remb: fb.contains("goog-remb"), nack: fb.contains("nack"), pli: fb.contains("nack pli"), simulcast: simulcast)
+        }
+        return NegotiatedSession(iceUfrag: ufrag, icePassword: pwd, iceLite: lite, candidates: candidates, fingerprint: fingerprint,
+                                 dtlsServer: setup == "active", audio: try stream("audio", codec: "opus"), video: try stream("video", codec: "vp8"))
+    }
+}

@@ -1,0 +1,120 @@
+import Testing
+import Signalling
+import ICE
+import RTPCore
+
+let host = ICECandidate.host(STUNAddress(ip: [192, 168, 1, 20], port: 50_000))
+func offer() -> WHIPOffer {
+    WHIPOffer(iceUfrag: "pUfr", icePassword: "publisher-ice-password-1", fingerprint: "sha-256 " + Array(repeating: "AB", count: 32).joined(separator: ":"),
+              candidates: [host])
+}
+
+/// An answer shaped like Janus's (ICE-lite, `setup:active`, its own extension IDs, REMB but no
+/// transport-cc, simulcast accepted as `recv`), written by hand from its documented behaviour.
+let janusLikeAnswer = """
+v=0
+o=- 4215 1 IN IP4 10.0.0.1
+s=VideoRoom 1234
+t=0 0
+a=group:BUNDLE 0 1
+a=ice-lite
+a=msid-semantic: WMS janus
+m=audio 9 UDP/TLS/RTP/SAVPF 111
+c=IN IP4 10.0.0.1
+a=recvonly
+a=mid:0
+a=rtcp-mux
+a=ice-ufrag:jAnU
+a=ice-pwd:janus-ice-password-abcdef
+a=ice-options:trickle
+a=fingerprint:sha-256 11:22:33:44:55:66:77:88:99:00:AA:BB:CC:DD:EE:FF:11:22:33:44:55:66:77:88:99:00:AA:BB:CC:DD:EE:FF
+a=setup:active
+a=rtpmap:111 opus/48000/2
+a=extmap:4 urn:ietf:params:rtp-hdrext:sdes:mid
+a=candidate:1 1 udp 2015363327 10.0.0.1 20000 typ host
+a=end-of-candidates
+m=video 9 UDP/TLS/RTP/SAVPF 96 97
+c=IN IP4 10.0.0.1
+a=recvonly
+a=mid:1
+a=rtcp-mux
+a=rtpmap:96 VP8/90000
+a=rtcp-fb:96 ccm fir
+a=rtcp-fb:96 nack
+a=rtcp-fb:96 nack pli
+a=rtcp-fb:96 goog-remb
+a=rtpmap:97 rtx/90000
+a=fmtp:97 apt=96
+a=extmap:4 urn:ietf:params:rtp-hdrext:sdes:mid
+a=extmap:9 urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id
+a=extmap:10 urn:ietf:params:rtp-hdrext:sdes:repaired-rtp-stream-id
+a=rid:q recv
+a=rid:h recv
+a=rid:f recv
+a=simulcast:recv q;h;f
+a=candidate:1 1 udp 2015363327 10.0.0.1 20000 typ host
+a=end-of-candidates
+
+"""
+
+@Suite struct SignallingTests {
+    @Test func offerHasWhatServersNeed() throws {
+        let text = offer().sdp
+        let doc = try SDPDocument.parse(text)
+        #expect(doc.sessionAttributes.contains(.init("group", "BUNDLE 0 1")))
+        #expect(doc.media.map(\.kind) == ["audio", "video"] && doc.media.allSatisfy { $0.has("sendonly") && $0.has("rtcp-mux") && $0.value("setup") == "actpass" })
+        let video = doc.media[1]
+        #expect(video.formats == ["96", "97"] && video.values("rid") == ["q send", "h send", "f send"] && video.value("simulcast") == "send q;h;f")
+        #expect(video.values("rtcp-fb").contains("96 transport-cc") && video.values("fmtp").contains("97 apt=96"))
+        #expect(video.values("extmap").contains("10 urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id"))
+        #expect(doc.media[0].values("candidate") == [String(host.description.dropFirst("candidate:".count))])
+        #expect(doc.media.allSatisfy { $0.value("ice-ufrag") == "pUfr" && $0.value("fingerprint")?.hasPrefix("sha-256 AB:AB") == true })
+        // The general parser round-trips what it renders.
+        #expect(try SDPDocument.parse(doc.render()) == doc)
+    }
+
+    @Test func janusLikeAnswerIsApplied() throws {
+        let n = try NegotiatedSession.from(answer: janusLikeAnswer, offer: offer())
+        #expect(n.iceLite && n.iceUfrag == "jAnU" && n.dtlsServer) // setup:active: the server is the DTLS client
+        #expect(n.candidates.count == 1 && n.candidates[0].address.description == "10.0.0.1:20000")
+        let v = try #require(n.video)
+        #expect(v.payloadType == 96 && v.rtxPayloadType == 97 && v.simulcast == ["q", "h", "f"])
+        // Its numbers, not ours: the header template must use them.
+        #expect(v.extensions["urn:ietf:params:rtp-hdrext:sdes:mid"] == 4 && v.extensions["urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id"] == 9)
+        #expect(!v.transportCC && v.remb && v.nack && v.pli) // REMB only: the estimator must be REMB-driven
+        #expect(n.audio?.payloadType == 111 && n.audio?.mid == "0")
+    }
+
+    @Test func answersThatRefuseOrRenumber() throws {
+        // Simulcast refused (no a=simulcast), a different VP8 payload type, transport-cc on.
+        var text = janusLikeAnswer.replacingOccurrences("a=simulcast:recv q;h;f\n", "")
+        text = text.replacingOccurrences("96", "100").replacingOccurrences("a=rtcp-fb:100 goog-remb", "a=rtcp-fb:100 transport-cc")
+        let n = try NegotiatedSession.from(answer: text, offer: offer())
+        #expect(n.video?.simulcast == nil && n.video?.payloadType == 100 && n.video?.rtxPayloadType == 97 && n.video?.transportCC == true)
+        // Only two layers accepted, one paused.
+        let two = try NegotiatedSession.from(answer: janusLikeAnswer.replacingOccurrences("recv q;h;f", "recv q;~h;f"), offer: offer())
+        #expect(two.video?.simulcast == ["q", "f"])
+        // Video rejected (port 0).
+        let audioOnly = try NegotiatedSession.from(answer: janusLikeAnswer.replacingOccurrences("m=video 9", "m=video 0"), offer: offer())
+        #expect(audioOnly.video == nil && audioOnly.audio != nil)
+    }
+
+    @Test func brokenAnswersSaySo() {
+        for (change, expected) in [("a=fingerprint:sha-256", "no DTLS fingerprint"), ("a=setup:active", "must choose a DTLS role"),
+                                   ("a=ice-pwd:janus-ice-password-abcdef", "no ICE credentials"), ("a=rtpmap:96 VP8/90000", "no vp8 payload type")] {
+            var broken = janusLikeAnswer
+            switch change {
+            case "a=fingerprint:sha-256": broken = broken.split(separator: "\n").filter { !$0.hasPrefix(change) }.joined(separator: "\n")
+            case "a=setup:active": broken = broken.replacingOccurrences(change, "a=setup:actpass")
+            default: broken = broken.split(separator: "\n").filter { !$0.hasPrefix(change) }.joined(separator: "\n")
+            }
+            #expect(throws: NegotiatedSession.AnswerError.self) { try NegotiatedSession.from(answer: broken, offer: offer()) }
+            do { _ = try NegotiatedSession.from(answer: broken, offer: offer()) } catch { #expect(error.description.contains(expected), "\(change): \(error)") }
+        }
+        #expect(throws: NegotiatedSession.AnswerError.self) { try NegotiatedSession.from(answer: "HTTP/1.1 500", offer: offer()) }
+    }
+}
+
+extension String {
+    func replacingOccurrences(_ a: String, _ b: String) -> String { split(separator: a, omittingEmptySubsequences: false).joined(separator: b) }
+}
