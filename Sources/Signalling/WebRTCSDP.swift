@@ -3,10 +3,14 @@ public import ICE
 /// A general SDP document (RFC 8866): session lines and media sections with their attributes,
 /// kept in order — what WebRTC offers and answers need, unlike pubbot's SDES description.
 public struct SDPDocument: Sendable, Equatable {
+    /// An `a=name[:value]` line — or, inside a media section, another line kept in place
+    /// (`c=`, `b=` …: `lineType` set, the whole value in `value`).
     public struct Attribute: Sendable, Equatable {
         public var name: String
         public var value: String?
-        public init(_ name: String, _ value: String? = nil) { self.name = name; self.value = value }
+        public var lineType: Character?
+        public init(_ name: String, _ value: String? = nil) { self.name = name; self.value = value; lineType = nil }
+        public init(line type: Character, _ value: String) { name = ""; self.value = value; lineType = type }
     }
 
     public struct Media: Sendable, Equatable {
@@ -65,7 +69,7 @@ public struct SDPDocument: Sendable, Equatable {
                 if doc.media.isEmpty { doc.sessionAttributes.append(attribute) } else { doc.media[doc.media.count - 1].attributes.append(attribute) }
             default:
                 if doc.media.isEmpty { doc.sessionLines.append((type, value)) } else {
-                    doc.media[doc.media.count - 1].attributes.append(Attribute("\(type)=", value)) // c=, b= inside a section
+                    doc.media[doc.media.count - 1].attributes.append(Attribute(line: type, value)) // c=, b= inside a section
                 }
             }
         }
@@ -79,7 +83,7 @@ public struct SDPDocument: Sendable, Equatable {
         for m in media {
             l.append("m=\(m.kind) \(m.port) \(m.proto) " + m.formats.joined(separator: " "))
             for a in m.attributes {
-                if a.name.hasSuffix("=") { l.append(a.name + (a.value ?? "")) } else { l.append("a=" + a.name + (a.value.map { ":" + $0 } ?? "")) }
+                if let t = a.lineType { l.append("\(t)=" + (a.value ?? "")) } else { l.append("a=" + a.name + (a.value.map { ":" + $0 } ?? "")) }
             }
         }
         return l.joined(separator: "\r\n") + "\r\n"
@@ -127,7 +131,7 @@ public struct WHIPOffer: Sendable {
                                                   .init("msid-semantic", " WMS pubbot")],
                               media: [])
         func common(_ mid: String, video: Bool) -> [SDPDocument.Attribute] {
-            var a: [SDPDocument.Attribute] = [.init("c=", "IN IP4 0.0.0.0"), .init("ice-ufrag", iceUfrag), .init("ice-pwd", icePassword),
+            var a: [SDPDocument.Attribute] = [.init(line: "c", "IN IP4 0.0.0.0"), .init("ice-ufrag", iceUfrag), .init("ice-pwd", icePassword),
                                               .init("ice-options", "trickle"), .init("fingerprint", fingerprint), .init("setup", "actpass"),
                                               .init("mid", mid), .init("sendonly"), .init("rtcp-mux"), .init("rtcp-rsize")]
             for e in Self.extensions where video || !e.video { a.append(.init("extmap", "\(e.id) \(e.uri)")) }

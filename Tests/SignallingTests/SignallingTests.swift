@@ -118,3 +118,34 @@ a=end-of-candidates
 extension String {
     func replacingOccurrences(_ a: String, _ b: String) -> String { split(separator: a, omittingEmptySubsequences: false).joined(separator: b) }
 }
+
+@Suite struct SignallingFuzzTests {
+    /// 1.5·10⁴ mutated answers (a server's bytes are hostile input): each parses or is refused
+    /// with an AnswerError, never a crash; what the general parser reads it renders again to
+    /// text that parses to the same document.
+    @Test func mutatedAnswersNeverCrash() throws {
+        var state: UInt64 = 0xA115
+        func next() -> UInt64 { state = state &* 6364136223846793005 &+ 1442695040888963407; return state >> 17 }
+        let seed = Array(janusLikeAnswer.utf8)
+        let alphabet = Array(":= \n/;,~0123456789abcdefvmatrpc-".utf8)
+        var accepted = 0, refused = 0
+        for _ in 0..<15_000 {
+            var bytes = seed
+            for _ in 0..<Int(1 + next() % 6) {
+                let at = Int(next() % UInt64(bytes.count))
+                switch next() % 3 {
+                case 0: bytes[at] = alphabet[Int(next() % UInt64(alphabet.count))]
+                case 1: bytes.insert(alphabet[Int(next() % UInt64(alphabet.count))], at: at)
+                default: bytes.remove(at: at)
+                }
+            }
+            let text = String(decoding: bytes, as: UTF8.self)
+            if let doc = try? SDPDocument.parse(text) {
+                let again = try? SDPDocument.parse(doc.render())
+                #expect(again == doc, "\(text.debugDescription)\n→ \(doc.render().debugDescription)")
+            }
+            do { _ = try NegotiatedSession.from(answer: text, offer: offer()); accepted += 1 } catch { refused += 1 }
+        }
+        #expect(accepted > 1_000 && refused > 1_000, "accepted \(accepted), refused \(refused)")
+    }
+}
