@@ -33,6 +33,8 @@ let package = Package(
         .target(name: "DTLS", dependencies: ["COpenSSL", "Transport"]),
         // WebRTC offer/answer: a general SDP document, the WHIP offer, what an answer decided.
         .target(name: "Signalling", dependencies: ["ICE"]),
+        // One WebRTC transport, sans-IO: ICE and DTLS behind one socket (RFC 7983 demux).
+        .target(name: "WebRTC", dependencies: ["ICE", "DTLS", "RTPCore", "Transport"]),
         // WHIP (RFC 9725) client: the HTTP exchange through libcurl.
         .target(name: "WHIP", dependencies: ["CCurl"]),
         // ICE (RFC 8445) agent, sans-IO: candidates, checks, nomination, consent (RFC 7675).
@@ -68,6 +70,7 @@ let package = Package(
         .testTarget(name: "DTLSTests", dependencies: ["DTLS", "Transport", "RTPCore"]),
         .testTarget(name: "WHIPTests", dependencies: ["WHIP", "Platform"], exclude: ["whip_mock.py"]),
         .testTarget(name: "SignallingTests", dependencies: ["Signalling", "ICE", "RTPCore"]),
+        .testTarget(name: "WebRTCTests", dependencies: ["WebRTC", "ICE", "DTLS", "RTPCore", "Transport", "Crypto"]),
         .testTarget(name: "ImpairmentTests", dependencies: ["Impairment"]),
         .testTarget(name: "PreflightTests", dependencies: ["Preflight"]),
         .testTarget(name: "CongestionTests", dependencies: ["Congestion", "Impairment", "RTPCore", "Preflight"]),

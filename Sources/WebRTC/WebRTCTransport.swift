@@ -1,0 +1,120 @@
+public import ICE
+public import DTLS
+public import RTPCore
+public import Transport
+
+/// One WebRTC transport, sans-IO: the ICE agent and the DTLS endpoint behind one local socket,
+/// told apart by the first byte of each datagram (RFC 7983: 0–3 STUN, 20–63 DTLS, 128–191
+/// RTP/RTCP). ICE finds the path; DTLS then runs over it (the client starts once a pair is
+/// selected; what DTLS sends before that waits); when DTLS is done the session gets the SRTP
+/// keys and the peer's address. Media datagrams are handed back to the caller untouched.
+public final class WebRTCTransport {
+    public enum Event: Sendable {
+        /// ICE and DTLS are done: send SRTP to `remote` from `local` with `send`, unprotect what
+        /// arrives with `receive`.
+        case connected(local: STUNAddress, remote: STUNAddress, suite: SRTPSuite, send: SRTPKey, receive: SRTPKey)
+        case failed(String)
+        /// The peer closed DTLS (close_notify).
+        case closed
+    }
+
+    public struct Transmit: Sendable, Equatable {
+        public var bytes: [UInt8]
+        public var from: STUNAddress
+        public var to: STUNAddress
+    }
+
+    public let ice: ICEAgent
+    public let dtls: DTLSEndpoint
+    var path: (local: STUNAddress, remote: STUNAddress)?
+    var pendingDTLS: [[UInt8]] = []
+    var outbox: [Transmit] = []
+    var events: [Event] = []
+    var dtlsStarted = false
+    public private(set) var failed = false
+    /// ICE and DTLS are done (the `.connected` event was given).
+    public private(set) var isConnected = false
+    /// Datagrams that were none of STUN, DTLS or RTP/RTCP (dropped, counted).
+    public private(set) var unknownDatagrams = 0
+
+    public init(ice: ICEAgent, dtls: DTLSEndpoint) {
+        self.ice = ice
+        self.dtls = dtls
+    }
+
+    /// The selected path, once ICE has one.
+    public var selectedPath: (local: STUNAddress, remote: STUNAddress)? { path }
+
+    public func pollTransmit() -> Transmit? { outbox.isEmpty ? nil : outbox.removeFirst() }
+    public func pollEvent() -> Event? { events.isEmpty ? nil : events.removeFirst() }
+
+    /// A datagram arrived on `to` from `from`. Returns it when it is media (RTP/RTCP) for the
+    /// session to unprotect; STUN and DTLS are consumed here.
+    public func handle(_ bytes: [UInt8], from: STUNAddress, to: STUNAddress, now: Int64) -> [UInt8]? {
+        guard let first = bytes.first else { return nil }
+        switch first {
+        case 0...3: ice.handle(bytes, from: from, to: to, now: now)
+        case 20...63: dtls.handle(bytes)
+        case 128...191: return bytes
+        default: unknownDatagrams += 1
+        }
+        pump(now: now)
+        return nil
+    }
+
+    /// Timers of ICE (checks, consent) and DTLS (retransmission); returns when to call again.
+    public func step(now: Int64) -> Int64? {
+        let iceWake = ice.step(now: now)
+        let dtlsWake = dtls.step(now: now)
+        pump(now: now)
+        switch (iceWake, dtlsWake) {
+        case let (a?, b?): return min(a, b)
+        case let (a?, nil): return a
+        case let (nil, b?): return b
+        default: return nil
+        }
+    }
+
+    /// Ends the session: close_notify to the peer.
+    public func close() {
+        dtls.close()
+        pump(now: 0)
+    }
+
+    func pump(now: Int64) {
+        while let e = ice.pollEvent() {
+            switch e {
+            case let .connected(local, remote):
+                path = (local.address, remote.address)
+                if !dtlsStarted {
+                    dtlsStarted = true
+                    dtls.start() // the client's ClientHello; a server waits
+                }
+            case .roleChanged: break
+            case let .failed(reason): fail(reason)
+            }
+        }
+        while let t = ice.pollTransmit() { outbox.append(Transmit(bytes: t.bytes, from: t.from, to: t.to)) }
+        while let d = dtls.pollTransmit() { pendingDTLS.append(d) }
+        if let (local, remote) = path {
+            for d in pendingDTLS { outbox.append(Transmit(bytes: d, from: local, to: remote)) }
+            pendingDTLS = []
+        }
+        while let e = dtls.pollEvent() {
+            switch e {
+            case let .connected(suite, send, receive):
+                guard let (local, remote) = path else { fail("DTLS finished before ICE selected a path"); return }
+                isConnected = true
+                events.append(.connected(local: local, remote: remote, suite: suite, send: send, receive: receive))
+            case let .failed(reason): fail(reason)
+            case .closed: events.append(.closed)
+            }
+        }
+    }
+
+    func fail(_ reason: String) {
+        guard !failed else { return }
+        failed = true
+        events.append(.failed(reason))
+    }
+}
