@@ -79,7 +79,7 @@ let package = Package(
         .testTarget(name: "PublisherEngineTests", dependencies: ["Platform", "PublisherEngine", "Transport", "RTPCore", "MediaCodecs", "Stats", "CAllocCounter", "Congestion"]),
         .testTarget(name: "LoopbackReceiverTests", dependencies: ["Platform", "LoopbackReceiver", "Transport", "RTPCore", "MediaCodecs"]),
         .testTarget(name: "BotCLITests", dependencies: ["BotCLI"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["DTLS", "Platform", "PublisherEngine", "LoopbackReceiver", "Transport", "BotCLI"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["DTLS", "ICE", "Crypto", "Platform", "PublisherEngine", "LoopbackReceiver", "Transport", "BotCLI"]),
         .testTarget(name: "SimulationTests", dependencies: ["Simulation", "Preflight", "PreflightRunner", "PublisherEngine", "LoopbackReceiver", "MediaCodecs", "Transport", "Impairment", "Stats"]),
     ]
 )
