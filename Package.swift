@@ -68,7 +68,7 @@ let package = Package(
         .testTarget(name: "STUNTests", dependencies: ["RTPCore", "Crypto"]),
         .testTarget(name: "ICETests", dependencies: ["ICE", "RTPCore", "Crypto"]),
         .testTarget(name: "DTLSTests", dependencies: ["DTLS", "Transport", "RTPCore"]),
-        .testTarget(name: "WHIPTests", dependencies: ["WHIP", "Platform"], exclude: ["whip_mock.py"]),
+        .testTarget(name: "WHIPTests", dependencies: ["WHIP", "Platform"]),
         .testTarget(name: "SignallingTests", dependencies: ["Signalling", "ICE", "RTPCore"]),
         .testTarget(name: "WebRTCTests", dependencies: ["WebRTC", "ICE", "DTLS", "RTPCore", "Transport", "Crypto"]),
         .testTarget(name: "ImpairmentTests", dependencies: ["Impairment"]),

@@ -48,28 +48,10 @@ import Platform
         let socket = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0))
         let ours = try DTLSCertificate()
         let server = try DTLSEndpoint(role: .server, certificate: ours, remoteFingerprint: peer.fingerprint)
-        let client = Process()
-        client.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        client.arguments = ["s_client", "-dtls1_2", "-connect", "127.0.0.1:\(socket.localAddress.port)", "-cert", peer.cert, "-key", peer.key,
-                            "-use_srtp", "SRTP_AEAD_AES_128_GCM", "-keymatexport", "EXTRACTOR-dtls_srtp", "-keymatexportlen", "56"]
-        let out = Pipe(), input = Pipe()
-        client.standardOutput = out
-        client.standardError = out
-        client.standardInput = input
-        let text = Locked("")
-        out.fileHandleForReading.readabilityHandler = { h in
-            let d = h.availableData
-            text.withLock { $0 += String(decoding: d, as: UTF8.self) }
-        }
-        try client.run()
-        defer {
-            // s_client ends on end of input; then make sure, in bounded time.
-            try? input.fileHandleForWriting.close()
-            let end = Clock.monotonicMicros() + 2_000_000
-            while client.isRunning && Clock.monotonicMicros() < end { Clock.sleep(micros: 10_000) }
-            if client.isRunning { kill(client.processIdentifier, SIGKILL) }
-            out.fileHandleForReading.readabilityHandler = nil
-        }
+        let client = try PeerProcess("/usr/bin/openssl", ["s_client", "-dtls1_2", "-connect", "127.0.0.1:\(socket.localAddress.port)", "-cert", peer.cert,
+                                                         "-key", peer.key, "-use_srtp", "SRTP_AEAD_AES_128_GCM", "-keymatexport", "EXTRACTOR-dtls_srtp",
+                                                         "-keymatexportlen", "56"])
+        defer { client.stop(grace: 2_000_000) } // s_client ends on end of input
         let batch = PacketBatch(capacity: 8)
         var peerAddress: SocketAddress?
         var keys: (SRTPSuite, SRTPKey, SRTPKey)?
@@ -94,10 +76,10 @@ import Platform
             }
         }
         #expect(failure == nil, "\(failure ?? "")")
-        let (suite, send, receive) = try #require(keys, "no handshake with openssl s_client: \(text.value.suffix(400))")
+        let (suite, send, receive) = try #require(keys, "no handshake with openssl s_client: \(client.text.suffix(400))")
         #expect(suite == .gcm)
-        while !text.value.contains("Keying material:") && Clock.monotonicMicros() < deadline { Clock.sleep(micros: 10_000) }
-        let km = try keyingMaterial(text.value)
+        client.wait(for: "Keying material:", micros: 2_000_000)
+        let km = try keyingMaterial(client.text)
         #expect(km.count == 56)
         // client key | server key | client salt (12) | server salt (12); pubbot was the server.
         #expect(Array(Data(base64Encoded: send.revealBase64())!) == Array(km[16..<32] + km[44..<56]))
@@ -114,30 +96,12 @@ import Platform
         defer { try? FileManager.default.removeItem(at: dir) }
         let (key, cert, fingerprint) = try peerCertificate(in: dir)
         let port = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port // a free port, released
-        let server = Process()
-        server.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        server.arguments = ["s_server", "-dtls1_2", "-accept", "127.0.0.1:\(port)", "-cert", cert, "-key", key, "-use_srtp", "SRTP_AES128_CM_SHA1_80",
-                            "-keymatexport", "EXTRACTOR-dtls_srtp", "-keymatexportlen", "60", "-verify", "1", "-naccept", "1"]
-        let out = Pipe()
-        server.standardOutput = out
-        server.standardError = out
-        server.standardInput = Pipe()
-        let text = Locked("")
-        out.fileHandleForReading.readabilityHandler = { h in
-            let d = h.availableData
-            text.withLock { $0 += String(decoding: d, as: UTF8.self) }
-        }
-        try server.run()
-        defer {
-            let end = Clock.monotonicMicros() + 2_000_000
-            if server.isRunning { server.terminate() }
-            while server.isRunning && Clock.monotonicMicros() < end { Clock.sleep(micros: 10_000) }
-            if server.isRunning { kill(server.processIdentifier, SIGKILL) }
-            out.fileHandleForReading.readabilityHandler = nil
-        }
+        let server = try PeerProcess("/usr/bin/openssl", ["s_server", "-dtls1_2", "-accept", "127.0.0.1:\(port)", "-cert", cert, "-key", key,
+                                                         "-use_srtp", "SRTP_AES128_CM_SHA1_80", "-keymatexport", "EXTRACTOR-dtls_srtp", "-keymatexportlen", "60",
+                                                         "-verify", "1", "-naccept", "1"])
+        defer { server.stop() }
         let deadline = Clock.monotonicMicros() + 5_000_000
-        while !text.value.contains("ACCEPT") && Clock.monotonicMicros() < deadline { Clock.sleep(micros: 10_000) }
-        #expect(text.value.contains("ACCEPT"), "s_server did not start: \(text.value)")
+        #expect(server.wait(for: "ACCEPT", micros: 5_000_000), "s_server did not start: \(server.text)")
 
         let ours = try DTLSCertificate()
         let client = try DTLSEndpoint(role: .client, certificate: ours, remoteFingerprint: fingerprint)
@@ -163,10 +127,10 @@ import Platform
             }
         }
         #expect(failure == nil, "\(failure ?? "")")
-        let (suite, send, receive) = try #require(keys, "no handshake with openssl s_server: \(text.value.suffix(400))")
+        let (suite, send, receive) = try #require(keys, "no handshake with openssl s_server: \(server.text.suffix(400))")
         #expect(suite == .aesCm) // the only profile the server offered
-        while !text.value.contains("Keying material:") && Clock.monotonicMicros() < deadline { Clock.sleep(micros: 10_000) }
-        let km = try keyingMaterial(text.value)
+        server.wait(for: "Keying material:", micros: 2_000_000)
+        let km = try keyingMaterial(server.text)
         #expect(km.count == 60)
         // RFC 5764 §4.2: client key | server key | client salt | server salt; pubbot was the client.
         let clientKeySalt = Array(km[0..<16] + km[32..<46]), serverKeySalt = Array(km[16..<32] + km[46..<60])

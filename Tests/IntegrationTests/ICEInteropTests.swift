@@ -22,29 +22,11 @@ import Crypto
         }
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Peers/ice_peer.py").path
-        let peer = Process()
-        peer.executableURL = URL(fileURLWithPath: Self.python)
-        peer.arguments = [script]
-        let out = Pipe(), input = Pipe()
-        peer.standardOutput = out
-        peer.standardError = out
-        peer.standardInput = input
-        let text = Locked("")
-        out.fileHandleForReading.readabilityHandler = { h in
-            let d = h.availableData
-            text.withLock { $0 += String(decoding: d, as: UTF8.self) }
-        }
-        try peer.run()
-        defer {
-            try? input.fileHandleForWriting.close()
-            kill(peer.processIdentifier, SIGKILL)
-            let end = Clock.monotonicMicros() + 2_000_000
-            while peer.isRunning && Clock.monotonicMicros() < end { Clock.sleep(micros: 10_000) }
-            out.fileHandleForReading.readabilityHandler = nil
-        }
+        let peer = try PeerProcess(Self.python, [script])
+        defer { peer.stop() }
         let deadline = Clock.monotonicMicros() + 10_000_000
-        while !text.value.contains("\n") && Clock.monotonicMicros() < deadline { Clock.sleep(micros: 10_000) }
-        let first = try #require(text.value.split(separator: "\n").first, "aioice said nothing: \(text.value)")
+        peer.wait(for: "\n", micros: 10_000_000)
+        let first = try #require(peer.text.split(separator: "\n").first, "aioice said nothing: \(peer.text)")
         let remote = try #require(try JSONSerialization.jsonObject(with: Data(first.utf8)) as? [String: Any], "\(first)")
         let ufrag = try #require(remote["ufrag"] as? String), pwd = try #require(remote["pwd"] as? String)
         let candidates = try (remote["candidates"] as? [String] ?? []).map { try ICECandidate.parse(Substring("candidate:" + $0)) }
@@ -58,7 +40,7 @@ import Crypto
         agent.addLocal(.host(local))
         for c in candidates { agent.addRemote(c) }
         let ours: [String: Any] = ["ufrag": "pbt1", "pwd": "pubbot-ice-password-0123", "candidates": [String(ICECandidate.host(local).description.dropFirst("candidate:".count))]]
-        input.fileHandleForWriting.write(try JSONSerialization.data(withJSONObject: ours) + Data("\n".utf8))
+        peer.send(String(decoding: try JSONSerialization.data(withJSONObject: ours), as: UTF8.self))
 
         let batch = PacketBatch(capacity: 16)
         var echoed: String?
@@ -88,10 +70,10 @@ import Crypto
             }
             while let e = agent.pollEvent() { if case let .failed(r) = e { Issue.record("pubbot's agent failed: \(r)") } }
         }
-        #expect(agent.state == .connected, "aioice said: \(text.value.suffix(600))")
+        #expect(agent.state == .connected, "aioice said: \(peer.text.suffix(600))")
         #expect(agent.selectedPair?.remote.address == candidates.first?.address)
-        #expect(echoed == "echo:hello from pubbot", "aioice said: \(text.value.suffix(600))")
-        #expect(text.value.contains("CONNECTED"), "\(text.value.suffix(600))")
+        #expect(echoed == "echo:hello from pubbot", "aioice said: \(peer.text.suffix(600))")
+        #expect(peer.text.contains("CONNECTED"), "\(peer.text.suffix(600))")
         #expect(agent.counters.requestsAnswered > 0) // aioice's own checks passed our integrity and we answered
     }
 }

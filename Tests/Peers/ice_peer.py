@@ -4,20 +4,12 @@ test. Controlled role, host candidate on 127.0.0.1 only. Protocol on stdin/stdou
 line each way: it prints {"ufrag", "pwd", "candidates"}; reads the same from pubbot; connects;
 prints "CONNECTED <local> <remote>"; echoes every datagram it receives, prefixed "echo:",
 until stdin closes. Never outlives its parent, never runs more than 60 s."""
-import asyncio, json, os, sys, threading, time
+import asyncio, json, os, sys
 
 import aioice
 from aioice import ice
 
 ice.get_host_addresses = lambda *args, **kwargs: ["127.0.0.1"]  # aioice skips loopback otherwise
-
-def watchdog(parent):
-    def watch():
-        started = time.time()
-        while os.getppid() == parent and time.time() - started < 60:
-            time.sleep(0.2)
-        os._exit(0)
-    threading.Thread(target=watch, daemon=True).start()
 
 async def main():
     loop = asyncio.get_running_loop()
@@ -43,5 +35,7 @@ async def main():
         await conn.send(b"echo:" + data)
     await conn.close()
 
-watchdog(os.getppid())
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peer_watchdog import watchdog
+watchdog(60)
 asyncio.run(main())

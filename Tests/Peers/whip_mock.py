@@ -10,7 +10,7 @@
   /noloc     201 without Location
   /stall     reads the request, never answers
 DELETE /session/N answers 200 and is logged to stdout as "DELETE /session/N"."""
-import http.server, socketserver, sys, time
+import http.server, os, socketserver, sys, time
 
 ANSWER = "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111\r\nc=IN IP4 127.0.0.1\r\na=mid:0\r\n"
 state = {"busy": 0, "sessions": 0}
@@ -71,18 +71,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
 
-def watchdog(parent):
-    """Never outlive the test process, nor run more than 5 minutes."""
-    import os, threading
-    def watch():
-        started = time.time()
-        while os.getppid() == parent and time.time() - started < 300:
-            time.sleep(0.2)
-        os._exit(0)
-    threading.Thread(target=watch, daemon=True).start()
-
-import os
-watchdog(os.getppid())
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peer_watchdog import watchdog
+watchdog(300)
 server = Server(("127.0.0.1", 0), Handler)
 print(server.server_address[1], flush=True)
 server.serve_forever()
