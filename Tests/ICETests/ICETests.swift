@@ -191,3 +191,32 @@ func liteServer() -> ICEAgent {
         #expect(s.counters.rejected == 1 && s.pollTransmit() == nil)
     }
 }
+
+@Suite struct ICEGathererTests {
+    /// A STUN server behind a NAT in virtual time: it sees the host's traffic from a public
+    /// address; the first request is lost and retransmitted.
+    @Test func findsTheServerReflexiveAddress() throws {
+        let host = STUNAddress(ip: [192, 168, 1, 5], port: 5000), publicAddress = STUNAddress(ip: [203, 0, 113, 9], port: 61_000)
+        let server = STUNAddress(ip: [198, 51, 100, 1], port: 3478), silent = STUNAddress(ip: [198, 51, 100, 2], port: 3478)
+        let g = ICEGatherer(hosts: [.host(host)], servers: [server, silent], seed: 9)
+        var now: Int64 = 0, sent = 0
+        var results: [ICEGatherer.Result] = []
+        while !g.isDone && now < 10_000_000 {
+            let wake = g.step(now: now)
+            while let t = g.pollTransmit() {
+                guard t.to == server else { continue } // the second server never answers
+                sent += 1
+                if sent == 1 { continue } // the first request is lost
+                let request = try STUNMessage.parse(t.bytes.span)
+                let answer = STUNMessage(class: .success, transactionID: request.transactionID, attributes: [.xorMappedAddress(publicAddress)])
+                g.handle(try answer.encode(fingerprint: true), from: server, to: t.from, now: now + 30_000)
+            }
+            while let r = g.pollResult() { results.append(r) }
+            now = wake ?? now + 1
+        }
+        #expect(results.contains(.reflexive(ICECandidate(foundation: String(CRC32.checksum(host.ip + server.ip), radix: 16), priority: ICECandidate.priority(kind: .srflx),
+                                                         address: publicAddress, kind: .srflx), base: host, server: server, redundant: false, roundTripMicros: 280_000)), "\(results)")
+        #expect(results.contains { if case let .failed(_, s, reason) = $0 { s == silent && reason.contains("no answer") } else { false } }, "\(results)")
+        #expect(now < 5_000_000) // the silent server is given up after ~3.75 s
+    }
+}
