@@ -34,7 +34,9 @@ import Platform
             }
             var ready = [UInt8](repeating: 0, count: 1)
             if waitReadable([socket.fd], ready: &ready, timeoutMicros: 20_000) > 0 && ready[0] != 0 {
-                let n = try socket.receive(into: batch)
+                // Until coturn's listener is up the kernel answers port unreachable: retry.
+                var n = 0
+                do throws(SocketError) { n = try socket.receive(into: batch) } catch { if !error.isConnectionRefused { throw error } }
                 for i in 0..<n {
                     let bytes = Array(UnsafeRawBufferPointer(start: batch.slot(i).baseAddress!, count: Int(batch.lengths[i])))
                     g.handle(bytes, from: stunServer, to: base, now: Clock.monotonicMicros())
