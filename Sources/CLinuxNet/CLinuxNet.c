@@ -2,6 +2,8 @@
 #include "CLinuxNet.h"
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -367,3 +369,27 @@ int clinux_random(void *buf, size_t len) {
     return 0;
 }
 int clinux_isatty(int fd) { return isatty(fd); }
+
+int clinux_interfaces(clinux_interface *out, int max) {
+    struct ifaddrs *list = NULL;
+    if (getifaddrs(&list) != 0) return -errno;
+    int n = 0;
+    for (struct ifaddrs *i = list; i != NULL && n < max; i = i->ifa_next) {
+        if (i->ifa_addr == NULL) continue;
+        int fam = i->ifa_addr->sa_family;
+        if (fam != AF_INET && fam != AF_INET6) continue;
+        clinux_interface *o = &out[n++];
+        memset(o, 0, sizeof *o);
+        strncpy(o->name, i->ifa_name, sizeof o->name - 1);
+        if (fam == AF_INET) {
+            o->family = 4;
+            memcpy(o->ip, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
+        } else {
+            o->family = 6;
+            memcpy(o->ip, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
+        }
+        o->flags = ((i->ifa_flags & IFF_LOOPBACK) ? 1 : 0) | ((i->ifa_flags & IFF_UP) ? 2 : 0);
+    }
+    freeifaddrs(list);
+    return n;
+}

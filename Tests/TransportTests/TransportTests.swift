@@ -148,3 +148,17 @@ import RTPCore
         #expect(ports.count == sockets.count)
     }
 }
+
+@Suite struct LocalInterfaceTests {
+    /// The loopback interface is listed (every Linux has it); host-candidate selection leaves it
+    /// out unless asked, never offers IPv6 link-local, and honours an interface name.
+    @Test func listsAndSelectsHostAddresses() {
+        let all = LocalInterfaces.list()
+        #expect(all.contains { $0.name == "lo" && $0.ip == [127, 0, 0, 1] && $0.isLoopback && $0.isUp }, "\(all)")
+        let hosts = LocalInterfaces.hostAddresses()
+        #expect(hosts.allSatisfy { !$0.isLoopback && !$0.isLinkLocal && $0.isUp })
+        #expect(all.filter { !$0.isLoopback && $0.isUp && !$0.isLinkLocal }.count == hosts.count)
+        #expect(LocalInterfaces.hostAddresses(interface: "lo", includeLoopback: true, ipv6: false).map(\.ip) == [[127, 0, 0, 1]])
+        #expect(LocalInterfaces.hostAddresses(interface: "no-such-interface0").isEmpty)
+    }
+}

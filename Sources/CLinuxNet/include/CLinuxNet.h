@@ -17,6 +17,12 @@ int clinux_format(const clinux_addr *addr, char *buf, size_t cap);
 int clinux_addr_family(const clinux_addr *addr);
 int clinux_addr_port(const clinux_addr *addr);
 
+/// The machine's interface addresses (getifaddrs): up to `max` entries of interface name (16
+/// bytes), family (4 or 6), address bytes (16), flags (bit 0 loopback, bit 1 up). Returns the
+/// count, or -errno.
+typedef struct { char name[16]; int family; uint8_t ip[16]; int flags; } clinux_interface;
+int clinux_interfaces(clinux_interface *out, int max);
+
 /// Opens a non-blocking UDP socket of the address's family, with the requested buffer sizes.
 int clinux_udp_open(int family, int rcvbuf, int sndbuf);
 int clinux_bind(int fd, const clinux_addr *addr);

@@ -1,0 +1,36 @@
+internal import CLinuxNet
+
+/// One address of one of the machine's network interfaces (getifaddrs).
+public struct LocalInterface: Sendable, Equatable {
+    public var name: String
+    /// 4 bytes (IPv4) or 16 (IPv6).
+    public var ip: [UInt8]
+    public var isLoopback: Bool
+    public var isUp: Bool
+
+    /// IPv6 link-local (fe80::/10): usable only with a scope, never an ICE host candidate here.
+    public var isLinkLocal: Bool { ip.count == 16 && ip[0] == 0xFE && ip[1] & 0xC0 == 0x80 }
+}
+
+public enum LocalInterfaces {
+    public static func list() -> [LocalInterface] {
+        var buffer = [clinux_interface](repeating: clinux_interface(), count: 128)
+        let n = Int(buffer.withUnsafeMutableBufferPointer { clinux_interfaces($0.baseAddress, Int32($0.count)) })
+        guard n > 0 else { return [] }
+        return buffer.prefix(n).map { i in
+            var entry = i
+            let name = withUnsafeBytes(of: &entry.name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            let ip = withUnsafeBytes(of: &entry.ip) { Array($0.prefix(i.family == 4 ? 4 : 16)) }
+            return LocalInterface(name: name, ip: ip, isLoopback: i.flags & 1 != 0, isUp: i.flags & 2 != 0)
+        }
+    }
+
+    /// The addresses to offer as ICE host candidates (RFC 8445 §5.1.1.1): interfaces that are
+    /// up, not loopback (unless asked: tests and same-machine peers) and not IPv6 link-local;
+    /// only `interface` when one is named (`--ice-interface`).
+    public static func hostAddresses(interface: String? = nil, includeLoopback: Bool = false, ipv6: Bool = true) -> [LocalInterface] {
+        list().filter { i in
+            i.isUp && (includeLoopback || !i.isLoopback) && !i.isLinkLocal && (ipv6 || i.ip.count == 4) && (interface == nil || i.name == interface)
+        }
+    }
+}
