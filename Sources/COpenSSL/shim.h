@@ -29,9 +29,6 @@ static inline int copenssl_digest(const char *name, const unsigned char *data, s
     return (int)len;
 }
 
-/// Constant-time comparison (1 when equal).
-static inline int copenssl_equal(const void *a, const void *b, size_t len) { return CRYPTO_memcmp(a, b, len) == 0; }
-
 // MARK: DTLS-SRTP (RFC 5764) — a self-signed ECDSA P-256 certificate, a DTLS 1.2 context that
 // offers SRTP_AEAD_AES_128_GCM and SRTP_AES128_CM_SHA1_80 and accepts any peer certificate (the
 // caller compares its SHA-256 fingerprint with the SDP's), connections over memory BIOs.

@@ -1,8 +1,8 @@
 internal import COpenSSL
 
 /// The cryptography pubbot needs outside SRTP, from OpenSSL's libcrypto (never written by hand):
-/// HMAC-SHA1 for STUN MESSAGE-INTEGRITY (RFC 8489 §14.5), MD5 for the long-term credential key
-/// (RFC 8489 §9.2.2), SHA-256 for certificate fingerprints (RFC 8122).
+/// HMAC-SHA1 for STUN MESSAGE-INTEGRITY (RFC 8489 §14.5) and MD5 for the long-term credential
+/// key (RFC 8489 §9.2.2). (Certificate fingerprints are taken inside the DTLS shim.)
 public enum Crypto {
     /// HMAC-SHA1 of `data` under `key` (20 bytes).
     public static func hmacSHA1(key: [UInt8], data: [UInt8]) -> [UInt8] {
@@ -19,7 +19,6 @@ public enum Crypto {
     }
 
     public static func md5(_ data: [UInt8]) -> [UInt8] { digest("MD5", data) }
-    public static func sha256(_ data: [UInt8]) -> [UInt8] { digest("SHA256", data) }
 
     static func digest(_ name: String, _ data: [UInt8]) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: 64)
@@ -28,12 +27,6 @@ public enum Crypto {
         }
         precondition(n > 0, "OpenSSL \(name) failed") // only on a broken libcrypto
         return Array(out[0..<Int(n)])
-    }
-
-    /// Compares without leaking where the first difference is (for MACs).
-    public static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        return a.withUnsafeBytes { x in b.withUnsafeBytes { y in copenssl_equal(x.baseAddress, y.baseAddress, a.count) == 1 } }
     }
 
     /// The STUN long-term credential key: MD5(username ":" realm ":" password) (RFC 8489

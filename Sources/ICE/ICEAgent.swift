@@ -85,7 +85,7 @@ public final class ICEAgent {
     public private(set) var remote: Credentials?
     let tieBreaker: UInt64
     let hmac: STUNHMAC
-    var random: UInt64
+    var random: ICERandom
     public private(set) var localCandidates: [ICECandidate] = []
     public private(set) var remoteCandidates: [ICECandidate] = []
     var pairs: [Pair] = []
@@ -109,7 +109,7 @@ public final class ICEAgent {
         self.remote = remote
         self.tieBreaker = tieBreaker
         self.hmac = hmacSHA1
-        random = seed | 1
+        random = ICERandom(seed: seed)
     }
 
     public var selectedPair: (local: ICECandidate, remote: ICECandidate)? { selected.map { (pairs[$0].local, pairs[$0].remote) } }
@@ -147,18 +147,6 @@ public final class ICEAgent {
         if let (l, r) = selectedAddresses { selected = pairs.firstIndex { $0.local.address == l && $0.remote.address == r } }
     }
 
-    func nextRandom() -> UInt64 {
-        random ^= random << 13
-        random ^= random >> 7
-        random ^= random << 17
-        return random
-    }
-
-    func newTransaction() -> [UInt8] {
-        let a = nextRandom(), b = nextRandom()
-        return (0..<8).map { UInt8(truncatingIfNeeded: a >> (8 * $0)) } + (0..<4).map { UInt8(truncatingIfNeeded: b >> (8 * $0)) }
-    }
-
     public func pollTransmit() -> Transmit? { outbox.isEmpty ? nil : outbox.removeFirst() }
     public func pollEvent() -> Event? { events.isEmpty ? nil : events.removeFirst() }
 
@@ -189,7 +177,7 @@ public final class ICEAgent {
             if let i = next {
                 pairs[i].state = .inProgress
                 pairs[i].transmissions = 0
-                pairs[i].transaction = newTransaction()
+                pairs[i].transaction = random.transactionID()
                 send(check: i, retransmission: false)
                 nextCheck = now + Self.ta
             }
@@ -206,12 +194,12 @@ public final class ICEAgent {
                 return nil
             }
             if now >= nextConsent {
-                let txid = newTransaction()
+                let txid = random.transactionID()
                 consentTransactions.append(txid)
                 if consentTransactions.count > 8 { consentTransactions.removeFirst() }
                 outbox.append(Transmit(bytes: request(pair: s, transaction: txid, useCandidate: false), from: pairs[s].local.address, to: pairs[s].remote.address))
                 counters.checksSent += 1
-                nextConsent = now + 4_000_000 + Int64(nextRandom() % 2_000_001) // 4–6 s, uniformly random
+                nextConsent = now + 4_000_000 + Int64(random.next() % 2_000_001) // 4–6 s, uniformly random
             }
         }
         var wake: Int64 = .max
@@ -385,7 +373,7 @@ public final class ICEAgent {
             pairs[i].useCandidate = true
             pairs[i].state = .inProgress
             pairs[i].transmissions = 0
-            pairs[i].transaction = newTransaction()
+            pairs[i].transaction = random.transactionID()
             send(check: i, retransmission: false)
         }
     }
@@ -401,7 +389,7 @@ public final class ICEAgent {
         guard let s = selected else { return }
         state = .connected
         lastConsent = now
-        nextConsent = now + 4_000_000 + Int64(nextRandom() % 2_000_001)
+        nextConsent = now + 4_000_000 + Int64(random.next() % 2_000_001)
         // The other pairs stop (§8.3).
         for i in pairs.indices where i != s && pairs[i].state == .inProgress { pairs[i].state = .failed; pairs[i].nextRetransmit = .max }
         events.append(.connected(local: pairs[s].local, remote: pairs[s].remote))

@@ -27,14 +27,14 @@ public final class ICEGatherer {
     var queries: [Query] = []
     var outbox: [ICEAgent.Transmit] = []
     var results: [Result] = []
-    var random: UInt64
+    var random: ICERandom
 
     public init(hosts: [ICECandidate], servers: [STUNAddress], seed: UInt64) {
-        random = seed | 1
+        random = ICERandom(seed: seed)
         for h in hosts {
             for s in servers where s.ip.count == h.address.ip.count { queries.append(Query(base: h.address, server: s, transaction: [])) }
         }
-        for i in queries.indices { queries[i].transaction = newTransaction() }
+        for i in queries.indices { queries[i].transaction = random.transactionID() }
     }
 
     /// All queries answered or given up.
@@ -42,15 +42,6 @@ public final class ICEGatherer {
 
     public func pollTransmit() -> ICEAgent.Transmit? { outbox.isEmpty ? nil : outbox.removeFirst() }
     public func pollResult() -> Result? { results.isEmpty ? nil : results.removeFirst() }
-
-    func newTransaction() -> [UInt8] {
-        (0..<12).map { _ in
-            random ^= random << 13
-            random ^= random >> 7
-            random ^= random << 17
-            return UInt8(truncatingIfNeeded: random)
-        }
-    }
 
     public func step(now: Int64) -> Int64? {
         var wake: Int64 = .max

@@ -175,11 +175,11 @@ public struct STUNMessage: Equatable, Sendable {
 
     /// RFC 8489 §14.5: whether the MESSAGE-INTEGRITY matches the HMAC-SHA1 under `key` of the
     /// message up to it, with the length field ending at it. False without one.
-    public static func verifyIntegrity(_ bytes: [UInt8], key: [UInt8], hmacSHA1: STUNHMAC, equal: ([UInt8], [UInt8]) -> Bool = { $0 == $1 }) -> Bool {
+    public static func verifyIntegrity(_ bytes: [UInt8], key: [UInt8], hmacSHA1: STUNHMAC) -> Bool {
         guard let (offset, len) = attributeOffset(bytes, STUNAttribute.Kind.messageIntegrity), len == 20 else { return false }
         var covered = Array(bytes[0..<offset])
         setLength(&covered, offset - headerSize + 24)
-        return equal(hmacSHA1(key, covered), Array(bytes[(offset + 4)..<(offset + 24)]))
+        return hmacSHA1(key, covered) == Array(bytes[(offset + 4)..<(offset + 24)])
     }
 
     /// Where the first attribute of `type` starts (its header) and its length, in a message

@@ -58,7 +58,7 @@ public final class WebRTCTransport {
         case 128...191: return bytes
         default: unknownDatagrams += 1
         }
-        pump(now: now)
+        pump()
         return nil
     }
 
@@ -66,7 +66,7 @@ public final class WebRTCTransport {
     public func step(now: Int64) -> Int64? {
         let iceWake = ice.step(now: now)
         let dtlsWake = dtls.step(now: now)
-        pump(now: now)
+        pump()
         switch (iceWake, dtlsWake) {
         case let (a?, b?): return min(a, b)
         case let (a?, nil): return a
@@ -78,10 +78,10 @@ public final class WebRTCTransport {
     /// Ends the session: close_notify to the peer.
     public func close() {
         dtls.close()
-        pump(now: 0)
+        pump()
     }
 
-    func pump(now: Int64) {
+    func pump() {
         while let e = ice.pollEvent() {
             switch e {
             case let .connected(local, remote):

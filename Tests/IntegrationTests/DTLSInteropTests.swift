@@ -38,6 +38,36 @@ import Platform
         return stride(from: 0, to: hex.count - 1, by: 2).compactMap { UInt8(String(hex[$0...$0 + 1]), radix: 16) }
     }
 
+    /// Drives `endpoint` over a real socket until the handshake ends (5 s at most): datagrams
+    /// in, datagrams out to `peer` (a server learns it from the first datagram), events read.
+    func handshake(_ endpoint: DTLSEndpoint, over socket: UDPSocket, peer: SocketAddress?) throws -> (keys: (SRTPSuite, SRTPKey, SRTPKey)?, failure: String?) {
+        let batch = PacketBatch(capacity: 8)
+        var peer = peer
+        var keys: (SRTPSuite, SRTPKey, SRTPKey)?
+        var failure: String?
+        let deadline = Clock.monotonicMicros() + 5_000_000
+        while keys == nil && failure == nil && Clock.monotonicMicros() < deadline {
+            if let to = peer { while let d = endpoint.pollTransmit() { try d.withUnsafeBytes { try socket.send($0, to: to) } } }
+            var ready = [UInt8](repeating: 0, count: 1)
+            let readable = waitReadable([socket.fd], ready: &ready, timeoutMicros: 20_000) > 0 && ready[0] != 0
+            let n = readable ? try socket.receive(into: batch) : 0
+            for i in 0..<n {
+                peer = peer ?? batch.source(i)
+                endpoint.handle(Array(UnsafeRawBufferPointer(start: batch.slot(i).baseAddress!, count: Int(batch.lengths[i]))))
+            }
+            _ = endpoint.step(now: Clock.monotonicMicros())
+            if let to = peer { while let d = endpoint.pollTransmit() { try d.withUnsafeBytes { try socket.send($0, to: to) } } }
+            while let e = endpoint.pollEvent() {
+                switch e {
+                case let .connected(suite, send, receive): keys = (suite, send, receive)
+                case let .failed(r): failure = r
+                case .closed: break
+                }
+            }
+        }
+        return (keys, failure)
+    }
+
     /// Our endpoint as the DTLS server (Janus and aiortc answer `active`), openssl s_client as
     /// the client: the handshake completes and our keys are the halves of what it exported.
     @Test func keysMatchOpenSSLClient() throws {
@@ -52,29 +82,7 @@ import Platform
                                                          "-key", peer.key, "-use_srtp", "SRTP_AEAD_AES_128_GCM", "-keymatexport", "EXTRACTOR-dtls_srtp",
                                                          "-keymatexportlen", "56"])
         defer { client.stop(grace: 2_000_000) } // s_client ends on end of input
-        let batch = PacketBatch(capacity: 8)
-        var peerAddress: SocketAddress?
-        var keys: (SRTPSuite, SRTPKey, SRTPKey)?
-        var failure: String?
-        let deadline = Clock.monotonicMicros() + 5_000_000
-        while keys == nil && failure == nil && Clock.monotonicMicros() < deadline {
-            var ready = [UInt8](repeating: 0, count: 1)
-            let readable = waitReadable([socket.fd], ready: &ready, timeoutMicros: 20_000) > 0 && ready[0] != 0
-            let n = readable ? try socket.receive(into: batch) : 0
-            for i in 0..<n {
-                peerAddress = batch.source(i) ?? peerAddress
-                server.handle(Array(UnsafeRawBufferPointer(start: batch.slot(i).baseAddress!, count: Int(batch.lengths[i]))))
-            }
-            _ = server.step(now: Clock.monotonicMicros())
-            if let to = peerAddress { while let d = server.pollTransmit() { try d.withUnsafeBytes { try socket.send($0, to: to) } } }
-            while let e = server.pollEvent() {
-                switch e {
-                case let .connected(suite, send, receive): keys = (suite, send, receive)
-                case let .failed(r): failure = r
-                case .closed: break
-                }
-            }
-        }
+        let (keys, failure) = try handshake(server, over: socket, peer: nil)
         #expect(failure == nil, "\(failure ?? "")")
         let (suite, send, receive) = try #require(keys, "no handshake with openssl s_client: \(client.text.suffix(400))")
         #expect(suite == .gcm)
@@ -100,32 +108,14 @@ import Platform
                                                          "-use_srtp", "SRTP_AES128_CM_SHA1_80", "-keymatexport", "EXTRACTOR-dtls_srtp", "-keymatexportlen", "60",
                                                          "-verify", "1", "-naccept", "1"])
         defer { server.stop() }
-        let deadline = Clock.monotonicMicros() + 5_000_000
         #expect(server.wait(for: "ACCEPT", micros: 5_000_000), "s_server did not start: \(server.text)")
 
         let ours = try DTLSCertificate()
         let client = try DTLSEndpoint(role: .client, certificate: ours, remoteFingerprint: fingerprint)
         let to = try SocketAddress(host: "127.0.0.1", port: port)
         let socket = try UDPSocket(for: to)
-        let batch = PacketBatch(capacity: 8)
-        var keys: (SRTPSuite, SRTPKey, SRTPKey)?
-        var failure: String?
         client.start()
-        while keys == nil && failure == nil && Clock.monotonicMicros() < deadline {
-            while let d = client.pollTransmit() { try d.withUnsafeBytes { try socket.send($0, to: to) } }
-            var ready = [UInt8](repeating: 0, count: 1)
-            let readable = waitReadable([socket.fd], ready: &ready, timeoutMicros: 20_000) > 0 && ready[0] != 0
-            let n = readable ? try socket.receive(into: batch) : 0
-            for i in 0..<n { client.handle(Array(UnsafeRawBufferPointer(start: batch.slot(i).baseAddress!, count: Int(batch.lengths[i])))) }
-            _ = client.step(now: Clock.monotonicMicros())
-            while let e = client.pollEvent() {
-                switch e {
-                case let .connected(suite, send, receive): keys = (suite, send, receive)
-                case let .failed(r): failure = r
-                case .closed: break
-                }
-            }
-        }
+        let (keys, failure) = try handshake(client, over: socket, peer: to)
         #expect(failure == nil, "\(failure ?? "")")
         let (suite, send, receive) = try #require(keys, "no handshake with openssl s_server: \(server.text.suffix(400))")
         #expect(suite == .aesCm) // the only profile the server offered
