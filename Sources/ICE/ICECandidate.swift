@@ -70,13 +70,6 @@ public struct ICECandidate: Equatable, Hashable, Sendable, CustomStringConvertib
 }
 
 extension STUNAddress {
-    /// The address without the port, as SDP writes it.
-    public var ipText: String {
-        let d = description
-        if ip.count == 4 { return String(d[..<d.lastIndex(of: ":")!]) }
-        return String(d.dropFirst().prefix { $0 != "]" })
-    }
-
     /// A numeric IPv4 (`192.0.2.1`) or IPv6 (`2001:db8::1`) address.
     public static func parseIP(_ s: Substring) -> [UInt8]? {
         if !s.contains(":") {

@@ -225,11 +225,13 @@ public struct STUNAddress: Equatable, Hashable, Sendable, CustomStringConvertibl
         self.port = port
     }
 
-    public var description: String {
-        if ip.count == 4 { return ip.map(String.init).joined(separator: ".") + ":\(port)" }
-        let groups = stride(from: 0, to: 16, by: 2).map { String(UInt16(ip[$0]) << 8 | UInt16(ip[$0 + 1]), radix: 16) }
-        return "[" + groups.joined(separator: ":") + "]:\(port)"
+    /// The address without the port, as SDP writes it (IPv6 groups in hex, not shortened).
+    public var ipText: String {
+        if ip.count == 4 { return ip.map(String.init).joined(separator: ".") }
+        return stride(from: 0, to: 16, by: 2).map { String(UInt16(ip[$0]) << 8 | UInt16(ip[$0 + 1]), radix: 16) }.joined(separator: ":")
     }
+
+    public var description: String { ip.count == 4 ? "\(ipText):\(port)" : "[\(ipText)]:\(port)" }
 }
 
 /// The attributes pubbot reads and writes (RFC 8489 §14, RFC 8445 §16.1); the rest are kept as
