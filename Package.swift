@@ -45,7 +45,7 @@ let package = Package(
         .target(name: "Preflight"),
         .target(name: "MediaCodecs", dependencies: ["CVPX", "COpus"]),
         .target(name: "Transport", dependencies: ["CSRTP", "CLinuxNet", "RTPCore", "Platform"], swiftSettings: hot),
-        .target(name: "PublisherEngine", dependencies: ["Platform", "RTPCore", "MediaCodecs", "Transport", "Stats", "Congestion"], swiftSettings: hot),
+        .target(name: "PublisherEngine", dependencies: ["Platform", "RTPCore", "MediaCodecs", "Transport", "Stats", "Congestion", "WebRTC", "ICE"], swiftSettings: hot),
         .target(name: "LoopbackReceiver", dependencies: ["Platform", "RTPCore", "MediaCodecs", "Transport", "Stats", "Impairment", "Congestion"]),
         // The pre-flight's driver: a real publisher (and the embedded receiver) sampled into the
         // sans-IO `PreflightProbe`, the verdict, the audio-only phase.
@@ -76,7 +76,7 @@ let package = Package(
         .testTarget(name: "CongestionTests", dependencies: ["Congestion", "Impairment", "RTPCore", "Preflight"]),
         .testTarget(name: "MediaCodecsTests", dependencies: ["MediaCodecs"]),
         .testTarget(name: "TransportTests", dependencies: ["Platform", "Transport", "RTPCore"]),
-        .testTarget(name: "PublisherEngineTests", dependencies: ["Platform", "PublisherEngine", "Transport", "RTPCore", "MediaCodecs", "Stats", "CAllocCounter", "Congestion"]),
+        .testTarget(name: "PublisherEngineTests", dependencies: ["Platform", "PublisherEngine", "WebRTC", "ICE", "DTLS", "Crypto", "Transport", "RTPCore", "MediaCodecs", "Stats", "CAllocCounter", "Congestion"]),
         .testTarget(name: "LoopbackReceiverTests", dependencies: ["Platform", "LoopbackReceiver", "Transport", "RTPCore", "MediaCodecs"]),
         .testTarget(name: "BotCLITests", dependencies: ["BotCLI"]),
         .testTarget(name: "IntegrationTests", dependencies: ["DTLS", "ICE", "Crypto", "Platform", "PublisherEngine", "LoopbackReceiver", "Transport", "BotCLI"]),

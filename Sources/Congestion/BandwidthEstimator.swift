@@ -35,7 +35,22 @@ public struct BandwidthEstimator: Sendable {
 
     /// Start at 300 kbps as libwebrtc does (`congestion_controller` defaults); the floor defaults
     /// to 30 kbps, the lowest simulcast layer's minimum (libwebrtc's own floor is 5 kbps).
-    public init(startBitrate: Int = 300_000, minBitrate: Int = 30_000, maxBitrate: Int = 10_000_000) {
+    /// What the receiver feeds back, as the answer negotiated it.
+    public enum Feedback: String, Sendable, Equatable {
+        /// Transport-wide feedback for every packet: delay-based + loss-based, probing.
+        case transportCC
+        /// Only the receiver's estimate (REMB, draft-alvestrand-rmcat-remb) and receiver-report
+        /// loss: libwebrtc `send_side_bandwidth_estimation.cc` caps the loss-based rate with it.
+        case remb
+        /// Receiver reports only: the loss-based rule alone.
+        case lossOnly
+    }
+    public let feedback: Feedback
+    /// The last REMB heard (bps).
+    public private(set) var receiverEstimate: Int?
+
+    public init(startBitrate: Int = 300_000, minBitrate: Int = 30_000, maxBitrate: Int = 10_000_000, feedback: Feedback = .transportCC) {
+        self.feedback = feedback
         aimd = AimdRateControl(startBitrate: startBitrate)
         aimd.minBitrate = minBitrate
         aimd.maxBitrate = maxBitrate
@@ -58,11 +73,40 @@ public struct BandwidthEstimator: Sendable {
     /// Probes now and then while the estimate is below `desired` (what the allocator wants).
     public mutating func onDesiredBitrate(_ desired: Int, now: Int64) {
         probes.maxBitrate = aimd.maxBitrate
+        guard feedback == .transportCC else { return }
         probes.maybeProbe(estimate: estimate.bitrate, desired: desired, now: now)
     }
 
     /// Begins start-up probing.
-    public mutating func start(now: Int64) { probes.start(startBitrate: estimate.bitrate, now: now) }
+    public mutating func start(now: Int64) {
+        // Probes are measured from transport-cc feedback; without it there is nothing to read them.
+        if feedback == .transportCC { probes.start(startBitrate: estimate.bitrate, now: now) }
+    }
+
+    /// A REMB from the receiver: an upper bound for the estimate (libwebrtc
+    /// `SendSideBandwidthEstimation::UpdateReceiverEstimate`).
+    @discardableResult
+    public mutating func onReceiverEstimate(_ bps: Int, now: Int64) -> NetworkEstimate {
+        receiverEstimate = max(bps, aimd.minBitrate)
+        return updateFromReports(lost: 0, of: 0, now: now)
+    }
+
+    /// Loss a receiver report told of (packets lost of packets expected since the last one), for
+    /// the REMB and loss-only modes: the loss-based rule, capped by the REMB when there is one.
+    @discardableResult
+    public mutating func onReportedLoss(lost: Int, of expected: Int, now: Int64) -> NetworkEstimate {
+        updateFromReports(lost: lost, of: expected, now: now)
+    }
+
+    mutating func updateFromReports(lost: Int, of expected: Int, now: Int64) -> NetworkEstimate {
+        guard feedback != .transportCC else { return estimate }
+        let cap = min(receiverEstimate ?? loss.maxBitrate, loss.maxBitrate)
+        var lossBased = loss.update(lost: lost, of: expected, delayBased: cap, now: now)
+        lossBased = min(lossBased, cap)
+        estimate = NetworkEstimate(bitrate: lossBased, delayBased: receiverEstimate ?? lossBased, lossBased: lossBased, acknowledged: nil,
+                                   usage: .normal, lossFraction: loss.lastLossFraction, rttMicros: estimate.rttMicros)
+        return estimate
+    }
 
     public mutating func onPacketSent(transportSequence: UInt16, sendMicros: Int64, size: Int, probeCluster: Int?) {
         adapter.onSent(sequence: transportSequence, sendMicros: sendMicros, size: size, probeCluster: probeCluster)

@@ -1,6 +1,8 @@
 public import MediaCodecs
 public import Transport
 public import Stats
+public import RTPCore
+public import Congestion
 
 /// Everything a publisher needs to know before it starts.
 public struct PublisherConfig: Sendable {
@@ -28,6 +30,15 @@ public struct PublisherConfig: Sendable {
     public var audioPayloadType: UInt8 = 111
     /// RTX for VP8 (RFC 4588, `apt=96`).
     public var rtxPayloadType: UInt8 = 97
+    /// Send RTX (RFC 4588) for retransmissions (BUNDLE only); off when the answer has no RTX.
+    public var rtx = true
+    /// Tag each simulcast layer with its RID (BUNDLE only); off when simulcast was refused.
+    public var sendRIDs = true
+    /// Header-extension IDs per kind (the answer's numbers in a WebRTC session).
+    public var audioExtensions = RTPExtensionIDs.standard
+    public var videoExtensions = RTPExtensionIDs.standard
+    /// What the receiver feeds back (the answer's rtcp-fb): transport-cc, only REMB, or only reports.
+    public var feedback = BandwidthEstimator.Feedback.transportCC
     /// Run send-side bandwidth estimation, probing and allocation (BUNDLE mode only).
     public var congestionControl = true
     /// Network-condition scoring (`NetworkConditionScorer`, `--condition-thresholds`).

@@ -20,7 +20,7 @@ public final class SessionSocket {
                 return
             }
             if n == 0 { return }
-            for i in 0..<n { session.handleDatagram(rx.slot(i).baseAddress!, length: Int(rx.lengths[i]), now: now) }
+            for i in 0..<n { session.handleDatagram(rx.slot(i).baseAddress!, length: Int(rx.lengths[i]), from: rx.source(i), now: now) }
         }
     }
 

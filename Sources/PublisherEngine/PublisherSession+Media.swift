@@ -7,6 +7,7 @@ import Congestion
 extension PublisherSession {
     /// Packetizes one frame into arena slots and queues them in the pacer.
     public func sendVideo(_ frame: EncodedVideoFrame) {
+        guard mediaStarted else { counters.framesBeforeConnected += 1; return }
         guard frame.layer < videoIndex.count else { return }
         let idx = videoIndex[frame.layer]
         var s = senders[idx]
@@ -57,6 +58,7 @@ extension PublisherSession {
     }
 
     public func sendAudio(_ frame: EncodedAudioFrame) {
+        guard mediaStarted else { counters.framesBeforeConnected += 1; return }
         guard let idx = audioIndex, let slot = arena.allocate() else { return }
         var s = senders[idx]
         defer { senders[idx] = s }
@@ -206,7 +208,7 @@ extension PublisherSession {
             senders[idx].stats.headerBytesSent += length - payload
         }
         if info.padding { counters.paddingPacketsSent += 1 }
-        enqueueOut(slot, length: sent, to: senders[idx].plan.destination)
+        enqueueOut(slot, length: sent, to: connectedRemote ?? senders[idx].plan.destination)
     }
 
     /// Puts a protected datagram in the outbox (the arena has a slot for each, so it has room).

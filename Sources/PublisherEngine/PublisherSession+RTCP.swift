@@ -10,8 +10,9 @@ extension PublisherSession {
         // One compound per RTCP destination: SR for each stream, SDES with every CNAME, BYE at the end.
         var groups: [(SocketAddress, [Int])] = []
         for (i, s) in senders.enumerated() {
-            if let g = groups.firstIndex(where: { $0.0 == s.plan.rtcpDestination }) { groups[g].1.append(i) }
-            else { groups.append((s.plan.rtcpDestination, [i])) }
+            let d = connectedRemote ?? s.plan.rtcpDestination
+            if let g = groups.firstIndex(where: { $0.0 == d }) { groups[g].1.append(i) }
+            else { groups.append((d, [i])) }
         }
         for (dest, members) in groups {
             guard let slot = arena.allocate() else { counters.lastError = "rtcp: no packet slot"; continue }
@@ -62,6 +63,10 @@ extension PublisherSession {
         case let .transportFeedback(fb):
             counters.transportFeedbackReceived += 1
             if let e = estimator?.onTransportFeedback(fb, now: nowMicros) { apply(e, now: nowMicros) }
+        case let .remb(r):
+            // Only when REMB is what the answer negotiated: with transport-cc the send side decides.
+            if estimator?.feedback == .remb, let e = estimator?.onReceiverEstimate(Int(clamping: r.bitrate), now: nowMicros) { apply(e, now: nowMicros) }
+            counters.rembReceived += 1
         case let .nack(n):
             retransmit(n, now: nowMicros)
         case let .pictureLossIndication(pli):
@@ -77,6 +82,15 @@ extension PublisherSession {
         for b in blocks {
             guard let i = senderIndex(ssrc: b.ssrc) else { continue }
             senders[i].stats.fractionLost = Double(b.fractionLost) / 256
+            if let f = estimator?.feedback, f != .transportCC {
+                // Loss since this stream's last report (RFC 3550 §6.4.1: expected from the
+                // extended highest sequence numbers, lost from the cumulative counts).
+                if let (seq, lost) = senders[i].lastReport {
+                    let expected = Int(Int32(bitPattern: b.extendedHighestSequence &- seq)), lostNow = Int(b.cumulativeLost &- lost)
+                    if expected > 0, let e = estimator?.onReportedLoss(lost: max(0, min(lostNow, expected)), of: expected, now: nowMicros) { apply(e, now: nowMicros) }
+                }
+                senders[i].lastReport = (b.extendedHighestSequence, b.cumulativeLost)
+            }
             senders[i].stats.packetsLostReported = Int(b.cumulativeLost)
             senders[i].stats.remoteJitterSeconds = Double(b.jitter) / Double(senders[i].plan.clockRate)
             if b.lastSenderReport != 0 {
@@ -100,11 +114,19 @@ extension PublisherSession {
     }
 
     /// One datagram from the network, arrived at `now`, in a buffer the session may decrypt in
-    /// place (`length` bytes; anything over `PacketBatch.maxPacketSize` was truncated). Only
-    /// SRTCP from the receiver is expected; anything else is counted and dropped.
-    public func handleDatagram(_ p: UnsafeMutableRawPointer, length len: Int, now: Int64) {
+    /// place (`length` bytes; anything over `PacketBatch.maxPacketSize` was truncated), from
+    /// `from` (needed with WebRTC: ICE answers to where a check came from). SRTCP from the
+    /// receiver, and with WebRTC STUN and DTLS; anything else is counted and dropped.
+    public func handleDatagram(_ p: UnsafeMutableRawPointer, length len: Int, from: SocketAddress? = nil, now: Int64) {
         nowMicros = now
-        guard len <= PacketBatch.maxPacketSize else { counters.rtcpRejected += 1; return }
+        guard len <= PacketBatch.maxPacketSize, len > 0 else { counters.rtcpRejected += 1; return }
+        if webrtc != nil {
+            let first = p.load(as: UInt8.self)
+            // RFC 7983: STUN 0–3, DTLS 20–63 belong to the transport.
+            if first <= 3 || (20...63).contains(first) { handleTransportDatagram(p, length: len, from: from, now: now); return }
+            // SRTCP only from the selected remote, and only once there are keys for it.
+            guard mediaStarted, from == nil || from == connectedRemote else { counters.rtcpRejected += 1; return }
+        }
         let kind = RTPDemux.classify(Span(_unsafeStart: p.assumingMemoryBound(to: UInt8.self), count: min(len, 2)))
         guard kind == .rtcp else { counters.rtcpRejected += 1; return }
         do {

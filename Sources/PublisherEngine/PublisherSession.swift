@@ -1,8 +1,9 @@
-import RTPCore
 import MediaCodecs
 import Stats
 import Transport
 import Congestion
+public import WebRTC
+public import RTPCore
 
 /// Counters the network thread publishes.
 public struct NetworkCounters: Sendable, Equatable {
@@ -24,7 +25,12 @@ public struct NetworkCounters: Sendable, Equatable {
     /// NACKed packets no longer in the history (too old or already resent within an RTT).
     public var retransmissionsUnavailable = 0
     public var transportFeedbackReceived = 0
+    public var rembReceived = 0
     public var lastError: String?
+    /// ICE/DTLS figures of a WebRTC session (nil with SDES).
+    public var transport: TransportStatus?
+    /// Frames the encoders made before ICE and DTLS were done (not sent).
+    public var framesBeforeConnected = 0
     public var byeSent = false
     /// The send-side estimate and what the allocator made of it.
     public var estimate: NetworkEstimate?
@@ -77,8 +83,16 @@ public struct PublisherEvent: Sendable, Equatable {
 public final class PublisherSession {
     public let config: PublisherConfig
     public let plan: StreamPlan
-    let srtpOut: SRTPSession
-    let srtpIn: SRTPSession
+    /// SRTP each way: from the configured key (SDES), or replaced by DTLS's keys on connecting.
+    var srtpOut: SRTPSession
+    var srtpIn: SRTPSession
+    /// WebRTC (WHIP): ICE, DTLS and consent on the session's socket; media waits for them.
+    let webrtc: WebRTCTransport?
+    /// The socket's address as ICE names it (the local host candidate).
+    let webrtcLocal: STUNAddress?
+    /// Where everything goes once the transport is connected (the selected pair's remote).
+    var connectedRemote: SocketAddress?
+    var mediaStarted = false
     /// What the session asks of its media source, oldest first, until `pollEvent` takes it.
     var events: [PublisherSessionEvent] = []
     var eventsHead = 0
@@ -129,8 +143,13 @@ public final class PublisherSession {
     let wallOffsetMicros: Int64
     var wallMicros: Int64 { nowMicros + wallOffsetMicros }
 
-    public init(config: PublisherConfig, plan: StreamPlan, startMicros: Int64, wallOffsetMicros: Int64) throws(SRTPError) {
+    /// - Parameter webrtc: a WebRTC transport and the local address its datagrams arrive on;
+    ///   nil for SDES (the configured key, the configured destination).
+    public init(config: PublisherConfig, plan: StreamPlan, startMicros: Int64, wallOffsetMicros: Int64,
+                webrtc: (WebRTCTransport, STUNAddress)? = nil) throws(SRTPError) {
         self.config = config
+        self.webrtc = webrtc?.0
+        webrtcLocal = webrtc?.1
         self.plan = plan
         events.reserveCapacity(16)
         random = SplitMix64(seed: config.seed &* 0x9E37_79B9_7F4A_7C15 &+ 0x5EED)
@@ -141,7 +160,8 @@ public final class PublisherSession {
         srtpIn = try SRTPSession(key: config.key, direction: .inbound)
         for (i, s) in plan.streams.enumerated() {
             senders.append(RTPStreamSender(plan: s, layer: s.layer.map { config.layers[$0] }, startMicros: startMicros, bundle: plan.bundle,
-                                           rtxPayloadType: config.rtxPayloadType, historyPackets: config.retransmissionHistory))
+                                           rtxPayloadType: config.rtxPayloadType, historyPackets: config.retransmissionHistory,
+                                           extensions: s.kind == .audio ? config.audioExtensions : config.videoExtensions))
             if s.kind == .audio { audioIndex = i } else { videoIndex.append(i) }
         }
         outSlots = [Int](repeating: 0, count: arena.capacity)
@@ -157,11 +177,12 @@ public final class PublisherSession {
         pacer = Pacer(pacingRate: Int(2.5 * Double(allocator.totalMax)))
         if plan.bundle && config.congestionControl && !layers.isEmpty {
             let ceiling = max(Int(Double(allocator.totalMax) * 1.25), config.probeCeiling ?? 0)
-            var e = BandwidthEstimator(startBitrate: config.startBitrate, minBitrate: 30_000, maxBitrate: ceiling)
+            var e = BandwidthEstimator(startBitrate: config.startBitrate, minBitrate: 30_000, maxBitrate: ceiling, feedback: config.feedback)
             e.setMaxBitrate(ceiling)
             estimator = e
             pacer.paddingPacketSize = 255 // RTP padding holds at most 255 bytes
         }
+        if let t = self.webrtc { counters.transport = TransportStatus(t) }
     }
 
     var nextReport: Int64 = 0
@@ -173,8 +194,16 @@ public final class PublisherSession {
     public func begin(now start: Int64) {
         nowMicros = start
         nextReport = start + 200_000
-        estimator?.start(now: start)
-        if let e = estimator?.estimate { apply(e, now: start) }
+        if webrtc == nil { startMedia(now: start) } else { stepTransport(now: start) }
+    }
+
+    /// Media may flow (at once with SDES; once ICE and DTLS are done with WebRTC): the
+    /// estimator starts probing, the encoders get their first targets.
+    func startMedia(now: Int64) {
+        mediaStarted = true
+        nextReport = now + 200_000
+        estimator?.start(now: now)
+        if let e = estimator?.estimate { apply(e, now: now) }
     }
 
     /// One turn of the loop at `now`: pacer, timers (the driver has handed in the frames and
@@ -182,7 +211,13 @@ public final class PublisherSession {
     /// (then call `finish`). What it sends waits in the outbox for `pollTransmit`.
     public func step(now: Int64) -> Int64? {
         nowMicros = now
+        let transportWake = webrtc == nil ? nil : stepTransport(now: now)
         let stopping = stopRequested
+        if !mediaStarted {
+            // Waiting for ICE and DTLS: only the transport's timers run.
+            if stopping { return nil }
+            return transportWake ?? now + 50_000
+        }
         if !pacer.isProbing, let c = estimator?.probes.nextCluster() { pacer.startProbe(c) }
         let pacerWake = pump(now: now)
         if let before = estimator?.estimate.bitrate {
@@ -205,14 +240,22 @@ public final class PublisherSession {
         if let p = pacerWake { wake = min(wake, p) }
         if estimator != nil { wake = min(wake, now + 50_000) }
         if stopping { wake = min(wake, now + 5_000) }
+        if let t = transportWake { wake = min(wake, t) }
         return wake
     }
 
     /// Sends BYE (the last datagrams; the driver still flushes them).
     public func finish(now: Int64) {
         nowMicros = now
+        guard mediaStarted else { return }
         sendReports(bye: true)
         counters.byeSent = true
+        if let t = webrtc {
+            // close_notify after the BYE (RFC 5246 §7.2.1), on the same path.
+            t.close()
+            drainTransport()
+            counters.transport?.update(t)
+        }
     }
 
     /// Ends the session: the pacer drains (for up to a second) and `step` returns nil.

@@ -19,21 +19,26 @@ struct RTPStreamSender {
     var lastCaptureMicros: Int64 = 0
     var sentAny = false
     var lastKeyFrameRequestMicros: Int64 = .min / 2
+    /// Extended highest sequence number and cumulative loss of the last receiver report (for
+    /// the loss between reports when there is no transport-cc).
+    var lastReport: (UInt32, Int32)?
     /// RTX (BUNDLE video only): header template with repaired-rtp-stream-id, own sequence numbers,
     /// and the history NACKs are answered from.
     let rtxTemplate: RTPHeaderTemplate?
     var rtxSequence: UInt16
     let history: RetransmissionBuffer?
 
-    init(plan: StreamPlan.Stream, layer: VideoLayerConfig?, startMicros: Int64, bundle: Bool, rtxPayloadType: UInt8 = 97, historyPackets: Int = 1024) {
+    init(plan: StreamPlan.Stream, layer: VideoLayerConfig?, startMicros: Int64, bundle: Bool, rtxPayloadType: UInt8 = 97, historyPackets: Int = 1024,
+         extensions ids: RTPExtensionIDs = .standard) {
         self.plan = plan
+        // Outside BUNDLE (one port per stream, for stock players) no header extensions at all.
+        let ids = bundle ? ids : RTPExtensionIDs(mid: nil, rid: nil, repairedRid: nil, absSendTime: nil, transportSequence: nil)
         var strings: [(UInt8, String)] = []
-        if bundle {
-            strings.append((RTPExtension.mid.id, plan.mid))
-            if let rid = plan.rid { strings.append((RTPExtension.rid.id, rid)) }
-        }
+        if let id = ids.mid { strings.append((id, plan.mid)) }
+        if let id = ids.rid, let rid = plan.rid { strings.append((id, rid)) }
         template = RTPHeaderTemplate(payloadType: plan.payloadType, ssrc: plan.ssrc, strings: strings,
-                                     transportSequence: bundle, absSendTime: bundle)
+                                     transportSequence: ids.transportSequence != nil, absSendTime: ids.absSendTime != nil,
+                                     transportSequenceID: ids.transportSequence ?? 0, absSendTimeID: ids.absSendTime ?? 0)
         let r = (0..<8).map { UInt8(truncatingIfNeeded: plan.initialRandom >> (56 - 8 * $0)) }
         sequenceNumber = UInt16(r[0]) << 8 | UInt16(r[1])
         // Keep the first wrap far away so tools that mishandle early wraps still work.
@@ -43,9 +48,12 @@ struct RTPStreamSender {
         tl0PicIdx = r[6]
         self.startMicros = startMicros
         if let rtx = plan.rtxSSRC {
-            var rtxStrings: [(UInt8, String)] = [(RTPExtension.mid.id, plan.mid)]
-            if let rid = plan.rid { rtxStrings.append((RTPExtension.repairedRid.id, rid)) }
-            rtxTemplate = RTPHeaderTemplate(payloadType: rtxPayloadType, ssrc: rtx, strings: rtxStrings, transportSequence: true, absSendTime: true)
+            var rtxStrings: [(UInt8, String)] = []
+            if let id = ids.mid { rtxStrings.append((id, plan.mid)) }
+            if let id = ids.repairedRid, let rid = plan.rid { rtxStrings.append((id, rid)) }
+            rtxTemplate = RTPHeaderTemplate(payloadType: rtxPayloadType, ssrc: rtx, strings: rtxStrings,
+                                            transportSequence: ids.transportSequence != nil, absSendTime: ids.absSendTime != nil,
+                                            transportSequenceID: ids.transportSequence ?? 0, absSendTimeID: ids.absSendTime ?? 0)
             history = RetransmissionBuffer(capacity: historyPackets)
         } else {
             rtxTemplate = nil

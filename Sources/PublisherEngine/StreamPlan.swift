@@ -65,8 +65,8 @@ public struct StreamPlan: Sendable {
             for (i, l) in config.layers.enumerated() {
                 let (d, r) = dest(index)
                 out.append(Stream(kind: .video, layer: i, ssrc: nextSSRC(), payloadType: config.videoPayloadType, clockRate: 90_000,
-                                  mid: config.bundle ? "1" : String(index), rid: config.bundle ? l.rid : nil, destination: d, rtcpDestination: r,
-                                  rtxSSRC: config.bundle ? nextSSRC() : nil, initialRandom: nextRandom()))
+                                  mid: config.bundle ? (config.sendAudio ? "1" : "0") : String(index), rid: config.bundle && config.sendRIDs ? l.rid : nil, destination: d, rtcpDestination: r,
+                                  rtxSSRC: config.bundle && config.rtx ? nextSSRC() : nil, initialRandom: nextRandom()))
                 index += 1
             }
         }

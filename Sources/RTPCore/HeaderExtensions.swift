@@ -74,6 +74,34 @@ public enum RTPExtension: UInt8, CaseIterable, Sendable {
     }
 }
 
+/// The IDs a stream's header uses for each extension (RFC 8285 §5: the answer decides them);
+/// nil leaves the extension out (not negotiated).
+public struct RTPExtensionIDs: Sendable, Equatable {
+    public var mid: UInt8?
+    public var rid: UInt8?
+    public var repairedRid: UInt8?
+    public var absSendTime: UInt8?
+    public var transportSequence: UInt8?
+
+    public init(mid: UInt8? = RTPExtension.mid.id, rid: UInt8? = RTPExtension.rid.id, repairedRid: UInt8? = RTPExtension.repairedRid.id,
+                absSendTime: UInt8? = RTPExtension.absSendTime.id, transportSequence: UInt8? = RTPExtension.transportSequenceNumber.id) {
+        self.mid = mid
+        self.rid = rid
+        self.repairedRid = repairedRid
+        self.absSendTime = absSendTime
+        self.transportSequence = transportSequence
+    }
+
+    /// pubbot's own numbering (what its SDES SDP and its receiver use).
+    public static let standard = RTPExtensionIDs()
+
+    /// From an answer's `a=extmap` (URI → ID); what it left out is not sent.
+    public init(negotiated: [String: Int]) {
+        func id(_ e: RTPExtension) -> UInt8? { negotiated[e.uri].flatMap { (1...255).contains($0) ? UInt8($0) : nil } }
+        self.init(mid: id(.mid), rid: id(.rid), repairedRid: id(.repairedRid), absSendTime: id(.absSendTime), transportSequence: id(.transportSequenceNumber))
+    }
+}
+
 /// Values of the extensions pubbot understands, read from one packet (receive side).
 public struct RTPExtensionValues: Equatable, Sendable {
     public var transportSequenceNumber: UInt16?

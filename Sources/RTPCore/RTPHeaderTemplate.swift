@@ -22,13 +22,16 @@ public struct RTPHeaderTemplate: Sendable {
     /// - Parameters:
     ///   - strings: string-valued extensions (MID, RID, repaired RID) as (id, value).
     ///   - transportSequence/absSendTime: whether to reserve those slots.
+    ///   - transportSequenceID/absSendTimeID: their IDs (what the answer negotiated; RFC 8285 §5).
     public init(payloadType: UInt8, ssrc: UInt32, strings: [(UInt8, String)] = [],
-                transportSequence: Bool = false, absSendTime: Bool = false) {
+                transportSequence: Bool = false, absSendTime: Bool = false,
+                transportSequenceID: UInt8 = RTPExtension.transportSequenceNumber.id, absSendTimeID: UInt8 = RTPExtension.absSendTime.id) {
         self.payloadType = payloadType
         self.ssrc = ssrc
         var elements: [(UInt8, [UInt8])] = []
-        if absSendTime { elements.append((RTPExtension.absSendTime.id, [0, 0, 0])) }
-        if transportSequence { elements.append((RTPExtension.transportSequenceNumber.id, [0, 0])) }
+        // Slots first: elements 0 and 1 are abs-send-time and transport-cc when present.
+        if absSendTime { elements.append((absSendTimeID, [0, 0, 0])) }
+        if transportSequence { elements.append((transportSequenceID, [0, 0])) }
         for (id, s) in strings { elements.append((id, Array(s.utf8))) }
         let oneByte = elements.allSatisfy { $0.0 >= 1 && $0.0 <= 14 && !$0.1.isEmpty && $0.1.count <= 16 }
         var out: [UInt8] = [elements.isEmpty ? 0x80 : 0x90, payloadType & 0x7F, 0, 0, 0, 0, 0, 0]
@@ -38,10 +41,10 @@ public struct RTPHeaderTemplate: Sendable {
             let profile: UInt16 = oneByte ? 0xBEDE : 0x1000
             out += [UInt8(profile >> 8), UInt8(profile & 0xFF), 0, 0]
             let blockStart = out.count
-            for (id, value) in elements {
+            for (k, (id, value)) in elements.enumerated() {
                 if oneByte { out.append(id << 4 | UInt8(value.count - 1)) } else { out += [id, UInt8(value.count)] }
-                if id == RTPExtension.transportSequenceNumber.id { tw = out.count }
-                if id == RTPExtension.absSendTime.id { abs = out.count }
+                if absSendTime && k == 0 { abs = out.count }
+                if transportSequence && k == (absSendTime ? 1 : 0) { tw = out.count }
                 out += value
             }
             while (out.count - blockStart) % 4 != 0 { out.append(0) }

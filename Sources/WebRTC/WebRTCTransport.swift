@@ -37,9 +37,38 @@ public final class WebRTCTransport {
     /// Datagrams that were none of STUN, DTLS or RTP/RTCP (dropped, counted).
     public private(set) var unknownDatagrams = 0
 
+    /// When the first call came in, ICE selected a pair and DTLS finished (µs, the caller's clock).
+    public private(set) var startedMicros: Int64?
+    public private(set) var iceConnectedMicros: Int64?
+    public private(set) var dtlsConnectedMicros: Int64?
+    var nowMicros: Int64 = 0
+    /// How long DTLS may take once ICE has a path: OpenSSL's own retransmission timer backs off to
+    /// 60 s and would wait minutes for a peer that never answers.
+    public var dtlsTimeoutMicros: Int64 = 10_000_000
+
     public init(ice: ICEAgent, dtls: DTLSEndpoint) {
         self.ice = ice
         self.dtls = dtls
+    }
+
+    /// ICE's state in W3C terms (`RTCIceTransportState`).
+    public var iceState: String {
+        if failed && iceConnectedMicros == nil { return "failed" }
+        switch ice.state {
+        case .checking: return startedMicros == nil ? "new" : "checking"
+        case .connected: return "connected"
+        case .failed: return "failed"
+        }
+    }
+
+    /// DTLS's state in W3C terms (`RTCDtlsTransportState`).
+    public var dtlsState: String {
+        switch dtls.state {
+        case .handshaking: return failed ? "failed" : (dtlsStarted ? "connecting" : "new")
+        case .connected: return "connected"
+        case .closed: return "closed"
+        case .failed: return "failed"
+        }
     }
 
     /// The selected path, once ICE has one.
@@ -52,6 +81,8 @@ public final class WebRTCTransport {
     /// session to unprotect; STUN and DTLS are consumed here.
     public func handle(_ bytes: [UInt8], from: STUNAddress, to: STUNAddress, now: Int64) -> [UInt8]? {
         guard let first = bytes.first else { return nil }
+        nowMicros = now
+        if startedMicros == nil { startedMicros = now }
         switch first {
         case 0...3: ice.handle(bytes, from: from, to: to, now: now)
         case 20...63: dtls.handle(bytes)
@@ -64,9 +95,21 @@ public final class WebRTCTransport {
 
     /// Timers of ICE (checks, consent) and DTLS (retransmission); returns when to call again.
     public func step(now: Int64) -> Int64? {
+        nowMicros = now
+        if startedMicros == nil { startedMicros = now }
         let iceWake = ice.step(now: now)
-        let dtlsWake = dtls.step(now: now)
+        var dtlsWake = dtls.step(now: now)
         pump()
+        if !failed && !isConnected, let ice = iceConnectedMicros {
+            let deadline = ice + dtlsTimeoutMicros
+            if now >= deadline {
+                fail("the DTLS handshake did not finish within \(dtlsTimeoutMicros / 1_000_000) s of ICE connecting: the peer "
+                     + (dtls.role == .server ? "never sent a ClientHello" : "does not answer DTLS"))
+            } else {
+                dtlsWake = min(dtlsWake ?? deadline, deadline)
+            }
+        }
+        if failed { return nil }
         switch (iceWake, dtlsWake) {
         case let (a?, b?): return min(a, b)
         case let (a?, nil): return a
@@ -86,6 +129,7 @@ public final class WebRTCTransport {
             switch e {
             case let .connected(local, remote):
                 path = (local.address, remote.address)
+                if iceConnectedMicros == nil { iceConnectedMicros = nowMicros }
                 if !dtlsStarted {
                     dtlsStarted = true
                     dtls.start() // the client's ClientHello; a server waits
@@ -105,6 +149,7 @@ public final class WebRTCTransport {
             case let .connected(suite, send, receive):
                 guard let (local, remote) = path else { fail("DTLS finished before ICE selected a path"); return }
                 isConnected = true
+                dtlsConnectedMicros = nowMicros
                 events.append(.connected(local: local, remote: remote, suite: suite, send: send, receive: receive))
             case let .failed(reason): fail(reason)
             case .closed: events.append(.closed)
@@ -116,5 +161,21 @@ public final class WebRTCTransport {
         guard !failed else { return }
         failed = true
         events.append(.failed(reason))
+    }
+}
+
+extension STUNAddress {
+    /// The same address as a socket names it.
+    public init?(_ address: SocketAddress) {
+        guard let ip = STUNAddress.parseIP(Substring(address.host)) else { return nil }
+        self.init(ip: ip, port: UInt16(address.port))
+    }
+}
+
+extension SocketAddress {
+    /// The same address as ICE names it.
+    public init?(_ address: STUNAddress) {
+        guard let a = try? SocketAddress(host: address.ipText, port: Int(address.port)) else { return nil }
+        self = a
     }
 }

@@ -1,0 +1,106 @@
+import RTPCore
+import Transport
+public import WebRTC
+import ICE
+
+/// The WebRTC transport's figures for stats (W3C `RTCIceTransport`/`RTCDtlsTransport`/the
+/// selected `RTCIceCandidatePair`).
+public struct TransportStatus: Sendable, Equatable {
+    public var iceState = "new"
+    public var dtlsState = "new"
+    public var iceRole = "controlling"
+    /// `AEAD_AES_128_GCM` or `AES_CM_128_HMAC_SHA1_80` once DTLS exported the keys.
+    public var srtpCipher: String?
+    public var localCandidateType: String?
+    public var localAddress: String?
+    public var remoteCandidateType: String?
+    public var remoteAddress: String?
+    /// From the first check to the selected pair, and from there to DTLS done.
+    public var iceDurationMs: Int?
+    public var dtlsDurationMs: Int?
+    /// Why the transport failed (ICE, DTLS, consent), once it has.
+    public var failure: String?
+    public var closedByPeer = false
+
+    init(_ t: WebRTCTransport) { update(t) }
+
+    mutating func update(_ t: WebRTCTransport) {
+        iceState = t.iceState
+        dtlsState = t.dtlsState
+        iceRole = t.ice.role == .controlling ? "controlling" : "controlled"
+        if let (l, r) = t.ice.selectedPair {
+            localCandidateType = l.kind.rawValue
+            localAddress = l.address.description
+            remoteCandidateType = r.kind.rawValue
+            remoteAddress = r.address.description
+        }
+        if let s = t.startedMicros, let i = t.iceConnectedMicros { iceDurationMs = Int((i - s) / 1000) }
+        if let i = t.iceConnectedMicros, let d = t.dtlsConnectedMicros { dtlsDurationMs = Int((d - i) / 1000) }
+    }
+}
+
+extension PublisherSession {
+    /// The transport's timers; what it sends goes into the outbox. Returns its next deadline.
+    @discardableResult
+    func stepTransport(now: Int64) -> Int64? {
+        guard let t = webrtc else { return nil }
+        let wake = t.step(now: now)
+        afterTransport(now: now)
+        return wake
+    }
+
+    /// A STUN or DTLS datagram (RFC 7983 first byte 0–3 or 20–63) from `from`.
+    func handleTransportDatagram(_ p: UnsafeMutableRawPointer, length: Int, from: SocketAddress?, now: Int64) {
+        guard let t = webrtc, let local = webrtcLocal, let from, let source = STUNAddress(from) else { counters.rtcpRejected += 1; return }
+        let bytes = [UInt8](UnsafeRawBufferPointer(start: p, count: length))
+        _ = t.handle(bytes, from: source, to: local, now: now)
+        afterTransport(now: now)
+    }
+
+    /// Sends what the transport queued and acts on its events: connected → SRTP from DTLS's
+    /// keys, media to the selected remote; failed or closed → the session stops.
+    func afterTransport(now: Int64) {
+        guard let t = webrtc else { return }
+        drainTransport()
+        while let e = t.pollEvent() {
+            switch e {
+            case let .connected(_, remote, suite, send, receive):
+                guard let destination = SocketAddress(remote) else { fail("the selected remote \(remote) is not a usable address"); break }
+                do throws(SRTPError) {
+                    srtpOut = try SRTPSession(key: send, direction: .outbound)
+                    srtpIn = try SRTPSession(key: receive, direction: .inbound)
+                } catch {
+                    fail("libsrtp2 refused the keys DTLS exported: \(error)")
+                    break
+                }
+                connectedRemote = destination
+                counters.transport?.srtpCipher = suite.sdesName
+                if !mediaStarted && !stopRequested { startMedia(now: now) }
+            case let .failed(reason): fail(reason)
+            case .closed:
+                counters.transport?.closedByPeer = true
+                if !stopRequested { fail("the server closed the DTLS connection (close_notify)") }
+            }
+        }
+        counters.transport?.update(t)
+    }
+
+    func fail(_ reason: String) {
+        if counters.transport != nil && counters.transport!.failure == nil { counters.transport!.failure = reason }
+        counters.lastError = reason
+        stop()
+    }
+
+    /// The transport's datagrams into arena slots, queued in order with the media.
+    func drainTransport() {
+        guard let t = webrtc else { return }
+        while let x = t.pollTransmit() {
+            guard x.bytes.count <= PacketArena.slotSize, let to = SocketAddress(x.to), let slot = arena.allocate() else {
+                counters.sendErrors += 1
+                continue
+            }
+            x.bytes.withUnsafeBytes { arena.pointer(slot).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+            enqueueOut(slot, length: x.bytes.count, to: to)
+        }
+    }
+}
