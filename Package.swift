@@ -54,7 +54,9 @@ let package = Package(
         .target(name: "Fleet", dependencies: ["Platform", "PublisherEngine", "Transport", "MediaCodecs", "Stats"]),
         // The publisher and receiver sessions connected in virtual time (`pubbot simulate`, scenario tests).
         .target(name: "Simulation", dependencies: ["PublisherEngine", "LoopbackReceiver", "MediaCodecs", "Transport", "Stats"]),
-        .target(name: "BotCLI", dependencies: ["Platform", "Fleet", "PreflightRunner", "PublisherEngine", "LoopbackReceiver", "Simulation", "Transport", "Stats", "RTPCore", "MediaCodecs", "Impairment", "Congestion", "Preflight"],
+        // A WHIP publish set up: socket and candidates, the offer POSTed, the answer applied.
+        .target(name: "WHIPPublish", dependencies: ["WHIP", "Signalling", "WebRTC", "ICE", "DTLS", "Crypto", "Transport", "PublisherEngine", "RTPCore", "Platform", "MediaCodecs"]),
+        .target(name: "BotCLI", dependencies: ["WHIPPublish", "DTLS", "Platform", "Fleet", "PreflightRunner", "PublisherEngine", "LoopbackReceiver", "Simulation", "Transport", "Stats", "RTPCore", "MediaCodecs", "Impairment", "Congestion", "Preflight"],
                 exclude: ["stats.schema.json", "preflight.schema.json", "load-report.schema.json"]), // output schemas, beside the code that emits them
         .executableTarget(name: "pubbot", dependencies: ["BotCLI"]),
         // Benchmarks (`scripts/bench`): the hot path against C baselines compiled here, with

@@ -6,13 +6,16 @@ import PublisherEngine
 import Transport
 import Stats
 import Platform
+import WHIPPublish
+import DTLS
 
 /// `pubbot publish`: send to a receiver until the duration ends or Ctrl-C.
 enum PublishCommand {
     static let spec: OptionSpec = {
         var o = CommonOptions.media
         for (k, v) in ["to": OptionSpec.Kind.repeated, "key": .value, "sdp-out": .value, "no-bundle": .flag, "no-audio": .flag,
-                       "no-video": .flag, "cname": .value, "no-congestion-control": .flag, "sender-stats": .flag, "rtc-stats": .value, "metrics": .value, "vitals": .flag] { o[k] = v }
+                       "no-video": .flag, "cname": .value, "no-congestion-control": .flag, "sender-stats": .flag, "rtc-stats": .value, "metrics": .value, "vitals": .flag,
+                       "whip": .value, "token": .value, "ice-server": .repeated, "ice-interface": .value] { o[k] = v }
         return OptionSpec(options: o, planned: [
 "replay": "replay bots are `pubbot load` (e.g. --bots 1 --to HOST:PORT --key B64)",
 
@@ -24,11 +27,21 @@ enum PublishCommand {
         if o.helpRequested { Output.out(Help.help("publish")! + "\n"); return 0 }
         Output.stdoutIsStats = o.value("stats") == "-"
         let tos = o.all("to")
-        guard !tos.isEmpty else { throw UsageError("missing --to HOST:PORT") }
+        let whipURL = o.value("whip")
+        if whipURL != nil {
+            guard tos.isEmpty else { throw UsageError("--whip and --to exclude each other (WHIP negotiates where media goes)") }
+            for flag in ["key", "sdp-out", "no-bundle", "srtp-suite"] where o.has(flag) {
+                throw UsageError("--\(flag) is for SDES publishing (--to); with --whip the keys come from DTLS and everything is bundled")
+            }
+        } else {
+            for flag in ["token", "ice-server", "ice-interface"] where o.has(flag) { throw UsageError("--\(flag) needs --whip URL") }
+            guard !tos.isEmpty else { throw UsageError("missing --to HOST:PORT (or --whip URL)") }
+        }
         guard tos.count <= 16 else { throw UsageError("at most 16 --to (receivers) in one relayed session") }
         if o.has("no-audio") && o.has("no-video") { throw UsageError("--no-audio and --no-video together leave nothing to send") }
         var destinations: [SocketAddress] = []
         for to in tos { destinations.append(try CommonOptions.address(to, option: "to")) }
+        if whipURL != nil { destinations = [try CommonOptions.address("127.0.0.1:9", option: "to")] } // replaced by the answer's
         let suite = try CommonOptions.suite(o)
         var pc = PublisherConfig(destination: destinations[0], key: try CommonOptions.key(o, suite: suite))
         try CommonOptions.apply(o, to: &pc, relayed: destinations.count > 1)
@@ -51,7 +64,39 @@ enum PublishCommand {
         var sampler = ProcessVitals()
         var previousEncode: [Int64] = []
         var publishers: [Publisher] = []
-        for d in destinations {
+        var whip: WHIPConnection?
+        // Every way out after the server made a session DELETEs it (RFC 9725 §4.3).
+        defer { if let w = whip, let e = w.end() { Output.err("warning: could not end the WHIP session: \(e)\n") } }
+        if let url = whipURL {
+            let token = o.value("token") ?? getenv("PUBBOT_WHIP_TOKEN").map { String(cString: $0) }
+            if !o.has("cname") {
+                // RFC 7022 §4.2: a random CNAME per session, 16 characters as libwebrtc makes it. (The
+                // length matters in practice: aiortc 1.16's SDES parser, rtp.py RtcpSdesPacket.parse,
+                // skips only two bytes after a chunk's items, which is right for a 16-byte CNAME and
+                // loses the whole compound otherwise.)
+                pc.cname = WHIPConnection.randomICEString(16)
+            }
+            var options = WHIPOptions(endpoint: url, token: token)
+            options.iceServers = o.all("ice-server")
+            options.interface = o.value("ice-interface")
+            Output.err("WHIP: offering to \(url)\n")
+            do {
+                let certificate = try DTLSCertificate()
+                let w = try WHIPConnection.open(options, base: pc, certificate: certificate, sleep: { Clock.sleep(micros: $0) })
+                whip = w
+                destinations = [w.config.destination]
+                pc = w.config
+                publishers.append(try Publisher(config: w.config, socket: w.socket, webrtc: (w.transport, w.local)))
+                Output.err("WHIP session \(w.resource.resourceURL): " + w.summary.map { "\($0.0) \($0.1)" }.joined(separator: ", ") + "\n")
+            } catch let e as WHIPConnectError {
+                Output.err("Error: \(e)\n")
+                return 2
+            } catch {
+                Output.err("Error: \(error)\n")
+                return 2
+            }
+        }
+        for d in destinations where whip == nil {
             var c = pc
             c.destination = d
             do { publishers.append(try Publisher(config: c)) } catch {
@@ -90,9 +135,10 @@ enum PublishCommand {
         for publisher in publishers { publisher.start() }
         vitals?.startSession()
         _ = sampler.sample()
-        for (d, publisher) in zip(destinations, publishers) {
+        for (d, publisher) in zip(destinations, publishers) where whip == nil {
             Output.err("publishing to \(d)\(pc.bundle ? " (bundle)" : " (one port per stream)") from \(publisher.localAddress); Ctrl-C to stop\n")
         }
+        var announcedConnection = false
         let relayed = publishers.count > 1
         let rtcStatsPath = o.value("rtc-stats")
         func writeRTCStats() {
@@ -109,6 +155,11 @@ enum PublishCommand {
             Clock.sleep(micros: 100_000)
             let snaps = publishers.map { $0.snapshot() }
             if Signals.takeReportRequest() { writeRTCStats() }
+            if whip != nil, !announcedConnection, let t = snaps[0].network.transport, t.srtpCipher != nil {
+                announcedConnection = true
+                Output.endProgress()
+                Output.err("connected: ICE \(t.iceDurationMs ?? 0) ms (\(t.localCandidateType ?? "?") \(t.localAddress ?? "?") → \(t.remoteCandidateType ?? "?") \(t.remoteAddress ?? "?")), DTLS \(t.dtlsDurationMs ?? 0) ms, \(t.srtpCipher!); Ctrl-C to stop\n")
+            }
             if let (stream, interval) = stats, Clock.monotonicMicros() >= nextStats {
                 stream.emit(zip(snaps, destinations).map { ($0, relayed ? $1.description : nil) })
                 if vitals != nil {
@@ -130,7 +181,8 @@ enum PublishCommand {
             let secs = max(0.001, Double(snaps[0].elapsedMicros) / 1e6)
             Output.screen(liveTable(snaps, destinations, seconds: secs, sent: sent, bytes: bytes))
             for (i, p) in snaps.enumerated() {
-                if pc.congestionControl && pc.bundle && !warnedNoFeedback.contains(i) && p.elapsedMicros > 3_000_000 && p.network.transportFeedbackReceived == 0 {
+                if pc.congestionControl && pc.bundle && pc.feedback == .transportCC && !warnedNoFeedback.contains(i) && p.elapsedMicros > 3_000_000
+                    && p.network.transportFeedbackReceived == 0 && (whip == nil || p.network.transport?.srtpCipher != nil) {
                     warnedNoFeedback.insert(i)
                     Output.endProgress()
                     Output.err("warning: no transport-cc feedback from \(destinations[i]) after 3 s: the estimate is backing off and upper layers stay off. If the receiver does not send transport-cc (ffmpeg, gst-launch), use --no-congestion-control\n")
@@ -165,7 +217,10 @@ enum PublishCommand {
                          ("estimate", p.network.estimate.map { .int(Int64($0.bitrate)) } ?? .null),
                          ("networkCondition", .string(p.network.networkCondition.rawValue)),
                          ("portUnreachable", .int(Int64(p.network.portUnreachable))),
-                         ("sendErrors", .int(Int64(p.network.sendErrors)))])
+                         ("sendErrors", .int(Int64(p.network.sendErrors)))]
+                        + (whip.map { w in [("whip", JSONValue.object([("resource", .string(w.resource.resourceURL)),
+                                                                       ("negotiated", .object(w.summary.map { ($0.0, .string($0.1)) }))]
+                                                                      + (p.network.transport.map { TransportFields.json($0, rttMillis: nil) } ?? [])))] } ?? []))
             }
             var fields: [(String, JSONValue)] = [("type", .string("summary")), ("command", .string("publish"))]
             if relayed { fields.append(("connections", .array(docs))) } else if case let .object(f) = docs[0] { fields += f.filter { $0.0 != "to" } }
@@ -177,6 +232,10 @@ enum PublishCommand {
             }
         }
         if let e = snaps.compactMap(\.media.error).first { Output.err("Error: encoder failed: \(e)\n"); return 2 }
+        if let failure = snaps.compactMap(\.network.transport?.failure).first {
+            Output.err("Error: \(failure)\n")
+            return 2
+        }
         return interrupted ? 130 : 0
     }
 

@@ -80,7 +80,7 @@ final class StatsStream {
                 ("networkConditionReason", .string(p.network.networkConditionReason.rawValue)),
                 ("roundTripTime", rtt.map { .double(($0 * 10).rounded() / 10) } ?? .null),
                 ("packetLoss", p.network.estimate.map { .double($0.lossFraction) } ?? .null),
-            ])
+            ] + (p.network.transport.map { TransportFields.json($0, rttMillis: rtt) } ?? []))
             let link: JSONValue = .object([("transport", transport)] + ids)
             linkElements.append(link)
             for e in p.network.events where e.number > (lastEvents[index] ?? 0) {
@@ -141,5 +141,23 @@ final class JSONLinesWriter {
             if n <= 0 { return }
             off += n
         }
+    }
+}
+
+/// The WebRTC transport's figures as W3C-shaped fields (`RTCIceTransport.state`,
+/// `RTCDtlsTransport.state`, `RTCTransportStats.srtpCipher`, the selected `RTCIceCandidatePair`)
+/// plus the time ICE and DTLS took.
+enum TransportFields {
+    static func json(_ t: TransportStatus, rttMillis: Double?) -> [(String, JSONValue)] {
+        let pair: JSONValue
+        if let lt = t.localCandidateType, let la = t.localAddress, let rt = t.remoteCandidateType, let ra = t.remoteAddress {
+            pair = .object([("localCandidateType", .string(lt)), ("localAddress", .string(la)), ("remoteCandidateType", .string(rt)),
+                            ("remoteAddress", .string(ra)), ("currentRoundTripTime", rttMillis.map { .double(($0 * 10).rounded() / 10000) } ?? .null)])
+        } else {
+            pair = .null
+        }
+        return [("iceState", .string(t.iceState)), ("dtlsState", .string(t.dtlsState)), ("srtpCipher", t.srtpCipher.map { .string($0) } ?? .null),
+                ("iceDurationMs", t.iceDurationMs.map { .int(Int64($0)) } ?? .null), ("dtlsDurationMs", t.dtlsDurationMs.map { .int(Int64($0)) } ?? .null),
+                ("selectedCandidatePair", pair), ("transportFailure", t.failure.map { .string($0) } ?? .null)]
     }
 }

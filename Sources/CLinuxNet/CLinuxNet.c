@@ -118,6 +118,16 @@ int clinux_local_addr(int fd, clinux_addr *out) {
 
 int clinux_close(int fd) { return close(fd) == 0 ? 0 : -errno; }
 
+int clinux_route_source(const clinux_addr *dst, clinux_addr *out) {
+    int family = ((const struct sockaddr *)dst->storage)->sa_family;
+    int fd = socket(family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -errno;
+    /* connect() on UDP sends nothing: it only asks the routing table for the source address. */
+    int rc = connect(fd, (const struct sockaddr *)dst->storage, dst->length) == 0 ? clinux_local_addr(fd, out) : -errno;
+    close(fd);
+    return rc;
+}
+
 /* Sends m prepared messages with as many sendmmsg calls as it takes; message k carries count[k]
    datagrams (1 each when count is NULL). Returns the datagrams sent, or -errno when none were. */
 static int send_messages(int fd, struct mmsghdr *msgs, int m, const int *count) {

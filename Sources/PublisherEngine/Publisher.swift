@@ -1,5 +1,7 @@
 public import Transport
 public import Stats
+public import WebRTC
+public import RTPCore
 import MediaCodecs
 import Platform
 
@@ -41,7 +43,19 @@ public final class Publisher: Sendable {
     public typealias StartError = EngineSetupError
 
     /// Prepares the streams and opens the socket (errors surface here, before any thread starts).
-    public init(config: PublisherConfig, bind: SocketAddress? = nil) throws(StartError) {
+    public convenience init(config: PublisherConfig, bind: SocketAddress? = nil) throws(StartError) {
+        let socket: UDPSocket
+        do {
+            if let bind { socket = try UDPSocket(bind: bind) } else { socket = try UDPSocket(for: config.destination) }
+        } catch { throw .socket(error) }
+        try self.init(config: config, socket: socket, webrtc: nil)
+    }
+
+    /// A WebRTC transport (ICE, DTLS) to run inside the session; media starts once it connects.
+    let webrtcHandoff: Handoff<(WebRTCTransport, STUNAddress)?>
+
+    /// A publisher on an open socket; with `webrtc`, ICE and DTLS run on it first (WHIP).
+    public init(config: PublisherConfig, socket: UDPSocket, webrtc: (WebRTCTransport, STUNAddress)?) throws(StartError) {
         var config = config
         if config.layers.isEmpty { config.sendVideo = false }
         self.config = config
@@ -51,12 +65,9 @@ public final class Publisher: Sendable {
         mediaCounters = Locked(MediaCounters(layers: config.layers.count))
         networkState = Locked(([], NetworkCounters()))
         startMicros = Locked(0)
-        let socket: UDPSocket
-        do {
-            if let bind { socket = try UDPSocket(bind: bind) } else { socket = try UDPSocket(for: config.destination) }
-        } catch { throw .socket(error) }
         localAddress = socket.localAddress
         socketHandoff = Handoff(socket)
+        webrtcHandoff = Handoff(webrtc)
         // Fail early on a key libsrtp2 refuses.
         do { _ = try SRTPSession(key: config.key, direction: .outbound) } catch { throw .srtp(error) }
     }
@@ -68,7 +79,7 @@ public final class Publisher: Sendable {
         let end = config.durationMicros.map { start + $0 }
         let config = self.config, plan = self.plan, control = self.control, mailbox = self.mailbox
         let mediaCounters = self.mediaCounters, networkState = self.networkState, handoff = self.socketHandoff
-        let mediaEnd = self.mediaEndMicros
+        let mediaEnd = self.mediaEndMicros, webrtc = self.webrtcHandoff
         let media = JoinableThread(name: "pubbot-media") {
             MediaLoop(config: config, control: control, mailbox: mailbox, counters: mediaCounters).run(startMicros: start, endMicros: end)
             mediaEnd.value = Clock.monotonicMicros()
@@ -76,7 +87,7 @@ public final class Publisher: Sendable {
         let network = JoinableThread(name: "pubbot-net") {
             do {
                 let loop = try PublisherSession(config: config, plan: plan, startMicros: start,
-                                           wallOffsetMicros: Clock.wallMicros() - Clock.monotonicMicros())
+                                           wallOffsetMicros: Clock.wallMicros() - Clock.monotonicMicros(), webrtc: webrtc.take())
                 loop.run(socket: SessionSocket(handoff.take()), mailbox: mailbox, control: control, published: networkState)
             } catch {
                 networkState.withLock { $0.1.lastError = "srtp: \(error)" }

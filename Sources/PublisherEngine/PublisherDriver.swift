@@ -77,5 +77,7 @@ extension PublisherSession {
         finish(now: Clock.monotonicMicros())
         socket.flush(self)
         published.withLock { $0 = statistics }
+        // The session may have ended by itself (its transport failed): the media side stops too.
+        control.requestStop()
     }
 }

@@ -202,6 +202,9 @@ public final class PublisherSession {
     func startMedia(now: Int64) {
         mediaStarted = true
         nextReport = now + 200_000
+        // A WebRTC receiver joins now: what the encoders made so far was never sent, so each layer
+        // starts with a key frame.
+        if webrtc != nil { for i in senders.indices { requestKeyFrame(i) } }
         estimator?.start(now: now)
         if let e = estimator?.estimate { apply(e, now: now) }
     }

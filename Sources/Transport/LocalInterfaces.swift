@@ -34,3 +34,15 @@ public enum LocalInterfaces {
         }
     }
 }
+
+extension SocketAddress {
+    /// The local address the kernel would send from to reach `self` (its routing table, as
+    /// `ip route get` shows; port 0). Nothing is sent.
+    public func routeSource() throws(SocketError) -> SocketAddress {
+        var dst = raw
+        var out = clinux_addr()
+        let rc = clinux_route_source(&dst, &out)
+        guard rc == 0 else { throw SocketError("no route to \(self)", errno: -rc) }
+        return SocketAddress(raw: out).withPort(0)
+    }
+}

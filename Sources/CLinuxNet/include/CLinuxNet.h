@@ -28,6 +28,8 @@ int clinux_udp_open(int family, int rcvbuf, int sndbuf);
 int clinux_bind(int fd, const clinux_addr *addr);
 int clinux_local_addr(int fd, clinux_addr *out);
 int clinux_close(int fd);
+/// The source address the kernel would use to reach dst (a UDP connect; nothing is sent).
+int clinux_route_source(const clinux_addr *dst, clinux_addr *out);
 
 /// Sends n datagrams to dst in as few sendmmsg calls as possible (n <= 64).
 /// Returns the number sent (may be < n on EAGAIN) or -errno when none could be sent.

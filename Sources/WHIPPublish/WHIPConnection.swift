@@ -1,0 +1,251 @@
+public import WHIP
+public import Signalling
+public import WebRTC
+public import ICE
+public import DTLS
+public import Transport
+public import PublisherEngine
+public import RTPCore
+import Crypto
+import Platform
+import MediaCodecs
+
+/// Why a WHIP publish could not start: one message a person can act on, never a secret.
+public struct WHIPConnectError: Error, CustomStringConvertible, Sendable {
+    public var description: String
+    public init(_ d: String) { description = d }
+}
+
+/// What the user asked for, for one WHIP connection.
+public struct WHIPOptions: Sendable {
+    public var endpoint: String
+    public var token: String?
+    /// `stun:HOST:PORT` servers for server-reflexive candidates (besides the endpoint's Link headers).
+    public var iceServers: [String] = []
+    /// Offer host candidates of this interface only.
+    public var interface: String?
+    public init(endpoint: String, token: String?) {
+        self.endpoint = endpoint
+        self.token = token
+    }
+}
+
+/// One WHIP publish set up (RFC 9725 §4.2): the socket and its host candidate, server-reflexive
+/// candidates from STUN servers, the offer POSTed, the answer applied to the publisher's
+/// configuration (payload types, extension IDs, RTX, simulcast, the feedback the server gives),
+/// and the sans-IO transport (ICE controlling, DTLS in the role the answer left) ready to run
+/// inside the publisher session. `end()` DELETEs the session.
+public final class WHIPConnection: @unchecked Sendable {
+    public let resource: WHIPSession
+    public let negotiated: NegotiatedSession
+    public let config: PublisherConfig
+    public let socket: UDPSocket
+    public let local: STUNAddress
+    public let transport: WebRTCTransport
+    /// What the answer decided, for the summary and stats (name → value, in order).
+    public let summary: [(String, String)]
+    let token: String?
+    var ended = false
+
+    /// Sets the connection up; blocks for the STUN queries (≤ 4 s) and the HTTP exchange.
+    public static func open(_ options: WHIPOptions, base: PublisherConfig, certificate: DTLSCertificate,
+                            sleep: (Int64) -> Void) throws(WHIPConnectError) -> WHIPConnection {
+        guard let (host, port) = endpointHostPort(options.endpoint) else {
+            throw WHIPConnectError("'\(options.endpoint)' is not an http:// or https:// URL")
+        }
+        let server: SocketAddress
+        do { server = try SocketAddress(host: host, port: port) } catch {
+            throw WHIPConnectError("cannot resolve the WHIP endpoint's host '\(host)': \(error)")
+        }
+        // The host candidate: the address the kernel routes toward the endpoint from, or the named
+        // interface's (one socket, one candidate: ICE then knows exactly where each datagram left from).
+        let bindAddress: SocketAddress
+        if let name = options.interface {
+            let addresses = LocalInterfaces.hostAddresses(interface: name, includeLoopback: true, ipv6: server.isIPv6)
+                .filter { ($0.ip.count == 16) == server.isIPv6 }
+            guard let a = addresses.first, let s = SocketAddress(STUNAddress(ip: a.ip, port: 0)) else {
+                throw WHIPConnectError("--ice-interface \(name): no usable \(server.isIPv6 ? "IPv6" : "IPv4") address on that interface")
+            }
+            bindAddress = s
+        } else {
+            do { bindAddress = try server.routeSource() } catch { throw WHIPConnectError("no route to the WHIP endpoint \(host): \(error)") }
+        }
+        let socket: UDPSocket
+        do { socket = try UDPSocket(bind: bindAddress) } catch { throw WHIPConnectError("cannot open the media socket: \(error)") }
+        guard let local = STUNAddress(socket.localAddress) else { throw WHIPConnectError("the media socket has no usable address") }
+        var candidates = [ICECandidate.host(local)]
+        var stunServers: [STUNAddress] = []
+        for s in options.iceServers {
+            guard s.hasPrefix("stun:") else { throw WHIPConnectError("--ice-server '\(s)': only stun:HOST:PORT servers are supported (TURN is not yet)") }
+            let hp = String(s.dropFirst(5))
+            guard let (h, p) = try? SocketAddress.split(hp.contains(":") ? hp : hp + ":3478"),
+                  let a = try? SocketAddress(host: h, port: p), let sa = STUNAddress(a) else {
+                throw WHIPConnectError("--ice-server '\(s)': cannot resolve it (stun:HOST:PORT)")
+            }
+            stunServers.append(sa)
+        }
+        candidates += gatherReflexive(socket: socket, host: candidates[0], servers: stunServers)
+
+        let ufrag = randomICEString(8), password = randomICEString(24)
+        var offer = WHIPOffer(iceUfrag: ufrag, icePassword: password, fingerprint: certificate.sdpFingerprint, candidates: candidates)
+        offer.audio = base.sendAudio
+        offer.rids = base.sendVideo ? base.layers.map(\.rid) : []
+        offer.sessionID = UInt64(SecureRandom.uint32()) << 16 | 1
+        let resource: WHIPSession
+        do { resource = try WHIPClient.publish(endpoint: options.endpoint, offer: offer.sdp, token: options.token, sleep: sleep) } catch {
+            throw WHIPConnectError(error.description)
+        }
+        // From here on the server holds a session: end it whatever goes wrong next.
+        func refuse(_ message: String) -> WHIPConnectError {
+            _ = try? WHIPClient.delete(resource, token: options.token)
+            return WHIPConnectError(message)
+        }
+        let n: NegotiatedSession
+        do { n = try NegotiatedSession.from(answer: resource.answer, offer: offer) } catch { throw refuse(error.description) }
+        guard n.audio != nil || n.video != nil else {
+            throw refuse("the answer accepts neither Opus audio nor VP8 video (no common codec): nothing to publish")
+        }
+        var c = base
+        var summary: [(String, String)] = []
+        c.sendAudio = base.sendAudio && n.audio != nil
+        c.sendVideo = base.sendVideo && n.video != nil
+        if let a = n.audio {
+            c.audioPayloadType = a.payloadType
+            c.audioExtensions = RTPExtensionIDs(negotiated: a.extensions)
+            summary.append(("audio", "opus/\(a.payloadType)"))
+        } else if base.sendAudio { summary.append(("audio", "rejected by the answer")) }
+        if let v = n.video {
+            c.videoPayloadType = v.payloadType
+            c.videoExtensions = RTPExtensionIDs(negotiated: v.extensions)
+            c.rtx = v.rtxPayloadType != nil
+            if let r = v.rtxPayloadType { c.rtxPayloadType = r }
+            let accepted = v.simulcast ?? []
+            if accepted.count >= 2 {
+                c.layers = base.layers.filter { accepted.contains($0.rid) }
+                summary.append(("simulcast", accepted.joined(separator: ";")))
+            } else {
+                // Simulcast refused: one encoding, the top layer, its rate down to the lowest
+                // layer's minimum as the estimate requires (what a browser sends without simulcast).
+                var top = base.layers.last!
+                top.minBitrate = base.layers.first!.minBitrate
+                c.layers = [top]
+                c.sendRIDs = accepted.count == 1
+                summary.append(("simulcast", "refused: one encoding \(top.width)x\(top.height)"))
+            }
+            summary.append(("video", "VP8/\(v.payloadType)" + (v.rtxPayloadType.map { " rtx/\($0)" } ?? " no rtx")))
+        } else if base.sendVideo { summary.append(("video", "rejected by the answer")) }
+        let streams = [n.audio, n.video].compactMap { $0 }
+        let transportCC = streams.contains(where: \.transportCC) && (c.videoExtensions.transportSequence != nil || c.audioExtensions.transportSequence != nil)
+        if transportCC {
+            c.feedback = .transportCC
+        } else {
+            // Without transport-cc the packets carry no transport-wide sequence numbers.
+            c.audioExtensions.transportSequence = nil
+            c.videoExtensions.transportSequence = nil
+            c.feedback = streams.contains(where: \.remb) ? .remb : .lossOnly
+        }
+        summary.append(("congestionControl", c.feedback.rawValue))
+        summary.append(("iceLite", n.iceLite ? "yes" : "no"))
+        summary.append(("dtlsRole", n.dtlsServer ? "server (answer setup:active)" : "client (answer setup:passive)"))
+
+        let remotes = n.candidates.filter { $0.address.ip.count == local.ip.count }
+        guard let first = remotes.first, let destination = SocketAddress(first.address) else {
+            throw refuse("the answer has no ICE candidate pubbot can reach from \(local.ipText) (trickle ICE by PATCH is not supported)")
+        }
+        c.destination = destination
+        c.bundle = true
+        guard let fingerprint = DTLSCertificate.parseFingerprint(n.fingerprint) else { throw refuse("the answer's a=fingerprint is malformed") }
+        let seed = SecureRandom.bytes(8).reduce(0) { $0 << 8 | UInt64($1) }
+        let ice = ICEAgent(role: .controlling, local: .init(ufrag: ufrag, password: password), remote: .init(ufrag: n.iceUfrag, password: n.icePassword),
+                           tieBreaker: seed ^ 0x5A5A_5A5A, seed: seed, hmacSHA1: { Crypto.hmacSHA1(key: $0, data: $1) })
+        for cand in candidates { ice.addLocal(cand) }
+        for r in remotes { ice.addRemote(r) }
+        let dtls: DTLSEndpoint
+        do { dtls = try DTLSEndpoint(role: n.dtlsServer ? .server : .client, certificate: certificate, remoteFingerprint: fingerprint) } catch {
+            throw refuse(error.description)
+        }
+        return WHIPConnection(resource: resource, negotiated: n, config: c, socket: socket, local: local,
+                              transport: WebRTCTransport(ice: ice, dtls: dtls), summary: summary, token: options.token)
+    }
+
+    init(resource: WHIPSession, negotiated: NegotiatedSession, config: PublisherConfig, socket: UDPSocket, local: STUNAddress,
+         transport: WebRTCTransport, summary: [(String, String)], token: String?) {
+        self.resource = resource
+        self.negotiated = negotiated
+        self.config = config
+        self.socket = socket
+        self.local = local
+        self.transport = transport
+        self.summary = summary
+        self.token = token
+    }
+
+    /// Ends the session on the server (DELETE, RFC 9725 §4.3); once. Returns the failure, if any.
+    @discardableResult
+    public func end() -> WHIPError? {
+        guard !ended else { return nil }
+        ended = true
+        do { try WHIPClient.delete(resource, token: token) } catch { return error }
+        return nil
+    }
+
+    /// `http(s)://host[:port]/…` → host and port (IPv6 in brackets).
+    static func endpointHostPort(_ url: String) -> (String, Int)? {
+        let lower = url.lowercased()
+        let https = lower.hasPrefix("https://")
+        guard https || lower.hasPrefix("http://") else { return nil }
+        let rest = url.dropFirst(https ? 8 : 7)
+        var authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        guard !authority.isEmpty else { return nil }
+        var port = https ? 443 : 80
+        var host = authority
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { return nil }
+            host = authority[authority.index(after: authority.startIndex)..<close]
+            let after = authority[authority.index(after: close)...]
+            if after.hasPrefix(":") { guard let p = Int(after.dropFirst()), (1...65535).contains(p) else { return nil }; port = p }
+        } else if let colon = authority.lastIndex(of: ":") {
+            guard let p = Int(authority[authority.index(after: colon)...]), (1...65535).contains(p) else { return nil }
+            port = p
+            host = authority[..<colon]
+        }
+        return host.isEmpty ? nil : (String(host), port)
+    }
+
+    /// ICE credentials (RFC 8839 §5.4: ice-char = ALPHA / DIGIT / "+" / "/").
+    public static func randomICEString(_ n: Int) -> String {
+        let chars = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+        return String(SecureRandom.bytes(n).map { chars[Int($0) & 63] })
+    }
+
+    /// Server-reflexive candidates: the gatherer's Binding requests on the media socket itself (so
+    /// the mapping is the one media will use), for at most ~4 s.
+    static func gatherReflexive(socket: UDPSocket, host: ICECandidate, servers: [STUNAddress]) -> [ICECandidate] {
+        guard !servers.isEmpty else { return [] }
+        let seed = SecureRandom.bytes(8).reduce(0) { $0 << 8 | UInt64($1) }
+        let g = ICEGatherer(hosts: [host], servers: servers, seed: seed)
+        let batch = PacketBatch(capacity: 8)
+        var found: [ICECandidate] = []
+        let deadline = Clock.monotonicMicros() + 4_500_000
+        while !g.isDone && Clock.monotonicMicros() < deadline {
+            let now = Clock.monotonicMicros()
+            let wake = g.step(now: now) ?? now + 50_000
+            while let t = g.pollTransmit() {
+                if let to = SocketAddress(t.to) { t.bytes.withUnsafeBytes { try? socket.send($0, to: to) } }
+            }
+            _ = socket.wait(timeoutMicros: max(0, min(wake, deadline) - Clock.monotonicMicros()))
+            if let n = try? socket.receive(into: batch) {
+                for i in 0..<n {
+                    guard let from = batch.source(i).flatMap(STUNAddress.init) else { continue }
+                    let b = [UInt8](UnsafeRawBufferPointer(batch.packet(i)))
+                    _ = g.handle(b, from: from, to: host.address, now: Clock.monotonicMicros())
+                }
+            }
+            while let r = g.pollResult() {
+                if case let .reflexive(c, _, _, redundant, _) = r, !redundant, !found.contains(c) { found.append(c) }
+            }
+        }
+        return found
+    }
+}
