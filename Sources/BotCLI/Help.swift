@@ -26,7 +26,7 @@ enum Help {
 
     static func usage(_ command: String?) -> String {
         switch command {
-        case "publish": "Usage: pubbot publish --to HOST:PORT [--key B64] [--srtp-suite aes-cm|gcm] [--sdp-out FILE] [--no-bundle] [--duration D] [--layers LADDER] [--no-audio | --no-video] [--fps N] [--temporal-layers L1T1|L1T2|L1T3] [--keyframe-interval D] [--no-congestion-control] [--stats FILE|-] [--json]"
+        case "publish": "Usage: pubbot publish (--to HOST:PORT [--key B64] | --whip URL [--token T] [--ice-server stun:HOST:PORT] [--ice-interface IF]) [--srtp-suite aes-cm|gcm] [--sdp-out FILE] [--no-bundle] [--duration D] [--layers LADDER] [--no-audio | --no-video] [--fps N] [--temporal-layers L1T1|L1T2|L1T3] [--keyframe-interval D] [--no-congestion-control] [--stats FILE|-] [--json]"
         case "receive": "Usage: pubbot receive --listen HOST:PORT (--key B64 | --sdp FILE) [--impair SPEC] [--downlink-impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--no-decode | --decode-publishers N] [--max-publishers N] [--stats FILE|-] [--json]"
         case "preflight": "Usage: pubbot preflight [--to HOST:PORT --key KEY | --sdp FILE] [--impair SPEC] [--require TIER] [--duration D] [--json] [--junit FILE] [--stats FILE|-] [--verdict-thresholds LIST] [media options]"
         case "load": "Usage: pubbot load [--to HOST:PORT… --key B64 | --rooms M] [--bots N] [--duration D] [--ramp D] [--loops N] [--impair SPEC] [--require LIST] [--report FILE] [--shard I/N] [--media DIR | --encode [--layers LADDER]] [--srtp-suite aes-cm|gcm] [--json]"
@@ -47,8 +47,20 @@ enum Help {
         rtcp-mux and MID/RID header extensions; --no-bundle sends audio to PORT and video layer i
         to PORT+2(i+1), RTCP on the next port up, so that `ffmpeg -i x.sdp` can open it.
 
+        With --whip URL it publishes to a WebRTC server instead (WHIP, RFC 9725): the offer is
+        POSTed, ICE (full agent, controlling) and DTLS-SRTP run on the media socket, and the answer
+        decides payload types, header-extension IDs, RTX, simulcast (refused: one encoding) and
+        the congestion control (transport-cc, else REMB, else receiver-report loss). The session
+        is DELETEd on every way out. Exit 2 with one message if the server refuses, ICE or DTLS
+        fail, or consent is lost.
+
         Options:
-          --to HOST:PORT            destination (required)
+          --to HOST:PORT            destination (SDES-SRTP; repeat for a relayed session)
+          --whip URL                WHIP endpoint (http:// or https://)
+          --token TOKEN             WHIP bearer token (or PUBBOT_WHIP_TOKEN; never printed)
+          --ice-server stun:H:P     STUN server for a server-reflexive candidate (repeatable)
+          --ice-interface NAME      offer this interface's address (default: the one routed
+                                    toward the endpoint)
           --key B64                 SRTP master key‖salt, base64 (default: a random key per run)
           --srtp-suite SUITE        aes-cm (AES_CM_128_HMAC_SHA1_80, default) or gcm (AEAD_AES_128_GCM)
           --sdp-out FILE            write an SDP describing exactly what is sent (contains the key)
@@ -60,7 +72,7 @@ enum Help {
           --temporal-layers MODE    L1T1 (default), L1T2 or L1T3 on every layer
           --keyframe-interval D     automatic key frames every D (default: only at start)
           --no-audio / --no-video   send only one kind of media
-          --cname NAME              RTCP CNAME (default pubbot)
+          --cname NAME              RTCP CNAME (default pubbot; with --whip a random one)
           --rtc-stats FILE          write a W3C webrtc-stats report (JSON) at the end, and on SIGUSR1
           --sender-stats            send the sender-side stats track (RTCP APP "SSTS")
           --audio-fallback          drop video while the network condition is critical

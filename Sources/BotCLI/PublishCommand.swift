@@ -30,11 +30,14 @@ enum PublishCommand {
         let whipURL = o.value("whip")
         if whipURL != nil {
             guard tos.isEmpty else { throw UsageError("--whip and --to exclude each other (WHIP negotiates where media goes)") }
-            for flag in ["key", "sdp-out", "no-bundle", "srtp-suite"] where o.has(flag) {
+            guard let u = whipURL, u.lowercased().hasPrefix("http://") || u.lowercased().hasPrefix("https://"), u.count > 8 else {
+                throw UsageError("invalid --whip '\(whipURL!)' (an http:// or https:// URL of a WHIP endpoint)")
+            }
+            for flag in ["key", "sdp-out", "no-bundle", "srtp-suite"] where o.has(flag) || o.value(flag) != nil {
                 throw UsageError("--\(flag) is for SDES publishing (--to); with --whip the keys come from DTLS and everything is bundled")
             }
         } else {
-            for flag in ["token", "ice-server", "ice-interface"] where o.has(flag) { throw UsageError("--\(flag) needs --whip URL") }
+            for flag in ["token", "ice-server", "ice-interface"] where o.value(flag) != nil { throw UsageError("--\(flag) needs --whip URL") }
             guard !tos.isEmpty else { throw UsageError("missing --to HOST:PORT (or --whip URL)") }
         }
         guard tos.count <= 16 else { throw UsageError("at most 16 --to (receivers) in one relayed session") }

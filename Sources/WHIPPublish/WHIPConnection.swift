@@ -1,7 +1,7 @@
 public import WHIP
 public import Signalling
 public import WebRTC
-public import ICE
+import ICE
 public import DTLS
 public import Transport
 public import PublisherEngine
