@@ -23,6 +23,10 @@ public struct BitrateAllocator: Sendable {
     public var audioBitrate: Int
     public var layers: [LayerLimits]
     public private(set) var active: [Bool]
+    /// Simulcast refused (one RTP stream): the whole budget goes to the one best layer it carries —
+    /// the highest whose minimum fits (× 1.2 to move up) — and every other layer is off. What a
+    /// single-encoding sender does by scaling its resolution to the bandwidth.
+    public var singleEncoding = false
 
     public init(audioBitrate: Int, layers: [LayerLimits]) {
         self.audioBitrate = audioBitrate
@@ -58,6 +62,18 @@ public struct BitrateAllocator: Sendable {
         let audio = min(audioBitrate, max(0, available))
         var left = max(0, available - audio)
         var out = [Int](repeating: 0, count: layers.count)
+        if singleEncoding && !layers.isEmpty {
+            var chosen = 0
+            for i in layers.indices.reversed() {
+                let needed = active[i] ? layers[i].min : Int(Double(layers[i].min) * Self.resumeHysteresis)
+                if left >= needed { chosen = i; break }
+            }
+            out[chosen] = max(layers[chosen].min, min(left, layers[chosen].max))
+            active = layers.indices.map { $0 == chosen }
+            // Layers above the chosen one are off for lack of bandwidth; those below are simply not used.
+            let limited = layers.indices.map { $0 > chosen || ($0 == chosen && out[$0] < layers[$0].target) }
+            return Allocation(audio: audio, layers: out, bandwidthLimited: limited)
+        }
         var lastActive = -1
         for (i, l) in layers.enumerated() {
             let needed = active[i] ? l.min : Int(Double(l.min) * Self.resumeHysteresis)

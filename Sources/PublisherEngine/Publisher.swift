@@ -122,8 +122,9 @@ public final class Publisher: Sendable {
                 if out[i].qualityLimitationReason == "none" && layer < lateChanged.count && now - lateChanged[layer] < 2_000_000 {
                     out[i].qualityLimitationReason = "cpu"
                 }
-                out[i].framesEncoded = m.framesEncoded[layer]
-                out[i].targetBitrate = control.currentTargets()[layer]
+                // One stream for every layer when simulcast was refused: all their frames.
+                out[i].framesEncoded = config.singleEncoding ? m.framesEncoded.reduce(0, +) : m.framesEncoded[layer]
+                out[i].targetBitrate = config.singleEncoding ? control.currentTargets().max() ?? 0 : control.currentTargets()[layer]
             }
         }
         let s = startMicros.value, e = mediaEndMicros.value

@@ -34,6 +34,9 @@ public struct PublisherConfig: Sendable {
     public var rtx = true
     /// Tag each simulcast layer with its RID (BUNDLE only); off when simulcast was refused.
     public var sendRIDs = true
+    /// Simulcast refused: one video RTP stream carrying the best layer the estimate allows (the
+    /// encoders of the others pause); switches happen on the new layer's key frame.
+    public var singleEncoding = false
     /// Header-extension IDs per kind (the answer's numbers in a WebRTC session).
     public var audioExtensions = RTPExtensionIDs.standard
     public var videoExtensions = RTPExtensionIDs.standard

@@ -8,8 +8,22 @@ extension PublisherSession {
     /// Packetizes one frame into arena slots and queues them in the pacer.
     public func sendVideo(_ frame: EncodedVideoFrame) {
         guard mediaStarted else { counters.framesBeforeConnected += 1; return }
-        guard frame.layer < videoIndex.count else { return }
-        let idx = videoIndex[frame.layer]
+        let idx: Int
+        if config.singleEncoding {
+            guard let only = videoIndex.first, frame.layer < config.layers.count else { return }
+            if frame.layer != singleActive {
+                // Another layer goes on the wire only from its key frame (a decoder can start there).
+                guard frame.layer == singleWanted && frame.isKeyFrame else { return }
+                singleActive = frame.layer
+                let l = config.layers[frame.layer]
+                senders[only].stats.width = l.width
+                senders[only].stats.height = l.height
+            }
+            idx = only
+        } else {
+            guard frame.layer < videoIndex.count else { return }
+            idx = videoIndex[frame.layer]
+        }
         var s = senders[idx]
         defer { senders[idx] = s }
         var d = VP8PayloadDescriptor(pictureID: s.pictureID)

@@ -106,7 +106,8 @@ extension PublisherSession {
     /// Key frames on PLI/FIR, at most one per layer per 500 ms (repeated requests while one is
     /// on its way would only multiply key frames).
     func requestKeyFrame(_ senderIndex: Int) {
-        guard let layer = senders[senderIndex].plan.layer else { return }
+        guard var layer = senders[senderIndex].plan.layer else { return }
+        if config.singleEncoding { layer = singleActive >= 0 ? singleActive : singleWanted }
         let now = nowMicros
         if now - senders[senderIndex].lastKeyFrameRequestMicros < 500_000 { return }
         senders[senderIndex].lastKeyFrameRequestMicros = now

@@ -93,6 +93,10 @@ public final class PublisherSession {
     /// Where everything goes once the transport is connected (the selected pair's remote).
     var connectedRemote: SocketAddress?
     var mediaStarted = false
+    /// Single encoding: the layer the allocator wants and the one on the wire (it changes on the
+    /// wanted layer's key frame; -1 before the first).
+    var singleWanted = 0
+    var singleActive = -1
     /// What the session asks of its media source, oldest first, until `pollEvent` takes it.
     var events: [PublisherSessionEvent] = []
     var eventsHead = 0
@@ -173,6 +177,8 @@ public final class PublisherSession {
         allocator = BitrateAllocator(audioBitrate: config.sendAudio ? config.audioBitrate : 0,
                                      layers: layers.map { LayerLimits(min: $0.minBitrate, target: $0.targetBitrate, max: $0.maxBitrate) })
         appliedTargets = layers.map(\.targetBitrate)
+        allocator.singleEncoding = config.singleEncoding
+        singleWanted = max(0, layers.count - 1)
         scorer = NetworkConditionScorer(thresholds: config.conditionThresholds)
         pacer = Pacer(pacingRate: Int(2.5 * Double(allocator.totalMax)))
         if plan.bundle && config.congestionControl && !layers.isEmpty {
@@ -304,7 +310,8 @@ public final class PublisherSession {
         let loss = counters.estimate?.lossFraction ?? (counters.rtcpReceived > 0 ? rrLoss : nil)
         let a = counters.allocation
         let layers = appliedTargets.count
-        let active = a?.layers.filter { $0 > 0 }.count ?? layers
+        // Single encoding: one layer runs by design; the condition sees how far up the ladder it is.
+        let active = config.singleEncoding ? (a?.layers.lastIndex { $0 > 0 }).map { $0 + 1 } ?? layers : a?.layers.filter { $0 > 0 }.count ?? layers
         let atTarget = a.map { !$0.bandwidthLimited.enumerated().contains { $0.element && $0.offset < active } } ?? true
         let sample = TransportSample(micros: now, lossFraction: loss, estimate: counters.estimate?.bitrate ?? (estimator == nil ? nil : 0),
                                      desired: allocator.totalTarget, activeLayers: active, totalLayers: layers, layersAtTarget: atTarget,
@@ -363,9 +370,15 @@ public final class PublisherSession {
             appliedTargets[i] = bps
             events.append(.layerTarget(layer: i, bitrate: bps))
         }
-        for (i, idx) in videoIndex.enumerated() where i < a.layers.count {
-            senders[idx].stats.targetBitrate = a.layers[i]
-            senders[idx].stats.qualityLimitationReason = a.bandwidthLimited[i] ? "bandwidth" : "none"
+        if config.singleEncoding, let idx = videoIndex.first, let chosen = a.layers.lastIndex(where: { $0 > 0 }) {
+            singleWanted = chosen
+            senders[idx].stats.targetBitrate = a.layers[chosen]
+            senders[idx].stats.qualityLimitationReason = a.bandwidthLimited[chosen...].contains(true) ? "bandwidth" : "none"
+        } else {
+            for (i, idx) in videoIndex.enumerated() where i < a.layers.count {
+                senders[idx].stats.targetBitrate = a.layers[i]
+                senders[idx].stats.qualityLimitationReason = a.bandwidthLimited[i] ? "bandwidth" : "none"
+            }
         }
         pacer.pacingRate = Int(2.5 * Double(max(e.bitrate, allocator.audioBitrate)))
         if config.padToEstimate { pacer.paddingRate = e.bitrate }

@@ -62,7 +62,9 @@ public struct StreamPlan: Sendable {
             index += 1
         }
         if config.sendVideo {
-            for (i, l) in config.layers.enumerated() {
+            // One stream for all layers when simulcast was refused: it starts as the top layer.
+            let planned = config.singleEncoding ? Array(config.layers.enumerated().suffix(1)) : Array(config.layers.enumerated())
+            for (i, l) in planned {
                 let (d, r) = dest(index)
                 out.append(Stream(kind: .video, layer: i, ssrc: nextSSRC(), payloadType: config.videoPayloadType, clockRate: 90_000,
                                   mid: config.bundle ? (config.sendAudio ? "1" : "0") : String(index), rid: config.bundle && config.sendRIDs ? l.rid : nil, destination: d, rtcpDestination: r,

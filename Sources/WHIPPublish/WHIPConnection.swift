@@ -124,13 +124,11 @@ public final class WHIPConnection: @unchecked Sendable {
                 c.layers = base.layers.filter { accepted.contains($0.rid) }
                 summary.append(("simulcast", accepted.joined(separator: ";")))
             } else {
-                // Simulcast refused: one encoding, the top layer, its rate down to the lowest
-                // layer's minimum as the estimate requires (what a browser sends without simulcast).
-                var top = base.layers.last!
-                top.minBitrate = base.layers.first!.minBitrate
-                c.layers = [top]
+                // Simulcast refused: one RTP stream carrying the best layer the estimate allows.
+                c.layers = base.layers
+                c.singleEncoding = true
                 c.sendRIDs = accepted.count == 1
-                summary.append(("simulcast", "refused: one encoding \(top.width)x\(top.height)"))
+                summary.append(("simulcast", "refused: one encoding, the best of \(base.layers.map { "\($0.height)p" }.joined(separator: "/")) the estimate carries"))
             }
             summary.append(("video", "VP8/\(v.payloadType)" + (v.rtxPayloadType.map { " rtx/\($0)" } ?? " no rtx")))
         } else if base.sendVideo { summary.append(("video", "rejected by the answer")) }

@@ -56,9 +56,12 @@ import Crypto
                     nextAudio += 20_000
                 }
                 if frames && now >= nextVideo {
-                    session.handle(.video(EncodedVideoFrame(layer: 0, bytes: [0x10, 0x02, 0x00, 0x9D, 0x01, 0x2A, 0x40, 0x01, 0xB4, 0x00] + [UInt8](repeating: 7, count: 1500),
-                                                            isKeyFrame: true, width: 320, height: 180, frameNumber: frame, captureMicros: now,
-                                                            temporalID: nil, layerSync: false, encodeMicros: 0)))
+                    // Every layer the media side would encode (all key frames: any may start a switch).
+                    for (layer, l) in session.config.layers.enumerated() {
+                        session.handle(.video(EncodedVideoFrame(layer: layer, bytes: [0x10, 0x02, 0x00, 0x9D, 0x01, 0x2A, 0x40, 0x01, 0xB4, 0x00] + [UInt8](repeating: UInt8(layer), count: 1500),
+                                                                isKeyFrame: true, width: l.width, height: l.height, frameNumber: frame, captureMicros: now,
+                                                                temporalID: nil, layerSync: false, encodeMicros: 0)))
+                    }
                     frame += 1
                     nextVideo += 33_333
                 }
@@ -149,6 +152,55 @@ import Crypto
         rig.run(until: 1_500_000)
         let net = rig.session.statistics.1
         #expect(net.rembReceived == 1 && net.estimate?.bitrate == 150_000, "\(String(describing: net.estimate))")
+    }
+
+    /// Simulcast refused: one SSRC, no RID, carrying the best layer the estimate allows — the
+    /// REMB at 300 kbps carries 360p, not 720p; at 100 kbps only 180p.
+    @Test func singleEncodingFollowsTheEstimate() throws {
+        var rig = try Rig { c in
+            c.layers = VideoLayerConfig.ladder(top: 1280, 720)
+            c.singleEncoding = true
+            c.sendRIDs = false
+            c.feedback = .remb
+        }
+        var tx: SRTPSession?
+        func remb(_ bps: UInt64) throws {
+            // One SRTCP context for the run (a new one would repeat SRTCP indices: replays).
+            if tx == nil { tx = try SRTPSession(key: try #require(rig.serverKeys).send, direction: .outbound) }
+            let tx = tx!
+            var buffer = [UInt8](repeating: 0, count: 200)
+            let n = try buffer.withUnsafeMutableBytes { raw in
+                var w = ByteWriter(raw)
+                try ReceiverEstimatedMaxBitrate(senderSSRC: 1, bitrate: bps, ssrcs: [22]).write(to: &w)
+                return try tx.protectRTCP(raw.baseAddress!, length: w.count, capacity: raw.count)
+            }
+            rig.inFlight.append((rig.now, Array(buffer[0..<n]), false))
+        }
+        func layerOnTheWire(since: Int) throws -> (ssrcs: Set<UInt32>, fill: Set<UInt8>) {
+            let rx = try SRTPSession(key: try #require(rig.serverKeys).receive, direction: .inbound)
+            var ssrcs = Set<UInt32>(), fill = Set<UInt8>()
+            for var m in rig.media.dropFirst(since) where RTPDemux.classify(m.span) == .rtp {
+                guard let n = try? m.withUnsafeMutableBytes({ try rx.unprotectRTP($0.baseAddress!, length: $0.count) }) else { continue }
+                let h = try RTPHeader.parse(m.span.extracting(0..<n))
+                if h.payloadType == 96 && h.payloadRange.count > 100 { ssrcs.insert(h.ssrc); fill.insert(m[h.payloadRange.upperBound - 1]) }
+            }
+            return (ssrcs, fill)
+        }
+        rig.run(until: 500_000)
+        try remb(300_000)
+        rig.run(until: 1_500_000)
+        var mark = rig.media.count
+        rig.run(until: 2_500_000)
+        let mid = try layerOnTheWire(since: mark)
+        #expect(mid.ssrcs.count == 1 && mid.fill == [1], "360p is layer 1: \(mid)")
+        #expect(rig.session.statistics.0.first { $0.kind == .video }?.height == 360)
+        try remb(100_000)
+        rig.run(until: 3_500_000)
+        mark = rig.media.count
+        rig.run(until: 4_500_000)
+        let low = try layerOnTheWire(since: mark)
+        #expect(low.ssrcs == mid.ssrcs && low.fill == [0], "180p is layer 0: \(low)")
+        #expect(rig.session.statistics.0.filter { $0.kind == .video }.count == 1)
     }
 
     /// The server answers ICE but never DTLS: the session fails within the DTLS deadline and says
