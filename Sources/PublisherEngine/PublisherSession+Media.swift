@@ -13,7 +13,13 @@ extension PublisherSession {
             guard let only = videoIndex.first, frame.layer < config.layers.count else { return }
             if frame.layer != singleActive {
                 // Another layer goes on the wire only from its key frame (a decoder can start there).
-                guard frame.layer == singleWanted && frame.isKeyFrame else { return }
+                guard frame.layer == singleWanted else { return }
+                guard frame.isKeyFrame else {
+                    // The wanted layer runs but its encoder was not asked for a key frame (it was
+                    // never paused, or the request was for another layer): ask now (throttled).
+                    requestKeyFrame(only)
+                    return
+                }
                 singleActive = frame.layer
                 let l = config.layers[frame.layer]
                 senders[only].stats.width = l.width

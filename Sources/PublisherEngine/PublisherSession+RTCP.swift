@@ -107,7 +107,8 @@ extension PublisherSession {
     /// on its way would only multiply key frames).
     func requestKeyFrame(_ senderIndex: Int) {
         guard var layer = senders[senderIndex].plan.layer else { return }
-        if config.singleEncoding { layer = singleActive >= 0 ? singleActive : singleWanted }
+        // Single encoding: the layer on the wire, or the one about to be (its key frame starts it).
+        if config.singleEncoding { layer = singleWanted }
         let now = nowMicros
         if now - senders[senderIndex].lastKeyFrameRequestMicros < 500_000 { return }
         senders[senderIndex].lastKeyFrameRequestMicros = now

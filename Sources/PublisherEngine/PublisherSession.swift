@@ -154,6 +154,7 @@ public final class PublisherSession {
         self.config = config
         self.webrtc = webrtc?.0
         webrtcLocal = webrtc?.1
+        mediaStarted = webrtc == nil // SDES: keys and destination are known from the start
         self.plan = plan
         events.reserveCapacity(16)
         random = SplitMix64(seed: config.seed &* 0x9E37_79B9_7F4A_7C15 &+ 0x5EED)
