@@ -46,7 +46,7 @@ let package = Package(
         .target(name: "MediaCodecs", dependencies: ["CVPX", "COpus"]),
         .target(name: "Transport", dependencies: ["CSRTP", "CLinuxNet", "RTPCore", "Platform"], swiftSettings: hot),
         .target(name: "PublisherEngine", dependencies: ["Platform", "RTPCore", "MediaCodecs", "Transport", "Stats", "Congestion", "WebRTC", "ICE"], swiftSettings: hot),
-        .target(name: "LoopbackReceiver", dependencies: ["Platform", "RTPCore", "MediaCodecs", "Transport", "Stats", "Impairment", "Congestion"]),
+        .target(name: "LoopbackReceiver", dependencies: ["Platform", "RTPCore", "MediaCodecs", "Transport", "Stats", "Impairment", "Congestion", "WebRTC", "ICE", "DTLS", "Crypto"]),
         // The pre-flight's driver: a real publisher (and the embedded receiver) sampled into the
         // sans-IO `PreflightProbe`, the verdict, the audio-only phase.
         .target(name: "PreflightRunner", dependencies: ["Platform", "Preflight", "PublisherEngine", "LoopbackReceiver", "Simulation"]),
@@ -56,7 +56,11 @@ let package = Package(
         .target(name: "Simulation", dependencies: ["PublisherEngine", "LoopbackReceiver", "MediaCodecs", "Transport", "Stats"]),
         // A WHIP publish set up: socket and candidates, the offer POSTed, the answer applied.
         .target(name: "WHIPPublish", dependencies: ["WHIP", "Signalling", "WebRTC", "ICE", "DTLS", "Crypto", "Transport", "PublisherEngine", "RTPCore", "Platform", "MediaCodecs"]),
-        .target(name: "BotCLI", dependencies: ["WHIPPublish", "DTLS", "Platform", "Fleet", "PreflightRunner", "PublisherEngine", "LoopbackReceiver", "Simulation", "Transport", "Stats", "RTPCore", "MediaCodecs", "Impairment", "Congestion", "Preflight"],
+        // pubbot's small HTTP/1.1 server (metrics, the WHIP endpoint of `receive --whip-listen`).
+        .target(name: "HTTPServer", dependencies: ["Platform"]),
+        // `receive --whip-listen`: the WHIP endpoint in front of the receiver.
+        .target(name: "WHIPEndpoint", dependencies: ["LoopbackReceiver", "HTTPServer", "Signalling", "DTLS", "ICE", "RTPCore", "Platform"]),
+        .target(name: "BotCLI", dependencies: ["WHIPEndpoint", "HTTPServer", "WHIPPublish", "DTLS", "Platform", "Fleet", "PreflightRunner", "PublisherEngine", "LoopbackReceiver", "Simulation", "Transport", "Stats", "RTPCore", "MediaCodecs", "Impairment", "Congestion", "Preflight"],
                 exclude: ["stats.schema.json", "preflight.schema.json", "load-report.schema.json"]), // output schemas, beside the code that emits them
         .executableTarget(name: "pubbot", dependencies: ["BotCLI"]),
         // Benchmarks (`scripts/bench`): the hot path against C baselines compiled here, with

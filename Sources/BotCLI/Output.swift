@@ -122,7 +122,7 @@ enum Report {
         .object([("authenticationFailed", .int(Int64(r.authenticationFailed))), ("replayed", .int(Int64(r.replayed))),
                  ("malformed", .int(Int64(r.malformed))), ("oversized", .int(Int64(r.oversized))),
                  ("unknownPayloadType", .int(Int64(r.unknownPayloadType))), ("notRTP", .int(Int64(r.notRTP))),
-                 ("ssrcCollision", .int(Int64(r.ssrcCollision)))])
+                 ("ssrcCollision", .int(Int64(r.ssrcCollision))), ("unknownSource", .int(Int64(r.unknownSource)))])
     }
 }
 

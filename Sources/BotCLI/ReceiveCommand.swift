@@ -6,20 +6,34 @@ import Transport
 import Stats
 import RTPCore
 import Platform
+import WHIPEndpoint
+import DTLS
+import ICE
 
 /// `pubbot receive`: decrypt, reassemble, decode and report.
 enum ReceiveCommand {
     static let spec = OptionSpec(options: ["listen": .value, "key": .value, "sdp": .value, "srtp-suite": .value, "duration": .value, "json": .flag,
                                            "impair": .value, "downlink-impair": .value, "stats": .value, "stats-interval": .value, "prefer": .value,
-                                           "no-decode": .flag, "max-publishers": .value, "decode-publishers": .value])
+                                           "no-decode": .flag, "max-publishers": .value, "decode-publishers": .value,
+                                           "whip-listen": .value, "token": .value])
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
         let o = try ParsedOptions.parse(args, spec: spec, command: "receive")
         if o.helpRequested { Output.out(Help.help("receive")! + "\n"); return 0 }
         Output.stdoutIsStats = o.value("stats") == "-"
         var listenText = o.value("listen")
+        let whipListen = o.value("whip-listen")
         let key: SRTPKey
-        if let path = o.value("sdp") {
+        if whipListen != nil {
+            // WebRTC: each publisher's keys come from its DTLS handshake.
+            for flag in ["key", "sdp", "listen", "srtp-suite"] where o.value(flag) != nil {
+                throw UsageError("--\(flag) is for SDES receiving; --whip-listen negotiates ICE, DTLS and keys per publisher")
+            }
+            key = .random(suite: .gcm)
+            listenText = whipListen
+        } else if o.value("token") != nil {
+            throw UsageError("--token needs --whip-listen HOST:PORT")
+        } else if let path = o.value("sdp") {
             if o.value("key") != nil { throw UsageError("give either --key or --sdp, not both") }
             guard let text = readFile(path) else { throw UsageError("cannot read the SDP file '\(path)'") }
             let sd: SessionDescription
@@ -33,7 +47,8 @@ enum ReceiveCommand {
             key = try CommonOptions.key(o, suite: try CommonOptions.suite(o))
         }
         guard let listenText else { throw UsageError("missing --listen HOST:PORT") }
-        let listen = try CommonOptions.address(listenText, option: "listen")
+        let listen = try CommonOptions.address(listenText, option: whipListen == nil ? "listen" : "whip-listen")
+        if whipListen != nil && (listen.isIPv6 || listen.host.contains(":")) { throw UsageError("--whip-listen takes an IPv4 HOST:PORT") }
         let duration = try o.value("duration").map { d throws(UsageError) in try ValueParsers.duration(d, option: "duration") }
 
         var rc = ReceiverConfig(listen: listen, key: key)
@@ -63,13 +78,49 @@ enum ReceiveCommand {
         }
         rc.downlinkImpairment = try o.value("downlink-impair").map { t throws(UsageError) in try ValueParsers.impairment(t, option: "downlink-impair") }
         let stats = try CommonOptions.statsWriter(o).map { (SubscriberStatsStream($0.0), $0.1) }
+        var endpoint: WHIPEndpoint?
+        defer { endpoint?.stop() }
+        var candidates: [ICECandidate] = []
+        if whipListen != nil {
+            // The media socket takes the same port number as the HTTP endpoint (UDP and TCP apart).
+            let ips = listen.host == "0.0.0.0" ? LocalInterfaces.hostAddresses(ipv6: false).map(\.ip) : [STUNAddress.parseIP(Substring(listen.host)) ?? []]
+            guard let first = ips.first, first.count == 4 else {
+                Output.err("Error: no IPv4 address to offer as an ICE candidate for \(listen.host)\n")
+                return 2
+            }
+            do {
+                let certificate = try DTLSCertificate()
+                candidates = ips.map { ICECandidate.host(STUNAddress(ip: $0, port: UInt16(listen.port))) }
+                rc.webrtc = WebRTCListenConfig(certificate: certificate, local: candidates[0].address)
+            } catch {
+                Output.err("Error: \(error)\n")
+                return 2
+            }
+        }
         let receiver: LoopbackReceiver
         do { receiver = try LoopbackReceiver(config: rc) } catch {
             Output.err("Error: \(error)\n")
             return 2
         }
+        if let w = rc.webrtc {
+            // Port 0: the media socket chose one; the endpoint and the candidates use it.
+            let port = receiver.localAddress.port
+            candidates = candidates.map { ICECandidate.host(STUNAddress(ip: $0.address.ip, port: UInt16(port))) }
+            do {
+                endpoint = try WHIPEndpoint(receiver: receiver, host: listen.host, port: port,
+                                            token: o.value("token") ?? getenv("PUBBOT_WHIP_TOKEN").map { String(cString: $0) },
+                                            certificate: w.certificate, candidates: candidates, maxSessions: rc.maxPublishers)
+            } catch {
+                Output.err("Error: \(error)\n")
+                return 2
+            }
+        }
         receiver.start()
-        Output.err("listening on \(receiver.localAddress); Ctrl-C to stop\n")
+        if whipListen != nil {
+            Output.err("WHIP endpoint http://\(listen.host):\(receiver.localAddress.port)/whip (media on UDP \(receiver.localAddress)); Ctrl-C to stop\n")
+        } else {
+            Output.err("listening on \(receiver.localAddress); Ctrl-C to stop\n")
+        }
         let start = Clock.monotonicMicros()
         var warned = false
         var firstAuthFailure: Int64?
@@ -158,7 +209,7 @@ enum ReceiveCommand {
         }
         var out = t.render()
         if r.rejected.total > 0 {
-            out += "rejected packets: \(r.rejected.total) (auth \(r.rejected.authenticationFailed), replayed \(r.rejected.replayed), malformed \(r.rejected.malformed), oversized \(r.rejected.oversized), unknown PT \(r.rejected.unknownPayloadType), not RTP \(r.rejected.notRTP), SSRC collision \(r.rejected.ssrcCollision))\n"
+            out += "rejected packets: \(r.rejected.total) (auth \(r.rejected.authenticationFailed), replayed \(r.rejected.replayed), malformed \(r.rejected.malformed), oversized \(r.rejected.oversized), unknown PT \(r.rejected.unknownPayloadType), not RTP \(r.rejected.notRTP), SSRC collision \(r.rejected.ssrcCollision), unknown source \(r.rejected.unknownSource))\n"
         }
         return out
     }

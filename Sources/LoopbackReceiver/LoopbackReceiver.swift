@@ -32,6 +32,8 @@ public struct ReceiverConfig: Sendable {
     /// and checked but not decoded (a fleet's video does not fit a small machine's decoders).
     public var decodedPublishers = Int.max
     public var maxStreams = 256
+    /// WebRTC publishers (WHIP): ICE-lite and DTLS on the socket, keys per publisher.
+    public var webrtc: WebRTCListenConfig?
 
     public init(listen: SocketAddress, key: SRTPKey) {
         self.listen = listen
@@ -46,6 +48,8 @@ public struct ReceiverSnapshot: Sendable, Equatable {
     /// (an index into `publishers`, parallel to `streams`).
     public var publishers: [SocketAddress] = []
     public var streamPublisher: [Int] = []
+    /// WebRTC publishers the endpoint answered, in order, and what became of each transport.
+    public var webrtcPublishers: [WebRTCPublisherState] = []
     /// Feedback answered by ICMP port unreachable (a publisher that has gone).
     public var feedbackUnreachable = 0
     /// Packets refused because `maxPublishers` or `maxStreams` was reached.
@@ -100,13 +104,29 @@ public final class LoopbackReceiver: Sendable {
     let state: Locked<ReceiverSnapshot>
     let stopFlag = Locked(false)
     let thread = Locked<JoinableThread?>(nil)
+    /// WHIP endpoint → receive thread: publishers to add and sessions to end.
+    let commands = Locked<[Command]>([])
+    enum Command: Sendable { case add(WebRTCPublisherSpec, seed: UInt64), remove(String) }
+
+    /// A publisher the WHIP endpoint answered (from the HTTP thread); the receive thread takes it
+    /// within a few milliseconds.
+    public func addPublisher(_ spec: WebRTCPublisherSpec) {
+        let seed = UInt64(SecureRandom.uint32()) << 32 | UInt64(SecureRandom.uint32())
+        commands.withLock { $0.append(.add(spec, seed: seed)) }
+    }
+
+    /// A WHIP DELETE: the publisher's transport is closed.
+    public func removePublisher(resource: String) { commands.withLock { $0.append(.remove(resource)) } }
 
     public typealias StartError = EngineSetupError
 
     public init(config: ReceiverConfig) throws(StartError) {
-        self.config = config
+        var config = config
         let socket: UDPSocket
         do { socket = try UDPSocket(bind: config.listen, receiveBuffer: 8 << 20) } catch { throw .socket(error) }
+        // Port 0 asked the kernel for one: the ICE candidate carries the port it gave.
+        if config.webrtc?.local.port == 0 { config.webrtc?.local.port = UInt16(socket.localAddress.port) }
+        self.config = config
         do { _ = try SRTPSession(key: config.key, direction: .inbound) } catch { throw .srtp(error) }
         localAddress = socket.localAddress
         socketHandoff = Handoff(socket)
@@ -114,13 +134,13 @@ public final class LoopbackReceiver: Sendable {
     }
 
     public func start() {
-        let config = self.config, handoff = socketHandoff, state = self.state, stopFlag = self.stopFlag
+        let config = self.config, handoff = socketHandoff, state = self.state, stopFlag = self.stopFlag, commands = self.commands
         let t = JoinableThread(name: "pubbot-recv") {
             do {
                 let start = Clock.monotonicMicros()
                 let session = try ReceiverSession(config: config, startMicros: start, wallOffsetMicros: Clock.wallMicros() - start,
                                                   seed: UInt64(SecureRandom.uint32()) << 32 | UInt64(SecureRandom.uint32()))
-                Self.run(session, socket: handoff.take(), state: state, stop: stopFlag)
+                Self.run(session, socket: handoff.take(), state: state, stop: stopFlag, commands: commands)
             } catch {
                 state.withLock { $0.lastError = "\(error)" }
             }
@@ -138,7 +158,7 @@ public final class LoopbackReceiver: Sendable {
     public func snapshot() -> ReceiverSnapshot { state.value }
 
     /// The receive thread: the driver of a `ReceiverSession` — socket, clock, publishing.
-    static func run(_ session: ReceiverSession, socket: UDPSocket, state: Locked<ReceiverSnapshot>, stop: Locked<Bool>) {
+    static func run(_ session: ReceiverSession, socket: UDPSocket, state: Locked<ReceiverSnapshot>, stop: Locked<Bool>, commands: Locked<[Command]>) {
         let batch = PacketBatch(capacity: 32)
         func read() {
             for _ in 0..<64 {
@@ -160,9 +180,15 @@ public final class LoopbackReceiver: Sendable {
         var wake = nextPublish
         while !stop.value {
             _ = socket.wait(timeoutMicros: max(0, min(wake, nextPublish) - Clock.monotonicMicros()))
+            for c in commands.withLock({ c -> [Command] in let taken = c; c = []; return taken }) {
+                switch c {
+                case let .add(spec, seed): session.addPublisher(spec, seed: seed)
+                case let .remove(resource): session.removePublisher(resource: resource)
+                }
+            }
             read()
             let now = Clock.monotonicMicros()
-            wake = session.step(now: now)
+            wake = min(session.step(now: now), now + 20_000)
             flush()
             if now >= nextPublish { let s = session.snapshot(final: false); state.withLock { $0 = s }; nextPublish = now + 100_000 }
         }

@@ -39,10 +39,17 @@ public final class ReceiverSession {
     var random: SplitMix64
     /// Wall clock − monotonic clock (fixed at start): wall times are `now + wallOffsetMicros`.
     let wallOffsetMicros: Int64
+    /// WebRTC (`--whip-listen`): the publishers the endpoint answered, found by our ICE ufrag
+    /// until their checks arrive, then by source address.
+    let webrtc: WebRTCListenConfig?
+    var rtcPeers: [WebRTCPeer] = []
+    var rtcPending: [String: WebRTCPeer] = [:]
+    var rtcByAddress: [SocketAddress: WebRTCPeer] = [:]
 
     public init(config: ReceiverConfig, startMicros: Int64, wallOffsetMicros: Int64, seed: UInt64) throws(SRTPError) {
         self.config = config
         self.wallOffsetMicros = wallOffsetMicros
+        webrtc = config.webrtc
         random = SplitMix64(seed: seed)
         ssrc = UInt32(truncatingIfNeeded: random.next()) | 1
         outBytes.reserveCapacity(64 * 1500)
@@ -71,6 +78,7 @@ public final class ReceiverSession {
         deliverDownlink(now: now)
         sendFeedback(now: now)
         var wake = now + 10_000
+        if webrtc != nil, let t = stepTransports(now: now) { wake = min(wake, t) }
         if let due = delayLine?.nextDue { wake = min(wake, due) }
         if let due = downlinkLine?.nextDue { wake = min(wake, due) }
         return max(now, wake)
@@ -85,6 +93,7 @@ public final class ReceiverSession {
         snap.streams = order.compactMap { streams[$0]?.stats }
         snap.streamPublisher = order.compactMap { streams[$0]?.peer }
         if snap.publishers.count != peers.count { snap.publishers = peers.map(\.address) }
+        if webrtc != nil { snap.webrtcPublishers = rtcPeers.map(\.state) }
         if let emulator { snap.impairment = emulator.counters; snap.impairment?.droppedByQueue += delayLine?.overflows ?? 0 }
         if let downlink { snap.downlinkImpairment = downlink.counters; snap.downlinkImpairment?.droppedByQueue += downlinkLine?.overflows ?? 0 }
         return snap
@@ -132,8 +141,8 @@ public final class ReceiverSession {
     /// The subscriber side: reassembly and decoding of a plain RTP packet (media or RTX).
     func subscriberReceive(_ p: UnsafeMutableRawPointer, length: Int, now: Int64, wall: Int64, peer: PeerSession) {
         let span = Span(_unsafeStart: p.assumingMemoryBound(to: UInt8.self), count: length)
-        guard let header = try? RTPHeader.parse(span), let ext = try? RTPExtensionValues.parse(span, header: header) else { return }
-        if config.rtxPayloadTypes.contains(header.payloadType) {
+        guard let header = try? RTPHeader.parse(span), let ext = try? RTPExtensionValues.parse(span, header: header, ids: peer.extensionIDs) else { return }
+        if (peer.rtxPayloadTypes ?? config.rtxPayloadTypes).contains(header.payloadType) {
             receiveRetransmission(header, ext, span, now: now, wall: wall, peer: peer)
         } else if let stream = streams[header.ssrc], stream.peer == peer.index {
             guard forwarded(stream) else { return }
@@ -178,13 +187,25 @@ public final class ReceiverSession {
 
     func handle(_ p: UnsafeMutableRawPointer, length len: Int, now: Int64, wall: Int64, from: SocketAddress?) {
         let bytes = p.assumingMemoryBound(to: UInt8.self)
+        // WebRTC: STUN and DTLS go to the publisher's transport; media is known by its source
+        // address (the selected pair) and unprotected with that publisher's DTLS keys.
+        var known: PeerSession?
+        var inbound = srtp
+        if webrtc != nil {
+            guard len > 0, let from else { snap.rejected.notRTP += 1; return }
+            let first = bytes[0]
+            if first <= 3 || (20...63).contains(first) { handleTransportDatagram(p, length: len, from: from, now: now); return }
+            guard let w = rtcByAddress[from], let peer = w.peer, let s = w.srtpIn else { snap.rejected.unknownSource += 1; return }
+            known = peer
+            inbound = s
+        }
         switch RTPDemux.classify(Span(_unsafeStart: bytes, count: len)) {
         case .other:
             snap.rejected.notRTP += 1
         case .rtcp:
             do {
-                let plain = try srtp.unprotectRTCP(p, length: len)
-                guard let peer = session(from) else { snap.refusedOverCapacity += 1; return }
+                let plain = try inbound.unprotectRTCP(p, length: len)
+                guard let peer = known ?? session(from) else { snap.refusedOverCapacity += 1; return }
                 var it = RTCPCompoundIterator()
                 let span = Span(_unsafeStart: bytes, count: plain)
                 while let packet = try it.next(in: span) {
@@ -213,27 +234,27 @@ public final class ReceiverSession {
             }
         case .rtp:
             let plain: Int
-            do { plain = try srtp.unprotectRTP(p, length: len) } catch { count(error); return }
+            do { plain = try inbound.unprotectRTP(p, length: len) } catch { count(error); return }
             let span = Span(_unsafeStart: bytes, count: plain)
             let header: RTPHeader
             let ext: RTPExtensionValues
             do {
                 header = try RTPHeader.parse(span)
-                ext = try RTPExtensionValues.parse(span, header: header)
+                ext = try RTPExtensionValues.parse(span, header: header, ids: known?.extensionIDs)
             } catch {
                 snap.rejected.malformed += 1
                 return
             }
-            guard let peer = session(from) else { snap.refusedOverCapacity += 1; return }
-            if config.rtxPayloadTypes.contains(header.payloadType) {
+            guard let peer = known ?? session(from) else { snap.refusedOverCapacity += 1; return }
+            if (peer.rtxPayloadTypes ?? config.rtxPayloadTypes).contains(header.payloadType) {
                 if let tw = ext.transportSequenceNumber { peer.feedback.onPacket(transportSequence: tw, arrivalMicros: now) }
                 snap.packetsAccepted += 1
                 forward(p, length: plain, now: now, wall: wall, peer: peer)
                 return
             }
             let kind: MediaKind
-            if config.videoPayloadTypes.contains(header.payloadType) { kind = .video }
-            else if config.audioPayloadTypes.contains(header.payloadType) { kind = .audio }
+            if (peer.videoPayloadTypes ?? config.videoPayloadTypes).contains(header.payloadType) { kind = .video }
+            else if (peer.audioPayloadTypes ?? config.audioPayloadTypes).contains(header.payloadType) { kind = .audio }
             else { snap.rejected.unknownPayloadType += 1; return }
             let stream: ReceiveStream
             if let s = streams[header.ssrc] {
@@ -293,7 +314,7 @@ public final class ReceiverSession {
             for id in peer.order.prefix(31) { if let b = streams[id]?.reportBlock(nowMicros: now) { blocks.append(b) } }
         }
         let ssrc = self.ssrc
-        let sent = sendRTCP(to: peer.address) { w throws(RTPWriteError) in
+        let sent = sendRTCP(to: peer) { w throws(RTPWriteError) in
             try ReceiverReport(ssrc: ssrc, reports: blocks).write(to: &w)
             if reportDue { try SourceDescription(chunks: [.init(ssrc: ssrc, cname: "pubbot-receiver")]).write(to: &w) }
             for id in plis { try PictureLossIndication(senderSSRC: ssrc, mediaSSRC: id).write(to: &w) }
@@ -303,7 +324,7 @@ public final class ReceiverSession {
 
     /// Writes one RTCP compound into an outbox slot, protects it and queues it for the publisher.
     @discardableResult
-    func sendRTCP(to peer: SocketAddress, _ write: (inout ByteWriter) throws(RTPWriteError) -> Void) -> Bool {
+    func sendRTCP(to peer: PeerSession, _ write: (inout ByteWriter) throws(RTPWriteError) -> Void) -> Bool {
         let slot = scratch.slot(0)
         var w = ByteWriter(UnsafeMutableRawBufferPointer(start: slot.baseAddress, count: PacketBatch.maxPacketSize))
         do throws(RTPWriteError) { try write(&w) } catch {
@@ -311,13 +332,13 @@ public final class ReceiverSession {
             return false
         }
         do {
-            let n = try srtpOut.protectRTCP(slot.baseAddress!, length: w.count, capacity: PacketBatch.slotSize)
+            let n = try (peer.srtpOut ?? srtpOut).protectRTCP(slot.baseAddress!, length: w.count, capacity: PacketBatch.slotSize)
             outBytes.append(contentsOf: UnsafeRawBufferPointer(start: slot.baseAddress, count: n))
         } catch {
             snap.lastError = "rtcp protect: \(error)"
             return false
         }
-        outPackets.append((outBytes.count, peer))
+        outPackets.append((outBytes.count, peer.address))
         snap.rtcpSent += 1
         return true
     }
@@ -341,7 +362,7 @@ public final class ReceiverSession {
     /// 100 ms, as reduced-size RTCP (RFC 5506).
     func sendTransportFeedback(_ peer: PeerSession) {
         for fb in peer.feedback.makeFeedback() {
-            if sendRTCP(to: peer.address, { w throws(RTPWriteError) in try fb.write(to: &w) }) { snap.transportFeedbackSent += 1 }
+            if sendRTCP(to: peer, { w throws(RTPWriteError) in try fb.write(to: &w) }) { snap.transportFeedbackSent += 1 }
         }
     }
 
@@ -373,7 +394,7 @@ public final class ReceiverSession {
             if !lost.isEmpty { nacks.append(GenericNACK(senderSSRC: ssrc, mediaSSRC: id, lost: lost)) }
         }
         guard !nacks.isEmpty else { return }
-        if sendRTCP(to: peer.address, { w throws(RTPWriteError) in for n in nacks { try n.write(to: &w) } }) { snap.nackSent += nacks.count }
+        if sendRTCP(to: peer, { w throws(RTPWriteError) in for n in nacks { try n.write(to: &w) } }) { snap.nackSent += nacks.count }
     }
 
     func count(_ e: SRTPError) {
@@ -398,6 +419,13 @@ final class PeerSession {
     var lastPLI: [UInt32: Int64] = [:]
     /// RTX SSRC → media SSRC, learned from repaired-rtp-stream-id.
     var rtxToMedia: [UInt32: UInt32] = [:]
+    /// A WebRTC publisher's own: its DTLS keys' outbound SRTP, the extension IDs and payload
+    /// types its offer used (nil: the receiver's configuration).
+    var srtpOut: SRTPSession?
+    var extensionIDs: RTPExtensionIDs?
+    var audioPayloadTypes: Set<UInt8>?
+    var videoPayloadTypes: Set<UInt8>?
+    var rtxPayloadTypes: Set<UInt8>?
 
     init(index: Int, address: SocketAddress, ssrc: UInt32) {
         self.index = index

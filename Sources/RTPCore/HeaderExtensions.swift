@@ -112,11 +112,20 @@ public struct RTPExtensionValues: Equatable, Sendable {
 
     public init() {}
 
-    public static func parse(_ b: Span<UInt8>, header: RTPHeader) throws(RTPParseError) -> RTPExtensionValues {
+    /// - Parameter ids: the IDs this sender negotiated (a WebRTC answer echoes the offer's);
+    ///   nil: pubbot's own numbering.
+    public static func parse(_ b: Span<UInt8>, header: RTPHeader, ids: RTPExtensionIDs? = nil) throws(RTPParseError) -> RTPExtensionValues {
         var v = RTPExtensionValues()
         var it = header.extensions()
         while let e = try it.next(in: b) {
-            switch RTPExtension(rawValue: e.id) {
+            let kind: RTPExtension?
+            if let ids {
+                kind = e.id == ids.transportSequence ? .transportSequenceNumber : e.id == ids.absSendTime ? .absSendTime
+                    : e.id == ids.mid ? .mid : e.id == ids.rid ? .rid : e.id == ids.repairedRid ? .repairedRid : nil
+            } else {
+                kind = RTPExtension(rawValue: e.id)
+            }
+            switch kind {
             case .transportSequenceNumber:
                 guard e.range.count == 2 else { throw .badExtension }
                 v.transportSequenceNumber = b.be16(e.range.lowerBound)

@@ -108,7 +108,7 @@ public struct WHIPOffer: Sendable {
     public static let opus: UInt8 = 111, vp8: UInt8 = 96, rtx: UInt8 = 97
     /// Header extensions offered (RFC 8285 one-byte IDs); the answer may renumber them.
     public static let extensions: [(id: Int, uri: String, video: Bool)] = [
-        (1, "urn:ietf:params:rtp-hdrext:sdes:mid", false),
+        (4, "urn:ietf:params:rtp-hdrext:sdes:mid", false), // pubbot's own numbering (RTPExtension)
         (2, "http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time", false),
         (3, "http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01", false),
         (10, "urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id", true),
@@ -243,5 +243,108 @@ public struct NegotiatedSession: Sendable, Equatable {
         }
         return NegotiatedSession(iceUfrag: ufrag, icePassword: pwd, iceLite: lite, candidates: candidates, fingerprint: fingerprint,
                                  dtlsServer: setup == "active", audio: try stream("audio", codec: "opus"), video: try stream("video", codec: "vp8"))
+    }
+}
+
+/// A WHIP endpoint's side of offer/answer (RFC 9725 §4.2, RFC 8829 §5.3 from the answerer):
+/// what the publisher offered (ICE credentials, DTLS fingerprint and role, per kind the
+/// payload types, extension IDs and simulcast RIDs pubbot can receive) and the answer — ICE-lite,
+/// `setup:active` (the endpoint is the DTLS client, as Janus and aiortc answer), `recvonly`,
+/// the offer's payload types and extension IDs for what pubbot understands, simulcast accepted
+/// as offered, transport-cc and NACK/PLI/FIR feedback. Sections pubbot cannot receive (no Opus,
+/// no VP8, data channels) are rejected with port 0.
+public struct WHIPAnswer: Sendable {
+    public struct Stream: Sendable, Equatable {
+        public var kind: String
+        public var mid: String
+        public var payloadType: UInt8
+        public var rtxPayloadType: UInt8?
+        /// URI → ID, only the extensions pubbot reads.
+        public var extensions: [String: Int]
+        public var rids: [String]
+    }
+
+    public var remoteUfrag: String
+    public var remotePassword: String
+    public var remoteFingerprint: String
+    public var streams: [Stream]
+    public var sdp: String
+
+    public struct OfferError: Error, Equatable, Sendable, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// URIs of the extensions the receiver reads.
+    public static let understood: Set<String> = [
+        "urn:ietf:params:rtp-hdrext:sdes:mid", "http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time",
+        "http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01", "urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id",
+        "urn:ietf:params:rtp-hdrext:sdes:repaired-rtp-stream-id",
+    ]
+
+    public static func answer(offer text: String, iceUfrag: String, icePassword: String, fingerprint: String,
+                              candidates: [ICECandidate], sessionID: UInt64) throws(OfferError) -> WHIPAnswer {
+        let offer: SDPDocument
+        do { offer = try SDPDocument.parse(text) } catch { throw OfferError(description: "the offer is not valid SDP: \(error)") }
+        func first(_ name: String) -> String? {
+            offer.sessionAttributes.first { $0.name == name }?.value ?? offer.media.lazy.compactMap { $0.value(name) }.first
+        }
+        guard let ufrag = first("ice-ufrag"), let pwd = first("ice-pwd"), !ufrag.isEmpty, !pwd.isEmpty else {
+            throw OfferError(description: "the offer has no ICE credentials (a=ice-ufrag/a=ice-pwd)")
+        }
+        guard let fp = first("fingerprint"), fp.lowercased().hasPrefix("sha-256 ") else {
+            throw OfferError(description: "the offer has no sha-256 DTLS fingerprint (a=fingerprint)")
+        }
+        let setup = first("setup") ?? "actpass"
+        guard setup == "actpass" || setup == "passive" else {
+            throw OfferError(description: "the offer's a=setup:\(setup) leaves pubbot no DTLS client role (it answers active)")
+        }
+        guard !offer.media.isEmpty else { throw OfferError(description: "the offer has no media sections") }
+        let bundle = offer.sessionAttributes.first { $0.name == "group" && ($0.value ?? "").hasPrefix("BUNDLE") }
+        var answer = SDPDocument(sessionLines: [("v", "0"), ("o", "- \(sessionID) 2 IN IP4 127.0.0.1"), ("s", "pubbot receive"), ("t", "0 0")],
+                                 sessionAttributes: [.init("ice-lite")], media: [])
+        if let b = bundle { answer.sessionAttributes.insert(.init("group", b.value), at: 0) }
+        var streams: [Stream] = []
+        for m in offer.media {
+            let mid = m.value("mid") ?? String(answer.media.count)
+            let codec = m.kind == "audio" ? "opus" : m.kind == "video" ? "vp8" : nil
+            let maps = m.values("rtpmap").compactMap { v -> (UInt8, String, String)? in
+                let p = v.split(separator: " ", maxSplits: 1)
+                guard p.count == 2, let pt = UInt8(p[0]), pt < 128 else { return nil }
+                return (pt, String(p[1].split(separator: "/").first ?? "").lowercased(), String(p[1]))
+            }
+            guard let codec, !m.has("inactive"), !m.has("recvonly"),
+                  let media = maps.first(where: { $0.1 == codec && m.formats.contains(String($0.0)) }) else {
+                answer.media.append(.init(kind: m.kind, port: 0, proto: m.proto, formats: m.formats.prefix(1).map { $0 }, attributes: [.init("mid", mid)]))
+                continue
+            }
+            let rtx = maps.first { $0.1 == "rtx" && m.values("fmtp").contains("\($0.0) apt=\(media.0)") }
+            var ext: [String: Int] = [:]
+            var attributes: [SDPDocument.Attribute] = [.init(line: "c", "IN IP4 0.0.0.0"), .init("ice-ufrag", iceUfrag), .init("ice-pwd", icePassword),
+                                                       .init("fingerprint", fingerprint), .init("setup", "active"), .init("mid", mid)]
+            for e in m.values("extmap") {
+                let p = e.split(separator: " ")
+                guard p.count >= 2, let id = Int(p[0].split(separator: "/")[0]), (1...14).contains(id), Self.understood.contains(String(p[1])) else { continue }
+                ext[String(p[1])] = id
+                attributes.append(.init("extmap", "\(id) \(p[1])"))
+            }
+            attributes += [.init("recvonly"), .init("rtcp-mux"), .init("rtcp-rsize"), .init("rtpmap", "\(media.0) \(media.2)")]
+            if let f = m.values("fmtp").first(where: { $0.hasPrefix("\(media.0) ") }) { attributes.append(.init("fmtp", f)) }
+            let feedback = codec == "vp8" ? ["transport-cc", "ccm fir", "nack", "nack pli"] : ["transport-cc"]
+            for fb in feedback { attributes.append(.init("rtcp-fb", "\(media.0) \(fb)")) }
+            if let r = rtx { attributes += [.init("rtpmap", "\(r.0) \(r.2)"), .init("fmtp", "\(r.0) apt=\(media.0)")] }
+            var rids: [String] = []
+            if codec == "vp8", let s = m.value("simulcast"), s.hasPrefix("send ") {
+                rids = s.dropFirst(5).split(separator: ";").compactMap { $0.split(separator: ",").first.map(String.init) }.filter { !$0.hasPrefix("~") }
+                rids = rids.filter { rid in m.values("rid").contains { $0.hasPrefix(rid + " send") } }
+                attributes += rids.map { .init("rid", "\($0) recv") }
+                if !rids.isEmpty { attributes.append(.init("simulcast", "recv " + rids.joined(separator: ";"))) }
+            }
+            attributes += candidates.map { .init("candidate", String($0.description.dropFirst("candidate:".count))) }
+            attributes.append(.init("end-of-candidates"))
+            answer.media.append(.init(kind: m.kind, port: 9, proto: m.proto, formats: [String(media.0)] + (rtx.map { [String($0.0)] } ?? []), attributes: attributes))
+            streams.append(Stream(kind: m.kind, mid: mid, payloadType: media.0, rtxPayloadType: rtx?.0, extensions: ext, rids: rids))
+        }
+        guard !streams.isEmpty else { throw OfferError(description: "the offer has no Opus audio or VP8 video pubbot can receive") }
+        return WHIPAnswer(remoteUfrag: ufrag, remotePassword: pwd, remoteFingerprint: fp, streams: streams, sdp: answer.render())
     }
 }

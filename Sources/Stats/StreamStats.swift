@@ -120,8 +120,10 @@ public struct RejectedPackets: Sendable, Equatable {
     public var notRTP = 0
     /// Well-formed packets whose SSRC another publisher already uses (a collision or a spoof).
     public var ssrcCollision = 0
+    /// WebRTC: media or DTLS from an address no ICE check selected, STUN for no known session.
+    public var unknownSource = 0
 
     public init() {}
 
-    public var total: Int { authenticationFailed + replayed + malformed + oversized + unknownPayloadType + notRTP + ssrcCollision }
+    public var total: Int { authenticationFailed + replayed + malformed + oversized + unknownPayloadType + notRTP + ssrcCollision + unknownSource }
 }

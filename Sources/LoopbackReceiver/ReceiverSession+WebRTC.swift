@@ -1,0 +1,174 @@
+public import RTPCore
+public import DTLS
+import ICE
+import WebRTC
+import Transport
+import Crypto
+
+/// The receiver as a WebRTC endpoint (`receive --whip-listen`): how its media socket is named
+/// in answers, and the certificate its DTLS uses.
+public struct WebRTCListenConfig: Sendable {
+    public var certificate: DTLSCertificate
+    /// The host candidate (the media socket's address as publishers reach it).
+    public var local: STUNAddress
+    public init(certificate: DTLSCertificate, local: STUNAddress) {
+        self.certificate = certificate
+        self.local = local
+    }
+}
+
+/// A publisher the WHIP endpoint accepted (from its offer and the answer given): the session
+/// waits for its ICE checks.
+public struct WebRTCPublisherSpec: Sendable, Equatable {
+    public var resource: String
+    public var localUfrag: String
+    public var localPassword: String
+    public var remoteUfrag: String
+    public var remotePassword: String
+    public var remoteFingerprint: [UInt8]
+    public var audioPayloadTypes: Set<UInt8>
+    public var videoPayloadTypes: Set<UInt8>
+    public var rtxPayloadTypes: Set<UInt8>
+    public var extensions: RTPExtensionIDs
+
+    public init(resource: String, localUfrag: String, localPassword: String, remoteUfrag: String, remotePassword: String, remoteFingerprint: [UInt8],
+                audioPayloadTypes: Set<UInt8>, videoPayloadTypes: Set<UInt8>, rtxPayloadTypes: Set<UInt8>, extensions: RTPExtensionIDs) {
+        self.resource = resource
+        self.localUfrag = localUfrag
+        self.localPassword = localPassword
+        self.remoteUfrag = remoteUfrag
+        self.remotePassword = remotePassword
+        self.remoteFingerprint = remoteFingerprint
+        self.audioPayloadTypes = audioPayloadTypes
+        self.videoPayloadTypes = videoPayloadTypes
+        self.rtxPayloadTypes = rtxPayloadTypes
+        self.extensions = extensions
+    }
+}
+
+/// What became of a WebRTC publisher's transport (for the snapshot).
+public struct WebRTCPublisherState: Sendable, Equatable {
+    public var resource: String
+    public var state: String
+    public var remote: String?
+    public var srtpCipher: String?
+    public var failure: String?
+}
+
+/// One WebRTC publisher: its transport (ICE-lite, DTLS client) and, once connected, its keys
+/// and its `PeerSession`.
+final class WebRTCPeer {
+    let spec: WebRTCPublisherSpec
+    let transport: WebRTCTransport
+    var srtpIn: SRTPSession?
+    var peer: PeerSession?
+    var state: WebRTCPublisherState
+    init(spec: WebRTCPublisherSpec, transport: WebRTCTransport) {
+        self.spec = spec
+        self.transport = transport
+        state = WebRTCPublisherState(resource: spec.resource, state: "new")
+    }
+}
+
+extension ReceiverSession {
+    /// A publisher the endpoint answered: ICE-lite agent (controlled) with the answer's
+    /// credentials, DTLS client (the answer said `setup:active`) checking the offer's fingerprint.
+    public func addPublisher(_ spec: WebRTCPublisherSpec, seed: UInt64) {
+        guard let w = webrtc, rtcPending[spec.localUfrag] == nil else { return }
+        let ice = ICEAgent(role: .controlled, local: .init(ufrag: spec.localUfrag, password: spec.localPassword),
+                           remote: .init(ufrag: spec.remoteUfrag, password: spec.remotePassword), tieBreaker: seed, lite: true, seed: seed,
+                           hmacSHA1: { Crypto.hmacSHA1(key: $0, data: $1) })
+        ice.addLocal(.host(w.local))
+        do {
+            let dtls = try DTLSEndpoint(role: .client, certificate: w.certificate, remoteFingerprint: spec.remoteFingerprint)
+            let peer = WebRTCPeer(spec: spec, transport: WebRTCTransport(ice: ice, dtls: dtls))
+            rtcPending[spec.localUfrag] = peer
+            rtcPeers.append(peer)
+        } catch {
+            snap.lastError = "dtls: \(error)"
+        }
+    }
+
+    /// The publisher's session ended (WHIP DELETE): close_notify, and its datagrams are no longer
+    /// accepted.
+    public func removePublisher(resource: String) {
+        guard let peer = rtcPeers.first(where: { $0.spec.resource == resource }) else { return }
+        peer.transport.close()
+        drain(peer)
+        rtcPending[peer.spec.localUfrag] = nil
+        for (a, p) in rtcByAddress where p === peer { rtcByAddress[a] = nil }
+        if peer.state.state != "failed" { peer.state.state = "closed" }
+    }
+
+    /// The transports' timers (ICE consent for a lite agent is the peer's job; DTLS retransmits).
+    func stepTransports(now: Int64) -> Int64? {
+        var wake: Int64?
+        for peer in rtcPeers where peer.state.state == "new" || peer.state.state == "connected" {
+            if let w = peer.transport.step(now: now) { wake = min(wake ?? w, w) }
+            after(peer, now: now)
+        }
+        return wake
+    }
+
+    /// STUN (found by the USERNAME's first half, our ufrag, until its address is known) or DTLS.
+    func handleTransportDatagram(_ p: UnsafeMutableRawPointer, length: Int, from: SocketAddress, now: Int64) {
+        guard let w = webrtc, let source = STUNAddress(from) else { snap.rejected.unknownSource += 1; return }
+        let bytes = [UInt8](UnsafeRawBufferPointer(start: p, count: length))
+        var peer = rtcByAddress[from]
+        if peer == nil, bytes[0] <= 3 {
+            let user = bytes.withUnsafeBufferPointer { try? STUNMessage.parse(Span(_unsafeElements: $0)) }?.username
+            if let ufrag = user?.split(separator: ":").first, let p = rtcPending[String(ufrag)] {
+                peer = p
+                rtcByAddress[from] = p
+            }
+        }
+        guard let peer else { snap.rejected.unknownSource += 1; return }
+        _ = peer.transport.handle(bytes, from: source, to: w.local, now: now)
+        after(peer, now: now)
+    }
+
+    func after(_ peer: WebRTCPeer, now: Int64) {
+        drain(peer)
+        while let e = peer.transport.pollEvent() {
+            switch e {
+            case let .connected(_, remote, suite, send, receive):
+                guard let address = SocketAddress(remote) else { fail(peer, "the selected remote \(remote) is not a usable address"); continue }
+                do throws(SRTPError) {
+                    peer.srtpIn = try SRTPSession(key: receive, direction: .inbound)
+                    let session = PeerSession(index: peers.count, address: address, ssrc: ssrc)
+                    session.srtpOut = try SRTPSession(key: send, direction: .outbound)
+                    session.extensionIDs = peer.spec.extensions
+                    session.audioPayloadTypes = peer.spec.audioPayloadTypes
+                    session.videoPayloadTypes = peer.spec.videoPayloadTypes
+                    session.rtxPayloadTypes = peer.spec.rtxPayloadTypes
+                    peers.append(session)
+                    peerIndex[address] = session.index
+                    peer.peer = session
+                    rtcByAddress[address] = peer
+                    peer.state.state = "connected"
+                    peer.state.remote = remote.description
+                    peer.state.srtpCipher = suite.sdesName
+                } catch {
+                    fail(peer, "libsrtp2 refused the keys DTLS exported: \(error)")
+                }
+            case let .failed(reason): fail(peer, reason)
+            case .closed: peer.state.state = "closed"
+            }
+        }
+    }
+
+    func fail(_ peer: WebRTCPeer, _ reason: String) {
+        peer.state.state = "failed"
+        peer.state.failure = reason
+        snap.lastError = "publisher \(peer.spec.resource): \(reason)"
+    }
+
+    /// The transport's datagrams into the outbox, in order with the feedback.
+    func drain(_ peer: WebRTCPeer) {
+        while let x = peer.transport.pollTransmit() {
+            guard let to = SocketAddress(x.to) else { continue }
+            outBytes.append(contentsOf: x.bytes)
+            outPackets.append((outBytes.count, to))
+        }
+    }
+}
