@@ -76,6 +76,7 @@ let package = Package(
         .testTarget(name: "DTLSTests", dependencies: ["DTLS", "Transport", "RTPCore"]),
         .testTarget(name: "WHIPTests", dependencies: ["WHIP", "Platform"]),
         .testTarget(name: "SignallingTests", dependencies: ["Signalling", "ICE", "RTPCore"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
         .testTarget(name: "WebRTCTests", dependencies: ["WebRTC", "ICE", "DTLS", "RTPCore", "Transport", "Crypto"]),
         .testTarget(name: "ImpairmentTests", dependencies: ["Impairment"]),
         .testTarget(name: "PreflightTests", dependencies: ["Preflight"]),

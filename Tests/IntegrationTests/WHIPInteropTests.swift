@@ -99,4 +99,79 @@ import Platform
         #expect(r.err.contains("Error:") && r.err.contains("token"), "\(r.err)")
         #expect(!(r.out + r.err).contains("wrong-token-s3cret"))
     }
+
+    /// The answer names another certificate: DTLS refuses the server, one message, exit 2, and
+    /// the session is still DELETEd.
+    @Test func wrongFingerprintIsRefused() throws {
+        let (peer, url) = try startEndpoint(["--mangle", "fingerprint"])
+        defer { peer.stop() }
+        let r = try run(["publish", "--whip", url, "--duration", "10s"])
+        #expect(r.code == 2 && r.seconds < 8, "\(r.code) after \(r.seconds) s: \(r.err)")
+        #expect(r.err.contains("Error:") && r.err.contains("a=fingerprint"), "\(r.err)")
+        _ = try peerStats(peer) // DELETE arrived
+    }
+
+    /// A scripted endpoint (whip_mock.py) whose answers are complete but hostile.
+    func startMock() throws -> (PeerProcess, String) {
+        let script = Self.root.appendingPathComponent("Tests/Peers/whip_mock.py").path
+        let mock = try PeerProcess("/usr/bin/python3", [script])
+        guard mock.wait(for: "\n", micros: 10_000_000), let port = Int(mock.text.split(separator: "\n").first ?? "") else {
+            mock.stop()
+            throw TestFailure("whip_mock.py did not start: \(mock.text)")
+        }
+        return (mock, "http://127.0.0.1:\(port)")
+    }
+
+    /// The answer's only candidate never answers (a silent server): ICE fails in bounded time
+    /// with one message, and the session is DELETEd.
+    @Test func silentServerFailsICE() throws {
+        let (mock, base) = try startMock()
+        defer { mock.stop() }
+        let r = try run(["publish", "--whip", base + "/silent", "--duration", "20s"])
+        #expect(r.code == 2 && r.seconds < 12, "\(r.code) after \(r.seconds) s: \(r.err)")
+        #expect(r.err.contains("Error:") && r.err.contains("ICE"), "\(r.err)")
+        #expect(mock.wait(for: "DELETE /session/", micros: 2_000_000), "\(mock.text)")
+    }
+
+    /// An answer with no codec in common: refused before any media, DELETEd, exit 2.
+    @Test func noCommonCodecIsRefused() throws {
+        let (mock, base) = try startMock()
+        defer { mock.stop() }
+        let r = try run(["publish", "--whip", base + "/nocodec", "--duration", "5s"])
+        #expect(r.code == 2 && r.seconds < 5, "\(r.code) after \(r.seconds) s: \(r.err)")
+        #expect(r.err.contains("Error:") && r.err.contains("opus"), "\(r.err)")
+        #expect(mock.wait(for: "DELETE /session/", micros: 2_000_000), "\(mock.text)")
+    }
+
+    /// pubbot to pubbot over the production stack: `receive --whip-listen` (ICE-lite, DTLS
+    /// client, transport-cc) decodes every simulcast layer `publish --whip` sends.
+    @Test func publishesToPubbotsOwnEndpoint() throws {
+        let receiver = try PeerProcess(Self.binary, ["receive", "--whip-listen", "127.0.0.1:0", "--duration", "30s", "--json"])
+        defer { receiver.stop() }
+        try #require(receiver.wait(for: "/whip (media", micros: 10_000_000), "\(receiver.text)")
+        let url = try #require(receiver.text.split(separator: " ").first { $0.hasPrefix("http://") }.map(String.init), "\(receiver.text)")
+        let r = try run(["publish", "--whip", url, "--duration", "6s", "--json"])
+        #expect(r.code == 0, "\(r.err)")
+        kill(receiver.process.processIdentifier, SIGINT)
+        receiver.wait(for: "\"byes\"", micros: 5_000_000)
+        receiver.process.waitUntilExit()
+        let text = receiver.text
+        let json = try #require(text.firstIndex(of: "{").map { String(text[$0...]) }, "\(text)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any], "\(json)")
+        let received = try #require(summary["streams"] as? [[String: Any]])
+        let published = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
+        let negotiated = (published["whip"] as? [String: Any])?["negotiated"] as? [String: String]
+        #expect(negotiated?["simulcast"] == "q;h;f" && negotiated?["congestionControl"] == "transportCC" && negotiated?["iceLite"] == "yes", "\(String(describing: negotiated))")
+        let streams = try #require(published["streams"] as? [[String: Any]])
+        #expect(streams.count == 4)
+        for s in streams {
+            let sent = s["framesSent"] as? Int ?? 0
+            let ssrc = s["ssrc"] as? Int ?? -1
+            let got = received.first { ($0["ssrc"] as? Int) == ssrc }
+            let decoded = got?["framesDecoded"] as? Int ?? 0
+            let name = "\(s["kind"] as? String ?? "") \(s["rid"] as? String ?? "")"
+            let ok = sent > 50 && decoded * 100 >= sent * 95 && decoded <= sent
+            #expect(ok, "\(name): sent \(sent), decoded \(decoded)")
+        }
+    }
 }

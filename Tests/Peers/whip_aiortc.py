@@ -7,10 +7,12 @@ DELETEd, prints one JSON line with what it decoded:
 
   {"event": "stats", "videoFrames": N, "audioFrames": N, "width": W, "height": H, "pli": N, ...}
 
-Usage: whip_aiortc.py [--port 0] [--limit 120] [--token T]
+Usage: whip_aiortc.py [--port 0] [--limit 120] [--token T] [--mangle fingerprint|candidate]
+--mangle breaks the answer on purpose (hostile-peer tests): another certificate's fingerprint,
+or a candidate port nothing listens on.
 Prints "LISTENING <port>" once ready. Loopback only: aioice skips loopback addresses, so its
 host candidate is pinned to 127.0.0.1 here. Never outlives its parent nor `--limit` seconds."""
-import argparse, asyncio, json, os, sys
+import argparse, asyncio, json, os, re, sys
 
 from aioice import ice
 ice.get_host_addresses = lambda *a, **k: ["127.0.0.1"]
@@ -25,6 +27,7 @@ args = argparse.ArgumentParser()
 args.add_argument("--port", type=int, default=0)
 args.add_argument("--limit", type=float, default=120)
 args.add_argument("--token")
+args.add_argument("--mangle", choices=["fingerprint", "candidate"])
 opts = args.parse_args()
 watchdog(opts.limit)
 
@@ -104,8 +107,13 @@ async def handle(reader, writer):
             answer = await s.pc.createAnswer()
             await s.pc.setLocalDescription(answer)
             print(json.dumps({"event": "answered", "session": number}), flush=True)
+            sdp = s.pc.localDescription.sdp
+            if opts.mangle == "fingerprint":
+                sdp = re.sub(r"a=fingerprint:sha-256 [0-9A-F:]+", "a=fingerprint:sha-256 " + ":".join(["AB"] * 32), sdp)
+            elif opts.mangle == "candidate":
+                sdp = re.sub(r"(a=candidate:\S+ \d+ \S+ \d+ \S+) \d+ typ", r"\1 9 typ", sdp)
             return await respond(writer, 201, "Created", [("Content-Type", "application/sdp"), ("Location", "/whip/session/%d" % number)],
-                                 s.pc.localDescription.sdp.encode())
+                                 sdp.encode())
         if method == "DELETE" and path in sessions:
             await sessions.pop(path).close()
             return await respond(writer, 200, "OK")

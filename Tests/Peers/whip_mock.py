@@ -9,10 +9,22 @@
   /bad       400 with a reason in the body
   /noloc     201 without Location
   /stall     reads the request, never answers
+  /silent    a complete answer (ICE-lite, DTLS, Opus + VP8) whose only candidate never answers
+  /nocodec   a complete answer offering only PCMU audio (no codec in common)
 DELETE /session/N answers 200 and is logged to stdout as "DELETE /session/N"."""
 import http.server, os, socketserver, sys, time
 
 ANSWER = "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111\r\nc=IN IP4 127.0.0.1\r\na=mid:0\r\n"
+FP = ":".join(["AB"] * 32)
+def full_answer(audio_pt, audio_codec):
+    common = ("c=IN IP4 127.0.0.1\r\na=ice-ufrag:mock\r\na=ice-pwd:mock-ice-password-0123456\r\n"
+              "a=fingerprint:sha-256 " + FP + "\r\na=setup:active\r\na=rtcp-mux\r\na=recvonly\r\n"
+              "a=candidate:1 1 udp 2130706431 127.0.0.1 9 typ host\r\n")
+    return ("v=0\r\no=- 2 1 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\na=group:BUNDLE 0 1\r\na=ice-lite\r\n"
+            "m=audio 9 UDP/TLS/RTP/SAVPF %d\r\n" % audio_pt + common + "a=mid:0\r\na=rtpmap:%d %s\r\n" % (audio_pt, audio_codec)
+            + ("m=video 9 UDP/TLS/RTP/SAVPF 96\r\n" + common + "a=mid:1\r\na=rtpmap:96 VP8/90000\r\n" if audio_codec.startswith("opus") else ""))
+SILENT = full_answer(111, "opus/48000/2")
+NOCODEC = full_answer(0, "PCMU/8000")
 state = {"busy": 0, "sessions": 0}
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -29,10 +41,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def created(self):
+    def created(self, answer=None):
         state["sessions"] += 1
         n = state["sessions"]
-        self.reply(201, ANSWER.encode(), [("Content-Type", "application/sdp"), ("Location", f"/session/{n}"), ("ETag", f'"e{n}"'),
+        self.reply(201, (answer or ANSWER).encode(), [("Content-Type", "application/sdp"), ("Location", f"/session/{n}"), ("ETag", f'"e{n}"'),
                                           ("Link", '<stun:stun.example.net:3478>; rel="ice-server"'),
                                           ("Link", '<turn:turn.example.net:3478?transport=udp>; rel="ice-server"; username="u1"; credential="c1"; credential-type="password"')])
 
@@ -59,6 +71,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.reply(400, b"simulcast refused: too many layers")
         if p == "/noloc":
             return self.reply(201, ANSWER.encode(), [("Content-Type", "application/sdp")])
+        if p == "/silent":
+            return self.created(SILENT)
+        if p == "/nocodec":
+            return self.created(NOCODEC)
         if p == "/stall":
             time.sleep(30)
             return

@@ -149,3 +149,79 @@ extension String {
         #expect(accepted > 1_000 && refused > 1_000, "accepted \(accepted), refused \(refused)")
     }
 }
+
+/// The endpoint side: pubbot's own offer answered, and the answer read back by the publisher's
+/// side — simulcast, RTX, transport-cc and the offer's extension IDs survive the round trip.
+@Suite struct WHIPAnswerTests {
+    let fp = "sha-256 " + Array(repeating: "CD", count: 32).joined(separator: ":")
+    let endpoint = ICECandidate.host(STUNAddress(ip: [127, 0, 0, 1], port: 8080))
+
+    @Test func answersPubbotsOwnOffer() throws {
+        let o = offer()
+        let a = try WHIPAnswer.answer(offer: o.sdp, iceUfrag: "rcvr", icePassword: "receiver-ice-password-22", fingerprint: fp,
+                                      candidates: [endpoint], sessionID: 7)
+        #expect(a.remoteUfrag == "pUfr" && a.remotePassword == "publisher-ice-password-1")
+        #expect(a.streams.map(\.kind) == ["audio", "video"])
+        let v = try #require(a.streams.last)
+        #expect(v.payloadType == 96 && v.rtxPayloadType == 97 && v.rids == ["q", "h", "f"])
+        #expect(v.extensions["urn:ietf:params:rtp-hdrext:sdes:mid"] == 4 && v.extensions.count == 5)
+        let n = try NegotiatedSession.from(answer: a.sdp, offer: o)
+        #expect(n.iceLite && n.dtlsServer && n.iceUfrag == "rcvr" && n.candidates == [endpoint])
+        #expect(n.video?.simulcast == ["q", "h", "f"] && n.video?.transportCC == true && n.video?.nack == true && n.video?.pli == true)
+        #expect(n.audio?.payloadType == 111 && n.audio?.transportCC == true)
+    }
+
+    /// What pubbot cannot receive is rejected per section (port 0), or the whole offer with a
+    /// reason when nothing is left.
+    @Test func rejectsWhatItCannotReceive() throws {
+        var o = offer()
+        o.rids = []
+        let h264 = o.sdp.replacing("opus/48000/2", with: "PCMU/8000")
+        #expect(throws: WHIPAnswer.OfferError.self) {
+            try WHIPAnswer.answer(offer: h264, iceUfrag: "rcvr", icePassword: "receiver-ice-password-22", fingerprint: fp, candidates: [endpoint], sessionID: 1)
+        }
+        let noCreds = offer().sdp.split(separator: "\r\n").filter { !$0.hasPrefix("a=ice-pwd") }.joined(separator: "\r\n")
+        do {
+            _ = try WHIPAnswer.answer(offer: noCreds, iceUfrag: "rcvr", icePassword: "receiver-ice-password-22", fingerprint: fp, candidates: [endpoint], sessionID: 1)
+            Issue.record("accepted an offer without ICE credentials")
+        } catch {
+            #expect(error.description.contains("ICE credentials"))
+        }
+        // Audio in PCMU, video in VP8: the audio section is refused with port 0, video answered.
+        let mixed = offer().sdp.replacing("opus/48000/2", with: "PCMU/8000")
+        let a = try WHIPAnswer.answer(offer: mixed, iceUfrag: "rcvr", icePassword: "receiver-ice-password-22", fingerprint: fp, candidates: [endpoint], sessionID: 1)
+        let doc = try SDPDocument.parse(a.sdp)
+        #expect(doc.media.map(\.port) == [0, 9] && a.streams.map(\.kind) == ["video"])
+    }
+
+    /// Mutated offers never crash the answerer: an answer or an OfferError.
+    @Test func mutatedOffersNeverCrash() {
+        let base = Array(offer().sdp.utf8)
+        var rng = SplitMix(seed: 99)
+        for _ in 0..<2000 {
+            var b = base
+            for _ in 0..<(1 + Int(rng.next() % 8)) {
+                let i = Int(rng.next() % UInt64(b.count))
+                switch rng.next() % 3 {
+                case 0: b[i] = UInt8(truncatingIfNeeded: rng.next())
+                case 1: b.remove(at: i)
+                default: b.insert(b[Int(rng.next() % UInt64(b.count))], at: i)
+                }
+            }
+            _ = try? WHIPAnswer.answer(offer: String(decoding: b, as: UTF8.self), iceUfrag: "rcvr", icePassword: "receiver-ice-password-22",
+                                       fingerprint: fp, candidates: [endpoint], sessionID: 1)
+        }
+    }
+}
+
+struct SplitMix {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
