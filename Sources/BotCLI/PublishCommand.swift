@@ -220,6 +220,11 @@ enum PublishCommand {
                          ("estimate", p.network.estimate.map { .int(Int64($0.bitrate)) } ?? .null),
                          ("networkCondition", .string(p.network.networkCondition.rawValue)),
                          ("portUnreachable", .int(Int64(p.network.portUnreachable))),
+                         ("feedback", .object([("rtcpReceived", .int(Int64(p.network.rtcpReceived))),
+                                               ("transportFeedbackReceived", .int(Int64(p.network.transportFeedbackReceived))),
+                                               ("rembReceived", .int(Int64(p.network.rembReceived))), ("nackReceived", .int(Int64(p.network.nackReceived))),
+                                               ("retransmissionsSent", .int(Int64(p.network.retransmissionsSent))),
+                                               ("pliReceived", .int(Int64(p.streams.reduce(0) { $0 + $1.pliReceived })))])),
                          ("sendErrors", .int(Int64(p.network.sendErrors)))]
                         + (whip.map { w in [("whip", JSONValue.object([("resource", .string(w.resource.resourceURL)),
                                                                        ("negotiated", .object(w.summary.map { ($0.0, .string($0.1)) }))]
