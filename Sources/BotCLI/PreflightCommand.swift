@@ -7,13 +7,19 @@ import Preflight
 import PreflightRunner
 import RTPCore
 import Platform
+import WHIPPublish
+import DTLS
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `pubbot preflight`: embedded receiver + publisher over loopback, per-layer results.
 enum PreflightCommand {
     static let spec: OptionSpec = {
         var o = CommonOptions.media
         for (k, v) in ["audio-only": OptionSpec.Kind.flag, "impair": .value, "to": .value, "key": .value, "sdp": .value, "require": .value,
-                       "junit": .value, "verdict-thresholds": .value] { o[k] = v }
+                       "junit": .value, "verdict-thresholds": .value, "whip": .value, "token": .value, "ice-server": .repeated,
+                       "ice-interface": .value] { o[k] = v }
         return OptionSpec(options: o)
     }()
 
@@ -34,7 +40,19 @@ enum PreflightCommand {
         var destination: SocketAddress
         var key: SRTPKey
         var receiver: LoopbackReceiver?
-        if o.value("to") != nil || o.value("sdp") != nil {
+        let whipURL = o.value("whip")
+        if let u = whipURL {
+            // A WebRTC server: the verdict comes from its feedback over ICE/DTLS-SRTP.
+            guard u.lowercased().hasPrefix("http://") || u.lowercased().hasPrefix("https://"), u.count > 8 else {
+                throw UsageError("invalid --whip '\(u)' (an http:// or https:// URL of a WHIP endpoint)")
+            }
+            for flag in ["to", "sdp", "key", "impair", "srtp-suite"] where o.value(flag) != nil {
+                throw UsageError("--\(flag) does not go with --whip (the server's answer and DTLS decide the transport)")
+            }
+            key = SRTPKey.random(suite: .gcm)
+            destination = try CommonOptions.address("127.0.0.1:9", option: "whip") // replaced by the answer's
+        } else if o.value("to") != nil || o.value("sdp") != nil {
+            for flag in ["token", "ice-server", "ice-interface"] where o.value(flag) != nil { throw UsageError("--\(flag) needs --whip URL") }
             if o.value("impair") != nil { throw UsageError("--impair applies to the embedded receiver; with --to, impair the remote one (pubbot receive --impair)") }
             var toText = o.value("to")
             if let path = o.value("sdp") {
@@ -53,6 +71,7 @@ enum PreflightCommand {
             }
             destination = try CommonOptions.address(toText!, option: "to")
         } else {
+            for flag in ["token", "ice-server", "ice-interface"] where o.value(flag) != nil { throw UsageError("--\(flag) needs --whip URL") }
             if o.value("key") != nil { throw UsageError("--key is for a remote receiver (--to); the embedded one uses a fresh key") }
             key = SRTPKey.random(suite: suite)
             do {
@@ -88,18 +107,60 @@ enum PreflightCommand {
             progress: { label, fraction, elapsed, estimate, answered in
                 Output.progress("\(label) \(Output.bar(fraction)) \(Units.fixed(elapsed, 1))s  estimate \(estimate.map { Units.bitrate($0) } ?? "-")  \(answered ? "" : "waiting for the receiver…")")
             })
-        let outcome = PreflightRunner.run(pc, receiver: receiver, thresholds: thresholds, observer: observer)
+        var connector = PreflightRunner.Connector.plain
+        let whipSessions = Locked<[WHIPConnection]>([])
+        if let url = whipURL {
+            if !o.has("cname") { pc.cname = WHIPConnection.randomICEString(16) } // RFC 7022 (see publish)
+            var options = WHIPOptions(endpoint: url, token: o.value("token") ?? getenv("PUBBOT_WHIP_TOKEN").map { String(cString: $0) })
+            options.iceServers = o.all("ice-server")
+            options.interface = o.value("ice-interface")
+            let certificate: DTLSCertificate
+            do { certificate = try DTLSCertificate() } catch {
+                Output.err("Error: \(error)\n")
+                return 2
+            }
+            let opts = options
+            connector = PreflightRunner.Connector { base in
+                do {
+                    let w = try WHIPConnection.open(opts, base: base, certificate: certificate, sleep: { Clock.sleep(micros: $0) })
+                    whipSessions.withLock { $0.append(w) }
+                    do {
+                        let p = try Publisher(config: w.config, socket: w.socket, webrtc: (w.transport, w.local))
+                        return .success((p, { _ = w.end() }))
+                    } catch {
+                        w.end()
+                        return .failure(.init(message: "\(error)"))
+                    }
+                } catch {
+                    return .failure(.init(message: "\(error)"))
+                }
+            }
+        }
+        // Every way out DELETEs what was created (each phase ends its own; this catches the rest).
+        defer { for w in whipSessions.value { w.end() } }
+        let outcome = PreflightRunner.run(pc, receiver: receiver, thresholds: thresholds, observer: observer, connector: connector)
         let phase = outcome.phase
         if phase.interrupted { Output.endProgress(); return 130 }
+        if let failure = phase.publisher?.network.transport?.failure {
+            Output.endProgress()
+            Output.err("Error: \(failure)\n")
+            writeJUnit(o.value("junit"), verdict: nil, requirement: o.value("require"), failure: failure)
+            return 2
+        }
         if let e = phase.startError {
             // One message for one failure: the receiver was never asked anything.
             Output.endProgress()
-            Output.err("Error: the publisher could not start: \(e)\n")
+            Output.err(whipURL == nil ? "Error: the publisher could not start: \(e)\n" : "Error: \(e)\n")
             writeJUnit(o.value("junit"), verdict: nil, requirement: o.value("require"), failure: "the publisher could not start")
             return 2
         }
         guard phase.answered, let verdict = outcome.verdict else {
             Output.endProgress()
+            if let url = whipURL {
+                Output.err("Error: no RTCP from the WHIP server at \(url) within 3 s of connecting (ICE and DTLS \(phase.publisher?.network.transport?.srtpCipher == nil ? "did not finish" : "finished")): it does not send receiver feedback\n")
+                writeJUnit(o.value("junit"), verdict: nil, requirement: o.value("require"), failure: "no feedback from the WHIP server")
+                return 2
+            }
             Output.err("Error: no answer from the receiver at \(destination) within 3 s — check the address and port, that `pubbot receive` is running there with the same key (--key/--sdp) and SRTP suite, and that no firewall drops UDP in either direction\n")
             writeJUnit(o.value("junit"), verdict: nil, requirement: o.value("require"), failure: "no answer from the receiver")
             return 2
@@ -109,11 +170,23 @@ enum PreflightCommand {
         Output.endProgress()
         let met = o.value("require").map { verdict.meets($0) }
         writeJUnit(o.value("junit"), verdict: verdict, requirement: o.value("require"), failure: nil)
+        let whip = whipSessions.value.first
         if o.has("json") {
-            Output.out(json(verdict, phase: phase, audioOnly: audioOnly, requirement: o.value("require"), met: met, thresholds: thresholds).serialized(pretty: true) + "\n")
+            var doc = json(verdict, phase: phase, audioOnly: audioOnly, requirement: o.value("require"), met: met, thresholds: thresholds)
+            if case var .object(f) = doc, let w = whip {
+                f.append(("whip", .object([("endpoint", .string(w.resource.resourceURL)), ("negotiated", .object(w.summary.map { ($0.0, .string($0.1)) }))]
+                                          + (phase.publisher?.network.transport.map { TransportFields.json($0, rttMillis: phase.measurement.roundTripTimeMillis) } ?? []))))
+                doc = .object(f)
+            }
+            Output.out(doc.serialized(pretty: true) + "\n")
         } else {
-            Output.out(human(verdict, phase: phase, audioOnly: audioOnly, target: receiver == nil ? "\(destination)" : "embedded loopback receiver",
-                             requirement: o.value("require"), met: met))
+            let target = whipURL ?? (receiver == nil ? "\(destination)" : "embedded loopback receiver")
+            var text = human(verdict, phase: phase, audioOnly: audioOnly, target: target, requirement: o.value("require"), met: met)
+            if let w = whip, let t = phase.publisher?.network.transport {
+                text += "\nWHIP: " + w.summary.map { "\($0.0) \($0.1)" }.joined(separator: ", ") + "\n"
+                text += "ICE \(t.iceDurationMs ?? 0) ms (\(t.localCandidateType ?? "?") \(t.localAddress ?? "?") → \(t.remoteCandidateType ?? "?") \(t.remoteAddress ?? "?")), DTLS \(t.dtlsDurationMs ?? 0) ms, \(t.srtpCipher ?? "-")\n"
+            }
+            Output.out(text)
         }
         if let met { return met ? 0 : 1 }
         return 0
@@ -236,6 +309,13 @@ enum PreflightCommand {
         if let r, r.keyMismatchSuspected { out.problems.append(r.keyMismatchMessage) }
         var t = TextTable(headers: ["stream", "sent", "decoded", "frames sent", "frames decoded", "pkts sent", "pkts recv", "lost", "bitrate", "stamps", "latency mean/p95"],
                           rightAligned: [3, 4, 5, 6, 7, 8, 9, 10])
+        // A remote receiver (--to, --whip): only what was sent is known here.
+        var sentOnly = TextTable(headers: ["stream", "sent", "frames sent", "pkts sent", "lost (reported)", "limited by"], rightAligned: [2, 3, 4])
+        for o in p.streams {
+            let n = Report.streamName(kind: o.kind, rid: o.rid, width: o.width, height: o.height)
+            sentOnly.add([n, o.kind == .audio ? "opus" : "\(o.width)x\(o.height)", String(o.framesSent), String(o.packetsSent),
+                          String(max(0, o.packetsLostReported)), o.kind == .audio ? "-" : o.qualityLimitationReason])
+        }
         for o in p.streams {
             let inb = r?.streams.first { $0.ssrc == o.ssrc }
             let name = Report.streamName(kind: o.kind, rid: o.rid, width: o.width, height: o.height)
@@ -259,7 +339,7 @@ enum PreflightCommand {
             }
             out.rows.append(.object([("sent", Report.outboundJSON(o)), ("received", inb.map(Report.inboundJSON) ?? .null)]))
         }
-        out.table = t.render()
+        out.table = r == nil ? sentOnly.render() : t.render()
         let n = p.network
         if let e = n.estimate {
             out.details += "estimate \(Units.bitrate(e.bitrate)) (delay-based \(Units.bitrate(e.delayBased)), loss-based \(Units.bitrate(e.lossBased)), acknowledged \(e.acknowledged.map(Units.bitrate) ?? "-"))\n"

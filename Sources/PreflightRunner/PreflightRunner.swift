@@ -45,6 +45,25 @@ public enum PreflightRunner {
         public var audioOnlyError: String?
     }
 
+    /// How a phase gets its publisher: by default a plain one (SDES, the configured destination);
+    /// with WHIP the connector POSTs an offer, applies the answer and hands back the publisher
+    /// with its transport, and `end` DELETEs the session when the phase is over.
+    public struct Connector: Sendable {
+        public var open: @Sendable (PublisherConfig) -> Result<(publisher: Publisher, end: @Sendable () -> Void), ConnectError>
+        public init(open: @escaping @Sendable (PublisherConfig) -> Result<(publisher: Publisher, end: @Sendable () -> Void), ConnectError>) {
+            self.open = open
+        }
+        public static let plain = Connector { pc in
+            do { return .success((try Publisher(config: pc), {})) } catch { return .failure(ConnectError(message: "\(error)")) }
+        }
+    }
+
+    public struct ConnectError: Error, Sendable, CustomStringConvertible {
+        public var message: String
+        public init(message: String) { self.message = message }
+        public var description: String { message }
+    }
+
     /// What the command line hears while a phase runs.
     public struct Observer {
         /// Asked at every sample; true stops the run (SIGINT).
@@ -64,8 +83,10 @@ public enum PreflightRunner {
 
     /// The whole pre-flight: the measured phase, the verdict, and the audio-only phase if needed.
     /// `receiver` is the embedded one (started here, stopped at the end) or nil for a remote one.
-    public static func run(_ pc: PublisherConfig, receiver: LoopbackReceiver?, thresholds: VerdictThresholds, observer: Observer) -> Outcome {
-        var phase = runPhase(pc, receiver: receiver, startReceiver: true, limit: pc.durationMicros ?? 15_000_000, label: "preflight", observer: observer)
+    public static func run(_ pc: PublisherConfig, receiver: LoopbackReceiver?, thresholds: VerdictThresholds, observer: Observer,
+                           connector: Connector = .plain) -> Outcome {
+        var phase = runPhase(pc, receiver: receiver, startReceiver: true, limit: pc.durationMicros ?? 15_000_000, label: "preflight", observer: observer,
+                             connector: connector)
         guard !phase.interrupted, phase.startError == nil, phase.answered else {
             receiver?.stop()
             receiver?.wait()
@@ -81,7 +102,7 @@ public enum PreflightRunner {
             ac.durationMicros = 3_000_000
             var quiet = observer
             quiet.sample = { _, _ in }
-            let a = runPhase(ac, receiver: receiver, startReceiver: false, limit: 3_000_000, label: "audio-only", observer: quiet)
+            let a = runPhase(ac, receiver: receiver, startReceiver: false, limit: 3_000_000, label: "audio-only", observer: quiet, connector: connector)
             outcome.audioOnlyError = a.startError
             if a.answered {
                 outcome.audioOnly = a.measurement
@@ -98,13 +119,16 @@ public enum PreflightRunner {
 
     /// Publishes until the estimate is steady (or the limit), watching for any answer.
     static func runPhase(_ pc: PublisherConfig, receiver: LoopbackReceiver?, startReceiver: Bool, limit: Int64, label: String,
-                         observer: Observer) -> Phase {
-        let publisher: Publisher
-        do { publisher = try Publisher(config: pc) } catch {
+                         observer: Observer, connector: Connector) -> Phase {
+        let publisher: Publisher, end: @Sendable () -> Void
+        switch connector.open(pc) {
+        case let .success(c): (publisher, end) = c
+        case let .failure(error):
             return Phase(measurement: Measurement(estimate: 0, lossFraction: 1, roundTripTimeMillis: nil, jitterMillis: nil, videoBitrate: 0, durationMillis: 0),
                          answered: false, interrupted: false, steady: false, elapsedMicros: 0,
-                         publisher: nil, receiver: nil, plan: StreamPlan(config: pc), startError: "\(error)")
+                         publisher: nil, receiver: nil, plan: StreamPlan(config: pc), startError: error.message)
         }
+        let pc = publisher.config // what the answer made of it
         if startReceiver { receiver?.start() }
         publisher.start()
         let started = Clock.monotonicMicros()
@@ -127,6 +151,7 @@ public enum PreflightRunner {
         interrupted = interrupted || observer.interrupted()
         publisher.stop()
         publisher.wait()
+        end()
         let now = Clock.monotonicMicros()
         let p = publisher.snapshot()
         let m = probe.measurement(now: now, roundTripTimeMillis: p.streams.compactMap(\.roundTripTimeMillis).max(),

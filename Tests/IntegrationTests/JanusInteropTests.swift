@@ -86,5 +86,21 @@ import Platform
             #expect(close, "\(name): pubbot sent \(sent) packets, Janus received \(seen)")
         }
         #expect((videoIn["retransmissions"] as? Int ?? 0) > 0, "Janus saw no retransmission: \(videoIn)")
+
+        // The pre-flight over the same server: a verdict from Janus's feedback, with the transport.
+        let pre = Process()
+        pre.executableURL = URL(fileURLWithPath: Self.binary)
+        pre.arguments = ["preflight", "--whip", url, "--duration", "8s", "--json"]
+        let pout = Pipe()
+        pre.standardOutput = pout
+        pre.standardError = FileHandle.nullDevice
+        try pre.run()
+        let pdata = pout.fileHandleForReading.readDataToEndOfFile()
+        pre.waitUntilExit()
+        #expect(pre.terminationStatus == 0)
+        let verdict = try #require(try JSONSerialization.jsonObject(with: pdata) as? [String: Any], "\(String(decoding: pdata, as: UTF8.self))")
+        #expect(verdict["type"] as? String == "verdict" && (verdict["recommended"] as? [String: Any])?["name"] != nil, "\(verdict)")
+        let pw = try #require(verdict["whip"] as? [String: Any])
+        #expect(pw["srtpCipher"] as? String == "AEAD_AES_128_GCM" && (pw["selectedCandidatePair"] as? [String: Any])?["remoteAddress"] != nil, "\(pw)")
     }
 }
