@@ -51,7 +51,7 @@ let package = Package(
         // sans-IO `PreflightProbe`, the verdict, the audio-only phase.
         .target(name: "PreflightRunner", dependencies: ["Platform", "Preflight", "PublisherEngine", "LoopbackReceiver", "Simulation"]),
         // `pubbot load`: many replay bots (whole publisher sessions) on a few event loops.
-        .target(name: "Fleet", dependencies: ["Platform", "PublisherEngine", "Transport", "MediaCodecs", "Stats"]),
+        .target(name: "Fleet", dependencies: ["Platform", "PublisherEngine", "Transport", "MediaCodecs", "Stats", "WHIPPublish", "DTLS", "WebRTC", "RTPCore"]),
         // The publisher and receiver sessions connected in virtual time (`pubbot simulate`, scenario tests).
         .target(name: "Simulation", dependencies: ["PublisherEngine", "LoopbackReceiver", "MediaCodecs", "Transport", "Stats"]),
         // A WHIP publish set up: socket and candidates, the offer POSTed, the answer applied.

@@ -8,6 +8,8 @@ import LoopbackReceiver
 import Transport
 import Stats
 import Platform
+import WHIPPublish
+import DTLS
 
 /// `pubbot load`: many replay bots in one process against a receiver, a fleet report with
 /// percentiles, requirements and exit codes; shards for a fleet of processes.
@@ -15,7 +17,7 @@ enum LoadCommand {
     static let spec = OptionSpec(options: [
         "to": .repeated, "rooms": .value, "key": .value, "srtp-suite": .value, "bots": .value, "ramp": .value, "duration": .value, "loops": .value,
         "media": .value, "report": .value, "require": .value, "shard": .value, "json": .flag, "impair": .value, "decode": .flag,
-        "encode": .flag, "layers": .value,
+        "encode": .flag, "layers": .value, "whip": .value, "token": .value, "ice-server": .repeated, "ice-interface": .value,
     ])
 
     static let defaultMedia = "Media/replay"
@@ -47,6 +49,17 @@ enum LoadCommand {
         let requirements = try LoadRequirement.parseList(o.value("require") ?? "loss<5%,feedback>=100%")
         let suite = try CommonOptions.suite(o)
         let tos = o.all("to")
+        let whipURL = o.value("whip")
+        if let u = whipURL {
+            guard u.lowercased().hasPrefix("http://") || u.lowercased().hasPrefix("https://"), u.count > 8 else {
+                throw UsageError("invalid --whip '\(u)' (an http:// or https:// URL of a WHIP endpoint)")
+            }
+            for flag in ["to", "key", "impair", "decode", "rooms", "srtp-suite"] where o.value(flag) != nil || o.has(flag) {
+                throw UsageError("--\(flag) does not go with --whip (each bot negotiates with the server; keys come from DTLS)")
+            }
+        } else {
+            for flag in ["token", "ice-server", "ice-interface"] where o.value(flag) != nil { throw UsageError("--\(flag) needs --whip URL") }
+        }
         if !tos.isEmpty && o.value("impair") != nil { throw UsageError("--impair applies to the embedded receivers; with --to, impair at `pubbot receive --impair`") }
         if !tos.isEmpty && o.value("key") == nil { throw UsageError("--to needs the receivers' --key B64") }
         if !tos.isEmpty && o.has("decode") { throw UsageError("--decode applies to the embedded receivers") }
@@ -84,7 +97,9 @@ enum LoadCommand {
         // with its own key unless --key gives one for all.
         var receivers: [LoopbackReceiver] = []
         var rooms: [(SocketAddress, SRTPKey)] = []
-        if !tos.isEmpty {
+        if whipURL != nil {
+            rooms.append((try CommonOptions.address("127.0.0.1:9", option: "whip"), .random(suite: .gcm))) // each bot's answer decides
+        } else if !tos.isEmpty {
             for to in tos { rooms.append((try CommonOptions.address(to, option: "to"), sharedKey!)) }
         } else {
             let perRoom = range.count / roomCount + 1
@@ -116,6 +131,15 @@ enum LoadCommand {
         var fc = FleetConfig(template: template, bots: range.count, loops: loops, rampPerSecond: rampPerSecond, durationMicros: duration)
         fc.firstBot = range.lowerBound
         fc.live = live
+        if let url = whipURL {
+            var options = WHIPOptions(endpoint: url, token: o.value("token") ?? getenv("PUBBOT_WHIP_TOKEN").map { String(cString: $0) })
+            options.iceServers = o.all("ice-server")
+            options.interface = o.value("ice-interface")
+            do { fc.whip = (options, try DTLSCertificate()) } catch {
+                Output.err("Error: \(error)\n")
+                return 2
+            }
+        }
         if rooms.count > 1 {
             fc.rooms = rooms.map { room in
                 var c = template
@@ -125,7 +149,7 @@ enum LoadCommand {
             }
         }
         let fleet = Fleet(config: fc, library: library)
-        Output.err("load: \(range.count) bots\(shard.count > 1 ? " (shard \(shard.index)/\(shard.count): bots \(range.lowerBound)…\(range.upperBound - 1) of \(total))" : "") on \(loops) event loop\(loops == 1 ? "" : "s") → \(rooms.count > 1 ? "\(rooms.count) rooms (\(receivers.isEmpty ? "receivers" : "embedded receivers") \(rooms.map { $0.0.description }.joined(separator: ", ")))" : (receivers.isEmpty ? destination.description : "embedded receiver \(destination)")), \(Units.fixed(Double(duration) / 1e6, 0)) s\n")
+        Output.err("load: \(range.count) bots\(shard.count > 1 ? " (shard \(shard.index)/\(shard.count): bots \(range.lowerBound)…\(range.upperBound - 1) of \(total))" : "") on \(loops) event loop\(loops == 1 ? "" : "s") → \(rooms.count > 1 ? "\(rooms.count) rooms (\(receivers.isEmpty ? "receivers" : "embedded receivers") \(rooms.map { $0.0.description }.joined(separator: ", ")))" : (whipURL ?? (receivers.isEmpty ? destination.description : "embedded receiver \(destination)"))), \(Units.fixed(Double(duration) / 1e6, 0)) s\n")
         live?.start()
         fleet.start()
         let start = Clock.monotonicMicros()
@@ -164,8 +188,10 @@ enum LoadCommand {
                                   seconds: Double(b.wall - a.wall) / 1e6,
                                   encoderCPUPercent: live == nil ? nil : Double(b.encoder - a.encoder) * 100 / Double(b.wall - a.wall))
         }
-        var report = LoadReport(bots: fleet.snapshot(), receivers: receivers.map { $0.snapshot() }, rooms: rooms.map { $0.0.description }, requested: range.count, shard: shard,
-                                durationMicros: Clock.monotonicMicros() - start, cost: cpu, suite: suite.rawValue, loops: loops)
+        var report = LoadReport(bots: fleet.snapshot(), receivers: receivers.map { $0.snapshot() }, rooms: whipURL.map { [$0] } ?? rooms.map { $0.0.description }, requested: range.count, shard: shard,
+                                durationMicros: Clock.monotonicMicros() - start, cost: cpu,
+                                suite: whipURL == nil ? suite.rawValue : (fleet.snapshot().lazy.compactMap { $0.network.transport?.srtpCipher }.first.flatMap { SRTPSuite(sdesName: $0)?.rawValue } ?? "dtls"),
+                                loops: loops)
         report.evaluate(requirements)
         guard report.emit(to: o.value("report"), json: o.has("json")) else { return 2 }
         if interrupted { return 130 }

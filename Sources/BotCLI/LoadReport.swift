@@ -34,6 +34,9 @@ struct LoadReport {
         var packetsReceived: Int?
         var framesReceived: Int?
         var error: String?
+        /// WHIP: how long ICE and then DTLS took for this bot.
+        var iceMs: Int? = nil
+        var dtlsMs: Int? = nil
 
         var json: JSONValue {
             var f: [(String, JSONValue)] = [("bot", .int(Int64(number))), ("room", .int(Int64(room))), ("state", .string(state.rawValue))]
@@ -51,6 +54,10 @@ struct LoadReport {
             f.append(("packetsReceived", packetsReceived.map { .int(Int64($0)) } ?? .null))
             f.append(("framesReceived", framesReceived.map { .int(Int64($0)) } ?? .null))
             f.append(("error", error.map { .string($0) } ?? .null))
+            if iceMs != nil || dtlsMs != nil {
+                f.append(("iceMs", iceMs.map { .int(Int64($0)) } ?? .null))
+                f.append(("dtlsMs", dtlsMs.map { .int(Int64($0)) } ?? .null))
+            }
             return .object(f)
         }
     }
@@ -112,6 +119,8 @@ struct LoadReport {
     var receiverRejected: Int?
     var results: [(LoadRequirement, Double?, Bool)] = []
     var requirementTexts: [String] = []
+    /// WHIP: what the first bot's answer negotiated.
+    var negotiated: [(String, String)] = []
 
     init(bots snaps: [BotSnapshot], receivers: [ReceiverSnapshot], rooms: [String], requested: Int, shard: LoadCommand.Shard,
          durationMicros: Int64, cost: Cost?, suite: String, loops: Int) {
@@ -153,8 +162,9 @@ struct LoadReport {
                         layersActive: s.network.allocation?.layers.filter { $0 > 0 }.count ?? 0, rtcpReceived: s.network.rtcpReceived,
                         pliReceived: s.streams.reduce(0) { $0 + $1.pliReceived }, keyFramesSent: s.keyFramesSent,
                         packetsReceived: embedded ? (rx?.packets ?? 0) : nil, framesReceived: embedded ? (rx?.frames ?? 0) : nil,
-                        error: s.error)
+                        error: s.error, iceMs: s.network.transport?.iceDurationMs, dtlsMs: s.network.transport?.dtlsDurationMs)
             bots.append(b)
+            if negotiated.isEmpty { negotiated = s.negotiated }
             guard s.state != .failed && s.state != .pending else { continue }
             totals.packetsSent += packets
             totals.bytesSent += bytes
@@ -214,7 +224,7 @@ struct LoadReport {
                 condition: o["networkCondition"]?.stringValue.flatMap(NetworkCondition.init(rawValue:)) ?? .unknown,
                 layersActive: o["layersActive"]?.intValue ?? 0, rtcpReceived: o["rtcpReceived"]?.intValue ?? 0, pliReceived: o["pliReceived"]?.intValue ?? 0,
                 keyFramesSent: o["keyFramesSent"]?.intValue ?? 0, packetsReceived: o["packetsReceived"]?.intValue,
-                framesReceived: o["framesReceived"]?.intValue, error: o["error"]?.stringValue))
+                framesReceived: o["framesReceived"]?.intValue, error: o["error"]?.stringValue, iceMs: o["iceMs"]?.intValue, dtlsMs: o["dtlsMs"]?.intValue))
         }
         cost = nil
     }
@@ -288,12 +298,31 @@ struct LoadReport {
                      ("rttP95", r.rtt.percentile(0.95).map { .double(($0 * 10).rounded() / 10) } ?? .null)])
         })))
         f.append(("receiverRejected", receiverRejected.map { .int(Int64($0)) } ?? .null))
+        if let w = handshakes {
+            func stats(_ v: [Int]) -> JSONValue {
+                .object([("p50", .int(Int64(Self.percentile(v, 0.5)))), ("p95", .int(Int64(Self.percentile(v, 0.95)))), ("max", .int(Int64(v.max() ?? 0)))])
+            }
+            f.append(("webrtc", .object([("connected", .int(Int64(w.ice.count))), ("iceMs", stats(w.ice)), ("dtlsMs", stats(w.dtls)),
+                                         ("negotiated", .object(negotiated.map { ($0.0, .string($0.1)) }))])))
+        }
         f.append(("requirements", .array(results.map { r in
             .object([("require", .string(r.0.text)), ("value", r.1.map { .double(($0 * 10_000).rounded() / 10_000) } ?? .null), ("met", .bool(r.2))])
         })))
         f.append(("ok", .bool(exitCode == 0)))
         f.append(("perBot", .array(bots.map(\.json))))
         return .object(f)
+    }
+
+    /// WHIP: the bots' ICE and DTLS times (ms), for those that connected.
+    var handshakes: (ice: [Int], dtls: [Int])? {
+        let ice = bots.compactMap(\.iceMs), dtls = bots.compactMap(\.dtlsMs)
+        return ice.isEmpty ? nil : (ice, dtls)
+    }
+
+    static func percentile(_ v: [Int], _ q: Double) -> Int {
+        guard !v.isEmpty else { return 0 }
+        let s = v.sorted()
+        return s[min(s.count - 1, Int((Double(s.count - 1) * q).rounded()))]
     }
 
     struct RoomSummary { var room: Int; var destination: String?; var bots = 0; var withFeedback = 0; var loss = Histogram(); var rtt = Histogram() }
@@ -344,6 +373,10 @@ struct LoadReport {
             for r in rs {
                 out += "room \(r.room) (\(r.destination ?? "?")): \(r.bots) bots, \(r.withFeedback) heard back, loss p95 \(r.loss.percentile(0.95).map { Units.fixed($0 * 100, 2) } ?? "-") %, RTT p95 \(r.rtt.percentile(0.95).map { Units.fixed($0, 1) } ?? "-") ms\n"
             }
+        }
+        if let w = handshakes {
+            out += "WHIP: \(w.ice.count) connected; ICE p50 \(Self.percentile(w.ice, 0.5)) ms, p95 \(Self.percentile(w.ice, 0.95)) ms; DTLS p50 \(Self.percentile(w.dtls, 0.5)) ms, p95 \(Self.percentile(w.dtls, 0.95)) ms"
+            out += negotiated.isEmpty ? "\n" : "; " + negotiated.map { "\($0.0) \($0.1)" }.joined(separator: ", ") + "\n"
         }
         out += "conditions: " + conditions.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue) \($0.value)" }.joined(separator: ", ") + "\n"
         out += "totals: \(totals.packetsSent) packets sent, \(totals.retransmissions) RTX, \(totals.pliReceived) PLI, \(totals.keyFramesSent) key frames"

@@ -4,6 +4,8 @@ public import MediaCodecs
 public import Stats
 public import PublisherEngine
 public import Platform
+public import WHIPPublish
+public import DTLS
 
 /// A load test in one process (`pubbot load`): many replay bots on a few event loops (threads),
 /// never a thread per bot. Each bot is a whole publisher — its own socket (so a server sees one
@@ -26,6 +28,9 @@ public struct FleetConfig: Sendable {
     public var rooms: [PublisherConfig] = []
     /// Live mode (`--encode`): every bot sends this encoder's frames instead of the replay loops.
     public var live: SharedEncoder?
+    /// WHIP (`load --whip`): each bot POSTs its own offer and runs its own ICE and DTLS; one
+    /// certificate serves the fleet (its fingerprint is in every offer).
+    public var whip: (options: WHIPOptions, certificate: DTLSCertificate)?
 
     public init(template: PublisherConfig, bots: Int, loops: Int, rampPerSecond: Double, durationMicros: Int64) {
         self.template = template
@@ -50,6 +55,8 @@ public struct BotSnapshot: Sendable {
     public var network: NetworkCounters
     public var keyFramesSent = 0
     public var error: String?
+    /// WHIP: what the answer decided, and the ICE/DTLS figures (in `network.transport`).
+    public var negotiated: [(String, String)] = []
 }
 
 public final class Fleet: Sendable {

@@ -3,6 +3,7 @@ import Platform
 import Transport
 import MediaCodecs
 import Stats
+import WHIPPublish
 
 /// One event loop: starts its bots on the ramp, feeds them replay frames on their clocks, runs
 /// their network turns when due or when their socket is readable, and polls all their sockets
@@ -73,7 +74,14 @@ final class FleetLoop {
                     b.published.withLock { $0 = b.network.statistics }
                     b.done = true
                     readiness?.remove(b.io.socket)
-                    fleet.slots[b.slot].withLock { $0.state = .done; $0.stoppedMicros = Clock.monotonicMicros(); $0.keyFramesSent = b.keyFramesSent }
+                    b.whip?.end() // DELETE (RFC 9725 §4.3)
+                    let failure = b.network.statistics.1.transport?.failure
+                    fleet.slots[b.slot].withLock {
+                        $0.state = failure == nil ? .done : .failed
+                        if let failure { $0.error = failure }
+                        $0.stoppedMicros = Clock.monotonicMicros()
+                        $0.keyFramesSent = b.keyFramesSent
+                    }
                     live -= 1
                 }
             }
@@ -103,9 +111,20 @@ final class FleetLoop {
         var c = rooms.isEmpty ? fleet.config.template : rooms[number % rooms.count]
         c.cname = "pubbot-bot-\(number)"
         c.seed = UInt64(number + 1)
+        var connection: WHIPConnection?
+        if let (options, certificate) = fleet.config.whip {
+            // The offer/answer exchange blocks this loop for one HTTP round trip; the ramp spreads them.
+            c.cname = WHIPConnection.randomICEString(16) // RFC 7022 (see `publish --whip`)
+            do {
+                connection = try WHIPConnection.open(options, base: c, certificate: certificate, sleep: { Clock.sleep(micros: $0) })
+            } catch {
+                fleet.slots[slot].withLock { $0.state = .failed; $0.error = error.description }
+                return
+            }
+        }
         do throws(EngineSetupError) {
             let bot = try ReplayBot(slot: slot, config: c, library: fleet.library, live: fleet.config.live, published: fleet.published[slot],
-                                    startMicros: now)
+                                    startMicros: Clock.monotonicMicros(), whip: connection)
             readiness?.add(bot.io.socket, tag: bots.count)
             bots.append(bot)
             ready.append(false)
@@ -113,8 +132,10 @@ final class FleetLoop {
                 $0.state = .running
                 $0.startedMicros = now
                 $0.localAddress = bot.io.socket.localAddress
+                $0.negotiated = connection?.summary ?? []
             }
         } catch {
+            connection?.end()
             fleet.slots[slot].withLock { $0.state = .failed; $0.error = "\(error)" }
         }
     }

@@ -3,6 +3,9 @@ import Platform
 import Transport
 import MediaCodecs
 import Stats
+import WebRTC
+import RTPCore
+import WHIPPublish
 
 /// A replay bot: a PublisherSession driven by its fleet loop, and a cursor per layer into the replay
 /// loops. It still reacts: a PLI jumps the layer to its next key frame, the allocator suspends
@@ -30,22 +33,29 @@ final class ReplayBot {
     var nextWake: Int64 = 0
     var done = false
     var liveKeyFramesSent = 0
+    /// WHIP: the session to DELETE when the bot is done.
+    let whip: WHIPConnection?
     var keyFramesSent: Int { live == nil ? replay.keyFramesSent : liveKeyFramesSent }
 
     init(slot: Int, config: PublisherConfig, library: ReplayLibrary, live: SharedEncoder? = nil,
-         published: Locked<([OutboundStreamStats], NetworkCounters)>, startMicros: Int64) throws(EngineSetupError) {
+         published: Locked<([OutboundStreamStats], NetworkCounters)>, startMicros: Int64, whip: WHIPConnection? = nil) throws(EngineSetupError) {
         self.slot = slot
+        self.whip = whip
+        let config = whip?.config ?? config
         self.library = library
         self.live = live
         self.published = published
         let plan = StreamPlan(config: config)
         control = PublisherControl(layerTargets: config.layers.map(\.targetBitrate))
         let socket: UDPSocket
-        do { socket = try UDPSocket(for: config.destination) } catch { throw .socket(error) }
+        if let w = whip { socket = w.socket } else {
+            do { socket = try UDPSocket(for: config.destination) } catch { throw .socket(error) }
+        }
         io = SessionSocket(socket)
         do {
-            network = try PublisherSession(config: config, plan: plan,
-                                      startMicros: startMicros, wallOffsetMicros: Clock.wallMicros() - Clock.monotonicMicros())
+            network = try PublisherSession(config: config, plan: plan, startMicros: startMicros,
+                                           wallOffsetMicros: Clock.wallMicros() - Clock.monotonicMicros(),
+                                           webrtc: whip.map { ($0.transport, $0.local) })
         } catch { throw .srtp(error) }
         let n = config.sendVideo ? min(config.layers.count, live?.layers.count ?? library.layers.count) : 0
         liveGate = LayerGate(layers: live == nil ? 0 : n)
