@@ -62,7 +62,9 @@ extension PublisherSession {
     func afterTransport(now: Int64) {
         guard let t = webrtc else { return }
         drainTransport()
+        var changed = false
         while let e = t.pollEvent() {
+            changed = true
             switch e {
             case let .connected(_, remote, suite, send, receive):
                 guard let destination = SocketAddress(remote) else { fail("the selected remote \(remote) is not a usable address"); break }
@@ -82,7 +84,11 @@ extension PublisherSession {
                 if !stopRequested { fail("the server closed the DTLS connection (close_notify)") }
             }
         }
-        counters.transport?.update(t)
+        // The figures are text (addresses): refreshed on events and once a second, not per turn.
+        if changed || now - transportStatusMicros >= 1_000_000 || (!mediaStarted && now - transportStatusMicros >= 20_000) {
+            transportStatusMicros = now
+            counters.transport?.update(t)
+        }
     }
 
     func fail(_ reason: String) {
