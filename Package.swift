@@ -66,7 +66,7 @@ let package = Package(
         // Benchmarks (`scripts/bench`): the hot path against C baselines compiled here, with
         // allocations counted by the interposed malloc.
         .target(name: "CBenchBaseline", dependencies: ["CSRTP"]),
-        .target(name: "Bench", dependencies: ["Platform", "CBenchBaseline", "RTPCore", "Transport", "MediaCodecs", "PublisherEngine", "Stats"], swiftSettings: hot),
+        .target(name: "Bench", dependencies: ["Platform", "CBenchBaseline", "RTPCore", "Transport", "MediaCodecs", "PublisherEngine", "Stats", "DTLS"], swiftSettings: hot),
         .executableTarget(name: "pubbot-bench", dependencies: ["Bench", "CAllocCounter"]),
 
         .testTarget(name: "RTPCoreTests", dependencies: ["RTPCore"]),

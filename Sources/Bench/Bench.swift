@@ -1,4 +1,5 @@
 import CBenchBaseline
+public import DTLS
 import RTPCore
 import Transport
 import MediaCodecs
@@ -265,5 +266,36 @@ public struct Benchmarks {
         dst.withRawSockaddr { sa, salen in
             cbench_sendto_each(socket.fd, sa, UInt32(salen), buf.assumingMemoryBound(to: UInt8.self), len, count)
         }
+    }
+}
+
+extension Benchmarks {
+    /// A whole DTLS-SRTP handshake (client and server endpoints in memory, P-256 certificates, the
+    /// fingerprint check and the key export: what each WHIP bot costs once at connect), in
+    /// handshakes per CPU-second of both sides together. No baseline: it is OpenSSL's cost.
+    public func dtlsHandshake() throws(DTLSError) -> BenchResult {
+        let client = try DTLSCertificate(commonName: "bench-client"), server = try DTLSCertificate(commonName: "bench-server")
+        let n = max(3, Int(100 * scale))
+        var runs: [Double] = []
+        for _ in 0..<self.runs {
+            var failed = false
+            let s = cpuSeconds {
+                for _ in 0..<n {
+                    guard let c = try? DTLSEndpoint(role: .client, certificate: client, remoteFingerprint: server.fingerprint),
+                          let v = try? DTLSEndpoint(role: .server, certificate: server, remoteFingerprint: client.fingerprint) else { failed = true; return }
+                    c.start()
+                    var rounds = 0
+                    while (c.state == .handshaking || v.state == .handshaking) && rounds < 20 {
+                        while let d = c.pollTransmit() { v.handle(d) }
+                        while let d = v.pollTransmit() { c.handle(d) }
+                        rounds += 1
+                    }
+                    if c.state != .connected || v.state != .connected { failed = true; return }
+                }
+            }
+            if failed { throw DTLSError(description: "the benchmark handshake did not complete") }
+            runs.append(Double(n) / s)
+        }
+        return BenchResult(name: "dtls-handshake", unit: "handshakes/s", runs: runs, note: "client + server CPU together, P-256, AEAD_AES_128_GCM export")
     }
 }

@@ -3,6 +3,7 @@ public import Transport
 
 public struct DTLSError: Error, CustomStringConvertible, Equatable, Sendable {
     public var description: String
+    public init(description: String) { self.description = description }
 }
 
 /// A self-signed ECDSA P-256 certificate (RFC 8827 §6.5: WebRTC endpoints use self-signed

@@ -6,14 +6,14 @@ import Transport
 import Glibc
 #endif
 
-/// `pubbot-bench [packetize|srtp|send|pipeline|all] [--json] [--runs N] [--smoke]`
+/// `pubbot-bench [packetize|srtp|send|pipeline|dtls|all] [--json] [--runs N] [--smoke]`
 /// (run through `scripts/bench`, which builds it in release mode).
-let usage = "Usage: pubbot-bench [packetize|srtp|send|pipeline|all] [--json] [--runs N] [--smoke]"
+let usage = "Usage: pubbot-bench [packetize|srtp|send|pipeline|dtls|all] [--json] [--runs N] [--smoke]"
 var which = "all", json = false, runs = 7, smoke = false
 var args = CommandLine.arguments.dropFirst()
 while let a = args.popFirst() {
     switch a {
-    case "packetize", "srtp", "send", "pipeline", "all": which = a
+    case "packetize", "srtp", "send", "pipeline", "dtls", "all": which = a
     case "--json": json = true
     case "--smoke": smoke = true
     case "--runs":
@@ -36,6 +36,7 @@ do {
     if which == "srtp" || which == "all" { results.append(bench.srtp(suite: .aesCm)); results.append(bench.srtp(suite: .gcm)) }
     if which == "send" || which == "all" { results += try bench.send() }
     if (which == "pipeline" || which == "all") && !smoke { results.append(try bench.pipeline(seconds: 10)) }
+    if which == "dtls" || which == "all" { results.append(try bench.dtlsHandshake()) }
 } catch {
     FileHandle.err("Error: \(error)\n")
     exit(2)
