@@ -25,6 +25,8 @@ import Crypto
         var media: [[UInt8]] = []
         var serverEvents: [WebRTCTransport.Event] = []
         var dropDTLSToPublisher = false
+        /// The server goes silent (everything it sends is lost) from this time on.
+        var silentFrom: Int64 = .max
 
         init(configure: (inout PublisherConfig) -> Void = { _ in }) throws {
             let hmac: @Sendable ([UInt8], [UInt8]) -> [UInt8] = { Crypto.hmacSHA1(key: $0, data: $1) }
@@ -76,6 +78,7 @@ import Crypto
                 if let w = server.step(now: now) { wake = min(wake, w) }
                 while let x = server.pollTransmit() {
                     if dropDTLSToPublisher && (20...63).contains(x.bytes[0]) { continue }
+                    if now >= silentFrom { continue }
                     inFlight.append((now + 5_000, x.bytes, false))
                 }
                 while let e = server.pollEvent() { serverEvents.append(e) }
@@ -201,6 +204,24 @@ import Crypto
         let low = try layerOnTheWire(since: mark)
         #expect(low.ssrcs == mid.ssrcs && low.fill == [0], "180p is layer 0: \(low)")
         #expect(rig.session.statistics.0.filter { $0.kind == .video }.count == 1)
+    }
+
+    /// The server stops answering after 2 s (consent checks unanswered, RFC 7675): the session
+    /// ends by itself within the 30 s consent timeout and says why; garbage on the socket before
+    /// that is counted and dropped.
+    @Test func lostConsentEndsTheSession() throws {
+        var rig = try Rig()
+        rig.silentFrom = 2_000_000
+        rig.run(until: 1_000_000)
+        for junk: [UInt8] in [[0x40, 1, 2, 3], [0xFF] + Array(repeating: 0, count: 40), [2, 0, 0, 8] + Array(repeating: 0xAA, count: 20), [23, 254, 253, 0, 0]] {
+            var b = junk
+            b.withUnsafeMutableBytes { rig.session.handleDatagram($0.baseAddress!, length: $0.count, from: SocketAddress(WebRTCSessionTests.srv), now: rig.now) }
+        }
+        #expect(rig.session.statistics.1.rtcpRejected >= 2)
+        rig.run(until: 40_000_000)
+        let net = rig.session.statistics.1
+        #expect(net.transport?.failure?.contains("consent lost") == true, "\(String(describing: net.transport))")
+        #expect(rig.session.step(now: rig.now) == nil)
     }
 
     /// The server answers ICE but never DTLS: the session fails within the DTLS deadline and says
