@@ -59,11 +59,35 @@ enum RTCStatsReport {
         }
         let sent = p.streams.reduce(0) { $0 + $1.payloadBytesSent + $1.headerBytesSent }
         let packets = p.streams.reduce(0) { $0 + $1.packetsSent }
-        out.append(obj(transportID, "transport", [("bytesSent", .int(Int64(sent))), ("packetsSent", .int(Int64(packets))),
-                                                  ("selectedCandidatePairId", .string(pairID)), ("srtpCipher", .string(config.key.suite.sdesName)),
-                                                  ("dtlsState", .string("new")), ("iceRole", .string("controlling"))]))
-        var pair: [(String, JSONValue)] = [("transportId", .string(transportID)), ("state", .string("succeeded")), ("nominated", .bool(true)),
+        // SDES: no DTLS ("new"), the configured key's suite. WebRTC (WHIP): the transport's own
+        // states, the cipher DTLS negotiated, and the selected pair's candidates.
+        let t = p.network.transport
+        var transport: [(String, JSONValue)] = [("bytesSent", .int(Int64(sent))), ("packetsSent", .int(Int64(packets))),
+                                                ("selectedCandidatePairId", .string(pairID)),
+                                                ("srtpCipher", .string(t == nil ? config.key.suite.sdesName : t?.srtpCipher ?? "")),
+                                                ("dtlsState", .string(t?.dtlsState ?? "new")), ("iceRole", .string(t?.iceRole ?? "controlling"))]
+        if let t {
+            transport.append(("iceState", .string(t.iceState)))
+            if let d = t.dtlsDurationMs { transport.append(("dtlsDurationMs", .int(Int64(d)))) }
+            if let d = t.iceDurationMs { transport.append(("iceDurationMs", .int(Int64(d)))) }
+            transport.append(("dtlsRole", .string(t.dtlsRole)))
+        }
+        out.append(obj(transportID, "transport", transport))
+        var pair: [(String, JSONValue)] = [("transportId", .string(transportID)), ("state", .string(t == nil || t?.localAddress != nil ? "succeeded" : "in-progress")),
+                                           ("nominated", .bool(t == nil || t?.localAddress != nil)),
                                            ("bytesSent", .int(Int64(sent))), ("packetsSent", .int(Int64(packets)))]
+        if let t, let la = t.localAddress, let ra = t.remoteAddress {
+            let localID = "IL\(suffix)", remoteID = "IR\(suffix)"
+            pair += [("localCandidateId", .string(localID)), ("remoteCandidateId", .string(remoteID))]
+            func candidate(_ id: String, _ type: String, _ address: String, _ kind: String) -> JSONValue {
+                let host = address.hasPrefix("[") ? String(address.dropFirst().prefix { $0 != "]" }) : String(address.prefix { $0 != ":" })
+                let port = Int(address.split(separator: ":").last ?? "") ?? 0
+                return obj(id, type, [("transportId", .string(transportID)), ("address", .string(host)), ("port", .int(Int64(port))),
+                                      ("protocol", .string("udp")), ("candidateType", .string(kind))])
+            }
+            out.append(candidate(localID, "local-candidate", la, t.localCandidateType ?? "host"))
+            out.append(candidate(remoteID, "remote-candidate", ra, t.remoteCandidateType ?? "host"))
+        }
         // W3C: availableOutgoingBitrate exists only when congestion control produced an estimate.
         if let e = p.network.estimate { pair.append(("availableOutgoingBitrate", .int(Int64(e.bitrate)))) }
         if let r = p.streams.compactMap(\.roundTripTimeMillis).max() { pair.append(("currentRoundTripTime", .double(r / 1000))) }

@@ -9,6 +9,8 @@ public struct TransportStatus: Sendable, Equatable {
     public var iceState = "new"
     public var dtlsState = "new"
     public var iceRole = "controlling"
+    /// W3C `RTCDtlsRole`: "client" or "server" (the answer's a=setup decided).
+    public var dtlsRole = "unknown"
     /// `AEAD_AES_128_GCM` or `AES_CM_128_HMAC_SHA1_80` once DTLS exported the keys.
     public var srtpCipher: String?
     public var localCandidateType: String?
@@ -28,6 +30,7 @@ public struct TransportStatus: Sendable, Equatable {
         iceState = t.iceState
         dtlsState = t.dtlsState
         iceRole = t.ice.role == .controlling ? "controlling" : "controlled"
+        dtlsRole = t.dtls.role == .client ? "client" : "server"
         if let (l, r) = t.ice.selectedPair {
             localCandidateType = l.kind.rawValue
             localAddress = l.address.description
