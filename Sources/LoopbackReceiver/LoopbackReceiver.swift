@@ -110,9 +110,13 @@ public final class LoopbackReceiver: Sendable {
 
     /// A publisher the WHIP endpoint answered (from the HTTP thread); the receive thread takes it
     /// within a few milliseconds.
+    /// Returns once the receive thread has it (≤ ~25 ms), so the publisher's first ICE check,
+    /// sent as soon as the answer arrives, finds it instead of waiting for a retransmission.
     public func addPublisher(_ spec: WebRTCPublisherSpec) {
         let seed = UInt64(SecureRandom.uint32()) << 32 | UInt64(SecureRandom.uint32())
         commands.withLock { $0.append(.add(spec, seed: seed)) }
+        let deadline = Clock.monotonicMicros() + 100_000
+        while commands.withLock({ !$0.isEmpty }) && Clock.monotonicMicros() < deadline && thread.value != nil { Clock.sleep(micros: 500) }
     }
 
     /// A WHIP DELETE: the publisher's transport is closed.
