@@ -110,7 +110,7 @@ enum PreflightCommand {
         var connector = PreflightRunner.Connector.plain
         let whipSessions = Locked<[WHIPConnection]>([])
         if let url = whipURL {
-            if !o.has("cname") { pc.cname = WHIPConnection.randomICEString(16) } // RFC 7022 (see publish)
+            if o.value("cname") == nil { pc.cname = WHIPConnection.randomCNAME() }
             var options = WHIPOptions(endpoint: url, token: o.value("token") ?? getenv("PUBBOT_WHIP_TOKEN").map { String(cString: $0) })
             options.iceServers = o.all("ice-server")
             options.interface = o.value("ice-interface")

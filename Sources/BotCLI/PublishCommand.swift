@@ -72,13 +72,7 @@ enum PublishCommand {
         defer { if let w = whip, let e = w.end() { Output.err("warning: could not end the WHIP session: \(e)\n") } }
         if let url = whipURL {
             let token = o.value("token") ?? getenv("PUBBOT_WHIP_TOKEN").map { String(cString: $0) }
-            if !o.has("cname") {
-                // RFC 7022 §4.2: a random CNAME per session, 16 characters as libwebrtc makes it. (The
-                // length matters in practice: aiortc 1.16's SDES parser, rtp.py RtcpSdesPacket.parse,
-                // skips only two bytes after a chunk's items, which is right for a 16-byte CNAME and
-                // loses the whole compound otherwise.)
-                pc.cname = WHIPConnection.randomICEString(16)
-            }
+            if o.value("cname") == nil { pc.cname = WHIPConnection.randomCNAME() }
             var options = WHIPOptions(endpoint: url, token: token)
             options.iceServers = o.all("ice-server")
             options.interface = o.value("ice-interface")

@@ -114,7 +114,7 @@ final class FleetLoop {
         var connection: WHIPConnection?
         if let (options, certificate) = fleet.config.whip {
             // The offer/answer exchange blocks this loop for one HTTP round trip; the ramp spreads them.
-            c.cname = WHIPConnection.randomICEString(16) // RFC 7022 (see `publish --whip`)
+            c.cname = WHIPConnection.randomCNAME()
             do {
                 connection = try WHIPConnection.open(options, base: c, certificate: certificate, sleep: { Clock.sleep(micros: $0) })
             } catch {

@@ -29,6 +29,20 @@ public final class ICEAgent {
         public var ufrag: String
         public var password: String
         public init(ufrag: String, password: String) { self.ufrag = ufrag; self.password = password }
+
+        /// Fresh credentials from 32 random bytes (the caller's: the module reads no OS random):
+        /// an 8-character ufrag and a 24-character password of ice-chars (RFC 8839 §5.4: ALPHA /
+        /// DIGIT / "+" / "/"; at least 4 and 22 characters).
+        public init(random bytes: [UInt8]) {
+            precondition(bytes.count >= 32)
+            ufrag = Self.iceChars(bytes.prefix(8))
+            password = Self.iceChars(bytes.dropFirst(8).prefix(24))
+        }
+
+        public static func iceChars(_ bytes: some Collection<UInt8>) -> String {
+            let chars = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+            return String(bytes.map { chars[Int($0) & 63] })
+        }
     }
 
     public struct Transmit: Sendable, Equatable {

@@ -65,7 +65,8 @@ public final class WHIPEndpoint: @unchecked Sendable {
             return HTTPResponse(status: 503, headers: [("Retry-After", "5"), ("Content-Type", "text/plain")], body: Array("the receiver serves \(maxSessions) publishers already\n".utf8))
         }
         let id = hex(SecureRandom.bytes(8))
-        let ufrag = iceString(8), password = iceString(24)
+        let credentials = ICEAgent.Credentials(random: SecureRandom.bytes(32))
+        let ufrag = credentials.ufrag, password = credentials.password
         let answer: WHIPAnswer
         do {
             answer = try WHIPAnswer.answer(offer: String(decoding: r.body, as: UTF8.self), iceUfrag: ufrag, icePassword: password,
@@ -93,11 +94,6 @@ public final class WHIPEndpoint: @unchecked Sendable {
         return String(b.flatMap { [d[Int($0 >> 4)], d[Int($0 & 15)]] })
     }
 
-    /// ICE credentials (RFC 8839 §5.4: ice-char = ALPHA / DIGIT / "+" / "/").
-    static func iceString(_ n: Int) -> String {
-        let chars = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
-        return String(SecureRandom.bytes(n).map { chars[Int($0) & 63] })
-    }
 
     public func stop() { server.stop() }
 }

@@ -86,7 +86,8 @@ public final class WHIPConnection: @unchecked Sendable {
         }
         candidates += gatherReflexive(socket: socket, host: candidates[0], servers: stunServers)
 
-        let ufrag = randomICEString(8), password = randomICEString(24)
+        let credentials = ICEAgent.Credentials(random: SecureRandom.bytes(32))
+        let ufrag = credentials.ufrag, password = credentials.password
         var offer = WHIPOffer(iceUfrag: ufrag, icePassword: password, fingerprint: certificate.sdpFingerprint, candidates: candidates)
         offer.audio = base.sendAudio
         offer.rids = base.sendVideo ? base.layers.map(\.rid) : []
@@ -211,11 +212,11 @@ public final class WHIPConnection: @unchecked Sendable {
         return host.isEmpty ? nil : (String(host), port)
     }
 
-    /// ICE credentials (RFC 8839 §5.4: ice-char = ALPHA / DIGIT / "+" / "/").
-    public static func randomICEString(_ n: Int) -> String {
-        let chars = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
-        return String(SecureRandom.bytes(n).map { chars[Int($0) & 63] })
-    }
+    /// A random CNAME for a WebRTC session (RFC 7022 §4.2: short-term persistent, random), 16
+    /// characters as libwebrtc makes it. (The length matters in practice: aiortc 1.16's SDES
+    /// parser, rtp.py RtcpSdesPacket.parse, skips only two bytes after a chunk's items, right for
+    /// a 16-byte CNAME, and loses the whole compound otherwise.)
+    public static func randomCNAME() -> String { ICEAgent.Credentials.iceChars(SecureRandom.bytes(16)) }
 
     /// Server-reflexive candidates: the gatherer's Binding requests on the media socket itself (so
     /// the mapping is the one media will use), for at most ~4 s.

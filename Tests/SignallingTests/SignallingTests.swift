@@ -197,31 +197,20 @@ extension String {
     /// Mutated offers never crash the answerer: an answer or an OfferError.
     @Test func mutatedOffersNeverCrash() {
         let base = Array(offer().sdp.utf8)
-        var rng = SplitMix(seed: 99)
+        var state: UInt64 = 99
+        func next() -> UInt64 { state = state &* 6364136223846793005 &+ 1442695040888963407; return state >> 11 }
         for _ in 0..<2000 {
             var b = base
-            for _ in 0..<(1 + Int(rng.next() % 8)) {
-                let i = Int(rng.next() % UInt64(b.count))
-                switch rng.next() % 3 {
-                case 0: b[i] = UInt8(truncatingIfNeeded: rng.next())
+            for _ in 0..<(1 + Int(next() % 8)) {
+                let i = Int(next() % UInt64(b.count))
+                switch next() % 3 {
+                case 0: b[i] = UInt8(truncatingIfNeeded: next())
                 case 1: b.remove(at: i)
-                default: b.insert(b[Int(rng.next() % UInt64(b.count))], at: i)
+                default: b.insert(b[Int(next() % UInt64(b.count))], at: i)
                 }
             }
             _ = try? WHIPAnswer.answer(offer: String(decoding: b, as: UTF8.self), iceUfrag: "rcvr", icePassword: "receiver-ice-password-22",
                                        fingerprint: fp, candidates: [endpoint], sessionID: 1)
         }
-    }
-}
-
-struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
