@@ -27,9 +27,9 @@ enum Help {
     static func usage(_ command: String?) -> String {
         switch command {
         case "publish": "Usage: pubbot publish (--to HOST:PORT [--key B64] | --whip URL [--token T] [--ice-server stun:HOST:PORT] [--ice-interface IF]) [--srtp-suite aes-cm|gcm] [--sdp-out FILE] [--no-bundle] [--duration D] [--layers LADDER] [--no-audio | --no-video] [--fps N] [--temporal-layers L1T1|L1T2|L1T3] [--keyframe-interval D] [--no-congestion-control] [--stats FILE|-] [--json]"
-        case "receive": "Usage: pubbot receive --listen HOST:PORT (--key B64 | --sdp FILE) [--impair SPEC] [--downlink-impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--no-decode | --decode-publishers N] [--max-publishers N] [--stats FILE|-] [--json]"
-        case "preflight": "Usage: pubbot preflight [--to HOST:PORT --key KEY | --sdp FILE] [--impair SPEC] [--require TIER] [--duration D] [--json] [--junit FILE] [--stats FILE|-] [--verdict-thresholds LIST] [media options]"
-        case "load": "Usage: pubbot load [--to HOST:PORT… --key B64 | --rooms M] [--bots N] [--duration D] [--ramp D] [--loops N] [--impair SPEC] [--require LIST] [--report FILE] [--shard I/N] [--media DIR | --encode [--layers LADDER]] [--srtp-suite aes-cm|gcm] [--json]"
+        case "receive": "Usage: pubbot receive (--listen HOST:PORT (--key B64 | --sdp FILE) | --whip-listen HOST:PORT [--token T]) [--impair SPEC] [--downlink-impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--no-decode | --decode-publishers N] [--max-publishers N] [--stats FILE|-] [--json]"
+        case "preflight": "Usage: pubbot preflight [--to HOST:PORT --key KEY | --sdp FILE | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF]] [--impair SPEC] [--require TIER] [--duration D] [--json] [--junit FILE] [--stats FILE|-] [--verdict-thresholds LIST] [media options]"
+        case "load": "Usage: pubbot load [--to HOST:PORT… --key B64 | --rooms M | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF]] [--bots N] [--duration D] [--ramp D] [--loops N] [--impair SPEC] [--require LIST] [--report FILE] [--shard I/N] [--media DIR | --encode [--layers LADDER]] [--srtp-suite aes-cm|gcm] [--json]"
         case "simulate": "Usage: pubbot simulate [--impair SPEC|SCHEDULE] [--downlink-impair SPEC] [--duration 60s] [--layers LADDER] [--fps N] [--temporal-layers MODE] [--media encode|replay|sized] [--seed N] [--preflight [--require TIER] [--verdict-thresholds LIST] [--junit FILE]] [--stats FILE|-] [--stats-interval 1s] [--json]"
         case "media": "Usage: pubbot media build [--out DIR] [--seconds N] [--keyframe-interval D] [--layers LADDER] [--fps N]"
         case "report": "Usage: pubbot report merge FILE… [--report OUT] [--require LIST] [--json]"
@@ -97,8 +97,16 @@ enum Help {
         latency. Packets that fail authentication are counted; if nothing authenticates within a
         second, it says the key does not match.
 
+        With --whip-listen it is a WHIP endpoint (RFC 9725) instead: POST /whip with an SDP offer
+        creates a session (ICE-lite, DTLS client, the offer's payload types and extension IDs,
+        simulcast as offered), DELETE /whip/<id> ends it; media arrives on UDP at the same port
+        number, each publisher with its own DTLS keys.
+
         Options:
-          --listen HOST:PORT        where to listen (required), e.g. 127.0.0.1:5004
+          --listen HOST:PORT        where to listen (SDES), e.g. 127.0.0.1:5004
+          --whip-listen HOST:PORT   serve WHIP (HTTP) and WebRTC media (UDP) on HOST:PORT
+          --token TOKEN             with --whip-listen: require this bearer token (or
+                                    PUBBOT_WHIP_TOKEN)
           --key B64                 SRTP master key‖salt, base64
           --sdp FILE                read the key and suite from the publisher's --sdp-out file
           --srtp-suite SUITE        aes-cm (default) or gcm, with --key
@@ -130,6 +138,9 @@ enum Help {
           --to HOST:PORT            a remote `pubbot receive` (its feedback crosses the real network)
           --key KEY                 its SRTP key (base64 master key+salt), with --to
           --sdp FILE                or read destination and key from the SDP `receive --sdp-out` wrote
+          --whip URL                a WebRTC server's WHIP endpoint: the verdict comes from its
+                                    feedback over ICE/DTLS-SRTP; --token, --ice-server and
+                                    --ice-interface as for publish
           --impair SPEC             emulate the uplink at the embedded receiver (rehearsal):
                                     loss=2%,burst=4,delay=40ms,jitter=10ms,rate=800kbit,queue=200ms
 
@@ -164,6 +175,9 @@ enum Help {
         Options:
           --to HOST:PORT            a `pubbot receive` (default: a receiver embedded in this process);
                                     repeat it for rooms: bot n publishes to the (n mod rooms)-th
+          --whip URL                a WebRTC server's WHIP endpoint: every bot POSTs its own offer
+                                    and runs its own ICE and DTLS (--token, --ice-server,
+                                    --ice-interface as for publish); the report adds ICE/DTLS times
           --rooms M                 M rooms of embedded receivers, each with its own random key
           --key B64                 the receivers' SRTP key (needed with --to; default: random per
                                     run, or per room with --rooms)
