@@ -24,6 +24,13 @@ public struct STUNMessage: Equatable, Sendable {
     /// RFC 8489 §14.7: FINGERPRINT is the CRC-32 XOR this.
     public static let fingerprintXOR: UInt32 = 0x5354_554E
     public static let bindingMethod: UInt16 = 0x001
+    /// TURN methods (RFC 8656 §17).
+    public static let allocateMethod: UInt16 = 0x003
+    public static let refreshMethod: UInt16 = 0x004
+    public static let sendMethod: UInt16 = 0x006
+    public static let dataMethod: UInt16 = 0x007
+    public static let createPermissionMethod: UInt16 = 0x008
+    public static let channelBindMethod: UInt16 = 0x009
 
     public var method: UInt16
     public var messageClass: Class
@@ -63,6 +70,36 @@ public struct STUNMessage: Equatable, Sendable {
         for a in attributes { if case let .xorMappedAddress(x) = a { return x } }
         return nil
     }
+    public var xorRelayedAddress: STUNAddress? {
+        for case let .xorRelayedAddress(a) in attributes { return a }
+        return nil
+    }
+
+    public var xorPeerAddress: STUNAddress? {
+        for case let .xorPeerAddress(a) in attributes { return a }
+        return nil
+    }
+
+    public var lifetime: UInt32? {
+        for case let .lifetime(t) in attributes { return t }
+        return nil
+    }
+
+    public var data: [UInt8]? {
+        for case let .data(d) in attributes { return d }
+        return nil
+    }
+
+    public var realm: String? {
+        for case let .realm(r) in attributes { return r }
+        return nil
+    }
+
+    public var nonce: String? {
+        for case let .nonce(n) in attributes { return n }
+        return nil
+    }
+
     public var username: String? {
         for a in attributes { if case let .username(x) = a { return x } }
         return nil
@@ -253,6 +290,14 @@ public enum STUNAttribute: Equatable, Sendable {
     case useCandidate
     case iceControlled(UInt64)
     case iceControlling(UInt64)
+    /// TURN (RFC 8656 §18).
+    case channelNumber(UInt16)
+    case lifetime(UInt32)
+    case xorPeerAddress(STUNAddress)
+    case data([UInt8])
+    case xorRelayedAddress(STUNAddress)
+    /// The protocol number of the relayed transport (17 = UDP).
+    case requestedTransport(UInt8)
     case other(type: UInt16, value: [UInt8])
 
     public enum Kind {
@@ -270,6 +315,12 @@ public enum STUNAttribute: Equatable, Sendable {
         public static let fingerprint: UInt16 = 0x8028
         public static let iceControlled: UInt16 = 0x8029
         public static let iceControlling: UInt16 = 0x802A
+        public static let channelNumber: UInt16 = 0x000C
+        public static let lifetime: UInt16 = 0x000D
+        public static let xorPeerAddress: UInt16 = 0x0012
+        public static let data: UInt16 = 0x0013
+        public static let xorRelayedAddress: UInt16 = 0x0016
+        public static let requestedTransport: UInt16 = 0x0019
     }
 
     static func parse(type: UInt16, value v: Span<UInt8>, transactionID: [UInt8]) throws(STUNError) -> STUNAttribute {
@@ -315,6 +366,19 @@ public enum STUNAttribute: Equatable, Sendable {
             guard v.count == 8 else { throw .badAttribute(type) }
             let tie = UInt64(v.be32(0)) << 32 | UInt64(v.be32(4))
             return type == Kind.iceControlled ? .iceControlled(tie) : .iceControlling(tie)
+        case Kind.channelNumber:
+            // RFC 8656 §18.1: the number, then 16 bits RFFU.
+            guard v.count == 4 else { throw .badAttribute(type) }
+            return .channelNumber(v.be16(0))
+        case Kind.lifetime:
+            guard v.count == 4 else { throw .badAttribute(type) }
+            return .lifetime(v.be32(0))
+        case Kind.xorPeerAddress: return .xorPeerAddress(try address(v, type: type, xor: transactionID))
+        case Kind.xorRelayedAddress: return .xorRelayedAddress(try address(v, type: type, xor: transactionID))
+        case Kind.data: return .data((0..<v.count).map { v[$0] })
+        case Kind.requestedTransport:
+            guard v.count == 4 else { throw .badAttribute(type) }
+            return .requestedTransport(v[0])
         default:
             return .other(type: type, value: (0..<v.count).map { v[$0] })
         }
@@ -380,6 +444,12 @@ public enum STUNAttribute: Equatable, Sendable {
         case .useCandidate: try tlv(Kind.useCandidate, [])
         case let .iceControlled(t): try tlv(Kind.iceControlled, (0..<8).map { UInt8(truncatingIfNeeded: t >> (56 - 8 * $0)) })
         case let .iceControlling(t): try tlv(Kind.iceControlling, (0..<8).map { UInt8(truncatingIfNeeded: t >> (56 - 8 * $0)) })
+        case let .channelNumber(n): try tlv(Kind.channelNumber, [UInt8(n >> 8), UInt8(n & 0xFF), 0, 0])
+        case let .lifetime(t): try tlv(Kind.lifetime, [UInt8(t >> 24), UInt8(t >> 16 & 0xFF), UInt8(t >> 8 & 0xFF), UInt8(t & 0xFF)])
+        case let .xorPeerAddress(a): try tlv(Kind.xorPeerAddress, addressValue(a, xor: true))
+        case let .xorRelayedAddress(a): try tlv(Kind.xorRelayedAddress, addressValue(a, xor: true))
+        case let .data(d): try tlv(Kind.data, d)
+        case let .requestedTransport(p): try tlv(Kind.requestedTransport, [p, 0, 0, 0])
         case let .other(type, value): try tlv(type, value)
         }
     }

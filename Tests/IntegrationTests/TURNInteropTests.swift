@@ -1,0 +1,138 @@
+import Foundation
+import Testing
+import ICE
+import RTPCore
+import Transport
+import Platform
+import Crypto
+
+/// pubbot's TURN client against coturn 4.6 (`turnserver`, long-term credentials) on 127.0.0.1
+/// over real UDP: an allocation after the 401 realm/nonce exchange, a peer reached through the
+/// relay and answering back — first by Send/Data indications, then over a bound channel — and
+/// wrong credentials refused with one message.
+@Suite(.serialized) struct TURNInteropTests {
+    struct Rig {
+        let server: PeerProcess
+        let port: Int
+        init(extra: [String] = []) throws {
+            port = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port // a free port, released
+            server = try PeerProcess("/usr/bin/turnserver", ["-n", "-L", "127.0.0.1", "-E", "127.0.0.1", "-p", "\(port)", "--no-tcp", "--no-tls", "--no-dtls",
+                                                            "--no-cli", "--log-file=stdout", "--lt-cred-mech", "--user=bot:s3cret", "--realm=pubbot.test",
+                                                            "--allow-loopback-peers", "--min-port=49152", "--max-port=65535"] + extra)
+            #expect(server.wait(for: "IO method", micros: 5_000_000), "turnserver did not start: \(server.text.suffix(400))")
+        }
+    }
+
+    /// Drives the client on `socket` until `done` or `micros`; peer datagrams through the relay
+    /// are handed to `received`.
+    func drive(_ c: TURNClient, _ socket: UDPSocket, micros: Int64, received: (STUNAddress, [UInt8]) -> Void = { _, _ in }, done: () -> Bool) throws {
+        let batch = PacketBatch(capacity: 8)
+        let server = try SocketAddress(host: c.server.ipText, port: Int(c.server.port))
+        let deadline = Clock.monotonicMicros() + micros
+        while !done() && Clock.monotonicMicros() < deadline {
+            _ = c.step(now: Clock.monotonicMicros())
+            while let b = c.pollTransmit() { try b.withUnsafeBytes { try socket.send($0, to: server) } }
+            var ready = [UInt8](repeating: 0, count: 1)
+            if waitReadable([socket.fd], ready: &ready, timeoutMicros: 10_000) > 0 && ready[0] != 0 {
+                var n = 0
+                do throws(SocketError) { n = try socket.receive(into: batch) } catch { if !error.isConnectionRefused { throw error } }
+                for i in 0..<n {
+                    let bytes = Array(UnsafeRawBufferPointer(start: batch.slot(i).baseAddress!, count: Int(batch.lengths[i])))
+                    if let (peer, data) = c.handle(bytes, now: Clock.monotonicMicros()) { received(peer, data) }
+                }
+            }
+        }
+    }
+
+    func client(_ socket: UDPSocket, port: Int, password: String) -> TURNClient {
+        TURNClient(server: STUNAddress(ip: [127, 0, 0, 1], port: UInt16(port)), base: STUNAddress(ip: [127, 0, 0, 1], port: UInt16(socket.localAddress.port)),
+                   username: "bot", password: password, seed: 9, hmacSHA1: { Crypto.hmacSHA1(key: $0, data: $1) },
+                   longTermKey: { Crypto.stunLongTermKey(username: $0, realm: $1, password: $2) })
+    }
+
+    @Test func relaysBothWaysThroughCoturn() throws {
+        let rig = try Rig()
+        defer { rig.server.stop(grace: 0) }
+        let socket = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0))
+        let c = client(socket, port: rig.port, password: "s3cret")
+        c.start(now: Clock.monotonicMicros())
+        try drive(c, socket, micros: 5_000_000) { c.state != .allocating }
+        #expect(c.state == .allocated, "\(String(describing: c.pollEvent())) \(rig.server.text.suffix(300))")
+        let relay = try #require(c.relay)
+        #expect(relay.ip == [127, 0, 0, 1] && relay.port >= 49152 && c.lifetime > 0)
+        #expect(c.mapped == c.base)
+
+        let echoed = try exchange(c, socket, port: rig.port, rounds: 2)
+        #expect(echoed == ["echo: via a Send indication", "echo: via ChannelData"], "\(echoed)")
+    }
+
+    /// A peer on loopback: it sees the relay's address, and its answer comes back out of
+    /// handle(). The first datagram goes before the channel is bound (a Send indication), the
+    /// next once it is (ChannelData).
+    func exchange(_ c: TURNClient, _ socket: UDPSocket, port: Int, rounds: Int) throws -> [String] {
+        let relay = try #require(c.relay)
+        let peer = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0))
+        let peerAddress = STUNAddress(ip: [127, 0, 0, 1], port: UInt16(peer.localAddress.port))
+        let server = try SocketAddress(host: "127.0.0.1", port: port)
+        let pb = PacketBatch(capacity: 4)
+        var echoed: [String] = []
+        for round in 0..<rounds {
+            let text = round == 0 ? "via a Send indication" : "via ChannelData"
+            if round == 1 {
+                try drive(c, socket, micros: 2_000_000) { c.channel(for: peerAddress) != nil }
+                #expect(c.channel(for: peerAddress) != nil, "the channel was never bound")
+            }
+            let wrapped = try #require(c.send(Array(text.utf8), to: peerAddress))
+            // send() asked for the permission first: it leaves before the data.
+            while let b = c.pollTransmit() { try b.withUnsafeBytes { try socket.send($0, to: server) } }
+            #expect(round == 0 ? wrapped[0] < 4 : (wrapped[0] & 0xC0) == 0x40, "round \(round): first byte \(wrapped[0])")
+            try wrapped.withUnsafeBytes { try socket.send($0, to: server) }
+            var got: (String, SocketAddress?)?
+            let end = Clock.monotonicMicros() + 2_000_000
+            while got == nil && Clock.monotonicMicros() < end {
+                var ready = [UInt8](repeating: 0, count: 1)
+                if waitReadable([peer.fd], ready: &ready, timeoutMicros: 10_000) > 0, try peer.receive(into: pb) > 0 {
+                    got = (String(decoding: UnsafeRawBufferPointer(start: pb.slot(0).baseAddress!, count: Int(pb.lengths[0])), as: UTF8.self), pb.source(0))
+                }
+                _ = c.step(now: Clock.monotonicMicros())
+                while let b = c.pollTransmit() { try b.withUnsafeBytes { try socket.send($0, to: server) } }
+            }
+            let (arrived, from) = try #require(got, "the peer got nothing (\(text))")
+            #expect(arrived == text && from?.port == Int(relay.port), "\(arrived) from \(String(describing: from))")
+            try Array("echo: \(text)".utf8).withUnsafeBytes { try peer.send($0, to: SocketAddress(host: relay.ipText, port: Int(relay.port))) }
+            try drive(c, socket, micros: 2_000_000, received: { p, d in if p == peerAddress { echoed.append(String(decoding: d, as: UTF8.self)) } }) {
+                echoed.count > round
+            }
+        }
+        return echoed
+    }
+
+    @Test func wrongCredentialsAreRefused() throws {
+        let rig = try Rig()
+        defer { rig.server.stop(grace: 0) }
+        let socket = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0))
+        let c = client(socket, port: rig.port, password: "wrong")
+        let start = Clock.monotonicMicros()
+        c.start(now: start)
+        try drive(c, socket, micros: 8_000_000) { c.state != .allocating }
+        #expect(c.state == .failed && Clock.monotonicMicros() - start < 3_000_000)
+        var reason = ""
+        while let e = c.pollEvent() { if case let .failed(r) = e { reason = r } }
+        #expect(reason.contains("credentials"), "\(reason)")
+    }
+
+    /// An allocation outlives its lifetime: refreshed before it ends (coturn set to 20 s here).
+    @Test func refreshesBeforeTheLifetimeEnds() throws {
+        let rig = try Rig(extra: ["--max-allocate-lifetime=20"])
+        defer { rig.server.stop(grace: 0) }
+        let socket = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0))
+        let c = client(socket, port: rig.port, password: "s3cret")
+        c.start(now: Clock.monotonicMicros())
+        try drive(c, socket, micros: 5_000_000) { c.state != .allocating }
+        #expect(c.state == .allocated && c.lifetime == 20, "lifetime \(c.lifetime)")
+        try drive(c, socket, micros: 24_000_000) { c.state != .allocated }
+        #expect(c.state == .allocated && c.refreshes >= 1, "lost the allocation (\(c.refreshes) refreshes): \(String(describing: c.pollEvent()))")
+        // Past its first lifetime, the relay still carries traffic.
+        #expect(try exchange(c, socket, port: rig.port, rounds: 1) == ["echo: via a Send indication"])
+    }
+}
