@@ -1,3 +1,7 @@
+import WHIPPublish
+#if canImport(Glibc)
+import Glibc
+#endif
 import MediaCodecs
 import PublisherEngine
 import Transport
@@ -98,5 +102,42 @@ enum CommonOptions {
 
     static func address(_ text: String, option: String) throws(UsageError) -> SocketAddress {
         do { return try SocketAddress(parsing: text) } catch { throw UsageError("invalid --\(option) '\(text)': expected HOST:PORT, e.g. 127.0.0.1:5004 or [::1]:5004") }
+    }
+
+    /// The options every WHIP command takes.
+    static let whip: [String: OptionSpec.Kind] = ["whip": .value, "token": .value, "ice-server": .repeated, "ice-interface": .value,
+                                                   "turn-username": .value, "turn-credential": .value, "ice-policy": .value]
+
+    /// `--whip URL` and what goes with it (secrets also from PUBBOT_WHIP_TOKEN and
+    /// PUBBOT_TURN_CREDENTIAL); nil without --whip, where the other WHIP options are refused.
+    static func whipOptions(_ o: ParsedOptions) throws(UsageError) -> WHIPOptions? {
+        guard let url = o.value("whip") else {
+            for flag in ["token", "ice-server", "ice-interface", "turn-username", "turn-credential", "ice-policy"] where o.value(flag) != nil {
+                throw UsageError("--\(flag) needs --whip URL")
+            }
+            return nil
+        }
+        guard url.lowercased().hasPrefix("http://") || url.lowercased().hasPrefix("https://"), url.count > 8 else {
+            throw UsageError("invalid --whip '\(url)' (an http:// or https:// URL of a WHIP endpoint)")
+        }
+        func env(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
+        var w = WHIPOptions(endpoint: url, token: o.value("token") ?? env("PUBBOT_WHIP_TOKEN"))
+        w.iceServers = o.all("ice-server")
+        for s in w.iceServers where !(s.lowercased().hasPrefix("stun:") || s.lowercased().hasPrefix("turn:")) {
+            throw UsageError("invalid --ice-server '\(s)' (stun:HOST[:PORT] or turn:HOST[:PORT][?transport=udp])")
+        }
+        w.interface = o.value("ice-interface")
+        w.turnUsername = o.value("turn-username")
+        w.turnCredential = o.value("turn-credential") ?? env("PUBBOT_TURN_CREDENTIAL")
+        if let p = o.value("ice-policy") {
+            guard let policy = WHIPOptions.Policy(rawValue: p) else { throw UsageError("invalid --ice-policy '\(p)' (all, relay or no-host)") }
+            w.policy = policy
+        }
+        let hasTURN = w.iceServers.contains { $0.lowercased().hasPrefix("turn:") }
+        if hasTURN && (w.turnUsername == nil || w.turnCredential == nil) {
+            throw UsageError("a turn: --ice-server needs --turn-username and --turn-credential (or PUBBOT_TURN_CREDENTIAL)")
+        }
+        if w.policy == .relay && !hasTURN { throw UsageError("--ice-policy relay needs a --ice-server turn:HOST:PORT") }
+        return w
     }
 }

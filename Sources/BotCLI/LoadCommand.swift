@@ -17,8 +17,8 @@ enum LoadCommand {
     static let spec = OptionSpec(options: [
         "to": .repeated, "rooms": .value, "key": .value, "srtp-suite": .value, "bots": .value, "ramp": .value, "duration": .value, "loops": .value,
         "media": .value, "report": .value, "require": .value, "shard": .value, "json": .flag, "impair": .value, "decode": .flag,
-        "encode": .flag, "layers": .value, "whip": .value, "token": .value, "ice-server": .repeated, "ice-interface": .value,
-    ])
+        "encode": .flag, "layers": .value,
+    ].merging(CommonOptions.whip) { a, _ in a })
 
     static let defaultMedia = "Media/replay"
 
@@ -49,16 +49,12 @@ enum LoadCommand {
         let requirements = try LoadRequirement.parseList(o.value("require") ?? "loss<5%,feedback>=100%")
         let suite = try CommonOptions.suite(o)
         let tos = o.all("to")
-        let whipURL = o.value("whip")
-        if let u = whipURL {
-            guard u.lowercased().hasPrefix("http://") || u.lowercased().hasPrefix("https://"), u.count > 8 else {
-                throw UsageError("invalid --whip '\(u)' (an http:// or https:// URL of a WHIP endpoint)")
-            }
+        let whipOptions = try CommonOptions.whipOptions(o)
+        let whipURL = whipOptions?.endpoint
+        if whipURL != nil {
             for flag in ["to", "key", "impair", "decode", "rooms", "srtp-suite"] where o.value(flag) != nil || o.has(flag) {
                 throw UsageError("--\(flag) does not go with --whip (each bot negotiates with the server; keys come from DTLS)")
             }
-        } else {
-            for flag in ["token", "ice-server", "ice-interface"] where o.value(flag) != nil { throw UsageError("--\(flag) needs --whip URL") }
         }
         if !tos.isEmpty && o.value("impair") != nil { throw UsageError("--impair applies to the embedded receivers; with --to, impair at `pubbot receive --impair`") }
         if !tos.isEmpty && o.value("key") == nil { throw UsageError("--to needs the receivers' --key B64") }
@@ -131,10 +127,7 @@ enum LoadCommand {
         var fc = FleetConfig(template: template, bots: range.count, loops: loops, rampPerSecond: rampPerSecond, durationMicros: duration)
         fc.firstBot = range.lowerBound
         fc.live = live
-        if let url = whipURL {
-            var options = WHIPOptions(endpoint: url, token: o.value("token") ?? getenv("PUBBOT_WHIP_TOKEN").map { String(cString: $0) })
-            options.iceServers = o.all("ice-server")
-            options.interface = o.value("ice-interface")
+        if let options = whipOptions {
             do { fc.whip = (options, try DTLSCertificate()) } catch {
                 Output.err("Error: \(error)\n")
                 return 2

@@ -18,8 +18,8 @@ enum PreflightCommand {
     static let spec: OptionSpec = {
         var o = CommonOptions.media
         for (k, v) in ["audio-only": OptionSpec.Kind.flag, "impair": .value, "to": .value, "key": .value, "sdp": .value, "require": .value,
-                       "junit": .value, "verdict-thresholds": .value, "whip": .value, "token": .value, "ice-server": .repeated,
-                       "ice-interface": .value] { o[k] = v }
+                       "junit": .value, "verdict-thresholds": .value] { o[k] = v }
+        for (k, v) in CommonOptions.whip { o[k] = v }
         return OptionSpec(options: o)
     }()
 
@@ -40,19 +40,16 @@ enum PreflightCommand {
         var destination: SocketAddress
         var key: SRTPKey
         var receiver: LoopbackReceiver?
-        let whipURL = o.value("whip")
-        if let u = whipURL {
+        let whipOptions = try CommonOptions.whipOptions(o)
+        let whipURL = whipOptions?.endpoint
+        if whipURL != nil {
             // A WebRTC server: the verdict comes from its feedback over ICE/DTLS-SRTP.
-            guard u.lowercased().hasPrefix("http://") || u.lowercased().hasPrefix("https://"), u.count > 8 else {
-                throw UsageError("invalid --whip '\(u)' (an http:// or https:// URL of a WHIP endpoint)")
-            }
             for flag in ["to", "sdp", "key", "impair", "srtp-suite"] where o.value(flag) != nil {
                 throw UsageError("--\(flag) does not go with --whip (the server's answer and DTLS decide the transport)")
             }
             key = SRTPKey.random(suite: .gcm)
             destination = try CommonOptions.address("127.0.0.1:9", option: "whip") // replaced by the answer's
         } else if o.value("to") != nil || o.value("sdp") != nil {
-            for flag in ["token", "ice-server", "ice-interface"] where o.value(flag) != nil { throw UsageError("--\(flag) needs --whip URL") }
             if o.value("impair") != nil { throw UsageError("--impair applies to the embedded receiver; with --to, impair the remote one (pubbot receive --impair)") }
             var toText = o.value("to")
             if let path = o.value("sdp") {
@@ -71,7 +68,6 @@ enum PreflightCommand {
             }
             destination = try CommonOptions.address(toText!, option: "to")
         } else {
-            for flag in ["token", "ice-server", "ice-interface"] where o.value(flag) != nil { throw UsageError("--\(flag) needs --whip URL") }
             if o.value("key") != nil { throw UsageError("--key is for a remote receiver (--to); the embedded one uses a fresh key") }
             key = SRTPKey.random(suite: suite)
             do {
@@ -109,11 +105,8 @@ enum PreflightCommand {
             })
         var connector = PreflightRunner.Connector.plain
         let whipSessions = Locked<[WHIPConnection]>([])
-        if let url = whipURL {
+        if let options = whipOptions {
             if o.value("cname") == nil { pc.cname = WHIPConnection.randomCNAME() }
-            var options = WHIPOptions(endpoint: url, token: o.value("token") ?? getenv("PUBBOT_WHIP_TOKEN").map { String(cString: $0) })
-            options.iceServers = o.all("ice-server")
-            options.interface = o.value("ice-interface")
             let certificate: DTLSCertificate
             do { certificate = try DTLSCertificate() } catch {
                 Output.err("Error: \(error)\n")

@@ -14,8 +14,8 @@ enum PublishCommand {
     static let spec: OptionSpec = {
         var o = CommonOptions.media
         for (k, v) in ["to": OptionSpec.Kind.repeated, "key": .value, "sdp-out": .value, "no-bundle": .flag, "no-audio": .flag,
-                       "no-video": .flag, "cname": .value, "no-congestion-control": .flag, "sender-stats": .flag, "rtc-stats": .value, "metrics": .value, "vitals": .flag,
-                       "whip": .value, "token": .value, "ice-server": .repeated, "ice-interface": .value] { o[k] = v }
+                       "no-video": .flag, "cname": .value, "no-congestion-control": .flag, "sender-stats": .flag, "rtc-stats": .value, "metrics": .value, "vitals": .flag] { o[k] = v }
+        for (k, v) in CommonOptions.whip { o[k] = v }
         return OptionSpec(options: o, planned: [
 "replay": "replay bots are `pubbot load` (e.g. --bots 1 --to HOST:PORT --key B64)",
 
@@ -27,17 +27,14 @@ enum PublishCommand {
         if o.helpRequested { Output.out(Help.help("publish")! + "\n"); return 0 }
         Output.stdoutIsStats = o.value("stats") == "-"
         let tos = o.all("to")
-        let whipURL = o.value("whip")
+        let whipOptions = try CommonOptions.whipOptions(o)
+        let whipURL = whipOptions?.endpoint
         if whipURL != nil {
             guard tos.isEmpty else { throw UsageError("--whip and --to exclude each other (WHIP negotiates where media goes)") }
-            guard let u = whipURL, u.lowercased().hasPrefix("http://") || u.lowercased().hasPrefix("https://"), u.count > 8 else {
-                throw UsageError("invalid --whip '\(whipURL!)' (an http:// or https:// URL of a WHIP endpoint)")
-            }
             for flag in ["key", "sdp-out", "no-bundle", "srtp-suite"] where o.has(flag) || o.value(flag) != nil {
                 throw UsageError("--\(flag) is for SDES publishing (--to); with --whip the keys come from DTLS and everything is bundled")
             }
         } else {
-            for flag in ["token", "ice-server", "ice-interface"] where o.value(flag) != nil { throw UsageError("--\(flag) needs --whip URL") }
             guard !tos.isEmpty else { throw UsageError("missing --to HOST:PORT (or --whip URL)") }
         }
         guard tos.count <= 16 else { throw UsageError("at most 16 --to (receivers) in one relayed session") }
@@ -70,12 +67,8 @@ enum PublishCommand {
         var whip: WHIPConnection?
         // Every way out after the server made a session DELETEs it (RFC 9725 §4.3).
         defer { if let w = whip, let e = w.end() { Output.err("warning: could not end the WHIP session: \(e)\n") } }
-        if let url = whipURL {
-            let token = o.value("token") ?? getenv("PUBBOT_WHIP_TOKEN").map { String(cString: $0) }
+        if let url = whipURL, let options = whipOptions {
             if o.value("cname") == nil { pc.cname = WHIPConnection.randomCNAME() }
-            var options = WHIPOptions(endpoint: url, token: token)
-            options.iceServers = o.all("ice-server")
-            options.interface = o.value("ice-interface")
             Output.err("WHIP: offering to \(url)\n")
             do {
                 let certificate = try DTLSCertificate()

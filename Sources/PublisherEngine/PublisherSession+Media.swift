@@ -233,6 +233,11 @@ extension PublisherSession {
 
     /// Puts a protected datagram in the outbox (the arena has a slot for each, so it has room).
     func enqueueOut(_ slot: Int, length: Int, to destination: SocketAddress) {
+        var length = length, destination = destination
+        if relayServer != nil && destination == connectedRemote {
+            guard let (l, d) = wrapForRelay(slot, length: length) else { arena.release(slot); counters.sendErrors += 1; return }
+            (length, destination) = (l, d)
+        }
         outSlots[outCount] = slot
         outPointers[outCount] = arena.pointer(slot)
         outLengths[outCount] = UInt32(length)

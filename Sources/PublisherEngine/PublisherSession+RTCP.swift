@@ -124,11 +124,16 @@ extension PublisherSession {
         guard len <= PacketBatch.maxPacketSize, len > 0 else { counters.rtcpRejected += 1; return }
         if webrtc != nil {
             let first = p.load(as: UInt8.self)
-            // RFC 7983: STUN 0–3, DTLS 20–63 belong to the transport.
-            if first <= 3 || (20...63).contains(first) { handleTransportDatagram(p, length: len, from: from, now: now); return }
+            // RFC 7983: STUN 0–3, DTLS 20–63 and TURN ChannelData 64–79 belong to the transport.
+            if first <= 3 || (20...79).contains(first) { handleTransportDatagram(p, length: len, from: from, now: now); return }
             // SRTCP only from the selected remote, and only once there are keys for it.
             guard mediaStarted, from == nil || from == connectedRemote else { counters.rtcpRejected += 1; return }
         }
+        handleSRTCP(p, length: len, now: now)
+    }
+
+    /// SRTCP from the receiver (directly, or relayed by TURN and unwrapped by the transport).
+    func handleSRTCP(_ p: UnsafeMutableRawPointer, length len: Int, now: Int64) {
         let kind = RTPDemux.classify(Span(_unsafeStart: p.assumingMemoryBound(to: UInt8.self), count: min(len, 2)))
         guard kind == .rtcp else { counters.rtcpRejected += 1; return }
         do {

@@ -56,8 +56,32 @@ extension PublisherSession {
     func handleTransportDatagram(_ p: UnsafeMutableRawPointer, length: Int, from: SocketAddress?, now: Int64) {
         guard let t = webrtc, let local = webrtcLocal, let from, let source = STUNAddress(from) else { counters.rtcpRejected += 1; return }
         let bytes = [UInt8](UnsafeRawBufferPointer(start: p, count: length))
-        _ = t.handle(bytes, from: source, to: local, now: now)
+        let media = t.handle(bytes, from: source, to: local, now: now)
         afterTransport(now: now)
+        // Media the TURN server relayed: SRTCP from the receiver, unwrapped (it fits where it came).
+        if var m = media, mediaStarted, m.count <= length, (128...191).contains(m[0]) {
+            m.withUnsafeMutableBytes { p.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+            handleSRTCP(p, length: m.count, now: now)
+        }
+    }
+
+    /// Through a TURN relay, a datagram for the selected remote goes to the TURN server inside
+    /// ChannelData (4 bytes in front, moved in place: a slot has room) or, until the channel is
+    /// bound, a Send indication. Returns the length and destination to send, nil to drop.
+    func wrapForRelay(_ slot: Int, length: Int) -> (Int, SocketAddress)? {
+        guard let t = webrtc, let turn = t.turn, let peer = t.selectedPath?.remote, let server = relayServer else { return nil }
+        let p = arena.pointer(slot)
+        if let channel = turn.channel(for: peer) {
+            guard length + 4 <= PacketArena.slotSize else { return nil }
+            (p + 4).copyMemory(from: p, byteCount: length)
+            p.storeBytes(of: channel.bigEndian, as: UInt16.self)
+            p.storeBytes(of: UInt16(length).bigEndian, toByteOffset: 2, as: UInt16.self)
+            return (length + 4, server)
+        }
+        guard let wrapped = turn.send([UInt8](UnsafeRawBufferPointer(start: p, count: length)), to: peer), wrapped.count <= PacketArena.slotSize else { return nil }
+        drainTransport() // the permission request, if this is the first datagram
+        wrapped.withUnsafeBytes { p.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        return (wrapped.count, server)
     }
 
     /// Sends what the transport queued and acts on its events: connected → SRTP from DTLS's
@@ -79,6 +103,7 @@ extension PublisherSession {
                     break
                 }
                 connectedRemote = destination
+                if t.isRelayed, let turn = t.turn { relayServer = SocketAddress(turn.server) }
                 counters.transport?.srtpCipher = suite.sdesName
                 if !mediaStarted && !stopRequested { startMedia(now: now) }
             case let .failed(reason): fail(reason)

@@ -93,6 +93,8 @@ public final class PublisherSession {
     /// Where everything goes once the transport is connected (the selected pair's remote).
     var connectedRemote: SocketAddress?
     var mediaStarted = false
+    /// The TURN server, when the selected pair runs through its relay (media is wrapped for it).
+    var relayServer: SocketAddress?
     var transportStatusMicros: Int64 = .min / 2
     /// Single encoding: the layer the allocator wants and the one on the wire (it changes on the
     /// wanted layer's key frame; -1 before the first).

@@ -24,6 +24,13 @@ public struct WHIPOptions: Sendable {
     public var iceServers: [String] = []
     /// Offer host candidates of this interface only.
     public var interface: String?
+    /// Long-term credentials for the `turn:` servers (RFC 8656 §9.2; never printed).
+    public var turnUsername: String?
+    public var turnCredential: String?
+    /// Which candidates to offer and check (as `RTCConfiguration.iceTransportPolicy`; `noHost`
+    /// keeps the host address out of the offer — checks still leave from it).
+    public enum Policy: String, Sendable { case all, relay, noHost = "no-host" }
+    public var policy = Policy.all
     public init(endpoint: String, token: String?) {
         self.endpoint = endpoint
         self.token = token
@@ -75,20 +82,53 @@ public final class WHIPConnection: @unchecked Sendable {
         guard let local = STUNAddress(socket.localAddress) else { throw WHIPConnectError("the media socket has no usable address") }
         var candidates = [ICECandidate.host(local)]
         var stunServers: [STUNAddress] = []
+        var turnServers: [STUNAddress] = []
         for s in options.iceServers {
-            guard s.hasPrefix("stun:") else { throw WHIPConnectError("--ice-server '\(s)': only stun:HOST:PORT servers are supported (TURN is not yet)") }
-            let hp = String(s.dropFirst(5))
+            let lower = s.lowercased()
+            guard lower.hasPrefix("stun:") || lower.hasPrefix("turn:") else {
+                throw WHIPConnectError("--ice-server '\(s)': stun:HOST[:PORT] or turn:HOST[:PORT][?transport=udp] (turns: is not supported yet)")
+            }
+            var hp = String(s.dropFirst(5))
+            if let q = hp.firstIndex(of: "?") {
+                let query = hp[hp.index(after: q)...].lowercased()
+                guard query == "transport=udp" else { throw WHIPConnectError("--ice-server '\(s)': only UDP to the TURN server is supported yet (transport=udp)") }
+                hp = String(hp[..<q])
+            }
             guard let (h, p) = try? SocketAddress.split(hp.contains(":") ? hp : hp + ":3478"),
                   let a = try? SocketAddress(host: h, port: p), let sa = STUNAddress(a) else {
-                throw WHIPConnectError("--ice-server '\(s)': cannot resolve it (stun:HOST:PORT)")
+                throw WHIPConnectError("--ice-server '\(s)': cannot resolve it")
             }
-            stunServers.append(sa)
+            if lower.hasPrefix("turn:") { turnServers.append(sa) } else { stunServers.append(sa) }
         }
-        candidates += gatherReflexive(socket: socket, host: candidates[0], servers: stunServers)
+        if options.policy == .relay && turnServers.isEmpty {
+            throw WHIPConnectError("--ice-policy relay needs a TURN server (--ice-server turn:HOST:PORT with --turn-username and --turn-credential)")
+        }
+        if !turnServers.isEmpty && (options.turnUsername == nil || options.turnCredential == nil) {
+            throw WHIPConnectError("a turn: server needs --turn-username and --turn-credential (or PUBBOT_TURN_CREDENTIAL)")
+        }
+        if options.policy != .relay { candidates += gatherReflexive(socket: socket, host: candidates[0], servers: stunServers) }
+        // A relayed candidate from the first TURN server that allocates (RFC 8656), on this socket.
+        var turn: TURNClient?
+        var turnFailures: [String] = []
+        for server in turnServers where turn == nil {
+            switch allocate(socket: socket, base: local, server: server, username: options.turnUsername!, password: options.turnCredential!) {
+            case let .success(t): turn = t
+            case let .failure(e): turnFailures.append(e.description)
+            }
+        }
+        if let t = turn, let relay = t.relay {
+            candidates.append(ICECandidate(foundation: "relay" + String(CRC32.checksum(relay.ip), radix: 16), priority: ICECandidate.priority(kind: .relay),
+                                           address: relay, kind: .relay))
+        }
+        if options.policy == .relay {
+            guard turn != nil else { throw WHIPConnectError("no relay candidate: " + turnFailures.joined(separator: "; ")) }
+            candidates.removeAll { $0.kind != .relay }
+        }
+        let offered = options.policy == .noHost ? candidates.filter { $0.kind != .host } : candidates
 
         let credentials = ICEAgent.Credentials(random: SecureRandom.bytes(32))
         let ufrag = credentials.ufrag, password = credentials.password
-        var offer = WHIPOffer(iceUfrag: ufrag, icePassword: password, fingerprint: certificate.sdpFingerprint, candidates: candidates)
+        var offer = WHIPOffer(iceUfrag: ufrag, icePassword: password, fingerprint: certificate.sdpFingerprint, candidates: offered)
         offer.audio = base.sendAudio
         offer.rids = base.sendVideo ? base.layers.map(\.rid) : []
         offer.sessionID = UInt64(SecureRandom.uint32()) << 16 | 1
@@ -145,6 +185,11 @@ public final class WHIPConnection: @unchecked Sendable {
         }
         summary.append(("congestionControl", c.feedback.rawValue))
         summary.append(("iceLite", n.iceLite ? "yes" : "no"))
+        if let t = turn, let relay = t.relay {
+            summary.append(("relay", "\(relay) via TURN \(t.server) (\((t.allocatedMicros ?? 0) - (t.startedMicros ?? 0)) µs to allocate)"))
+        }
+        if !turnFailures.isEmpty { summary.append(("turnFailures", turnFailures.joined(separator: "; "))) }
+        if options.policy != .all { summary.append(("icePolicy", options.policy.rawValue)) }
         summary.append(("dtlsRole", n.dtlsServer ? "server (answer setup:active)" : "client (answer setup:passive)"))
 
         let remotes = n.candidates.filter { $0.address.ip.count == local.ip.count }
@@ -157,14 +202,17 @@ public final class WHIPConnection: @unchecked Sendable {
         let seed = SecureRandom.bytes(8).reduce(0) { $0 << 8 | UInt64($1) }
         let ice = ICEAgent(role: .controlling, local: .init(ufrag: ufrag, password: password), remote: .init(ufrag: n.iceUfrag, password: n.icePassword),
                            tieBreaker: seed ^ 0x5A5A_5A5A, seed: seed, hmacSHA1: { Crypto.hmacSHA1(key: $0, data: $1) })
+        // With the relay policy only the relayed candidate is checked (RFC 8445 §5.1.1 lets an
+        // agent limit its candidates); otherwise all of them.
         for cand in candidates { ice.addLocal(cand) }
         for r in remotes { ice.addRemote(r) }
         let dtls: DTLSEndpoint
         do { dtls = try DTLSEndpoint(role: n.dtlsServer ? .server : .client, certificate: certificate, remoteFingerprint: fingerprint) } catch {
             throw refuse(error.description)
         }
+        if turn != nil && options.policy != .relay { turn?.permit(first.address) } // early permission for the server's candidate
         return WHIPConnection(resource: resource, negotiated: n, config: c, socket: socket, local: local,
-                              transport: WebRTCTransport(ice: ice, dtls: dtls), summary: summary, token: options.token)
+                              transport: WebRTCTransport(ice: ice, dtls: dtls, turn: turn), summary: summary, token: options.token)
     }
 
     init(resource: WHIPSession, negotiated: NegotiatedSession, config: PublisherConfig, socket: UDPSocket, local: STUNAddress,
@@ -217,6 +265,32 @@ public final class WHIPConnection: @unchecked Sendable {
     /// parser, rtp.py RtcpSdesPacket.parse, skips only two bytes after a chunk's items, right for
     /// a 16-byte CNAME, and loses the whole compound otherwise.)
     public static func randomCNAME() -> String { ICEAgent.Credentials.iceChars(SecureRandom.bytes(16)) }
+
+    /// A TURN allocation on the media socket itself (its relayed address becomes a candidate), in
+    /// at most ~6 s; the client then lives on inside the transport (refresh, permissions, channels).
+    static func allocate(socket: UDPSocket, base: STUNAddress, server: STUNAddress, username: String, password: String) -> Result<TURNClient, WHIPConnectError> {
+        let seed = SecureRandom.bytes(8).reduce(0) { $0 << 8 | UInt64($1) }
+        let t = TURNClient(server: server, base: base, username: username, password: password, seed: seed,
+                           hmacSHA1: { Crypto.hmacSHA1(key: $0, data: $1) }, longTermKey: { Crypto.stunLongTermKey(username: $0, realm: $1, password: $2) })
+        guard let to = SocketAddress(server) else { return .failure(WHIPConnectError("TURN server \(server): not a usable address")) }
+        let batch = PacketBatch(capacity: 8)
+        t.start(now: Clock.monotonicMicros())
+        let deadline = Clock.monotonicMicros() + 7_000_000
+        while t.state == .allocating && Clock.monotonicMicros() < deadline {
+            let wake = t.step(now: Clock.monotonicMicros()) ?? Clock.monotonicMicros() + 50_000
+            while let b = t.pollTransmit() { b.withUnsafeBytes { try? socket.send($0, to: to) } }
+            _ = socket.wait(timeoutMicros: max(0, min(wake, deadline) - Clock.monotonicMicros()))
+            if let n = try? socket.receive(into: batch) {
+                for i in 0..<n where batch.source(i) == to {
+                    _ = t.handle([UInt8](UnsafeRawBufferPointer(batch.packet(i))), now: Clock.monotonicMicros())
+                }
+            }
+        }
+        while let b = t.pollTransmit() { b.withUnsafeBytes { try? socket.send($0, to: to) } }
+        var reason = "the TURN server \(server) does not answer"
+        while let e = t.pollEvent() { if case let .failed(r) = e { reason = r } }
+        return t.state == .allocated ? .success(t) : .failure(WHIPConnectError(reason))
+    }
 
     /// Server-reflexive candidates: the gatherer's Binding requests on the media socket itself (so
     /// the mapping is the one media will use), for at most ~4 s.

@@ -26,6 +26,10 @@ public final class WebRTCTransport {
 
     public let ice: ICEAgent
     public let dtls: DTLSEndpoint
+    /// A TURN allocation whose relayed address is one of ICE's local candidates: what ICE or
+    /// DTLS sends from that address goes to the TURN server wrapped (ChannelData or a Send
+    /// indication); what the server relays comes back out as from the peer to the relay address.
+    public let turn: TURNClient?
     var path: (local: STUNAddress, remote: STUNAddress)?
     var pendingDTLS: [[UInt8]] = []
     var outbox: [Transmit] = []
@@ -46,9 +50,16 @@ public final class WebRTCTransport {
     /// 60 s and would wait minutes for a peer that never answers.
     public var dtlsTimeoutMicros: Int64 = 10_000_000
 
-    public init(ice: ICEAgent, dtls: DTLSEndpoint) {
+    public init(ice: ICEAgent, dtls: DTLSEndpoint, turn: TURNClient? = nil) {
         self.ice = ice
         self.dtls = dtls
+        self.turn = turn
+    }
+
+    /// The selected pair goes through the TURN relay (its local candidate is the relayed address).
+    public var isRelayed: Bool {
+        guard let turn, let relay = turn.relay, let path else { return false }
+        return path.local == relay
     }
 
     /// ICE's state in W3C terms (`RTCIceTransportState`).
@@ -83,6 +94,13 @@ public final class WebRTCTransport {
         guard let first = bytes.first else { return nil }
         nowMicros = now
         if startedMicros == nil { startedMicros = now }
+        if let turn, from == turn.server, first <= 3 || (64...79).contains(first) {
+            // From the TURN server: its answers, or a peer's datagram relayed (RFC 7983: 64–79
+            // is ChannelData), which is handled as arriving at the relayed address.
+            defer { pump() }
+            guard let (peer, payload) = turn.handle(bytes, now: now), let relay = turn.relay else { return nil }
+            return handle(payload, from: peer, to: relay, now: now)
+        }
         switch first {
         case 0...3: ice.handle(bytes, from: from, to: to, now: now)
         case 20...63: dtls.handle(bytes)
@@ -97,7 +115,8 @@ public final class WebRTCTransport {
     public func step(now: Int64) -> Int64? {
         nowMicros = now
         if startedMicros == nil { startedMicros = now }
-        let iceWake = ice.step(now: now)
+        var iceWake = ice.step(now: now)
+        if let t = turn?.step(now: now) { iceWake = min(iceWake ?? t, t) }
         var dtlsWake = dtls.step(now: now)
         pump()
         if !failed && !isConnected, let ice = iceConnectedMicros {
@@ -122,6 +141,19 @@ public final class WebRTCTransport {
     public func close() {
         dtls.close()
         pump()
+        turn?.close() // release the allocation
+        pump()
+    }
+
+    /// Sends `bytes` from `local`: through the TURN server when `local` is the relayed address.
+    func emit(_ bytes: [UInt8], from local: STUNAddress, to remote: STUNAddress) {
+        if let turn, let relay = turn.relay, local == relay {
+            guard let wrapped = turn.send(bytes, to: remote) else { return }
+            while let b = turn.pollTransmit() { outbox.append(Transmit(bytes: b, from: turn.base, to: turn.server)) } // the permission first
+            outbox.append(Transmit(bytes: wrapped, from: turn.base, to: turn.server))
+        } else {
+            outbox.append(Transmit(bytes: bytes, from: local, to: remote))
+        }
     }
 
     func pump() {
@@ -138,11 +170,18 @@ public final class WebRTCTransport {
             case let .failed(reason): fail(reason)
             }
         }
-        while let t = ice.pollTransmit() { outbox.append(Transmit(bytes: t.bytes, from: t.from, to: t.to)) }
+        while let t = ice.pollTransmit() { emit(t.bytes, from: t.from, to: t.to) }
         while let d = dtls.pollTransmit() { pendingDTLS.append(d) }
         if let (local, remote) = path {
-            for d in pendingDTLS { outbox.append(Transmit(bytes: d, from: local, to: remote)) }
+            for d in pendingDTLS { emit(d, from: local, to: remote) }
             pendingDTLS = []
+        }
+        if let turn {
+            while let b = turn.pollTransmit() { outbox.append(Transmit(bytes: b, from: turn.base, to: turn.server)) }
+            while let e = turn.pollEvent() {
+                // A failed refresh matters only when the selected path runs through the relay.
+                if case let .failed(reason) = e, isRelayed { fail("TURN: \(reason)") }
+            }
         }
         while let e = dtls.pollEvent() {
             switch e {
