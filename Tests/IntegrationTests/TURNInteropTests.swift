@@ -135,4 +135,73 @@ import Crypto
         // Past its first lifetime, the relay still carries traffic.
         #expect(try exchange(c, socket, port: rig.port, rounds: 1) == ["echo: via a Send indication"])
     }
+
+    static var binary: String { URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("pubbot").path }
+
+    func pubbot(_ args: [String], env: [String: String] = [:]) throws -> (code: Int32, out: String, err: String, seconds: Double) {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: Self.binary)
+        p.arguments = args
+        p.environment = ProcessInfo.processInfo.environment.merging(env) { $1 }
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        let start = Clock.monotonicMicros()
+        try p.run()
+        let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self), Double(Clock.monotonicMicros() - start) / 1e6)
+    }
+
+    /// `publish --whip --ice-policy relay` through coturn into `receive --whip-listen`: the only
+    /// path is the relay, the receiver sees the publisher at coturn's relayed address, and every
+    /// layer is decoded.
+    @Test func relayOnlyPublishThroughCoturn() throws {
+        let rig = try Rig()
+        defer { rig.server.stop(grace: 0) }
+        let receiver = try PeerProcess(Self.binary, ["receive", "--whip-listen", "127.0.0.1:0", "--duration", "30s", "--json"])
+        defer { receiver.stop() }
+        try #require(receiver.wait(for: "/whip (media", micros: 10_000_000), "\(receiver.text)")
+        let url = try #require(receiver.text.split(separator: " ").first { $0.hasPrefix("http://") }.map(String.init))
+        let r = try pubbot(["publish", "--whip", url, "--ice-server", "turn:127.0.0.1:\(rig.port)?transport=udp", "--turn-username", "bot",
+                            "--ice-policy", "relay", "--duration", "5s", "--json"], env: ["PUBBOT_TURN_CREDENTIAL": "s3cret"])
+        #expect(r.code == 0, "\(r.err)")
+        #expect(!(r.out + r.err).contains("s3cret"))
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any], "\(r.out)")
+        let pair = try #require((summary["whip"] as? [String: Any])?["selectedCandidatePair"] as? [String: Any])
+        #expect(pair["localCandidateType"] as? String == "relay", "\(pair)")
+        kill(receiver.process.processIdentifier, SIGINT)
+        receiver.wait(for: "\"byes\"", micros: 5_000_000)
+        let text = receiver.text
+        let recv = try #require(text.firstIndex(of: "{").flatMap { try? JSONSerialization.jsonObject(with: Data(text[$0...].utf8)) as? [String: Any] }, "\(text)")
+        let publishers = try #require(recv["publishers"] as? [[String: Any]])
+        #expect(publishers.count == 1 && (publishers.first?["address"] as? String) == (pair["localAddress"] as? String), "\(publishers) vs \(pair)")
+        let received = try #require(recv["streams"] as? [[String: Any]])
+        for s in try #require(summary["streams"] as? [[String: Any]]) {
+            let sent = s["framesSent"] as? Int ?? 0
+            let ssrc = s["ssrc"] as? Int ?? -1
+            let decoded = received.first { ($0["ssrc"] as? Int) == ssrc }?["framesDecoded"] as? Int ?? 0
+            let ok = sent > 50 && decoded * 100 >= sent * 95
+            #expect(ok, "\(s["rid"] as? String ?? "audio"): sent \(sent), decoded \(decoded)")
+        }
+    }
+
+    /// Wrong TURN credentials and an unreachable TURN server: one message each, exit 2, in
+    /// bounded time, the credential nowhere in the output.
+    @Test func turnFailuresAreOneClearError() throws {
+        let rig = try Rig()
+        defer { rig.server.stop(grace: 0) }
+        let receiver = try PeerProcess(Self.binary, ["receive", "--whip-listen", "127.0.0.1:0", "--duration", "30s"])
+        defer { receiver.stop() }
+        try #require(receiver.wait(for: "/whip (media", micros: 10_000_000), "\(receiver.text)")
+        let url = try #require(receiver.text.split(separator: " ").first { $0.hasPrefix("http://") }.map(String.init))
+        let wrong = try pubbot(["publish", "--whip", url, "--ice-server", "turn:127.0.0.1:\(rig.port)", "--turn-username", "bot",
+                                "--turn-credential", "not-the-secret", "--ice-policy", "relay", "--duration", "5s"])
+        #expect(wrong.code == 2 && wrong.seconds < 5 && wrong.err.contains("credentials"), "\(wrong.code) \(wrong.seconds) s: \(wrong.err)")
+        #expect(!(wrong.out + wrong.err).contains("not-the-secret"))
+        let dead = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port // nothing listens there
+        let silent = try pubbot(["publish", "--whip", url, "--ice-server", "turn:127.0.0.1:\(dead)", "--turn-username", "bot",
+                                 "--turn-credential", "x", "--ice-policy", "relay", "--duration", "5s"])
+        #expect(silent.code == 2 && silent.seconds < 10 && silent.err.contains("does not answer"), "\(silent.code) \(silent.seconds) s: \(silent.err)")
+    }
 }
