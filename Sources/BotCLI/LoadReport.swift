@@ -37,6 +37,9 @@ struct LoadReport {
         /// WHIP: how long ICE and then DTLS took for this bot.
         var iceMs: Int? = nil
         var dtlsMs: Int? = nil
+        /// TURN: the allocation time (µs) and whether the selected pair ran through the relay.
+        var turnAllocateMicros: Int? = nil
+        var relayed = false
 
         var json: JSONValue {
             var f: [(String, JSONValue)] = [("bot", .int(Int64(number))), ("room", .int(Int64(room))), ("state", .string(state.rawValue))]
@@ -57,6 +60,8 @@ struct LoadReport {
             if iceMs != nil || dtlsMs != nil {
                 f.append(("iceMs", iceMs.map { .int(Int64($0)) } ?? .null))
                 f.append(("dtlsMs", dtlsMs.map { .int(Int64($0)) } ?? .null))
+                f.append(("turnAllocateMicros", turnAllocateMicros.map { .int(Int64($0)) } ?? .null))
+                f.append(("relayed", .bool(relayed)))
             }
             return .object(f)
         }
@@ -162,7 +167,8 @@ struct LoadReport {
                         layersActive: s.network.allocation?.layers.filter { $0 > 0 }.count ?? 0, rtcpReceived: s.network.rtcpReceived,
                         pliReceived: s.streams.reduce(0) { $0 + $1.pliReceived }, keyFramesSent: s.keyFramesSent,
                         packetsReceived: embedded ? (rx?.packets ?? 0) : nil, framesReceived: embedded ? (rx?.frames ?? 0) : nil,
-                        error: s.error, iceMs: s.network.transport?.iceDurationMs, dtlsMs: s.network.transport?.dtlsDurationMs)
+                        error: s.error, iceMs: s.network.transport?.iceDurationMs, dtlsMs: s.network.transport?.dtlsDurationMs,
+                        turnAllocateMicros: s.network.transport?.turnAllocateMicros.map { Int($0) }, relayed: s.network.transport?.localCandidateType == "relay")
             bots.append(b)
             if negotiated.isEmpty { negotiated = s.negotiated }
             guard s.state != .failed && s.state != .pending else { continue }
@@ -224,7 +230,8 @@ struct LoadReport {
                 condition: o["networkCondition"]?.stringValue.flatMap(NetworkCondition.init(rawValue:)) ?? .unknown,
                 layersActive: o["layersActive"]?.intValue ?? 0, rtcpReceived: o["rtcpReceived"]?.intValue ?? 0, pliReceived: o["pliReceived"]?.intValue ?? 0,
                 keyFramesSent: o["keyFramesSent"]?.intValue ?? 0, packetsReceived: o["packetsReceived"]?.intValue,
-                framesReceived: o["framesReceived"]?.intValue, error: o["error"]?.stringValue, iceMs: o["iceMs"]?.intValue, dtlsMs: o["dtlsMs"]?.intValue))
+                framesReceived: o["framesReceived"]?.intValue, error: o["error"]?.stringValue, iceMs: o["iceMs"]?.intValue, dtlsMs: o["dtlsMs"]?.intValue,
+                turnAllocateMicros: o["turnAllocateMicros"]?.intValue, relayed: o["relayed"] == .bool(true)))
         }
         cost = nil
     }
@@ -302,7 +309,14 @@ struct LoadReport {
             func stats(_ v: [Int]) -> JSONValue {
                 .object([("p50", .int(Int64(Self.percentile(v, 0.5)))), ("p95", .int(Int64(Self.percentile(v, 0.95)))), ("max", .int(Int64(v.max() ?? 0)))])
             }
+            let allocations = bots.compactMap(\.turnAllocateMicros)
+            let relayRTT = bots.filter(\.relayed).compactMap(\.rtt)
             f.append(("webrtc", .object([("connected", .int(Int64(w.ice.count))), ("iceMs", stats(w.ice)), ("dtlsMs", stats(w.dtls)),
+                                         ("turn", allocations.isEmpty ? .null : .object([
+                                            ("allocated", .int(Int64(allocations.count))), ("relayed", .int(Int64(relayRTT.count))),
+                                            ("allocateMicros", stats(allocations)),
+                                            ("relayRTTMsP50", relayRTT.isEmpty ? .null : .double((Self.percentileD(relayRTT, 0.5) * 10).rounded() / 10)),
+                                            ("relayRTTMsP95", relayRTT.isEmpty ? .null : .double((Self.percentileD(relayRTT, 0.95) * 10).rounded() / 10))])),
                                          ("negotiated", .object(negotiated.map { ($0.0, .string($0.1)) }))])))
         }
         f.append(("requirements", .array(results.map { r in
@@ -317,6 +331,12 @@ struct LoadReport {
     var handshakes: (ice: [Int], dtls: [Int])? {
         let ice = bots.compactMap(\.iceMs), dtls = bots.compactMap(\.dtlsMs)
         return ice.isEmpty ? nil : (ice, dtls)
+    }
+
+    static func percentileD(_ v: [Double], _ q: Double) -> Double {
+        guard !v.isEmpty else { return 0 }
+        let s = v.sorted()
+        return s[min(s.count - 1, Int((Double(s.count - 1) * q).rounded()))]
     }
 
     static func percentile(_ v: [Int], _ q: Double) -> Int {
@@ -377,6 +397,12 @@ struct LoadReport {
         if let w = handshakes {
             out += "WHIP: \(w.ice.count) connected; ICE p50 \(Self.percentile(w.ice, 0.5)) ms, p95 \(Self.percentile(w.ice, 0.95)) ms; DTLS p50 \(Self.percentile(w.dtls, 0.5)) ms, p95 \(Self.percentile(w.dtls, 0.95)) ms"
             out += negotiated.isEmpty ? "\n" : "; " + negotiated.map { "\($0.0) \($0.1)" }.joined(separator: ", ") + "\n"
+            let allocations = bots.compactMap(\.turnAllocateMicros)
+            if !allocations.isEmpty {
+                let rtt = bots.filter(\.relayed).compactMap(\.rtt)
+                out += "TURN: \(allocations.count) allocations (p50 \(Units.fixed(Double(Self.percentile(allocations, 0.5)) / 1000, 1)) ms, p95 \(Units.fixed(Double(Self.percentile(allocations, 0.95)) / 1000, 1)) ms), \(bots.filter(\.relayed).count) bots relayed"
+                out += rtt.isEmpty ? "\n" : ", relay RTT p50 \(Units.fixed(Self.percentileD(rtt, 0.5), 1)) ms, p95 \(Units.fixed(Self.percentileD(rtt, 0.95), 1)) ms\n"
+            }
         }
         out += "conditions: " + conditions.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue) \($0.value)" }.joined(separator: ", ") + "\n"
         out += "totals: \(totals.packetsSent) packets sent, \(totals.retransmissions) RTX, \(totals.pliReceived) PLI, \(totals.keyFramesSent) key frames"

@@ -23,6 +23,9 @@ public struct TransportStatus: Sendable, Equatable {
     /// Why the transport failed (ICE, DTLS, consent), once it has.
     public var failure: String?
     public var closedByPeer = false
+    /// TURN: how long the allocation took (µs) and how many refreshes the server accepted.
+    public var turnAllocateMicros: Int64?
+    public var turnRefreshes = 0
 
     init(_ t: WebRTCTransport) { update(t) }
 
@@ -38,6 +41,10 @@ public struct TransportStatus: Sendable, Equatable {
             remoteAddress = r.address.description
         }
         if let s = t.startedMicros, let i = t.iceConnectedMicros { iceDurationMs = Int((i - s) / 1000) }
+        if let turn = t.turn, let a = turn.allocatedMicros, let s = turn.startedMicros {
+            turnAllocateMicros = a - s
+            turnRefreshes = turn.refreshes
+        }
         if let i = t.iceConnectedMicros, let d = t.dtlsConnectedMicros { dtlsDurationMs = Int((d - i) / 1000) }
     }
 }
