@@ -24,7 +24,9 @@ enum PreflightCommand {
     }()
 
     /// Tiers and "audio", as --require accepts them.
-    static let requirements = Tier.all.map(\.name) + ["audio"]
+    static let requirements = Tier.all.map(\.name) + ["audio"] + paths
+    /// Paths of the connectivity pre-flight (with --whip), as --require accepts them.
+    static let paths = ["host-udp", "srflx-udp", "relay-udp"]
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
         let o = try ParsedOptions.parse(args, spec: spec, command: "preflight")
@@ -131,6 +133,20 @@ enum PreflightCommand {
         }
         // Every way out DELETEs what was created (each phase ends its own; this catches the rest).
         defer { for w in whipSessions.value { w.end() } }
+        if let r = o.value("require"), paths.contains(r), whipOptions == nil { throw UsageError("--require \(r) is a connectivity path: it needs --whip URL") }
+        // The connectivity pre-flight: each path on its own, before the media test.
+        var connectivity: [PathResult] = []
+        if let options = whipOptions {
+            Output.progress("connectivity: trying each path (host, server-reflexive, relay)…")
+            do {
+                connectivity = ConnectivityCheck.run(options, base: pc, certificate: try DTLSCertificate(), sleep: { Clock.sleep(micros: $0) })
+            } catch {
+                Output.err("Error: \(error)\n")
+                return 2
+            }
+            Output.endProgress()
+        }
+        JUnitPaths.results = connectivity
         let outcome = PreflightRunner.run(pc, receiver: receiver, thresholds: thresholds, observer: observer, connector: connector)
         let phase = outcome.phase
         if phase.interrupted { Output.endProgress(); return 130 }
@@ -161,20 +177,38 @@ enum PreflightCommand {
         if let e = outcome.audioOnlyError { Output.err("warning: the audio-only phase could not start: \(e)\n") }
         let audioOnly = outcome.audioOnly
         Output.endProgress()
-        let met = o.value("require").map { verdict.meets($0) }
+        let met = o.value("require").map { r in paths.contains(r) ? connectivity.contains { $0.path == r && $0.reachable } : verdict.meets(r) }
         writeJUnit(o.value("junit"), verdict: verdict, requirement: o.value("require"), failure: nil)
         let whip = whipSessions.value.first
         if o.has("json") {
             var doc = json(verdict, phase: phase, audioOnly: audioOnly, requirement: o.value("require"), met: met, thresholds: thresholds)
             if case var .object(f) = doc, let w = whip {
+                let t = phase.publisher?.network.transport
                 f.append(("whip", .object([("endpoint", .string(w.resource.resourceURL)), ("negotiated", .object(w.summary.map { ($0.0, .string($0.1)) }))]
-                                          + (phase.publisher?.network.transport.map { TransportFields.json($0, rttMillis: phase.measurement.roundTripTimeMillis) } ?? []))))
+                                          + (t.map { TransportFields.json($0, rttMillis: phase.measurement.roundTripTimeMillis) } ?? []))))
+                f.append(("connectivity", .array(connectivity.map { r in
+                    .object([("path", .string(r.path)), ("reachable", .bool(r.reachable)),
+                             ("connectMs", r.connectMs.map { .double(($0 * 10).rounded() / 10) } ?? .null),
+                             ("roundTripTimeMs", r.rttMs.map { .double(($0 * 100).rounded() / 100) } ?? .null), ("detail", .string(r.detail))])
+                })))
+                // No direct path worked: only a relay can carry this client's media.
+                f.append(("turnRequired", .bool(!connectivity.contains { $0.path == "host-udp" && $0.reachable })))
+                f.append(("path", t.flatMap { t in t.localCandidateType.map { "\($0) → \(t.remoteCandidateType ?? "?")" } }.map { .string($0) } ?? .null))
                 doc = .object(f)
             }
             Output.out(doc.serialized(pretty: true) + "\n")
         } else {
             let target = whipURL ?? (receiver == nil ? "\(destination)" : "embedded loopback receiver")
             var text = human(verdict, phase: phase, audioOnly: audioOnly, target: target, requirement: o.value("require"), met: met)
+            if !connectivity.isEmpty {
+                var table = TextTable(headers: ["path", "reachable", "connect", "RTT", "detail"], rightAligned: [2, 3])
+                for r in connectivity {
+                    table.add([r.path, r.reachable ? "yes" : "NO", r.connectMs.map { Units.fixed($0, 1) + " ms" } ?? "-",
+                               r.rttMs.map { Units.fixed($0, 2) + " ms" } ?? "-", r.detail])
+                }
+                text += "\nconnectivity (each path on its own):\n" + table.render()
+                if !connectivity.contains(where: { $0.path == "host-udp" && $0.reachable }) { text += "TURN required: no direct path worked\n" }
+            }
             if let w = whip, let t = phase.publisher?.network.transport {
                 text += "\nWHIP: " + w.summary.map { "\($0.0) \($0.1)" }.joined(separator: ", ") + "\n"
                 text += "ICE \(t.iceDurationMs ?? 0) ms (\(t.localCandidateType ?? "?") \(t.localAddress ?? "?") → \(t.remoteCandidateType ?? "?") \(t.remoteAddress ?? "?")), DTLS \(t.dtlsDurationMs ?? 0) ms, \(t.srtpCipher ?? "-")\n"
@@ -272,10 +306,19 @@ enum PreflightCommand {
         if let v {
             cases.append(("audio supported", v.audio.supported ? nil : v.audio.reason))
             cases.append(("video supported", v.video.supported ? nil : v.video.reason))
-            if let r = requirement { cases.append(("require \(r)", v.meets(r) ? nil : "recommended \(v.recommended?.name ?? "audio only"): \(v.video.reason)")) }
+            if let r = requirement {
+                if paths.contains(r) {
+                    cases.append(("require \(r)", JUnitPaths.results.contains { $0.path == r && $0.reachable } ? nil : "not reachable"))
+                } else {
+                    cases.append(("require \(r)", v.meets(r) ? nil : "recommended \(v.recommended?.name ?? "audio only"): \(v.video.reason)"))
+                }
+            }
         } else {
             cases.append(("connectivity", failure ?? "no verdict"))
         }
+        // One case per path of the connectivity pre-flight (--whip).
+        for r in JUnitPaths.results { cases.append(("path \(r.path)", r.reachable ? nil : r.detail)) }
+        if let r = requirement, paths.contains(r), v == nil { cases.append(("require \(r)", JUnitPaths.results.contains { $0.path == r && $0.reachable } ? nil : "not reachable")) }
         var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
         xml += "<testsuite name=\"pubbot preflight\" tests=\"\(cases.count)\" failures=\"\(cases.filter { $0.1 != nil }.count)\">\n"
         for (name, fail) in cases {
@@ -350,4 +393,9 @@ enum PreflightCommand {
         if let r, r.rejected.total > 0 { out.details += "rejected packets: \(r.rejected.total) (auth \(r.rejected.authenticationFailed), malformed \(r.rejected.malformed))\n" }
         return out
     }
+}
+
+/// The connectivity results the JUnit report lists (set once per run, before any report).
+enum JUnitPaths {
+    nonisolated(unsafe) static var results: [PathResult] = []
 }

@@ -152,7 +152,9 @@ enum TransportFields {
         let pair: JSONValue
         if let lt = t.localCandidateType, let la = t.localAddress, let rt = t.remoteCandidateType, let ra = t.remoteAddress {
             pair = .object([("localCandidateType", .string(lt)), ("localAddress", .string(la)), ("remoteCandidateType", .string(rt)),
-                            ("remoteAddress", .string(ra)), ("currentRoundTripTime", rttMillis.map { .double(($0 * 10).rounded() / 10000) } ?? .null)])
+                            ("remoteAddress", .string(ra)),
+                            // W3C: measured by STUN on the pair (checks, consent); RTCP's as a fallback.
+                            ("currentRoundTripTime", t.iceRoundTripMicros.map { .double(Double($0) / 1e6) } ?? rttMillis.map { .double(($0 * 10).rounded() / 10000) } ?? .null)])
         } else {
             pair = .null
         }

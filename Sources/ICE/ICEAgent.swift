@@ -85,6 +85,9 @@ public final class ICEAgent {
         var nominateOnSuccess = false
         /// The role the last check on the pair was sent in.
         var sentRole = Role.controlling
+        /// When the check's first transmission left (a round trip is measured only on an answer
+        /// to an unrepeated request, as RFC 8489 §6.2.1's RTO estimate does).
+        var sentAt: Int64 = 0
     }
 
     public static let ta: Int64 = 50_000
@@ -94,6 +97,10 @@ public final class ICEAgent {
     public static let consentTimeout: Int64 = 30_000_000
 
     public private(set) var role: Role
+    /// The last round trip measured on a check or consent request answered without a
+    /// retransmission (µs): W3C `RTCIceCandidatePairStats.currentRoundTripTime`.
+    public private(set) var roundTripMicros: Int64?
+    var consentSentAt: [[UInt8]: Int64] = [:]
     public let lite: Bool
     public let local: Credentials
     public private(set) var remote: Credentials?
@@ -210,7 +217,8 @@ public final class ICEAgent {
             if now >= nextConsent {
                 let txid = random.transactionID()
                 consentTransactions.append(txid)
-                if consentTransactions.count > 8 { consentTransactions.removeFirst() }
+                consentSentAt[txid] = now
+                if consentTransactions.count > 8 { consentSentAt[consentTransactions.removeFirst()] = nil }
                 outbox.append(Transmit(bytes: request(pair: s, transaction: txid, useCandidate: false), from: pairs[s].local.address, to: pairs[s].remote.address))
                 counters.checksSent += 1
                 nextConsent = now + 4_000_000 + Int64(random.next() % 2_000_001) // 4–6 s, uniformly random
@@ -231,6 +239,7 @@ public final class ICEAgent {
     func send(check i: Int, retransmission: Bool) {
         if retransmission { counters.retransmissions += 1 } else { counters.checksSent += 1 }
         pairs[i].transmissions += 1
+        if pairs[i].transmissions == 1 { pairs[i].sentAt = now }
         pairs[i].sentRole = role
         let interval = min(Self.firstRetransmit << Int64(max(0, pairs[i].transmissions - 1)), Self.maxRetransmitInterval)
         pairs[i].nextRetransmit = now + interval
@@ -347,7 +356,11 @@ public final class ICEAgent {
             return
         }
         if consentTransactions.contains(m.transactionID) {
-            if m.messageClass == .success { lastConsent = now }
+            if m.messageClass == .success {
+                lastConsent = now
+                if let sent = consentSentAt[m.transactionID] { roundTripMicros = now - sent }
+            }
+            consentSentAt[m.transactionID] = nil
             consentTransactions.removeAll { $0 == m.transactionID }
             return
         }
@@ -378,6 +391,7 @@ public final class ICEAgent {
             return
         }
         counters.successes += 1
+        if pairs[i].transmissions == 1 { roundTripMicros = now - pairs[i].sentAt }
         pairs[i].state = .succeeded
         pairs[i].nextRetransmit = .max
         if pairs[i].useCandidate || pairs[i].nominateOnSuccess {

@@ -25,6 +25,8 @@ public struct TransportStatus: Sendable, Equatable {
     public var closedByPeer = false
     /// TURN: how long the allocation took (µs) and how many refreshes the server accepted.
     public var turnAllocateMicros: Int64?
+    /// The selected pair's round trip from ICE checks and consent requests (µs).
+    public var iceRoundTripMicros: Int64?
     public var turnRefreshes = 0
 
     init(_ t: WebRTCTransport) { update(t) }
@@ -41,6 +43,7 @@ public struct TransportStatus: Sendable, Equatable {
             remoteAddress = r.address.description
         }
         if let s = t.startedMicros, let i = t.iceConnectedMicros { iceDurationMs = Int((i - s) / 1000) }
+        iceRoundTripMicros = t.ice.roundTripMicros
         if let turn = t.turn, let a = turn.allocatedMicros, let s = turn.startedMicros {
             turnAllocateMicros = a - s
             turnRefreshes = turn.refreshes

@@ -29,7 +29,11 @@ public struct WHIPOptions: Sendable {
     public var turnCredential: String?
     /// Which candidates to offer and check (as `RTCConfiguration.iceTransportPolicy`; `noHost`
     /// keeps the host address out of the offer — checks still leave from it).
-    public enum Policy: String, Sendable { case all, relay, noHost = "no-host" }
+    public enum Policy: String, Sendable {
+        case all, relay, noHost = "no-host"
+        /// The host candidate alone (the connectivity pre-flight's direct-path check).
+        case host
+    }
     public var policy = Policy.all
     public init(endpoint: String, token: String?) {
         self.endpoint = endpoint
@@ -106,11 +110,11 @@ public final class WHIPConnection: @unchecked Sendable {
         if !turnServers.isEmpty && (options.turnUsername == nil || options.turnCredential == nil) {
             throw WHIPConnectError("a turn: server needs --turn-username and --turn-credential (or PUBBOT_TURN_CREDENTIAL)")
         }
-        if options.policy != .relay { candidates += gatherReflexive(socket: socket, host: candidates[0], servers: stunServers) }
+        if options.policy != .relay && options.policy != .host { candidates += gatherReflexive(socket: socket, host: candidates[0], servers: stunServers) }
         // A relayed candidate from the first TURN server that allocates (RFC 8656), on this socket.
         var turn: TURNClient?
         var turnFailures: [String] = []
-        for server in turnServers where turn == nil {
+        for server in turnServers where turn == nil && options.policy != .host {
             switch allocate(socket: socket, base: local, server: server, username: options.turnUsername!, password: options.turnCredential!) {
             case let .success(t): turn = t
             case let .failure(e): turnFailures.append(e.description)

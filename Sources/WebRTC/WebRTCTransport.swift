@@ -102,7 +102,7 @@ public final class WebRTCTransport {
             return handle(payload, from: peer, to: relay, now: now)
         }
         switch first {
-        case 0...3: ice.handle(bytes, from: from, to: to, now: now)
+        case 0...3: if !ice.handle(bytes, from: from, to: to, now: now) { unknownDatagrams += 1 } // not even STUN-shaped
         case 20...63: dtls.handle(bytes)
         case 128...191: return bytes
         default: unknownDatagrams += 1

@@ -1,0 +1,122 @@
+public import PublisherEngine
+public import DTLS
+import WebRTC
+import ICE
+import RTPCore
+import Transport
+import Platform
+
+/// One path of the connectivity pre-flight: could a WebRTC session be set up over it, how long
+/// ICE and DTLS took, and the round trip ICE measured — or why not.
+public struct PathResult: Sendable, Equatable {
+    /// `host-udp`, `srflx-udp`, `relay-udp`.
+    public var path: String
+    public var reachable: Bool
+    /// From the first ICE check to DTLS done (ms).
+    public var connectMs: Double?
+    public var rttMs: Double?
+    /// The selected pair or the mapped address, or the reason it failed.
+    public var detail: String
+}
+
+/// The connectivity pre-flight (as Twilio's Preflight and Daily's connectivity test): before the
+/// media test, each path the options allow is tried on its own — host UDP (a WHIP session
+/// offering only the host candidate), server-reflexive (each STUN server: is it reachable, what
+/// does it map), relay UDP (a session offering only the TURN relay) — each with its own WHIP
+/// session, ICE and DTLS, ended with close_notify, a Refresh of 0 and a DELETE.
+public enum ConnectivityCheck {
+    public static func run(_ options: WHIPOptions, base: PublisherConfig, certificate: DTLSCertificate,
+                           sleep: @escaping (Int64) -> Void) -> [PathResult] {
+        var results: [PathResult] = []
+        var host = options
+        host.policy = .host
+        host.iceServers = []
+        results.append(session("host-udp", host, base: base, certificate: certificate, sleep: sleep))
+        let stun = options.iceServers.filter { $0.lowercased().hasPrefix("stun:") }
+        for s in stun { results.append(reflexive(s, interface: options.interface, endpoint: options.endpoint)) }
+        let turn = options.iceServers.filter { $0.lowercased().hasPrefix("turn:") }
+        if !turn.isEmpty {
+            var relay = options
+            relay.policy = .relay
+            relay.iceServers = turn
+            results.append(session("relay-udp", relay, base: base, certificate: certificate, sleep: sleep))
+        }
+        return results
+    }
+
+    /// A whole WHIP session over one kind of candidate, up to DTLS done (≤ 12 s), then ended.
+    static func session(_ name: String, _ options: WHIPOptions, base: PublisherConfig, certificate: DTLSCertificate,
+                        sleep: @escaping (Int64) -> Void) -> PathResult {
+        let w: WHIPConnection
+        do { w = try WHIPConnection.open(options, base: base, certificate: certificate, sleep: sleep) } catch {
+            return PathResult(path: name, reachable: false, connectMs: nil, rttMs: nil, detail: error.description)
+        }
+        defer { w.end() }
+        let t = w.transport
+        let batch = PacketBatch(capacity: 8)
+        var failure: String?
+        let deadline = Clock.monotonicMicros() + 12_000_000
+        func flush() {
+            while let x = t.pollTransmit() {
+                guard let to = SocketAddress(x.to) else { continue }
+                x.bytes.withUnsafeBytes { try? w.socket.send($0, to: to) }
+            }
+        }
+        while !t.isConnected && failure == nil && Clock.monotonicMicros() < deadline {
+            let now = Clock.monotonicMicros()
+            let wake = t.step(now: now) ?? now + 20_000
+            flush()
+            while let e = t.pollEvent() { if case let .failed(r) = e { failure = r } }
+            _ = w.socket.wait(timeoutMicros: max(0, min(wake, deadline) - Clock.monotonicMicros()))
+            if let n = try? w.socket.receive(into: batch) {
+                for i in 0..<n {
+                    guard let from = batch.source(i).flatMap(STUNAddress.init) else { continue }
+                    _ = t.handle([UInt8](UnsafeRawBufferPointer(batch.packet(i))), from: from, to: w.local, now: Clock.monotonicMicros())
+                }
+            }
+            flush()
+            while let e = t.pollEvent() { if case let .failed(r) = e { failure = r } }
+        }
+        let connected = t.isConnected
+        let connectMs = connected ? t.dtlsConnectedMicros.flatMap { d in t.startedMicros.map { Double(d - $0) / 1000 } } : nil
+        let pair = t.ice.selectedPair.map { "\($0.local.kind.rawValue) \($0.local.address) → \($0.remote.kind.rawValue) \($0.remote.address)" }
+        t.close()
+        flush()
+        return PathResult(path: name, reachable: connected, connectMs: connectMs, rttMs: connected ? t.ice.roundTripMicros.map { Double($0) / 1000 } : nil,
+                          detail: connected ? (pair ?? "connected") : (failure ?? "no answer within 12 s"))
+    }
+
+    /// A STUN server: reachable, and the address it maps the media socket to.
+    static func reflexive(_ server: String, interface: String?, endpoint: String) -> PathResult {
+        var hp = String(server.dropFirst(5))
+        if let q = hp.firstIndex(of: "?") { hp = String(hp[..<q]) }
+        guard let (h, p) = try? SocketAddress.split(hp.contains(":") ? hp : hp + ":3478"), let a = try? SocketAddress(host: h, port: p),
+              let sa = STUNAddress(a), let source = try? a.routeSource(), let socket = try? UDPSocket(bind: source),
+              let base = STUNAddress(socket.localAddress) else {
+            return PathResult(path: "srflx-udp", reachable: false, connectMs: nil, rttMs: nil, detail: "\(server): cannot resolve or reach it")
+        }
+        let g = ICEGatherer(hosts: [.host(base)], servers: [sa], seed: SecureRandom.bytes(8).reduce(0) { $0 << 8 | UInt64($1) })
+        let batch = PacketBatch(capacity: 4)
+        let deadline = Clock.monotonicMicros() + 4_500_000
+        var result: ICEGatherer.Result?
+        while result == nil && Clock.monotonicMicros() < deadline {
+            let now = Clock.monotonicMicros()
+            let wake = g.step(now: now) ?? now + 50_000
+            while let t = g.pollTransmit() { if let to = SocketAddress(t.to) { t.bytes.withUnsafeBytes { try? socket.send($0, to: to) } } }
+            _ = socket.wait(timeoutMicros: max(0, min(wake, deadline) - Clock.monotonicMicros()))
+            if let n = try? socket.receive(into: batch) {
+                for i in 0..<n { _ = g.handle([UInt8](UnsafeRawBufferPointer(batch.packet(i))), from: sa, to: base, now: Clock.monotonicMicros()) }
+            }
+            result = g.pollResult()
+        }
+        switch result {
+        case let .reflexive(c, _, _, redundant, rtt)?:
+            return PathResult(path: "srflx-udp", reachable: true, connectMs: nil, rttMs: Double(rtt) / 1000,
+                              detail: "\(server) maps \(base) to \(c.address)\(redundant ? " (no NAT between)" : "")")
+        case let .failed(_, _, reason)?:
+            return PathResult(path: "srflx-udp", reachable: false, connectMs: nil, rttMs: nil, detail: "\(server): \(reason)")
+        case nil:
+            return PathResult(path: "srflx-udp", reachable: false, connectMs: nil, rttMs: nil, detail: "\(server) did not answer")
+        }
+    }
+}
