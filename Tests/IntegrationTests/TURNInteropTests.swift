@@ -204,4 +204,36 @@ import Crypto
                                  "--turn-credential", "x", "--ice-policy", "relay", "--duration", "5s"])
         #expect(silent.code == 2 && silent.seconds < 10 && silent.err.contains("does not answer"), "\(silent.code) \(silent.seconds) s: \(silent.err)")
     }
+
+    /// The connectivity pre-flight where only the relay gets through (Tests/Peers/turn_required.sh:
+    /// the publisher in its own namespace, nftables dropping its UDP to the server's media
+    /// port): host UDP unreachable with ICE's reason, relay UDP reachable with its time and RTT,
+    /// `turnRequired`, and the verdict measured over the relay.
+    @Test(.enabled(if: getuid() == 0, "network namespaces need root")) func onlyTheRelayGetsThrough() throws {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Peers/turn_required.sh").path
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("pubbot-turn-required-\(getpid()).json").path
+        FileManager.default.createFile(atPath: log, contents: nil)
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/bash")
+        p.arguments = [script, Self.binary, String(20 + Int(getpid()) % 200)]
+        p.environment = ProcessInfo.processInfo.environment.merging(["PUBBOT_TURN_CREDENTIAL": "s3cret"]) { $1 }
+        let out = try #require(FileHandle(forWritingAtPath: log))
+        p.standardOutput = out
+        p.standardError = FileHandle.nullDevice
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        let deadline = Clock.monotonicMicros() + 90_000_000
+        while p.isRunning && Clock.monotonicMicros() < deadline { Clock.sleep(micros: 50_000) }
+        try? out.close()
+        #expect(!p.isRunning && p.terminationStatus == 0)
+        let text = try String(contentsOfFile: log, encoding: .utf8)
+        let d = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], "\(text)")
+        let paths = try #require(d["connectivity"] as? [[String: Any]])
+        let host = paths.first { $0["path"] as? String == "host-udp" }, relay = paths.first { $0["path"] as? String == "relay-udp" }
+        #expect(host?["reachable"] as? Bool == false && (host?["detail"] as? String ?? "").contains("ICE"), "\(String(describing: host))")
+        #expect(relay?["reachable"] as? Bool == true && relay?["connectMs"] is Double && relay?["roundTripTimeMs"] is Double, "\(String(describing: relay))")
+        #expect(d["turnRequired"] as? Bool == true && (d["path"] as? String)?.hasPrefix("relay") == true, "\(d["path"] ?? "")")
+        #expect(d["type"] as? String == "verdict" && (d["estimate"] as? Int ?? 0) > 1_000_000)
+    }
 }
