@@ -26,7 +26,7 @@ enum PreflightCommand {
     /// Tiers and "audio", as --require accepts them.
     static let requirements = Tier.all.map(\.name) + ["audio"] + paths
     /// Paths of the connectivity pre-flight (with --whip), as --require accepts them.
-    static let paths = ["host-udp", "srflx-udp", "relay-udp"]
+    static let paths = ["host-udp", "srflx-udp", "relay-udp", "relay-tcp"]
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
         let o = try ParsedOptions.parse(args, spec: spec, command: "preflight")
@@ -120,7 +120,7 @@ enum PreflightCommand {
                     let w = try WHIPConnection.open(opts, base: base, certificate: certificate, sleep: { Clock.sleep(micros: $0) })
                     whipSessions.withLock { $0.append(w) }
                     do {
-                        let p = try Publisher(config: w.config, socket: w.socket, webrtc: (w.transport, w.local))
+                        let p = try Publisher(config: w.config, socket: w.socket, webrtc: (w.transport, w.local), tcp: w.turnTCP)
                         return .success((p, { _ = w.end() }))
                     } catch {
                         w.end()

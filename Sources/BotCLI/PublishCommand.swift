@@ -76,7 +76,7 @@ enum PublishCommand {
                 whip = w
                 destinations = [w.config.destination]
                 pc = w.config
-                publishers.append(try Publisher(config: w.config, socket: w.socket, webrtc: (w.transport, w.local)))
+                publishers.append(try Publisher(config: w.config, socket: w.socket, webrtc: (w.transport, w.local), tcp: w.turnTCP))
                 Output.err("WHIP session \(w.resource.resourceURL): " + w.summary.map { "\($0.0) \($0.1)" }.joined(separator: ", ") + "\n")
             } catch let e as WHIPConnectError {
                 Output.err("Error: \(e)\n")

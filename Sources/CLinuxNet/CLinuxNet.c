@@ -1,4 +1,6 @@
 #define _GNU_SOURCE
+#include <netinet/tcp.h>
+#include <poll.h>
 #include "CLinuxNet.h"
 #include <arpa/inet.h>
 #include <errno.h>
@@ -117,6 +119,36 @@ int clinux_local_addr(int fd, clinux_addr *out) {
 }
 
 int clinux_close(int fd) { return close(fd) == 0 ? 0 : -errno; }
+
+int clinux_tcp_connect(const clinux_addr *dst, int timeout_ms) {
+    int family = ((const struct sockaddr *)dst->storage)->sa_family;
+    int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0) return -errno;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (connect(fd, (const struct sockaddr *)dst->storage, dst->length) != 0) {
+        if (errno != EINPROGRESS) { int e = errno; close(fd); return -e; }
+        struct pollfd p = { .fd = fd, .events = POLLOUT };
+        int r = poll(&p, 1, timeout_ms);
+        if (r <= 0) { close(fd); return r == 0 ? -ETIMEDOUT : -errno; }
+        int err = 0; socklen_t len = sizeof err;
+        getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        if (err != 0) { close(fd); return -err; }
+    }
+    return fd;
+}
+
+long clinux_tcp_write(int fd, const void *buf, size_t len) {
+    ssize_t n = send(fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) return (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -errno;
+    return n;
+}
+
+long clinux_tcp_read(int fd, void *buf, size_t cap) {
+    ssize_t n = recv(fd, buf, cap, MSG_DONTWAIT);
+    if (n < 0) return (errno == EAGAIN || errno == EWOULDBLOCK) ? -EAGAIN : -errno;
+    return n; /* 0: closed by the peer */
+}
 
 int clinux_route_source(const clinux_addr *dst, clinux_addr *out) {
     int family = ((const struct sockaddr *)dst->storage)->sa_family;

@@ -62,8 +62,12 @@ public final class TURNClient {
     public static let permissionLifetime: Int64 = 300_000_000
     public static let channelLifetime: Int64 = 600_000_000
 
+    /// Over TCP (RFC 8656 §3.1): ChannelData is padded to 4 bytes; the caller frames the stream.
+    public let overTCP: Bool
+
     public init(server: STUNAddress, base: STUNAddress, username: String, password: String, seed: UInt64,
-                hmacSHA1: @escaping STUNHMAC, longTermKey: @escaping (String, String, String) -> [UInt8]) {
+                hmacSHA1: @escaping STUNHMAC, longTermKey: @escaping (String, String, String) -> [UInt8], overTCP: Bool = false) {
+        self.overTCP = overTCP
         self.server = server
         self.base = base
         self.username = username
@@ -135,6 +139,7 @@ public final class TURNClient {
         if let c = channels[peer], c.bound {
             var out: [UInt8] = [UInt8(c.number >> 8), UInt8(c.number & 0xFF), UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
             out += payload
+            if overTCP { while out.count % 4 != 0 { out.append(0) } } // RFC 8656 §12.5
             return out
         }
         let m = STUNMessage(method: STUNMessage.sendMethod, class: .indication, transactionID: random.transactionID(),

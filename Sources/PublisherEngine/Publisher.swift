@@ -51,11 +51,15 @@ public final class Publisher: Sendable {
         try self.init(config: config, socket: socket, webrtc: nil)
     }
 
+    let tcpHandoff: Handoff<TCPStream?>
+
     /// A WebRTC transport (ICE, DTLS) to run inside the session; media starts once it connects.
     let webrtcHandoff: Handoff<(WebRTCTransport, STUNAddress)?>
 
     /// A publisher on an open socket; with `webrtc`, ICE and DTLS run on it first (WHIP).
-    public init(config: PublisherConfig, socket: UDPSocket, webrtc: (WebRTCTransport, STUNAddress)?) throws(StartError) {
+    /// - Parameter tcp: the TURN server's TCP stream when the relay is reached over TCP.
+    public init(config: PublisherConfig, socket: UDPSocket, webrtc: (WebRTCTransport, STUNAddress)?, tcp: TCPStream? = nil) throws(StartError) {
+        tcpHandoff = Handoff(tcp)
         var config = config
         if config.layers.isEmpty { config.sendVideo = false }
         self.config = config
@@ -79,7 +83,7 @@ public final class Publisher: Sendable {
         let end = config.durationMicros.map { start + $0 }
         let config = self.config, plan = self.plan, control = self.control, mailbox = self.mailbox
         let mediaCounters = self.mediaCounters, networkState = self.networkState, handoff = self.socketHandoff
-        let mediaEnd = self.mediaEndMicros, webrtc = self.webrtcHandoff
+        let mediaEnd = self.mediaEndMicros, webrtc = self.webrtcHandoff, tcp = self.tcpHandoff
         let media = JoinableThread(name: "pubbot-media") {
             MediaLoop(config: config, control: control, mailbox: mailbox, counters: mediaCounters).run(startMicros: start, endMicros: end)
             mediaEnd.value = Clock.monotonicMicros()
@@ -88,7 +92,7 @@ public final class Publisher: Sendable {
             do {
                 let loop = try PublisherSession(config: config, plan: plan, startMicros: start,
                                            wallOffsetMicros: Clock.wallMicros() - Clock.monotonicMicros(), webrtc: webrtc.take())
-                loop.run(socket: SessionSocket(handoff.take()), mailbox: mailbox, control: control, published: networkState)
+                loop.run(socket: SessionSocket(handoff.take(), tcp: tcp.take()), mailbox: mailbox, control: control, published: networkState)
             } catch {
                 networkState.withLock { $0.1.lastError = "srtp: \(error)" }
                 control.requestStop()

@@ -7,12 +7,39 @@ import Platform
 /// what the session queued. The session itself never touches a socket or a clock.
 public final class SessionSocket {
     public let socket: UDPSocket
+    /// TURN over TCP: what goes to this stream's server is written to it, what it delivers is
+    /// handed to the session as from the server.
+    public let tcp: TCPStream?
     let rx = PacketBatch(capacity: 16)
+    var scratch = [UInt8](repeating: 0, count: PacketBatch.slotSize)
 
-    public init(_ socket: UDPSocket) { self.socket = socket }
+    public init(_ socket: UDPSocket, tcp: TCPStream? = nil) {
+        self.socket = socket
+        self.tcp = tcp
+    }
+
+    /// Waits for the UDP socket, the TCP stream (if any) or `wake`, at most `timeoutMicros`.
+    public func wait(timeoutMicros: Int64, wake: EventSignal?) -> Int {
+        guard let tcp else { return socket.wait(timeoutMicros: timeoutMicros, wake: wake) }
+        var ready = [UInt8](repeating: 0, count: 3)
+        _ = waitReadable([socket.fd, wake?.fd ?? -1, tcp.fd], ready: &ready, timeoutMicros: timeoutMicros)
+        return (ready[0] != 0 || ready[2] != 0 ? 1 : 0) | (ready[1] != 0 ? 2 : 0)
+    }
 
     /// Hands the session everything waiting on the socket (up to 8 batches), stamped `now`.
     public func read(into session: PublisherSession, now: Int64) {
+        if let tcp {
+            tcp.flush()
+            tcp.read { m in
+                guard m.count <= scratch.count else { return }
+                m.withUnsafeBytes { src in
+                    scratch.withUnsafeMutableBytes { b in
+                        b.copyMemory(from: src)
+                        session.handleDatagram(b.baseAddress!, length: m.count, from: tcp.remote, now: now)
+                    }
+                }
+            }
+        }
         for _ in 0..<8 {
             let n: Int
             do { n = try socket.receive(into: rx) } catch {
@@ -27,9 +54,13 @@ public final class SessionSocket {
     /// Sends the session's outbox (batched `sendmmsg`, GSO where the kernel takes it).
     public func flush(_ session: PublisherSession) {
         guard session.outCount > 0 else { return }
-        let socket = self.socket
+        let socket = self.socket, tcp = self.tcp
         session.pollTransmit { pointers, lengths, count, destination throws(SocketError) in
-            try socket.send(pointers: pointers, lengths: lengths, count: count, to: destination)
+            if let tcp, destination == tcp.remote {
+                for i in 0..<count { tcp.write(UnsafeRawBufferPointer(start: pointers[i], count: Int(lengths[i]))) }
+                return count
+            }
+            return try socket.send(pointers: pointers, lengths: lengths, count: count, to: destination)
         }
     }
 }
@@ -71,7 +102,7 @@ extension PublisherSession {
             if now >= nextPublish { published.withLock { $0 = statistics }; nextPublish = now + config.publishIntervalMicros }
             guard let wake else { break }
             let until = min(wake, nextPublish) - Clock.monotonicMicros()
-            let ready = socket.socket.wait(timeoutMicros: max(0, until), wake: mailbox.signal)
+            let ready = socket.wait(timeoutMicros: max(0, until), wake: mailbox.signal)
             if ready & 2 != 0 { mailbox.signal.drain() }
         }
         finish(now: Clock.monotonicMicros())

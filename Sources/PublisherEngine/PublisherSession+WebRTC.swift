@@ -82,11 +82,13 @@ extension PublisherSession {
         guard let t = webrtc, let turn = t.turn, let peer = t.selectedPath?.remote, let server = relayServer else { return nil }
         let p = arena.pointer(slot)
         if let channel = turn.channel(for: peer) {
-            guard length + 4 <= PacketArena.slotSize else { return nil }
+            let padded = turn.overTCP ? (length + 3) & ~3 : length // over TCP ChannelData is padded (RFC 8656 §12.5)
+            guard padded + 4 <= PacketArena.slotSize else { return nil }
             (p + 4).copyMemory(from: p, byteCount: length)
             p.storeBytes(of: channel.bigEndian, as: UInt16.self)
             p.storeBytes(of: UInt16(length).bigEndian, toByteOffset: 2, as: UInt16.self)
-            return (length + 4, server)
+            if padded > length { (p + 4 + length).initializeMemory(as: UInt8.self, repeating: 0, count: padded - length) }
+            return (padded + 4, server)
         }
         guard let wrapped = turn.send([UInt8](UnsafeRawBufferPointer(start: p, count: length)), to: peer), wrapped.count <= PacketArena.slotSize else { return nil }
         drainTransport() // the permission request, if this is the first datagram

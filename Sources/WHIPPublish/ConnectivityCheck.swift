@@ -9,7 +9,7 @@ import Platform
 /// One path of the connectivity pre-flight: could a WebRTC session be set up over it, how long
 /// ICE and DTLS took, and the round trip ICE measured — or why not.
 public struct PathResult: Sendable, Equatable {
-    /// `host-udp`, `srflx-udp`, `relay-udp`.
+    /// `host-udp`, `srflx-udp`, `relay-udp`, `relay-tcp`.
     public var path: String
     public var reachable: Bool
     /// From the first ICE check to DTLS done (ms).
@@ -35,11 +35,13 @@ public enum ConnectivityCheck {
         let stun = options.iceServers.filter { $0.lowercased().hasPrefix("stun:") }
         for s in stun { results.append(reflexive(s, interface: options.interface, endpoint: options.endpoint)) }
         let turn = options.iceServers.filter { $0.lowercased().hasPrefix("turn:") }
-        if !turn.isEmpty {
+        for tcp in [false, true] {
+            let servers = turn.filter { $0.lowercased().hasSuffix("transport=tcp") == tcp }
+            guard !servers.isEmpty else { continue }
             var relay = options
             relay.policy = .relay
-            relay.iceServers = turn
-            results.append(session("relay-udp", relay, base: base, certificate: certificate, sleep: sleep))
+            relay.iceServers = servers
+            results.append(session(tcp ? "relay-tcp" : "relay-udp", relay, base: base, certificate: certificate, sleep: sleep))
         }
         return results
     }
@@ -56,10 +58,11 @@ public enum ConnectivityCheck {
         let batch = PacketBatch(capacity: 8)
         var failure: String?
         let deadline = Clock.monotonicMicros() + 12_000_000
+        let tcp = w.turnTCP
         func flush() {
             while let x = t.pollTransmit() {
                 guard let to = SocketAddress(x.to) else { continue }
-                x.bytes.withUnsafeBytes { try? w.socket.send($0, to: to) }
+                if let tcp, to == tcp.remote { x.bytes.withUnsafeBytes { tcp.write($0) } } else { x.bytes.withUnsafeBytes { try? w.socket.send($0, to: to) } }
             }
         }
         while !t.isConnected && failure == nil && Clock.monotonicMicros() < deadline {
@@ -67,7 +70,14 @@ public enum ConnectivityCheck {
             let wake = t.step(now: now) ?? now + 20_000
             flush()
             while let e = t.pollEvent() { if case let .failed(r) = e { failure = r } }
-            _ = w.socket.wait(timeoutMicros: max(0, min(wake, deadline) - Clock.monotonicMicros()))
+            let left = max(0, min(wake, deadline) - Clock.monotonicMicros())
+            if let tcp {
+                var ready = [UInt8](repeating: 0, count: 2)
+                _ = waitReadable([w.socket.fd, tcp.fd], ready: &ready, timeoutMicros: left)
+                tcp.read { m in _ = t.handle(m, from: t.turn!.server, to: w.local, now: Clock.monotonicMicros()) }
+            } else {
+                _ = w.socket.wait(timeoutMicros: left)
+            }
             if let n = try? w.socket.receive(into: batch) {
                 for i in 0..<n {
                     guard let from = batch.source(i).flatMap(STUNAddress.init) else { continue }

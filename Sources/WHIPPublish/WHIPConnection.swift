@@ -53,6 +53,9 @@ public final class WHIPConnection: @unchecked Sendable {
     public let socket: UDPSocket
     public let local: STUNAddress
     public let transport: WebRTCTransport
+    /// The TURN server's TCP connection, when the relay is reached over TCP (the session's driver
+    /// reads and writes it).
+    public let turnTCP: TCPStream?
     /// What the answer decided, for the summary and stats (name → value, in order).
     public let summary: [(String, String)]
     let token: String?
@@ -86,23 +89,27 @@ public final class WHIPConnection: @unchecked Sendable {
         guard let local = STUNAddress(socket.localAddress) else { throw WHIPConnectError("the media socket has no usable address") }
         var candidates = [ICECandidate.host(local)]
         var stunServers: [STUNAddress] = []
-        var turnServers: [STUNAddress] = []
+        var turnServers: [(address: STUNAddress, tcp: Bool)] = []
         for s in options.iceServers {
             let lower = s.lowercased()
             guard lower.hasPrefix("stun:") || lower.hasPrefix("turn:") else {
                 throw WHIPConnectError("--ice-server '\(s)': stun:HOST[:PORT] or turn:HOST[:PORT][?transport=udp] (turns: is not supported yet)")
             }
             var hp = String(s.dropFirst(5))
+            var tcp = false
             if let q = hp.firstIndex(of: "?") {
                 let query = hp[hp.index(after: q)...].lowercased()
-                guard query == "transport=udp" else { throw WHIPConnectError("--ice-server '\(s)': only UDP to the TURN server is supported yet (transport=udp)") }
+                guard query == "transport=udp" || query == "transport=tcp" else {
+                    throw WHIPConnectError("--ice-server '\(s)': transport=udp or transport=tcp (turns: is not supported yet)")
+                }
+                tcp = query == "transport=tcp"
                 hp = String(hp[..<q])
             }
             guard let (h, p) = try? SocketAddress.split(hp.contains(":") ? hp : hp + ":3478"),
                   let a = try? SocketAddress(host: h, port: p), let sa = STUNAddress(a) else {
                 throw WHIPConnectError("--ice-server '\(s)': cannot resolve it")
             }
-            if lower.hasPrefix("turn:") { turnServers.append(sa) } else { stunServers.append(sa) }
+            if lower.hasPrefix("turn:") { turnServers.append((sa, tcp)) } else { stunServers.append(sa) }
         }
         if options.policy == .relay && turnServers.isEmpty {
             throw WHIPConnectError("--ice-policy relay needs a TURN server (--ice-server turn:HOST:PORT with --turn-username and --turn-credential)")
@@ -113,10 +120,11 @@ public final class WHIPConnection: @unchecked Sendable {
         if options.policy != .relay && options.policy != .host { candidates += gatherReflexive(socket: socket, host: candidates[0], servers: stunServers) }
         // A relayed candidate from the first TURN server that allocates (RFC 8656), on this socket.
         var turn: TURNClient?
+        var turnTCP: TCPStream?
         var turnFailures: [String] = []
         for server in turnServers where turn == nil && options.policy != .host {
-            switch allocate(socket: socket, base: local, server: server, username: options.turnUsername!, password: options.turnCredential!) {
-            case let .success(t): turn = t
+            switch allocate(socket: socket, base: local, server: server.address, tcp: server.tcp, username: options.turnUsername!, password: options.turnCredential!) {
+            case let .success((t, stream)): turn = t; turnTCP = stream
             case let .failure(e): turnFailures.append(e.description)
             }
         }
@@ -190,7 +198,7 @@ public final class WHIPConnection: @unchecked Sendable {
         summary.append(("congestionControl", c.feedback.rawValue))
         summary.append(("iceLite", n.iceLite ? "yes" : "no"))
         if let t = turn, let relay = t.relay {
-            summary.append(("relay", "\(relay) via TURN \(t.server) (\((t.allocatedMicros ?? 0) - (t.startedMicros ?? 0)) µs to allocate)"))
+            summary.append(("relay", "\(relay) via TURN \(t.server) over \(t.overTCP ? "TCP" : "UDP") (\((t.allocatedMicros ?? 0) - (t.startedMicros ?? 0)) µs to allocate)"))
         }
         if !turnFailures.isEmpty { summary.append(("turnFailures", turnFailures.joined(separator: "; "))) }
         if options.policy != .all { summary.append(("icePolicy", options.policy.rawValue)) }
@@ -216,11 +224,12 @@ public final class WHIPConnection: @unchecked Sendable {
         }
         if turn != nil && options.policy != .relay { turn?.permit(first.address) } // early permission for the server's candidate
         return WHIPConnection(resource: resource, negotiated: n, config: c, socket: socket, local: local,
-                              transport: WebRTCTransport(ice: ice, dtls: dtls, turn: turn), summary: summary, token: options.token)
+                              transport: WebRTCTransport(ice: ice, dtls: dtls, turn: turn), turnTCP: turnTCP, summary: summary, token: options.token)
     }
 
     init(resource: WHIPSession, negotiated: NegotiatedSession, config: PublisherConfig, socket: UDPSocket, local: STUNAddress,
-         transport: WebRTCTransport, summary: [(String, String)], token: String?) {
+         transport: WebRTCTransport, turnTCP: TCPStream?, summary: [(String, String)], token: String?) {
+        self.turnTCP = turnTCP
         self.resource = resource
         self.negotiated = negotiated
         self.config = config
@@ -272,28 +281,49 @@ public final class WHIPConnection: @unchecked Sendable {
 
     /// A TURN allocation on the media socket itself (its relayed address becomes a candidate), in
     /// at most ~6 s; the client then lives on inside the transport (refresh, permissions, channels).
-    static func allocate(socket: UDPSocket, base: STUNAddress, server: STUNAddress, username: String, password: String) -> Result<TURNClient, WHIPConnectError> {
+    static func allocate(socket: UDPSocket, base: STUNAddress, server: STUNAddress, tcp: Bool, username: String,
+                         password: String) -> Result<(TURNClient, TCPStream?), WHIPConnectError> {
         let seed = SecureRandom.bytes(8).reduce(0) { $0 << 8 | UInt64($1) }
-        let t = TURNClient(server: server, base: base, username: username, password: password, seed: seed,
-                           hmacSHA1: { Crypto.hmacSHA1(key: $0, data: $1) }, longTermKey: { Crypto.stunLongTermKey(username: $0, realm: $1, password: $2) })
         guard let to = SocketAddress(server) else { return .failure(WHIPConnectError("TURN server \(server): not a usable address")) }
+        var stream: TCPStream?
+        if tcp {
+            do { stream = try TCPStream(connectingTo: to, timeoutMillis: 5_000) } catch {
+                return .failure(WHIPConnectError("the TURN server \(server) is unreachable over TCP: \(error)"))
+            }
+        }
+        let t = TURNClient(server: server, base: base, username: username, password: password, seed: seed,
+                           hmacSHA1: { Crypto.hmacSHA1(key: $0, data: $1) }, longTermKey: { Crypto.stunLongTermKey(username: $0, realm: $1, password: $2) },
+                           overTCP: tcp)
         let batch = PacketBatch(capacity: 8)
+        func send() {
+            while let b = t.pollTransmit() {
+                if let stream { b.withUnsafeBytes { stream.write($0) } } else { b.withUnsafeBytes { try? socket.send($0, to: to) } }
+            }
+        }
         t.start(now: Clock.monotonicMicros())
         let deadline = Clock.monotonicMicros() + 7_000_000
         while t.state == .allocating && Clock.monotonicMicros() < deadline {
             let wake = t.step(now: Clock.monotonicMicros()) ?? Clock.monotonicMicros() + 50_000
-            while let b = t.pollTransmit() { b.withUnsafeBytes { try? socket.send($0, to: to) } }
-            _ = socket.wait(timeoutMicros: max(0, min(wake, deadline) - Clock.monotonicMicros()))
-            if let n = try? socket.receive(into: batch) {
-                for i in 0..<n where batch.source(i) == to {
-                    _ = t.handle([UInt8](UnsafeRawBufferPointer(batch.packet(i))), now: Clock.monotonicMicros())
+            send()
+            let left = max(0, min(wake, deadline) - Clock.monotonicMicros())
+            if let stream {
+                var ready = [UInt8](repeating: 0, count: 1)
+                _ = waitReadable([stream.fd], ready: &ready, timeoutMicros: left)
+                stream.read { m in _ = t.handle(m, now: Clock.monotonicMicros()) }
+                if stream.closed { break }
+            } else {
+                _ = socket.wait(timeoutMicros: left)
+                if let n = try? socket.receive(into: batch) {
+                    for i in 0..<n where batch.source(i) == to {
+                        _ = t.handle([UInt8](UnsafeRawBufferPointer(batch.packet(i))), now: Clock.monotonicMicros())
+                    }
                 }
             }
         }
-        while let b = t.pollTransmit() { b.withUnsafeBytes { try? socket.send($0, to: to) } }
-        var reason = "the TURN server \(server) does not answer"
+        send()
+        var reason = stream?.closed == true ? "the TURN server \(server) closed the TCP connection" : "the TURN server \(server) does not answer"
         while let e = t.pollEvent() { if case let .failed(r) = e { reason = r } }
-        return t.state == .allocated ? .success(t) : .failure(WHIPConnectError(reason))
+        return t.state == .allocated ? .success((t, stream)) : .failure(WHIPConnectError(reason))
     }
 
     /// Server-reflexive candidates: the gatherer's Binding requests on the media socket itself (so

@@ -206,18 +206,19 @@ import Crypto
     }
 
     /// The connectivity pre-flight where only the relay gets through (Tests/Peers/turn_required.sh:
-    /// the publisher in its own namespace, nftables dropping its UDP to the server's media
-    /// port): host UDP unreachable with ICE's reason, relay UDP reachable with its time and RTT,
-    /// `turnRequired`, and the verdict measured over the relay.
-    @Test(.enabled(if: getuid() == 0, "network namespaces need root")) func onlyTheRelayGetsThrough() throws {
+    /// the publisher in its own namespace, nftables dropping its UDP to the server's media port —
+    /// or all its UDP, leaving TURN over TCP): host UDP unreachable with ICE's reason, the relay
+    /// reachable with its time and RTT, `turnRequired`, and the verdict measured over the relay.
+    @Test(.enabled(if: getuid() == 0, "network namespaces need root"), arguments: ["media", "udp"])
+    func onlyTheRelayGetsThrough(block: String) throws {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Peers/turn_required.sh").path
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("pubbot-turn-required-\(getpid()).json").path
         FileManager.default.createFile(atPath: log, contents: nil)
         defer { try? FileManager.default.removeItem(atPath: log) }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/bin/bash")
-        p.arguments = [script, Self.binary, String(20 + Int(getpid()) % 200)]
-        p.environment = ProcessInfo.processInfo.environment.merging(["PUBBOT_TURN_CREDENTIAL": "s3cret"]) { $1 }
+        p.arguments = [script, Self.binary, String(20 + (Int(getpid()) + (block == "udp" ? 100 : 0)) % 200)]
+        p.environment = ProcessInfo.processInfo.environment.merging(["PUBBOT_TURN_CREDENTIAL": "s3cret", "BLOCK": block]) { $1 }
         let out = try #require(FileHandle(forWritingAtPath: log))
         p.standardOutput = out
         p.standardError = FileHandle.nullDevice
@@ -230,8 +231,14 @@ import Crypto
         let text = try String(contentsOfFile: log, encoding: .utf8)
         let d = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], "\(text)")
         let paths = try #require(d["connectivity"] as? [[String: Any]])
-        let host = paths.first { $0["path"] as? String == "host-udp" }, relay = paths.first { $0["path"] as? String == "relay-udp" }
+        let host = paths.first { $0["path"] as? String == "host-udp" }
         #expect(host?["reachable"] as? Bool == false && (host?["detail"] as? String ?? "").contains("ICE"), "\(String(describing: host))")
+        // All UDP dropped: the relay over UDP cannot be reached either; over TCP it can.
+        let relayUDP = paths.first { $0["path"] as? String == "relay-udp" }
+        if block == "udp" {
+            #expect(relayUDP?["reachable"] as? Bool == false && (relayUDP?["detail"] as? String ?? "").contains("does not answer"), "\(String(describing: relayUDP))")
+        }
+        let relay = paths.first { $0["path"] as? String == (block == "udp" ? "relay-tcp" : "relay-udp") }
         #expect(relay?["reachable"] as? Bool == true && relay?["connectMs"] is Double && relay?["roundTripTimeMs"] is Double, "\(String(describing: relay))")
         #expect(d["turnRequired"] as? Bool == true && (d["path"] as? String)?.hasPrefix("relay") == true, "\(d["path"] ?? "")")
         #expect(d["type"] as? String == "verdict" && (d["estimate"] as? Int ?? 0) > 1_000_000)

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The connectivity pre-flight where only a relay gets through: the publisher runs in a network
-# namespace of its own whose nftables drop UDP to the WHIP server's media port; the WHIP
-# endpoint (`pubbot receive --whip-listen`) and coturn 4.6 listen on this side of a veth.
-# Prints the pre-flight's JSON on stdout. Needs root; exit 77 (skip) when namespaces are refused.
+# namespace of its own whose nftables drop UDP to the WHIP server's media port (BLOCK=media,
+# the default) or every UDP datagram it sends (BLOCK=udp: only TCP leaves — TURN over TCP);
+# the WHIP endpoint (`pubbot receive --whip-listen`) and coturn 4.6 (UDP and TCP) listen on
+# this side of a veth. Prints the pre-flight's JSON on stdout. Needs root; exit 77 (skip) when
+# namespaces are refused.
 #
-#   turn_required.sh PUBBOT_BINARY [N]
+#   [BLOCK=media|udp] turn_required.sh PUBBOT_BINARY [N]
 set -euo pipefail
 bin=$1 n=${2:-$(( ($$ % 200) + 20 ))}
 ns="pbturn$n" host_if="vth$n" pub_if="vtp$n" addr="10.80.$n.1"
@@ -26,7 +28,7 @@ ip link set "$host_if" up
 ip -n "$ns" addr add "10.80.$n.2/24" dev "$pub_if"
 ip -n "$ns" link set "$pub_if" up
 ip -n "$ns" link set lo up
-timeout -s KILL 60 turnserver -n -L "$addr" -E "$addr" -p 3478 --no-tcp --no-tls --no-dtls --no-cli --log-file=stdout --lt-cred-mech \
+timeout -s KILL 60 turnserver -n -L "$addr" -E "$addr" -p 3478 --no-tls --no-dtls --no-cli --log-file=stdout --lt-cred-mech \
   --user=bot:s3cret --realm=pubbot.test --min-port=49152 --max-port=65535 </dev/null >"$work/turn.log" 2>&1 &
 turn=$!
 timeout -s KILL 60 "$bin" receive --whip-listen "$addr:18111" --duration 45s </dev/null >/dev/null 2>"$work/recv.err" &
@@ -35,6 +37,12 @@ for _ in $(seq 50); do grep -q '/whip (media' "$work/recv.err" 2>/dev/null && gr
 # The firewall: no UDP from the publisher to the server's media port; HTTP and TURN pass.
 ip netns exec "$ns" nft add table inet pubbot
 ip netns exec "$ns" nft add chain inet pubbot out '{ type filter hook output priority 0; }'
-ip netns exec "$ns" nft add rule inet pubbot out ip daddr "$addr" udp dport 18111 drop
-ip netns exec "$ns" timeout -s KILL 60 "$bin" preflight --whip "http://$addr:18111/whip" --ice-server "turn:$addr:3478" --turn-username bot \
+if [ "${BLOCK:-media}" = udp ]; then
+  ip netns exec "$ns" nft add rule inet pubbot out meta l4proto udp drop
+  servers=(--ice-server "turn:$addr:3478?transport=udp" --ice-server "turn:$addr:3478?transport=tcp")
+else
+  ip netns exec "$ns" nft add rule inet pubbot out ip daddr "$addr" udp dport 18111 drop
+  servers=(--ice-server "turn:$addr:3478")
+fi
+ip netns exec "$ns" timeout -s KILL 60 "$bin" preflight --whip "http://$addr:18111/whip" "${servers[@]}" --turn-username bot \
   --duration 6s --json </dev/null 2>"$work/pre.err" || { echo "turn_required: preflight failed: $(tail -2 "$work/pre.err")" >&2; exit 1; }

@@ -28,6 +28,13 @@ int clinux_udp_open(int family, int rcvbuf, int sndbuf);
 int clinux_bind(int fd, const clinux_addr *addr);
 int clinux_local_addr(int fd, clinux_addr *out);
 int clinux_close(int fd);
+/// A TCP connection to dst (non-blocking afterwards, TCP_NODELAY), waiting at most timeout_ms
+/// for the handshake. Returns the fd or -errno.
+int clinux_tcp_connect(const clinux_addr *dst, int timeout_ms);
+/// Non-blocking send: bytes written (0 when the buffer is full) or -errno.
+long clinux_tcp_write(int fd, const void *buf, size_t len);
+/// Non-blocking recv: bytes read, 0 when the peer closed, -EAGAIN when nothing waits, or -errno.
+long clinux_tcp_read(int fd, void *buf, size_t cap);
 /// The source address the kernel would use to reach dst (a UDP connect; nothing is sent).
 int clinux_route_source(const clinux_addr *dst, clinux_addr *out);
 

@@ -1,0 +1,94 @@
+internal import CLinuxNet
+
+/// A TCP connection for TURN over TCP (RFC 8656 §3.1): connected once (bounded wait), then
+/// non-blocking; what cannot be written yet waits in a bounded buffer, what arrives is framed
+/// into messages by `STUNFramer`. Owned by one thread (its driver).
+public final class TCPStream {
+    public let fd: Int32
+    public let remote: SocketAddress
+    public let localAddress: SocketAddress
+    var pending: [UInt8] = []
+    var framer = STUNFramer()
+    public private(set) var closed = false
+    /// Bytes dropped because the peer was not reading (the pending buffer is capped at 1 MiB).
+    public private(set) var droppedBytes = 0
+
+    public init(connectingTo remote: SocketAddress, timeoutMillis: Int = 5_000) throws(SocketError) {
+        var dst = remote.raw
+        let fd = clinux_tcp_connect(&dst, Int32(timeoutMillis))
+        guard fd >= 0 else { throw SocketError("connect \(remote) (TCP)", errno: -fd) }
+        self.fd = fd
+        self.remote = remote
+        var local = clinux_addr()
+        _ = clinux_local_addr(fd, &local)
+        localAddress = SocketAddress(raw: local)
+    }
+
+    deinit { _ = clinux_close(fd) }
+
+    /// Queues `bytes` (a whole message) and writes what the socket takes now.
+    public func write(_ bytes: UnsafeRawBufferPointer) {
+        guard !closed else { return }
+        if pending.isEmpty {
+            let n = clinux_tcp_write(fd, bytes.baseAddress, bytes.count)
+            if n < 0 { closed = true; return }
+            if n == bytes.count { return }
+            pending += bytes[Int(n)...]
+        } else if pending.count + bytes.count <= 1 << 20 {
+            pending += bytes
+        } else {
+            droppedBytes += bytes.count
+        }
+        flush()
+    }
+
+    /// Writes what waits; call when the socket may have room again (each turn).
+    public func flush() {
+        while !pending.isEmpty && !closed {
+            let n = pending.withUnsafeBytes { clinux_tcp_write(fd, $0.baseAddress, $0.count) }
+            if n < 0 { closed = true; return }
+            if n == 0 { return }
+            pending.removeFirst(Int(n))
+        }
+    }
+
+    /// Reads what arrived and hands each complete message (a STUN message or ChannelData) to `body`.
+    public func read(_ body: ([UInt8]) -> Void) {
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while !closed {
+            let n = buffer.withUnsafeMutableBytes { clinux_tcp_read(fd, $0.baseAddress, $0.count) }
+            if n == -Int(EAGAIN_VALUE) { break }
+            if n <= 0 { closed = true; break }
+            framer.append(buffer[0..<Int(n)])
+            while let m = framer.next() { body(m) }
+        }
+    }
+}
+
+let EAGAIN_VALUE: Int32 = 11
+
+/// Splits a TURN TCP stream into messages (RFC 8656 §12.5): a STUN message is 20 bytes + its
+/// length field; ChannelData is 4 bytes + its length, padded to 4 over TCP.
+public struct STUNFramer: Sendable {
+    var buffer: [UInt8] = []
+    public init() {}
+
+    public mutating func append(_ bytes: some Collection<UInt8>) { buffer += bytes }
+
+    /// The next complete message, nil until one has arrived; a stream that is neither STUN nor
+    /// ChannelData is discarded (nothing later could be framed).
+    public mutating func next() -> [UInt8]? {
+        guard buffer.count >= 4 else { return nil }
+        let length = Int(buffer[2]) << 8 | Int(buffer[3])
+        let total: Int
+        switch buffer[0] >> 6 {
+        case 0: total = 20 + length
+        case 1: total = 4 + (length + 3) & ~3
+        default: buffer = []; return nil
+        }
+        guard buffer.count >= total else { return nil }
+        let m = Array(buffer[0..<total])
+        buffer.removeFirst(total)
+        return m
+    }
+}
