@@ -139,18 +139,7 @@ import Crypto
     static var binary: String { URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("pubbot").path }
 
     func pubbot(_ args: [String], env: [String: String] = [:]) throws -> (code: Int32, out: String, err: String, seconds: Double) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: Self.binary)
-        p.arguments = args
-        p.environment = ProcessInfo.processInfo.environment.merging(env) { $1 }
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        let start = Clock.monotonicMicros()
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self), Double(Clock.monotonicMicros() - start) / 1e6)
+        try runPubbot(Self.binary, args, env: env)
     }
 
     /// `publish --whip --ice-policy relay` through coturn into `receive --whip-listen`: the only

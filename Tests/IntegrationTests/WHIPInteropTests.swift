@@ -34,22 +34,7 @@ import Platform
     }
 
     func run(_ args: [String], env: [String: String] = [:], interruptAfter: Double? = nil) throws -> (code: Int32, out: String, err: String, seconds: Double) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: Self.binary)
-        p.arguments = args
-        p.environment = ProcessInfo.processInfo.environment.merging(env) { $1 }
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        let start = Clock.monotonicMicros()
-        try p.run()
-        if let after = interruptAfter {
-            Clock.sleep(micros: Int64(after * 1e6))
-            kill(p.processIdentifier, SIGINT)
-        }
-        let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self), Double(Clock.monotonicMicros() - start) / 1e6)
+        try runPubbot(Self.binary, args, env: env, interruptAfter: interruptAfter)
     }
 
     /// 8 s of media: aiortc decodes what pubbot says it sent; the summary says what was negotiated.
