@@ -106,13 +106,13 @@ enum CommonOptions {
 
     /// The options every WHIP command takes.
     static let whip: [String: OptionSpec.Kind] = ["whip": .value, "token": .value, "ice-server": .repeated, "ice-interface": .value,
-                                                   "turn-username": .value, "turn-credential": .value, "ice-policy": .value]
+                                                   "turn-username": .value, "turn-credential": .value, "ice-policy": .value, "turn-ca": .value]
 
     /// `--whip URL` and what goes with it (secrets also from PUBBOT_WHIP_TOKEN and
     /// PUBBOT_TURN_CREDENTIAL); nil without --whip, where the other WHIP options are refused.
     static func whipOptions(_ o: ParsedOptions) throws(UsageError) -> WHIPOptions? {
         guard let url = o.value("whip") else {
-            for flag in ["token", "ice-server", "ice-interface", "turn-username", "turn-credential", "ice-policy"] where o.value(flag) != nil {
+            for flag in ["token", "ice-server", "ice-interface", "turn-username", "turn-credential", "ice-policy", "turn-ca"] where o.value(flag) != nil {
                 throw UsageError("--\(flag) needs --whip URL")
             }
             return nil
@@ -123,9 +123,10 @@ enum CommonOptions {
         func env(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
         var w = WHIPOptions(endpoint: url, token: o.value("token") ?? env("PUBBOT_WHIP_TOKEN"))
         w.iceServers = o.all("ice-server")
-        for s in w.iceServers where !(s.lowercased().hasPrefix("stun:") || s.lowercased().hasPrefix("turn:")) {
-            throw UsageError("invalid --ice-server '\(s)' (stun:HOST[:PORT] or turn:HOST[:PORT][?transport=udp])")
+        for s in w.iceServers where !(s.lowercased().hasPrefix("stun:") || s.lowercased().hasPrefix("turn:") || s.lowercased().hasPrefix("turns:")) {
+            throw UsageError("invalid --ice-server '\(s)' (stun:HOST[:PORT], turn:HOST[:PORT][?transport=udp|tcp] or turns:HOST[:PORT])")
         }
+        w.turnCAFile = o.value("turn-ca")
         w.interface = o.value("ice-interface")
         w.turnUsername = o.value("turn-username")
         w.turnCredential = o.value("turn-credential") ?? env("PUBBOT_TURN_CREDENTIAL")
@@ -133,7 +134,7 @@ enum CommonOptions {
             guard let policy = WHIPOptions.Policy(rawValue: p) else { throw UsageError("invalid --ice-policy '\(p)' (all, relay or no-host)") }
             w.policy = policy
         }
-        let hasTURN = w.iceServers.contains { $0.lowercased().hasPrefix("turn:") }
+        let hasTURN = w.iceServers.contains { $0.lowercased().hasPrefix("turn:") || $0.lowercased().hasPrefix("turns:") }
         if hasTURN && (w.turnUsername == nil || w.turnCredential == nil) {
             throw UsageError("a turn: --ice-server needs --turn-username and --turn-credential (or PUBBOT_TURN_CREDENTIAL)")
         }

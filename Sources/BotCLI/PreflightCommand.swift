@@ -26,7 +26,7 @@ enum PreflightCommand {
     /// Tiers and "audio", as --require accepts them.
     static let requirements = Tier.all.map(\.name) + ["audio"] + paths
     /// Paths of the connectivity pre-flight (with --whip), as --require accepts them.
-    static let paths = ["host-udp", "srflx-udp", "relay-udp", "relay-tcp"]
+    static let paths = ["host-udp", "srflx-udp", "relay-udp", "relay-tcp", "relay-tls"]
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
         let o = try ParsedOptions.parse(args, spec: spec, command: "preflight")

@@ -150,4 +150,61 @@ static inline int copenssl_peer_sha256(SSL *ssl, unsigned char *out) {
 }
 
 static inline int copenssl_shutdown(SSL *ssl) { return SSL_shutdown(ssl); }
+
+/// A TLS client over memory BIOs (TURN over TLS, RFC 8656 §3.1): TLS 1.2 at least, the server's
+/// chain verified against ca_file (the system store when NULL) and its name — or its IP address
+/// when host is numeric — against host. NULL on failure, the reason in `reason`.
+static inline SSL *copenssl_tls_client(const char *host, const char *ca_file, char *reason, size_t reason_len) {
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    if (ctx == NULL) { snprintf(reason, reason_len, "OpenSSL could not create a TLS context"); return NULL; }
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    if (ca_file != NULL) {
+        if (SSL_CTX_load_verify_locations(ctx, ca_file, NULL) != 1) {
+            snprintf(reason, reason_len, "cannot read the CA certificates in '%s'", ca_file);
+            SSL_CTX_free(ctx);
+            return NULL;
+        }
+    } else {
+        SSL_CTX_set_default_verify_paths(ctx);
+    }
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    SSL *ssl = SSL_new(ctx);
+    SSL_CTX_free(ctx); /* the connection keeps its own reference */
+    if (ssl == NULL) { snprintf(reason, reason_len, "OpenSSL could not create a TLS connection"); return NULL; }
+    BIO *in = BIO_new(BIO_s_mem()), *out = BIO_new(BIO_s_mem());
+    BIO_set_mem_eof_return(in, -1);
+    BIO_set_mem_eof_return(out, -1);
+    SSL_set_bio(ssl, in, out);
+    if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) != 1) {
+        SSL_set_tlsext_host_name(ssl, host);
+        SSL_set1_host(ssl, host);
+    }
+    SSL_set_connect_state(ssl);
+    return ssl;
+}
+
+/// Application data read after (or during) the handshake: > 0 bytes, 0 nothing yet, -1 closed
+/// or failed.
+static inline int copenssl_tls_read(SSL *ssl, unsigned char *buf, int len) {
+    ERR_clear_error();
+    int rc = SSL_read(ssl, buf, len);
+    if (rc > 0) return rc;
+    int e = SSL_get_error(ssl, rc);
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) return 0;
+    return -1;
+}
+
+static inline int copenssl_tls_write(SSL *ssl, const unsigned char *buf, int len) {
+    ERR_clear_error();
+    int rc = SSL_write(ssl, buf, len);
+    if (rc > 0) return rc;
+    int e = SSL_get_error(ssl, rc);
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) return 0;
+    return -1;
+}
+
+/// Why the peer's certificate was refused (X509_V_OK = 0 when it was not).
+static inline long copenssl_verify_result(SSL *ssl) { return SSL_get_verify_result(ssl); }
+static inline const char *copenssl_verify_string(long v) { return X509_verify_cert_error_string(v); }
+
 #endif

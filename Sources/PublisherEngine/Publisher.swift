@@ -51,14 +51,14 @@ public final class Publisher: Sendable {
         try self.init(config: config, socket: socket, webrtc: nil)
     }
 
-    let tcpHandoff: Handoff<TCPStream?>
+    let tcpHandoff: Handoff<(any TURNStream)?>
 
     /// A WebRTC transport (ICE, DTLS) to run inside the session; media starts once it connects.
     let webrtcHandoff: Handoff<(WebRTCTransport, STUNAddress)?>
 
     /// A publisher on an open socket; with `webrtc`, ICE and DTLS run on it first (WHIP).
     /// - Parameter tcp: the TURN server's TCP stream when the relay is reached over TCP.
-    public init(config: PublisherConfig, socket: UDPSocket, webrtc: (WebRTCTransport, STUNAddress)?, tcp: TCPStream? = nil) throws(StartError) {
+    public init(config: PublisherConfig, socket: UDPSocket, webrtc: (WebRTCTransport, STUNAddress)?, tcp: (any TURNStream)? = nil) throws(StartError) {
         tcpHandoff = Handoff(tcp)
         var config = config
         if config.layers.isEmpty { config.sendVideo = false }

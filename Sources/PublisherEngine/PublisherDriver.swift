@@ -9,11 +9,11 @@ public final class SessionSocket {
     public let socket: UDPSocket
     /// TURN over TCP: what goes to this stream's server is written to it, what it delivers is
     /// handed to the session as from the server.
-    public let tcp: TCPStream?
+    public let tcp: (any TURNStream)?
     let rx = PacketBatch(capacity: 16)
     var scratch = [UInt8](repeating: 0, count: PacketBatch.slotSize)
 
-    public init(_ socket: UDPSocket, tcp: TCPStream? = nil) {
+    public init(_ socket: UDPSocket, tcp: (any TURNStream)? = nil) {
         self.socket = socket
         self.tcp = tcp
     }

@@ -1,9 +1,19 @@
 internal import CLinuxNet
 
+/// A stream to a TURN server (over TCP, or TLS on TCP): whole messages out, whole messages in.
+public protocol TURNStream: AnyObject {
+    var fd: Int32 { get }
+    var remote: SocketAddress { get }
+    var closed: Bool { get }
+    func write(_ bytes: UnsafeRawBufferPointer)
+    func flush()
+    func read(_ body: ([UInt8]) -> Void)
+}
+
 /// A TCP connection for TURN over TCP (RFC 8656 §3.1): connected once (bounded wait), then
 /// non-blocking; what cannot be written yet waits in a bounded buffer, what arrives is framed
 /// into messages by `STUNFramer`. Owned by one thread (its driver).
-public final class TCPStream {
+public final class TCPStream: TURNStream {
     public let fd: Int32
     public let remote: SocketAddress
     public let localAddress: SocketAddress
@@ -54,15 +64,25 @@ public final class TCPStream {
 
     /// Reads what arrived and hands each complete message (a STUN message or ChannelData) to `body`.
     public func read(_ body: ([UInt8]) -> Void) {
+        readRaw { chunk in
+            framer.append(chunk)
+            while let m = framer.next() { body(m) }
+        }
+    }
+
+    /// Reads what arrived, as it arrived (for a TLS layer on top).
+    public func readRaw(_ body: (ArraySlice<UInt8>) -> Void) {
         var buffer = [UInt8](repeating: 0, count: 65_536)
         while !closed {
             let n = buffer.withUnsafeMutableBytes { clinux_tcp_read(fd, $0.baseAddress, $0.count) }
             if n == -Int(EAGAIN_VALUE) { break }
             if n <= 0 { closed = true; break }
-            framer.append(buffer[0..<Int(n)])
-            while let m = framer.next() { body(m) }
+            body(buffer[0..<Int(n)])
         }
     }
+
+    /// The connection failed or was closed by the peer.
+    public func markClosed() { closed = true }
 }
 
 let EAGAIN_VALUE: Int32 = 11

@@ -9,7 +9,7 @@ import Platform
 /// One path of the connectivity pre-flight: could a WebRTC session be set up over it, how long
 /// ICE and DTLS took, and the round trip ICE measured — or why not.
 public struct PathResult: Sendable, Equatable {
-    /// `host-udp`, `srflx-udp`, `relay-udp`, `relay-tcp`.
+    /// `host-udp`, `srflx-udp`, `relay-udp`, `relay-tcp`, `relay-tls`.
     public var path: String
     public var reachable: Bool
     /// From the first ICE check to DTLS done (ms).
@@ -35,13 +35,14 @@ public enum ConnectivityCheck {
         let stun = options.iceServers.filter { $0.lowercased().hasPrefix("stun:") }
         for s in stun { results.append(reflexive(s, interface: options.interface, endpoint: options.endpoint)) }
         let turn = options.iceServers.filter { $0.lowercased().hasPrefix("turn:") }
-        for tcp in [false, true] {
-            let servers = turn.filter { $0.lowercased().hasSuffix("transport=tcp") == tcp }
-            guard !servers.isEmpty else { continue }
+        let kinds: [(String, [String])] = [("relay-udp", turn.filter { !$0.lowercased().hasSuffix("transport=tcp") }),
+                                           ("relay-tcp", turn.filter { $0.lowercased().hasSuffix("transport=tcp") }),
+                                           ("relay-tls", options.iceServers.filter { $0.lowercased().hasPrefix("turns:") })]
+        for (name, servers) in kinds where !servers.isEmpty {
             var relay = options
             relay.policy = .relay
             relay.iceServers = servers
-            results.append(session(tcp ? "relay-tcp" : "relay-udp", relay, base: base, certificate: certificate, sleep: sleep))
+            results.append(session(name, relay, base: base, certificate: certificate, sleep: sleep))
         }
         return results
     }

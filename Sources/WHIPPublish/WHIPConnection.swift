@@ -27,6 +27,8 @@ public struct WHIPOptions: Sendable {
     /// Long-term credentials for the `turn:` servers (RFC 8656 §9.2; never printed).
     public var turnUsername: String?
     public var turnCredential: String?
+    /// CA certificates (PEM) to verify a `turns:` server with; nil: the system's store.
+    public var turnCAFile: String?
     /// Which candidates to offer and check (as `RTCConfiguration.iceTransportPolicy`; `noHost`
     /// keeps the host address out of the offer — checks still leave from it).
     public enum Policy: String, Sendable {
@@ -55,7 +57,7 @@ public final class WHIPConnection: @unchecked Sendable {
     public let transport: WebRTCTransport
     /// The TURN server's TCP connection, when the relay is reached over TCP (the session's driver
     /// reads and writes it).
-    public let turnTCP: TCPStream?
+    public let turnTCP: (any TURNStream)?
     /// What the answer decided, for the summary and stats (name → value, in order).
     public let summary: [(String, String)]
     let token: String?
@@ -89,27 +91,28 @@ public final class WHIPConnection: @unchecked Sendable {
         guard let local = STUNAddress(socket.localAddress) else { throw WHIPConnectError("the media socket has no usable address") }
         var candidates = [ICECandidate.host(local)]
         var stunServers: [STUNAddress] = []
-        var turnServers: [(address: STUNAddress, tcp: Bool)] = []
+        var turnServers: [(address: STUNAddress, tcp: Bool, tls: Bool, host: String)] = []
         for s in options.iceServers {
             let lower = s.lowercased()
-            guard lower.hasPrefix("stun:") || lower.hasPrefix("turn:") else {
-                throw WHIPConnectError("--ice-server '\(s)': stun:HOST[:PORT] or turn:HOST[:PORT][?transport=udp] (turns: is not supported yet)")
+            let tls = lower.hasPrefix("turns:")
+            guard lower.hasPrefix("stun:") || lower.hasPrefix("turn:") || tls else {
+                throw WHIPConnectError("--ice-server '\(s)': stun:HOST[:PORT], turn:HOST[:PORT][?transport=udp|tcp] or turns:HOST[:PORT]")
             }
-            var hp = String(s.dropFirst(5))
-            var tcp = false
+            var hp = String(s.dropFirst(tls ? 6 : 5))
+            var tcp = tls
             if let q = hp.firstIndex(of: "?") {
                 let query = hp[hp.index(after: q)...].lowercased()
-                guard query == "transport=udp" || query == "transport=tcp" else {
-                    throw WHIPConnectError("--ice-server '\(s)': transport=udp or transport=tcp (turns: is not supported yet)")
+                guard query == "transport=tcp" || (!tls && query == "transport=udp") else {
+                    throw WHIPConnectError("--ice-server '\(s)': transport=udp or transport=tcp (turns: is TLS over TCP)")
                 }
                 tcp = query == "transport=tcp"
                 hp = String(hp[..<q])
             }
-            guard let (h, p) = try? SocketAddress.split(hp.contains(":") ? hp : hp + ":3478"),
+            guard let (h, p) = try? SocketAddress.split(hp.contains(":") ? hp : hp + (tls ? ":5349" : ":3478")),
                   let a = try? SocketAddress(host: h, port: p), let sa = STUNAddress(a) else {
                 throw WHIPConnectError("--ice-server '\(s)': cannot resolve it")
             }
-            if lower.hasPrefix("turn:") { turnServers.append((sa, tcp)) } else { stunServers.append(sa) }
+            if lower.hasPrefix("stun:") { stunServers.append(sa) } else { turnServers.append((sa, tcp, tls, h)) }
         }
         if options.policy == .relay && turnServers.isEmpty {
             throw WHIPConnectError("--ice-policy relay needs a TURN server (--ice-server turn:HOST:PORT with --turn-username and --turn-credential)")
@@ -120,10 +123,11 @@ public final class WHIPConnection: @unchecked Sendable {
         if options.policy != .relay && options.policy != .host { candidates += gatherReflexive(socket: socket, host: candidates[0], servers: stunServers) }
         // A relayed candidate from the first TURN server that allocates (RFC 8656), on this socket.
         var turn: TURNClient?
-        var turnTCP: TCPStream?
+        var turnTCP: (any TURNStream)?
         var turnFailures: [String] = []
         for server in turnServers where turn == nil && options.policy != .host {
-            switch allocate(socket: socket, base: local, server: server.address, tcp: server.tcp, username: options.turnUsername!, password: options.turnCredential!) {
+            switch allocate(socket: socket, base: local, server: server.address, tcp: server.tcp, tls: server.tls ? (server.host, options.turnCAFile) : nil,
+                            username: options.turnUsername!, password: options.turnCredential!) {
             case let .success((t, stream)): turn = t; turnTCP = stream
             case let .failure(e): turnFailures.append(e.description)
             }
@@ -198,7 +202,7 @@ public final class WHIPConnection: @unchecked Sendable {
         summary.append(("congestionControl", c.feedback.rawValue))
         summary.append(("iceLite", n.iceLite ? "yes" : "no"))
         if let t = turn, let relay = t.relay {
-            summary.append(("relay", "\(relay) via TURN \(t.server) over \(t.overTCP ? "TCP" : "UDP") (\((t.allocatedMicros ?? 0) - (t.startedMicros ?? 0)) µs to allocate)"))
+            summary.append(("relay", "\(relay) via TURN \(t.server) over \(turnTCP is TLSStream ? "TLS" : t.overTCP ? "TCP" : "UDP") (\((t.allocatedMicros ?? 0) - (t.startedMicros ?? 0)) µs to allocate)"))
         }
         if !turnFailures.isEmpty { summary.append(("turnFailures", turnFailures.joined(separator: "; "))) }
         if options.policy != .all { summary.append(("icePolicy", options.policy.rawValue)) }
@@ -228,7 +232,7 @@ public final class WHIPConnection: @unchecked Sendable {
     }
 
     init(resource: WHIPSession, negotiated: NegotiatedSession, config: PublisherConfig, socket: UDPSocket, local: STUNAddress,
-         transport: WebRTCTransport, turnTCP: TCPStream?, summary: [(String, String)], token: String?) {
+         transport: WebRTCTransport, turnTCP: (any TURNStream)?, summary: [(String, String)], token: String?) {
         self.turnTCP = turnTCP
         self.resource = resource
         self.negotiated = negotiated
@@ -281,14 +285,20 @@ public final class WHIPConnection: @unchecked Sendable {
 
     /// A TURN allocation on the media socket itself (its relayed address becomes a candidate), in
     /// at most ~6 s; the client then lives on inside the transport (refresh, permissions, channels).
-    static func allocate(socket: UDPSocket, base: STUNAddress, server: STUNAddress, tcp: Bool, username: String,
-                         password: String) -> Result<(TURNClient, TCPStream?), WHIPConnectError> {
+    static func allocate(socket: UDPSocket, base: STUNAddress, server: STUNAddress, tcp: Bool, tls: (host: String, caFile: String?)?, username: String,
+                         password: String) -> Result<(TURNClient, (any TURNStream)?), WHIPConnectError> {
         let seed = SecureRandom.bytes(8).reduce(0) { $0 << 8 | UInt64($1) }
         guard let to = SocketAddress(server) else { return .failure(WHIPConnectError("TURN server \(server): not a usable address")) }
-        var stream: TCPStream?
+        var stream: (any TURNStream)?
         if tcp {
-            do { stream = try TCPStream(connectingTo: to, timeoutMillis: 5_000) } catch {
+            let connection: TCPStream
+            do { connection = try TCPStream(connectingTo: to, timeoutMillis: 5_000) } catch {
                 return .failure(WHIPConnectError("the TURN server \(server) is unreachable over TCP: \(error)"))
+            }
+            if let (host, caFile) = tls {
+                do { stream = try TLSStream(tcp: connection, host: host, caFile: caFile) } catch { return .failure(WHIPConnectError(error.description)) }
+            } else {
+                stream = connection
             }
         }
         let t = TURNClient(server: server, base: base, username: username, password: password, seed: seed,
