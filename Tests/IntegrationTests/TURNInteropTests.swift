@@ -14,9 +14,9 @@ import Crypto
     struct Rig {
         let server: PeerProcess
         let port: Int
-        init(extra: [String] = []) throws {
+        init(extra: [String] = [], tls: Bool = false) throws {
             port = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port // a free port, released
-            server = try PeerProcess("/usr/bin/turnserver", ["-n", "-L", "127.0.0.1", "-E", "127.0.0.1", "-p", "\(port)", "--no-tcp", "--no-tls", "--no-dtls",
+            server = try PeerProcess("/usr/bin/turnserver", ["-n", "-L", "127.0.0.1", "-E", "127.0.0.1", "-p", "\(port)", "--no-dtls"] + (tls ? [] : ["--no-tcp", "--no-tls"]) + [
                                                             "--no-cli", "--log-file=stdout", "--lt-cred-mech", "--user=bot:s3cret", "--realm=pubbot.test",
                                                             "--allow-loopback-peers", "--min-port=49152", "--max-port=65535"] + extra)
             #expect(server.wait(for: "IO method", micros: 5_000_000), "turnserver did not start: \(server.text.suffix(400))")
@@ -231,5 +231,40 @@ import Crypto
         #expect(relay?["reachable"] as? Bool == true && relay?["connectMs"] is Double && relay?["roundTripTimeMs"] is Double, "\(String(describing: relay))")
         #expect(d["turnRequired"] as? Bool == true && (d["path"] as? String)?.hasPrefix("relay") == true, "\(d["path"] ?? "")")
         #expect(d["type"] as? String == "verdict" && (d["estimate"] as? Int ?? 0) > 1_000_000)
+    }
+
+    /// TURN over TLS (`turns:`): coturn with a certificate made here (openssl, P-256, IP SAN
+    /// 127.0.0.1). With it as `--turn-ca` the relay works and the summary says TLS; without it
+    /// the system store refuses the self-signed certificate: one error with OpenSSL's reason.
+    @Test func relayOverTLS() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pubbot-turns-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let make = try PeerProcess("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                                                        "-keyout", dir + "/key.pem", "-out", dir + "/cert.pem", "-days", "1", "-subj", "/CN=127.0.0.1",
+                                                        "-addext", "subjectAltName=IP:127.0.0.1"])
+        let end = Clock.monotonicMicros() + 10_000_000
+        while make.process.isRunning && Clock.monotonicMicros() < end { Clock.sleep(micros: 20_000) }
+        make.stop()
+        try #require(FileManager.default.fileExists(atPath: dir + "/cert.pem"), "openssl made no certificate: \(make.text)")
+        let tlsPort = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port
+        let rig = try Rig(extra: ["--tls-listening-port=\(tlsPort)", "--cert=\(dir)/cert.pem", "--pkey=\(dir)/key.pem"], tls: true)
+        defer { rig.server.stop(grace: 0) }
+        let receiver = try PeerProcess(Self.binary, ["receive", "--whip-listen", "127.0.0.1:0", "--duration", "30s"])
+        defer { receiver.stop() }
+        try #require(receiver.wait(for: "/whip (media", micros: 10_000_000), "\(receiver.text)")
+        let url = try #require(receiver.text.split(separator: " ").first { $0.hasPrefix("http://") }.map(String.init))
+        let args = ["publish", "--whip", url, "--ice-server", "turns:127.0.0.1:\(tlsPort)", "--turn-username", "bot", "--turn-credential", "s3cret",
+                    "--ice-policy", "relay", "--duration", "3s", "--json"]
+        let ok = try pubbot(args + ["--turn-ca", dir + "/cert.pem"])
+        #expect(ok.code == 0, "\(ok.err)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(ok.out.utf8)) as? [String: Any], "\(ok.out)")
+        let whip = try #require(summary["whip"] as? [String: Any])
+        #expect(((whip["negotiated"] as? [String: String])?["relay"] ?? "").contains("over TLS"), "\(whip)")
+        #expect((whip["selectedCandidatePair"] as? [String: Any])?["localCandidateType"] as? String == "relay")
+        let sent = (summary["streams"] as? [[String: Any]] ?? []).reduce(0) { $0 + ($1["packetsSent"] as? Int ?? 0) }
+        #expect(sent > 500, "\(sent) packets")
+        let refused = try pubbot(args)
+        #expect(refused.code == 2 && refused.err.contains("certificate was refused"), "\(refused.code): \(refused.err)")
     }
 }
