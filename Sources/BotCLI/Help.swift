@@ -58,7 +58,15 @@ enum Help {
           --to HOST:PORT            destination (SDES-SRTP; repeat for a relayed session)
           --whip URL                WHIP endpoint (http:// or https://)
           --token TOKEN             WHIP bearer token (or PUBBOT_WHIP_TOKEN; never printed)
-          --ice-server stun:H:P     STUN server for a server-reflexive candidate (repeatable)
+          --ice-server URL          stun:HOST[:PORT] (a server-reflexive candidate),
+                                    turn:HOST[:PORT][?transport=udp|tcp] or turns:HOST[:PORT]
+                                    (a relayed candidate, TURN over UDP, TCP or TLS); repeatable
+          --turn-username U         TURN long-term credentials (the credential also from
+          --turn-credential C       PUBBOT_TURN_CREDENTIAL; never printed)
+          --turn-ca FILE            CA certificates (PEM) for a turns: server (default: the
+                                    system's store)
+          --ice-policy POLICY       all (default), relay (only the TURN relay) or no-host (keep
+                                    the host address out of the offer)
           --ice-interface NAME      offer this interface's address (default: the one routed
                                     toward the endpoint)
           --key B64                 SRTP master key‖salt, base64 (default: a random key per run)
@@ -138,9 +146,11 @@ enum Help {
           --to HOST:PORT            a remote `pubbot receive` (its feedback crosses the real network)
           --key KEY                 its SRTP key (base64 master key+salt), with --to
           --sdp FILE                or read destination and key from the SDP `receive --sdp-out` wrote
-          --whip URL                a WebRTC server's WHIP endpoint: the verdict comes from its
-                                    feedback over ICE/DTLS-SRTP; --token, --ice-server and
-                                    --ice-interface as for publish
+          --whip URL                a WebRTC server's WHIP endpoint: first each path on its own
+                                    (host-udp, srflx-udp per STUN server, relay-udp/-tcp/-tls
+                                    per TURN server: reachable, connect time, RTT, turnRequired),
+                                    then the verdict from the server's feedback over ICE/DTLS;
+                                    WHIP/TURN options as for publish; --require also takes a path
           --impair SPEC             emulate the uplink at the embedded receiver (rehearsal):
                                     loss=2%,burst=4,delay=40ms,jitter=10ms,rate=800kbit,queue=200ms
 
@@ -176,8 +186,9 @@ enum Help {
           --to HOST:PORT            a `pubbot receive` (default: a receiver embedded in this process);
                                     repeat it for rooms: bot n publishes to the (n mod rooms)-th
           --whip URL                a WebRTC server's WHIP endpoint: every bot POSTs its own offer
-                                    and runs its own ICE and DTLS (--token, --ice-server,
-                                    --ice-interface as for publish); the report adds ICE/DTLS times
+                                    and runs its own ICE and DTLS (WHIP/TURN options as for
+                                    publish; TURN over UDP only); the report adds ICE/DTLS times
+                                    and, through TURN, allocations and the relay RTT
           --rooms M                 M rooms of embedded receivers, each with its own random key
           --key B64                 the receivers' SRTP key (needed with --to; default: random per
                                     run, or per room with --rooms)
