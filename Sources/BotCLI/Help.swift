@@ -187,7 +187,8 @@ enum Help {
                                     repeat it for rooms: bot n publishes to the (n mod rooms)-th
           --whip URL                a WebRTC server's WHIP endpoint: every bot POSTs its own offer
                                     and runs its own ICE and DTLS (WHIP/TURN options as for
-                                    publish; TURN over UDP only); the report adds ICE/DTLS times
+                                    publish: each bot its own allocation and, over TCP or TLS,
+                                    its own connection); the report adds ICE/DTLS times
                                     and, through TURN, allocations and the relay RTT
           --rooms M                 M rooms of embedded receivers, each with its own random key
           --key B64                 the receivers' SRTP key (needed with --to; default: random per

@@ -128,9 +128,6 @@ enum LoadCommand {
         fc.firstBot = range.lowerBound
         fc.live = live
         if let options = whipOptions {
-            if options.iceServers.contains(where: { $0.lowercased().contains("transport=tcp") || $0.lowercased().hasPrefix("turns:") }) {
-                throw UsageError("TURN over TCP or TLS is not available in load yet (publish and preflight have it); use transport=udp")
-            }
             do { fc.whip = (options, try DTLSCertificate()) } catch {
                 Output.err("Error: \(error)\n")
                 return 2

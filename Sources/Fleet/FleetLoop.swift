@@ -74,6 +74,7 @@ final class FleetLoop {
                     b.published.withLock { $0 = b.network.statistics }
                     b.done = true
                     readiness?.remove(b.io.socket)
+                    if let tcp = b.io.tcp { readiness?.remove(fd: tcp.fd) }
                     b.whip?.end() // DELETE (RFC 9725 §4.3)
                     let failure = b.network.statistics.1.transport?.failure
                     fleet.slots[b.slot].withLock {
@@ -126,6 +127,7 @@ final class FleetLoop {
             let bot = try ReplayBot(slot: slot, config: c, library: fleet.library, live: fleet.config.live, published: fleet.published[slot],
                                     startMicros: Clock.monotonicMicros(), whip: connection)
             readiness?.add(bot.io.socket, tag: bots.count)
+            if let tcp = bot.io.tcp { readiness?.add(fd: tcp.fd, tag: bots.count) } // TURN over TCP/TLS
             bots.append(bot)
             ready.append(false)
             fleet.slots[slot].withLock {

@@ -51,7 +51,7 @@ final class ReplayBot {
         if let w = whip { socket = w.socket } else {
             do { socket = try UDPSocket(for: config.destination) } catch { throw .socket(error) }
         }
-        io = SessionSocket(socket)
+        io = SessionSocket(socket, tcp: whip?.turnTCP)
         do {
             network = try PublisherSession(config: config, plan: plan, startMicros: startMicros,
                                            wallOffsetMicros: Clock.wallMicros() - Clock.monotonicMicros(),

@@ -156,6 +156,9 @@ public final class ReadinessSet {
 
     public func add(_ socket: UDPSocket, tag: Int) { _ = clinux_epoll_ctl(fd, socket.fd, UInt64(tag), 1) }
     public func remove(_ socket: UDPSocket) { _ = clinux_epoll_ctl(fd, socket.fd, 0, 0) }
+    /// Any other descriptor (a TURN server's TCP stream) under a tag.
+    public func add(fd other: Int32, tag: Int) { _ = clinux_epoll_ctl(fd, other, UInt64(tag), 1) }
+    public func remove(fd other: Int32) { _ = clinux_epoll_ctl(fd, other, 0, 0) }
 
     /// Waits up to `timeoutMicros`; calls `ready` with the tag of each readable socket.
     public func wait(timeoutMicros: Int64, _ ready: (Int) -> Void) {
