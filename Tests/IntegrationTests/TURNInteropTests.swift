@@ -121,6 +121,24 @@ import Crypto
         #expect(reason.contains("credentials"), "\(reason)")
     }
 
+    /// coturn limits a user to one allocation (`--user-quota=1`): the second is refused with the
+    /// quota named (486), the first still holds.
+    @Test func quotaIsSaidByName() throws {
+        let rig = try Rig(extra: ["--user-quota=1"])
+        defer { rig.server.stop(grace: 0) }
+        let s1 = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)), s2 = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0))
+        let first = client(s1, port: rig.port, password: "s3cret"), second = client(s2, port: rig.port, password: "s3cret")
+        first.start(now: Clock.monotonicMicros())
+        try drive(first, s1, micros: 5_000_000) { first.state != .allocating }
+        #expect(first.state == .allocated)
+        second.start(now: Clock.monotonicMicros())
+        try drive(second, s2, micros: 7_000_000) { second.state != .allocating }
+        var reason = ""
+        while let e = second.pollEvent() { if case let .failed(r) = e { reason = r } }
+        #expect(second.state == .failed && reason.contains("quota"), "\(second.state): \(reason)")
+        #expect(first.state == .allocated)
+    }
+
     /// An allocation outlives its lifetime: refreshed before it ends (coturn set to 20 s here).
     @Test func refreshesBeforeTheLifetimeEnds() throws {
         let rig = try Rig(extra: ["--max-allocate-lifetime=20"])
