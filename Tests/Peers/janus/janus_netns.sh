@@ -100,6 +100,10 @@ stop)
       kill -9 "$pid" 2>/dev/null || true
     fi
   done
+  # The pid is `timeout`'s; Janus, its child, may ignore SIGTERM and outlive it: by its config path.
+  pkill -TERM -f -- "-C $dir/etc/janus.jcfg" 2>/dev/null || true
+  for _ in $(seq 20); do pgrep -f -- "-C $dir/etc/janus.jcfg" >/dev/null || break; sleep 0.1; done
+  pkill -KILL -f -- "-C $dir/etc/janus.jcfg" 2>/dev/null || true
   if [ -f "$dir/netns" ]; then
     read -r ns host_if < "$dir/netns"
     ip link del "$host_if" 2>/dev/null || true
