@@ -146,39 +146,38 @@ enum PreflightCommand {
             }
             Output.endProgress()
         }
-        JUnitPaths.results = connectivity
         let outcome = PreflightRunner.run(pc, receiver: receiver, thresholds: thresholds, observer: observer, connector: connector)
         let phase = outcome.phase
         if phase.interrupted { Output.endProgress(); return 130 }
         if let failure = phase.publisher?.network.transport?.failure {
             Output.endProgress()
             Output.err("Error: \(failure)\n")
-            writeJUnit(o.value("junit"), verdict: nil, requirement: o.value("require"), failure: failure)
+            writeJUnit(o.value("junit"), paths: connectivity, verdict: nil, requirement: o.value("require"), failure: failure)
             return 2
         }
         if let e = phase.startError {
             // One message for one failure: the receiver was never asked anything.
             Output.endProgress()
             Output.err(whipURL == nil ? "Error: the publisher could not start: \(e)\n" : "Error: \(e)\n")
-            writeJUnit(o.value("junit"), verdict: nil, requirement: o.value("require"), failure: "the publisher could not start")
+            writeJUnit(o.value("junit"), paths: connectivity, verdict: nil, requirement: o.value("require"), failure: "the publisher could not start")
             return 2
         }
         guard phase.answered, let verdict = outcome.verdict else {
             Output.endProgress()
             if let url = whipURL {
                 Output.err("Error: no RTCP from the WHIP server at \(url) within 3 s of connecting (ICE and DTLS \(phase.publisher?.network.transport?.srtpCipher == nil ? "did not finish" : "finished")): it does not send receiver feedback\n")
-                writeJUnit(o.value("junit"), verdict: nil, requirement: o.value("require"), failure: "no feedback from the WHIP server")
+                writeJUnit(o.value("junit"), paths: connectivity, verdict: nil, requirement: o.value("require"), failure: "no feedback from the WHIP server")
                 return 2
             }
             Output.err("Error: no answer from the receiver at \(destination) within 3 s — check the address and port, that `pubbot receive` is running there with the same key (--key/--sdp) and SRTP suite, and that no firewall drops UDP in either direction\n")
-            writeJUnit(o.value("junit"), verdict: nil, requirement: o.value("require"), failure: "no answer from the receiver")
+            writeJUnit(o.value("junit"), paths: connectivity, verdict: nil, requirement: o.value("require"), failure: "no answer from the receiver")
             return 2
         }
         if let e = outcome.audioOnlyError { Output.err("warning: the audio-only phase could not start: \(e)\n") }
         let audioOnly = outcome.audioOnly
         Output.endProgress()
         let met = o.value("require").map { r in paths.contains(r) ? connectivity.contains { $0.path == r && $0.reachable } : verdict.meets(r) }
-        writeJUnit(o.value("junit"), verdict: verdict, requirement: o.value("require"), failure: nil)
+        writeJUnit(o.value("junit"), paths: connectivity, verdict: verdict, requirement: o.value("require"), failure: nil)
         let whip = whipSessions.value.first
         if o.has("json") {
             var doc = json(verdict, phase: phase, audioOnly: audioOnly, requirement: o.value("require"), met: met, thresholds: thresholds)
@@ -297,7 +296,7 @@ enum PreflightCommand {
     }
 
     /// JUnit XML: one test case per requirement (audio, video, and --require), for CI dashboards.
-    static func writeJUnit(_ path: String?, verdict v: Verdict?, requirement: String?, failure: String?) {
+    static func writeJUnit(_ path: String?, paths results: [PathResult] = [], verdict v: Verdict?, requirement: String?, failure: String?) {
         guard let path else { return }
         func esc(_ s: String) -> String {
             s.replacingBackslashesAndQuotes.replacing("&", with: "&amp;").replacing("<", with: "&lt;").replacing(">", with: "&gt;").replacing("\\\"", with: "&quot;")
@@ -308,7 +307,7 @@ enum PreflightCommand {
             cases.append(("video supported", v.video.supported ? nil : v.video.reason))
             if let r = requirement {
                 if paths.contains(r) {
-                    cases.append(("require \(r)", JUnitPaths.results.contains { $0.path == r && $0.reachable } ? nil : "not reachable"))
+                    cases.append(("require \(r)", results.contains { $0.path == r && $0.reachable } ? nil : "not reachable"))
                 } else {
                     cases.append(("require \(r)", v.meets(r) ? nil : "recommended \(v.recommended?.name ?? "audio only"): \(v.video.reason)"))
                 }
@@ -317,8 +316,8 @@ enum PreflightCommand {
             cases.append(("connectivity", failure ?? "no verdict"))
         }
         // One case per path of the connectivity pre-flight (--whip).
-        for r in JUnitPaths.results { cases.append(("path \(r.path)", r.reachable ? nil : r.detail)) }
-        if let r = requirement, paths.contains(r), v == nil { cases.append(("require \(r)", JUnitPaths.results.contains { $0.path == r && $0.reachable } ? nil : "not reachable")) }
+        for r in results { cases.append(("path \(r.path)", r.reachable ? nil : r.detail)) }
+        if let r = requirement, paths.contains(r), v == nil { cases.append(("require \(r)", results.contains { $0.path == r && $0.reachable } ? nil : "not reachable")) }
         var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
         xml += "<testsuite name=\"pubbot preflight\" tests=\"\(cases.count)\" failures=\"\(cases.filter { $0.1 != nil }.count)\">\n"
         for (name, fail) in cases {
@@ -393,9 +392,4 @@ enum PreflightCommand {
         if let r, r.rejected.total > 0 { out.details += "rejected packets: \(r.rejected.total) (auth \(r.rejected.authenticationFailed), malformed \(r.rejected.malformed))\n" }
         return out
     }
-}
-
-/// The connectivity results the JUnit report lists (set once per run, before any report).
-enum JUnitPaths {
-    nonisolated(unsafe) static var results: [PathResult] = []
 }

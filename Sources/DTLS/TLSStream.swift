@@ -11,6 +11,8 @@ public final class TLSStream: TURNStream {
     let tcp: TCPStream
     let ssl: OpaquePointer
     var framer = STUNFramer()
+    /// Plaintext read into on every turn (allocated once).
+    var buffer = [UInt8](repeating: 0, count: 16_384)
     public var fd: Int32 { tcp.fd }
     public var remote: SocketAddress { tcp.remote }
     public private(set) var closed = false
@@ -61,7 +63,6 @@ public final class TLSStream: TURNStream {
     /// Decrypts what arrived and hands each complete STUN message or ChannelData to `body`.
     public func read(_ body: ([UInt8]) -> Void) {
         tcp.readRaw { chunk in chunk.withUnsafeBytes { _ = copenssl_feed(ssl, $0.baseAddress, Int32($0.count)) } }
-        var buffer = [UInt8](repeating: 0, count: 16_384)
         while true {
             let n = buffer.withUnsafeMutableBytes { copenssl_tls_read(ssl, $0.baseAddress, Int32($0.count)) }
             if n < 0 { closed = true; break }

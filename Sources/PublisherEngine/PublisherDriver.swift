@@ -12,6 +12,7 @@ public final class SessionSocket {
     public let tcp: (any TURNStream)?
     let rx = PacketBatch(capacity: 16)
     var scratch = [UInt8](repeating: 0, count: PacketBatch.slotSize)
+    var ready = [UInt8](repeating: 0, count: 3)
 
     public init(_ socket: UDPSocket, tcp: (any TURNStream)? = nil) {
         self.socket = socket
@@ -21,7 +22,6 @@ public final class SessionSocket {
     /// Waits for the UDP socket, the TCP stream (if any) or `wake`, at most `timeoutMicros`.
     public func wait(timeoutMicros: Int64, wake: EventSignal?) -> Int {
         guard let tcp else { return socket.wait(timeoutMicros: timeoutMicros, wake: wake) }
-        var ready = [UInt8](repeating: 0, count: 3)
         _ = waitReadable([socket.fd, wake?.fd ?? -1, tcp.fd], ready: &ready, timeoutMicros: timeoutMicros)
         return (ready[0] != 0 || ready[2] != 0 ? 1 : 0) | (ready[1] != 0 ? 2 : 0)
     }

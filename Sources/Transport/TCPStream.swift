@@ -19,6 +19,8 @@ public final class TCPStream: TURNStream {
     public let localAddress: SocketAddress
     var pending: [UInt8] = []
     var framer = STUNFramer()
+    /// Read into on every turn (allocated once).
+    var buffer = [UInt8](repeating: 0, count: 65_536)
     public private(set) var closed = false
     /// Bytes dropped because the peer was not reading (the pending buffer is capped at 1 MiB).
     public private(set) var droppedBytes = 0
@@ -72,7 +74,6 @@ public final class TCPStream: TURNStream {
 
     /// Reads what arrived, as it arrived (for a TLS layer on top).
     public func readRaw(_ body: (ArraySlice<UInt8>) -> Void) {
-        var buffer = [UInt8](repeating: 0, count: 65_536)
         while !closed {
             let n = buffer.withUnsafeMutableBytes { clinux_tcp_read(fd, $0.baseAddress, $0.count) }
             if n == -Int(EAGAIN_VALUE) { break }

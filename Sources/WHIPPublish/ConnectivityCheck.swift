@@ -33,7 +33,7 @@ public enum ConnectivityCheck {
         host.iceServers = []
         results.append(session("host-udp", host, base: base, certificate: certificate, sleep: sleep))
         let stun = options.iceServers.filter { $0.lowercased().hasPrefix("stun:") }
-        for s in stun { results.append(reflexive(s, interface: options.interface, endpoint: options.endpoint)) }
+        for s in stun { results.append(reflexive(s)) }
         let turn = options.iceServers.filter { $0.lowercased().hasPrefix("turn:") }
         let kinds: [(String, [String])] = [("relay-udp", turn.filter { !$0.lowercased().hasSuffix("transport=tcp") }),
                                            ("relay-tcp", turn.filter { $0.lowercased().hasSuffix("transport=tcp") }),
@@ -98,7 +98,7 @@ public enum ConnectivityCheck {
     }
 
     /// A STUN server: reachable, and the address it maps the media socket to.
-    static func reflexive(_ server: String, interface: String?, endpoint: String) -> PathResult {
+    static func reflexive(_ server: String) -> PathResult {
         var hp = String(server.dropFirst(5))
         if let q = hp.firstIndex(of: "?") { hp = String(hp[..<q]) }
         guard let (h, p) = try? SocketAddress.split(hp.contains(":") ? hp : hp + ":3478"), let a = try? SocketAddress(host: h, port: p),
@@ -106,20 +106,7 @@ public enum ConnectivityCheck {
               let base = STUNAddress(socket.localAddress) else {
             return PathResult(path: "srflx-udp", reachable: false, connectMs: nil, rttMs: nil, detail: "\(server): cannot resolve or reach it")
         }
-        let g = ICEGatherer(hosts: [.host(base)], servers: [sa], seed: SecureRandom.bytes(8).reduce(0) { $0 << 8 | UInt64($1) })
-        let batch = PacketBatch(capacity: 4)
-        let deadline = Clock.monotonicMicros() + 4_500_000
-        var result: ICEGatherer.Result?
-        while result == nil && Clock.monotonicMicros() < deadline {
-            let now = Clock.monotonicMicros()
-            let wake = g.step(now: now) ?? now + 50_000
-            while let t = g.pollTransmit() { if let to = SocketAddress(t.to) { t.bytes.withUnsafeBytes { try? socket.send($0, to: to) } } }
-            _ = socket.wait(timeoutMicros: max(0, min(wake, deadline) - Clock.monotonicMicros()))
-            if let n = try? socket.receive(into: batch) {
-                for i in 0..<n { _ = g.handle([UInt8](UnsafeRawBufferPointer(batch.packet(i))), from: sa, to: base, now: Clock.monotonicMicros()) }
-            }
-            result = g.pollResult()
-        }
+        let result = WHIPConnection.queryReflexive(socket: socket, host: .host(base), servers: [sa]).first
         switch result {
         case let .reflexive(c, _, _, redundant, rtt)?:
             return PathResult(path: "srflx-udp", reachable: true, connectMs: nil, rttMs: Double(rtt) / 1000,

@@ -337,13 +337,23 @@ public final class WHIPConnection: @unchecked Sendable {
     }
 
     /// Server-reflexive candidates: the gatherer's Binding requests on the media socket itself (so
-    /// the mapping is the one media will use), for at most ~4 s.
+    /// the mapping is the one media will use), for at most ~4.5 s.
     static func gatherReflexive(socket: UDPSocket, host: ICECandidate, servers: [STUNAddress]) -> [ICECandidate] {
+        var found: [ICECandidate] = []
+        for r in queryReflexive(socket: socket, host: host, servers: servers) {
+            if case let .reflexive(c, _, _, redundant, _) = r, !redundant, !found.contains(c) { found.append(c) }
+        }
+        return found
+    }
+
+    /// Runs an `ICEGatherer` on `socket` until every server answered or gave up (≤ 4.5 s) and
+    /// returns what it found, in order (also the connectivity pre-flight's STUN check).
+    static func queryReflexive(socket: UDPSocket, host: ICECandidate, servers: [STUNAddress]) -> [ICEGatherer.Result] {
         guard !servers.isEmpty else { return [] }
         let seed = SecureRandom.bytes(8).reduce(0) { $0 << 8 | UInt64($1) }
         let g = ICEGatherer(hosts: [host], servers: servers, seed: seed)
         let batch = PacketBatch(capacity: 8)
-        var found: [ICECandidate] = []
+        var results: [ICEGatherer.Result] = []
         let deadline = Clock.monotonicMicros() + 4_500_000
         while !g.isDone && Clock.monotonicMicros() < deadline {
             let now = Clock.monotonicMicros()
@@ -355,14 +365,11 @@ public final class WHIPConnection: @unchecked Sendable {
             if let n = try? socket.receive(into: batch) {
                 for i in 0..<n {
                     guard let from = batch.source(i).flatMap(STUNAddress.init) else { continue }
-                    let b = [UInt8](UnsafeRawBufferPointer(batch.packet(i)))
-                    _ = g.handle(b, from: from, to: host.address, now: Clock.monotonicMicros())
+                    _ = g.handle([UInt8](UnsafeRawBufferPointer(batch.packet(i))), from: from, to: host.address, now: Clock.monotonicMicros())
                 }
             }
-            while let r = g.pollResult() {
-                if case let .reflexive(c, _, _, redundant, _) = r, !redundant, !found.contains(c) { found.append(c) }
-            }
+            while let r = g.pollResult() { results.append(r) }
         }
-        return found
+        return results
     }
 }
