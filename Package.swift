@@ -55,7 +55,7 @@ let package = Package(
         // The publisher and receiver sessions connected in virtual time (`pubbot simulate`, scenario tests).
         .target(name: "Simulation", dependencies: ["PublisherEngine", "LoopbackReceiver", "MediaCodecs", "Transport", "Stats"]),
         // A WHIP publish set up: socket and candidates, the offer POSTed, the answer applied.
-        .target(name: "WHIPPublish", dependencies: ["WHIP", "Signalling", "WebRTC", "ICE", "DTLS", "Crypto", "Transport", "PublisherEngine", "RTPCore", "Platform", "MediaCodecs"]),
+        .target(name: "WHIPPublish", dependencies: ["WHIP", "Signalling", "WebRTC", "ICE", "DTLS", "Crypto", "Transport", "PublisherEngine", "RTPCore", "Platform", "MediaCodecs", "LoopbackReceiver"]),
         // pubbot's small HTTP/1.1 server (metrics, the WHIP endpoint of `receive --whip-listen`).
         .target(name: "HTTPServer", dependencies: ["Platform"]),
         // `receive --whip-listen`: the WHIP endpoint in front of the receiver.

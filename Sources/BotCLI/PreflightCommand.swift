@@ -18,7 +18,7 @@ enum PreflightCommand {
     static let spec: OptionSpec = {
         var o = CommonOptions.media
         for (k, v) in ["audio-only": OptionSpec.Kind.flag, "impair": .value, "to": .value, "key": .value, "sdp": .value, "require": .value,
-                       "junit": .value, "verdict-thresholds": .value] { o[k] = v }
+                       "junit": .value, "verdict-thresholds": .value, "whep": .value, "whep-token": .value] { o[k] = v }
         for (k, v) in CommonOptions.whip { o[k] = v }
         return OptionSpec(options: o)
     }()
@@ -44,6 +44,18 @@ enum PreflightCommand {
         var receiver: LoopbackReceiver?
         let whipOptions = try CommonOptions.whipOptions(o)
         let whipURL = whipOptions?.endpoint
+        var whepOptions: WHIPOptions?
+        if let url = o.value("whep") {
+            guard let w = whipOptions else { throw UsageError("--whep needs --whip URL (pubbot subscribes to what it publishes through the server)") }
+            guard url.lowercased().hasPrefix("http://") || url.lowercased().hasPrefix("https://"), url.count > 8 else {
+                throw UsageError("invalid --whep '\(url)' (an http:// or https:// URL of a WHEP endpoint)")
+            }
+            var s = WHIPOptions(endpoint: url, token: o.value("whep-token") ?? getenv("PUBBOT_WHEP_TOKEN").map { String(cString: $0) } ?? w.token)
+            s.interface = w.interface
+            whepOptions = s
+        } else if o.value("whep-token") != nil {
+            throw UsageError("--whep-token needs --whep URL")
+        }
         if whipURL != nil {
             // A WebRTC server: the verdict comes from its feedback over ICE/DTLS-SRTP.
             for flag in ["to", "sdp", "key", "impair", "srtp-suite"] where o.value(flag) != nil {
@@ -107,6 +119,10 @@ enum PreflightCommand {
             })
         var connector = PreflightRunner.Connector.plain
         let whipSessions = Locked<[WHIPConnection]>([])
+        // The round trip through the server: subscribed once the main phase's publisher is up,
+        // ended when that phase ends (the audio-only phase has no video to look at).
+        let probe = whepOptions.map(WHEPProbe.init)
+        let probeResult = Locked<WHEPProbe.Result?>(nil)
         if let options = whipOptions {
             if o.value("cname") == nil { pc.cname = WHIPConnection.randomCNAME() }
             let certificate: DTLSCertificate
@@ -121,6 +137,10 @@ enum PreflightCommand {
                     whipSessions.withLock { $0.append(w) }
                     do {
                         let p = try Publisher(config: w.config, socket: w.socket, webrtc: (w.transport, w.local), tcp: w.turnTCP)
+                        if let probe, whipSessions.value.count == 1 {
+                            probe.start(delayMicros: 1_500_000)
+                            return .success((p, { probeResult.withLock { $0 = probe.stop() }; _ = w.end() }))
+                        }
                         return .success((p, { _ = w.end() }))
                     } catch {
                         w.end()
@@ -174,6 +194,8 @@ enum PreflightCommand {
             return 2
         }
         if let e = outcome.audioOnlyError { Output.err("warning: the audio-only phase could not start: \(e)\n") }
+        if probe != nil && probeResult.value == nil { probeResult.withLock { $0 = probe?.stop() } }
+        let subscriber = probeResult.value
         let audioOnly = outcome.audioOnly
         Output.endProgress()
         let met = o.value("require").map { r in paths.contains(r) ? connectivity.contains { $0.path == r && $0.reachable } : verdict.meets(r) }
@@ -193,6 +215,7 @@ enum PreflightCommand {
                 // No direct path worked: only a relay can carry this client's media.
                 f.append(("turnRequired", .bool(!connectivity.contains { $0.path == "host-udp" && $0.reachable })))
                 f.append(("path", t.flatMap { t in t.localCandidateType.map { "\($0) → \(t.remoteCandidateType ?? "?")" } }.map { .string($0) } ?? .null))
+                if let subscriber { f.append(("subscriber", WHEPProbe.json(subscriber))) }
                 doc = .object(f)
             }
             Output.out(doc.serialized(pretty: true) + "\n")
@@ -212,7 +235,12 @@ enum PreflightCommand {
                 text += "\nWHIP: " + w.summary.map { "\($0.0) \($0.1)" }.joined(separator: ", ") + "\n"
                 text += "ICE \(t.iceDurationMs ?? 0) ms (\(t.localCandidateType ?? "?") \(t.localAddress ?? "?") → \(t.remoteCandidateType ?? "?") \(t.remoteAddress ?? "?")), DTLS \(t.dtlsDurationMs ?? 0) ms, \(t.srtpCipher ?? "-")\n"
             }
+            if let subscriber { text += WHEPProbe.text(subscriber) }
             Output.out(text)
+        }
+        if let e = subscriber?.error {
+            Output.err("Error: WHEP subscriber: \(e)\n")
+            return 2
         }
         if let met { return met ? 0 : 1 }
         return 0

@@ -9,13 +9,14 @@ import Platform
 import WHIPEndpoint
 import DTLS
 import ICE
+import WHIPPublish
 
 /// `pubbot receive`: decrypt, reassemble, decode and report.
 enum ReceiveCommand {
     static let spec = OptionSpec(options: ["listen": .value, "key": .value, "sdp": .value, "srtp-suite": .value, "duration": .value, "json": .flag,
                                            "impair": .value, "downlink-impair": .value, "stats": .value, "stats-interval": .value, "prefer": .value,
                                            "no-decode": .flag, "max-publishers": .value, "decode-publishers": .value,
-                                           "whip-listen": .value, "token": .value])
+                                           "whip-listen": .value, "token": .value, "whep": .value, "ice-interface": .value])
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
         let o = try ParsedOptions.parse(args, spec: spec, command: "receive")
@@ -24,7 +25,27 @@ enum ReceiveCommand {
         var listenText = o.value("listen")
         let whipListen = o.value("whip-listen")
         let key: SRTPKey
-        if whipListen != nil {
+        let whepURL = o.value("whep")
+        var whepOptions: WHIPOptions?
+        if let url = whepURL {
+            // A WHEP subscriber: the server's keys come from DTLS, its numbers from its answer.
+            for flag in ["key", "sdp", "listen", "srtp-suite", "whip-listen", "impair", "prefer", "max-publishers", "decode-publishers"] where o.value(flag) != nil {
+                throw UsageError("--\(flag) does not apply to --whep (a subscriber to one server session; its downlink is --downlink-impair)")
+            }
+            guard url.lowercased().hasPrefix("http://") || url.lowercased().hasPrefix("https://"), url.count > 8 else {
+                throw UsageError("invalid --whep '\(url)' (an http:// or https:// URL of a WHEP endpoint)")
+            }
+            var w = WHIPOptions(endpoint: url, token: o.value("token") ?? getenv("PUBBOT_WHEP_TOKEN").map { String(cString: $0) })
+            w.interface = o.value("ice-interface")
+            whepOptions = w
+            key = .random(suite: .gcm)
+            do { listenText = try WHIPConnection.bindAddress(w).description } catch {
+                Output.err("Error: \(error)\n")
+                return 2
+            }
+        } else if o.value("ice-interface") != nil {
+            throw UsageError("--ice-interface needs --whep URL")
+        } else if whipListen != nil {
             // WebRTC: each publisher's keys come from its DTLS handshake.
             for flag in ["key", "sdp", "listen", "srtp-suite"] where o.value(flag) != nil {
                 throw UsageError("--\(flag) is for SDES receiving; --whip-listen negotiates ICE, DTLS and keys per publisher")
@@ -32,7 +53,7 @@ enum ReceiveCommand {
             key = .random(suite: .gcm)
             listenText = whipListen
         } else if o.value("token") != nil {
-            throw UsageError("--token needs --whip-listen HOST:PORT")
+            throw UsageError("--token needs --whip-listen HOST:PORT or --whep URL")
         } else if let path = o.value("sdp") {
             if o.value("key") != nil { throw UsageError("give either --key or --sdp, not both") }
             guard let text = readFile(path) else { throw UsageError("cannot read the SDP file '\(path)'") }
@@ -77,7 +98,24 @@ enum ReceiveCommand {
             }
         }
         rc.downlinkImpairment = try o.value("downlink-impair").map { t throws(UsageError) in try ValueParsers.impairment(t, option: "downlink-impair") }
-        let stats = try CommonOptions.statsWriter(o).map { (SubscriberStatsStream($0.0), $0.1) }
+        var certificate: DTLSCertificate?
+        if whepOptions != nil {
+            // Everything from the server arrives over the subscriber's downlink: emulated before
+            // the transport sees it (the server's retransmissions and ICE/DTLS cross it too).
+            rc.impairment = rc.downlinkImpairment
+            rc.downlinkImpairment = nil
+            rc.maxPublishers = 1
+            rc.decodedPublishers = Int.max
+            do {
+                let c = try DTLSCertificate()
+                certificate = c
+                rc.webrtc = WebRTCListenConfig(certificate: c, local: STUNAddress(listen)!)
+            } catch {
+                Output.err("Error: \(error)\n")
+                return 2
+            }
+        }
+        let stats = try CommonOptions.statsWriter(o).map { (SubscriberStatsStream($0.0, viaServer: whepOptions != nil), $0.1) }
         var endpoint: WHIPEndpoint?
         defer { endpoint?.stop() }
         var candidates: [ICECandidate] = []
@@ -115,8 +153,19 @@ enum ReceiveCommand {
                 return 2
             }
         }
+        var whep: WHEPSubscription?
+        defer { whep?.end() }
+        if let w = whepOptions, let certificate {
+            do { whep = try WHEPSubscription.open(w, local: STUNAddress(receiver.localAddress)!, certificate: certificate, sleep: { Clock.sleep(micros: $0) }) } catch {
+                Output.err("Error: \(error)\n")
+                return 2
+            }
+        }
         receiver.start()
-        if whipListen != nil {
+        if let whep {
+            receiver.addPublisher(whep.spec)
+            Output.err("WHEP session \(whep.resource.resourceURL) (media on UDP \(receiver.localAddress)); Ctrl-C to stop\n")
+        } else if whipListen != nil {
             Output.err("WHIP endpoint http://\(listen.host):\(receiver.localAddress.port)/whip (media on UDP \(receiver.localAddress)); Ctrl-C to stop\n")
         } else {
             Output.err("listening on \(receiver.localAddress); Ctrl-C to stop\n")
@@ -125,11 +174,22 @@ enum ReceiveCommand {
         var warned = false
         var firstAuthFailure: Int64?
         var nextStats = start + (stats?.1 ?? 0)
+        var whepFailure: String?
+        var whepConnected = false
         while !Signals.isInterrupted {
             let now = Clock.monotonicMicros()
             if let duration, now - start >= duration { break }
             Clock.sleep(micros: 100_000)
             let r = receiver.snapshot()
+            if whep != nil, let t = r.webrtcPublishers.first {
+                if t.state == "failed" { whepFailure = t.failure ?? "the transport failed"; break }
+                if t.state == "closed" { whepFailure = "the server closed the session (DTLS close_notify)"; break }
+                if t.state == "connected" && !whepConnected {
+                    whepConnected = true
+                    Output.endProgress()
+                    Output.err("connected: ICE \(t.iceMillis.map { Units.fixed($0, 1) } ?? "?") ms (\(t.iceRole ?? "?")), DTLS \(t.dtlsMillis.map { Units.fixed($0, 1) } ?? "?") ms, \(t.srtpCipher ?? "?"), server \(t.remote ?? "?")\n")
+                }
+            }
             if let (stream, interval) = stats, Clock.monotonicMicros() >= nextStats { stream.emit(r); nextStats += interval }
             if r.rejected.authenticationFailed > 0 && firstAuthFailure == nil { firstAuthFailure = now }
             if let f = firstAuthFailure, !warned, r.keyMismatchSuspected, Clock.monotonicMicros() - f >= 500_000 {
@@ -144,6 +204,7 @@ enum ReceiveCommand {
         receiver.stop()
         receiver.wait()
         Output.endProgress()
+        let deleteError = whep?.end()
         let r = receiver.snapshot()
         stats?.0.emit(r, final: true) // the run's averages, with BYE events
         if o.has("json") {
@@ -154,9 +215,15 @@ enum ReceiveCommand {
                                                       ("packetsLost", .int(Int64(p.lost))), ("framesReceived", .int(Int64(p.frames))), ("byeReceived", .bool(p.bye))])
                                          })), ("refusedOverCapacity", .int(Int64(r.refusedOverCapacity))),
                                          ("rejected", Report.rejectedJSON(r.rejected)), ("senderReports", .int(Int64(r.senderReports))),
-                                         ("byes", .int(Int64(r.byes)))]).serialized(pretty: true) + "\n")
+                                         ("byes", .int(Int64(r.byes)))] + (whep.map { [("whep", whepJSON($0, r))] } ?? [])).serialized(pretty: true) + "\n")
         } else {
             Output.out(table(r))
+            if let whep { Output.out(whepText(whep, r)) }
+        }
+        if let e = deleteError { Output.err("warning: the WHEP session was not ended on the server: \(e)\n") }
+        if let whepFailure {
+            Output.err("Error: WHEP: \(whepFailure)\n")
+            return 2
         }
         if r.keyMismatchSuspected {
             if !warned { Output.err("Error: \(r.keyMismatchMessage)\n") }
@@ -164,6 +231,28 @@ enum ReceiveCommand {
         }
         if interrupted { return 130 }
         return r.packetsAccepted > 0 ? 0 : 2
+    }
+
+    /// What the WHEP answer decided and what became of the transport.
+    static func whepJSON(_ w: WHEPSubscription, _ r: ReceiverSnapshot) -> JSONValue {
+        let t = r.webrtcPublishers.first
+        func ms(_ v: Double?) -> JSONValue { v.map { .double(($0 * 10).rounded() / 10) } ?? .null }
+        return .object([("resource", .string(w.resource.resourceURL))] + w.summary.map { ($0.0, JSONValue.string($0.1)) } + [
+            ("state", .string(t?.state ?? "new")), ("failure", t?.failure.map { .string($0) } ?? .null), ("server", t?.remote.map { .string($0) } ?? .null),
+            ("iceRole", t?.iceRole.map { .string($0) } ?? .null), ("iceDurationMs", ms(t?.iceMillis)), ("dtlsDurationMs", ms(t?.dtlsMillis)),
+            ("srtpCipher", t?.srtpCipher.map { .string($0) } ?? .null), ("roundTripTimeMs", ms(t?.roundTripMillis)),
+            ("rtcpSent", .int(Int64(r.rtcpSent))), ("nackSent", .int(Int64(r.nackSent))), ("pliSent", .int(Int64(r.pliSent))),
+            ("transportFeedbackSent", .int(Int64(r.transportFeedbackSent))), ("retransmissionsReceived", .int(Int64(r.retransmissionsReceived))),
+        ])
+    }
+
+    static func whepText(_ w: WHEPSubscription, _ r: ReceiverSnapshot) -> String {
+        let t = r.webrtcPublishers.first
+        var out = "WHEP: " + w.summary.map { "\($0.0) \($0.1)" }.joined(separator: ", ") + "\n"
+        out += "transport: \(t?.state ?? "new"), server \(t?.remote ?? "-"), ICE \(t?.iceMillis.map { Units.fixed($0, 1) } ?? "-") ms as \(t?.iceRole ?? "-"), "
+        out += "DTLS \(t?.dtlsMillis.map { Units.fixed($0, 1) } ?? "-") ms, RTT \(t?.roundTripMillis.map { Units.fixed($0, 2) } ?? "-") ms; "
+        out += "feedback sent: \(r.nackSent) NACK, \(r.pliSent) PLI, \(r.transportFeedbackSent) transport-cc; \(r.retransmissionsReceived) retransmissions received\n"
+        return out
     }
 
     struct PublisherSummary { var address: String; var streams = 0; var packets = 0; var lost = 0; var frames = 0; var bye = true }

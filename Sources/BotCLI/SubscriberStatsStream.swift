@@ -18,8 +18,18 @@ final class SubscriberStatsStream {
     var everReceived = false
     var localScorer = NetworkConditionScorer()
     var videoDisabled = false
+    /// A WHEP subscriber (`receive --whep`): the server terminated the publisher's uplink and
+    /// repaired it, so everything between the server and here is the local downlink — scored from
+    /// the loss the streams measured (RTP sequence gaps), not from an emulator's counters.
+    var viaServer = false
+    /// Each video stream's last resolution: a change (the server switched the simulcast layer it
+    /// forwards) is a `videoQualityChanged` event.
+    var resolutions: [UInt32: (Int, Int)] = [:]
 
-    init(_ out: JSONLinesWriter) { self.out = out }
+    init(_ out: JSONLinesWriter, viaServer: Bool = false) {
+        self.out = out
+        self.viaServer = viaServer
+    }
 
     static func conditionName(_ value: UInt8) -> String { NetworkCondition.allCases[Int(min(value, 5))].rawValue }
     static func reasonName(_ value: UInt8) -> String { ["none", "unknown", "bandwidth", "packetLoss"][Int(min(value, 3))] }
@@ -83,7 +93,11 @@ final class SubscriberStatsStream {
         // downlink emulator caused in this interval; none on plain loopback. Losses on the
         // publisher's uplink are the publisher's (remotePublisherTransport).
         var localLoss: Double?
-        if let d = r.downlinkImpairment {
+        if viaServer {
+            let lost = r.streams.reduce(0) { $0 + max(0, $1.packetsLost) } - (prev?.streams.reduce(0) { $0 + max(0, $1.packetsLost) } ?? 0)
+            let got = r.streams.reduce(0) { $0 + $1.packetsReceived } - (prev?.streams.reduce(0) { $0 + $1.packetsReceived } ?? 0)
+            localLoss = lost + got > 0 ? Double(max(0, lost)) / Double(lost + got) : nil
+        } else if let d = r.downlinkImpairment {
             let p0 = prev?.downlink
             let offered = d.packets - (p0?.packets ?? 0)
             let dropped = d.droppedByLoss + d.droppedByQueue - (p0.map { $0.droppedByLoss + $0.droppedByQueue } ?? 0)
@@ -104,6 +118,10 @@ final class SubscriberStatsStream {
                               ("networkCondition", .string(rc.rawValue)), ("networkConditionReason", .string(Self.reasonName(s.networkConditionReason)))])
             let localBad = local != .unknown && local < .good, remoteBad = rc != .unknown && rc < .good
             source = localBad && remoteBad ? .string("bothOrUnclear") : localBad ? .string("local") : remoteBad ? .string("remote") : .null
+        } else if viaServer && local != .unknown {
+            // The server forwards no sender-side stats: the publisher's side is not known, but a
+            // bad local link is (the server repaired what the publisher's uplink lost).
+            source = local < .good ? .string("local") : .null
         }
         lines.append(line("subscriberMediaLinkStats", [.object([
             ("transport", .object([("networkCondition", .string(local.rawValue)), ("networkConditionReason", .string(localScorer.reason.rawValue)),
@@ -139,6 +157,13 @@ final class SubscriberStatsStream {
                 videoDisabled = false
                 event("videoEnabled", [("reason", .string("qualityChanged"))])
             }
+        }
+        for s in r.streams where s.kind == .video && s.width > 0 {
+            if let (w, h) = resolutions[s.ssrc], w != s.width || h != s.height {
+                event("videoQualityChanged", [("reason", .string("qualityChanged")), ("ssrc", .int(Int64(s.ssrc))), ("width", .int(Int64(s.width))),
+                                              ("height", .int(Int64(s.height))), ("previousWidth", .int(Int64(w))), ("previousHeight", .int(Int64(h)))])
+            }
+            resolutions[s.ssrc] = (s.width, s.height)
         }
         for s in r.streams where s.byeReceived && !destroyed.contains(s.ssrc) {
             destroyed.insert(s.ssrc)

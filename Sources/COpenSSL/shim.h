@@ -78,6 +78,15 @@ static inline SSL_CTX *copenssl_dtls_context(EVP_PKEY *key, X509 *cert) {
     return ctx;
 }
 
+/// The handshake's retransmission timer: 100 ms, doubling up to 60 s (OpenSSL's own starts at
+/// 1 s — a ClientHello that reaches a peer before its DTLS is ready then costs a whole second;
+/// SRS (srs_app_rtc_dtls.cpp dtls_timer_cb) starts at 50 ms the same way). DTLS_set_timer_cb(3).
+static inline unsigned int copenssl_dtls_timer(SSL *ssl, unsigned int previous_us) {
+    (void)ssl;
+    if (previous_us == 0) return 100000;
+    return previous_us >= 30000000 ? 60000000 : previous_us * 2;
+}
+
 /// A connection over two memory BIOs; `server` picks the DTLS role. Records are at most `mtu`.
 static inline SSL *copenssl_dtls_new(SSL_CTX *ctx, int server, long mtu) {
     SSL *ssl = SSL_new(ctx);
@@ -88,6 +97,7 @@ static inline SSL *copenssl_dtls_new(SSL_CTX *ctx, int server, long mtu) {
     SSL_set_bio(ssl, in, out);
     SSL_set_options(ssl, SSL_OP_NO_QUERY_MTU);
     DTLS_set_link_mtu(ssl, mtu);
+    DTLS_set_timer_cb(ssl, copenssl_dtls_timer);
     if (server) SSL_set_accept_state(ssl); else SSL_set_connect_state(ssl);
     return ssl;
 }

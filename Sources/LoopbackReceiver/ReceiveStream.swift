@@ -41,6 +41,13 @@ final class ReceiveStream {
     var subscriberHighest: Int64 = 0
     var lastRenderMicros: Int64?
     var frameIntervals: [Int64] = []
+    /// A freeze under way: packets arrive but no frame has been rendered for the freeze
+    /// threshold. Counted when it starts (so a stats line shows it live), its duration when the
+    /// next frame renders (or the run ends).
+    var freezeOpen = false
+    var decodedSize: (Int, Int)?
+    /// When the assembler last gave out a frame (or the stream started).
+    var lastFrameOutMicros: Int64?
     var nack = NackGenerator()
     // RFC 3550 A.3/A.8 state for receiver reports.
     var jitter = 0.0
@@ -125,9 +132,32 @@ final class ReceiveStream {
     /// held for a retransmission that never comes is still released).
     func releaseFrames(nowMicros: Int64, wallMicros: Int64) {
         let droppedBefore = assembler.framesDropped
-        while let frame = assembler.pop(now: nowMicros) { decode(frame, nowMicros: nowMicros, wallMicros: wallMicros) }
+        while let frame = assembler.pop(now: nowMicros) {
+            lastFrameOutMicros = nowMicros
+            decode(frame, nowMicros: nowMicros, wallMicros: wallMicros)
+        }
         if assembler.framesDropped > droppedBefore { requestKeyFrame() } // a frame could not be completed
         stats.framesDropped = assembler.framesDropped + framesSkipped
+        guard let lastPacket = stats.lastPacketMicros else { return }
+        // Packets keep coming but no frame completes (so none is ever dropped either: a loss
+        // too heavy for retransmissions to fill): five hold times without a frame, ask for a
+        // key frame rather than wait for the sender's periodic one.
+        let since = lastFrameOutMicros ?? stats.firstPacketMicros ?? nowMicros
+        if lastPacket > since && nowMicros - since >= 5 * assembler.holdMicros && !wantsKeyFrame {
+            requestKeyFrame()
+            lastFrameOutMicros = nowMicros
+        }
+        if !freezeOpen, let last = lastRenderMicros, lastPacket > last, let threshold = freezeThreshold, Double(nowMicros - last) >= threshold {
+            freezeOpen = true
+            stats.freezeCount += 1
+        }
+    }
+
+    /// W3C webrtc-stats freeze: a frame interval of at least max(3 × mean, mean + 150 ms).
+    var freezeThreshold: Double? {
+        guard !frameIntervals.isEmpty else { return nil }
+        let mean = Double(frameIntervals.reduce(0, +)) / Double(frameIntervals.count)
+        return max(3 * mean, mean + 150_000)
     }
 
     func decode(_ frame: VP8FrameAssembler.Frame, nowMicros: Int64, wallMicros: Int64) {
@@ -169,6 +199,8 @@ final class ReceiveStream {
             stats.framesDecoded += 1
             rendered(at: nowMicros)
             if frame.header.isKeyFrame { stats.keyFramesDecoded += 1 }
+            if let (w, h) = decodedSize, w != decoded.width || h != decoded.height { stats.resolutionChanges += 1 }
+            decodedSize = (decoded.width, decoded.height)
             stats.width = decoded.width
             stats.height = decoded.height
             if let stamp = decoded.stamp {
@@ -191,15 +223,16 @@ final class ReceiveStream {
         defer { lastRenderMicros = now }
         guard let last = lastRenderMicros else { return }
         let gap = now - last
-        if gap > 5_000_000 {
+        if freezeOpen {
+            // Counted when it began (media flowed, nothing rendered): now its length.
+            freezeOpen = false
+            stats.totalFreezesDurationMillis += Double(gap) / 1000
+        } else if gap > 5_000_000 {
             stats.pauseCount += 1
             stats.totalPausesDurationMillis += Double(gap) / 1000
-        } else if !frameIntervals.isEmpty {
-            let mean = Double(frameIntervals.reduce(0, +)) / Double(frameIntervals.count)
-            if Double(gap) >= max(3 * mean, mean + 150_000) {
-                stats.freezeCount += 1
-                stats.totalFreezesDurationMillis += Double(gap) / 1000
-            }
+        } else if let threshold = freezeThreshold, Double(gap) >= threshold {
+            stats.freezeCount += 1
+            stats.totalFreezesDurationMillis += Double(gap) / 1000
         }
         frameIntervals.append(gap)
         if frameIntervals.count > 30 { frameIntervals.removeFirst() }
@@ -250,6 +283,10 @@ final class ReceiveStream {
     }
 
     func finalize() {
+        if freezeOpen, let last = lastRenderMicros, let end = stats.lastPacketMicros, end > last {
+            freezeOpen = false
+            stats.totalFreezesDurationMillis += Double(end - last) / 1000
+        }
         stats.latencyMeanMillis = latency.mean
         stats.latencyP95Millis = latency.percentile(95)
     }

@@ -1,6 +1,6 @@
 public import RTPCore
 public import DTLS
-import ICE
+public import ICE
 import WebRTC
 import Transport
 import Crypto
@@ -30,6 +30,15 @@ public struct WebRTCPublisherSpec: Sendable, Equatable {
     public var videoPayloadTypes: Set<UInt8>
     public var rtxPayloadTypes: Set<UInt8>
     public var extensions: RTPExtensionIDs
+    /// The receiver made the offer (a WHEP subscriber, draft-ietf-wish-whep): full ICE, starting
+    /// controlling (a full-ICE server starts controlling too; RFC 8445 §7.3.1.1 settles it), checks
+    /// to the answer's `remoteCandidates`; DTLS server when the answer said `setup:active`.
+    public var offerer = false
+    public var dtlsServer = false
+    public var remoteCandidates: [ICECandidate] = []
+    /// RTX SSRC → media SSRC, from the answer's `a=ssrc-group:FID` (a server that rewrites SSRCs
+    /// sends no repaired-rtp-stream-id).
+    public var rtxToMedia: [UInt32: UInt32] = [:]
 
     public init(resource: String, localUfrag: String, localPassword: String, remoteUfrag: String, remotePassword: String, remoteFingerprint: [UInt8],
                 audioPayloadTypes: Set<UInt8>, videoPayloadTypes: Set<UInt8>, rtxPayloadTypes: Set<UInt8>, extensions: RTPExtensionIDs) {
@@ -53,6 +62,11 @@ public struct WebRTCPublisherState: Sendable, Equatable {
     public var remote: String?
     public var srtpCipher: String?
     public var failure: String?
+    /// ICE and DTLS times (ms from the first check; the offerer's own, a WHEP subscriber's).
+    public var iceMillis: Double?
+    public var dtlsMillis: Double?
+    public var iceRole: String?
+    public var roundTripMillis: Double?
 }
 
 /// One WebRTC publisher: its transport (ICE-lite, DTLS client) and, once connected, its keys
@@ -73,17 +87,23 @@ final class WebRTCPeer {
 extension ReceiverSession {
     /// A publisher the endpoint answered: ICE-lite agent (controlled) with the answer's
     /// credentials, DTLS client (the answer said `setup:active`) checking the offer's fingerprint.
+    /// Or the server a WHEP subscriber offered to (`spec.offerer`): full ICE, controlling, checks
+    /// to its candidates, DTLS in the role its answer left.
     public func addPublisher(_ spec: WebRTCPublisherSpec, seed: UInt64) {
         guard let w = webrtc, rtcPending[spec.localUfrag] == nil else { return }
-        let ice = ICEAgent(role: .controlled, local: .init(ufrag: spec.localUfrag, password: spec.localPassword),
-                           remote: .init(ufrag: spec.remoteUfrag, password: spec.remotePassword), tieBreaker: seed, lite: true, seed: seed,
+        let ice = ICEAgent(role: spec.offerer ? .controlling : .controlled, local: .init(ufrag: spec.localUfrag, password: spec.localPassword),
+                           remote: .init(ufrag: spec.remoteUfrag, password: spec.remotePassword), tieBreaker: seed, lite: !spec.offerer, seed: seed,
                            hmacSHA1: { Crypto.hmacSHA1(key: $0, data: $1) })
         ice.addLocal(.host(w.local))
+        for r in spec.remoteCandidates where r.address.ip.count == w.local.ip.count { ice.addRemote(r) }
         do {
-            let dtls = try DTLSEndpoint(role: .client, certificate: w.certificate, remoteFingerprint: spec.remoteFingerprint)
+            let dtls = try DTLSEndpoint(role: spec.offerer && spec.dtlsServer ? .server : .client, certificate: w.certificate,
+                                        remoteFingerprint: spec.remoteFingerprint)
             let peer = WebRTCPeer(spec: spec, transport: WebRTCTransport(ice: ice, dtls: dtls))
             rtcPending[spec.localUfrag] = peer
             rtcPeers.append(peer)
+            // Answers to our checks carry no USERNAME: known by the candidates' addresses.
+            for r in ice.remoteCandidates { if let a = SocketAddress(r.address) { rtcByAddress[a] = peer } }
         } catch {
             snap.lastError = "dtls: \(error)"
         }
@@ -141,6 +161,7 @@ extension ReceiverSession {
                     session.audioPayloadTypes = peer.spec.audioPayloadTypes
                     session.videoPayloadTypes = peer.spec.videoPayloadTypes
                     session.rtxPayloadTypes = peer.spec.rtxPayloadTypes
+                    session.rtxToMedia = peer.spec.rtxToMedia
                     peers.append(session)
                     peerIndex[address] = session.index
                     peer.peer = session
@@ -148,6 +169,12 @@ extension ReceiverSession {
                     peer.state.state = "connected"
                     peer.state.remote = remote.description
                     peer.state.srtpCipher = suite.sdesName
+                    let t = peer.transport
+                    if let s0 = t.startedMicros {
+                        peer.state.iceMillis = t.iceConnectedMicros.map { Double($0 - s0) / 1000 }
+                        peer.state.dtlsMillis = t.dtlsConnectedMicros.map { Double($0 - (t.iceConnectedMicros ?? s0)) / 1000 }
+                    }
+                    peer.state.iceRole = t.ice.role == .controlling ? "controlling" : "controlled"
                 } catch {
                     fail(peer, "libsrtp2 refused the keys DTLS exported: \(error)")
                 }

@@ -29,6 +29,8 @@ public final class ReceiverSession {
     var peers: [PeerSession] = []
     var peerIndex: [SocketAddress: Int] = [:]
     let ssrc: UInt32
+    /// The audio streams' reports come from a second SSRC (video, NACK, PLI and transport-cc from `ssrc`).
+    let audioSSRC: UInt32
     /// Feedback waiting for the driver (SRTCP, one datagram a slot), and where each goes.
     /// One slot to write and protect a compound in; the protected datagrams then wait, in order,
     /// in `outBytes` (grown as needed: a step may owe feedback to hundreds of publishers).
@@ -52,6 +54,7 @@ public final class ReceiverSession {
         webrtc = config.webrtc
         random = SplitMix64(seed: seed)
         ssrc = UInt32(truncatingIfNeeded: random.next()) | 1
+        audioSSRC = ssrc ^ 0x0001_0000
         outBytes.reserveCapacity(64 * 1500)
         outPackets.reserveCapacity(64)
         srtp = try SRTPSession(key: config.key, direction: .inbound)
@@ -93,7 +96,13 @@ public final class ReceiverSession {
         snap.streams = order.compactMap { streams[$0]?.stats }
         snap.streamPublisher = order.compactMap { streams[$0]?.peer }
         if snap.publishers.count != peers.count { snap.publishers = peers.map(\.address) }
-        if webrtc != nil { snap.webrtcPublishers = rtcPeers.map(\.state) }
+        if webrtc != nil {
+            snap.webrtcPublishers = rtcPeers.map { p in
+                var s = p.state
+                s.roundTripMillis = p.transport.ice.roundTripMicros.map { Double($0) / 1000 }
+                return s
+            }
+        }
         if let emulator { snap.impairment = emulator.counters; snap.impairment?.droppedByQueue += delayLine?.overflows ?? 0 }
         if let downlink { snap.downlinkImpairment = downlink.counters; snap.downlinkImpairment?.droppedByQueue += downlinkLine?.overflows ?? 0 }
         return snap
@@ -308,18 +317,33 @@ public final class ReceiverSession {
         }
         let reportDue = now >= peer.nextReport
         guard reportDue || !plis.isEmpty else { return }
-        var blocks: [ReportBlock] = []
+        // One compound per media kind, each from its own SSRC (as libwebrtc's receive streams
+        // report): an SFU finds the medium a compound is about by its first SSRC, and Janus
+        // (ice.c) latches a sender SSRC to one medium — video NACK/PLI/RR behind an audio report
+        // block, or from the SSRC it took for audio, never reach its video.
+        var video: [ReportBlock] = [], audio: [ReportBlock] = []
         if reportDue {
             peer.nextReport = now + 500_000 + Int64(random.next() % 1_000_000) // 1 s ± 50 %
-            for id in peer.order.prefix(31) { if let b = streams[id]?.reportBlock(nowMicros: now) { blocks.append(b) } }
+            for id in peer.order.prefix(31) {
+                guard let s = streams[id], let b = s.reportBlock(nowMicros: now) else { continue }
+                if s.stats.kind == .video { video.append(b) } else { audio.append(b) }
+            }
         }
-        let ssrc = self.ssrc
-        let sent = sendRTCP(to: peer) { w throws(RTPWriteError) in
-            try ReceiverReport(ssrc: ssrc, reports: blocks).write(to: &w)
-            if reportDue { try SourceDescription(chunks: [.init(ssrc: ssrc, cname: "pubbot-receiver")]).write(to: &w) }
-            for id in plis { try PictureLossIndication(senderSSRC: ssrc, mediaSSRC: id).write(to: &w) }
+        let ssrc = self.ssrc, audioSSRC = self.audioSSRC
+        if !video.isEmpty || !plis.isEmpty || (reportDue && audio.isEmpty) {
+            let sent = sendRTCP(to: peer) { w throws(RTPWriteError) in
+                try ReceiverReport(ssrc: ssrc, reports: video).write(to: &w)
+                if reportDue { try SourceDescription(chunks: [.init(ssrc: ssrc, cname: "pubbot-receiver")]).write(to: &w) }
+                for id in plis { try PictureLossIndication(senderSSRC: ssrc, mediaSSRC: id).write(to: &w) }
+            }
+            if sent { snap.pliSent += plis.count }
         }
-        if sent { snap.pliSent += plis.count }
+        if !audio.isEmpty {
+            sendRTCP(to: peer) { w throws(RTPWriteError) in
+                try ReceiverReport(ssrc: audioSSRC, reports: audio).write(to: &w)
+                try SourceDescription(chunks: [.init(ssrc: audioSSRC, cname: "pubbot-receiver")]).write(to: &w)
+            }
+        }
     }
 
     /// Writes one RTCP compound into an outbox slot, protects it and queues it for the publisher.

@@ -104,6 +104,12 @@ public struct WHIPOffer: Sendable {
     /// RIDs of the simulcast layers, lowest first (empty: no video).
     public var rids: [String] = ["q", "h", "f"]
     public var sessionID: UInt64 = 1
+    /// `.receive`: a WHEP subscriber's offer (draft-ietf-wish-whep §4.2): `recvonly` sections,
+    /// no RIDs or simulcast (the server chooses what it sends), video present when `receiveVideo`.
+    public enum Direction: Sendable { case send, receive }
+    public var direction = Direction.send
+    public var receiveVideo = true
+    var hasVideo: Bool { direction == .send ? !rids.isEmpty : receiveVideo }
 
     public static let opus: UInt8 = 111, vp8: UInt8 = 96, rtx: UInt8 = 97
     /// Header extensions offered (RFC 8285 one-byte IDs); the answer may renumber them.
@@ -125,7 +131,7 @@ public struct WHIPOffer: Sendable {
     public var sdp: String {
         var mids: [String] = []
         if audio { mids.append("0") }
-        if !rids.isEmpty { mids.append(audio ? "1" : "0") }
+        if hasVideo { mids.append(audio ? "1" : "0") }
         var doc = SDPDocument(sessionLines: [("v", "0"), ("o", "- \(sessionID) 2 IN IP4 127.0.0.1"), ("s", "pubbot"), ("t", "0 0")],
                               sessionAttributes: [.init("group", "BUNDLE " + mids.joined(separator: " ")), .init("extmap-allow-mixed"),
                                                   .init("msid-semantic", " WMS pubbot")],
@@ -133,9 +139,9 @@ public struct WHIPOffer: Sendable {
         func common(_ mid: String, video: Bool) -> [SDPDocument.Attribute] {
             var a: [SDPDocument.Attribute] = [.init(line: "c", "IN IP4 0.0.0.0"), .init("ice-ufrag", iceUfrag), .init("ice-pwd", icePassword),
                                               .init("ice-options", "trickle"), .init("fingerprint", fingerprint), .init("setup", "actpass"),
-                                              .init("mid", mid), .init("sendonly"), .init("rtcp-mux"), .init("rtcp-rsize")]
+                                              .init("mid", mid), .init(direction == .send ? "sendonly" : "recvonly"), .init("rtcp-mux"), .init("rtcp-rsize")]
             for e in Self.extensions where video || !e.video { a.append(.init("extmap", "\(e.id) \(e.uri)")) }
-            a.append(.init("msid", "pubbot pubbot-\(video ? "video" : "audio")"))
+            if direction == .send { a.append(.init("msid", "pubbot pubbot-\(video ? "video" : "audio")")) }
             return a
         }
         if audio {
@@ -146,13 +152,15 @@ public struct WHIPOffer: Sendable {
             a.append(.init("end-of-candidates"))
             doc.media.append(.init(kind: "audio", port: 9, proto: "UDP/TLS/RTP/SAVPF", formats: ["\(Self.opus)"], attributes: a))
         }
-        if !rids.isEmpty {
+        if hasVideo {
             var a = common(audio ? "1" : "0", video: true)
             a += [.init("rtpmap", "\(Self.vp8) VP8/90000")]
             for fb in ["goog-remb", "transport-cc", "ccm fir", "nack", "nack pli"] { a.append(.init("rtcp-fb", "\(Self.vp8) \(fb)")) }
             a += [.init("rtpmap", "\(Self.rtx) rtx/90000"), .init("fmtp", "\(Self.rtx) apt=\(Self.vp8)")]
-            a += rids.map { .init("rid", "\($0) send") }
-            a.append(.init("simulcast", "send " + rids.joined(separator: ";")))
+            if direction == .send {
+                a += rids.map { .init("rid", "\($0) send") }
+                a.append(.init("simulcast", "send " + rids.joined(separator: ";")))
+            }
             if !audio {
                 a += candidates.map { .init("candidate", String($0.description.dropFirst("candidate:".count))) }
                 a.append(.init("end-of-candidates"))
@@ -179,6 +187,14 @@ public struct NegotiatedSession: Sendable, Equatable {
         public var pli: Bool
         /// The RIDs the answer accepted (`a=simulcast:recv …`), lowest first; nil: no simulcast.
         public var simulcast: [String]?
+        /// The answer's direction (`sendonly`, `recvonly`, `sendrecv`, `inactive`; RFC 8866 §6.7).
+        public var direction = "sendrecv"
+        /// What a sending answerer (a WHEP server) announced: its media SSRCs (`a=ssrc`), and
+        /// each RTX SSRC's media SSRC (`a=ssrc-group:FID media rtx`, RFC 5576 §4.2, RFC 4588 §8).
+        public var ssrcs: [UInt32] = []
+        public var rtxSSRCs: [UInt32: UInt32] = [:]
+        /// The server sends on this section.
+        public var sends: Bool { direction == "sendonly" || direction == "sendrecv" }
     }
 
     public var iceUfrag: String
@@ -238,8 +254,18 @@ public struct NegotiatedSession: Sendable, Equatable {
                 let accepted = s.dropFirst(5).split(separator: ";").compactMap { $0.split(separator: ",").first.map(String.init) }.filter { !$0.hasPrefix("~") }
                 simulcast = offer.rids.filter { accepted.contains($0) }
             }
-            return Stream(mid: m.value("mid") ?? "", payloadType: pt, rtxPayloadType: rtx, extensions: ext, transportCC: fb.contains("transport-cc"),
-                          remb: fb.contains("goog-remb"), nack: fb.contains("nack"), pli: fb.contains("nack pli"), simulcast: simulcast)
+            var st = Stream(mid: m.value("mid") ?? "", payloadType: pt, rtxPayloadType: rtx, extensions: ext, transportCC: fb.contains("transport-cc"),
+                            remb: fb.contains("goog-remb"), nack: fb.contains("nack"), pli: fb.contains("nack pli"), simulcast: simulcast)
+            st.direction = ["sendonly", "recvonly", "sendrecv", "inactive"].first { m.has($0) } ?? "sendrecv"
+            for g in m.values("ssrc-group") where g.hasPrefix("FID ") {
+                let ids = g.dropFirst(4).split(separator: " ").compactMap { UInt32($0) }
+                if ids.count == 2 { st.rtxSSRCs[ids[1]] = ids[0] }
+            }
+            for line in m.values("ssrc") {
+                guard let id = line.split(separator: " ").first.flatMap({ UInt32($0) }), st.rtxSSRCs[id] == nil, !st.ssrcs.contains(id) else { continue }
+                st.ssrcs.append(id)
+            }
+            return st
         }
         return NegotiatedSession(iceUfrag: ufrag, icePassword: pwd, iceLite: lite, candidates: candidates, fingerprint: fingerprint,
                                  dtlsServer: setup == "active", audio: try stream("audio", codec: "opus"), video: try stream("video", codec: "vp8"))

@@ -67,6 +67,8 @@ public struct InboundStreamStats: Sendable, Equatable {
     public var decodeErrors: Int = 0
     public var width: Int = 0
     public var height: Int = 0
+    /// Times the decoded resolution changed (a simulcast layer switch by the sender or an SFU).
+    public var resolutionChanges: Int = 0
     /// Frames whose stamp was read back after decoding.
     public var stampsRead: Int = 0
     /// Stamps whose frame number did not increase.

@@ -66,26 +66,7 @@ public final class WHIPConnection: @unchecked Sendable {
     /// Sets the connection up; blocks for the STUN queries (≤ 4 s) and the HTTP exchange.
     public static func open(_ options: WHIPOptions, base: PublisherConfig, certificate: DTLSCertificate,
                             sleep: (Int64) -> Void) throws(WHIPConnectError) -> WHIPConnection {
-        guard let (host, port) = endpointHostPort(options.endpoint) else {
-            throw WHIPConnectError("'\(options.endpoint)' is not an http:// or https:// URL")
-        }
-        let server: SocketAddress
-        do { server = try SocketAddress(host: host, port: port) } catch {
-            throw WHIPConnectError("cannot resolve the WHIP endpoint's host '\(host)': \(error)")
-        }
-        // The host candidate: the address the kernel routes toward the endpoint from, or the named
-        // interface's (one socket, one candidate: ICE then knows exactly where each datagram left from).
-        let bindAddress: SocketAddress
-        if let name = options.interface {
-            let addresses = LocalInterfaces.hostAddresses(interface: name, includeLoopback: true, ipv6: server.isIPv6)
-                .filter { ($0.ip.count == 16) == server.isIPv6 }
-            guard let a = addresses.first, let s = SocketAddress(STUNAddress(ip: a.ip, port: 0)) else {
-                throw WHIPConnectError("--ice-interface \(name): no usable \(server.isIPv6 ? "IPv6" : "IPv4") address on that interface")
-            }
-            bindAddress = s
-        } else {
-            do { bindAddress = try server.routeSource() } catch { throw WHIPConnectError("no route to the WHIP endpoint \(host): \(error)") }
-        }
+        let bindAddress = try Self.bindAddress(options)
         let socket: UDPSocket
         do { socket = try UDPSocket(bind: bindAddress) } catch { throw WHIPConnectError("cannot open the media socket: \(error)") }
         guard let local = STUNAddress(socket.localAddress) else { throw WHIPConnectError("the media socket has no usable address") }
@@ -229,6 +210,28 @@ public final class WHIPConnection: @unchecked Sendable {
         if turn != nil && options.policy != .relay { turn?.permit(first.address) } // early permission for the server's candidate
         return WHIPConnection(resource: resource, negotiated: n, config: c, socket: socket, local: local,
                               transport: WebRTCTransport(ice: ice, dtls: dtls, turn: turn), turnTCP: turnTCP, summary: summary, token: options.token)
+    }
+
+    /// Where the media socket binds: the address the kernel routes toward the endpoint from, or
+    /// the named interface's (one socket, one host candidate: ICE then knows exactly where each
+    /// datagram left from). Port 0.
+    public static func bindAddress(_ options: WHIPOptions) throws(WHIPConnectError) -> SocketAddress {
+        guard let (host, port) = endpointHostPort(options.endpoint) else {
+            throw WHIPConnectError("'\(options.endpoint)' is not an http:// or https:// URL")
+        }
+        let server: SocketAddress
+        do { server = try SocketAddress(host: host, port: port) } catch {
+            throw WHIPConnectError("cannot resolve the endpoint's host '\(host)': \(error)")
+        }
+        if let name = options.interface {
+            let addresses = LocalInterfaces.hostAddresses(interface: name, includeLoopback: true, ipv6: server.isIPv6)
+                .filter { ($0.ip.count == 16) == server.isIPv6 }
+            guard let a = addresses.first, let s = SocketAddress(STUNAddress(ip: a.ip, port: 0)) else {
+                throw WHIPConnectError("--ice-interface \(name): no usable \(server.isIPv6 ? "IPv6" : "IPv4") address on that interface")
+            }
+            return s
+        }
+        do { return try server.routeSource() } catch { throw WHIPConnectError("no route to the endpoint \(host): \(error)") }
     }
 
     init(resource: WHIPSession, negotiated: NegotiatedSession, config: PublisherConfig, socket: UDPSocket, local: STUNAddress,

@@ -103,4 +103,100 @@ import Platform
         let pw = try #require(verdict["whip"] as? [String: Any])
         #expect(pw["srtpCipher"] as? String == "AEAD_AES_128_GCM" && (pw["selectedCandidatePair"] as? [String: Any])?["remoteAddress"] != nil, "\(pw)")
     }
+
+    /// WHEP subscribers through Janus (the shim translates: Janus's VideoRoom only offers to
+    /// subscribers): one pubbot simulcast publisher; A asks Janus for the top substream, B for the
+    /// lowest, C for the top behind a 600 kbit/s downlink. Janus never lowers C's layer on
+    /// bandwidth, so C must report what it got: loss, a freeze, `networkDegradationSource: local`,
+    /// while A and B decode cleanly at 720p and 180p with a glass-to-glass latency. Janus's own
+    /// counter of what it sent A is the third-party check of A's packet count.
+    @Test func subscribesThroughJanus() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pubbot-janus-whep-\(getpid())").path
+        let n = String(20 + (Int(getpid()) + 100) % 200)
+        let (code, started) = try sh([Self.script, "start", dir, n], env: ["LIMIT": "120"])
+        defer { _ = try? sh([Self.script, "stop", dir, n]); try? FileManager.default.removeItem(atPath: dir) }
+        try #require(code == 0, "Janus did not start: \(started)")
+        let whip = try #require(started.split(separator: " ").last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) })
+        let base = String(whip.dropLast("/whip".count))
+
+        let publisher = try PeerProcess(Self.binary, ["publish", "--whip", whip, "--duration", "25s"])
+        defer { publisher.stop() }
+        try #require(publisher.wait(for: "connected:", micros: 15_000_000), "the publisher did not connect: \(publisher.text)")
+        Clock.sleep(micros: 1_500_000) // its first key frames reach Janus
+        let tmp = FileManager.default.temporaryDirectory.path
+        var subscribers: [(name: String, process: Process, out: String, stats: String)] = []
+        for (name, query, extra) in [("A", "substream=2", [String]()), ("B", "substream=0", []), ("C", "substream=2", ["--downlink-impair", "rate=600kbit"])] {
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: Self.binary)
+            let out = "\(tmp)/pubbot-whep-\(getpid())-\(name).json", stats = "\(tmp)/pubbot-whep-\(getpid())-\(name).stats"
+            p.arguments = ["receive", "--whep", "\(base)/whep?\(query)", "--duration", "12s", "--json", "--stats", stats] + extra
+            FileManager.default.createFile(atPath: out, contents: nil)
+            p.standardOutput = FileHandle(forWritingAtPath: out)
+            p.standardError = FileHandle(forWritingAtPath: out + ".err") ?? { FileManager.default.createFile(atPath: out + ".err", contents: nil); return FileHandle(forWritingAtPath: out + ".err") }()
+            try p.run()
+            subscribers.append((name, p, out, stats))
+        }
+        let deadline = Clock.monotonicMicros() + 40_000_000
+        while subscribers.contains(where: { $0.process.isRunning }) && Clock.monotonicMicros() < deadline { Clock.sleep(micros: 50_000) }
+        defer { for s in subscribers { try? FileManager.default.removeItem(atPath: s.out); try? FileManager.default.removeItem(atPath: s.out + ".err"); try? FileManager.default.removeItem(atPath: s.stats) } }
+
+        var video: [String: [String: Any]] = [:], summaries: [String: [String: Any]] = [:], lines: [String: [[String: Any]]] = [:]
+        for s in subscribers {
+            let err = (try? String(contentsOfFile: s.out + ".err", encoding: .utf8)) ?? ""
+            #expect(!s.process.isRunning && s.process.terminationStatus == 0, "subscriber \(s.name): \(err)")
+            let summary = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: s.out))) as? [String: Any], "\(s.name): \(err)")
+            summaries[s.name] = summary
+            video[s.name] = (summary["streams"] as? [[String: Any]])?.first { $0["kind"] as? String == "video" }
+            lines[s.name] = ((try? String(contentsOfFile: s.stats, encoding: .utf8)) ?? "").split(separator: "\n")
+                .compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            // Janus's numbers, not pubbot's: Opus 111, VP8 96, RTX 97.
+            let w = summary["whep"] as? [String: Any]
+            #expect(w?["audio"] as? String == "opus/111" && w?["video"] as? String == "VP8/96 rtx/97" && w?["state"] as? String == "connected", "\(s.name): \(w ?? [:])")
+        }
+        func finalVideo(_ name: String) -> [String: Any] {
+            let line = lines[name]?.last { $0["type"] as? String == "subscriberVideoStats" && $0["final"] as? Bool == true }
+            return (line?["stats"] as? [[String: Any]])?.first ?? [:]
+        }
+        for (name, height) in [("A", 720), ("B", 180)] {
+            let v = try #require(video[name], "\(name) received no video")
+            let f = finalVideo(name)
+            #expect(v["height"] as? Int == height && (v["framesDecoded"] as? Int ?? 0) >= 250 && (v["packetsLost"] as? Int ?? 1) <= (v["packetsReceived"] as? Int ?? 0) / 100,
+                    "\(name): \(v)")
+            #expect(f["freezeCount"] as? Int == 0 && (f["decodedFrameRate"] as? Double ?? 0) >= 25, "\(name): \(f)")
+            let latency = try #require(v["latencyMeanMs"] as? Double, "\(name): no glass-to-glass latency (stamps through Janus)")
+            #expect(latency > 0 && latency < 150, "\(name): \(latency) ms")
+        }
+        let c = try #require(video["C"], "C received no video")
+        let cf = finalVideo("C")
+        let lost = c["packetsLost"] as? Int ?? 0, got = c["packetsReceived"] as? Int ?? 0
+        #expect(c["height"] as? Int == 720 && lost * 5 > got, "C: Janus keeps sending 720p into 600 kbit/s: heavy loss \(c)")
+        #expect((cf["freezeCount"] as? Int ?? 0) >= 1 && (cf["decodedFrameRate"] as? Double ?? 99) < 15, "C: \(cf)")
+        let sources = (lines["C"] ?? []).filter { $0["type"] as? String == "subscriberMediaLinkStats" }
+            .compactMap { (($0["stats"] as? [[String: Any]])?.first?["networkDegradationSource"]) as? String }
+        #expect(sources.filter { $0 == "local" }.count * 2 > sources.count, "C: \(sources)")
+        let aSources = (lines["A"] ?? []).compactMap { (($0["stats"] as? [[String: Any]])?.first?["networkDegradationSource"]) as? String }
+        #expect(!aSources.contains("local"), "A: \(aSources)")
+
+        // Janus's own count of the video it sent A (handle_info printed at A's DELETE).
+        let log = try String(contentsOfFile: dir + "/shim.log", encoding: .utf8)
+        let resource = try #require((summaries["A"]?["whep"] as? [String: Any])?["resource"] as? String)
+        let id = String(resource.split(separator: "/").last ?? "")
+        let line = try #require(log.split(separator: "\n").first { $0.contains("\"event\": \"stats\"") && $0.contains("\"id\": \"\(id)\"") }, "A's DELETE did not reach the shim")
+        let e = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        let media = try #require((((e["handle_info"] as? [String: Any])?["info"] as? [String: Any])?["webrtc"] as? [String: Any])?["media"] as? [String: Any])
+        let v = media.values.compactMap { $0 as? [String: Any] }.first { $0["type"] as? String == "video" }
+        let sentByJanus = ((v?["stats"] as? [String: Any])?["out"] as? [String: Any])?["packets"] as? Int ?? 0
+        let aGot = video["A"]?["packetsReceived"] as? Int ?? 0
+        #expect(aGot > 1000 && abs(sentByJanus - aGot) * 100 <= aGot * 3, "Janus sent A \(sentByJanus) video packets; A received \(aGot)")
+    
+        // The round trip in one command: publish and subscribe to itself through Janus.
+        publisher.stop()
+        let pre = try runPubbot(Self.binary, ["preflight", "--whip", whip, "--whep", base + "/whep", "--duration", "8s", "--json"])
+        #expect(pre.code == 0, "\(pre.err)")
+        let verdict = try #require(try JSONSerialization.jsonObject(with: Data(pre.out.utf8)) as? [String: Any], "\(pre.out)")
+        let sub = try #require(verdict["subscriber"] as? [String: Any], "\(verdict)")
+        #expect(sub["error"] == nil && (sub["height"] as? Int ?? 0) >= 180 && (sub["framesDecoded"] as? Int ?? 0) > 30
+                && (sub["decodedFrameRate"] as? Double ?? 0) > 15 && (sub["latencyMeanMs"] as? Double ?? 0) > 0, "\(sub)")
+        #expect((sub["negotiated"] as? [String: String])?["video"] == "VP8/96 rtx/97", "\(sub)")
+    }
 }

@@ -9,6 +9,16 @@ library only). At start it creates a room (VP8 + Opus, transport-wide CC, up to 
                       the session. Janus drops a handle's counters on hang-up, and a publisher's
                       DTLS close_notify (before its DELETE) is one: the last handle_info taken
                       while media flowed (polled every second) is the one printed.
+  POST /whep[?feed=ID&substream=N&temporal=T]
+                      WHEP (draft-ietf-wish-whep) by translation: Janus's VideoRoom refuses offers
+                      from subscribers ("Only publishers send offers", through 1.3.x), so the shim
+                      joins as a subscriber to the feed (the last publisher when not given), takes
+                      Janus's offer, answers Janus from the client's offer (its ICE credentials,
+                      fingerprint, candidates; setup:active) and writes the client's answer from
+                      Janus's offer (Janus's payload types, extension IDs, SSRCs, ICE and
+                      fingerprint; setup:passive). substream/temporal become a `configure` (Janus
+                      switches on the next key frame; it never switches on bandwidth by itself).
+  GET/DELETE /whep/ID as for /whip.
 Keepalives every 15 s (Janus ends sessions after 60 s without). Prints "LISTENING <port>".
 Usage: janus_whip_shim.py --janus URL --admin URL [--listen ADDR] [--port 8080] [--limit 600]"""
 import argparse, http.server, json, os, random, re, socketserver, sys, threading, time, urllib.request
@@ -34,8 +44,13 @@ def call(url, body, timeout=10):
         return json.load(r)
 
 
-def poll_for(session, handle, deadline):
-    """Long-polls the session's events until one for `handle` carries a JSEP or an error."""
+feeds = []  # publisher IDs in the order they joined
+sent = {}  # sid -> the WHIP/WHEP resource kind
+
+
+def poll_for(session, handle, deadline, want=lambda e, data: "jsep" in e):
+    """Long-polls the session's events until one for `handle` is wanted (by default: carries a
+    JSEP) or an error. Returns (event, error)."""
     while time.time() < deadline:
         with urllib.request.urlopen("%s/%d?maxev=5" % (opts.janus, session), timeout=35) as r:
             events = json.load(r)
@@ -45,9 +60,86 @@ def poll_for(session, handle, deadline):
             data = e.get("plugindata", {}).get("data", {})
             if "error" in data:
                 return None, data["error"]
-            if "jsep" in e:
-                return e["jsep"], None
+            if want(e, data):
+                return e, None
     return None, "Janus did not answer within 10 s"
+
+
+def sections(sdp):
+    """SDP -> (session lines, [media sections as line lists])."""
+    head, media = [], []
+    for line in sdp.replace("\r\n", "\n").split("\n"):
+        if not line:
+            continue
+        if line.startswith("m="):
+            media.append([line])
+        elif media:
+            media[-1].append(line)
+        else:
+            head.append(line)
+    return head, media
+
+
+def attr(lines, name):
+    return [l[len(name) + 3:] for l in lines if l.startswith("a=" + name + ":")]
+
+
+def first_attr(head, media, name):
+    for lines in [head] + media:
+        v = attr(lines, name)
+        if v:
+            return v[0]
+    return None
+
+
+def codec_lines(m, kind):
+    """Janus's payload types for the kind's codec (+ its RTX) and their rtpmap/fmtp/rtcp-fb lines."""
+    codec = "opus" if kind == "audio" else "vp8"
+    pts = m[0].split()[3:]
+    maps = {l.split()[0]: l.split()[1].split("/")[0].lower() for l in attr(m, "rtpmap")}
+    main = [pt for pt in pts if maps.get(pt) == codec][:1]
+    rtx = [pt for pt in pts if maps.get(pt) == "rtx" and main and ("a=fmtp:%s apt=%s" % (pt, main[0])) in m]
+    keep = main + rtx
+    lines = [l for l in m if any(l.startswith("a=%s:%s " % (k, pt)) for k in ("rtpmap", "fmtp", "rtcp-fb") for pt in keep)]
+    return keep, lines
+
+
+def translate(offer, janus_offer):
+    """(answer for Janus, answer for the WHEP client)."""
+    ch, cm = sections(offer)
+    jh, jm = sections(janus_offer)
+    c_ice = (first_attr(ch, cm, "ice-ufrag"), first_attr(ch, cm, "ice-pwd"), first_attr(ch, cm, "fingerprint"))
+    j_ice = (first_attr(jh, jm, "ice-ufrag"), first_attr(jh, jm, "ice-pwd"), first_attr(jh, jm, "fingerprint"))
+    c_cands = [l for m in cm for l in m if l.startswith("a=candidate:")]
+    j_cands = [l for m in jm for l in m if l.startswith("a=candidate:")]
+    c_uris = {l.split()[1] for m in cm for l in attr(m, "extmap")}
+
+    def kind(m):
+        return m[0].split()[0][2:]
+
+    def build(src_media, dst_media, ice, cands, setup, direction, extra):
+        """Sections in `dst_media`'s order and mids, with `src_media`'s codecs and extensions."""
+        out, mids = [], []
+        for d in dst_media:
+            mid = (attr(d, "mid") or [str(len(out))])[0]
+            s = next((m for m in src_media if kind(m) == kind(d) and not m[0].split()[1] == "0"), None)
+            keep, lines = codec_lines(s, kind(d)) if s else ([], [])
+            if not keep or kind(d) not in ("audio", "video"):
+                out.append(["m=%s 0 %s" % (kind(d), " ".join(d[0].split()[2:4])), "a=mid:" + mid, "a=inactive"])
+                continue
+            mids.append(mid)
+            sec = ["m=%s 9 UDP/TLS/RTP/SAVPF %s" % (kind(d), " ".join(keep)), "c=IN IP4 0.0.0.0", "a=mid:" + mid, "a=" + direction,
+                   "a=ice-ufrag:" + ice[0], "a=ice-pwd:" + ice[1], "a=fingerprint:" + ice[2], "a=setup:" + setup, "a=rtcp-mux"]
+            sec += ["a=extmap:" + e for e in attr(s, "extmap") if e.split()[1] in c_uris]
+            sec += lines + extra(s) + cands + ["a=end-of-candidates"]
+            out.append(sec)
+        head = ["v=0", "o=- %d 2 IN IP4 127.0.0.1" % random.getrandbits(40), "s=-", "t=0 0", "a=group:BUNDLE " + " ".join(mids)]
+        return "\r\n".join(head + [l for sec in out for l in sec]) + "\r\n"
+
+    to_janus = build(jm, jm, c_ice, c_cands, "active", "recvonly", lambda s: [])
+    to_client = build(jm, cm, j_ice, j_cands, "passive", "sendonly",
+                      lambda s: [l for l in s if l.startswith("a=ssrc:") or l.startswith("a=ssrc-group:")])
+    return to_janus, to_client
 
 
 def new_handle():
@@ -103,6 +195,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self):
         offer = self.rfile.read(int(self.headers.get("Content-Length", "0"))).decode()
+        if self.path == "/whep" or self.path.startswith("/whep?"):
+            return self.whep(offer)
         if self.path != "/whip":
             return self.reply(404)
         if not (self.headers.get("Content-Type") or "").startswith("application/sdp"):
@@ -116,25 +210,67 @@ class Handler(http.server.BaseHTTPRequestHandler):
             call("%s/%d/%d" % (opts.janus, s, h), {"janus": "message",
                  "body": {"request": "joinandconfigure", "room": opts.room, "ptype": "publisher", "display": "pubbot", "audio": True, "video": True},
                  "jsep": {"type": "offer", "sdp": offer, "rid_order": order}})
-            jsep, error = poll_for(s, h, time.time() + 10)
+            event, error = poll_for(s, h, time.time() + 10)
         except Exception as e:
             return self.reply(502, ("Janus: %r" % e).encode())
         if error:
             return self.reply(400, ("Janus refused the offer: %s" % error).encode())
+        jsep = event["jsep"]
         sid = "%d-%d" % (s, h)
         with lock:
             sessions[sid] = (s, h)
+            feed = event.get("plugindata", {}).get("data", {}).get("id")
+            if feed is not None:
+                feeds.append(feed)
         print(json.dumps({"event": "published", "id": sid, "rid_order": order}), flush=True)
         self.reply(201, jsep["sdp"].encode(), [("Content-Type", "application/sdp"), ("Location", "/whip/" + sid)])
 
+    def whep(self, offer):
+        if not (self.headers.get("Content-Type") or "").startswith("application/sdp"):
+            return self.reply(415, b"expected application/sdp")
+        q = dict(p.split("=", 1) for p in self.path.partition("?")[2].split("&") if "=" in p)
+        with lock:
+            feed = int(q["feed"]) if "feed" in q else (feeds[-1] if feeds else None)
+        if feed is None:
+            return self.reply(404, b"no publisher in the room yet")
+        try:
+            s, h = new_handle()
+            call("%s/%d/%d" % (opts.janus, s, h), {"janus": "message", "body": {
+                "request": "join", "ptype": "subscriber", "room": opts.room, "streams": [{"feed": feed}]}})
+            event, error = poll_for(s, h, time.time() + 10)
+            if error:
+                return self.reply(400, ("Janus refused the subscription: %s" % error).encode())
+            to_janus, to_client = translate(offer, event["jsep"]["sdp"])
+            call("%s/%d/%d" % (opts.janus, s, h), {"janus": "message", "body": {"request": "start"},
+                                                   "jsep": {"type": "answer", "sdp": to_janus}})
+            _, error = poll_for(s, h, time.time() + 10, lambda e, d: d.get("started") == "ok")
+            if error:
+                return self.reply(400, ("Janus refused the answer: %s" % error).encode())
+            if "substream" in q or "temporal" in q:
+                _, jm = sections(event["jsep"]["sdp"])
+                vmid = next((attr(m, "mid")[0] for m in jm if m[0].startswith("m=video") and attr(m, "mid")), None)
+                st = {"mid": vmid}
+                if "substream" in q:
+                    st["substream"] = int(q["substream"])
+                if "temporal" in q:
+                    st["temporal"] = int(q["temporal"])
+                call("%s/%d/%d" % (opts.janus, s, h), {"janus": "message", "body": {"request": "configure", "streams": [st]}})
+        except Exception as e:
+            return self.reply(502, ("Janus: %r" % e).encode())
+        sid = "%d-%d" % (s, h)
+        with lock:
+            sessions[sid] = (s, h)
+        print(json.dumps({"event": "subscribed", "id": sid, "feed": feed, "query": q}), flush=True)
+        self.reply(201, to_client.encode(), [("Content-Type", "application/sdp"), ("Location", "/whep/" + sid)])
+
     def do_GET(self):
-        m = re.fullmatch(r"/whip/([0-9-]+)/stats", self.path)
+        m = re.fullmatch(r"/wh(?:ip|ep)/([0-9-]+)/stats", self.path)
         if not m or m.group(1) not in sessions:
             return self.reply(404)
         self.reply(200, json.dumps(handle_info(*sessions[m.group(1)])).encode(), [("Content-Type", "application/json")])
 
     def do_DELETE(self):
-        m = re.fullmatch(r"/whip/([0-9-]+)", self.path)
+        m = re.fullmatch(r"/wh(?:ip|ep)/([0-9-]+)", self.path)
         if not m or m.group(1) not in sessions:
             return self.reply(404)
         sid = m.group(1)

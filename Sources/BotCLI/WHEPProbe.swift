@@ -1,0 +1,127 @@
+import LoopbackReceiver
+import WHIPPublish
+import Transport
+import DTLS
+import RTPCore
+import Stats
+import Platform
+
+/// A WHEP subscriber: the receiver on a socket bound toward the server, the subscription
+/// offered from it, the transport added once the receive thread runs.
+enum WHEPReceiver {
+    static func open(_ options: WHIPOptions, config: ReceiverConfig) throws(WHIPConnectError) -> (LoopbackReceiver, WHEPSubscription) {
+        let bind = try WHIPConnection.bindAddress(options)
+        var rc = config
+        rc.listen = bind
+        rc.maxPublishers = 1
+        let certificate: DTLSCertificate
+        do { certificate = try DTLSCertificate() } catch { throw WHIPConnectError("\(error)") }
+        guard let local = STUNAddress(bind) else { throw WHIPConnectError("the local address \(bind) is not usable for ICE") }
+        rc.webrtc = WebRTCListenConfig(certificate: certificate, local: local)
+        let receiver: LoopbackReceiver
+        do { receiver = try LoopbackReceiver(config: rc) } catch { throw WHIPConnectError("\(error)") }
+        let subscription = try WHEPSubscription.open(options, local: STUNAddress(receiver.localAddress)!, certificate: certificate,
+                                                     sleep: { Clock.sleep(micros: $0) })
+        receiver.start()
+        receiver.addPublisher(subscription.spec)
+        return (receiver, subscription)
+    }
+}
+
+/// The subscriber half of `preflight --whip URL --whep URL`: pubbot subscribes to itself
+/// through the server (as opentok-network-test does with a routed session) once its publisher
+/// is connected, and reports what arrived — resolution, frame rate, freezes, glass-to-glass
+/// latency, layer changes the server made.
+final class WHEPProbe: @unchecked Sendable {
+    struct Result {
+        var snapshot: ReceiverSnapshot?
+        var subscription: WHEPSubscription?
+        var error: String?
+    }
+
+    let options: WHIPOptions
+    let state = Locked<(receiver: LoopbackReceiver?, subscription: WHEPSubscription?, error: String?, stopped: Bool)>((nil, nil, nil, false))
+    var thread: JoinableThread?
+
+    init(_ options: WHIPOptions) { self.options = options }
+
+    /// Subscribes after `delayMicros` (the publisher's media has reached the server), on a
+    /// thread of its own (the HTTP exchange blocks).
+    func start(delayMicros: Int64) {
+        let options = self.options, state = self.state
+        thread = JoinableThread(name: "pubbot-whep") {
+            let until = Clock.monotonicMicros() + delayMicros
+            while Clock.monotonicMicros() < until && !state.value.stopped { Clock.sleep(micros: 20_000) }
+            if state.value.stopped { return }
+            // (The listen address is replaced by the one routed toward the server.)
+            var rc = ReceiverConfig(listen: try! SocketAddress(host: "0.0.0.0", port: 0), key: .random(suite: .gcm))
+            rc.decodedPublishers = Int.max
+            do throws(WHIPConnectError) {
+                let (receiver, subscription) = try WHEPReceiver.open(options, config: rc)
+                state.withLock { $0.receiver = receiver; $0.subscription = subscription }
+            } catch {
+                state.withLock { $0.error = error.description }
+            }
+        }
+    }
+
+    /// Ends the subscription (DELETE) and returns what the subscriber saw.
+    func stop() -> Result {
+        state.withLock { $0.stopped = true }
+        thread?.join()
+        thread = nil
+        let s = state.value
+        guard let receiver = s.receiver else { return Result(error: s.error ?? "the subscriber did not start") }
+        receiver.stop()
+        receiver.wait()
+        s.subscription?.end()
+        let snapshot = receiver.snapshot()
+        var error = s.error
+        if let t = snapshot.webrtcPublishers.first, t.state == "failed" { error = t.failure ?? "the transport failed" }
+        else if snapshot.streams.isEmpty { error = "connected (\(snapshot.webrtcPublishers.first?.state ?? "new")) but no media arrived from the server" }
+        return Result(snapshot: snapshot, subscription: s.subscription, error: error)
+    }
+
+    /// The report's `subscriber` object.
+    static func json(_ r: Result) -> JSONValue {
+        func ms(_ v: Double?) -> JSONValue { v.map { .double(($0 * 10).rounded() / 10) } ?? .null }
+        var f: [(String, JSONValue)] = []
+        if let w = r.subscription {
+            f.append(("endpoint", .string(w.resource.resourceURL)))
+            f.append(("negotiated", .object(w.summary.map { ($0.0, .string($0.1)) })))
+        }
+        if let e = r.error { f.append(("error", .string(e))) }
+        if let snap = r.snapshot {
+            let t = snap.webrtcPublishers.first
+            f += [("iceDurationMs", ms(t?.iceMillis)), ("dtlsDurationMs", ms(t?.dtlsMillis)), ("iceRole", t?.iceRole.map { .string($0) } ?? .null)]
+            if let v = snap.streams.first(where: { $0.kind == .video }) {
+                let seconds = max(0.001, Double((v.lastPacketMicros ?? 0) - (v.firstPacketMicros ?? 0)) / 1e6)
+                f += [("width", .int(Int64(v.width))), ("height", .int(Int64(v.height))), ("framesDecoded", .int(Int64(v.framesDecoded))),
+                      ("decodedFrameRate", .double((Double(v.framesDecoded) / seconds * 10).rounded() / 10)),
+                      ("freezeCount", .int(Int64(v.freezeCount))), ("totalFreezesDurationMs", .double(v.totalFreezesDurationMillis.rounded())),
+                      ("latencyMeanMs", ms(v.latencyMeanMillis)), ("latencyP95Ms", ms(v.latencyP95Millis)),
+                      ("resolutionChanges", .int(Int64(v.resolutionChanges))), ("packetsReceived", .int(Int64(v.packetsReceived))),
+                      ("packetsLost", .int(Int64(max(0, v.packetsLost))))]
+            }
+            if let a = snap.streams.first(where: { $0.kind == .audio }) {
+                f += [("audioPacketsReceived", .int(Int64(a.packetsReceived))), ("audioPacketsLost", .int(Int64(max(0, a.packetsLost))))]
+            }
+        }
+        return .object(f)
+    }
+
+    /// One paragraph for the human report.
+    static func text(_ r: Result) -> String {
+        var out = "\nThrough the server (WHEP subscriber):"
+        if let e = r.error { out += " FAILED — \(e)\n"; if r.snapshot?.streams.isEmpty ?? true { return out } } else { out += "\n" }
+        guard let snap = r.snapshot, let v = snap.streams.first(where: { $0.kind == .video }) else { return out + "  no video received\n" }
+        let seconds = max(0.001, Double((v.lastPacketMicros ?? 0) - (v.firstPacketMicros ?? 0)) / 1e6)
+        out += "  video \(v.width)x\(v.height) at \(Units.fixed(Double(v.framesDecoded) / seconds, 1)) fps decoded, \(v.freezeCount) freezes"
+        if v.freezeCount > 0 { out += " (\(Units.fixed(v.totalFreezesDurationMillis / 1000, 1)) s)" }
+        out += ", \(v.resolutionChanges) layer changes, \(max(0, v.packetsLost)) of \(v.packetsReceived + max(0, v.packetsLost)) packets lost\n"
+        if let mean = v.latencyMeanMillis {
+            out += "  glass-to-glass latency \(Units.fixed(mean, 1)) ms mean, \(Units.fixed(v.latencyP95Millis ?? mean, 1)) ms p95 (capture → decoded, through the server)\n"
+        }
+        return out
+    }
+}

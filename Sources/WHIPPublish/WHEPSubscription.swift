@@ -1,0 +1,94 @@
+public import WHIP
+public import Signalling
+public import DTLS
+public import Transport
+public import LoopbackReceiver
+public import RTPCore
+import ICE
+import Platform
+
+/// One WHEP subscription set up (draft-ietf-wish-whep §4.2, the same HTTP rules as WHIP, RFC
+/// 9725): a `recvonly` offer (Opus, VP8 with RTX, the feedback and header extensions the
+/// receiver reads, the receiver socket's host candidate) POSTed, the answer read — the server's
+/// payload types, extension IDs and SSRCs, ICE credentials and candidates, DTLS role and
+/// fingerprint — into the spec a `ReceiverSession` runs the transport and media from. `end()`
+/// DELETEs the session.
+public final class WHEPSubscription: @unchecked Sendable {
+    public let resource: WHIPSession
+    public let negotiated: NegotiatedSession
+    public let spec: WebRTCPublisherSpec
+    /// What the answer decided, for the summary (name → value, in order).
+    public let summary: [(String, String)]
+    let token: String?
+    var ended = false
+
+    /// Offers `local` (the receiver's bound socket) as the one host candidate; blocks for the HTTP
+    /// exchange (≤ 10 s, one retry after a 429/503 Retry-After).
+    public static func open(_ options: WHIPOptions, local: STUNAddress, certificate: DTLSCertificate, audio: Bool = true, video: Bool = true,
+                            sleep: (Int64) -> Void) throws(WHIPConnectError) -> WHEPSubscription {
+        let credentials = ICEAgent.Credentials(random: SecureRandom.bytes(32))
+        var offer = WHIPOffer(iceUfrag: credentials.ufrag, icePassword: credentials.password, fingerprint: certificate.sdpFingerprint,
+                              candidates: [.host(local)])
+        offer.direction = .receive
+        offer.audio = audio
+        offer.receiveVideo = video
+        offer.sessionID = UInt64(SecureRandom.uint32()) << 16 | 1
+        let resource: WHIPSession
+        do { resource = try WHIPClient.publish(endpoint: options.endpoint, offer: offer.sdp, token: options.token, sleep: sleep) } catch {
+            throw WHIPConnectError(error.description.replacing("WHIP endpoint", with: "WHEP endpoint"))
+        }
+        func refuse(_ message: String) -> WHIPConnectError {
+            _ = try? WHIPClient.delete(resource, token: options.token)
+            return WHIPConnectError(message)
+        }
+        let n: NegotiatedSession
+        do { n = try NegotiatedSession.from(answer: resource.answer, offer: offer) } catch { throw refuse(error.description) }
+        let a = n.audio.flatMap { $0.sends ? $0 : nil }, v = n.video.flatMap { $0.sends ? $0 : nil }
+        guard a != nil || v != nil else {
+            throw refuse("the WHEP answer sends neither Opus audio nor VP8 video (no common codec, or the sections are not sendonly): nothing to receive")
+        }
+        guard let fingerprint = DTLSCertificate.parseFingerprint(n.fingerprint) else { throw refuse("the answer's a=fingerprint is malformed") }
+        let remotes = n.candidates.filter { $0.address.ip.count == local.ip.count }
+        guard !remotes.isEmpty else {
+            throw refuse("the answer has no ICE candidate pubbot can reach from \(local.ipText) (trickle ICE by PATCH is not supported)")
+        }
+        // One extension numbering for the bundle: a server uses the same IDs on every section
+        // (RFC 8285 §6 forbids one ID meaning two URIs in a bundle).
+        var ext: [String: Int] = [:]
+        for s in [a, v].compactMap({ $0 }) { ext.merge(s.extensions) { old, _ in old } }
+        var spec = WebRTCPublisherSpec(resource: resource.resourceURL, localUfrag: credentials.ufrag, localPassword: credentials.password,
+                                       remoteUfrag: n.iceUfrag, remotePassword: n.icePassword, remoteFingerprint: fingerprint,
+                                       audioPayloadTypes: a.map { [$0.payloadType] } ?? [], videoPayloadTypes: v.map { [$0.payloadType] } ?? [],
+                                       rtxPayloadTypes: v?.rtxPayloadType.map { [$0] } ?? [], extensions: RTPExtensionIDs(negotiated: ext))
+        spec.offerer = true
+        spec.dtlsServer = n.dtlsServer
+        spec.remoteCandidates = remotes
+        spec.rtxToMedia = v?.rtxSSRCs ?? [:]
+        var summary: [(String, String)] = []
+        summary.append(("audio", a.map { "opus/\($0.payloadType)" } ?? "not sent"))
+        summary.append(("video", v.map { "VP8/\($0.payloadType)" + ($0.rtxPayloadType.map { " rtx/\($0)" } ?? " no rtx") } ?? "not sent"))
+        let feedback = [a, v].compactMap { $0 }
+        summary.append(("feedback", [feedback.contains(where: \.transportCC) ? "transport-cc" : nil, feedback.contains(where: \.remb) ? "goog-remb" : nil,
+                                     v?.nack == true ? "nack" : nil, v?.pli == true ? "pli" : nil].compactMap { $0 }.joined(separator: ", ")))
+        summary.append(("iceLite", n.iceLite ? "yes" : "no"))
+        summary.append(("dtlsRole", n.dtlsServer ? "server (answer setup:active)" : "client (answer setup:passive)"))
+        return WHEPSubscription(resource: resource, negotiated: n, spec: spec, summary: summary, token: options.token)
+    }
+
+    init(resource: WHIPSession, negotiated: NegotiatedSession, spec: WebRTCPublisherSpec, summary: [(String, String)], token: String?) {
+        self.resource = resource
+        self.negotiated = negotiated
+        self.spec = spec
+        self.summary = summary
+        self.token = token
+    }
+
+    /// Ends the session on the server (DELETE); once. Returns the failure, if any.
+    @discardableResult
+    public func end() -> WHIPError? {
+        guard !ended else { return nil }
+        ended = true
+        do { try WHIPClient.delete(resource, token: token) } catch { return error }
+        return nil
+    }
+}
