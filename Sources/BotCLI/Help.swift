@@ -27,8 +27,8 @@ enum Help {
     static func usage(_ command: String?) -> String {
         switch command {
         case "publish": "Usage: pubbot publish (--to HOST:PORT [--key B64] | --whip URL [--token T] [--ice-server stun:HOST:PORT] [--ice-interface IF]) [--srtp-suite aes-cm|gcm] [--sdp-out FILE] [--no-bundle] [--duration D] [--layers LADDER] [--no-audio | --no-video] [--fps N] [--temporal-layers L1T1|L1T2|L1T3] [--keyframe-interval D] [--no-congestion-control] [--stats FILE|-] [--json]"
-        case "receive": "Usage: pubbot receive (--listen HOST:PORT (--key B64 | --sdp FILE) | --whip-listen HOST:PORT [--token T]) [--impair SPEC] [--downlink-impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--no-decode | --decode-publishers N] [--max-publishers N] [--stats FILE|-] [--json]"
-        case "preflight": "Usage: pubbot preflight [--to HOST:PORT --key KEY | --sdp FILE | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF]] [--impair SPEC] [--require TIER] [--duration D] [--json] [--junit FILE] [--stats FILE|-] [--verdict-thresholds LIST] [media options]"
+        case "receive": "Usage: pubbot receive (--listen HOST:PORT (--key B64 | --sdp FILE) | --whip-listen HOST:PORT [--token T] | --whep URL [--token T] [--ice-interface IF]) [--impair SPEC] [--downlink-impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--no-decode | --decode-publishers N] [--max-publishers N] [--stats FILE|-] [--json]"
+        case "preflight": "Usage: pubbot preflight [--to HOST:PORT --key KEY | --sdp FILE | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--whep URL [--whep-token T]]] [--impair SPEC] [--require TIER] [--duration D] [--json] [--junit FILE] [--stats FILE|-] [--verdict-thresholds LIST] [media options]"
         case "load": "Usage: pubbot load [--to HOST:PORT… --key B64 | --rooms M | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF]] [--bots N] [--duration D] [--ramp D] [--loops N] [--impair SPEC] [--require LIST] [--report FILE] [--shard I/N] [--media DIR | --encode [--layers LADDER]] [--srtp-suite aes-cm|gcm] [--json]"
         case "simulate": "Usage: pubbot simulate [--impair SPEC|SCHEDULE] [--downlink-impair SPEC] [--duration 60s] [--layers LADDER] [--fps N] [--temporal-layers MODE] [--media encode|replay|sized] [--seed N] [--preflight [--require TIER] [--verdict-thresholds LIST] [--junit FILE]] [--stats FILE|-] [--stats-interval 1s] [--json]"
         case "media": "Usage: pubbot media build [--out DIR] [--seconds N] [--keyframe-interval D] [--layers LADDER] [--fps N]"
@@ -110,16 +110,28 @@ enum Help {
         simulcast as offered), DELETE /whip/<id> ends it; media arrives on UDP at the same port
         number, each publisher with its own DTLS keys.
 
+        With --whep URL it is a WHEP subscriber (draft-ietf-wish-whep) to a media server: it POSTs
+        a recvonly offer, follows the server's answer (its payload types, extension IDs and RTX
+        SSRCs), runs full ICE (controlling; a role conflict is settled by tie-breaker) and DTLS
+        in the role the answer left, sends NACK, PLI, receiver reports and transport-cc, decodes
+        what the server forwards and reports it: resolution, frame rate, freezes, layer changes the
+        server made (videoQualityChanged events), glass-to-glass latency from the video stamps
+        (publisher and subscriber on one clock), and the local link's condition
+        (networkDegradationSource). DELETEs the session on every way out.
+
         Options:
           --listen HOST:PORT        where to listen (SDES), e.g. 127.0.0.1:5004
           --whip-listen HOST:PORT   serve WHIP (HTTP) and WebRTC media (UDP) on HOST:PORT
           --token TOKEN             with --whip-listen: require this bearer token (or
-                                    PUBBOT_WHIP_TOKEN)
+                                    PUBBOT_WHIP_TOKEN); with --whep: send it (or PUBBOT_WHEP_TOKEN)
+          --whep URL                subscribe through a server's WHEP endpoint (http:// or https://)
+          --ice-interface IF        with --whep: the host candidate from this interface
           --key B64                 SRTP master key‖salt, base64
           --sdp FILE                read the key and suite from the publisher's --sdp-out file
           --srtp-suite SUITE        aes-cm (default) or gcm, with --key
           --downlink-impair SPEC    emulate the subscriber's own downlink (after the router
-                                    has answered the publisher), same syntax as --impair
+                                    has answered the publisher; with --whep: everything from the
+                                    server), same syntax as --impair
           --stats FILE|-            subscriber stats as JSON Lines every --stats-interval (1s)
           --impair SPEC             emulate the uplink on arriving packets, no root needed:
                                     loss=2%,burst=4,delay=40ms,jitter=10ms,rate=800kbit,queue=200ms
@@ -151,6 +163,10 @@ enum Help {
                                     per TURN server: reachable, connect time, RTT, turnRequired),
                                     then the verdict from the server's feedback over ICE/DTLS;
                                     WHIP/TURN options as for publish; --require also takes a path
+          --whep URL                with --whip: also subscribe to itself through the server (WHEP)
+                                    and report what arrived: resolution, frame rate, freezes,
+                                    glass-to-glass latency, layer changes
+          --whep-token TOKEN        its bearer token (or PUBBOT_WHEP_TOKEN; default: the WHIP one)
           --impair SPEC             emulate the uplink at the embedded receiver (rehearsal):
                                     loss=2%,burst=4,delay=40ms,jitter=10ms,rate=800kbit,queue=200ms
 

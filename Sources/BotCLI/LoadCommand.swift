@@ -17,7 +17,7 @@ enum LoadCommand {
     static let spec = OptionSpec(options: [
         "to": .repeated, "rooms": .value, "key": .value, "srtp-suite": .value, "bots": .value, "ramp": .value, "duration": .value, "loops": .value,
         "media": .value, "report": .value, "require": .value, "shard": .value, "json": .flag, "impair": .value, "decode": .flag,
-        "encode": .flag, "layers": .value,
+        "encode": .flag, "layers": .value, "whep": .value, "whep-token": .value, "publishers": .value, "subscribers": .value,
     ].merging(CommonOptions.whip) { a, _ in a })
 
     static let defaultMedia = "Media/replay"
@@ -25,8 +25,9 @@ enum LoadCommand {
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
         let o = try ParsedOptions.parse(args, spec: spec, command: "load")
         if o.helpRequested { Output.out(Help.help("load")! + "\n"); return 0 }
-        let total = try o.value("bots").map { b throws(UsageError) in
-            guard let n = Int(b), (1...20_000).contains(n) else { throw UsageError("invalid --bots '\(b)' (1…20000)") }
+        if o.value("publishers") != nil && o.value("bots") != nil { throw UsageError("give --bots or --publishers (the same: publisher bots), not both") }
+        let total = try (o.value("publishers") ?? o.value("bots")).map { b throws(UsageError) in
+            guard let n = Int(b), (1...20_000).contains(n) else { throw UsageError("invalid --\(o.value("publishers") != nil ? "publishers" : "bots") '\(b)' (1…20000)") }
             return n
         } ?? 10
         let shard = try shardOption(o.value("shard"), environment: getenv("JOB_COMPLETION_INDEX").map { String(cString: $0) },
@@ -52,8 +53,29 @@ enum LoadCommand {
         let whipOptions = try CommonOptions.whipOptions(o)
         let whipURL = whipOptions?.endpoint
         if whipURL != nil {
-            for flag in ["to", "key", "impair", "decode", "rooms", "srtp-suite"] where o.value(flag) != nil || o.has(flag) {
+            for flag in ["to", "key", "impair", "decode", "srtp-suite"] where o.value(flag) != nil || o.has(flag) {
                 throw UsageError("--\(flag) does not go with --whip (each bot negotiates with the server; keys come from DTLS)")
+            }
+        }
+        // Subscribers through the server (WHEP): real subscriber bots beside the publishers.
+        var whepOptions: WHIPOptions?
+        var subscriberCount = 0
+        if let url = o.value("whep") {
+            guard let w = whipOptions else { throw UsageError("--whep needs --whip URL (the subscribers watch the publisher bots through the server)") }
+            guard url.lowercased().hasPrefix("http://") || url.lowercased().hasPrefix("https://"), url.count > 8 else {
+                throw UsageError("invalid --whep '\(url)' (an http:// or https:// URL of a WHEP endpoint, {room} and {publisher} filled in per subscriber)")
+            }
+            var s = WHIPOptions(endpoint: url, token: o.value("whep-token") ?? getenv("PUBBOT_WHEP_TOKEN").map { String(cString: $0) } ?? w.token)
+            s.interface = w.interface
+            whepOptions = s
+            subscriberCount = try o.value("subscribers").map { v throws(UsageError) in
+                guard let n = Int(v), (1...256).contains(n) else { throw UsageError("invalid --subscribers '\(v)' (1…256: each is a receiver thread)") }
+                return n
+            } ?? total
+            if o.value("shard") != nil || getenv("PUBBOT_SHARDS") != nil { throw UsageError("--whep runs the subscribers in one process: not with --shard") }
+        } else {
+            for flag in ["subscribers", "whep-token", "publishers"] where o.value(flag) != nil {
+                throw UsageError("--\(flag) needs --whep URL (with --whip URL)")
             }
         }
         if !tos.isEmpty && o.value("impair") != nil { throw UsageError("--impair applies to the embedded receivers; with --to, impair at `pubbot receive --impair`") }
@@ -70,10 +92,13 @@ enum LoadCommand {
         let sharedKey: SRTPKey? = o.value("key") == nil ? nil : try CommonOptions.key(o, suite: suite)
         let impairment = try o.value("impair").map { t throws(UsageError) in try ValueParsers.impairment(t, option: "impair") }
         if o.has("encode") && o.value("media") != nil { throw UsageError("--encode encodes live; --media is for replay") }
-        if !o.has("encode") && o.value("layers") != nil { throw UsageError("--layers is for --encode; replay loops have theirs (pubbot media build --layers)") }
+        // Subscribers measure glass-to-glass latency from the stamps in the pictures: live frames
+        // (replay loops carry the capture times of when they were built).
+        let encodeLive = o.has("encode") || (whepOptions != nil && o.value("media") == nil)
+        if !encodeLive && o.value("layers") != nil { throw UsageError("--layers is for --encode; replay loops have theirs (pubbot media build --layers)") }
         var library = ReplayLibrary(layers: [], audio: [], audioBitrate: 32_000)
         var live: SharedEncoder?
-        if o.has("encode") {
+        if encodeLive {
             let layers = try o.value("layers").map { l throws(UsageError) in try ValueParsers.ladder(l, temporalLayers: 1, defaultFps: 30) }
                 ?? VideoLayerConfig.ladder(top: 640, 360, layers: 2)
             live = SharedEncoder(layers: layers)
@@ -93,7 +118,10 @@ enum LoadCommand {
         // with its own key unless --key gives one for all.
         var receivers: [LoopbackReceiver] = []
         var rooms: [(SocketAddress, SRTPKey)] = []
-        if whipURL != nil {
+        if let url = whipURL {
+            if roomCount > 1 && !url.contains("{room}") {
+                throw UsageError("--rooms \(roomCount) with --whip: put {room} (and optionally {publisher}) in the URL, e.g. http://host/whip?room={room}")
+            }
             rooms.append((try CommonOptions.address("127.0.0.1:9", option: "whip"), .random(suite: .gcm))) // each bot's answer decides
         } else if !tos.isEmpty {
             for to in tos { rooms.append((try CommonOptions.address(to, option: "to"), sharedKey!)) }
@@ -132,6 +160,7 @@ enum LoadCommand {
                 Output.err("Error: \(error)\n")
                 return 2
             }
+            fc.whipRooms = roomCount
         }
         if rooms.count > 1 {
             fc.rooms = rooms.map { room in
@@ -147,6 +176,13 @@ enum LoadCommand {
         fleet.start()
         let start = Clock.monotonicMicros()
         let rampEnd = start + Int64(Double(range.count) * 1e6 / rampPerSecond)
+        // Subscribers join 2 s after the last publisher started and leave a second before the
+        // publishers end (what they see is the steady room, not its start or end).
+        let subscribers = whepOptions.map { SubscriberFleet(options: $0, count: subscriberCount, rooms: roomCount, publishersPerRoom: (range.count + roomCount - 1) / roomCount) }
+        var subscribersStarted = false, subscribersStopped = false
+        if subscribers != nil && rampEnd + 2_000_000 + 3_000_000 > start + duration - 1_000_000 {
+            Output.err("warning: --duration leaves the subscribers less than 3 s after the ramp (they join 2 s after it and leave 1 s before the end)\n")
+        }
         var steadyFrom: (wall: Int64, cpu: Int64, encoder: Int64)?
         var steadyTo: (wall: Int64, cpu: Int64, encoder: Int64)?
         var peakRSS = 0
@@ -162,11 +198,15 @@ enum LoadCommand {
             // Steady CPU: from a second after the ramp until a second before the end.
             if steadyFrom == nil && now >= rampEnd + 1_000_000 && now < start + duration - 1_000_000 { steadyFrom = (now, fleet.loopsCPUMicros, live?.encoderCPUMicros ?? 0) }
             if steadyFrom != nil && now < start + duration - 1_000_000 { steadyTo = (now, fleet.loopsCPUMicros, live?.encoderCPUMicros ?? 0) }
-            Output.progress("load \(Units.fixed(Double(now - start) / 1e6, 1))s  started \(running + done + failed)/\(range.count)  running \(running)  failed \(failed)")
+            if let subscribers, !subscribersStarted, now >= rampEnd + 2_000_000 { subscribersStarted = true; subscribers.start() }
+            if let subscribers, subscribersStarted, !subscribersStopped, now >= start + duration - 1_000_000 { subscribersStopped = true; subscribers.stop() }
+            Output.progress("load \(Units.fixed(Double(now - start) / 1e6, 1))s  started \(running + done + failed)/\(range.count)  running \(running)  failed \(failed)"
+                            + (subscribers.map { "  subscribers \($0.connected)/\(subscriberCount)" } ?? ""))
             if done + failed == range.count { break }
             if now - start > duration + 10_000_000 { break } // the loops should have ended by now
         }
         let interrupted = Signals.isInterrupted
+        if let subscribers, !subscribersStopped { subscribersStopped = true; subscribers.stop() }
         fleet.stop()
         fleet.wait()
         live?.stop()
@@ -181,10 +221,11 @@ enum LoadCommand {
                                   seconds: Double(b.wall - a.wall) / 1e6,
                                   encoderCPUPercent: live == nil ? nil : Double(b.encoder - a.encoder) * 100 / Double(b.wall - a.wall))
         }
-        var report = LoadReport(bots: fleet.snapshot(), receivers: receivers.map { $0.snapshot() }, rooms: whipURL.map { [$0] } ?? rooms.map { $0.0.description }, requested: range.count, shard: shard,
+        var report = LoadReport(bots: fleet.snapshot(), receivers: receivers.map { $0.snapshot() }, rooms: whipURL.map { u in (0..<roomCount).map { u.replacing("{room}", with: String($0)) } } ?? rooms.map { $0.0.description }, requested: range.count, shard: shard,
                                 durationMicros: Clock.monotonicMicros() - start, cost: cpu,
                                 suite: whipURL == nil ? suite.rawValue : (fleet.snapshot().lazy.compactMap { $0.network.transport?.srtpCipher }.first.flatMap { SRTPSuite(sdesName: $0)?.rawValue } ?? "dtls"),
                                 loops: loops)
+        if let subscribers { report.subscribers = SubscriberSummary(subscribers.members.value, rooms: roomCount) }
         report.evaluate(requirements)
         guard report.emit(to: o.value("report"), json: o.has("json")) else { return 2 }
         if interrupted { return 130 }

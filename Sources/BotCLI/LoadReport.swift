@@ -126,6 +126,8 @@ struct LoadReport {
     var requirementTexts: [String] = []
     /// WHIP: what the first bot's answer negotiated.
     var negotiated: [(String, String)] = []
+    /// `--whep`: what the subscriber bots got through the server.
+    var subscribers: SubscriberSummary?
 
     init(bots snaps: [BotSnapshot], receivers: [ReceiverSnapshot], rooms: [String], requested: Int, shard: LoadCommand.Shard,
          durationMicros: Int64, cost: Cost?, suite: String, loops: Int) {
@@ -268,6 +270,7 @@ struct LoadReport {
     var exitCode: Int32 {
         if withFeedback == 0 { return 2 }
         if failed > 0 || withFeedback < started || results.contains(where: { !$0.2 }) { return 1 }
+        if let s = subscribers, s.failed > 0 { return 1 }
         return 0
     }
 
@@ -319,6 +322,7 @@ struct LoadReport {
                                             ("relayRTTMsP95", relayRTT.isEmpty ? .null : .double((Self.percentileD(relayRTT, 0.95) * 10).rounded() / 10))])),
                                          ("negotiated", .object(negotiated.map { ($0.0, .string($0.1)) }))])))
         }
+        if let subscribers { f.append(("subscribers", subscribers.json)) }
         f.append(("requirements", .array(results.map { r in
             .object([("require", .string(r.0.text)), ("value", r.1.map { .double(($0 * 10_000).rounded() / 10_000) } ?? .null), ("met", .bool(r.2))])
         })))
@@ -416,6 +420,7 @@ struct LoadReport {
         let silent = bots.filter { $0.state != .failed && $0.rtcpReceived == 0 }
         if !silent.isEmpty { out += "no feedback: bots \(silent.prefix(10).map { String($0.number) }.joined(separator: ", "))\(silent.count > 10 ? " …" : "")\n" }
         for b in bots where b.state == .failed { out += "bot \(b.number) failed: \(b.error ?? "?")\n" }
+        if let subscribers { out += subscribers.human }
         for r in results {
             out += "require \(r.0.text): \(r.1.map { Units.fixed($0 * (r.0.metric == .loss || r.0.metric == .started || r.0.metric == .feedback ? 100 : 1), 2) } ?? "-") → \(r.2 ? "met" : "NOT MET")\n"
         }

@@ -31,6 +31,9 @@ public struct FleetConfig: Sendable {
     /// WHIP (`load --whip`): each bot POSTs its own offer and runs its own ICE and DTLS; one
     /// certificate serves the fleet (its fingerprint is in every offer).
     public var whip: (options: WHIPOptions, certificate: DTLSCertificate)?
+    /// WHIP rooms: bot n is in room n mod `whipRooms`, publisher n / `whipRooms` of it (the
+    /// endpoint's `{room}` and `{publisher}`).
+    public var whipRooms = 1
 
     public init(template: PublisherConfig, bots: Int, loops: Int, rampPerSecond: Double, durationMicros: Int64) {
         self.template = template
@@ -75,7 +78,7 @@ public final class Fleet: Sendable {
         self.library = library
         slots = (0..<config.bots).map { i in
             let n = config.firstBot + i
-            return Locked(BotSnapshot(number: n, room: config.rooms.isEmpty ? 0 : n % config.rooms.count, state: .pending, streams: [],
+            return Locked(BotSnapshot(number: n, room: config.rooms.isEmpty ? n % max(1, config.whipRooms) : n % config.rooms.count, state: .pending, streams: [],
                                       network: NetworkCounters()))
         }
         published = (0..<config.bots).map { _ in Locked(([], NetworkCounters())) }

@@ -113,9 +113,11 @@ final class FleetLoop {
         c.cname = "pubbot-bot-\(number)"
         c.seed = UInt64(number + 1)
         var connection: WHIPConnection?
-        if let (options, certificate) = fleet.config.whip {
+        if var (options, certificate) = fleet.config.whip {
             // The offer/answer exchange blocks this loop for one HTTP round trip; the ramp spreads them.
             c.cname = WHIPConnection.randomCNAME()
+            let r = max(1, fleet.config.whipRooms)
+            options.endpoint = WHIPOptions.expand(options.endpoint, room: number % r, publisher: number / r)
             do {
                 connection = try WHIPConnection.open(options, base: c, certificate: certificate, sleep: { Clock.sleep(micros: $0) })
             } catch {

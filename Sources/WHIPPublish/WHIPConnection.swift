@@ -37,6 +37,11 @@ public struct WHIPOptions: Sendable {
         case host
     }
     public var policy = Policy.all
+    /// A load test's URL template: `{room}` and `{publisher}` (0-based; the publisher's index in
+    /// its room) filled in, e.g. `http://h/whip?room={room}` or `https://h/{room}-{publisher}/whep`.
+    public static func expand(_ template: String, room: Int, publisher: Int) -> String {
+        template.replacing("{room}", with: String(room)).replacing("{publisher}", with: String(publisher))
+    }
     public init(endpoint: String, token: String?) {
         self.endpoint = endpoint
         self.token = token

@@ -190,6 +190,10 @@ import Platform
         #expect(aGot > 1000 && abs(sentByJanus - aGot) * 100 <= aGot * 3, "Janus sent A \(sentByJanus) video packets; A received \(aGot)")
     
         // The round trip in one command: publish and subscribe to itself through Janus.
+        // Ctrl-C: the publisher DELETEs its session (the shim then hands its feed out no more).
+        kill(publisher.process.processIdentifier, SIGINT)
+        let gone = Clock.monotonicMicros() + 8_000_000
+        while publisher.process.isRunning && Clock.monotonicMicros() < gone { Clock.sleep(micros: 20_000) }
         publisher.stop()
         let pre = try runPubbot(Self.binary, ["preflight", "--whip", whip, "--whep", base + "/whep", "--duration", "8s", "--json"])
         #expect(pre.code == 0, "\(pre.err)")
@@ -198,5 +202,19 @@ import Platform
         #expect(sub["error"] == nil && (sub["height"] as? Int ?? 0) >= 180 && (sub["framesDecoded"] as? Int ?? 0) > 30
                 && (sub["decodedFrameRate"] as? Double ?? 0) > 15 && (sub["latencyMeanMs"] as? Double ?? 0) > 0, "\(sub)")
         #expect((sub["negotiated"] as? [String: String])?["video"] == "VP8/96 rtx/97", "\(sub)")
+    
+        // Rooms: 4 publisher bots and 12 subscriber bots in 2 Janus rooms (the shim's ?room=).
+        let load = try runPubbot(Self.binary, ["load", "--whip", whip + "?room={room}", "--whep", base + "/whep?room={room}",
+                                               "--publishers", "4", "--subscribers", "12", "--rooms", "2", "--duration", "14s", "--json"])
+        #expect(load.code == 0, "\(load.err)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(load.out.utf8)) as? [String: Any], "\(load.out.prefix(400)) \(load.err)")
+        let subs = try #require(report["subscribers"] as? [String: Any], "\(report.keys)")
+        let fleet = try #require(subs["fleet"] as? [String: Any])
+        #expect(fleet["ok"] as? Int == 12, "\(fleet)")
+        #expect(((fleet["latencyMs"] as? [String: Any])?["p50"] as? Double ?? 0) > 0 && ((fleet["decodedFrameRate"] as? [String: Any])?["p5"] as? Double ?? 0) >= 20, "\(fleet)")
+        let perRoom = try #require(subs["rooms"] as? [[String: Any]])
+        #expect(perRoom.count == 2 && perRoom.allSatisfy { $0["ok"] as? Int == 6 }, "\(perRoom)")
+        let bots = (report["perBot"] as? [[String: Any]]) ?? []
+        #expect(Set(bots.compactMap { $0["room"] as? Int }) == [0, 1] && bots.count == 4, "\(bots)")
     }
 }

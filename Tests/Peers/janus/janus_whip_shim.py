@@ -19,6 +19,9 @@ library only). At start it creates a room (VP8 + Opus, transport-wide CC, up to 
                       fingerprint; setup:passive). substream/temporal become a `configure` (Janus
                       switches on the next key frame; it never switches on bandwidth by itself).
   GET/DELETE /whep/ID as for /whip.
+  ?room=N (both)      rooms for load tests: Janus room --room + N, created on first use; a WHEP
+                      subscriber gets publisher ?publisher=K of the room (in the order they joined)
+                      or, without it, the room's publishers in turn.
 Keepalives every 15 s (Janus ends sessions after 60 s without). Prints "LISTENING <port>".
 Usage: janus_whip_shim.py --janus URL --admin URL [--listen ADDR] [--port 8080] [--limit 600]"""
 import argparse, http.server, json, os, random, re, socketserver, sys, threading, time, urllib.request
@@ -45,6 +48,27 @@ def call(url, body, timeout=10):
 
 
 feeds = []  # publisher IDs in the order they joined
+room_feeds = {}  # Janus room -> publisher IDs in the order they joined
+room_turn = {}  # Janus room -> subscriptions handed out (round robin over its publishers)
+published = {}  # WHIP sid -> (room, feed): a DELETEd publisher is no longer handed out
+rooms_made = {opts.room}
+
+
+def query(path):
+    return dict(p.split("=", 1) for p in path.partition("?")[2].split("&") if "=" in p)
+
+
+def room_of(q):
+    """The Janus room for ?room=N (created on first use)."""
+    room = opts.room + int(q.get("room", "0"))
+    with lock:
+        if room in rooms_made:
+            return room
+        rooms_made.add(room)
+    call("%s/%d/%d" % (opts.janus, control_session, control), {"janus": "message", "body": {
+        "request": "create", "room": room, "publishers": 64, "bitrate": 0, "videocodec": "vp8", "audiocodec": "opus",
+        "transport_wide_cc_ext": True, "notify_joining": False, "permanent": False}})
+    return room
 sent = {}  # sid -> the WHIP/WHEP resource kind
 
 
@@ -197,8 +221,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         offer = self.rfile.read(int(self.headers.get("Content-Length", "0"))).decode()
         if self.path == "/whep" or self.path.startswith("/whep?"):
             return self.whep(offer)
-        if self.path != "/whip":
+        if self.path != "/whip" and not self.path.startswith("/whip?"):
             return self.reply(404)
+        room = room_of(query(self.path))
         if not (self.headers.get("Content-Type") or "").startswith("application/sdp"):
             return self.reply(415, b"expected application/sdp")
         # Janus takes the first RID of a=simulcast as the highest unless told (rid_order).
@@ -208,7 +233,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         try:
             s, h = new_handle()
             call("%s/%d/%d" % (opts.janus, s, h), {"janus": "message",
-                 "body": {"request": "joinandconfigure", "room": opts.room, "ptype": "publisher", "display": "pubbot", "audio": True, "video": True},
+                 "body": {"request": "joinandconfigure", "room": room, "ptype": "publisher", "display": "pubbot", "audio": True, "video": True},
                  "jsep": {"type": "offer", "sdp": offer, "rid_order": order}})
             event, error = poll_for(s, h, time.time() + 10)
         except Exception as e:
@@ -222,21 +247,35 @@ class Handler(http.server.BaseHTTPRequestHandler):
             feed = event.get("plugindata", {}).get("data", {}).get("id")
             if feed is not None:
                 feeds.append(feed)
+                room_feeds.setdefault(room, []).append(feed)
+                published[sid] = (room, feed)
         print(json.dumps({"event": "published", "id": sid, "rid_order": order}), flush=True)
         self.reply(201, jsep["sdp"].encode(), [("Content-Type", "application/sdp"), ("Location", "/whip/" + sid)])
 
     def whep(self, offer):
         if not (self.headers.get("Content-Type") or "").startswith("application/sdp"):
             return self.reply(415, b"expected application/sdp")
-        q = dict(p.split("=", 1) for p in self.path.partition("?")[2].split("&") if "=" in p)
+        q = query(self.path)
+        room = room_of(q)
         with lock:
-            feed = int(q["feed"]) if "feed" in q else (feeds[-1] if feeds else None)
+            in_room = room_feeds.get(room, [])
+            if "feed" in q:
+                feed = int(q["feed"])
+            elif "publisher" in q:
+                k = int(q["publisher"])
+                feed = in_room[k] if k < len(in_room) else None
+            elif "room" in q:
+                turn = room_turn.get(room, 0)
+                room_turn[room] = turn + 1
+                feed = in_room[turn % len(in_room)] if in_room else None
+            else:
+                feed = feeds[-1] if feeds else None
         if feed is None:
-            return self.reply(404, b"no publisher in the room yet")
+            return self.reply(404, b"no such publisher in the room (yet)")
         try:
             s, h = new_handle()
             call("%s/%d/%d" % (opts.janus, s, h), {"janus": "message", "body": {
-                "request": "join", "ptype": "subscriber", "room": opts.room, "streams": [{"feed": feed}]}})
+                "request": "join", "ptype": "subscriber", "room": room, "streams": [{"feed": feed}]}})
             event, error = poll_for(s, h, time.time() + 10)
             if error:
                 return self.reply(400, ("Janus refused the subscription: %s" % error).encode())
@@ -283,6 +322,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         print(json.dumps({"event": "stats", "id": sid, "handle_info": info}), flush=True)
         with lock:
             s, h = sessions.pop(sid)
+            if sid in published:
+                room, feed = published.pop(sid)
+                for lst in (feeds, room_feeds.get(room, [])):
+                    if feed in lst:
+                        lst.remove(feed)
         try:
             call("%s/%d/%d" % (opts.janus, s, h), {"janus": "detach"})
             call("%s/%d" % (opts.janus, s), {"janus": "destroy"})
