@@ -84,7 +84,7 @@ let package = Package(
         .testTarget(name: "MediaCodecsTests", dependencies: ["MediaCodecs"]),
         .testTarget(name: "TransportTests", dependencies: ["Platform", "Transport", "RTPCore"]),
         .testTarget(name: "PublisherEngineTests", dependencies: ["Platform", "PublisherEngine", "WebRTC", "ICE", "DTLS", "Crypto", "Transport", "RTPCore", "MediaCodecs", "Stats", "CAllocCounter", "Congestion"]),
-        .testTarget(name: "LoopbackReceiverTests", dependencies: ["Platform", "LoopbackReceiver", "Transport", "RTPCore", "MediaCodecs"]),
+        .testTarget(name: "LoopbackReceiverTests", dependencies: ["Platform", "LoopbackReceiver", "Transport", "RTPCore", "MediaCodecs", "ICE", "DTLS", "WebRTC", "Crypto"]),
         .testTarget(name: "BotCLITests", dependencies: ["BotCLI"]),
         .testTarget(name: "IntegrationTests", dependencies: ["DTLS", "ICE", "Crypto", "Platform", "PublisherEngine", "LoopbackReceiver", "Transport", "BotCLI"]),
         .testTarget(name: "SimulationTests", dependencies: ["Simulation", "Preflight", "PreflightRunner", "PublisherEngine", "LoopbackReceiver", "MediaCodecs", "Transport", "Impairment", "Stats"]),

@@ -154,9 +154,10 @@ final class ReceiveStream {
     }
 
     /// W3C webrtc-stats freeze: a frame interval of at least max(3 × mean, mean + 150 ms).
+    /// Before a second frame has given an interval, the mean is taken as 1/30 s (so one frame
+    /// and then nothing, while packets keep coming, is a freeze too).
     var freezeThreshold: Double? {
-        guard !frameIntervals.isEmpty else { return nil }
-        let mean = Double(frameIntervals.reduce(0, +)) / Double(frameIntervals.count)
+        let mean = frameIntervals.isEmpty ? 33_333 : Double(frameIntervals.reduce(0, +)) / Double(frameIntervals.count)
         return max(3 * mean, mean + 150_000)
     }
 
@@ -230,7 +231,7 @@ final class ReceiveStream {
         } else if gap > 5_000_000 {
             stats.pauseCount += 1
             stats.totalPausesDurationMillis += Double(gap) / 1000
-        } else if let threshold = freezeThreshold, Double(gap) >= threshold {
+        } else if !frameIntervals.isEmpty, let threshold = freezeThreshold, Double(gap) >= threshold {
             stats.freezeCount += 1
             stats.totalFreezesDurationMillis += Double(gap) / 1000
         }

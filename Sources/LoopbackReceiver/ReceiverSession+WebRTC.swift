@@ -39,6 +39,9 @@ public struct WebRTCPublisherSpec: Sendable, Equatable {
     /// RTX SSRC → media SSRC, from the answer's `a=ssrc-group:FID` (a server that rewrites SSRCs
     /// sends no repaired-rtp-stream-id).
     public var rtxToMedia: [UInt32: UInt32] = [:]
+    /// Reduced-size RTCP (RFC 5506) negotiated; otherwise every feedback compound starts with a
+    /// receiver report and SDES (RFC 3550 §6.1) — Janus drops a NACK that travels alone.
+    public var reducedSizeRTCP = true
 
     public init(resource: String, localUfrag: String, localPassword: String, remoteUfrag: String, remotePassword: String, remoteFingerprint: [UInt8],
                 audioPayloadTypes: Set<UInt8>, videoPayloadTypes: Set<UInt8>, rtxPayloadTypes: Set<UInt8>, extensions: RTPExtensionIDs) {
@@ -162,6 +165,7 @@ extension ReceiverSession {
                     session.videoPayloadTypes = peer.spec.videoPayloadTypes
                     session.rtxPayloadTypes = peer.spec.rtxPayloadTypes
                     session.rtxToMedia = peer.spec.rtxToMedia
+                    session.reducedSizeRTCP = peer.spec.reducedSizeRTCP
                     peers.append(session)
                     peerIndex[address] = session.index
                     peer.peer = session

@@ -304,7 +304,7 @@ public final class ReceiverSession {
     func sendFeedback(_ peer: PeerSession, now: Int64) {
         if now >= peer.nextTransportFeedback {
             peer.nextTransportFeedback = now + 100_000
-            sendTransportFeedback(peer)
+            sendTransportFeedback(peer, now: now)
         }
         if now >= peer.nextNack {
             peer.nextNack = now + 20_000
@@ -322,10 +322,10 @@ public final class ReceiverSession {
         // (ice.c) latches a sender SSRC to one medium — video NACK/PLI/RR behind an audio report
         // block, or from the SSRC it took for audio, never reach its video.
         var video: [ReportBlock] = [], audio: [ReportBlock] = []
-        if reportDue {
-            peer.nextReport = now + 500_000 + Int64(random.next() % 1_000_000) // 1 s ± 50 %
+        if reportDue || (!plis.isEmpty && !peer.reducedSizeRTCP) {
+            if reportDue { peer.nextReport = now + 500_000 + Int64(random.next() % 1_000_000) } // 1 s ± 50 %
             for id in peer.order.prefix(31) {
-                guard let s = streams[id], let b = s.reportBlock(nowMicros: now) else { continue }
+                guard let s = streams[id], s.stats.kind == .video || reportDue, let b = s.reportBlock(nowMicros: now) else { continue }
                 if s.stats.kind == .video { video.append(b) } else { audio.append(b) }
             }
         }
@@ -333,12 +333,12 @@ public final class ReceiverSession {
         if !video.isEmpty || !plis.isEmpty || (reportDue && audio.isEmpty) {
             let sent = sendRTCP(to: peer) { w throws(RTPWriteError) in
                 try ReceiverReport(ssrc: ssrc, reports: video).write(to: &w)
-                if reportDue { try SourceDescription(chunks: [.init(ssrc: ssrc, cname: "pubbot-receiver")]).write(to: &w) }
+                if reportDue || !peer.reducedSizeRTCP { try SourceDescription(chunks: [.init(ssrc: ssrc, cname: "pubbot-receiver")]).write(to: &w) }
                 for id in plis { try PictureLossIndication(senderSSRC: ssrc, mediaSSRC: id).write(to: &w) }
             }
             if sent { snap.pliSent += plis.count }
         }
-        if !audio.isEmpty {
+        if !audio.isEmpty && reportDue {
             sendRTCP(to: peer) { w throws(RTPWriteError) in
                 try ReceiverReport(ssrc: audioSSRC, reports: audio).write(to: &w)
                 try SourceDescription(chunks: [.init(ssrc: audioSSRC, cname: "pubbot-receiver")]).write(to: &w)
@@ -384,10 +384,27 @@ public final class ReceiverSession {
 
     /// transport-cc feedback (RTPFB FMT 15) for everything received since the last one, every
     /// 100 ms, as reduced-size RTCP (RFC 5506).
-    func sendTransportFeedback(_ peer: PeerSession) {
+    func sendTransportFeedback(_ peer: PeerSession, now: Int64) {
         for fb in peer.feedback.makeFeedback() {
-            if sendRTCP(to: peer, { w throws(RTPWriteError) in try fb.write(to: &w) }) { snap.transportFeedbackSent += 1 }
+            if sendRTCP(to: peer, { w throws(RTPWriteError) in
+                try compoundHeader(peer, now: now, &w)
+                try fb.write(to: &w)
+            }) { snap.transportFeedbackSent += 1 }
         }
+    }
+
+    /// Without reduced-size RTCP a compound starts with a report and carries the CNAME (RFC 3550
+    /// §6.1): the video streams' receiver report and SDES in front of the feedback, as libwebrtc's
+    /// compound mode sends (an SFU finds the medium a compound is about by its report blocks;
+    /// Janus takes a compound without any for audio).
+    func compoundHeader(_ peer: PeerSession, now: Int64, _ w: inout ByteWriter) throws(RTPWriteError) {
+        guard !peer.reducedSizeRTCP else { return }
+        var blocks: [ReportBlock] = []
+        for id in peer.order.prefix(31) {
+            if let s = streams[id], s.stats.kind == .video, let b = s.reportBlock(nowMicros: now) { blocks.append(b) }
+        }
+        try ReceiverReport(ssrc: ssrc, reports: blocks).write(to: &w)
+        try SourceDescription(chunks: [.init(ssrc: ssrc, cname: "pubbot-receiver")]).write(to: &w)
     }
 
     /// RTX (RFC 4588): the payload starts with the original sequence number (OSN), then the
@@ -418,7 +435,10 @@ public final class ReceiverSession {
             if !lost.isEmpty { nacks.append(GenericNACK(senderSSRC: ssrc, mediaSSRC: id, lost: lost)) }
         }
         guard !nacks.isEmpty else { return }
-        if sendRTCP(to: peer, { w throws(RTPWriteError) in for n in nacks { try n.write(to: &w) } }) { snap.nackSent += nacks.count }
+        if sendRTCP(to: peer, { w throws(RTPWriteError) in
+            try compoundHeader(peer, now: now, &w)
+            for n in nacks { try n.write(to: &w) }
+        }) { snap.nackSent += nacks.count }
     }
 
     func count(_ e: SRTPError) {
@@ -450,6 +470,8 @@ final class PeerSession {
     var audioPayloadTypes: Set<UInt8>?
     var videoPayloadTypes: Set<UInt8>?
     var rtxPayloadTypes: Set<UInt8>?
+    /// RFC 5506 negotiated (pubbot's own SDES sessions and its WHIP answers use it).
+    var reducedSizeRTCP = true
 
     init(index: Int, address: SocketAddress, ssrc: UInt32) {
         self.index = index

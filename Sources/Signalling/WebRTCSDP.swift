@@ -195,6 +195,9 @@ public struct NegotiatedSession: Sendable, Equatable {
         public var rtxSSRCs: [UInt32: UInt32] = [:]
         /// The server sends on this section.
         public var sends: Bool { direction == "sendonly" || direction == "sendrecv" }
+        /// Reduced-size RTCP (RFC 5506 §5) was negotiated: feedback may travel alone, without a
+        /// report and SDES in front.
+        public var reducedSizeRTCP = false
     }
 
     public var iceUfrag: String
@@ -257,6 +260,7 @@ public struct NegotiatedSession: Sendable, Equatable {
             var st = Stream(mid: m.value("mid") ?? "", payloadType: pt, rtxPayloadType: rtx, extensions: ext, transportCC: fb.contains("transport-cc"),
                             remb: fb.contains("goog-remb"), nack: fb.contains("nack"), pli: fb.contains("nack pli"), simulcast: simulcast)
             st.direction = ["sendonly", "recvonly", "sendrecv", "inactive"].first { m.has($0) } ?? "sendrecv"
+            st.reducedSizeRTCP = m.has("rtcp-rsize")
             for g in m.values("ssrc-group") where g.hasPrefix("FID ") {
                 let ids = g.dropFirst(4).split(separator: " ").compactMap { UInt32($0) }
                 if ids.count == 2 { st.rtxSSRCs[ids[1]] = ids[0] }

@@ -119,6 +119,90 @@ extension String {
     func replacingOccurrences(_ a: String, _ b: String) -> String { split(separator: a, omittingEmptySubsequences: false).joined(separator: b) }
 }
 
+/// The client's answer the test tree's WHEP shim writes from Janus 1.1.2's subscriber offer (the
+/// offer as Janus's handle_info showed it: sendonly, its own SSRCs with an RTX FID group, no
+/// rtcp-rsize, full ICE).
+let janusSubscriberAnswer = """
+v=0
+o=- 365625126436 2 IN IP4 127.0.0.1
+s=-
+t=0 0
+a=group:BUNDLE 0 1
+m=audio 9 UDP/TLS/RTP/SAVPF 111
+c=IN IP4 0.0.0.0
+a=mid:0
+a=sendonly
+a=ice-ufrag:/eCD
+a=ice-pwd:5KLl372uv3pdoJV3pGT1jN
+a=fingerprint:sha-256 30:64:D1:E8:C8:2A:1A:58:09:03:F9:50:3B:26:24:FF:19:15:1A:EA:2E:C3:8F:99:21:58:14:01:27:ED:AB:2B
+a=setup:passive
+a=rtcp-mux
+a=extmap:4 urn:ietf:params:rtp-hdrext:sdes:mid
+a=rtpmap:111 opus/48000/2
+a=rtcp-fb:111 transport-cc
+a=fmtp:111 useinbandfec=1
+a=ssrc:2659805433 cname:janus
+a=candidate:1 1 udp 2015363327 10.78.33.2 36022 typ host
+a=end-of-candidates
+m=video 9 UDP/TLS/RTP/SAVPF 96 97
+c=IN IP4 0.0.0.0
+a=mid:1
+a=sendonly
+a=ice-ufrag:/eCD
+a=ice-pwd:5KLl372uv3pdoJV3pGT1jN
+a=fingerprint:sha-256 30:64:D1:E8:C8:2A:1A:58:09:03:F9:50:3B:26:24:FF:19:15:1A:EA:2E:C3:8F:99:21:58:14:01:27:ED:AB:2B
+a=setup:passive
+a=rtcp-mux
+a=extmap:2 http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time
+a=extmap:3 http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01
+a=extmap:4 urn:ietf:params:rtp-hdrext:sdes:mid
+a=rtpmap:96 VP8/90000
+a=rtcp-fb:96 ccm fir
+a=rtcp-fb:96 nack
+a=rtcp-fb:96 nack pli
+a=rtcp-fb:96 goog-remb
+a=rtcp-fb:96 transport-cc
+a=rtpmap:97 rtx/90000
+a=fmtp:97 apt=96
+a=ssrc-group:FID 3683104090 1057313614
+a=ssrc:3683104090 cname:janus
+a=ssrc:1057313614 cname:janus
+a=candidate:1 1 udp 2015363327 10.78.33.2 36022 typ host
+a=end-of-candidates
+
+"""
+
+@Suite struct WHEPSignallingTests {
+    @Test func subscriberOfferIsRecvonly() throws {
+        var o = offer()
+        o.direction = .receive
+        let doc = try SDPDocument.parse(o.sdp)
+        #expect(doc.media.map(\.kind) == ["audio", "video"] && doc.media.allSatisfy { $0.has("recvonly") && !$0.has("sendonly") && !$0.has("msid") })
+        let video = doc.media[1]
+        // The server chooses what it sends: no RIDs, no simulcast; RTX and the feedback offered.
+        #expect(video.values("rid").isEmpty && video.value("simulcast") == nil && video.formats == ["96", "97"])
+        #expect(video.values("rtcp-fb").contains("96 nack") && video.values("rtcp-fb").contains("96 nack pli"))
+        o.receiveVideo = false
+        #expect(try SDPDocument.parse(o.sdp).media.map(\.kind) == ["audio"])
+    }
+
+    @Test func janusSubscriberAnswerIsFollowed() throws {
+        var o = offer()
+        o.direction = .receive
+        let n = try NegotiatedSession.from(answer: janusSubscriberAnswer, offer: o)
+        #expect(!n.iceLite && !n.dtlsServer) // full ICE (a role conflict to settle); setup:passive: pubbot is the DTLS client
+        let v = try #require(n.video), a = try #require(n.audio)
+        #expect(v.sends && a.sends && v.direction == "sendonly")
+        #expect(v.payloadType == 96 && v.rtxPayloadType == 97 && a.payloadType == 111)
+        #expect(v.ssrcs == [3_683_104_090] && v.rtxSSRCs == [1_057_313_614: 3_683_104_090] && a.ssrcs == [2_659_805_433])
+        #expect(v.extensions["http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01"] == 3)
+        #expect(!v.reducedSizeRTCP && v.nack && v.pli) // no a=rtcp-rsize: feedback goes in full compounds
+        // A server that answers recvonly sends nothing.
+        let refused = try NegotiatedSession.from(answer: janusSubscriberAnswer.replacingOccurrences("a=sendonly", "a=recvonly"), offer: o)
+        #expect(refused.video?.sends == false && refused.audio?.sends == false)
+    }
+}
+
 @Suite struct SignallingFuzzTests {
     /// 1.5·10⁴ mutated answers (a server's bytes are hostile input): each parses or is refused
     /// with an AnswerError, never a crash; what the general parser reads it renders again to
