@@ -216,7 +216,7 @@ enum ReceiveCommand {
                                          })), ("refusedOverCapacity", .int(Int64(r.refusedOverCapacity))),
                                          ("rejected", Report.rejectedJSON(r.rejected)), ("senderReports", .int(Int64(r.senderReports))),
                                          ("byes", .int(Int64(r.byes)))] + (whep.map { [("whep", whepJSON($0, r))] } ?? [])).serialized(pretty: true) + "\n")
-        } else {
+        } else if whepFailure == nil || !r.streams.isEmpty {
             Output.out(table(r))
             if let whep { Output.out(whepText(whep, r)) }
         }

@@ -113,7 +113,9 @@ final class FleetLoop {
         c.cname = "pubbot-bot-\(number)"
         c.seed = UInt64(number + 1)
         var connection: WHIPConnection?
-        if var (options, certificate) = fleet.config.whip {
+        if let whip = fleet.config.whip {
+            var options = whip.options
+            let certificate = whip.certificate
             // The offer/answer exchange blocks this loop for one HTTP round trip; the ramp spreads them.
             c.cname = WHIPConnection.randomCNAME()
             let r = max(1, fleet.config.whipRooms)

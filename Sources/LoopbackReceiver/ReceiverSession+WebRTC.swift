@@ -42,6 +42,7 @@ public struct WebRTCPublisherSpec: Sendable, Equatable {
     /// Reduced-size RTCP (RFC 5506) negotiated; otherwise every feedback compound starts with a
     /// receiver report and SDES (RFC 3550 §6.1) — Janus drops a NACK that travels alone.
     public var reducedSizeRTCP = true
+    public var feedback = NegotiatedFeedback()
 
     public init(resource: String, localUfrag: String, localPassword: String, remoteUfrag: String, remotePassword: String, remoteFingerprint: [UInt8],
                 audioPayloadTypes: Set<UInt8>, videoPayloadTypes: Set<UInt8>, rtxPayloadTypes: Set<UInt8>, extensions: RTPExtensionIDs) {
@@ -166,6 +167,7 @@ extension ReceiverSession {
                     session.rtxPayloadTypes = peer.spec.rtxPayloadTypes
                     session.rtxToMedia = peer.spec.rtxToMedia
                     session.reducedSizeRTCP = peer.spec.reducedSizeRTCP
+                    session.negotiated = peer.spec.feedback
                     peers.append(session)
                     peerIndex[address] = session.index
                     peer.peer = session

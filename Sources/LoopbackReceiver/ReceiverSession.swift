@@ -304,7 +304,7 @@ public final class ReceiverSession {
     func sendFeedback(_ peer: PeerSession, now: Int64) {
         if now >= peer.nextTransportFeedback {
             peer.nextTransportFeedback = now + 100_000
-            sendTransportFeedback(peer, now: now)
+            if peer.negotiated.transportCC { sendTransportFeedback(peer, now: now) }
         }
         if now >= peer.nextNack {
             peer.nextNack = now + 20_000
@@ -312,7 +312,7 @@ public final class ReceiverSession {
         }
         var plis: [UInt32] = []
         for id in peer.order {
-            guard let s = streams[id], s.stats.kind == .video, s.wantsKeyFrame else { continue }
+            guard peer.negotiated.pli, let s = streams[id], s.stats.kind == .video, s.wantsKeyFrame else { continue }
             if now - (peer.lastPLI[id] ?? .min / 2) >= 500_000 { plis.append(id); peer.lastPLI[id] = now }
         }
         let reportDue = now >= peer.nextReport
@@ -434,7 +434,7 @@ public final class ReceiverSession {
             let lost = s.nack.due(now: now)
             if !lost.isEmpty { nacks.append(GenericNACK(senderSSRC: ssrc, mediaSSRC: id, lost: lost)) }
         }
-        guard !nacks.isEmpty else { return }
+        guard !nacks.isEmpty, peer.negotiated.nack else { return }
         if sendRTCP(to: peer, { w throws(RTPWriteError) in
             try compoundHeader(peer, now: now, &w)
             for n in nacks { try n.write(to: &w) }
@@ -447,6 +447,18 @@ public final class ReceiverSession {
         case .replayed, .tooOld: snap.rejected.replayed += 1
         default: snap.rejected.malformed += 1
         }
+    }
+}
+
+/// Which RTCP feedback a session may send (all of it unless an answer said otherwise).
+public struct NegotiatedFeedback: Sendable, Equatable {
+    public var nack = true
+    public var pli = true
+    public var transportCC = true
+    public init(nack: Bool = true, pli: Bool = true, transportCC: Bool = true) {
+        self.nack = nack
+        self.pli = pli
+        self.transportCC = transportCC
     }
 }
 
@@ -472,6 +484,8 @@ final class PeerSession {
     var rtxPayloadTypes: Set<UInt8>?
     /// RFC 5506 negotiated (pubbot's own SDES sessions and its WHIP answers use it).
     var reducedSizeRTCP = true
+    /// The feedback the answer allows (RFC 4585 §4.2: only what was negotiated is sent).
+    var negotiated = NegotiatedFeedback()
 
     init(index: Int, address: SocketAddress, ssrc: UInt32) {
         self.index = index

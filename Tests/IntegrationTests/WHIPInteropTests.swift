@@ -128,6 +128,26 @@ import Platform
         #expect(mock.wait(for: "DELETE /session/", micros: 2_000_000), "\(mock.text)")
     }
 
+    /// `receive --whep` against hostile WHEP servers: a silent one (ICE fails in bounded time),
+    /// one that answers recvonly (sends nothing), a refused token — each one message, exit 2, the
+    /// session DELETEd when one was created, the token never printed.
+    @Test func whepSubscriberAgainstHostileServers() throws {
+        let (mock, base) = try startMock()
+        defer { mock.stop() }
+        let silent = try run(["receive", "--whep", base + "/whep-silent", "--duration", "20s"])
+        #expect(silent.code == 2 && silent.seconds < 12, "\(silent.code) after \(silent.seconds) s: \(silent.err)")
+        #expect(silent.err.contains("Error: WHEP:") && silent.err.contains("ICE"), "\(silent.err)")
+        #expect(mock.wait(for: "DELETE /session/1", micros: 2_000_000), "\(mock.text)")
+        let recvonly = try run(["receive", "--whep", base + "/silent", "--duration", "5s"])
+        #expect(recvonly.code == 2 && recvonly.err.contains("Error:") && recvonly.err.contains("sends neither"), "\(recvonly.err)")
+        #expect(mock.wait(for: "DELETE /session/2", micros: 2_000_000), "\(mock.text)")
+        let token = try run(["receive", "--whep", base + "/auth", "--duration", "5s"], env: ["PUBBOT_WHEP_TOKEN": "wrong-token-s3cret"])
+        #expect(token.code == 2 && token.err.contains("Error:") && token.err.contains("token") && token.err.contains("WHEP"), "\(token.err)")
+        #expect(!(token.out + token.err).contains("wrong-token-s3cret"))
+        let usage = try run(["receive", "--whep", base + "/whep-silent", "--key", "AAAA"])
+        #expect(usage.code == 64 && usage.err.contains("--key"), "\(usage.err)")
+    }
+
     /// pubbot to pubbot over the production stack: `receive --whip-listen` (ICE-lite, DTLS
     /// client, transport-cc) decodes every simulcast layer `publish --whip` sends.
     @Test func publishesToPubbotsOwnEndpoint() throws {

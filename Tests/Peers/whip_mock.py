@@ -11,20 +11,22 @@
   /stall     reads the request, never answers
   /silent    a complete answer (ICE-lite, DTLS, Opus + VP8) whose only candidate never answers
   /nocodec   a complete answer offering only PCMU audio (no codec in common)
+  /whep-silent  a WHEP server's answer (sendonly, full ICE, setup:passive) whose candidate never answers
 DELETE /session/N answers 200 and is logged to stdout as "DELETE /session/N"."""
 import http.server, os, socketserver, sys, time
 
 ANSWER = "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111\r\nc=IN IP4 127.0.0.1\r\na=mid:0\r\n"
 FP = ":".join(["AB"] * 32)
-def full_answer(audio_pt, audio_codec):
+def full_answer(audio_pt, audio_codec, direction="recvonly", setup="active"):
     common = ("c=IN IP4 127.0.0.1\r\na=ice-ufrag:mock\r\na=ice-pwd:mock-ice-password-0123456\r\n"
-              "a=fingerprint:sha-256 " + FP + "\r\na=setup:active\r\na=rtcp-mux\r\na=recvonly\r\n"
+              "a=fingerprint:sha-256 " + FP + "\r\na=setup:" + setup + "\r\na=rtcp-mux\r\na=" + direction + "\r\n"
               "a=candidate:1 1 udp 2130706431 127.0.0.1 9 typ host\r\n")
     return ("v=0\r\no=- 2 1 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\na=group:BUNDLE 0 1\r\na=ice-lite\r\n"
             "m=audio 9 UDP/TLS/RTP/SAVPF %d\r\n" % audio_pt + common + "a=mid:0\r\na=rtpmap:%d %s\r\n" % (audio_pt, audio_codec)
             + ("m=video 9 UDP/TLS/RTP/SAVPF 96\r\n" + common + "a=mid:1\r\na=rtpmap:96 VP8/90000\r\n" if audio_codec.startswith("opus") else ""))
 SILENT = full_answer(111, "opus/48000/2")
 NOCODEC = full_answer(0, "PCMU/8000")
+WHEP_SILENT = full_answer(111, "opus/48000/2", "sendonly", "passive").replace("a=ice-lite\r\n", "")
 state = {"busy": 0, "sessions": 0}
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -75,6 +77,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.created(SILENT)
         if p == "/nocodec":
             return self.created(NOCODEC)
+        if p == "/whep-silent":
+            return self.created(WHEP_SILENT)
         if p == "/stall":
             time.sleep(30)
             return

@@ -257,8 +257,14 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.reply(415, b"expected application/sdp")
         q = query(self.path)
         room = room_of(q)
+        try:
+            # Only publishers Janus still has (one killed without its DELETE is gone from the room).
+            live = call("%s/%d/%d" % (opts.janus, control_session, control), {"janus": "message", "body": {"request": "listparticipants", "room": room}})
+            live = {p["id"] for p in live.get("plugindata", {}).get("data", {}).get("participants", []) if p.get("publisher")}
+        except Exception:
+            live = None
         with lock:
-            in_room = room_feeds.get(room, [])
+            in_room = [f for f in room_feeds.get(room, []) if live is None or f in live]
             if "feed" in q:
                 feed = int(q["feed"])
             elif "publisher" in q:
@@ -269,7 +275,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 room_turn[room] = turn + 1
                 feed = in_room[turn % len(in_room)] if in_room else None
             else:
-                feed = feeds[-1] if feeds else None
+                alive = [f for f in feeds if live is None or f in live]
+                feed = alive[-1] if alive else None
         if feed is None:
             return self.reply(404, b"no such publisher in the room (yet)")
         try:
