@@ -202,6 +202,10 @@ import Platform
         #expect(sub["error"] == nil && (sub["height"] as? Int ?? 0) >= 180 && (sub["framesDecoded"] as? Int ?? 0) > 30
                 && (sub["decodedFrameRate"] as? Double ?? 0) > 15 && (sub["latencyMeanMs"] as? Double ?? 0) > 0, "\(sub)")
         #expect((sub["negotiated"] as? [String: String])?["video"] == "VP8/96 rtx/97", "\(sub)")
+        let preSchema = try SchemaValidator(path: Self.root.appendingPathComponent("Sources/BotCLI/preflight.schema.json").path)
+        #expect(preSchema.validateDocument(verdict).isEmpty, "\(preSchema.validateDocument(verdict))")
+        let statsSchema = try SchemaValidator(path: Self.root.appendingPathComponent("Sources/BotCLI/stats.schema.json").path)
+        for name in ["A", "C"] { for line in lines[name] ?? [] { #expect(statsSchema.validateLine(line).isEmpty, "\(name): \(statsSchema.validateLine(line))") } }
     
         // Rooms: 4 publisher bots and 12 subscriber bots in 2 Janus rooms (the shim's ?room=).
         let load = try runPubbot(Self.binary, ["load", "--whip", whip + "?room={room}", "--whep", base + "/whep?room={room}",
@@ -212,6 +216,8 @@ import Platform
         let fleet = try #require(subs["fleet"] as? [String: Any])
         #expect(fleet["ok"] as? Int == 12, "\(fleet)")
         #expect(((fleet["latencyMs"] as? [String: Any])?["p50"] as? Double ?? 0) > 0 && ((fleet["decodedFrameRate"] as? [String: Any])?["p5"] as? Double ?? 0) >= 20, "\(fleet)")
+        let loadSchema = try SchemaValidator(path: Self.root.appendingPathComponent("Sources/BotCLI/load-report.schema.json").path)
+        #expect(loadSchema.validateDocument(report).isEmpty, "\(loadSchema.validateDocument(report))")
         let perRoom = try #require(subs["rooms"] as? [[String: Any]])
         #expect(perRoom.count == 2 && perRoom.allSatisfy { $0["ok"] as? Int == 6 }, "\(perRoom)")
         let bots = (report["perBot"] as? [[String: Any]]) ?? []
