@@ -98,22 +98,12 @@ enum ReceiveCommand {
             }
         }
         rc.downlinkImpairment = try o.value("downlink-impair").map { t throws(UsageError) in try ValueParsers.impairment(t, option: "downlink-impair") }
-        var certificate: DTLSCertificate?
         if whepOptions != nil {
             // Everything from the server arrives over the subscriber's downlink: emulated before
             // the transport sees it (the server's retransmissions and ICE/DTLS cross it too).
             rc.impairment = rc.downlinkImpairment
             rc.downlinkImpairment = nil
-            rc.maxPublishers = 1
             rc.decodedPublishers = Int.max
-            do {
-                let c = try DTLSCertificate()
-                certificate = c
-                rc.webrtc = WebRTCListenConfig(certificate: c, local: STUNAddress(listen)!)
-            } catch {
-                Output.err("Error: \(error)\n")
-                return 2
-            }
         }
         let stats = try CommonOptions.statsWriter(o).map { (SubscriberStatsStream($0.0, viaServer: whepOptions != nil), $0.1) }
         var endpoint: WHIPEndpoint?
@@ -136,34 +126,39 @@ enum ReceiveCommand {
             }
         }
         let receiver: LoopbackReceiver
-        do { receiver = try LoopbackReceiver(config: rc) } catch {
-            Output.err("Error: \(error)\n")
-            return 2
-        }
-        if let w = rc.webrtc {
-            // Port 0: the media socket chose one; the endpoint and the candidates use it.
-            let port = receiver.localAddress.port
-            candidates = candidates.map { ICECandidate.host(STUNAddress(ip: $0.address.ip, port: UInt16(port))) }
+        var whep: WHEPSubscription?
+        defer { whep?.end() }
+        if let w = whepOptions {
+            // Bound toward the server, the subscription offered from it, the receiver started.
             do {
-                endpoint = try WHIPEndpoint(receiver: receiver, host: listen.host, port: port,
-                                            token: o.value("token") ?? getenv("PUBBOT_WHIP_TOKEN").map { String(cString: $0) },
-                                            certificate: w.certificate, candidates: candidates, maxSessions: rc.maxPublishers)
+                let (r, subscription) = try WHEPReceiver.open(w, config: rc)
+                receiver = r
+                whep = subscription
             } catch {
                 Output.err("Error: \(error)\n")
                 return 2
             }
-        }
-        var whep: WHEPSubscription?
-        defer { whep?.end() }
-        if let w = whepOptions, let certificate {
-            do { whep = try WHEPSubscription.open(w, local: STUNAddress(receiver.localAddress)!, certificate: certificate, sleep: { Clock.sleep(micros: $0) }) } catch {
+        } else {
+            do { receiver = try LoopbackReceiver(config: rc) } catch {
                 Output.err("Error: \(error)\n")
                 return 2
             }
+            if whipListen != nil, let w = rc.webrtc {
+                // Port 0: the media socket chose one; the endpoint and the candidates use it.
+                let port = receiver.localAddress.port
+                candidates = candidates.map { ICECandidate.host(STUNAddress(ip: $0.address.ip, port: UInt16(port))) }
+                do {
+                    endpoint = try WHIPEndpoint(receiver: receiver, host: listen.host, port: port,
+                                                token: o.value("token") ?? getenv("PUBBOT_WHIP_TOKEN").map { String(cString: $0) },
+                                                certificate: w.certificate, candidates: candidates, maxSessions: rc.maxPublishers)
+                } catch {
+                    Output.err("Error: \(error)\n")
+                    return 2
+                }
+            }
+            receiver.start()
         }
-        receiver.start()
         if let whep {
-            receiver.addPublisher(whep.spec)
             Output.err("WHEP session \(whep.resource.resourceURL) (media on UDP \(receiver.localAddress)); Ctrl-C to stop\n")
         } else if whipListen != nil {
             Output.err("WHIP endpoint http://\(listen.host):\(receiver.localAddress.port)/whip (media on UDP \(receiver.localAddress)); Ctrl-C to stop\n")
