@@ -110,6 +110,23 @@ enum CommonOptions {
 
     /// `--whip URL` and what goes with it (secrets also from PUBBOT_WHIP_TOKEN and
     /// PUBBOT_TURN_CREDENTIAL); nil without --whip, where the other WHIP options are refused.
+    /// `--whep URL [--whep-token T]` beside `--whip` (preflight, load): the token from
+    /// `--whep-token`, `PUBBOT_WHEP_TOKEN` or the WHIP one; the WHIP interface. `needs` says
+    /// why --whip is required.
+    static func whepOptions(_ o: ParsedOptions, whip: WHIPOptions?, needs: String) throws(UsageError) -> WHIPOptions? {
+        guard let url = o.value("whep") else {
+            if o.value("whep-token") != nil { throw UsageError("--whep-token needs --whep URL") }
+            return nil
+        }
+        guard let w = whip else { throw UsageError("--whep needs --whip URL (\(needs))") }
+        guard url.lowercased().hasPrefix("http://") || url.lowercased().hasPrefix("https://"), url.count > 8 else {
+            throw UsageError("invalid --whep '\(url)' (an http:// or https:// URL of a WHEP endpoint)")
+        }
+        var s = WHIPOptions(endpoint: url, token: o.value("whep-token") ?? getenv("PUBBOT_WHEP_TOKEN").map { String(cString: $0) } ?? w.token)
+        s.interface = w.interface
+        return s
+    }
+
     static func whipOptions(_ o: ParsedOptions) throws(UsageError) -> WHIPOptions? {
         guard let url = o.value("whip") else {
             for flag in ["token", "ice-server", "ice-interface", "turn-username", "turn-credential", "ice-policy", "turn-ca"] where o.value(flag) != nil {

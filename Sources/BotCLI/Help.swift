@@ -29,7 +29,7 @@ enum Help {
         case "publish": "Usage: pubbot publish (--to HOST:PORT [--key B64] | --whip URL [--token T] [--ice-server stun:HOST:PORT] [--ice-interface IF]) [--srtp-suite aes-cm|gcm] [--sdp-out FILE] [--no-bundle] [--duration D] [--layers LADDER] [--no-audio | --no-video] [--fps N] [--temporal-layers L1T1|L1T2|L1T3] [--keyframe-interval D] [--no-congestion-control] [--stats FILE|-] [--json]"
         case "receive": "Usage: pubbot receive (--listen HOST:PORT (--key B64 | --sdp FILE) | --whip-listen HOST:PORT [--token T] | --whep URL [--token T] [--ice-interface IF]) [--impair SPEC] [--downlink-impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--no-decode | --decode-publishers N] [--max-publishers N] [--stats FILE|-] [--json]"
         case "preflight": "Usage: pubbot preflight [--to HOST:PORT --key KEY | --sdp FILE | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--whep URL [--whep-token T]]] [--impair SPEC] [--require TIER] [--duration D] [--json] [--junit FILE] [--stats FILE|-] [--verdict-thresholds LIST] [media options]"
-        case "load": "Usage: pubbot load [--to HOST:PORT… --key B64 | --rooms M | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF]] [--bots N] [--duration D] [--ramp D] [--loops N] [--impair SPEC] [--require LIST] [--report FILE] [--shard I/N] [--media DIR | --encode [--layers LADDER]] [--srtp-suite aes-cm|gcm] [--json]"
+        case "load": "Usage: pubbot load [--to HOST:PORT… --key B64 | --rooms M | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--rooms M] [--whep URL --subscribers S [--whep-token T]]] [--bots N | --publishers N] [--duration D] [--ramp D] [--loops N] [--impair SPEC] [--require LIST] [--report FILE] [--shard I/N] [--media DIR | --encode [--layers LADDER]] [--srtp-suite aes-cm|gcm] [--json]"
         case "simulate": "Usage: pubbot simulate [--impair SPEC|SCHEDULE] [--downlink-impair SPEC] [--duration 60s] [--layers LADDER] [--fps N] [--temporal-layers MODE] [--media encode|replay|sized] [--seed N] [--preflight [--require TIER] [--verdict-thresholds LIST] [--junit FILE]] [--stats FILE|-] [--stats-interval 1s] [--json]"
         case "media": "Usage: pubbot media build [--out DIR] [--seconds N] [--keyframe-interval D] [--layers LADDER] [--fps N]"
         case "report": "Usage: pubbot report merge FILE… [--report OUT] [--require LIST] [--json]"
@@ -206,7 +206,19 @@ enum Help {
                                     publish: each bot its own allocation and, over TCP or TLS,
                                     its own connection); the report adds ICE/DTLS times
                                     and, through TURN, allocations and the relay RTT
-          --rooms M                 M rooms of embedded receivers, each with its own random key
+          --whep URL                with --whip: subscriber bots too, each a real WHEP subscriber on
+                                    its own receive thread (socket, ICE, DTLS, feedback, VP8
+                                    decoding); they join 2 s after the ramp, leave 1 s before
+                                    the end; the report adds per-room and fleet percentiles of
+                                    glass-to-glass latency, freezes and decoded frame rate.
+                                    The publishers encode live (stamps) unless --media is given
+          --subscribers S           subscriber bots in all (default: as many as publishers; ≤ 256)
+          --publishers N            the publisher bots, as --bots
+          --whep-token TOKEN        the subscribers' token (or PUBBOT_WHEP_TOKEN; default the WHIP one)
+          --rooms M                 M rooms of embedded receivers, each with its own random key;
+                                    with --whip, URL templates: {room} (0…M-1) and {publisher}
+                                    (a publisher's index in its room) are filled in per bot;
+                                    publisher n and subscriber k are in room n (k) mod M
           --key B64                 the receivers' SRTP key (needed with --to; default: random per
                                     run, or per room with --rooms)
           --bots N                  bots (default 10); with --shard, the total over all shards

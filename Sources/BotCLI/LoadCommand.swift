@@ -58,23 +58,16 @@ enum LoadCommand {
             }
         }
         // Subscribers through the server (WHEP): real subscriber bots beside the publishers.
-        var whepOptions: WHIPOptions?
+        let whepOptions = try CommonOptions.whepOptions(o, whip: whipOptions, needs: "the subscribers watch the publisher bots through the server")
         var subscriberCount = 0
-        if let url = o.value("whep") {
-            guard let w = whipOptions else { throw UsageError("--whep needs --whip URL (the subscribers watch the publisher bots through the server)") }
-            guard url.lowercased().hasPrefix("http://") || url.lowercased().hasPrefix("https://"), url.count > 8 else {
-                throw UsageError("invalid --whep '\(url)' (an http:// or https:// URL of a WHEP endpoint, {room} and {publisher} filled in per subscriber)")
-            }
-            var s = WHIPOptions(endpoint: url, token: o.value("whep-token") ?? getenv("PUBBOT_WHEP_TOKEN").map { String(cString: $0) } ?? w.token)
-            s.interface = w.interface
-            whepOptions = s
+        if whepOptions != nil {
             subscriberCount = try o.value("subscribers").map { v throws(UsageError) in
                 guard let n = Int(v), (1...256).contains(n) else { throw UsageError("invalid --subscribers '\(v)' (1…256: each is a receiver thread)") }
                 return n
             } ?? total
             if o.value("shard") != nil || getenv("PUBBOT_SHARDS") != nil { throw UsageError("--whep runs the subscribers in one process: not with --shard") }
         } else {
-            for flag in ["subscribers", "whep-token", "publishers"] where o.value(flag) != nil {
+            for flag in ["subscribers", "publishers"] where o.value(flag) != nil {
                 throw UsageError("--\(flag) needs --whep URL (with --whip URL)")
             }
         }
@@ -88,6 +81,9 @@ enum LoadCommand {
         if !tos.isEmpty {
             guard o.value("rooms") == nil || roomCount == tos.count else { throw UsageError("with --to, each room is one --to: give \(roomCount) of them or drop --rooms") }
             roomCount = tos.count
+        }
+        if let url = whipURL, roomCount > 1, !url.contains("{room}") {
+            throw UsageError("--rooms \(roomCount) with --whip: put {room} (and optionally {publisher}) in the URL, e.g. http://host/whip?room={room}")
         }
         let sharedKey: SRTPKey? = o.value("key") == nil ? nil : try CommonOptions.key(o, suite: suite)
         let impairment = try o.value("impair").map { t throws(UsageError) in try ValueParsers.impairment(t, option: "impair") }
@@ -118,10 +114,7 @@ enum LoadCommand {
         // with its own key unless --key gives one for all.
         var receivers: [LoopbackReceiver] = []
         var rooms: [(SocketAddress, SRTPKey)] = []
-        if let url = whipURL {
-            if roomCount > 1 && !url.contains("{room}") {
-                throw UsageError("--rooms \(roomCount) with --whip: put {room} (and optionally {publisher}) in the URL, e.g. http://host/whip?room={room}")
-            }
+        if whipURL != nil {
             rooms.append((try CommonOptions.address("127.0.0.1:9", option: "whip"), .random(suite: .gcm))) // each bot's answer decides
         } else if !tos.isEmpty {
             for to in tos { rooms.append((try CommonOptions.address(to, option: "to"), sharedKey!)) }

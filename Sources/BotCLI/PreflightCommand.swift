@@ -44,18 +44,7 @@ enum PreflightCommand {
         var receiver: LoopbackReceiver?
         let whipOptions = try CommonOptions.whipOptions(o)
         let whipURL = whipOptions?.endpoint
-        var whepOptions: WHIPOptions?
-        if let url = o.value("whep") {
-            guard let w = whipOptions else { throw UsageError("--whep needs --whip URL (pubbot subscribes to what it publishes through the server)") }
-            guard url.lowercased().hasPrefix("http://") || url.lowercased().hasPrefix("https://"), url.count > 8 else {
-                throw UsageError("invalid --whep '\(url)' (an http:// or https:// URL of a WHEP endpoint)")
-            }
-            var s = WHIPOptions(endpoint: url, token: o.value("whep-token") ?? getenv("PUBBOT_WHEP_TOKEN").map { String(cString: $0) } ?? w.token)
-            s.interface = w.interface
-            whepOptions = s
-        } else if o.value("whep-token") != nil {
-            throw UsageError("--whep-token needs --whep URL")
-        }
+        let whepOptions = try CommonOptions.whepOptions(o, whip: whipOptions, needs: "pubbot subscribes to what it publishes through the server")
         if whipURL != nil {
             // A WebRTC server: the verdict comes from its feedback over ICE/DTLS-SRTP.
             for flag in ["to", "sdp", "key", "impair", "srtp-suite"] where o.value(flag) != nil {

@@ -82,6 +82,17 @@ import Transport
         #expect(BotCLI.main(["pubbot", "receive", "--listen", "127.0.0.1:0"]) == 64) // no key
         #expect(BotCLI.main(["pubbot", "preflight", "--duration", "1h"]) == 64)
         #expect(BotCLI.main(["pubbot", "help", "nope"]) == 64)
+        // WHEP: a subscriber's options alone or with what does not apply.
+        #expect(BotCLI.main(["pubbot", "receive", "--whep", "ftp://x/whep"]) == 64)
+        #expect(BotCLI.main(["pubbot", "receive", "--whep", "http://127.0.0.1:9/whep", "--key", "AAAA"]) == 64)
+        #expect(BotCLI.main(["pubbot", "receive", "--whep", "http://127.0.0.1:9/whep", "--prefer", "360p"]) == 64)
+        #expect(BotCLI.main(["pubbot", "receive", "--listen", "127.0.0.1:0", "--key", "AAAA", "--ice-interface", "lo"]) == 64)
+        #expect(BotCLI.main(["pubbot", "preflight", "--whep", "http://127.0.0.1:9/whep"]) == 64) // needs --whip
+        #expect(BotCLI.main(["pubbot", "preflight", "--whep-token", "t"]) == 64)
+        #expect(BotCLI.main(["pubbot", "load", "--subscribers", "3"]) == 64)
+        #expect(BotCLI.main(["pubbot", "load", "--whip", "http://127.0.0.1:9/whip", "--rooms", "2"]) == 64) // no {room}
+        #expect(BotCLI.main(["pubbot", "load", "--whip", "http://127.0.0.1:9/whip", "--whep", "http://127.0.0.1:9/whep", "--subscribers", "0"]) == 64)
+        #expect(BotCLI.main(["pubbot", "load", "--bots", "2", "--publishers", "2"]) == 64)
         #expect(BotCLI.main(["pubbot", "--version"]) == 0)
         #expect(BotCLI.main(["pubbot", "help", "publish"]) == 0)
     }
