@@ -238,6 +238,7 @@ enum ReceiveCommand {
             ("srtpCipher", t?.srtpCipher.map { .string($0) } ?? .null), ("roundTripTimeMs", ms(t?.roundTripMillis)),
             ("rtcpSent", .int(Int64(r.rtcpSent))), ("nackSent", .int(Int64(r.nackSent))), ("pliSent", .int(Int64(r.pliSent))),
             ("transportFeedbackSent", .int(Int64(r.transportFeedbackSent))), ("retransmissionsReceived", .int(Int64(r.retransmissionsReceived))),
+            ("rembSent", .int(Int64(r.rembSent))), ("rembBitrate", r.rembBitrate.map { .int(Int64($0)) } ?? .null),
         ])
     }
 
@@ -246,7 +247,9 @@ enum ReceiveCommand {
         var out = "WHEP: " + w.summary.map { "\($0.0) \($0.1)" }.joined(separator: ", ") + "\n"
         out += "transport: \(t?.state ?? "new"), server \(t?.remote ?? "-"), ICE \(t?.iceMillis.map { Units.fixed($0, 1) } ?? "-") ms as \(t?.iceRole ?? "-"), "
         out += "DTLS \(t?.dtlsMillis.map { Units.fixed($0, 1) } ?? "-") ms, RTT \(t?.roundTripMillis.map { Units.fixed($0, 2) } ?? "-") ms; "
-        out += "feedback sent: \(r.nackSent) NACK, \(r.pliSent) PLI, \(r.transportFeedbackSent) transport-cc; \(r.retransmissionsReceived) retransmissions received\n"
+        out += "feedback sent: \(r.nackSent) NACK, \(r.pliSent) PLI, \(r.transportFeedbackSent) transport-cc, \(r.rembSent) REMB"
+        if let b = r.rembBitrate { out += " (last \(Units.bitrate(b)))" }
+        out += "; \(r.retransmissionsReceived) retransmissions received\n"
         return out
     }
 

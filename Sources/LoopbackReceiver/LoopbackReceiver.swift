@@ -61,6 +61,9 @@ public struct ReceiverSnapshot: Sendable, Equatable {
     public var pliSent = 0
     public var transportFeedbackSent = 0
     public var nackSent = 0
+    /// REMB sent (a WHEP server that negotiated goog-remb without transport-cc) and the last value (bps).
+    public var rembSent = 0
+    public var rembBitrate: Int?
     /// RTX packets that carried a lost packet, and padding-only RTX (probes).
     public var retransmissionsReceived = 0
     public var rtxPaddingReceived = 0

@@ -255,6 +255,7 @@ public final class ReceiverSession {
                 return
             }
             guard let peer = known ?? session(from) else { snap.refusedOverCapacity += 1; return }
+            if let ast = ext.absSendTime, peer.remoteEstimator != nil { peer.remoteEstimator?.onPacket(absSendTime: ast, arrivalMicros: now, size: len) }
             if (peer.rtxPayloadTypes ?? config.rtxPayloadTypes).contains(header.payloadType) {
                 if let tw = ext.transportSequenceNumber { peer.feedback.onPacket(transportSequence: tw, arrivalMicros: now) }
                 snap.packetsAccepted += 1
@@ -309,6 +310,16 @@ public final class ReceiverSession {
         if now >= peer.nextNack {
             peer.nextNack = now + 20_000
             sendNacks(peer, now: now)
+        }
+        if let bps = peer.remoteEstimator?.remb(now: now) {
+            let ssrc = self.ssrc, media = peer.order // the media streams (RTX makes none)
+            if sendRTCP(to: peer, { w throws(RTPWriteError) in
+                try compoundHeader(peer, now: now, &w)
+                try ReceiverEstimatedMaxBitrate(senderSSRC: ssrc, bitrate: UInt64(bps), ssrcs: Array(media.prefix(255))).write(to: &w)
+            }) {
+                snap.rembSent += 1
+                snap.rembBitrate = bps
+            }
         }
         var plis: [UInt32] = []
         for id in peer.order {
@@ -455,10 +466,13 @@ public struct NegotiatedFeedback: Sendable, Equatable {
     public var nack = true
     public var pli = true
     public var transportCC = true
-    public init(nack: Bool = true, pli: Bool = true, transportCC: Bool = true) {
+    /// REMB from a receive-side estimate (only when transport-cc is not there to do the job).
+    public var remb = false
+    public init(nack: Bool = true, pli: Bool = true, transportCC: Bool = true, remb: Bool = false) {
         self.nack = nack
         self.pli = pli
         self.transportCC = transportCC
+        self.remb = remb
     }
 }
 
@@ -485,7 +499,11 @@ final class PeerSession {
     /// RFC 5506 negotiated (pubbot's own SDES sessions and its WHIP answers use it).
     var reducedSizeRTCP = true
     /// The feedback the answer allows (RFC 4585 §4.2: only what was negotiated is sent).
-    var negotiated = NegotiatedFeedback()
+    var negotiated = NegotiatedFeedback() {
+        didSet { remoteEstimator = negotiated.remb ? RemoteBitrateEstimator() : nil }
+    }
+    /// With REMB negotiated: the receive-side estimate it carries.
+    var remoteEstimator: RemoteBitrateEstimator?
 
     init(index: Int, address: SocketAddress, ssrc: UInt32) {
         self.index = index

@@ -65,13 +65,16 @@ public final class WHEPSubscription: @unchecked Sendable {
         spec.remoteCandidates = remotes
         spec.rtxToMedia = v?.rtxSSRCs ?? [:]
         spec.reducedSizeRTCP = [a, v].compactMap { $0 }.allSatisfy(\.reducedSizeRTCP)
-        spec.feedback = NegotiatedFeedback(nack: v?.nack ?? false, pli: v?.pli ?? false,
-                                           transportCC: [a, v].contains { $0?.transportCC == true } && ext[RTPExtension.transportSequenceNumber.uri] != nil)
+        let transportCC = [a, v].contains { $0?.transportCC == true } && ext[RTPExtension.transportSequenceNumber.uri] != nil
+        // REMB only where transport-cc is not negotiated (the server then estimates itself), and
+        // only with abs-send-time to time the packets by (libwebrtc's receive-side estimator).
+        let remb = !transportCC && [a, v].contains { $0?.remb == true } && ext[RTPExtension.absSendTime.uri] != nil
+        spec.feedback = NegotiatedFeedback(nack: v?.nack ?? false, pli: v?.pli ?? false, transportCC: transportCC, remb: remb)
         var summary: [(String, String)] = []
         summary.append(("audio", a.map { "opus/\($0.payloadType)" } ?? "not sent"))
         summary.append(("video", v.map { "VP8/\($0.payloadType)" + ($0.rtxPayloadType.map { " rtx/\($0)" } ?? " no rtx") } ?? "not sent"))
         let feedback = [a, v].compactMap { $0 }
-        let kinds = [feedback.contains(where: \.transportCC) ? "transport-cc" : nil, feedback.contains(where: \.remb) ? "goog-remb" : nil,
+        let kinds = [transportCC ? "transport-cc" : nil, remb ? "goog-remb (receive-side estimate)" : nil,
                      v?.nack == true ? "nack" : nil, v?.pli == true ? "pli" : nil].compactMap { $0 }
         summary.append(("feedback", kinds.isEmpty ? "none negotiated (receiver reports only)" : kinds.joined(separator: ", ")))
         summary.append(("rtcp", spec.reducedSizeRTCP ? "reduced-size (RFC 5506)" : "compound"))

@@ -156,3 +156,52 @@ import Testing
         #expect(noisy.threshold <= noisy.modifiedTrend + 0.5)
     }
 }
+
+/// The receive-side estimate behind REMB (a WHEP server with goog-remb but no transport-cc),
+/// open loop: a sender that does not listen, one packet of 1200 bytes at a time.
+@Suite struct RemoteBitrateEstimatorTests {
+    /// Packets sent at `sendBps` for `seconds` through a bottleneck of `linkBps` (nil: none), with
+    /// their 24-bit abs-send-time; the estimate at the end and every REMB the throttle let out.
+    func run(sendBps: Int, linkBps: Int?, seconds: Int64, startAbs: Int64 = 0) -> (estimate: Int?, rembs: [(Int64, Int)]) {
+        var e = RemoteBitrateEstimator()
+        let interval = Int64(1200 * 8) * 1_000_000 / Int64(sendBps)
+        var send: Int64 = 0, linkFree: Int64 = 0
+        var rembs: [(Int64, Int)] = []
+        while send < seconds * 1_000_000 {
+            var arrival = send + 20_000 // 20 ms of propagation
+            if let link = linkBps {
+                arrival = max(arrival, linkFree) + Int64(1200 * 8) * 1_000_000 / Int64(link)
+                linkFree = arrival
+            }
+            let abs = UInt32(truncatingIfNeeded: ((send + startAbs) << 18) / 1_000_000) & 0xFF_FFFF
+            e.onPacket(absSendTime: abs, arrivalMicros: arrival, size: 1200)
+            if let r = e.remb(now: arrival) { rembs.append((arrival, r)) }
+            send += interval
+        }
+        return (e.estimate, rembs)
+    }
+
+    @Test func findsTheBottleneck() throws {
+        // 2 Mbit/s into 1 Mbit/s: the queue grows, the delay gradient says overuse, and the
+        // estimate falls to about what gets through (AIMD backs off to 0.85 × the incoming rate).
+        let (estimate, rembs) = run(sendBps: 2_000_000, linkBps: 1_000_000, seconds: 10)
+        let e = try #require(estimate)
+        #expect(e >= 600_000 && e <= 1_100_000, "\(e)")
+        // A drop goes out at once, a rise at most every 200 ms.
+        for (a, b) in zip(rembs, rembs.dropFirst()) where b.1 * 103 / 100 > a.1 { #expect(b.0 - a.0 >= 200_000, "\(a) → \(b)") }
+        #expect(rembs.count >= 10)
+    }
+
+    @Test func doesNotCutAnUncongestedFlow() throws {
+        // 1 Mbit/s with no bottleneck: no overuse; the estimate is never below what arrives.
+        let e = try #require(run(sendBps: 1_000_000, linkBps: nil, seconds: 10).estimate)
+        #expect(e >= 950_000, "\(e)")
+    }
+
+    @Test func survivesTheAbsSendTimeWrap() throws {
+        // abs-send-time wraps every 64 s: start 3 s before the wrap; a wrong unwrap reads as a
+        // 64 s jump (a huge send gap) and the detector would see nonsense.
+        let e = try #require(run(sendBps: 1_000_000, linkBps: nil, seconds: 8, startAbs: 61_000_000).estimate)
+        #expect(e >= 950_000, "\(e)")
+    }
+}

@@ -158,3 +158,47 @@ import Crypto
         #expect(s.stats.freezeCount == 1 && abs(s.stats.totalFreezesDurationMillis - Double(t - lastRender) / 1000) < 0.01)
     }
 }
+
+/// A server that negotiated goog-remb and no transport-cc: the receiver estimates and reports in
+/// REMB (draft-alvestrand-rmcat-remb), naming the media SSRCs.
+@Suite struct ReceiverRembTests {
+    @Test func sendsRembWhenThatIsWhatWasNegotiated() throws {
+        let key = SRTPKey.random(suite: .aesCm)
+        let session = try ReceiverSession(config: ReceiverConfig(listen: try SocketAddress(host: "127.0.0.1", port: 5004), key: key),
+                                          startMicros: 0, wallOffsetMicros: 0, seed: 1)
+        let from = try SocketAddress(host: "127.0.0.1", port: 40_000)
+        let out = try SRTPSession(key: key, direction: .outbound), inbound = try SRTPSession(key: key, direction: .inbound)
+        var rembs: [ReceiverEstimatedMaxBitrate] = []
+        var transportCC = 0
+        // 1.5 s of 1200-byte VP8 packets at ~1 Mbit/s with abs-send-time (one-byte ID 2).
+        var now: Int64 = 0
+        for seq in UInt16(1)...160 {
+            let abs = UInt32((now << 18) / 1_000_000) & 0xFF_FFFF
+            let payload: [UInt8] = [0x10, 0x00] + [UInt8](repeating: 0x55, count: 1178)
+            var p: [UInt8] = [0x90, 96, UInt8(seq >> 8), UInt8(seq & 0xFF), 0, 0, 0, 1, 0, 0, 0, 0x0B, 0xBE, 0xDE, 0, 1, 0x22, UInt8(abs >> 16), UInt8((abs >> 8) & 0xFF), UInt8(abs & 0xFF)]
+            p += payload + [UInt8](repeating: 0, count: SRTPSession.maxTrailer)
+            let n = try p.withUnsafeMutableBytes { try out.protectRTP($0.baseAddress!, length: 20 + payload.count, capacity: $0.count) }
+            p.withUnsafeMutableBytes { session.handleDatagram($0.baseAddress!, length: n, from: from, now: now + 5_000) }
+            if seq == 1 { session.peers[0].negotiated = NegotiatedFeedback(transportCC: false, remb: true) }
+            _ = session.step(now: now + 5_000)
+            var all: [[UInt8]] = []
+            session.pollTransmit { b, _ throws(SocketError) in all.append([UInt8](b)) }
+            for var d in all {
+                let len = try d.withUnsafeMutableBytes { try inbound.unprotectRTCP($0.baseAddress!, length: $0.count) }
+                var it = RTCPCompoundIterator()
+                try d.withUnsafeBufferPointer { b in
+                    let span = Span(_unsafeElements: UnsafeBufferPointer(rebasing: b[0..<len]))
+                    while let p = try it.next(in: span) {
+                        if case let .remb(r) = p { rembs.append(r) }
+                        if case .transportFeedback = p { transportCC += 1 }
+                    }
+                }
+            }
+            now += 9_600
+        }
+        let last = try #require(rembs.last, "no REMB after 1.5 s")
+        #expect(last.ssrcs == [0x0B] && last.bitrate >= 900_000 && last.bitrate <= 1_600_000, "\(last)")
+        #expect(transportCC == 0) // not negotiated: not sent
+        #expect(session.snapshot(final: false).rembSent == rembs.count)
+    }
+}
