@@ -128,6 +128,32 @@ import Platform
         #expect(mock.wait(for: "DELETE /session/", micros: 2_000_000), "\(mock.text)")
     }
 
+    /// `receive --whep` from aiortc as the WHEP server: it negotiates goog-remb and no
+    /// transport-cc, so pubbot's receive-side estimate, sent as REMB, is what steers aiortc's
+    /// encoder (a sender pubbot did not write). Behind an 800 kbit/s emulated downlink aiortc's
+    /// target bitrate must settle near the bottleneck, and the video arrive without loss.
+    @Test func whepRembSteersAiortc() throws {
+        let (peer, url) = try startEndpoint()
+        defer { peer.stop() }
+        let whep = String(url.dropLast("/whip".count)) + "/whep"
+        let r = try run(["receive", "--whep", whep, "--duration", "15s", "--downlink-impair", "rate=800kbit", "--json"])
+        #expect(r.code == 0, "\(r.err)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any], "\(r.out) \(r.err)")
+        let w = try #require(summary["whep"] as? [String: Any])
+        #expect((w["feedback"] as? String)?.contains("goog-remb") == true && (w["rembSent"] as? Int ?? 0) > 20, "\(w)")
+        let v = try #require((summary["streams"] as? [[String: Any]])?.first { $0["kind"] as? String == "video" })
+        let got = v["packetsReceived"] as? Int ?? 0, lost = v["packetsLost"] as? Int ?? 0
+        #expect((v["framesDecoded"] as? Int ?? 0) >= 350 && lost * 50 <= got, "\(v)")
+        // aiortc's own record of its encoder's target (set from each REMB).
+        peer.wait(for: "whep-stats", micros: 5_000_000)
+        let line = try #require(peer.text.split(separator: "\n").first { $0.contains("whep-stats") }, "\(peer.text)")
+        let stats = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        let targets = (stats["targetBitrates"] as? [[Double]] ?? []).filter { $0[0] >= 8 }.map { $0[1] }.sorted()
+        try #require(!targets.isEmpty, "\(stats)")
+        let median = targets[targets.count / 2]
+        #expect(median >= 550_000 && median <= 950_000 && targets.last! <= 1_100_000, "aiortc's target after 8 s: \(targets)")
+    }
+
     /// `receive --whep` against hostile WHEP servers: a silent one (ICE fails in bounded time),
     /// one that answers recvonly (sends nothing), a refused token — each one message, exit 2, the
     /// session DELETEd when one was created, the token never printed.

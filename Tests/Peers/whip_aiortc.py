@@ -7,6 +7,12 @@ DELETEd, prints one JSON line with what it decoded:
 
   {"event": "stats", "videoFrames": N, "audioFrames": N, "width": W, "height": H, "pli": N, ...}
 
+POST /whep makes it a WHEP server instead (draft-ietf-wish-whep): it answers a recvonly offer
+with a sendonly VP8 track of its own (640x360 at 30 fps, a moving pattern with noise, so the
+encoder uses every bit it is allowed); aiortc's sender follows the subscriber's REMB (it sets
+its encoder's target bitrate to it, 250 kbit/s – 1.5 Mbit/s) — no transport-cc. At DELETE it
+prints {"event": "whep-stats", "rembReceived": N, "targetBitrates": [[t, bps], ...], ...}.
+
 Usage: whip_aiortc.py [--port 0] [--limit 120] [--token T] [--mangle fingerprint|candidate]
 --mangle breaks the answer on purpose (hostile-peer tests): another certificate's fingerprint,
 or a candidate port nothing listens on.
@@ -17,8 +23,9 @@ import argparse, asyncio, json, os, re, sys
 from aioice import ice
 ice.get_host_addresses = lambda *a, **k: ["127.0.0.1"]
 
-from aiortc import RTCPeerConnection, RTCSessionDescription
+from aiortc import RTCPeerConnection, RTCSessionDescription, VideoStreamTrack
 from aiortc.mediastreams import MediaStreamError
+import av, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from peer_watchdog import watchdog
@@ -75,6 +82,63 @@ class Session:
         print(json.dumps({"event": "stats", "session": self.number, **self.stats}), flush=True)
 
 
+class Pattern(VideoStreamTrack):
+    """640x360: a bar that moves and noise over part of the picture (hard to compress)."""
+    def __init__(self):
+        super().__init__()
+        self.n = 0
+
+    async def recv(self):
+        pts, time_base = await self.next_timestamp()
+        frame = av.VideoFrame(640, 360, "yuv420p")
+        y = bytearray(b"\x10" * (640 * 360))
+        x = (self.n * 8) % 600
+        for row in range(360):
+            y[row * 640 + x:row * 640 + x + 40] = b"\xe0" * 40
+        y[160 * 640:176 * 640] = os.urandom(16 * 640)
+        self.n += 1
+        frame.planes[0].update(bytes(y))
+        frame.planes[1].update(b"\x80" * (320 * 180))
+        frame.planes[2].update(b"\x80" * (320 * 180))
+        frame.pts, frame.time_base = pts, time_base
+        return frame
+
+
+class Publisher:
+    """One WHEP session: aiortc sends, the subscriber's REMB steers its encoder."""
+    def __init__(self, number):
+        self.number = number
+        self.pc = RTCPeerConnection()
+        self.sender = None
+        self.targets = []
+        self.started = time.time()
+        self.task = None
+
+    async def watch(self):
+        last = None
+        while True:
+            await asyncio.sleep(0.25)
+            enc = getattr(self.sender, "_RTCRtpSender__encoder", None) if self.sender else None
+            bps = getattr(enc, "target_bitrate", None)
+            if bps is not None and bps != last:
+                self.targets.append([round(time.time() - self.started, 2), bps])
+                last = bps
+
+    async def close(self):
+        stats = {"targetBitrates": self.targets}
+        try:
+            report = await self.sender.getStats()
+            for v in report.values():
+                if v.type == "outbound-rtp":
+                    stats.update(packetsSent=v.packetsSent, bytesSent=v.bytesSent)
+        except Exception:
+            pass
+        if self.task:
+            self.task.cancel()
+        await self.pc.close()
+        print(json.dumps({"event": "whep-stats", "session": self.number, **stats}), flush=True)
+
+
 async def respond(writer, status, reason, headers=(), body=b""):
     head = "HTTP/1.1 %d %s\r\nContent-Length: %d\r\nConnection: close\r\n" % (status, reason, len(body))
     for k, v in headers:
@@ -114,6 +178,24 @@ async def handle(reader, writer):
                 sdp = re.sub(r"(a=candidate:\S+ \d+ \S+ \d+ \S+) \d+ typ", r"\1 9 typ", sdp)
             return await respond(writer, 201, "Created", [("Content-Type", "application/sdp"), ("Location", "/whip/session/%d" % number)],
                                  sdp.encode())
+        if method == "POST" and path == "/whep":
+            if not headers.get("content-type", "").startswith("application/sdp"):
+                return await respond(writer, 415, "Unsupported Media Type")
+            number = len(sessions) + 1
+            p = Publisher(number)
+            sessions["/whep/session/%d" % number] = p
+            await p.pc.setRemoteDescription(RTCSessionDescription(sdp=body.decode(), type="offer"))
+            for t in p.pc.getTransceivers():
+                if t.kind == "video":
+                    t.direction = "sendonly"
+                    t.sender.replaceTrack(Pattern())
+                    p.sender = t.sender
+            answer = await p.pc.createAnswer()
+            await p.pc.setLocalDescription(answer)
+            p.task = asyncio.ensure_future(p.watch())
+            print(json.dumps({"event": "whep-answered", "session": number}), flush=True)
+            return await respond(writer, 201, "Created", [("Content-Type", "application/sdp"), ("Location", "/whep/session/%d" % number)],
+                                 p.pc.localDescription.sdp.encode())
         if method == "DELETE" and path in sessions:
             await sessions.pop(path).close()
             return await respond(writer, 200, "OK")
