@@ -17,7 +17,7 @@ import Platform
     /// the descriptors Foundation opened for the child, so a pipe would never reach its end.
     func sh(_ args: [String], env: [String: String] = [:]) throws -> (Int32, String) {
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("pubbot-janus-sh-\(getpid()).log").path
-        FileManager.default.createFile(atPath: log, contents: nil)
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
         defer { try? FileManager.default.removeItem(atPath: log) }
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/bin/bash")
@@ -130,9 +130,10 @@ import Platform
             p.executableURL = URL(fileURLWithPath: Self.binary)
             let out = "\(tmp)/pubbot-whep-\(getpid())-\(name).json", stats = "\(tmp)/pubbot-whep-\(getpid())-\(name).stats"
             p.arguments = ["receive", "--whep", "\(base)/whep?\(query)", "--duration", "12s", "--json", "--stats", stats] + extra
-            FileManager.default.createFile(atPath: out, contents: nil)
+            _ = FileManager.default.createFile(atPath: out, contents: nil)
+            _ = FileManager.default.createFile(atPath: out + ".err", contents: nil)
             p.standardOutput = FileHandle(forWritingAtPath: out)
-            p.standardError = FileHandle(forWritingAtPath: out + ".err") ?? { FileManager.default.createFile(atPath: out + ".err", contents: nil); return FileHandle(forWritingAtPath: out + ".err") }()
+            p.standardError = FileHandle(forWritingAtPath: out + ".err")
             try p.run()
             subscribers.append((name, p, out, stats))
         }
@@ -144,7 +145,8 @@ import Platform
         for s in subscribers {
             let err = (try? String(contentsOfFile: s.out + ".err", encoding: .utf8)) ?? ""
             #expect(!s.process.isRunning && s.process.terminationStatus == 0, "subscriber \(s.name): \(err)")
-            let summary = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: s.out))) as? [String: Any], "\(s.name): \(err)")
+            let text = (try? String(contentsOfFile: s.out, encoding: .utf8)) ?? ""
+            let summary = try #require((try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any], "\(s.name): \(err) \(text.prefix(300))")
             summaries[s.name] = summary
             video[s.name] = (summary["streams"] as? [[String: Any]])?.first { $0["kind"] as? String == "video" }
             lines[s.name] = ((try? String(contentsOfFile: s.stats, encoding: .utf8)) ?? "").split(separator: "\n")
@@ -182,7 +184,7 @@ import Platform
         let resource = try #require((summaries["A"]?["whep"] as? [String: Any])?["resource"] as? String)
         let id = String(resource.split(separator: "/").last ?? "")
         let line = try #require(log.split(separator: "\n").first { $0.contains("\"event\": \"stats\"") && $0.contains("\"id\": \"\(id)\"") }, "A's DELETE did not reach the shim")
-        let e = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        let e = try #require((try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any], "A's stats line is not JSON: \(line.prefix(300))…")
         let media = try #require((((e["handle_info"] as? [String: Any])?["info"] as? [String: Any])?["webrtc"] as? [String: Any])?["media"] as? [String: Any])
         let v = media.values.compactMap { $0 as? [String: Any] }.first { $0["type"] as? String == "video" }
         let sentByJanus = ((v?["stats"] as? [String: Any])?["out"] as? [String: Any])?["packets"] as? Int ?? 0

@@ -36,6 +36,16 @@ args.add_argument("--room", type=int, default=4321)
 opts = args.parse_args()
 
 lock = threading.Lock()
+say_lock = threading.Lock()
+
+
+def say(event):
+    """One JSON line per event, whole: the handler threads print at once (three subscribers
+    DELETE together) and print() may interleave their lines."""
+    line = json.dumps(event) + "\n"
+    with say_lock:
+        sys.stdout.write(line)
+        sys.stdout.flush()
 sessions = {}  # id -> (session, handle)
 last_info = {}  # id -> the last handle_info that still had the PeerConnection
 
@@ -249,7 +259,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 feeds.append(feed)
                 room_feeds.setdefault(room, []).append(feed)
                 published[sid] = (room, feed)
-        print(json.dumps({"event": "published", "id": sid, "rid_order": order}), flush=True)
+        say({"event": "published", "id": sid, "rid_order": order})
         self.reply(201, jsep["sdp"].encode(), [("Content-Type", "application/sdp"), ("Location", "/whip/" + sid)])
 
     def whep(self, offer):
@@ -306,7 +316,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         sid = "%d-%d" % (s, h)
         with lock:
             sessions[sid] = (s, h)
-        print(json.dumps({"event": "subscribed", "id": sid, "feed": feed, "query": q}), flush=True)
+        say({"event": "subscribed", "id": sid, "feed": feed, "query": q})
         self.reply(201, to_client.encode(), [("Content-Type", "application/sdp"), ("Location", "/whep/" + sid)])
 
     def do_GET(self):
@@ -326,7 +336,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 info = last_info.get(sid, info)
         except Exception as e:
             info = last_info.get(sid, {"error": repr(e)})
-        print(json.dumps({"event": "stats", "id": sid, "handle_info": info}), flush=True)
+        say({"event": "stats", "id": sid, "handle_info": info})
         with lock:
             s, h = sessions.pop(sid)
             if sid in published:
