@@ -155,7 +155,9 @@ enum PreflightCommand {
             }
             Output.endProgress()
         }
-        let outcome = PreflightRunner.run(pc, receiver: receiver, thresholds: thresholds, observer: observer, connector: connector)
+        // With --whep the subscriber joins 1.5 s in: let it watch at least 8 s (within --duration).
+        let outcome = PreflightRunner.run(pc, receiver: receiver, thresholds: thresholds, observer: observer, connector: connector,
+                                          minimumMicros: whepOptions == nil ? 0 : 9_500_000)
         let phase = outcome.phase
         if phase.interrupted { Output.endProgress(); return 130 }
         if let failure = phase.publisher?.network.transport?.failure {

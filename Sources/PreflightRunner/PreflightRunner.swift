@@ -83,10 +83,12 @@ public enum PreflightRunner {
 
     /// The whole pre-flight: the measured phase, the verdict, and the audio-only phase if needed.
     /// `receiver` is the embedded one (started here, stopped at the end) or nil for a remote one.
+    /// `minimumMicros`: the measured phase does not end on a steady estimate before this (a
+    /// subscriber through the server, `--whep`, needs time to watch).
     public static func run(_ pc: PublisherConfig, receiver: LoopbackReceiver?, thresholds: VerdictThresholds, observer: Observer,
-                           connector: Connector = .plain) -> Outcome {
+                           connector: Connector = .plain, minimumMicros: Int64 = 0) -> Outcome {
         var phase = runPhase(pc, receiver: receiver, startReceiver: true, limit: pc.durationMicros ?? 15_000_000, label: "preflight", observer: observer,
-                             connector: connector)
+                             connector: connector, minimumMicros: minimumMicros)
         guard !phase.interrupted, phase.startError == nil, phase.answered else {
             receiver?.stop()
             receiver?.wait()
@@ -119,7 +121,7 @@ public enum PreflightRunner {
 
     /// Publishes until the estimate is steady (or the limit), watching for any answer.
     static func runPhase(_ pc: PublisherConfig, receiver: LoopbackReceiver?, startReceiver: Bool, limit: Int64, label: String,
-                         observer: Observer, connector: Connector) -> Phase {
+                         observer: Observer, connector: Connector, minimumMicros: Int64 = 0) -> Phase {
         let publisher: Publisher, end: @Sendable () -> Void
         switch connector.open(pc) {
         case let .success(c): (publisher, end) = c
@@ -146,7 +148,7 @@ public enum PreflightRunner {
             let elapsed = Double(now - started) / 1e6
             observer.progress(label, min(1, elapsed / (Double(limit) / 1e6)), elapsed, p.network.estimate?.bitrate, probe.answered)
             if status == .noAnswer { break }
-            if status == .steady { steady = true; break }
+            if status == .steady && now - started >= minimumMicros { steady = true; break }
         }
         interrupted = interrupted || observer.interrupted()
         publisher.stop()
