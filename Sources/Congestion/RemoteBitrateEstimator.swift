@@ -8,8 +8,10 @@ public struct RemoteBitrateEstimator: Sendable {
     var interArrival = InterArrival()
     public private(set) var trendline = TrendlineEstimator()
     var aimd: AimdRateControl
-    /// (arrival µs, bytes) of the last second, for the incoming rate.
+    /// (arrival µs, bytes) of the last second, for the incoming rate: entries before `windowStart`
+    /// have left it (dropped in bulk now and then, not shifted on every packet).
     var window: [(Int64, Int)] = []
+    var windowStart = 0
     var windowBytes = 0
     var lastSendMicros: Int64?
     var sendBase: Int64 = 0
@@ -40,7 +42,14 @@ public struct RemoteBitrateEstimator: Sendable {
         if firstArrival == nil { firstArrival = arrivalMicros }
         window.append((arrivalMicros, size))
         windowBytes += size
-        while let first = window.first, first.0 <= arrivalMicros - 1_000_000 { windowBytes -= first.1; window.removeFirst() }
+        while windowStart < window.count, window[windowStart].0 <= arrivalMicros - 1_000_000 {
+            windowBytes -= window[windowStart].1
+            windowStart += 1
+        }
+        if windowStart >= 1024 && windowStart * 2 >= window.count {
+            window.removeFirst(windowStart)
+            windowStart = 0
+        }
         if let d = interArrival.add(sendMicros: send, arrivalMicros: arrivalMicros, size: size) {
             trendline.update(deltas: d, arrivalMicros: arrivalMicros)
         }

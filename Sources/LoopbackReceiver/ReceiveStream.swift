@@ -147,7 +147,8 @@ final class ReceiveStream {
             requestKeyFrame()
             lastFrameOutMicros = nowMicros
         }
-        if !freezeOpen, let last = lastRenderMicros, lastPacket > last, let threshold = freezeThreshold, Double(nowMicros - last) >= threshold {
+        // (The threshold is at least 150 ms: no need to work it out on every tick before then.)
+        if !freezeOpen, let last = lastRenderMicros, lastPacket > last, nowMicros - last >= 150_000, Double(nowMicros - last) >= freezeThreshold {
             freezeOpen = true
             stats.freezeCount += 1
         }
@@ -156,7 +157,7 @@ final class ReceiveStream {
     /// W3C webrtc-stats freeze: a frame interval of at least max(3 × mean, mean + 150 ms).
     /// Before a second frame has given an interval, the mean is taken as 1/30 s (so one frame
     /// and then nothing, while packets keep coming, is a freeze too).
-    var freezeThreshold: Double? {
+    var freezeThreshold: Double {
         let mean = frameIntervals.isEmpty ? 33_333 : Double(frameIntervals.reduce(0, +)) / Double(frameIntervals.count)
         return max(3 * mean, mean + 150_000)
     }
@@ -231,7 +232,7 @@ final class ReceiveStream {
         } else if gap > 5_000_000 {
             stats.pauseCount += 1
             stats.totalPausesDurationMillis += Double(gap) / 1000
-        } else if !frameIntervals.isEmpty, let threshold = freezeThreshold, Double(gap) >= threshold {
+        } else if !frameIntervals.isEmpty, Double(gap) >= freezeThreshold {
             stats.freezeCount += 1
             stats.totalFreezesDurationMillis += Double(gap) / 1000
         }

@@ -332,14 +332,9 @@ public final class ReceiverSession {
         // report): an SFU finds the medium a compound is about by its first SSRC, and Janus
         // (ice.c) latches a sender SSRC to one medium — video NACK/PLI/RR behind an audio report
         // block, or from the SSRC it took for audio, never reach its video.
-        var video: [ReportBlock] = [], audio: [ReportBlock] = []
-        if reportDue || (!plis.isEmpty && !peer.reducedSizeRTCP) {
-            if reportDue { peer.nextReport = now + 500_000 + Int64(random.next() % 1_000_000) } // 1 s ± 50 %
-            for id in peer.order.prefix(31) {
-                guard let s = streams[id], s.stats.kind == .video || reportDue, let b = s.reportBlock(nowMicros: now) else { continue }
-                if s.stats.kind == .video { video.append(b) } else { audio.append(b) }
-            }
-        }
+        if reportDue { peer.nextReport = now + 500_000 + Int64(random.next() % 1_000_000) } // 1 s ± 50 %
+        let video = reportDue || (!plis.isEmpty && !peer.reducedSizeRTCP) ? reportBlocks(peer, .video, now: now) : []
+        let audio = reportDue ? reportBlocks(peer, .audio, now: now) : []
         let ssrc = self.ssrc, audioSSRC = self.audioSSRC
         if !video.isEmpty || !plis.isEmpty || (reportDue && audio.isEmpty) {
             let sent = sendRTCP(to: peer) { w throws(RTPWriteError) in
@@ -410,12 +405,17 @@ public final class ReceiverSession {
     /// Janus takes a compound without any for audio).
     func compoundHeader(_ peer: PeerSession, now: Int64, _ w: inout ByteWriter) throws(RTPWriteError) {
         guard !peer.reducedSizeRTCP else { return }
-        var blocks: [ReportBlock] = []
-        for id in peer.order.prefix(31) {
-            if let s = streams[id], s.stats.kind == .video, let b = s.reportBlock(nowMicros: now) { blocks.append(b) }
-        }
-        try ReceiverReport(ssrc: ssrc, reports: blocks).write(to: &w)
+        try ReceiverReport(ssrc: ssrc, reports: reportBlocks(peer, .video, now: now)).write(to: &w)
         try SourceDescription(chunks: [.init(ssrc: ssrc, cname: "pubbot-receiver")]).write(to: &w)
+    }
+
+    /// Report blocks (RFC 3550 §6.4.1) for the peer's streams of one kind (of its first 31); each
+    /// starts a new reporting interval.
+    func reportBlocks(_ peer: PeerSession, _ kind: MediaKind, now: Int64) -> [ReportBlock] {
+        peer.order.prefix(31).compactMap { id in
+            guard let s = streams[id], s.stats.kind == kind else { return nil }
+            return s.reportBlock(nowMicros: now)
+        }
     }
 
     /// RTX (RFC 4588): the payload starts with the original sequence number (OSN), then the
