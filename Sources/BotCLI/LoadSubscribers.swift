@@ -40,10 +40,8 @@ final class SubscriberFleet: @unchecked Sendable {
             let o = each, members = self.members, delay = Int64(k) * spacingMicros
             threads.append(JoinableThread(name: "pubbot-sub-\(k)") {
                 Clock.sleep(micros: delay)
-                var rc = ReceiverConfig(listen: try! SocketAddress(host: "0.0.0.0", port: 0), key: .random(suite: .gcm))
-                rc.decodedPublishers = Int.max
                 do throws(WHIPConnectError) {
-                    let (receiver, subscription) = try WHEPReceiver.open(o, config: rc)
+                    let (receiver, subscription) = try WHEPReceiver.open(o)
                     members.withLock { $0[k].receiver = receiver; $0[k].subscription = subscription }
                 } catch {
                     members.withLock { $0[k].error = error.description }
@@ -100,10 +98,9 @@ struct SubscriberSummary {
         self.rooms = rooms
         subscribers = members.map { m in
             let v = m.snapshot?.streams.first { $0.kind == .video }
-            let seconds = v.map { max(0.001, Double(($0.lastPacketMicros ?? 0) - ($0.firstPacketMicros ?? 0)) / 1e6) } ?? 1
             let t = m.snapshot?.webrtcPublishers.first
             return One(number: m.number, room: m.room, error: m.error, latencyMs: v?.latencyMeanMillis, freezes: v?.freezeCount ?? 0,
-                       freezeMs: v?.totalFreezesDurationMillis ?? 0, fps: v.map { Double($0.framesDecoded) / seconds } ?? 0,
+                       freezeMs: v?.totalFreezesDurationMillis ?? 0, fps: v?.receivedFrameRate ?? 0,
                        width: v?.width ?? 0, height: v?.height ?? 0, lost: max(0, v?.packetsLost ?? 0), received: v?.packetsReceived ?? 0,
                        iceMs: t?.iceMillis, dtlsMs: t?.dtlsMillis)
         }

@@ -39,10 +39,7 @@ enum ReceiveCommand {
             w.interface = o.value("ice-interface")
             whepOptions = w
             key = .random(suite: .gcm)
-            do { listenText = try WHIPConnection.bindAddress(w).description } catch {
-                Output.err("Error: \(error)\n")
-                return 2
-            }
+            listenText = "0.0.0.0:0" // WHEPReceiver.open binds toward the server
         } else if o.value("ice-interface") != nil {
             throw UsageError("--ice-interface needs --whep URL")
         } else if whipListen != nil {

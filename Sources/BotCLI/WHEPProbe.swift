@@ -9,7 +9,15 @@ import Platform
 /// A WHEP subscriber: the receiver on a socket bound toward the server, the subscription
 /// offered from it, the transport added once the receive thread runs.
 enum WHEPReceiver {
-    static func open(_ options: WHIPOptions, config: ReceiverConfig) throws(WHIPConnectError) -> (LoopbackReceiver, WHEPSubscription) {
+    /// A subscriber's receiver: every stream decoded (its address is set by `open`, its keys by DTLS).
+    static var defaultConfig: ReceiverConfig {
+        var rc = ReceiverConfig(listen: SocketAddress(STUNAddress(ip: [0, 0, 0, 0], port: 0))!, key: .random(suite: .gcm))
+        rc.decodedPublishers = Int.max
+        return rc
+    }
+
+    /// `config`'s listen address is replaced by the one routed toward the server.
+    static func open(_ options: WHIPOptions, config: ReceiverConfig = defaultConfig) throws(WHIPConnectError) -> (LoopbackReceiver, WHEPSubscription) {
         let bind = try WHIPConnection.bindAddress(options)
         var rc = config
         rc.listen = bind
@@ -53,11 +61,8 @@ final class WHEPProbe: @unchecked Sendable {
             let until = Clock.monotonicMicros() + delayMicros
             while Clock.monotonicMicros() < until && !state.value.stopped { Clock.sleep(micros: 20_000) }
             if state.value.stopped { return }
-            // (The listen address is replaced by the one routed toward the server.)
-            var rc = ReceiverConfig(listen: try! SocketAddress(host: "0.0.0.0", port: 0), key: .random(suite: .gcm))
-            rc.decodedPublishers = Int.max
             do throws(WHIPConnectError) {
-                let (receiver, subscription) = try WHEPReceiver.open(options, config: rc)
+                let (receiver, subscription) = try WHEPReceiver.open(options)
                 state.withLock { $0.receiver = receiver; $0.subscription = subscription }
             } catch {
                 state.withLock { $0.error = error.description }
@@ -95,9 +100,8 @@ final class WHEPProbe: @unchecked Sendable {
             let t = snap.webrtcPublishers.first
             f += [("iceDurationMs", ms(t?.iceMillis)), ("dtlsDurationMs", ms(t?.dtlsMillis)), ("iceRole", t?.iceRole.map { .string($0) } ?? .null)]
             if let v = snap.streams.first(where: { $0.kind == .video }) {
-                let seconds = max(0.001, Double((v.lastPacketMicros ?? 0) - (v.firstPacketMicros ?? 0)) / 1e6)
                 f += [("width", .int(Int64(v.width))), ("height", .int(Int64(v.height))), ("framesDecoded", .int(Int64(v.framesDecoded))),
-                      ("decodedFrameRate", .double((Double(v.framesDecoded) / seconds * 10).rounded() / 10)),
+                      ("decodedFrameRate", .double((v.receivedFrameRate * 10).rounded() / 10)),
                       ("freezeCount", .int(Int64(v.freezeCount))), ("totalFreezesDurationMs", .double(v.totalFreezesDurationMillis.rounded())),
                       ("latencyMeanMs", ms(v.latencyMeanMillis)), ("latencyP95Ms", ms(v.latencyP95Millis)),
                       ("resolutionChanges", .int(Int64(v.resolutionChanges))), ("packetsReceived", .int(Int64(v.packetsReceived))),
@@ -115,13 +119,19 @@ final class WHEPProbe: @unchecked Sendable {
         var out = "\nThrough the server (WHEP subscriber):"
         if let e = r.error { out += " FAILED — \(e)\n"; if r.snapshot?.streams.isEmpty ?? true { return out } } else { out += "\n" }
         guard let snap = r.snapshot, let v = snap.streams.first(where: { $0.kind == .video }) else { return out + "  no video received\n" }
-        let seconds = max(0.001, Double((v.lastPacketMicros ?? 0) - (v.firstPacketMicros ?? 0)) / 1e6)
-        out += "  video \(v.width)x\(v.height) at \(Units.fixed(Double(v.framesDecoded) / seconds, 1)) fps decoded, \(v.freezeCount) freezes"
+        out += "  video \(v.width)x\(v.height) at \(Units.fixed(v.receivedFrameRate, 1)) fps decoded, \(v.freezeCount) freezes"
         if v.freezeCount > 0 { out += " (\(Units.fixed(v.totalFreezesDurationMillis / 1000, 1)) s)" }
         out += ", \(v.resolutionChanges) layer changes, \(max(0, v.packetsLost)) of \(v.packetsReceived + max(0, v.packetsLost)) packets lost\n"
         if let mean = v.latencyMeanMillis {
             out += "  glass-to-glass latency \(Units.fixed(mean, 1)) ms mean, \(Units.fixed(v.latencyP95Millis ?? mean, 1)) ms p95 (capture → decoded, through the server)\n"
         }
         return out
+    }
+}
+
+extension InboundStreamStats {
+    /// Frames decoded per second over the time the stream was received (first to last packet).
+    var receivedFrameRate: Double {
+        Double(framesDecoded) / max(0.001, Double((lastPacketMicros ?? 0) - (firstPacketMicros ?? 0)) / 1e6)
     }
 }

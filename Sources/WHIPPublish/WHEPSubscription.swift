@@ -19,8 +19,7 @@ public final class WHEPSubscription: @unchecked Sendable {
     public let spec: WebRTCPublisherSpec
     /// What the answer decided, for the summary (name → value, in order).
     public let summary: [(String, String)]
-    let token: String?
-    var ended = false
+    let ending: SessionEnd
 
     /// Offers `local` (the receiver's bound socket) as the one host candidate; blocks for the HTTP
     /// exchange (≤ 10 s, one retry after a 429/503 Retry-After).
@@ -73,7 +72,6 @@ public final class WHEPSubscription: @unchecked Sendable {
         var summary: [(String, String)] = []
         summary.append(("audio", a.map { "opus/\($0.payloadType)" } ?? "not sent"))
         summary.append(("video", v.map { "VP8/\($0.payloadType)" + ($0.rtxPayloadType.map { " rtx/\($0)" } ?? " no rtx") } ?? "not sent"))
-        let feedback = [a, v].compactMap { $0 }
         let kinds = [transportCC ? "transport-cc" : nil, remb ? "goog-remb (receive-side estimate)" : nil,
                      v?.nack == true ? "nack" : nil, v?.pli == true ? "pli" : nil].compactMap { $0 }
         summary.append(("feedback", kinds.isEmpty ? "none negotiated (receiver reports only)" : kinds.joined(separator: ", ")))
@@ -88,15 +86,10 @@ public final class WHEPSubscription: @unchecked Sendable {
         self.negotiated = negotiated
         self.spec = spec
         self.summary = summary
-        self.token = token
+        ending = SessionEnd(resource, token: token)
     }
 
     /// Ends the session on the server (DELETE); once. Returns the failure, if any.
     @discardableResult
-    public func end() -> WHIPError? {
-        guard !ended else { return nil }
-        ended = true
-        do { try WHIPClient.delete(resource, token: token) } catch { return error }
-        return nil
-    }
+    public func end() -> WHIPError? { ending.end() }
 }

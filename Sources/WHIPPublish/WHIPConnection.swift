@@ -16,6 +16,25 @@ public struct WHIPConnectError: Error, CustomStringConvertible, Sendable {
     public init(_ d: String) { description = d }
 }
 
+/// A session the server holds (a WHIP or WHEP resource), ended once: DELETE on its URL (RFC 9725
+/// §4.3), whichever way out comes first.
+final class SessionEnd: @unchecked Sendable {
+    let resource: WHIPSession
+    let token: String?
+    var ended = false
+    init(_ resource: WHIPSession, token: String?) {
+        self.resource = resource
+        self.token = token
+    }
+
+    func end() -> WHIPError? {
+        guard !ended else { return nil }
+        ended = true
+        do { try WHIPClient.delete(resource, token: token) } catch { return error }
+        return nil
+    }
+}
+
 /// What the user asked for, for one WHIP connection.
 public struct WHIPOptions: Sendable {
     public var endpoint: String
@@ -65,8 +84,7 @@ public final class WHIPConnection: @unchecked Sendable {
     public let turnTCP: (any TURNStream)?
     /// What the answer decided, for the summary and stats (name → value, in order).
     public let summary: [(String, String)]
-    let token: String?
-    var ended = false
+    let ending: SessionEnd
 
     /// Sets the connection up; blocks for the STUN queries (≤ 4 s) and the HTTP exchange.
     public static func open(_ options: WHIPOptions, base: PublisherConfig, certificate: DTLSCertificate,
@@ -249,17 +267,12 @@ public final class WHIPConnection: @unchecked Sendable {
         self.local = local
         self.transport = transport
         self.summary = summary
-        self.token = token
+        ending = SessionEnd(resource, token: token)
     }
 
     /// Ends the session on the server (DELETE, RFC 9725 §4.3); once. Returns the failure, if any.
     @discardableResult
-    public func end() -> WHIPError? {
-        guard !ended else { return nil }
-        ended = true
-        do { try WHIPClient.delete(resource, token: token) } catch { return error }
-        return nil
-    }
+    public func end() -> WHIPError? { ending.end() }
 
     /// `http(s)://host[:port]/…` → host and port (IPv6 in brackets).
     static func endpointHostPort(_ url: String) -> (String, Int)? {
