@@ -60,7 +60,7 @@ let package = Package(
         .target(name: "HTTPServer", dependencies: ["Platform"]),
         // `receive --whip-listen`: the WHIP endpoint in front of the receiver.
         .target(name: "WHIPEndpoint", dependencies: ["LoopbackReceiver", "HTTPServer", "Signalling", "DTLS", "ICE", "RTPCore", "Platform"]),
-        .target(name: "BotCLI", dependencies: ["WHIPEndpoint", "HTTPServer", "WHIPPublish", "DTLS", "Platform", "Fleet", "PreflightRunner", "PublisherEngine", "LoopbackReceiver", "Simulation", "Transport", "Stats", "RTPCore", "MediaCodecs", "Impairment", "Congestion", "Preflight"],
+        .target(name: "BotCLI", dependencies: ["WHIP", "WHIPEndpoint", "HTTPServer", "WHIPPublish", "DTLS", "Platform", "Fleet", "PreflightRunner", "PublisherEngine", "LoopbackReceiver", "Simulation", "Transport", "Stats", "RTPCore", "MediaCodecs", "Impairment", "Congestion", "Preflight"],
                 exclude: ["stats.schema.json", "preflight.schema.json", "load-report.schema.json"]), // output schemas, beside the code that emits them
         .executableTarget(name: "pubbot", dependencies: ["BotCLI"]),
         // Benchmarks (`scripts/bench`): the hot path against C baselines compiled here, with
@@ -76,7 +76,7 @@ let package = Package(
         .testTarget(name: "DTLSTests", dependencies: ["DTLS", "Transport", "RTPCore"]),
         .testTarget(name: "WHIPTests", dependencies: ["WHIP", "Platform"]),
         .testTarget(name: "SignallingTests", dependencies: ["Signalling", "ICE", "RTPCore"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "WHIPEndpoint", "Platform"]),
         .testTarget(name: "WebRTCTests", dependencies: ["WebRTC", "ICE", "DTLS", "RTPCore", "Transport", "Crypto"]),
         .testTarget(name: "ImpairmentTests", dependencies: ["Impairment"]),
         .testTarget(name: "PreflightTests", dependencies: ["Preflight"]),

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import WHIP
 import Glibc
 #endif
 import MediaCodecs
@@ -164,7 +165,7 @@ enum LoadCommand {
             }
         }
         let fleet = Fleet(config: fc, library: library)
-        Output.err("load: \(range.count) bots\(shard.count > 1 ? " (shard \(shard.index)/\(shard.count): bots \(range.lowerBound)…\(range.upperBound - 1) of \(total))" : "") on \(loops) event loop\(loops == 1 ? "" : "s") → \(rooms.count > 1 ? "\(rooms.count) rooms (\(receivers.isEmpty ? "receivers" : "embedded receivers") \(rooms.map { $0.0.description }.joined(separator: ", ")))" : (whipURL ?? (receivers.isEmpty ? destination.description : "embedded receiver \(destination)"))), \(Units.fixed(Double(duration) / 1e6, 0)) s\n")
+        Output.err("load: \(range.count) bots\(shard.count > 1 ? " (shard \(shard.index)/\(shard.count): bots \(range.lowerBound)…\(range.upperBound - 1) of \(total))" : "") on \(loops) event loop\(loops == 1 ? "" : "s") → \(rooms.count > 1 ? "\(rooms.count) rooms (\(receivers.isEmpty ? "receivers" : "embedded receivers") \(rooms.map { $0.0.description }.joined(separator: ", ")))" : (whipURL.map(WHIPClient.redacted) ?? (receivers.isEmpty ? destination.description : "embedded receiver \(destination)"))), \(Units.fixed(Double(duration) / 1e6, 0)) s\n")
         live?.start()
         fleet.start()
         let start = Clock.monotonicMicros()
@@ -214,7 +215,7 @@ enum LoadCommand {
                                   seconds: Double(b.wall - a.wall) / 1e6,
                                   encoderCPUPercent: live == nil ? nil : Double(b.encoder - a.encoder) * 100 / Double(b.wall - a.wall))
         }
-        var report = LoadReport(bots: fleet.snapshot(), receivers: receivers.map { $0.snapshot() }, rooms: whipURL.map { u in (0..<roomCount).map { u.replacing("{room}", with: String($0)) } } ?? rooms.map { $0.0.description }, requested: range.count, shard: shard,
+        var report = LoadReport(bots: fleet.snapshot(), receivers: receivers.map { $0.snapshot() }, rooms: whipURL.map { u in (0..<roomCount).map { WHIPClient.redacted(u.replacing("{room}", with: String($0))) } } ?? rooms.map { $0.0.description }, requested: range.count, shard: shard,
                                 durationMicros: Clock.monotonicMicros() - start, cost: cpu,
                                 suite: whipURL == nil ? suite.rawValue : (fleet.snapshot().lazy.compactMap { $0.network.transport?.srtpCipher }.first.flatMap { SRTPSuite(sdesName: $0)?.rawValue } ?? "dtls"),
                                 loops: loops)

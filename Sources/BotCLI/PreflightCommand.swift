@@ -1,3 +1,4 @@
+import WHIP
 import MediaCodecs
 import PublisherEngine
 import LoopbackReceiver
@@ -196,7 +197,7 @@ enum PreflightCommand {
             var doc = json(verdict, phase: phase, audioOnly: audioOnly, requirement: o.value("require"), met: met, thresholds: thresholds)
             if case var .object(f) = doc, let w = whip {
                 let t = phase.publisher?.network.transport
-                f.append(("whip", .object([("endpoint", .string(w.resource.resourceURL)), ("negotiated", .object(w.summary.map { ($0.0, .string($0.1)) }))]
+                f.append(("whip", .object([("endpoint", .string(WHIPClient.redacted(w.resource.resourceURL))), ("negotiated", .object(w.summary.map { ($0.0, .string($0.1)) }))]
                                           + (t.map { TransportFields.json($0, rttMillis: phase.measurement.roundTripTimeMillis) } ?? []))))
                 f.append(("connectivity", .array(connectivity.map { r in
                     .object([("path", .string(r.path)), ("reachable", .bool(r.reachable)),
@@ -211,7 +212,7 @@ enum PreflightCommand {
             }
             Output.out(doc.serialized(pretty: true) + "\n")
         } else {
-            let target = whipURL ?? (receiver == nil ? "\(destination)" : "embedded loopback receiver")
+            let target = whipURL.map(WHIPClient.redacted) ?? (receiver == nil ? "\(destination)" : "embedded loopback receiver")
             var text = human(verdict, phase: phase, audioOnly: audioOnly, target: target, requirement: o.value("require"), met: met)
             if !connectivity.isEmpty {
                 var table = TextTable(headers: ["path", "reachable", "connect", "RTT", "detail"], rightAligned: [2, 3])

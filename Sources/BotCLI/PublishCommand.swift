@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import WHIP
 import Glibc
 #endif
 import MediaCodecs
@@ -69,7 +70,7 @@ enum PublishCommand {
         defer { if let w = whip, let e = w.end() { Output.err("warning: could not end the WHIP session: \(e)\n") } }
         if let url = whipURL, let options = whipOptions {
             if o.value("cname") == nil { pc.cname = WHIPConnection.randomCNAME() }
-            Output.err("WHIP: offering to \(url)\n")
+            Output.err("WHIP: offering to \(WHIPClient.redacted(url))\n")
             do {
                 let certificate = try DTLSCertificate()
                 let w = try WHIPConnection.open(options, base: pc, certificate: certificate, sleep: { Clock.sleep(micros: $0) })
@@ -77,7 +78,7 @@ enum PublishCommand {
                 destinations = [w.config.destination]
                 pc = w.config
                 publishers.append(try Publisher(config: w.config, socket: w.socket, webrtc: (w.transport, w.local), tcp: w.turnTCP))
-                Output.err("WHIP session \(w.resource.resourceURL): " + w.summary.map { "\($0.0) \($0.1)" }.joined(separator: ", ") + "\n")
+                Output.err("WHIP session \(WHIPClient.redacted(w.resource.resourceURL)): " + w.summary.map { "\($0.0) \($0.1)" }.joined(separator: ", ") + "\n")
             } catch let e as WHIPConnectError {
                 Output.err("Error: \(e)\n")
                 return 2
@@ -213,7 +214,7 @@ enum PublishCommand {
                                                ("retransmissionsSent", .int(Int64(p.network.retransmissionsSent))),
                                                ("pliReceived", .int(Int64(p.streams.reduce(0) { $0 + $1.pliReceived })))])),
                          ("sendErrors", .int(Int64(p.network.sendErrors)))]
-                        + (whip.map { w in [("whip", JSONValue.object([("resource", .string(w.resource.resourceURL)),
+                        + (whip.map { w in [("whip", JSONValue.object([("resource", .string(WHIPClient.redacted(w.resource.resourceURL))),
                                                                        ("negotiated", .object(w.summary.map { ($0.0, .string($0.1)) }))]
                                                                       + (p.network.transport.map { TransportFields.json($0, rttMillis: nil) } ?? [])))] } ?? []))
             }

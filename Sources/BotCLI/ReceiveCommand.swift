@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import WHIP
 import Glibc
 #endif
 import LoopbackReceiver
@@ -33,7 +34,7 @@ enum ReceiveCommand {
                 throw UsageError("--\(flag) does not apply to --whep (a subscriber to one server session; its downlink is --downlink-impair)")
             }
             guard url.lowercased().hasPrefix("http://") || url.lowercased().hasPrefix("https://"), url.count > 8 else {
-                throw UsageError("invalid --whep '\(url)' (an http:// or https:// URL of a WHEP endpoint)")
+                throw UsageError("invalid --whep '\(WHIPClient.redacted(url))' (an http:// or https:// URL of a WHEP endpoint)")
             }
             var w = WHIPOptions(endpoint: url, token: o.value("token") ?? getenv("PUBBOT_WHEP_TOKEN").map { String(cString: $0) })
             w.interface = o.value("ice-interface")
@@ -156,7 +157,7 @@ enum ReceiveCommand {
             receiver.start()
         }
         if let whep {
-            Output.err("WHEP session \(whep.resource.resourceURL) (media on UDP \(receiver.localAddress)); Ctrl-C to stop\n")
+            Output.err("WHEP session \(WHIPClient.redacted(whep.resource.resourceURL)) (media on UDP \(receiver.localAddress)); Ctrl-C to stop\n")
         } else if whipListen != nil {
             Output.err("WHIP endpoint http://\(listen.host):\(receiver.localAddress.port)/whip (media on UDP \(receiver.localAddress)); Ctrl-C to stop\n")
         } else {
@@ -229,7 +230,7 @@ enum ReceiveCommand {
     static func whepJSON(_ w: WHEPSubscription, _ r: ReceiverSnapshot) -> JSONValue {
         let t = r.webrtcPublishers.first
         func ms(_ v: Double?) -> JSONValue { v.map { .double(($0 * 10).rounded() / 10) } ?? .null }
-        return .object([("resource", .string(w.resource.resourceURL))] + w.summary.map { ($0.0, JSONValue.string($0.1)) } + [
+        return .object([("resource", .string(WHIPClient.redacted(w.resource.resourceURL)))] + w.summary.map { ($0.0, JSONValue.string($0.1)) } + [
             ("state", .string(t?.state ?? "new")), ("failure", t?.failure.map { .string($0) } ?? .null), ("server", t?.remote.map { .string($0) } ?? .null),
             ("iceRole", t?.iceRole.map { .string($0) } ?? .null), ("iceDurationMs", ms(t?.iceMillis)), ("dtlsDurationMs", ms(t?.dtlsMillis)),
             ("srtpCipher", t?.srtpCipher.map { .string($0) } ?? .null), ("roundTripTimeMs", ms(t?.roundTripMillis)),

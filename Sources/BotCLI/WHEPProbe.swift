@@ -1,3 +1,4 @@
+import WHIP
 import LoopbackReceiver
 import WHIPPublish
 import Transport
@@ -92,7 +93,7 @@ final class WHEPProbe: @unchecked Sendable {
         func ms(_ v: Double?) -> JSONValue { v.map { .double(($0 * 10).rounded() / 10) } ?? .null }
         var f: [(String, JSONValue)] = []
         if let w = r.subscription {
-            f.append(("endpoint", .string(w.resource.resourceURL)))
+            f.append(("endpoint", .string(WHIPClient.redacted(w.resource.resourceURL))))
             f.append(("negotiated", .object(w.summary.map { ($0.0, .string($0.1)) })))
         }
         if let e = r.error { f.append(("error", .string(e))) }

@@ -30,6 +30,7 @@ typedef struct {
     int curl_code;          /* CURLcode */
     char error[CURL_ERROR_SIZE];
     char *effective_url;    /* malloc'd: the URL the last response came from */
+    int connected;          /* a connection was established (a timeout after it is not a connect timeout) */
     ccurl_buffer body;
     ccurl_buffer headers;   /* every header line of every response, redirects included */
 } ccurl_result;
@@ -56,6 +57,9 @@ static inline void ccurl_request(const char *method, const char *url, const char
     curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
     curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
     curl_easy_setopt(c, CURLOPT_POSTREDIR, (long)CURL_REDIR_POST_ALL);
+    /* http and https only, for the request and every redirect (an ftp: or file: Location is refused). */
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, connect_timeout_ms);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
@@ -67,6 +71,8 @@ static inline void ccurl_request(const char *method, const char *url, const char
     curl_easy_setopt(c, CURLOPT_USERAGENT, "pubbot");
     r->curl_code = (int)curl_easy_perform(c);
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+    curl_off_t connect_us = 0;
+    if (curl_easy_getinfo(c, CURLINFO_CONNECT_TIME_T, &connect_us) == CURLE_OK) r->connected = connect_us > 0;
     char *eff = NULL;
     if (curl_easy_getinfo(c, CURLINFO_EFFECTIVE_URL, &eff) == CURLE_OK && eff != NULL) r->effective_url = strdup(eff);
     curl_slist_free_all(list);
@@ -74,6 +80,7 @@ static inline void ccurl_request(const char *method, const char *url, const char
 }
 
 static inline int ccurl_is_timeout(int code) { return code == CURLE_OPERATION_TIMEDOUT; }
+static inline int ccurl_is_unsupported_protocol(int code) { return code == CURLE_UNSUPPORTED_PROTOCOL; }
 static inline int ccurl_is_unreachable(int code) {
     return code == CURLE_COULDNT_CONNECT || code == CURLE_COULDNT_RESOLVE_HOST || code == CURLE_COULDNT_RESOLVE_PROXY;
 }

@@ -3,139 +3,67 @@ import Glibc
 #endif
 import Platform
 
-/// One HTTP/1.1 request as the server read it.
-public struct HTTPRequest: Sendable, Equatable {
-    public var method: String
-    /// The path without the query.
-    public var path: String
-    public var query: String?
-    /// Header names lower-cased, in order.
-    public var headers: [(name: String, value: String)]
-    public var body: [UInt8]
-
-    public func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
-
-    public static func == (a: HTTPRequest, b: HTTPRequest) -> Bool {
-        a.method == b.method && a.path == b.path && a.query == b.query && a.body == b.body
-            && a.headers.map(\.name) == b.headers.map(\.name) && a.headers.map(\.value) == b.headers.map(\.value)
-    }
-
-    public enum ParseResult: Sendable, Equatable {
-        case complete(HTTPRequest)
-        case needMore
-        /// Malformed or too large: answer with this status and close.
-        case invalid(status: Int, reason: String)
-    }
-
-    /// Parses what arrived so far (RFC 9112: request line, header fields, a body of
-    /// Content-Length bytes; no chunked bodies — WHIP clients send the offer with a length).
-    public static func parse(_ bytes: [UInt8], maxHeader: Int = 16_384, maxBody: Int = 262_144) -> ParseResult {
-        guard let end = headerEnd(bytes) else {
-            return bytes.count > maxHeader ? .invalid(status: 431, reason: "request header too large") : .needMore
-        }
-        let head = String(decoding: bytes[..<end], as: UTF8.self)
-        var lines = head.split(separator: "\r\n", omittingEmptySubsequences: false).map(String.init)
-        guard !lines.isEmpty else { return .invalid(status: 400, reason: "empty request") }
-        let requestLine = lines.removeFirst().split(separator: " ")
-        guard requestLine.count == 3, requestLine[2].hasPrefix("HTTP/1."), requestLine[1].hasPrefix("/") || requestLine[1] == "*" else {
-            return .invalid(status: 400, reason: "malformed request line")
-        }
-        guard requestLine[0].allSatisfy({ $0.isLetter && $0.isUppercase }) else { return .invalid(status: 400, reason: "malformed method") }
-        var headers: [(String, String)] = []
-        for line in lines where !line.isEmpty {
-            guard let colon = line.firstIndex(of: ":"), colon != line.startIndex, !line[..<colon].contains(" ") else {
-                return .invalid(status: 400, reason: "malformed header field")
-            }
-            headers.append((line[..<colon].lowercased(), line[line.index(after: colon)...].trimmingSpaces))
-        }
-        if headers.contains(where: { $0.0 == "transfer-encoding" }) { return .invalid(status: 411, reason: "send a Content-Length, not a chunked body") }
-        let lengths = headers.filter { $0.0 == "content-length" }.map(\.1)
-        var length = 0
-        if let l = lengths.first {
-            guard lengths.allSatisfy({ $0 == l }), let n = Int(l), n >= 0 else { return .invalid(status: 400, reason: "bad Content-Length") }
-            guard n <= maxBody else { return .invalid(status: 413, reason: "request body too large") }
-            length = n
-        }
-        let bodyStart = end + 4
-        guard bytes.count >= bodyStart + length else { return .needMore }
-        let target = requestLine[1]
-        let q = target.firstIndex(of: "?")
-        return .complete(HTTPRequest(method: String(requestLine[0]), path: String(q.map { target[..<$0] } ?? target[...]),
-                                     query: q.map { String(target[target.index(after: $0)...]) }, headers: headers,
-                                     body: Array(bytes[bodyStart..<(bodyStart + length)])))
-    }
-
-    static func headerEnd(_ b: [UInt8]) -> Int? {
-        guard b.count >= 4 else { return nil }
-        for i in 0...(b.count - 4) where b[i] == 13 && b[i + 1] == 10 && b[i + 2] == 13 && b[i + 3] == 10 { return i }
-        return nil
-    }
-}
-
-extension StringProtocol {
-    var trimmingSpaces: String {
-        var s = Substring(self)
-        while s.first == " " || s.first == "\t" { s = s.dropFirst() }
-        while s.last == " " || s.last == "\t" { s = s.dropLast() }
-        return String(s)
-    }
-}
-
-public struct HTTPResponse: Sendable {
-    public var status: Int
-    public var headers: [(String, String)]
-    public var body: [UInt8]
-
-    public init(status: Int, headers: [(String, String)] = [], body: [UInt8] = []) {
-        self.status = status
-        self.headers = headers
-        self.body = body
-    }
-
-    public init(status: Int, text: String) {
-        self.init(status: status, headers: [("Content-Type", "text/plain; charset=utf-8")], body: Array(text.utf8))
-    }
-
-    static let reasons: [Int: String] = [200: "OK", 201: "Created", 204: "No Content", 400: "Bad Request", 401: "Unauthorized",
-                                         403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable",
-                                         411: "Length Required", 413: "Content Too Large", 415: "Unsupported Media Type",
-                                         422: "Unprocessable Content", 431: "Request Header Fields Too Large", 500: "Internal Server Error",
-                                         503: "Service Unavailable"]
-
-    public var serialized: [UInt8] {
-        var head = "HTTP/1.1 \(status) \(Self.reasons[status] ?? "Status")\r\n"
-        for (k, v) in headers { head += "\(k): \(v)\r\n" }
-        head += "Content-Length: \(body.count)\r\nConnection: close\r\n\r\n"
-        return Array(head.utf8) + body
-    }
-}
-
-/// A small HTTP/1.1 server: one thread, one request per connection (`Connection: close`), bounded
-/// request size and read time. For pubbot's own endpoints (Prometheus metrics, the WHIP endpoint
-/// of `receive --whip-listen`), not a general web server.
+/// A small HTTP/1.1 server for pubbot's own endpoints (Prometheus metrics, the WHIP endpoint of
+/// `receive --whip-listen`), not a general web server — but one no client can hold: every
+/// connection is served by one `poll` loop (non-blocking sockets), so a client that sends one
+/// byte a second, or nothing, or never reads its answer, delays nobody else. Each request has a
+/// deadline for the whole of it (headers and body: 408 and close), an idle keep-alive
+/// connection is closed, and open connections are limited in all and per source address
+/// (503 with Retry-After beyond). Requests are parsed by `HTTPRequest.parse` (strict RFC 9112).
 public final class HTTPServer: @unchecked Sendable {
     public let port: Int
     let fd: Int32
     let stopFlag = Locked(false)
     var thread: JoinableThread?
+    let counters = Locked(Counters())
 
     public struct StartError: Error, CustomStringConvertible {
         public var description: String
     }
 
+    /// What the server holds a client to.
+    public struct Limits: Sendable {
+        /// Open connections in all, and from one source address.
+        public var maxConnections = 512
+        public var maxConnectionsPerSource = 64
+        /// From a request's first byte (or the connection's accept) to its last: 408 after.
+        public var requestDeadlineMicros: Int64 = 10_000_000
+        /// A keep-alive connection with no request this long is closed; an answer not read
+        /// within this long is dropped with its connection.
+        public var idleMicros: Int64 = 5_000_000
+        public var writeDeadlineMicros: Int64 = 10_000_000
+        public var maxHeader = 16_384
+        public var maxBody = 262_144
+        public init() {}
+    }
+
+    /// What the server refused or cut short (for tests and the endpoint's summary).
+    public struct Counters: Sendable, Equatable {
+        public var accepted = 0
+        public var requests = 0
+        public var timedOut = 0
+        public var overCapacity = 0
+        public var idleClosed = 0
+        public var malformed = 0
+    }
+
+    public var stats: Counters { counters.value }
+
     /// - Parameters:
     ///   - host: a numeric IPv4 address (e.g. 127.0.0.1; 0.0.0.0 only when asked for).
-    public init(host: String, port: Int, name: String = "pubbot-http", handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse) throws(StartError) {
+    ///   - handler: called on the server's thread, one request at a time; it must not block.
+    public init(host: String, port: Int, name: String = "pubbot-http", limits: Limits = Limits(),
+                handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse) throws(StartError) {
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        addr.sin_port = in_port_t(UInt16(clamping: port).bigEndian)
         guard inet_pton(AF_INET, host, &addr.sin_addr) == 1 else { throw StartError(description: "needs a numeric IPv4 address, got '\(host)'") }
-        let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard s >= 0 else { throw StartError(description: "socket: errno \(errno)") }
         var one: Int32 = 1
         setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
         let rc = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
-        guard rc == 0, listen(s, 64) == 0 else {
+        guard rc == 0, listen(s, 1024) == 0 else {
             let e = errno
             close(s)
             throw StartError(description: "cannot listen on \(host):\(port) (\(String(cString: strerror(e))))")
@@ -145,41 +73,11 @@ public final class HTTPServer: @unchecked Sendable {
         _ = withUnsafeMutablePointer(to: &bound) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(s, $0, &len) } }
         fd = s
         self.port = Int(UInt16(bigEndian: bound.sin_port))
-        let stop = stopFlag
+        let stop = stopFlag, counters = self.counters
         thread = JoinableThread(name: name) {
-            while !stop.value {
-                var p = pollfd(fd: s, events: Int16(POLLIN), revents: 0)
-                guard poll(&p, 1, 100) > 0 else { continue }
-                let c = accept(s, nil, nil)
-                guard c >= 0 else { continue }
-                Self.serve(c, handler: handler)
-                close(c)
-            }
-        }
-    }
-
-    static func serve(_ c: Int32, handler: (HTTPRequest) -> HTTPResponse) {
-        var timeout = timeval(tv_sec: 2, tv_usec: 0)
-        setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var request = [UInt8]()
-        var buf = [UInt8](repeating: 0, count: 4096)
-        var response: HTTPResponse?
-        while response == nil {
-            let n = buf.withUnsafeMutableBytes { recv(c, $0.baseAddress, $0.count, 0) }
-            if n <= 0 { return } // closed or timed out before a whole request
-            request += buf[0..<n]
-            switch HTTPRequest.parse(request) {
-            case .needMore: continue
-            case let .invalid(status, reason): response = HTTPResponse(status: status, text: reason + "\n")
-            case let .complete(r): response = handler(r)
-            }
-        }
-        var out = response!.serialized
-        var off = 0
-        while off < out.count {
-            let n = out.withUnsafeMutableBytes { send(c, $0.baseAddress! + off, $0.count - off, Int32(MSG_NOSIGNAL)) }
-            if n <= 0 { break }
-            off += n
+            var loop = Loop(listener: s, limits: limits, handler: handler, counters: counters)
+            while !stop.value { loop.turn(now: Clock.monotonicMicros()) }
+            loop.closeAll()
         }
     }
 
@@ -188,5 +86,181 @@ public final class HTTPServer: @unchecked Sendable {
         thread?.join()
         thread = nil
         close(fd)
+    }
+
+    /// One client connection: what it sent so far and what it is owed.
+    struct Connection {
+        var fd: Int32
+        var source: UInt32
+        var input: [UInt8] = []
+        var output: [UInt8] = []
+        var written = 0
+        /// When the request being read started (accept, or its first byte on a kept connection).
+        var requestStarted: Int64?
+        var idleSince: Int64
+        var writeStarted: Int64?
+        var closeAfterWrite = false
+        /// Answered and half-closed: what the client still sends is read and dropped until it
+        /// closes or this time (so the kernel does not reset the connection over unread bytes
+        /// and lose the answer before the client read it).
+        var lingerUntil: Int64?
+    }
+
+    struct Loop {
+        let listener: Int32
+        let limits: Limits
+        let handler: @Sendable (HTTPRequest) -> HTTPResponse
+        let counters: Locked<Counters>
+        var connections: [Connection] = []
+        var perSource: [UInt32: Int] = [:]
+        var buffer = [UInt8](repeating: 0, count: 16_384)
+        var fds: [pollfd] = []
+
+        init(listener: Int32, limits: Limits, handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse, counters: Locked<Counters>) {
+            self.listener = listener
+            self.limits = limits
+            self.handler = handler
+            self.counters = counters
+        }
+
+        mutating func turn(now: Int64) {
+            fds.removeAll(keepingCapacity: true)
+            fds.append(pollfd(fd: listener, events: Int16(POLLIN), revents: 0))
+            for c in connections { fds.append(pollfd(fd: c.fd, events: Int16(c.output.isEmpty ? POLLIN : POLLOUT), revents: 0)) }
+            // 100 ms at most: the stop flag and the deadlines are looked at that often.
+            guard poll(&fds, nfds_t(fds.count), 100) >= 0 else { return }
+            let now = Clock.monotonicMicros()
+            let ready = fds
+            var i = connections.count - 1
+            while i >= 0 {
+                let r = ready[i + 1].revents
+                if r & Int16(POLLOUT) != 0 { write(i, now: now) } else if r & Int16(POLLIN | POLLHUP | POLLERR) != 0 { read(i, now: now) }
+                i -= 1
+            }
+            expire(now: now)
+            if ready[0].revents & Int16(POLLIN) != 0 { acceptAll(now: now) }
+        }
+
+        mutating func acceptAll(now: Int64) {
+            for _ in 0..<64 {
+                var peer = sockaddr_in()
+                var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+                let c = withUnsafeMutablePointer(to: &peer) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { accept(listener, $0, &len) }
+                }
+                guard c >= 0 else { return }
+                _ = fcntl(c, F_SETFL, fcntl(c, F_GETFL) | O_NONBLOCK)
+                _ = fcntl(c, F_SETFD, FD_CLOEXEC)
+                let source = peer.sin_addr.s_addr
+                counters.withLock { $0.accepted += 1 }
+                if connections.count >= limits.maxConnections || perSource[source, default: 0] >= limits.maxConnectionsPerSource {
+                    // Told at once, not left in the backlog: the client learns to come back.
+                    counters.withLock { $0.overCapacity += 1 }
+                    let busy = HTTPResponse(status: 503, headers: [("Retry-After", "5"), ("Content-Type", "text/plain")],
+                                            body: Array("too many connections\n".utf8)).serialized()
+                    _ = busy.withUnsafeBytes { send(c, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+                    close(c)
+                    continue
+                }
+                perSource[source, default: 0] += 1
+                connections.append(Connection(fd: c, source: source, requestStarted: now, idleSince: now))
+            }
+        }
+
+        mutating func read(_ i: Int, now: Int64) {
+            let n = buffer.withUnsafeMutableBytes { recv(connections[i].fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+            if n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) { drop(i); return }
+            guard n > 0, connections[i].lingerUntil == nil else { return }
+            if connections[i].requestStarted == nil { connections[i].requestStarted = now }
+            connections[i].input += buffer[0..<n]
+            switch HTTPRequest.parse(connections[i].input, maxHeader: limits.maxHeader, maxBody: limits.maxBody) {
+            case .needMore: return
+            case let .invalid(status, reason):
+                counters.withLock { $0.malformed += 1 }
+                respond(i, HTTPResponse(status: status, text: reason + "\n"), keepAlive: false, now: now)
+            case let .complete(request, consumed):
+                counters.withLock { $0.requests += 1 }
+                // One request at a time: pipelined bytes wait for the answer to be written.
+                connections[i].input.removeFirst(min(consumed, connections[i].input.count))
+                respond(i, handler(request), keepAlive: request.keepAlive, now: now)
+            }
+        }
+
+        mutating func respond(_ i: Int, _ response: HTTPResponse, keepAlive: Bool, now: Int64) {
+            connections[i].output = response.serialized(keepAlive: keepAlive)
+            connections[i].written = 0
+            connections[i].closeAfterWrite = !keepAlive
+            connections[i].requestStarted = nil
+            connections[i].writeStarted = now
+            write(i, now: now)
+        }
+
+        mutating func write(_ i: Int, now: Int64) {
+            var c = connections[i]
+            while c.written < c.output.count {
+                let n = c.output.withUnsafeBytes { send(c.fd, $0.baseAddress! + c.written, $0.count - c.written, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+                if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) { connections[i] = c; return }
+                guard n > 0 else { drop(i); return }
+                c.written += n
+            }
+            if c.closeAfterWrite {
+                // Half-close, so a client still sending (an over-long body) reads the answer before a reset.
+                shutdown(c.fd, Int32(SHUT_WR))
+                c.lingerUntil = now + 1_000_000
+                c.output = []
+                c.writeStarted = nil
+                c.requestStarted = nil
+                connections[i] = c
+                return
+            }
+            c.output = []
+            c.written = 0
+            c.writeStarted = nil
+            c.idleSince = now
+            connections[i] = c
+            // A pipelined request already read is answered now.
+            if !c.input.isEmpty {
+                connections[i].requestStarted = now
+                switch HTTPRequest.parse(c.input, maxHeader: limits.maxHeader, maxBody: limits.maxBody) {
+                case .needMore: break
+                case let .invalid(status, reason): respond(i, HTTPResponse(status: status, text: reason + "\n"), keepAlive: false, now: now)
+                case let .complete(request, consumed):
+                    connections[i].input.removeFirst(min(consumed, connections[i].input.count))
+                    respond(i, handler(request), keepAlive: request.keepAlive, now: now)
+                }
+            }
+        }
+
+        /// Deadlines: a request not whole in time gets 408; an idle or unread connection is closed.
+        mutating func expire(now: Int64) {
+            var i = connections.count - 1
+            while i >= 0 {
+                let c = connections[i]
+                if let l = c.lingerUntil {
+                    if now >= l { drop(i) }
+                } else if let w = c.writeStarted, now - w > limits.writeDeadlineMicros {
+                    drop(i)
+                } else if c.output.isEmpty, let s = c.requestStarted, now - s > limits.requestDeadlineMicros {
+                    counters.withLock { $0.timedOut += 1 }
+                    respond(i, HTTPResponse(status: 408, text: "the request was not complete within \(limits.requestDeadlineMicros / 1_000_000) s\n"),
+                            keepAlive: false, now: now)
+                } else if c.output.isEmpty, c.requestStarted == nil, now - c.idleSince > limits.idleMicros {
+                    counters.withLock { $0.idleClosed += 1 }
+                    drop(i)
+                }
+                i -= 1
+            }
+        }
+
+        mutating func drop(_ i: Int) {
+            let c = connections[i]
+            close(c.fd)
+            if let n = perSource[c.source] { perSource[c.source] = n > 1 ? n - 1 : nil }
+            connections.remove(at: i)
+        }
+
+        mutating func closeAll() {
+            while !connections.isEmpty { drop(connections.count - 1) }
+        }
     }
 }

@@ -121,6 +121,10 @@ public final class ICEAgent {
     var nextConsent: Int64 = .max
     var lastConsent: Int64 = 0
     var now: Int64 = 0
+    /// When the peer's last check or consent request passed the integrity check: a lite agent
+    /// sends no consent requests of its own (RFC 8445 §8.2), so this is how it sees the peer
+    /// keeping the session alive (RFC 7675 §5.1: every 4–6 s).
+    public private(set) var lastRequestMicros: Int64?
 
     public init(role: Role, local: Credentials, remote: Credentials? = nil, tieBreaker: UInt64, lite: Bool = false, seed: UInt64,
                 hmacSHA1: @escaping STUNHMAC) {
@@ -303,6 +307,7 @@ public final class ICEAgent {
             if tieBreaker >= t { switchRole(.controlling) } else { reply(m, error: (487, "Role Conflict"), to: from, from: to, integrity: true); return }
         }
         counters.requestsAnswered += 1
+        lastRequestMicros = now
         let ok = STUNMessage(class: .success, transactionID: m.transactionID, attributes: [.xorMappedAddress(from)])
         if let bytes = try? ok.encode(integrityKey: Array(local.password.utf8), hmacSHA1: hmac, fingerprint: true) {
             outbox.append(Transmit(bytes: bytes, from: to, to: from))

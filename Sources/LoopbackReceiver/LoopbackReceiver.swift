@@ -48,8 +48,11 @@ public struct ReceiverSnapshot: Sendable, Equatable {
     /// (an index into `publishers`, parallel to `streams`).
     public var publishers: [SocketAddress] = []
     public var streamPublisher: [Int] = []
-    /// WebRTC publishers the endpoint answered, in order, and what became of each transport.
+    /// WebRTC publishers the endpoint answered, in order, and what became of each transport
+    /// (of the ended ones, the last 256).
     public var webrtcPublishers: [WebRTCPublisherState] = []
+    /// Sessions ended and freed, by cause.
+    public var webrtcEndings = WebRTCEndings()
     /// Feedback answered by ICMP port unreachable (a publisher that has gone).
     public var feedbackUnreachable = 0
     /// Packets refused because `maxPublishers` or `maxStreams` was reached.
@@ -110,6 +113,12 @@ public final class LoopbackReceiver: Sendable {
     /// WHIP endpoint → receive thread: publishers to add and sessions to end.
     let commands = Locked<[Command]>([])
     enum Command: Sendable { case add(WebRTCPublisherSpec, seed: UInt64), remove(String) }
+    /// Receive thread → WHIP endpoint: sessions that ended on their own (abandoned, failed,
+    /// consent lost, closed by the peer), whose slots are free.
+    let ended = Locked<[String]>([])
+
+    /// The WHIP sessions (resources) that ended since the last call.
+    public func takeEndedResources() -> [String] { ended.withLock { e in let taken = e; e = []; return taken } }
 
     /// A publisher the WHIP endpoint answered (from the HTTP thread); the receive thread takes it
     /// within a few milliseconds.
@@ -141,13 +150,13 @@ public final class LoopbackReceiver: Sendable {
     }
 
     public func start() {
-        let config = self.config, handoff = socketHandoff, state = self.state, stopFlag = self.stopFlag, commands = self.commands
+        let config = self.config, handoff = socketHandoff, state = self.state, stopFlag = self.stopFlag, commands = self.commands, ended = self.ended
         let t = JoinableThread(name: "pubbot-recv") {
             do {
                 let start = Clock.monotonicMicros()
                 let session = try ReceiverSession(config: config, startMicros: start, wallOffsetMicros: Clock.wallMicros() - start,
                                                   seed: UInt64(SecureRandom.uint32()) << 32 | UInt64(SecureRandom.uint32()))
-                Self.run(session, socket: handoff.take(), state: state, stop: stopFlag, commands: commands)
+                Self.run(session, socket: handoff.take(), state: state, stop: stopFlag, commands: commands, ended: ended)
             } catch {
                 state.withLock { $0.lastError = "\(error)" }
             }
@@ -165,7 +174,8 @@ public final class LoopbackReceiver: Sendable {
     public func snapshot() -> ReceiverSnapshot { state.value }
 
     /// The receive thread: the driver of a `ReceiverSession` — socket, clock, publishing.
-    static func run(_ session: ReceiverSession, socket: UDPSocket, state: Locked<ReceiverSnapshot>, stop: Locked<Bool>, commands: Locked<[Command]>) {
+    static func run(_ session: ReceiverSession, socket: UDPSocket, state: Locked<ReceiverSnapshot>, stop: Locked<Bool>, commands: Locked<[Command]>,
+                    ended: Locked<[String]>) {
         let batch = PacketBatch(capacity: 32)
         func read() {
             for _ in 0..<64 {
@@ -189,7 +199,7 @@ public final class LoopbackReceiver: Sendable {
             _ = socket.wait(timeoutMicros: max(0, min(wake, nextPublish) - Clock.monotonicMicros()))
             for c in commands.withLock({ c -> [Command] in let taken = c; c = []; return taken }) {
                 switch c {
-                case let .add(spec, seed): session.addPublisher(spec, seed: seed)
+                case let .add(spec, seed): session.addPublisher(spec, seed: seed, now: Clock.monotonicMicros())
                 case let .remove(resource): session.removePublisher(resource: resource)
                 }
             }
@@ -197,6 +207,8 @@ public final class LoopbackReceiver: Sendable {
             let now = Clock.monotonicMicros()
             wake = min(session.step(now: now), now + 20_000)
             flush()
+            let gone = session.takeEndedResources()
+            if !gone.isEmpty { ended.withLock { $0 += gone } }
             if now >= nextPublish { let s = session.snapshot(final: false); state.withLock { $0 = s }; nextPublish = now + 100_000 }
         }
         read()

@@ -11,6 +11,12 @@ public struct WebRTCListenConfig: Sendable {
     public var certificate: DTLSCertificate
     /// The host candidate (the media socket's address as publishers reach it).
     public var local: STUNAddress
+    /// A publisher whose ICE has not connected this long after the answer is abandoned and its
+    /// slot freed (its DTLS has its own deadline, `WebRTCTransport.dtlsTimeoutMicros`).
+    public var iceTimeoutMicros: Int64 = 15_000_000
+    /// A connected publisher (the full-ICE side, RFC 8445 §8.2) that sent no consent check this
+    /// long has gone (RFC 7675 §5.1: it checks every 4–6 s and gives up after 30 s itself).
+    public var consentTimeoutMicros: Int64 = 30_000_000
     public init(certificate: DTLSCertificate, local: STUNAddress) {
         self.certificate = certificate
         self.local = local
@@ -59,6 +65,19 @@ public struct WebRTCPublisherSpec: Sendable, Equatable {
     }
 }
 
+/// How the WebRTC sessions the receiver held ended, by cause: their slots are free again.
+public struct WebRTCEndings: Sendable, Equatable {
+    /// ICE never completed within `iceTimeoutMicros` of the answer.
+    public var abandoned = 0
+    /// The peer stopped its consent checks (RFC 7675).
+    public var consentLost = 0
+    /// ICE or DTLS failed (a wrong fingerprint, DTLS that never finished, close_notify …).
+    public var failed = 0
+    /// Ended by the peer (WHIP DELETE).
+    public var closed = 0
+    public init() {}
+}
+
 /// What became of a WebRTC publisher's transport (for the snapshot).
 public struct WebRTCPublisherState: Sendable, Equatable {
     public var resource: String
@@ -81,9 +100,13 @@ final class WebRTCPeer {
     var srtpIn: SRTPSession?
     var peer: PeerSession?
     var state: WebRTCPublisherState
-    init(spec: WebRTCPublisherSpec, transport: WebRTCTransport) {
+    /// When the endpoint handed it over (the answer went out).
+    let addedMicros: Int64
+    var consentLost = false
+    init(spec: WebRTCPublisherSpec, transport: WebRTCTransport, now: Int64) {
         self.spec = spec
         self.transport = transport
+        addedMicros = now
         state = WebRTCPublisherState(resource: spec.resource, state: "new")
     }
 }
@@ -93,7 +116,7 @@ extension ReceiverSession {
     /// credentials, DTLS client (the answer said `setup:active`) checking the offer's fingerprint.
     /// Or the server a WHEP subscriber offered to (`spec.offerer`): full ICE, controlling, checks
     /// to its candidates, DTLS in the role its answer left.
-    public func addPublisher(_ spec: WebRTCPublisherSpec, seed: UInt64) {
+    public func addPublisher(_ spec: WebRTCPublisherSpec, seed: UInt64, now: Int64) {
         guard let w = webrtc, rtcPending[spec.localUfrag] == nil else { return }
         let ice = ICEAgent(role: spec.offerer ? .controlling : .controlled, local: .init(ufrag: spec.localUfrag, password: spec.localPassword),
                            remote: .init(ufrag: spec.remoteUfrag, password: spec.remotePassword), tieBreaker: seed, lite: !spec.offerer, seed: seed,
@@ -103,7 +126,7 @@ extension ReceiverSession {
         do {
             let dtls = try DTLSEndpoint(role: spec.offerer && spec.dtlsServer ? .server : .client, certificate: w.certificate,
                                         remoteFingerprint: spec.remoteFingerprint)
-            let peer = WebRTCPeer(spec: spec, transport: WebRTCTransport(ice: ice, dtls: dtls))
+            let peer = WebRTCPeer(spec: spec, transport: WebRTCTransport(ice: ice, dtls: dtls), now: now)
             rtcPending[spec.localUfrag] = peer
             rtcPeers.append(peer)
             // Answers to our checks carry no USERNAME: known by the candidates' addresses.
@@ -118,20 +141,72 @@ extension ReceiverSession {
     public func removePublisher(resource: String) {
         guard let peer = rtcPeers.first(where: { $0.spec.resource == resource }) else { return }
         peer.transport.close()
-        drain(peer)
-        rtcPending[peer.spec.localUfrag] = nil
-        for (a, p) in rtcByAddress where p === peer { rtcByAddress[a] = nil }
         if peer.state.state != "failed" { peer.state.state = "closed" }
+        release(peer)
     }
 
-    /// The transports' timers (ICE consent for a lite agent is the peer's job; DTLS retransmits).
+    /// The transports' timers (DTLS retransmits, a full agent's checks and consent), and the
+    /// deadlines that free a slot: ICE not connected `iceTimeoutMicros` after the answer
+    /// (abandoned), no consent check from a connected full-ICE peer for `consentTimeoutMicros`.
     func stepTransports(now: Int64) -> Int64? {
+        guard let w = webrtc else { return nil }
         var wake: Int64?
-        for peer in rtcPeers where peer.state.state == "new" || peer.state.state == "connected" {
-            if let w = peer.transport.step(now: now) { wake = min(wake ?? w, w) }
-            after(peer, now: now)
+        var ended: [WebRTCPeer] = []
+        for peer in rtcPeers {
+            if peer.state.state == "new" || peer.state.state == "connected" {
+                if let t = peer.transport.step(now: now) { wake = min(wake ?? t, t) }
+                after(peer, now: now)
+            }
+            switch peer.state.state {
+            case "new" where peer.transport.iceConnectedMicros == nil:
+                let deadline = peer.addedMicros + w.iceTimeoutMicros
+                if now >= deadline {
+                    peer.state.state = "abandoned"
+                    peer.state.failure = "ICE did not connect within \(w.iceTimeoutMicros / 1_000_000) s of the answer"
+                } else {
+                    wake = min(wake ?? deadline, deadline)
+                }
+            case "connected" where peer.transport.ice.lite:
+                let deadline = (peer.transport.ice.lastRequestMicros ?? peer.addedMicros) + w.consentTimeoutMicros
+                if now >= deadline {
+                    peer.transport.close()
+                    peer.state.state = "failed"
+                    peer.state.failure = "consent lost: no ICE consent check for \(w.consentTimeoutMicros / 1_000_000) s (RFC 7675)"
+                    peer.consentLost = true
+                } else {
+                    wake = min(wake ?? deadline, deadline)
+                }
+            default: break
+            }
+            if peer.state.state != "new" && peer.state.state != "connected" { ended.append(peer) }
         }
+        for peer in ended { release(peer) }
         return wake
+    }
+
+    /// A session that ended: its transport, keys and lookups are dropped (the slot is free);
+    /// what became of it stays in the snapshot (the last `endedKept`).
+    func release(_ peer: WebRTCPeer) {
+        drain(peer)
+        switch peer.state.state {
+        case "abandoned": snap.webrtcEndings.abandoned += 1
+        case "closed": snap.webrtcEndings.closed += 1
+        default: if peer.consentLost { snap.webrtcEndings.consentLost += 1 } else { snap.webrtcEndings.failed += 1 }
+        }
+        rtcPending[peer.spec.localUfrag] = nil
+        for (a, p) in rtcByAddress where p === peer { rtcByAddress[a] = nil }
+        rtcPeers.removeAll { $0 === peer }
+        rtcEnded.append(peer.state)
+        if rtcEnded.count > Self.endedKept { rtcEnded.removeFirst(rtcEnded.count - Self.endedKept) }
+        endedResources.append(peer.spec.resource)
+    }
+
+    static let endedKept = 256
+
+    /// The resources of the sessions that ended since the last call (their slots are free).
+    public func takeEndedResources() -> [String] {
+        defer { endedResources = [] }
+        return endedResources
     }
 
     /// STUN (found by the USERNAME's first half, our ufrag, until its address is known) or DTLS.
@@ -139,11 +214,16 @@ extension ReceiverSession {
         guard let w = webrtc, let source = STUNAddress(from) else { snap.rejected.unknownSource += 1; return }
         let bytes = [UInt8](UnsafeRawBufferPointer(start: p, count: length))
         var peer = rtcByAddress[from]
-        if peer == nil, bytes[0] <= 3 {
+        if peer == nil, let b0 = bytes.first, b0 <= 3 {
             let user = bytes.withUnsafeBufferPointer { try? STUNMessage.parse(Span(_unsafeElements: $0)) }?.username
             if let ufrag = user?.split(separator: ":").first, let p = rtcPending[String(ufrag)] {
                 peer = p
-                rtcByAddress[from] = p
+                // The source is bound to the session only once the request proves it knows the
+                // session's password (RFC 8445 §7.3: MESSAGE-INTEGRITY, and FINGERPRINT, verify).
+                if STUNMessage.verifyFingerprint(bytes) == true,
+                   STUNMessage.verifyIntegrity(bytes, key: Array(p.spec.localPassword.utf8), hmacSHA1: { Crypto.hmacSHA1(key: $0, data: $1) }) {
+                    rtcByAddress[from] = p
+                }
             }
         }
         guard let peer else { snap.rejected.unknownSource += 1; return }

@@ -47,6 +47,9 @@ public final class ReceiverSession {
     var rtcPeers: [WebRTCPeer] = []
     var rtcPending: [String: WebRTCPeer] = [:]
     var rtcByAddress: [SocketAddress: WebRTCPeer] = [:]
+    /// What became of the sessions that ended (their slots freed), the last `endedKept`.
+    var rtcEnded: [WebRTCPublisherState] = []
+    var endedResources: [String] = []
 
     public init(config: ReceiverConfig, startMicros: Int64, wallOffsetMicros: Int64, seed: UInt64) throws(SRTPError) {
         self.config = config
@@ -97,7 +100,7 @@ public final class ReceiverSession {
         snap.streamPublisher = order.compactMap { streams[$0]?.peer }
         if snap.publishers.count != peers.count { snap.publishers = peers.map(\.address) }
         if webrtc != nil {
-            snap.webrtcPublishers = rtcPeers.map { p in
+            snap.webrtcPublishers = rtcEnded + rtcPeers.map { p in
                 var s = p.state
                 s.roundTripMillis = p.transport.ice.roundTripMicros.map { Double($0) / 1000 }
                 return s

@@ -48,8 +48,13 @@ public struct SDPDocument: Sendable, Equatable {
             var line = Substring(raw)
             while line.last == "\r" || line.last == " " { line = line.dropLast() }
             if line.isEmpty { continue }
-            guard line.count >= 2, line.dropFirst().first == "=" else { throw ParseError(line: n + 1, reason: "expected <type>=<value>") }
-            let type = line.first!, value = String(line.dropFirst(2))
+            guard line.count >= 2, let type = line.first, line.dropFirst().first == "=" else { throw ParseError(line: n + 1, reason: "expected <type>=<value>") }
+            // RFC 8866 §9: values are byte strings without NUL, CR or LF; other controls (terminal
+            // escapes a peer could plant in a message we print) are refused too.
+            guard !line.unicodeScalars.contains(where: { ($0.value < 32 && $0 != "\t") || $0.value == 127 }) else {
+                throw ParseError(line: n + 1, reason: "control character")
+            }
+            let value = String(line.dropFirst(2))
             if n == 0 || !sawVersion {
                 guard type == "v", value == "0" else { throw ParseError(line: n + 1, reason: "not an SDP (it must start with v=0)") }
                 sawVersion = true
@@ -75,6 +80,14 @@ public struct SDPDocument: Sendable, Equatable {
         }
         guard sawVersion else { throw ParseError(line: 1, reason: "empty SDP") }
         return doc
+    }
+
+    /// The ID of an `a=extmap:<id>[/<direction>] <uri>` value's first field (RFC 8285 §8: 1–255,
+    /// digits only); nil for anything else — an empty field, `/`, a sign or a number out of range.
+    public static func extmapID(_ field: Substring) -> Int? {
+        let digits = field.prefix { $0 != "/" }
+        guard (1...3).contains(digits.count), digits.allSatisfy({ $0.isASCII && $0.isNumber }), let id = Int(digits), (1...255).contains(id) else { return nil }
+        return id
     }
 
     public func render() -> String {
@@ -241,14 +254,19 @@ public struct NegotiatedSession: Sendable, Equatable {
                 guard p.count == 2, let pt = UInt8(p[0]) else { return nil }
                 return (pt, String(p[1].split(separator: "/").first ?? "").lowercased())
             }
-            guard let pt = maps.first(where: { $0.1 == codec && m.formats.contains(String($0.0)) })?.0 else {
+            guard let pt = maps.first(where: { $0.1 == codec && m.formats.contains(String($0.0)) })?.0, pt < 128 else {
                 throw AnswerError(description: "the answer's \(kind) section has no \(codec) payload type")
             }
-            let rtx = maps.first { $0.1 == "rtx" && m.values("fmtp").contains("\($0.0) apt=\(pt)") }?.0
+            // RFC 8843 §15: a MID is a token; one-byte header extensions carry at most 16 bytes (RFC 8285 §4.2).
+            let mid = m.value("mid") ?? ""
+            guard mid.utf8.count <= 16, mid.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+                throw AnswerError(description: "the answer's \(kind) a=mid is not a token of at most 16 characters")
+            }
+            let rtx = maps.first { $0.1 == "rtx" && $0.0 < 128 && $0.0 != pt && m.values("fmtp").contains("\($0.0) apt=\(pt)") }?.0
             var ext: [String: Int] = [:]
             for e in m.values("extmap") {
                 let p = e.split(separator: " ")
-                if p.count >= 2, let id = Int(p[0].split(separator: "/")[0]) { ext[String(p[1])] = id }
+                if p.count >= 2, let id = SDPDocument.extmapID(p[0]) { ext[String(p[1])] = id }
             }
             let fb = Set(m.values("rtcp-fb").filter { $0.hasPrefix("\(pt) ") || $0.hasPrefix("* ") }.map { String($0.drop { $0 != " " }.dropFirst()) })
             var simulcast: [String]?
@@ -257,7 +275,7 @@ public struct NegotiatedSession: Sendable, Equatable {
                 let accepted = s.dropFirst(5).split(separator: ";").compactMap { $0.split(separator: ",").first.map(String.init) }.filter { !$0.hasPrefix("~") }
                 simulcast = offer.rids.filter { accepted.contains($0) }
             }
-            var st = Stream(mid: m.value("mid") ?? "", payloadType: pt, rtxPayloadType: rtx, extensions: ext, transportCC: fb.contains("transport-cc"),
+            var st = Stream(mid: mid, payloadType: pt, rtxPayloadType: rtx, extensions: ext, transportCC: fb.contains("transport-cc"),
                             remb: fb.contains("goog-remb"), nack: fb.contains("nack"), pli: fb.contains("nack pli"), simulcast: simulcast)
             st.direction = ["sendonly", "recvonly", "sendrecv", "inactive"].first { m.has($0) } ?? "sendrecv"
             st.reducedSizeRTCP = m.has("rtcp-rsize")
@@ -353,7 +371,7 @@ public struct WHIPAnswer: Sendable {
                                                        .init("fingerprint", fingerprint), .init("setup", "active"), .init("mid", mid)]
             for e in m.values("extmap") {
                 let p = e.split(separator: " ")
-                guard p.count >= 2, let id = Int(p[0].split(separator: "/")[0]), (1...14).contains(id), Self.understood.contains(String(p[1])) else { continue }
+                guard p.count >= 2, let id = SDPDocument.extmapID(p[0]), (1...14).contains(id), Self.understood.contains(String(p[1])) else { continue }
                 ext[String(p[1])] = id
                 attributes.append(.init("extmap", "\(id) \(p[1])"))
             }

@@ -43,7 +43,7 @@ public enum WHIPClient {
         while true {
             let r = request("POST", endpoint, body: offer, headers: ["Content-Type: application/sdp", "Accept: application/sdp"], token: token,
                             connectTimeoutMillis: connectTimeoutMillis, timeoutMillis: timeoutMillis)
-            try r.transportError(endpoint: endpoint, timeoutMillis: timeoutMillis)
+            try r.transportError(endpoint: endpoint, connectTimeoutMillis: connectTimeoutMillis, timeoutMillis: timeoutMillis)
             switch r.status {
             case 201:
                 guard let location = r.header("location") else {
@@ -62,7 +62,7 @@ public enum WHIPClient {
                 }
                 throw WHIPError(kind: .busy, status: r.status, message: "the WHIP endpoint is busy (HTTP \(r.status))\(r.header("retry-after").map { ", Retry-After \($0)" } ?? ""): try again later")
             default:
-                throw r.httpError(endpoint: endpoint, hadToken: token != nil)
+                throw r.httpError(endpoint: endpoint, token: token)
             }
         }
     }
@@ -70,8 +70,8 @@ public enum WHIPClient {
     /// Ends the session (DELETE on its URL, RFC 9725 §4.3).
     public static func delete(_ session: WHIPSession, token: String?, timeoutMillis: Int = 5_000) throws(WHIPError) {
         let r = request("DELETE", session.resourceURL, body: nil, headers: [], token: token, connectTimeoutMillis: timeoutMillis, timeoutMillis: timeoutMillis)
-        try r.transportError(endpoint: session.resourceURL, timeoutMillis: timeoutMillis)
-        guard (200..<300).contains(r.status) else { throw r.httpError(endpoint: session.resourceURL, hadToken: token != nil) }
+        try r.transportError(endpoint: session.resourceURL, connectTimeoutMillis: timeoutMillis, timeoutMillis: timeoutMillis)
+        guard (200..<300).contains(r.status) else { throw r.httpError(endpoint: session.resourceURL, token: token) }
     }
 
     struct Response {
@@ -82,30 +82,44 @@ public enum WHIPClient {
         /// Header lines of the last response.
         var headerLines: [(String, String)]
         var effectiveURL: String?
+        var connected = false
 
         func header(_ name: String) -> String? { headerLines.first { $0.0 == name }?.1 }
         func headers(_ name: String) -> [String] { headerLines.filter { $0.0 == name }.map(\.1) }
 
-        func transportError(endpoint: String, timeoutMillis: Int) throws(WHIPError) {
+        func transportError(endpoint: String, connectTimeoutMillis: Int, timeoutMillis: Int) throws(WHIPError) {
             guard curlCode != 0 else { return }
+            let where_ = WHIPClient.redacted(endpoint)
             if ccurl_is_timeout(curlCode) != 0 {
-                throw WHIPError(kind: .timeout, status: nil, message: "the WHIP endpoint \(WHIPClient.redacted(endpoint)) did not answer within \(timeoutMillis / 1000) s")
+                // Which timer fired: the connection's (nothing answered) or the whole request's.
+                throw WHIPError(kind: .timeout, status: nil, message: connected
+                    ? "the WHIP endpoint \(where_) did not answer within \(seconds(timeoutMillis))"
+                    : "cannot connect to the WHIP endpoint \(where_) within \(seconds(connectTimeoutMillis))")
             }
+            if ccurl_is_unsupported_protocol(curlCode) != 0 {
+                throw WHIPError(kind: .protocolViolation, status: nil,
+                                message: "the WHIP endpoint \(where_) redirected to a URL that is not http or https (not followed)")
+            }
+            let said = WHIPClient.sanitized(curlMessage, secrets: [])
             if ccurl_is_unreachable(curlCode) != 0 {
-                throw WHIPError(kind: .unreachable, status: nil, message: "cannot reach the WHIP endpoint \(WHIPClient.redacted(endpoint)): \(curlMessage)")
+                throw WHIPError(kind: .unreachable, status: nil, message: "cannot reach the WHIP endpoint \(where_): \(said)")
             }
             if ccurl_is_tls(curlCode) != 0 {
-                throw WHIPError(kind: .tls, status: nil, message: "TLS with the WHIP endpoint \(WHIPClient.redacted(endpoint)) failed: \(curlMessage)")
+                throw WHIPError(kind: .tls, status: nil, message: "TLS with the WHIP endpoint \(where_) failed: \(said)")
             }
-            throw WHIPError(kind: .unreachable, status: nil, message: "the WHIP request to \(WHIPClient.redacted(endpoint)) failed: \(curlMessage)")
+            throw WHIPError(kind: .unreachable, status: nil, message: "the WHIP request to \(where_) failed: \(said)")
         }
 
-        func httpError(endpoint: String, hadToken: Bool) -> WHIPError {
-            let text = body.prefix(300).trimmingCharacters
+        func seconds(_ millis: Int) -> String { millis % 1000 == 0 ? "\(millis / 1000) s" : "\(millis) ms" }
+
+        /// An error status as one message; the server's body is shown sanitized (`sanitized`):
+        /// a server that echoes the request must not print the token.
+        func httpError(endpoint: String, token: String?) -> WHIPError {
+            let text = WHIPClient.sanitized(body, secrets: [token].compactMap { $0 } + WHIPClient.secrets(in: endpoint))
             let said = text.isEmpty ? "" : ": \(text)"
             switch status {
             case 401, 403:
-                return WHIPError(kind: .unauthorized, status: status, message: hadToken
+                return WHIPError(kind: .unauthorized, status: status, message: token != nil
                     ? "the WHIP endpoint refused the token (HTTP \(status))\(said)"
                     : "the WHIP endpoint wants a token (HTTP \(status)): pass --token or set PUBBOT_WHIP_TOKEN")
             case 404:
@@ -140,7 +154,7 @@ public enum WHIPClient {
         }
         let message = withUnsafeBytes(of: r.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         return Response(curlCode: r.curl_code, curlMessage: message.isEmpty ? "error \(r.curl_code)" : message, status: Int(r.status),
-                        body: bodyText, headerLines: block, effectiveURL: r.effective_url.map { String(cString: $0) })
+                        body: bodyText, headerLines: block, effectiveURL: r.effective_url.map { String(cString: $0) }, connected: r.connected != 0)
     }
 
     /// RFC 3986 §5.2 for the forms servers send: absolute, absolute-path, or relative.
@@ -177,14 +191,77 @@ public enum WHIPClient {
         return out
     }
 
-    /// The URL without its query and credentials (tokens sometimes ride in them).
-    static func redacted(_ url: String) -> String {
-        var u = Substring(url.prefix { $0 != "?" })
-        if let schemeEnd = u.firstRange(of: "://"), let at = u[schemeEnd.upperBound...].firstIndex(of: "@"),
-           !u[schemeEnd.upperBound..<at].contains("/") {
-            u = u[..<schemeEnd.upperBound] + u[u.index(after: at)...]
+    /// The URL as it may be printed: userinfo (`user:pass@`) replaced by `***@`, every query
+    /// value by `***` (tokens ride in them: `?token=…`), no fragment. Every message, log line
+    /// and JSON document that names a WHIP/WHEP URL goes through this.
+    public static func redacted(_ url: String) -> String {
+        var u = Substring(url.prefix { $0 != "#" })
+        var query: Substring?
+        if let q = u.firstIndex(of: "?") { query = u[u.index(after: q)...]; u = u[..<q] }
+        if let schemeEnd = u.firstRange(of: "://") {
+            let authorityEnd = u[schemeEnd.upperBound...].firstIndex(of: "/") ?? u.endIndex
+            if let at = u[schemeEnd.upperBound..<authorityEnd].lastIndex(of: "@") {
+                u = u[..<schemeEnd.upperBound] + "***" + u[at...]
+            }
         }
-        return String(u)
+        guard let query else { return String(u) }
+        let fields = query.split(separator: "&", omittingEmptySubsequences: false).map { f -> String in
+            guard let eq = f.firstIndex(of: "=") else { return f.isEmpty ? "" : "***" }
+            return f[...eq] + "***"
+        }
+        return String(u) + "?" + fields.joined(separator: "&")
+    }
+
+    /// The secrets a URL carries (userinfo, its parts, query values), to scrub from a server's text.
+    public static func secrets(in url: String) -> [String] {
+        var out: [String] = []
+        let u = url.prefix { $0 != "#" }
+        if let schemeEnd = u.firstRange(of: "://") {
+            let rest = u[schemeEnd.upperBound...]
+            let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" } ?? rest.endIndex
+            if let at = rest[..<authorityEnd].lastIndex(of: "@") {
+                let info = rest[..<at]
+                out.append(String(info))
+                out += info.split(separator: ":").map(String.init)
+            }
+        }
+        if let q = u.firstIndex(of: "?") {
+            for f in u[u.index(after: q)...].split(separator: "&") {
+                if let eq = f.firstIndex(of: "=") { out.append(String(f[f.index(after: eq)...])) }
+            }
+        }
+        // Short values ("1", "a") would blank out ordinary words; a secret is longer.
+        return out.filter { $0.count >= 4 }
+    }
+
+    /// A server's text as it may be printed: control characters (terminal escapes) removed,
+    /// whitespace runs folded, at most 200 characters, each known secret and any bearer
+    /// credential (`Bearer …`, `token=…`) replaced by `***`.
+    public static func sanitized(_ text: String, secrets: [String]) -> String {
+        var s = String(String.UnicodeScalarView(text.unicodeScalars.prefix(4096).map { scalar -> Unicode.Scalar in
+            scalar.properties.generalCategory == .control || scalar.properties.generalCategory == .format ? " " : scalar
+        }))
+        for secret in secrets where !secret.isEmpty { s = s.replacing(secret, with: "***") }
+        var chars = Array(s)
+        for scheme in ["bearer ", "basic ", "token=", "access_token=", "password=", "credential="].map(Array.init) {
+            var out: [Character] = []
+            var i = 0
+            while i < chars.count {
+                if i + scheme.count <= chars.count, zip(chars[i..<(i + scheme.count)], scheme).allSatisfy({ $0.lowercased() == String($1) }) {
+                    out += chars[i..<(i + scheme.count)]
+                    out += Array("***")
+                    i += scheme.count
+                    while i < chars.count, !chars[i].isWhitespace, !"\",;&".contains(chars[i]) { i += 1 }
+                    continue
+                }
+                out.append(chars[i])
+                i += 1
+            }
+            chars = out
+        }
+        s = String(chars)
+        s = s.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        return s.count > 200 ? String(s.prefix(200)) + "…" : s
     }
 }
 

@@ -9,51 +9,114 @@ import Platform
 /// `pubbot receive --whip-listen`: a WHIP endpoint (RFC 9725) in front of the receiver. `POST
 /// /whip` with an SDP offer creates a session (201, `Location: /whip/<id>`, the answer:
 /// ICE-lite, DTLS client, the offer's payload types and extension IDs, simulcast as offered);
-/// `DELETE /whip/<id>` ends it. A bearer token, when set, is required (401 otherwise). Trickle
-/// ICE (PATCH) is not offered (405, RFC 9725 §4.3.1 allows it).
+/// `DELETE /whip/<id>` ends it. A bearer token, when set, is required (401 otherwise), compared
+/// byte for byte in constant time. Trickle ICE (PATCH) is not offered (405, RFC 9725 §4.3.1
+/// allows it). CORS (RFC 9725 §4.8, Fetch): `OPTIONS` is answered without a token, and every
+/// answer names the origin and exposes Location, Link, ETag and Accept-Patch, so a page on
+/// another origin can publish. Sessions the receiver ended (ICE never connected, DTLS failed,
+/// consent lost) free their slots: the cap counts live sessions.
 public final class WHIPEndpoint: @unchecked Sendable {
     let server: HTTPServer
     public var port: Int { server.port }
-    /// Sessions by resource id (the HTTP thread's own bookkeeping).
+    /// Live sessions by resource id (the HTTP thread's own bookkeeping).
     let sessions = Locked<Set<String>>([])
 
     public struct StartError: Error, CustomStringConvertible {
         public var description: String
     }
 
+    /// The server's connection limits (what a slowloris client meets).
+    public var httpStats: HTTPServer.Counters { server.stats }
+
     /// - Parameters:
     ///   - candidates: the media socket's host candidates, as the answer names them.
-    ///   - maxSessions: beyond this, 503 with Retry-After.
+    ///   - maxSessions: live sessions at once; beyond this, 503 with Retry-After.
     public init(receiver: LoopbackReceiver, host: String, port: Int, token: String?, certificate: DTLSCertificate,
-                candidates: [ICECandidate], maxSessions: Int) throws(StartError) {
+                candidates: [ICECandidate], maxSessions: Int, limits: HTTPServer.Limits = HTTPServer.Limits()) throws(StartError) {
         let sessions = self.sessions
         let fingerprint = certificate.sdpFingerprint
+        let expected = token.map { Array($0.utf8) }
         do {
-            server = try HTTPServer(host: host, port: port, name: "pubbot-whip") { r in
-                if let token, r.header("authorization") != "Bearer " + token {
-                    return HTTPResponse(status: 401, headers: [("WWW-Authenticate", "Bearer"), ("Content-Type", "text/plain")],
-                                        body: Array("a valid bearer token is required\n".utf8))
-                }
-                let parts = r.path.split(separator: "/")
-                switch (r.method, parts.count) {
-                case ("POST", 1) where parts[0] == "whip":
+            server = try HTTPServer(host: host, port: port, name: "pubbot-whip", limits: limits) { r in
+                var response = Self.route(r, expected: expected) { r in
+                    // Slots of sessions the receiver ended are free before this request counts them.
+                    let gone = receiver.takeEndedResources()
+                    if !gone.isEmpty { sessions.withLock { s in for g in gone { s.remove(g) } } }
                     return Self.create(r, receiver: receiver, sessions: sessions, fingerprint: fingerprint, candidates: candidates, maxSessions: maxSessions)
-                case ("DELETE", 2) where parts[0] == "whip":
-                    let id = String(parts[1])
-                    guard sessions.withLock({ $0.remove(id) }) != nil else { return HTTPResponse(status: 404, text: "no such WHIP session\n") }
+                } delete: { id in
+                    let gone = receiver.takeEndedResources()
+                    if !gone.isEmpty { sessions.withLock { s in for g in gone { s.remove(g) } } }
+                    guard sessions.withLock({ $0.remove(id) }) != nil else { return false }
                     receiver.removePublisher(resource: id)
-                    return HTTPResponse(status: 200)
-                case ("PATCH", 2) where parts[0] == "whip":
-                    return HTTPResponse(status: 405, headers: [("Allow", "DELETE")], body: Array("trickle ICE is not supported: send every candidate in the offer\n".utf8))
-                case ("OPTIONS", _):
-                    return HTTPResponse(status: 204, headers: [("Allow", "POST, DELETE, OPTIONS"), ("Accept-Post", "application/sdp")])
-                default:
-                    return HTTPResponse(status: parts.first == "whip" ? 405 : 404, text: "POST an SDP offer to /whip\n")
-                }
+                    return true
+                } exists: { id in sessions.withLock { $0.contains(id) } }
+                response.headers += Self.corsHeaders(r)
+                return response
             }
         } catch {
             throw StartError(description: "--whip-listen: \(error.description)")
         }
+    }
+
+    /// RFC 9725 §4 routes: `/whip` (POST, OPTIONS) and `/whip/<id>` (DELETE, PATCH → 405,
+    /// OPTIONS); 404 for any other path or an unknown session, 405 only for a known resource
+    /// with a method it does not take.
+    static func route(_ r: HTTPRequest, expected: [UInt8]?, create: (HTTPRequest) -> HTTPResponse, delete: (String) -> Bool,
+                      exists: (String) -> Bool) -> HTTPResponse {
+        let parts = r.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        let collection = parts.count == 1 && parts.first == "whip"
+        let resource = parts.count == 2 && parts.first == "whip" && !(parts.last ?? "").isEmpty ? parts.last.map(String.init) : nil
+        if r.method == "OPTIONS" && (collection || resource != nil) {
+            // The CORS preflight carries no credentials (Fetch §4.8): answered without a token.
+            return HTTPResponse(status: 204, headers: [("Allow", collection ? "POST, OPTIONS" : "DELETE, PATCH, OPTIONS"), ("Accept-Post", "application/sdp")])
+        }
+        if let expected, let refusal = authorize(r, expected: expected) { return refusal }
+        if collection {
+            guard r.method == "POST" else { return HTTPResponse(status: 405, headers: [("Allow", "POST, OPTIONS")], body: Array("POST an SDP offer to /whip\n".utf8)) }
+            return create(r)
+        }
+        guard let id = resource, exists(id) else { return HTTPResponse(status: 404, text: "no such WHIP resource (POST an SDP offer to /whip)\n") }
+        switch r.method {
+        case "DELETE":
+            return delete(id) ? HTTPResponse(status: 200) : HTTPResponse(status: 404, text: "no such WHIP session\n")
+        case "PATCH":
+            return HTTPResponse(status: 405, headers: [("Allow", "DELETE, OPTIONS")], body: Array("trickle ICE is not supported: send every candidate in the offer\n".utf8))
+        default:
+            return HTTPResponse(status: 405, headers: [("Allow", "DELETE, PATCH, OPTIONS")], body: Array("a WHIP session takes DELETE\n".utf8))
+        }
+    }
+
+    /// `Authorization: Bearer <token>` (RFC 6750 §2.1; the scheme is case-insensitive, RFC 9110
+    /// §11.1), the token compared byte for byte in constant time. nil: allowed.
+    static func authorize(_ r: HTTPRequest, expected: [UInt8]) -> HTTPResponse? {
+        let refused = HTTPResponse(status: 401, headers: [("WWW-Authenticate", "Bearer"), ("Content-Type", "text/plain")],
+                                   body: Array("a valid bearer token is required\n".utf8))
+        guard let value = r.header("authorization") else { return refused }
+        let bytes = Array(value.utf8)
+        guard bytes.count > 7, Array(bytes[0..<6]).map({ $0 | 0x20 }) == Array("bearer".utf8), bytes[6] == 32 else { return refused }
+        var credentials = bytes[7...]
+        while credentials.first == 32 { credentials = credentials.dropFirst() }
+        return constantTimeEqual(Array(credentials), expected) ? nil : refused
+    }
+
+    /// Equal bytes, in a time that depends only on the expected length.
+    static func constantTimeEqual(_ given: [UInt8], _ expected: [UInt8]) -> Bool {
+        var diff: UInt8 = given.count == expected.count ? 0 : 1
+        for i in expected.indices { diff |= expected[i] ^ (i < given.count ? given[i] : 0) }
+        return diff == 0
+    }
+
+    /// CORS (Fetch standard §3.2): any origin may publish (the token, not the origin, is the
+    /// guard; no cookies are used); the headers a WHIP client reads are exposed.
+    static func corsHeaders(_ r: HTTPRequest) -> [(String, String)] {
+        var h = [("Access-Control-Allow-Origin", "*"),
+                 ("Access-Control-Expose-Headers", "Location, Link, ETag, Accept-Patch")]
+        if r.method == "OPTIONS" {
+            h += [("Access-Control-Allow-Methods", "POST, DELETE, PATCH, OPTIONS"),
+                  ("Access-Control-Allow-Headers", "Authorization, Content-Type, If-Match"),
+                  ("Access-Control-Max-Age", "600")]
+        }
+        return h
     }
 
     static func create(_ r: HTTPRequest, receiver: LoopbackReceiver, sessions: Locked<Set<String>>, fingerprint: String,

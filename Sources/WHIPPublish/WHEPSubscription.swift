@@ -55,7 +55,7 @@ public final class WHEPSubscription: @unchecked Sendable {
         // (RFC 8285 §6 forbids one ID meaning two URIs in a bundle).
         var ext: [String: Int] = [:]
         for s in [a, v].compactMap({ $0 }) { ext.merge(s.extensions) { old, _ in old } }
-        var spec = WebRTCPublisherSpec(resource: resource.resourceURL, localUfrag: credentials.ufrag, localPassword: credentials.password,
+        var spec = WebRTCPublisherSpec(resource: WHIPClient.redacted(resource.resourceURL), localUfrag: credentials.ufrag, localPassword: credentials.password,
                                        remoteUfrag: n.iceUfrag, remotePassword: n.icePassword, remoteFingerprint: fingerprint,
                                        audioPayloadTypes: a.map { [$0.payloadType] } ?? [], videoPayloadTypes: v.map { [$0.payloadType] } ?? [],
                                        rtxPayloadTypes: v?.rtxPayloadType.map { [$0] } ?? [], extensions: RTPExtensionIDs(negotiated: ext))

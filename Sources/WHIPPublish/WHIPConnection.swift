@@ -240,7 +240,7 @@ public final class WHIPConnection: @unchecked Sendable {
     /// datagram left from). Port 0.
     public static func bindAddress(_ options: WHIPOptions) throws(WHIPConnectError) -> SocketAddress {
         guard let (host, port) = endpointHostPort(options.endpoint) else {
-            throw WHIPConnectError("'\(options.endpoint)' is not an http:// or https:// URL")
+            throw WHIPConnectError("'\(WHIPClient.redacted(options.endpoint))' is not an http:// or https:// URL")
         }
         let server: SocketAddress
         do { server = try SocketAddress(host: host, port: port) } catch {

@@ -33,7 +33,7 @@ import Crypto
         spec.offerer = true
         spec.dtlsServer = false
         spec.remoteCandidates = [.host(Self.srv)]
-        session.addPublisher(spec, seed: 1 << 40)
+        session.addPublisher(spec, seed: 1 << 40, now: 0)
 
         var now: Int64 = 0
         var toSubscriber: [(at: Int64, bytes: [UInt8])] = [], toServer: [(at: Int64, bytes: [UInt8])] = []
