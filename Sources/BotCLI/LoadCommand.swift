@@ -222,6 +222,11 @@ enum LoadCommand {
         if let subscribers { report.subscribers = SubscriberSummary(subscribers.members.value, rooms: roomCount) }
         report.evaluate(requirements)
         guard report.emit(to: o.value("report"), json: o.has("json")) else { return 2 }
+        // Not one bot could start: one line that says why (the report has each bot's reason).
+        let bots = fleet.snapshot()
+        if !bots.isEmpty, bots.allSatisfy({ $0.state == .failed }), let why = bots.lazy.compactMap(\.error).first {
+            Output.err("Error: no bot could start (\(bots.count) failed); the first: \(why)\n")
+        }
         if interrupted { return 130 }
         return report.exitCode
     }

@@ -208,9 +208,11 @@ enum ReceiveCommand {
                                                       ("packetsLost", .int(Int64(p.lost))), ("framesReceived", .int(Int64(p.frames))), ("byeReceived", .bool(p.bye))])
                                          })), ("refusedOverCapacity", .int(Int64(r.refusedOverCapacity))),
                                          ("rejected", Report.rejectedJSON(r.rejected)), ("senderReports", .int(Int64(r.senderReports))),
-                                         ("byes", .int(Int64(r.byes)))] + (whep.map { [("whep", whepJSON($0, r))] } ?? [])).serialized(pretty: true) + "\n")
+                                         ("byes", .int(Int64(r.byes)))] + (whep.map { [("whep", whepJSON($0, r))] } ?? [])
+                                         + (endpoint.map { [("whipEndpoint", endpointJSON($0, r))] } ?? [])).serialized(pretty: true) + "\n")
         } else if whepFailure == nil || !r.streams.isEmpty {
             Output.out(table(r))
+            if let endpoint { Output.out(endpointText(endpoint, r)) }
             if let whep { Output.out(whepText(whep, r)) }
         }
         if let e = deleteError { Output.err("warning: the WHEP session was not ended on the server: \(e)\n") }
@@ -224,6 +226,24 @@ enum ReceiveCommand {
         }
         if interrupted { return 130 }
         return r.packetsAccepted > 0 ? 0 : 2
+    }
+
+    /// The WHIP endpoint's sessions (answered, live, and how the others ended: their slots were
+    /// freed) and what its HTTP server refused or cut short.
+    static func endpointJSON(_ e: WHIPEndpoint, _ r: ReceiverSnapshot) -> JSONValue {
+        let h = e.httpStats, x = r.webrtcEndings
+        func n(_ v: Int) -> JSONValue { .int(Int64(v)) }
+        return .object([("sessionsAnswered", n(e.sessionsAnswered)), ("live", n(e.sessionsLive)), ("abandoned", n(x.abandoned)),
+                        ("consentLost", n(x.consentLost)), ("failed", n(x.failed)), ("closed", n(x.closed)),
+                        ("http", .object([("connections", n(h.accepted)), ("requests", n(h.requests)), ("timedOut", n(h.timedOut)),
+                                          ("overCapacity", n(h.overCapacity)), ("idleClosed", n(h.idleClosed)), ("malformed", n(h.malformed))]))])
+    }
+
+    static func endpointText(_ e: WHIPEndpoint, _ r: ReceiverSnapshot) -> String {
+        let h = e.httpStats, x = r.webrtcEndings
+        return "WHIP endpoint: \(e.sessionsAnswered) sessions answered, \(e.sessionsLive) live, \(x.closed) closed, \(x.abandoned) abandoned (no ICE), "
+            + "\(x.consentLost) consent lost, \(x.failed) failed; HTTP: \(h.requests) requests, \(h.timedOut) timed out (408), "
+            + "\(h.overCapacity) refused over the connection limits (503), \(h.malformed) malformed\n"
     }
 
     /// What the WHEP answer decided and what became of the transport.

@@ -435,3 +435,8 @@ int clinux_interfaces(clinux_interface *out, int max) {
     freeifaddrs(list);
     return n;
 }
+
+#include <malloc.h>
+/* Hands the heap's free pages back to the kernel (glibc keeps freed memory in its arenas: after
+   a burst of sessions is released, RSS would otherwise stay at its peak). */
+void clinux_release_free_memory(void) { malloc_trim(0); }

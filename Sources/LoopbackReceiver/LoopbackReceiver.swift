@@ -195,6 +195,7 @@ public final class LoopbackReceiver: Sendable {
         }
         var nextPublish = Clock.monotonicMicros()
         var wake = nextPublish
+        var releasedSinceTrim = 0, lastTrim: Int64 = 0
         while !stop.value {
             _ = socket.wait(timeoutMicros: max(0, min(wake, nextPublish) - Clock.monotonicMicros()))
             for c in commands.withLock({ c -> [Command] in let taken = c; c = []; return taken }) {
@@ -208,7 +209,13 @@ public final class LoopbackReceiver: Sendable {
             wake = min(session.step(now: now), now + 20_000)
             flush()
             let gone = session.takeEndedResources()
-            if !gone.isEmpty { ended.withLock { $0 += gone } }
+            if !gone.isEmpty {
+                ended.withLock { $0 += gone }
+                releasedSinceTrim += gone.count
+            }
+            // Sessions released in numbers (abandoned offers, a fleet leaving): their memory goes
+            // back to the kernel, at most once a second.
+            if releasedSinceTrim >= 16 && now - lastTrim >= 1_000_000 { Heap.releaseFreeMemory(); releasedSinceTrim = 0; lastTrim = now }
             if now >= nextPublish { let s = session.snapshot(final: false); state.withLock { $0 = s }; nextPublish = now + 100_000 }
         }
         read()

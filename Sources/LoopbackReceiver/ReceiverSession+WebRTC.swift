@@ -185,7 +185,7 @@ extension ReceiverSession {
     }
 
     /// A session that ended: its transport, keys and lookups are dropped (the slot is free);
-    /// what became of it stays in the snapshot (the last `endedKept`).
+    /// what became of it stays in the snapshot (the last `endedKept`; abandoned ones are counted).
     func release(_ peer: WebRTCPeer) {
         drain(peer)
         switch peer.state.state {
@@ -196,8 +196,12 @@ extension ReceiverSession {
         rtcPending[peer.spec.localUfrag] = nil
         for (a, p) in rtcByAddress where p === peer { rtcByAddress[a] = nil }
         rtcPeers.removeAll { $0 === peer }
-        rtcEnded.append(peer.state)
-        if rtcEnded.count > Self.endedKept { rtcEnded.removeFirst(rtcEnded.count - Self.endedKept) }
+        // Abandoned sessions (offers that never ran ICE: what a flood leaves) are only counted;
+        // keeping their records would keep the flood's memory too.
+        if peer.state.state != "abandoned" {
+            rtcEnded.append(peer.state)
+            if rtcEnded.count > Self.endedKept { rtcEnded.removeFirst(rtcEnded.count - Self.endedKept) }
+        }
         endedResources.append(peer.spec.resource)
     }
 

@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+internal import CLinuxNet
 #endif
 
 /// Reads the process's own CPU time and resident memory: one `getrusage` and one read of
@@ -35,4 +36,11 @@ public struct ProcessVitals {
         guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
         return pages * pageSize
     }
+}
+
+/// The process's heap.
+public enum Heap {
+    /// Returns the heap's free pages to the kernel (glibc `malloc_trim`): for a driver that has
+    /// just released many sessions at once, so its RSS follows what it holds.
+    public static func releaseFreeMemory() { clinux_release_free_memory() }
 }

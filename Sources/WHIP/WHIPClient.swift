@@ -55,9 +55,10 @@ public enum WHIPClient {
                 return WHIPSession(answer: r.body, resourceURL: resolve(location, against: r.effectiveURL ?? endpoint), etag: r.header("etag"),
                                    iceServers: r.headers("link").flatMap(parseLink))
             case 429, 503:
+                // Retry-After: delay-seconds (RFC 9110 §10.2.3), a server's number: 0…10 s here.
                 if !retried, let wait = r.header("retry-after").flatMap({ Int64($0.trimmingCharacters) }) {
                     retried = true
-                    sleep(min(wait, 10) * 1_000_000)
+                    sleep(max(0, min(wait, 10)) * 1_000_000)
                     continue
                 }
                 throw WHIPError(kind: .busy, status: r.status, message: "the WHIP endpoint is busy (HTTP \(r.status))\(r.header("retry-after").map { ", Retry-After \($0)" } ?? ""): try again later")

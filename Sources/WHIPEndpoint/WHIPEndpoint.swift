@@ -27,13 +27,22 @@ public final class WHIPEndpoint: @unchecked Sendable {
 
     /// The server's connection limits (what a slowloris client meets).
     public var httpStats: HTTPServer.Counters { server.stats }
+    /// Sessions answered (201) so far, and live now.
+    let answered = Locked(0)
+    public var sessionsAnswered: Int { answered.value }
+    public var sessionsLive: Int {
+        let gone = receiver.takeEndedResources()
+        return sessions.withLock { s in for g in gone { s.remove(g) }; return s.count }
+    }
+    let receiver: LoopbackReceiver
 
     /// - Parameters:
     ///   - candidates: the media socket's host candidates, as the answer names them.
     ///   - maxSessions: live sessions at once; beyond this, 503 with Retry-After.
     public init(receiver: LoopbackReceiver, host: String, port: Int, token: String?, certificate: DTLSCertificate,
                 candidates: [ICECandidate], maxSessions: Int, limits: HTTPServer.Limits = HTTPServer.Limits()) throws(StartError) {
-        let sessions = self.sessions
+        self.receiver = receiver
+        let sessions = self.sessions, answered = self.answered
         let fingerprint = certificate.sdpFingerprint
         let expected = token.map { Array($0.utf8) }
         do {
@@ -42,7 +51,9 @@ public final class WHIPEndpoint: @unchecked Sendable {
                     // Slots of sessions the receiver ended are free before this request counts them.
                     let gone = receiver.takeEndedResources()
                     if !gone.isEmpty { sessions.withLock { s in for g in gone { s.remove(g) } } }
-                    return Self.create(r, receiver: receiver, sessions: sessions, fingerprint: fingerprint, candidates: candidates, maxSessions: maxSessions)
+                    let response = Self.create(r, receiver: receiver, sessions: sessions, fingerprint: fingerprint, candidates: candidates, maxSessions: maxSessions)
+                    if response.status == 201 { answered.withLock { $0 += 1 } }
+                    return response
                 } delete: { id in
                     let gone = receiver.takeEndedResources()
                     if !gone.isEmpty { sessions.withLock { s in for g in gone { s.remove(g) } } }

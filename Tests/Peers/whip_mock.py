@@ -12,6 +12,10 @@
   /silent    a complete answer (ICE-lite, DTLS, Opus + VP8) whose only candidate never answers
   /nocodec   a complete answer offering only PCMU audio (no codec in common)
   /whep-silent  a WHEP server's answer (sendonly, full ICE, setup:passive) whose candidate never answers
+  /echo      403 whose body echoes the request line and every header (Authorization included) with
+             a terminal escape: what a careless server does; the client must not print the secrets
+  /ftp       307 to an ftp: URL (the client must not follow it)
+  /extmap    a complete answer whose video section has `a=extmap:/ …` (once a client crash)
 DELETE /session/N answers 200 and is logged to stdout as "DELETE /session/N"."""
 import http.server, os, socketserver, sys, time
 
@@ -56,8 +60,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.headers.get("Content-Type") != "application/sdp" or not offer.startswith(b"v=0"):
             return self.reply(415, b"expected application/sdp")
         p = self.path
-        if p == "/whip":
+        if p.split("?")[0] == "/whip":
             return self.created()
+        if p.split("?")[0] == "/echo":
+            echoed = self.requestline + "\n" + "".join(f"{k}: {v}\n" for k, v in self.headers.items())
+            return self.reply(403, ("\x1b[31myou sent:\x1b[0m " + echoed).encode())
+        if p == "/ftp":
+            return self.reply(307, b"", [("Location", "ftp://127.0.0.1/whip")])
+        if p == "/extmap":
+            return self.created(SILENT.replace("a=mid:1\r\n", "a=mid:1\r\na=extmap:/ urn:ietf:params:rtp-hdrext:sdes:mid\r\n"))
         if p == "/redirect":
             return self.reply(307, b"", [("Location", "/whip")])
         if p == "/auth":

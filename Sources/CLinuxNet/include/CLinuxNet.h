@@ -76,6 +76,8 @@ int clinux_eventfd_drain(int fd);
 
 /// Monotonic clock in microseconds.
 int64_t clinux_monotonic_us(void);
+/// glibc malloc_trim(0): free heap pages returned to the kernel.
+void clinux_release_free_memory(void);
 /// CPU time of the calling thread, microseconds.
 int64_t clinux_thread_cpu_us(void);
 /// Wall clock in microseconds since the Unix epoch.
