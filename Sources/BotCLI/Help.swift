@@ -108,7 +108,10 @@ enum Help {
         With --whip-listen it is a WHIP endpoint (RFC 9725) instead: POST /whip with an SDP offer
         creates a session (ICE-lite, DTLS client, the offer's payload types and extension IDs,
         simulcast as offered), DELETE /whip/<id> ends it; media arrives on UDP at the same port
-        number, each publisher with its own DTLS keys.
+        number, each publisher with its own DTLS keys. OPTIONS (CORS) needs no token. A session
+        whose ICE has not connected 15 s after the answer, or whose publisher stops its consent
+        checks for 30 s, is closed and its slot freed. The HTTP server serves every connection at
+        once: 10 s for a whole request (408), 512 connections, 64 per source address (503).
 
         With --whep URL it is a WHEP subscriber (draft-ietf-wish-whep) to a media server: it POSTs
         a recvonly offer, follows the server's answer (its payload types, extension IDs and RTX

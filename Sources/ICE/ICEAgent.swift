@@ -323,7 +323,7 @@ public final class ICEAgent {
         if lite {
             // ICE-lite (§8.2): the pair a USE-CANDIDATE check arrived on is selected.
             if useCandidate && state != .connected {
-                let remoteCandidate = remoteCandidates.first { $0.address == from }!
+                guard let remoteCandidate = remoteCandidates.first(where: { $0.address == from }) else { return }
                 pairs = [Pair(local: localCandidate, remote: remoteCandidate, state: .succeeded, nominated: true)]
                 selected = 0
                 connect()
