@@ -92,6 +92,36 @@ import Crypto
         #expect(session.rtcPeers.isEmpty && session.rtcByAddress.isEmpty)
     }
 
+    /// ICE connects but the publisher never completes DTLS (its records are lost): 10 s after
+    /// ICE the session fails and its slot is freed.
+    @Test func dtlsThatNeverFinishesIsFreed() throws {
+        let (session, endpointCert) = try receiver()
+        let pubCert = try DTLSCertificate(commonName: "publisher")
+        let s = spec(3, remoteFingerprint: pubCert.fingerprint)
+        session.addPublisher(s, seed: 13, now: 0)
+        let ice = ICEAgent(role: .controlling, local: .init(ufrag: s.remoteUfrag, password: s.remotePassword),
+                           remote: .init(ufrag: s.localUfrag, password: s.localPassword), tieBreaker: 5, seed: 5, hmacSHA1: hmac)
+        ice.addLocal(.host(Self.publisher))
+        ice.addRemote(.host(Self.endpoint))
+        let pub = WebRTCTransport(ice: ice, dtls: try DTLSEndpoint(role: .server, certificate: pubCert, remoteFingerprint: endpointCert.fingerprint))
+        var now: Int64 = 0
+        while now < 12_000_000 {
+            _ = session.step(now: now)
+            session.pollTransmit { b, _ throws(SocketError) in _ = pub.handle([UInt8](b), from: Self.endpoint, to: Self.publisher, now: now) }
+            _ = pub.step(now: now)
+            while let x = pub.pollTransmit() {
+                guard let first = x.bytes.first, !(20...63).contains(first) else { continue } // DTLS lost on the way
+                var b = x.bytes
+                b.withUnsafeMutableBytes { session.handleDatagram($0.baseAddress!, length: $0.count, from: SocketAddress(Self.publisher), now: now) }
+            }
+            while pub.pollEvent() != nil {}
+            now += 5_000
+        }
+        let snap = session.snapshot(final: false)
+        #expect(snap.webrtcEndings.failed == 1 && snap.webrtcPublishers.first?.failure?.contains("DTLS") == true, "\(snap.webrtcPublishers)")
+        #expect(session.takeEndedResources() == ["r3"] && session.rtcPeers.isEmpty)
+    }
+
     /// A request with a session's real USERNAME but a wrong MESSAGE-INTEGRITY binds nothing: what
     /// that source sends next (DTLS here) is refused, not handed to the session's transport.
     @Test func badIntegrityBindsNoAddress() throws {
