@@ -76,7 +76,9 @@ let package = Package(
         .testTarget(name: "DTLSTests", dependencies: ["DTLS", "Transport", "RTPCore"]),
         .testTarget(name: "WHIPTests", dependencies: ["WHIP", "Platform"]),
         .testTarget(name: "SignallingTests", dependencies: ["Signalling", "ICE", "RTPCore"]),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "WHIPEndpoint", "Platform"]),
+        // Shared by the test targets: loopback clients and helpers (no product code).
+        .target(name: "TestSupport", dependencies: ["Platform"], path: "Tests/TestSupport"),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "WHIPEndpoint", "Platform", "TestSupport"]),
         .testTarget(name: "WebRTCTests", dependencies: ["WebRTC", "ICE", "DTLS", "RTPCore", "Transport", "Crypto"]),
         .testTarget(name: "ImpairmentTests", dependencies: ["Impairment"]),
         .testTarget(name: "PreflightTests", dependencies: ["Preflight"]),
@@ -86,7 +88,7 @@ let package = Package(
         .testTarget(name: "PublisherEngineTests", dependencies: ["Platform", "PublisherEngine", "WebRTC", "ICE", "DTLS", "Crypto", "Transport", "RTPCore", "MediaCodecs", "Stats", "CAllocCounter", "Congestion"]),
         .testTarget(name: "LoopbackReceiverTests", dependencies: ["Platform", "LoopbackReceiver", "Transport", "RTPCore", "MediaCodecs", "ICE", "DTLS", "WebRTC", "Crypto"]),
         .testTarget(name: "BotCLITests", dependencies: ["BotCLI"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["DTLS", "ICE", "Crypto", "Platform", "PublisherEngine", "LoopbackReceiver", "Transport", "BotCLI"]),
+        .testTarget(name: "IntegrationTests", dependencies: ["DTLS", "ICE", "Crypto", "Platform", "PublisherEngine", "LoopbackReceiver", "Transport", "BotCLI", "TestSupport"]),
         .testTarget(name: "SimulationTests", dependencies: ["Simulation", "Preflight", "PreflightRunner", "PublisherEngine", "LoopbackReceiver", "MediaCodecs", "Transport", "Impairment", "Stats"]),
     ]
 )

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import Glibc
 import Platform
+import TestSupport
 
 /// The WHIP endpoint and the WHIP/WHEP client tried as an attacker would, on loopback with the
 /// built binary — each test sends the attack and checks that a legitimate client is still
@@ -53,7 +54,7 @@ import Platform
         exchange(e.port, "POST /whip HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/sdp\r\n\(headers)Content-Length: \(offer.utf8.count)\r\nConnection: close\r\n\r\n\(offer)")
     }
 
-    func status(_ response: String) -> Int? { response.hasPrefix("HTTP/1.1 ") ? Int(response.dropFirst(9).prefix(3)) : nil }
+    func status(_ response: String) -> Int? { httpStatus(response) }
 
     /// The SDP line that crashed the endpoint (an extmap whose ID is `/`) is answered, and a
     /// real publisher is served right after.
@@ -230,53 +231,4 @@ import Platform
         #expect(stalled.code == 2 && stalled.err.contains("cannot connect") && stalled.err.contains("within 5 s") && stalled.seconds < 9,
                 "\(stalled.seconds) s: \(stalled.err)")
     }
-}
-
-/// A TCP client on loopback from a chosen source address (every 127/8 address is this machine's).
-final class RawClient: @unchecked Sendable {
-    let fd: Int32
-
-    init?(port: Int, from source: String = "127.0.0.1", nonBlocking: Bool = false) {
-        let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard s >= 0 else { return nil }
-        var local = sockaddr_in(), to = sockaddr_in()
-        local.sin_family = sa_family_t(AF_INET)
-        inet_pton(AF_INET, source, &local.sin_addr)
-        to.sin_family = sa_family_t(AF_INET)
-        to.sin_port = in_port_t(UInt16(port).bigEndian)
-        inet_pton(AF_INET, "127.0.0.1", &to.sin_addr)
-        if nonBlocking { _ = fcntl(s, F_SETFL, fcntl(s, F_GETFL) | O_NONBLOCK) }
-        let size = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(s, $0, size) } }
-        let rc = withUnsafePointer(to: &to) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(s, $0, size) } }
-        guard bound == 0, rc == 0 || (nonBlocking && errno == EINPROGRESS) else { _ = Glibc.close(s); return nil }
-        fd = s
-    }
-
-    func send(_ text: String) { _ = Array(text.utf8).withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
-
-    /// What arrives until the peer closes, one whole response (by its Content-Length) has come,
-    /// or `micros` pass.
-    func read(micros: Int64) -> String {
-        var got: [UInt8] = []
-        var buf = [UInt8](repeating: 0, count: 4096)
-        let end = Clock.monotonicMicros() + micros
-        while Clock.monotonicMicros() < end {
-            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&p, 1, 50) > 0 else { continue }
-            let n = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n <= 0 { break }
-            got += buf[0..<n]
-            let text = String(decoding: got, as: UTF8.self)
-            if let h = text.firstRange(of: "\r\n\r\n"),
-               let l = text[..<h.lowerBound].split(separator: "\r\n").first(where: { $0.lowercased().hasPrefix("content-length:") }),
-               let length = Int(l.dropFirst("content-length:".count).trimmingPrefix(" ")),
-               text.utf8.count >= text.utf8.distance(from: text.startIndex, to: h.upperBound) + length {
-                break
-            }
-        }
-        return String(decoding: got, as: UTF8.self)
-    }
-
-    func close() { _ = Glibc.close(fd) }
 }
