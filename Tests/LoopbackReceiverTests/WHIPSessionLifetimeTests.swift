@@ -29,6 +29,20 @@ import Crypto
                             videoPayloadTypes: [96], rtxPayloadTypes: [97], extensions: RTPExtensionIDs())
     }
 
+    /// An endpoint that answered publisher `n`, and that publisher's transport (full ICE,
+    /// controlling; the DTLS server, as its offer said actpass and the endpoint answered active).
+    func publisherAndEndpoint(_ n: Int, seed: UInt64) throws -> (ReceiverSession, WebRTCTransport) {
+        let (session, endpointCert) = try receiver()
+        let pubCert = try DTLSCertificate(commonName: "publisher")
+        let s = spec(n, remoteFingerprint: pubCert.fingerprint)
+        session.addPublisher(s, seed: seed, now: 0)
+        let ice = ICEAgent(role: .controlling, local: .init(ufrag: s.remoteUfrag, password: s.remotePassword),
+                           remote: .init(ufrag: s.localUfrag, password: s.localPassword), tieBreaker: 5, seed: 5, hmacSHA1: hmac)
+        ice.addLocal(.host(Self.publisher))
+        ice.addRemote(.host(Self.endpoint))
+        return (session, WebRTCTransport(ice: ice, dtls: try DTLSEndpoint(role: .server, certificate: pubCert, remoteFingerprint: endpointCert.fingerprint)))
+    }
+
     @Test func sessionsThatNeverConnectAreFreed() throws {
         let (session, _) = try receiver()
         let other = try DTLSCertificate(commonName: "publisher")
@@ -51,15 +65,7 @@ import Crypto
     /// A full-ICE publisher connects (ICE + DTLS); while its consent checks arrive the session
     /// lives, 30 s after the last one it is ended as consent lost (RFC 7675) and freed.
     @Test func consentLostEndsAConnectedSession() throws {
-        let (session, endpointCert) = try receiver()
-        let pubCert = try DTLSCertificate(commonName: "publisher")
-        let s = spec(7, remoteFingerprint: pubCert.fingerprint)
-        session.addPublisher(s, seed: 11, now: 0)
-        let ice = ICEAgent(role: .controlling, local: .init(ufrag: s.remoteUfrag, password: s.remotePassword),
-                           remote: .init(ufrag: s.localUfrag, password: s.localPassword), tieBreaker: 5, seed: 5, hmacSHA1: hmac)
-        ice.addLocal(.host(Self.publisher))
-        ice.addRemote(.host(Self.endpoint))
-        let pub = WebRTCTransport(ice: ice, dtls: try DTLSEndpoint(role: .server, certificate: pubCert, remoteFingerprint: endpointCert.fingerprint))
+        let (session, pub) = try publisherAndEndpoint(7, seed: 11)
         var now: Int64 = 0
         var publisherAlive = true
         func run(until end: Int64) {
@@ -95,15 +101,7 @@ import Crypto
     /// ICE connects but the publisher never completes DTLS (its records are lost): 10 s after
     /// ICE the session fails and its slot is freed.
     @Test func dtlsThatNeverFinishesIsFreed() throws {
-        let (session, endpointCert) = try receiver()
-        let pubCert = try DTLSCertificate(commonName: "publisher")
-        let s = spec(3, remoteFingerprint: pubCert.fingerprint)
-        session.addPublisher(s, seed: 13, now: 0)
-        let ice = ICEAgent(role: .controlling, local: .init(ufrag: s.remoteUfrag, password: s.remotePassword),
-                           remote: .init(ufrag: s.localUfrag, password: s.localPassword), tieBreaker: 5, seed: 5, hmacSHA1: hmac)
-        ice.addLocal(.host(Self.publisher))
-        ice.addRemote(.host(Self.endpoint))
-        let pub = WebRTCTransport(ice: ice, dtls: try DTLSEndpoint(role: .server, certificate: pubCert, remoteFingerprint: endpointCert.fingerprint))
+        let (session, pub) = try publisherAndEndpoint(3, seed: 13)
         var now: Int64 = 0
         while now < 12_000_000 {
             _ = session.step(now: now)
