@@ -177,7 +177,7 @@ enum PreflightCommand {
         guard phase.answered, let verdict = outcome.verdict else {
             Output.endProgress()
             if let url = whipURL {
-                Output.err("Error: no RTCP from the WHIP server at \(url) within 3 s of connecting (ICE and DTLS \(phase.publisher?.network.transport?.srtpCipher == nil ? "did not finish" : "finished")): it does not send receiver feedback\n")
+                Output.err("Error: no RTCP from the WHIP server at \(WHIPClient.redacted(url)) within 3 s of connecting (ICE and DTLS \(phase.publisher?.network.transport?.srtpCipher == nil ? "did not finish" : "finished")): it does not send receiver feedback\n")
                 writeJUnit(o.value("junit"), paths: connectivity, verdict: nil, requirement: o.value("require"), failure: "no feedback from the WHIP server")
                 return 2
             }
