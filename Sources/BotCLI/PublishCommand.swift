@@ -211,7 +211,7 @@ enum PublishCommand {
                          ("feedback", .object([("rtcpReceived", .int(Int64(p.network.rtcpReceived))),
                                                ("transportFeedbackReceived", .int(Int64(p.network.transportFeedbackReceived))),
                                                ("rembReceived", .int(Int64(p.network.rembReceived))), ("nackReceived", .int(Int64(p.network.nackReceived))),
-                                               ("retransmissionsSent", .int(Int64(p.network.retransmissionsSent))),
+                                               ("retransmissionsSent", .int(Int64(p.network.retransmissionsSent))), ("paddingPacketsSent", .int(Int64(p.network.paddingPacketsSent))),
                                                ("pliReceived", .int(Int64(p.streams.reduce(0) { $0 + $1.pliReceived })))])),
                          ("sendErrors", .int(Int64(p.network.sendErrors)))]
                         + (whip.map { w in [("whip", JSONValue.object([("resource", .string(WHIPClient.redacted(w.resource.resourceURL))),

@@ -9,11 +9,17 @@ public struct TransportFeedbackGenerator: Sendable {
     var highest: Int64 = -1
     var feedbackCount: UInt8 = 0
     public let senderSSRC: UInt32
-    public var mediaSSRC: UInt32 = 0
+    /// The media source SSRC the messages carry: the SSRC of the last packet recorded, as
+    /// libwebrtc's receiver does (`remote_estimator_proxy.cc` takes the media SSRC of the packets it
+    /// reports). A libwebrtc sender keeps transport feedback only for an SSRC it sends
+    /// (`rtcp_receiver.cc`: media_ssrc must be its local media SSRC or a registered one) — with 0
+    /// every message is dropped and its estimate decays to the floor.
+    public private(set) var mediaSSRC: UInt32 = 0
 
     public init(senderSSRC: UInt32) { self.senderSSRC = senderSSRC }
 
-    public mutating func onPacket(transportSequence: UInt16, arrivalMicros: Int64) {
+    public mutating func onPacket(transportSequence: UInt16, arrivalMicros: Int64, ssrc: UInt32) {
+        mediaSSRC = ssrc
         let seq = unwrapper.unwrap(transportSequence)
         if nextToReport == nil { nextToReport = seq }
         guard seq >= nextToReport!, arrivals.count < 65_000 else { return }
@@ -27,9 +33,14 @@ public struct TransportFeedbackGenerator: Sendable {
         guard var from = nextToReport, highest >= from, !arrivals.isEmpty else { return [] }
         var out: [TransportFeedback] = []
         while from <= highest {
-            // Start at the first received packet so the reference time is an arrival.
-            while from <= highest && arrivals[from] == nil { from += 1 }
-            guard from <= highest, let first = arrivals[from] else { break }
+            // The message starts at the first packet not yet reported, received or not (packets
+            // lost before the first arrival are reported lost, as libwebrtc's base sequence
+            // does); the reference time is the first arrival's.
+            var firstArrival = from
+            while firstArrival <= highest && arrivals[firstArrival] == nil { firstArrival += 1 }
+            guard firstArrival <= highest, let first = arrivals[firstArrival] else { break }
+            // A run of losses longer than one message can hold is skipped up to the arrival.
+            if firstArrival - from >= 8_000 { from = firstArrival }
             let reference = first >= 0 ? first / TransportFeedback.referenceTickMicros : (first - TransportFeedback.referenceTickMicros + 1) / TransportFeedback.referenceTickMicros
             let refMicros = reference * TransportFeedback.referenceTickMicros
             var list: [Int64?] = []

@@ -260,7 +260,7 @@ public final class ReceiverSession {
             guard let peer = known ?? session(from) else { snap.refusedOverCapacity += 1; return }
             if let ast = ext.absSendTime, peer.remoteEstimator != nil { peer.remoteEstimator?.onPacket(absSendTime: ast, arrivalMicros: now, size: len) }
             if (peer.rtxPayloadTypes ?? config.rtxPayloadTypes).contains(header.payloadType) {
-                if let tw = ext.transportSequenceNumber { peer.feedback.onPacket(transportSequence: tw, arrivalMicros: now) }
+                if let tw = ext.transportSequenceNumber { peer.feedback.onPacket(transportSequence: tw, arrivalMicros: now, ssrc: header.ssrc) }
                 snap.packetsAccepted += 1
                 forward(p, length: plain, now: now, wall: wall, peer: peer)
                 return
@@ -287,7 +287,7 @@ public final class ReceiverSession {
             snap.packetsAccepted += 1
             if snap.firstPacketMicros == nil { snap.firstPacketMicros = now }
             snap.lastPacketMicros = now
-            if let tw = ext.transportSequenceNumber { peer.feedback.onPacket(transportSequence: tw, arrivalMicros: now) }
+            if let tw = ext.transportSequenceNumber { peer.feedback.onPacket(transportSequence: tw, arrivalMicros: now, ssrc: header.ssrc) }
             if let mid = ext.mid, stream.stats.mid == nil { stream.stats.mid = mid }
             if let rid = ext.rid, stream.stats.rid == nil { stream.stats.rid = rid }
             stream.routerObserve(header: header, nowMicros: now)

@@ -22,6 +22,9 @@ public struct PublisherConfig: Sendable {
     /// turns it into frames at its own frame rate.
     public var keyFrameIntervalMicros: Int64 = 0
     public var cname: String
+    /// The audio stream's SSRC when the offer already announced it (`a=ssrc`, a WebRTC offer's
+    /// section without RIDs); nil: drawn with the others.
+    public var audioSSRC: UInt32?
     public var seed: UInt64 = 1
     public var audioBitrate = 32_000
     /// Sender report interval (RTCP), microseconds.

@@ -57,7 +57,8 @@ public struct StreamPlan: Sendable {
         var index = 0
         if config.sendAudio {
             let (d, r) = dest(index)
-            out.append(Stream(kind: .audio, layer: nil, ssrc: nextSSRC(), payloadType: config.audioPayloadType, clockRate: 48_000,
+            let audioSSRC = config.audioSSRC.map { s -> UInt32 in used.insert(s); return s } ?? nextSSRC()
+            out.append(Stream(kind: .audio, layer: nil, ssrc: audioSSRC, payloadType: config.audioPayloadType, clockRate: 48_000,
                               mid: "0", rid: nil, destination: d, rtcpDestination: r, initialRandom: nextRandom()))
             index += 1
         }

@@ -122,6 +122,12 @@ public struct WHIPOffer: Sendable {
     public enum Direction: Sendable { case send, receive }
     public var direction = Direction.send
     public var receiveVideo = true
+    /// The audio SSRC and the CNAME, announced as browsers do for a section without RIDs
+    /// (`a=ssrc:N cname:…`, `a=ssrc:N msid:…`, RFC 5576 §4.1, RFC 8830 §2): pion resolves an
+    /// unannounced SSRC only by MID and RID, so without them it drops the audio whenever video
+    /// is simulcast; SRS and mediasoup-client need them too.
+    public var audioSSRC: UInt32?
+    public var cname = "pubbot"
     var hasVideo: Bool { direction == .send ? !rids.isEmpty : receiveVideo }
 
     public static let opus: UInt8 = 111, vp8: UInt8 = 96, rtx: UInt8 = 97
@@ -161,6 +167,9 @@ public struct WHIPOffer: Sendable {
             var a = common("0", video: false)
             a += [.init("rtpmap", "\(Self.opus) opus/48000/2"), .init("rtcp-fb", "\(Self.opus) transport-cc"),
                   .init("fmtp", "\(Self.opus) minptime=10;useinbandfec=1")]
+            if direction == .send, let ssrc = audioSSRC {
+                a += [.init("ssrc", "\(ssrc) cname:\(cname)"), .init("ssrc", "\(ssrc) msid:pubbot pubbot-audio")]
+            }
             a += candidates.map { .init("candidate", String($0.description.dropFirst("candidate:".count))) }
             a.append(.init("end-of-candidates"))
             doc.media.append(.init(kind: "audio", port: 9, proto: "UDP/TLS/RTP/SAVPF", formats: ["\(Self.opus)"], attributes: a))

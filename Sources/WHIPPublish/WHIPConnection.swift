@@ -151,6 +151,10 @@ public final class WHIPConnection: @unchecked Sendable {
         var offer = WHIPOffer(iceUfrag: ufrag, icePassword: password, fingerprint: certificate.sdpFingerprint, candidates: offered)
         offer.audio = base.sendAudio
         offer.rids = base.sendVideo ? base.layers.map(\.rid) : []
+        // The audio section has no RIDs: its SSRC is announced (and then used).
+        let audioSSRC = base.audioSSRC ?? (SecureRandom.uint32() | 1)
+        offer.audioSSRC = base.sendAudio ? audioSSRC : nil
+        offer.cname = base.cname
         offer.sessionID = UInt64(SecureRandom.uint32()) << 16 | 1
         let resource: WHIPSession
         do { resource = try WHIPClient.publish(endpoint: options.endpoint, offer: offer.sdp, token: options.token, sleep: sleep) } catch {
@@ -167,6 +171,7 @@ public final class WHIPConnection: @unchecked Sendable {
             throw refuse("the answer accepts neither Opus audio nor VP8 video (no common codec): nothing to publish")
         }
         var c = base
+        c.audioSSRC = audioSSRC
         var summary: [(String, String)] = []
         c.sendAudio = base.sendAudio && n.audio != nil
         c.sendVideo = base.sendVideo && n.video != nil

@@ -104,7 +104,7 @@ import RTPCore
         for i in 0..<300 {
             let seq = UInt16(truncatingIfNeeded: 65_400 + i) // crosses the wrap
             adapter.onSent(sequence: seq, sendMicros: Int64(i) * 1_000, size: 1_000)
-            if i % 10 != 3 { gen.onPacket(transportSequence: seq, arrivalMicros: 5_000_000 + Int64(i) * 1_000 + 20_000) }
+            if i % 10 != 3 { gen.onPacket(transportSequence: seq, arrivalMicros: 5_000_000 + Int64(i) * 1_000 + 20_000, ssrc: 0xABCD) }
         }
         var results: [PacketResult] = []
         for fb in gen.makeFeedback() {
@@ -120,6 +120,25 @@ import RTPCore
         let delays = Set(results.compactMap { r in r.receiveMicros.map { $0 - r.sendMicros } })
         #expect(delays.count == 1)
         #expect(gen.makeFeedback().isEmpty) // nothing new
+    }
+
+    /// Packets lost just before the first arrival of a feedback message are reported lost (the
+    /// message starts at the first packet not yet reported), and the message names a media SSRC
+    /// the sender sends (libwebrtc drops transport feedback for an SSRC it does not know).
+    @Test func lossesBeforeAMessagesFirstArrivalAreReported() throws {
+        var gen = TransportFeedbackGenerator(senderSSRC: 1)
+        for seq in UInt16(0)..<10 { gen.onPacket(transportSequence: seq, arrivalMicros: Int64(seq) * 1_000, ssrc: 0x1111) }
+        #expect(gen.makeFeedback().map(\.arrivals.count) == [10])
+        for seq in UInt16(12)..<20 { gen.onPacket(transportSequence: seq, arrivalMicros: Int64(seq) * 1_000, ssrc: 0x2222) }
+        let second = gen.makeFeedback()
+        #expect(second.count == 1 && second[0].baseSequence == 10 && second[0].arrivals.count == 10, "\(second)")
+        #expect(second.first?.arrivals.prefix(2).allSatisfy { $0 == nil } == true && second.first?.arrivals.dropFirst(2).allSatisfy { $0 != nil } == true)
+        #expect(second.first?.mediaSSRC == 0x2222)
+        // Through the wire and back, the two losses are still there.
+        let bytes = try [UInt8].writing(capacity: 500) { w throws(RTPWriteError) in try second[0].write(to: &w) }
+        var it = RTCPCompoundIterator()
+        guard case let .transportFeedback(parsed) = try it.next(in: bytes.span) else { Issue.record("not parsed"); return }
+        #expect(parsed.arrivals.count == 10 && parsed.arrivals.filter { $0 == nil }.count == 2 && parsed.mediaSSRC == 0x2222)
     }
 
     @Test func trendlineSeesAGrowingQueue() {

@@ -58,6 +58,21 @@ a=end-of-candidates
 """
 
 @Suite struct SignallingTests {
+    /// The audio section has no RIDs: its SSRC is announced as browsers do (`a=ssrc … cname`,
+    /// `a=ssrc … msid` matching the section's `a=msid`), so pion and SRS can map it; the video
+    /// section (simulcast by RID) announces none; a subscriber's offer none at all.
+    @Test func audioSSRCIsAnnouncedLikeABrowser() throws {
+        var o = offer()
+        o.audioSSRC = 0xDEAD_BEEF
+        o.cname = "Qx7fK2mPz9TtR4wL"
+        let doc = try SDPDocument.parse(o.sdp)
+        #expect(doc.media[0].values("ssrc") == ["3735928559 cname:Qx7fK2mPz9TtR4wL", "3735928559 msid:pubbot pubbot-audio"])
+        #expect(doc.media[0].value("msid") == "pubbot pubbot-audio" && doc.media[1].values("ssrc").isEmpty)
+        o.direction = .receive
+        #expect(try SDPDocument.parse(o.sdp).media.allSatisfy { $0.values("ssrc").isEmpty })
+        #expect(try SDPDocument.parse(offer().sdp).media[0].values("ssrc").isEmpty, "no SSRC chosen: none announced")
+    }
+
     @Test func offerHasWhatServersNeed() throws {
         let text = offer().sdp
         let doc = try SDPDocument.parse(text)

@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Chromium (Debian's `chromium`, libwebrtc) as a test peer — the reference implementation and the
+strictest judge. A small HTTP server (standard library, 127.0.0.1, port 0) serves page.html to a
+headless Chromium it starts, hands the page work by long polling and prints what the page reports,
+one JSON line each. Chromium's own getStats() is the count.
+
+  chromium_peer.py endpoint [--limit S]
+      A WHIP endpoint in front of Chromium: POST /whip with an offer → the page answers it
+      (recvonly; Chromium refuses rid simulcast as an answerer, so a simulcast publisher falls back
+      to one encoding) → 201 with the answer and Location /whip/N. Every second the page reports
+      inbound-rtp/candidate-pair stats: {"event": "stats", "session": N, ...}; at DELETE one
+      final line {"event": "final", ...}.
+  chromium_peer.py publish URL [--simulcast] [--seconds S] [--limit S]
+      Chromium publishes its fake camera and microphone (30 fps) by WHIP to URL — q/h/f simulcast
+      (scaleResolutionDownBy 4/2/1) with --simulcast — by fetch() from the page, i.e. from another
+      origin than URL's (CORS). Every second: {"event": "stats", "layers": {rid: {...}},
+      "availableOutgoingBitrate": …}; after S seconds it DELETEs and prints {"event": "done"}.
+
+Prints "LISTENING <port>" once the HTTP server runs and "READY" once Chromium's page asked for
+work. Exit 77 when Chromium is not installed. Never outlives its parent nor --limit seconds, and
+takes Chromium (its own process group) with it.
+"""
+import argparse, http.server, json, os, queue, signal, shutil, socketserver, subprocess, sys, tempfile, threading, time
+
+here = os.path.dirname(os.path.abspath(__file__))
+args = argparse.ArgumentParser()
+args.add_argument("mode", choices=["endpoint", "publish"])
+args.add_argument("url", nargs="?")
+args.add_argument("--simulcast", action="store_true")
+args.add_argument("--seconds", type=float, default=10)
+args.add_argument("--limit", type=float, default=120)
+opts = args.parse_args()
+
+chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+if chromium is None:
+    print("chromium_peer: chromium is not installed (apt-get install chromium)", file=sys.stderr, flush=True)
+    sys.exit(77)
+
+jobs = queue.Queue()
+answers = {}          # session → answer SDP (filled by the page)
+answer_ready = {}     # session → threading.Event
+state = {"sessions": 0, "ready": False}
+lock = threading.Lock()
+browser = None
+
+
+def emit(obj):
+    with lock:
+        print(json.dumps(obj), flush=True)
+
+
+def stop_browser():
+    if browser is not None and browser.poll() is None:
+        try:
+            os.killpg(browser.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def watchdog(limit):
+    parent, started = os.getppid(), time.time()
+    def watch():
+        while os.getppid() == parent and time.time() - started < limit:
+            time.sleep(0.2)
+        stop_browser()
+        os._exit(0)
+    threading.Thread(target=watch, daemon=True).start()
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def reply(self, status, body=b"", headers=(), content_type="text/plain"):
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Access-Control-Allow-Origin", "*")
+        self.send_header("Access-Control-Expose-Headers", "Location")
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        if self.path == "/page":
+            with open(os.path.join(here, "page.html"), "rb") as f:
+                return self.reply(200, f.read(), content_type="text/html")
+        if self.path == "/next":
+            # Long poll: the page's next job (or a no-op after 10 s).
+            if not state["ready"]:
+                state["ready"] = True
+                emit({"event": "ready"})
+                print("READY", flush=True)
+            try:
+                job = jobs.get(timeout=10)
+            except queue.Empty:
+                job = {"type": "none"}
+            return self.reply(200, json.dumps(job).encode(), content_type="application/json")
+        return self.reply(404)
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        if self.path.startswith("/report"):
+            # The page's results: answers, stats lines, errors.
+            msg = json.loads(body)
+            if msg.get("type") == "answer":
+                answers[msg["session"]] = msg["sdp"]
+                answer_ready[msg["session"]].set()
+            else:
+                emit(msg)
+            return self.reply(204)
+        if self.path == "/whip" and opts.mode == "endpoint":
+            with lock:
+                state["sessions"] += 1
+                n = state["sessions"]
+            answer_ready[n] = threading.Event()
+            jobs.put({"type": "answer", "session": n, "offer": body.decode()})
+            if not answer_ready[n].wait(15) or answers.get(n, "").startswith("ERROR"):
+                return self.reply(500, ("Chromium did not answer: " + answers.get(n, "timeout")).encode())
+            return self.reply(201, answers[n].encode(), [("Location", "/whip/%d" % n), ("ETag", '"%d"' % n)], "application/sdp")
+        return self.reply(404)
+
+    def do_DELETE(self):
+        if self.path.startswith("/whip/"):
+            jobs.put({"type": "close", "session": int(self.path.split("/")[-1])})
+            return self.reply(200)
+        return self.reply(404)
+
+    def do_OPTIONS(self):
+        self.reply(204, headers=[("Access-Control-Allow-Methods", "POST, DELETE"), ("Access-Control-Allow-Headers", "Content-Type, Authorization")])
+
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+
+
+watchdog(opts.limit)
+server = Server(("127.0.0.1", 0), Handler)
+port = server.server_address[1]
+print("LISTENING %d" % port, flush=True)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+if opts.mode == "publish":
+    jobs.put({"type": "publish", "url": opts.url, "simulcast": opts.simulcast, "seconds": opts.seconds})
+
+profile = tempfile.mkdtemp(prefix="pubbot-chromium-")
+flags = ["--headless=new", "--disable-gpu", "--user-data-dir=" + profile, "--use-fake-ui-for-media-stream",
+         "--use-fake-device-for-media-stream=fps=30", "--allow-loopback-in-peer-connection",
+         "--disable-features=WebRtcHideLocalIpsWithMdns", "--no-first-run", "--no-default-browser-check",
+         "--autoplay-policy=no-user-gesture-required"]
+if os.getuid() == 0:
+    flags.append("--no-sandbox")
+browser = subprocess.Popen([chromium] + flags + ["http://127.0.0.1:%d/page" % port], stdout=subprocess.DEVNULL,
+                           stderr=open(os.path.join(profile, "chromium.log"), "w"), start_new_session=True)
+try:
+    while browser.poll() is None:
+        time.sleep(0.2)
+    emit({"event": "exited", "code": browser.returncode})
+finally:
+    stop_browser()
+    shutil.rmtree(profile, ignore_errors=True)
