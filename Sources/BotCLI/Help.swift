@@ -175,7 +175,7 @@ enum Help {
 
         Verdict:
           --require TIER            1080p, 720p, 540p, 360p, 270p, 180p or audio; sets the exit code
-          --verdict-thresholds LIST share=75%,audio-mos=2.4,video-loss=10%,simulcast=on
+          --verdict-thresholds LIST share=75%,audio-mos=2.4,audio-bitrate=40kbit,video-loss=10%,simulcast=on
           --duration D              hard limit (default 15s; 2s…10m)
 
         Output:

@@ -238,7 +238,7 @@ enum PreflightCommand {
         return 0
     }
 
-    /// `--verdict-thresholds share=75%,audio-mos=2.4,video-loss=10%,simulcast=on`.
+    /// `--verdict-thresholds share=75%,audio-mos=2.4,audio-bitrate=40kbit,video-loss=10%,simulcast=on`.
     static func verdictThresholds(_ text: String) throws(UsageError) -> VerdictThresholds {
         var t = VerdictThresholds()
         for item in text.split(separator: ",") {
@@ -249,10 +249,14 @@ enum PreflightCommand {
             case "share": guard let v = pct, v > 0, v <= 200 else { throw UsageError("share is a percentage, e.g. share=75%") }; t.tierShare = v / 100
             case "audio-mos": guard let v = Double(kv[1]), v >= 1, v <= 4.5 else { throw UsageError("audio-mos is 1…4.5") }; t.audioMinMOS = v
             case "video-loss": guard let v = pct, v >= 0, v <= 100 else { throw UsageError("video-loss is a percentage") }; t.videoMaxLoss = v / 100
+            case "audio-bitrate":
+                let v = try ValueParsers.bitrate(kv[1], option: "--verdict-thresholds audio-bitrate")
+                guard (8_000...1_000_000).contains(v) else { throw UsageError("audio-bitrate is 8kbit…1mbit (on the wire)") }
+                t.audioMinBitrate = v
             case "simulcast":
                 guard ["on", "off"].contains(kv[1]) else { throw UsageError("simulcast is on or off") }
                 t.simulcast = kv[1] == "on"
-            default: throw UsageError("unknown --verdict-thresholds key '\(kv[0])' (share, audio-mos, video-loss, simulcast)")
+            default: throw UsageError("unknown --verdict-thresholds key '\(kv[0])' (share, audio-mos, audio-bitrate, video-loss, simulcast)")
             }
         }
         return t
@@ -300,7 +304,7 @@ enum PreflightCommand {
         t.add(["audio", v.audio.supported ? "yes" : "NO", Units.fixed(v.audio.mos, 2), v.audio.reason])
         t.add(["video", v.video.supported ? "yes" : "NO", Units.fixed(v.video.mos, 2), v.video.reason])
         out += t.render()
-        out += "\nrecommended: " + (v.recommended.map { "\($0.name) (\($0.width)x\($0.height) @ \($0.fps) fps)" } ?? "audio only") + "\n"
+        out += "\nrecommended: " + v.recommendation + "\n"
         out += "measured: estimate \(Units.bitrate(m.estimate)), loss \(Units.fixed(m.lossFraction * 100, 1)) %, RTT \(m.roundTripTimeMillis.map { Units.fixed($0, 1) + " ms" } ?? "-"), jitter \(m.jitterMillis.map { Units.fixed($0, 1) + " ms" } ?? "-")\n"
         if let a = audioOnly { out += "audio-only phase: loss \(Units.fixed(a.lossFraction * 100, 1)) %, RTT \(a.roundTripTimeMillis.map { Units.fixed($0, 1) + " ms" } ?? "-")\n" }
         let sr = streamReport(phase.publisher, phase.receiver)
@@ -329,7 +333,7 @@ enum PreflightCommand {
                 if paths.contains(r) {
                     cases.append(("require \(r)", results.contains { $0.path == r && $0.reachable } ? nil : "not reachable"))
                 } else {
-                    cases.append(("require \(r)", v.meets(r) ? nil : "recommended \(v.recommended?.name ?? "audio only"): \(v.video.reason)"))
+                    cases.append(("require \(r)", v.meets(r) ? nil : "recommended \(v.recommended?.name ?? (v.audio.supported ? "audio only" : "none")): \(v.video.reason)"))
                 }
             }
         } else {

@@ -37,7 +37,8 @@ public struct PreflightProbe: Sendable {
     }
 
     public let start: Int64
-    /// Without an estimator (audio only): the rate the verdict scores instead (the audio bitrate).
+    /// Without an estimator (audio only): the audio's rate on the wire (`Verdict.audioWireBitrate`);
+    /// the verdict scores what of it arrived.
     public let fixedBitrate: Int?
     /// Nothing measured beyond it: the estimate is capped there (nothing above was probed).
     public let probeCeiling: Int?
@@ -85,7 +86,10 @@ public struct PreflightProbe: Sendable {
             videoRate = Int(Double((last.bytes - first.bytes) * 8) * 1e6 / Double(last.t - first.t))
         }
         // Never more than the probing ceiling: nothing above it was tried.
-        let capacity = min(detector.capacity(now: now) ?? lastEstimate ?? 0, probeCeiling ?? .max)
+        var capacity = min(detector.capacity(now: now) ?? lastEstimate ?? 0, probeCeiling ?? .max)
+        // Without an estimator the figure is what the path carried: the audio's rate on the wire
+        // less what was lost.
+        if lastEstimate == nil, let fixedBitrate { capacity = Int(Double(fixedBitrate) * (1 - min(1, max(0, loss)))) }
         return Measurement(estimate: capacity, lossFraction: loss, roundTripTimeMillis: roundTripTimeMillis, jitterMillis: jitterMillis,
                            videoBitrate: videoRate, durationMillis: (now - start) / 1000)
     }

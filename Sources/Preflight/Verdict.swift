@@ -69,6 +69,34 @@ public struct Verdict: Equatable, Sendable {
                        recommended: videoOK ? fits : nil, measurement: m)
     }
 
+    /// Opus at `bitrate` on the wire, as the audio-only thresholds count it: 50 packets a second
+    /// (20 ms frames), each with its RTP header and the WebRTC extensions (28 bytes, what pubbot
+    /// sends), the SRTP tag (16) and UDP/IPv4 (28).
+    public static func audioWireBitrate(_ bitrate: Int) -> Int { bitrate + 50 * (28 + 16 + 28) * 8 }
+
+    /// The audio verdict from a phase that sent audio alone, after a phase with video that did
+    /// not fit: its loss and RTT are audio's own, and the path carries at least what the estimate
+    /// measured while video was on (`pathEstimate`) — the audio phase alone, without an estimator,
+    /// can only show the rate it sent.
+    public mutating func judgeAudio(_ audio: Measurement, pathEstimate: Int?, thresholds t: VerdictThresholds) {
+        var m = audio
+        m.estimate = max(audio.estimate, pathEstimate ?? 0)
+        self.audio = Verdict.decide(m, thresholds: t).audio
+    }
+
+    /// A pre-flight that sent audio only (`--audio-only`) says so instead of judging video by the
+    /// audio's rate.
+    public mutating func videoNotMeasured() {
+        video = Part(supported: false, reason: "not measured: the pre-flight sent audio only", mos: 1)
+        recommended = nil
+    }
+
+    /// What to do, never contradicting the rows above it: a tier, audio only, or nothing.
+    public var recommendation: String {
+        if let r = recommended { return "\(r.name) (\(r.width)x\(r.height) @ \(r.fps) fps)" }
+        return audio.supported ? "audio only" : "none: neither video nor audio fits this path"
+    }
+
     /// Whether `requirement` (a tier name or "audio") is met.
     public func meets(_ requirement: String) -> Bool {
         if requirement == "audio" { return audio.supported }

@@ -20,6 +20,9 @@ public enum PreflightRunner {
         public var plan: StreamPlan
         /// The publisher could not start (socket, SRTP): said once, nothing was measured.
         public var startError: String?
+        /// The phase ran the send-side estimator (video and congestion control on): its estimate
+        /// is what the path carries.
+        public var hadEstimator: Bool { plan.config.sendVideo && plan.config.congestionControl }
 
         public init(measurement: Measurement, answered: Bool, interrupted: Bool, steady: Bool, elapsedMicros: Int64,
                     publisher: PublisherSnapshot?, receiver: ReceiverSnapshot?, plan: StreamPlan, startError: String? = nil) {
@@ -95,6 +98,7 @@ public enum PreflightRunner {
             return Outcome(phase: phase, verdict: nil, audioOnly: nil)
         }
         var verdict = Verdict.decide(phase.measurement, thresholds: thresholds)
+        if !pc.sendVideo { verdict.videoNotMeasured() }
         var outcome = Outcome(phase: phase, verdict: verdict, audioOnly: nil)
         // Audio-only phase: when video does not fit, measure audio on its own for 3 s.
         if !verdict.video.supported && pc.sendVideo {
@@ -108,7 +112,7 @@ public enum PreflightRunner {
             outcome.audioOnlyError = a.startError
             if a.answered {
                 outcome.audioOnly = a.measurement
-                verdict.audio = Verdict.decide(a.measurement, thresholds: thresholds).audio
+                verdict.judgeAudio(a.measurement, pathEstimate: phase.hadEstimator ? phase.measurement.estimate : nil, thresholds: thresholds)
                 outcome.verdict = verdict
             }
         }
@@ -135,7 +139,7 @@ public enum PreflightRunner {
         publisher.start()
         let started = Clock.monotonicMicros()
         let withoutEstimator = !pc.sendVideo || !pc.congestionControl
-        var probe = PreflightProbe(start: started, fixedBitrate: withoutEstimator ? pc.audioBitrate : nil, probeCeiling: pc.probeCeiling)
+        var probe = PreflightProbe(start: started, fixedBitrate: withoutEstimator ? Verdict.audioWireBitrate(pc.audioBitrate) : nil, probeCeiling: pc.probeCeiling)
         var steady = false
         var interrupted = false
         while !publisher.control.stopRequested {

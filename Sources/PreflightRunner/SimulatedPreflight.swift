@@ -14,6 +14,7 @@ extension PreflightRunner {
         let (phase, sim) = try simulatePhase(config, onSample: onSample)
         guard phase.answered else { return (Outcome(phase: phase, verdict: nil, audioOnly: nil), sim) }
         var verdict = Verdict.decide(phase.measurement, thresholds: thresholds)
+        if !config.publisher.sendVideo { verdict.videoNotMeasured() }
         var outcome = Outcome(phase: phase, verdict: verdict, audioOnly: nil)
         if !verdict.video.supported && config.publisher.sendVideo {
             var audio = config
@@ -24,7 +25,7 @@ extension PreflightRunner {
             let (a, _) = try simulatePhase(audio, onSample: { _ in })
             if a.answered {
                 outcome.audioOnly = a.measurement
-                verdict.audio = Verdict.decide(a.measurement, thresholds: thresholds).audio
+                verdict.judgeAudio(a.measurement, pathEstimate: phase.hadEstimator ? phase.measurement.estimate : nil, thresholds: thresholds)
                 outcome.verdict = verdict
             }
         }
@@ -35,7 +36,7 @@ extension PreflightRunner {
         let sim = try Simulation(config: config)
         let pc = config.publisher
         let withoutEstimator = !pc.sendVideo || !pc.congestionControl
-        var probe = PreflightProbe(start: sim.now, fixedBitrate: withoutEstimator ? pc.audioBitrate : nil, probeCeiling: pc.probeCeiling)
+        var probe = PreflightProbe(start: sim.now, fixedBitrate: withoutEstimator ? Verdict.audioWireBitrate(pc.audioBitrate) : nil, probeCeiling: pc.probeCeiling)
         var status = PreflightProbe.Status.measuring
         var stoppedAt: Int64?
         sim.run(intervalMicros: 250_000) { final in

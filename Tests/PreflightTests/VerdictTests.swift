@@ -44,6 +44,24 @@ import Testing
         #expect(!awful.audio.supported && awful.audio.reason.hasPrefix("MOS"))
     }
 
+    /// The audio-only phase after video did not fit: its own loss and RTT, the path's estimate.
+    @Test func audioOnlyPhaseIsJudgedOnThePath() {
+        #expect(Verdict.audioWireBitrate(32_000) == 60_800)
+        let path = Measurement(estimate: 100_000, lossFraction: 0.01, roundTripTimeMillis: 40, jitterMillis: 2, videoBitrate: 30_000, durationMillis: 6_000)
+        var v = Verdict.decide(path)
+        #expect(!v.video.supported && v.recommendation == (v.audio.supported ? "audio only" : "none: neither video nor audio fits this path"))
+        // The audio phase alone carried 32 kbps of its 60.8 (a fixed rate is not an estimate).
+        let audio = Measurement(estimate: 32_000, lossFraction: 0, roundTripTimeMillis: 30, jitterMillis: 1, videoBitrate: 0, durationMillis: 3_000)
+        v.judgeAudio(audio, pathEstimate: 100_000, thresholds: VerdictThresholds())
+        #expect(v.audio.supported && v.recommendation == "audio only", "\(v.audio)")
+        v.judgeAudio(audio, pathEstimate: nil, thresholds: VerdictThresholds())
+        #expect(!v.audio.supported && v.recommendation.hasPrefix("none"), "no path estimate: the audio's own 32 kbps < 40 kbps")
+        var lossy = audio
+        lossy.lossFraction = 0.4
+        v.judgeAudio(lossy, pathEstimate: 100_000, thresholds: VerdictThresholds())
+        #expect(!v.audio.supported && v.audio.reason.contains("MOS"), "\(v.audio)")
+    }
+
     @Test func requirements() {
         let v = Verdict.decide(m(800_000))
         #expect(v.meets("360p") && v.meets("180p") && v.meets("audio"))

@@ -42,6 +42,23 @@ import Stats
         #expect(abs(Double(v.measurement.estimate - capacity)) / Double(capacity) <= 0.25, "\(spec): \(v.measurement)")
     }
 
+    /// A link too slow for video but wide enough for audio: video NO, audio yes, "audio only" —
+    /// the audio-only phase is judged on what the path carried (the estimate measured while
+    /// video ran), not on its own fixed send rate. And on a link too slow even for audio, the
+    /// recommendation says neither fits instead of contradicting the rows above it.
+    @Test func audioVerdictAgreesWithTheRecommendation() throws {
+        let (v, _, _) = try Self.preflight("rate=100kbit,queue=200ms")
+        #expect(!v.video.supported && v.audio.supported && v.recommendation == "audio only", "\(v.audio) \(v.video)")
+        let (slow, _, _) = try Self.preflight("rate=25kbit,queue=200ms")
+        #expect(!slow.video.supported && !slow.audio.supported && slow.recommendation.hasPrefix("none"), "\(slow.audio) \(slow.recommendation)")
+        // --audio-only on a clean link: audio passes, video is not judged.
+        var c = try S.config(impair: nil, seconds: 6, seed: 7) { p in p.sendVideo = false; p.layers = [] }
+        c.media = .encode
+        let (outcome, _) = try PreflightRunner.simulate(c, thresholds: VerdictThresholds())
+        let a = try #require(outcome.verdict)
+        #expect(a.audio.supported && a.measurement.estimate >= 40_000 && a.video.reason.hasPrefix("not measured"), "\(a.audio) \(a.measurement)")
+    }
+
     /// Nothing answers (the receiver is gone the whole time): the probe gives up after 3 s.
     @Test func preflightGivesUpWhenNothingAnswers() throws {
         var c = try S.config(impair: nil, seconds: 15, sized: true)
