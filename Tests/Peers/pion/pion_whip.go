@@ -1,0 +1,175 @@
+// A WHIP endpoint on pion/webrtc v3 (Debian's golang-github-pion-webrtc.v3-dev, 3.1.56) for
+// pubbot's interop tests: pion is strict about what it can attribute — an RTP stream it cannot
+// map to a track (no a=ssrc, no MID+RID) is dropped ("Incoming unhandled RTP ssrc(…), OnTrack
+// will not be fired"). Built offline by scripts/setup (GO111MODULE=off, GOPATH with Debian's Go
+// sources). 127.0.0.1, port 0; prints "LISTENING <port>", then one JSON line per event:
+//   {"event":"track","kind":"audio|video","rid":"…","ssrc":N,"codec":"…"}   when OnTrack fires
+//   {"event":"stats","tracks":[{"kind":…,"rid":…,"ssrc":…,"packets":N,"bytes":N}]}  at DELETE
+// Exits after -limit seconds or when its parent goes away.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/pion/interceptor"
+	"github.com/pion/sdp"
+	"github.com/pion/webrtc"
+)
+
+type trackCount struct {
+	Kind    string `json:"kind"`
+	RID     string `json:"rid"`
+	SSRC    uint32 `json:"ssrc"`
+	Packets int    `json:"packets"`
+	Bytes   int    `json:"bytes"`
+}
+
+type session struct {
+	pc     *webrtc.PeerConnection
+	mu     sync.Mutex
+	tracks []*trackCount
+}
+
+var (
+	out      sync.Mutex
+	sessions = map[string]*session{}
+	smu      sync.Mutex
+	next     = 0
+)
+
+func emit(v interface{}) {
+	b, _ := json.Marshal(v)
+	out.Lock()
+	fmt.Println(string(b))
+	out.Unlock()
+}
+
+func api() (*webrtc.API, error) {
+	m := &webrtc.MediaEngine{}
+	if err := m.RegisterDefaultCodecs(); err != nil {
+		return nil, err
+	}
+	// What simulcast by RID needs (pion's simulcast example registers the same).
+	for _, uri := range []string{sdp.SDESMidURI, sdp.SDESRTPStreamIDURI, "urn:ietf:params:rtp-hdrext:sdes:repaired-rtp-stream-id"} {
+		if err := m.RegisterHeaderExtension(webrtc.RTPHeaderExtensionCapability{URI: uri}, webrtc.RTPCodecTypeVideo); err != nil {
+			return nil, err
+		}
+	}
+	if err := m.RegisterHeaderExtension(webrtc.RTPHeaderExtensionCapability{URI: sdp.SDESMidURI}, webrtc.RTPCodecTypeAudio); err != nil {
+		return nil, err
+	}
+	i := &interceptor.Registry{}
+	if err := webrtc.RegisterDefaultInterceptors(m, i); err != nil {
+		return nil, err
+	}
+	return webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(i)), nil
+}
+
+func whip(w http.ResponseWriter, r *http.Request, a *webrtc.API) {
+	offer, _ := io.ReadAll(r.Body)
+	pc, err := a.NewPeerConnection(webrtc.Configuration{})
+	if err != nil {
+		http.Error(w, err.Error(), 500)
+		return
+	}
+	s := &session{pc: pc}
+	pc.OnTrack(func(t *webrtc.TrackRemote, _ *webrtc.RTPReceiver) {
+		c := &trackCount{Kind: t.Kind().String(), RID: t.RID(), SSRC: uint32(t.SSRC())}
+		s.mu.Lock()
+		s.tracks = append(s.tracks, c)
+		s.mu.Unlock()
+		emit(map[string]interface{}{"event": "track", "kind": c.Kind, "rid": c.RID, "ssrc": c.SSRC, "codec": t.Codec().MimeType})
+		buf := make([]byte, 1500)
+		for {
+			n, _, err := t.Read(buf)
+			if err != nil {
+				return
+			}
+			s.mu.Lock()
+			c.Packets++
+			c.Bytes += n
+			s.mu.Unlock()
+		}
+	})
+	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: string(offer)}); err != nil {
+		http.Error(w, "offer: "+err.Error(), 400)
+		return
+	}
+	answer, err := pc.CreateAnswer(nil)
+	if err != nil {
+		http.Error(w, "answer: "+err.Error(), 400)
+		return
+	}
+	gathered := webrtc.GatheringCompletePromise(pc)
+	if err := pc.SetLocalDescription(answer); err != nil {
+		http.Error(w, err.Error(), 500)
+		return
+	}
+	<-gathered
+	smu.Lock()
+	next++
+	id := fmt.Sprint(next)
+	sessions[id] = s
+	smu.Unlock()
+	w.Header().Set("Content-Type", "application/sdp")
+	w.Header().Set("Location", "/whip/"+id)
+	w.WriteHeader(201)
+	io.WriteString(w, pc.LocalDescription().SDP)
+}
+
+func main() {
+	limit := flag.Float64("limit", 120, "seconds before exiting")
+	flag.Parse()
+	a, err := api()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	parent := os.Getppid()
+	go func() {
+		start := time.Now()
+		for os.Getppid() == parent && time.Since(start).Seconds() < *limit {
+			time.Sleep(200 * time.Millisecond)
+		}
+		os.Exit(0)
+	}()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	http.HandleFunc("/whip", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != "POST" {
+			http.Error(w, "POST an offer", 405)
+			return
+		}
+		whip(w, r, a)
+	})
+	http.HandleFunc("/whip/", func(w http.ResponseWriter, r *http.Request) {
+		id := r.URL.Path[len("/whip/"):]
+		smu.Lock()
+		s := sessions[id]
+		delete(sessions, id)
+		smu.Unlock()
+		if s == nil {
+			http.Error(w, "no such session", 404)
+			return
+		}
+		s.mu.Lock()
+		tracks := append([]*trackCount(nil), s.tracks...)
+		emit(map[string]interface{}{"event": "stats", "tracks": tracks})
+		s.mu.Unlock()
+		s.pc.Close()
+		w.WriteHeader(200)
+	})
+	fmt.Printf("LISTENING %d\n", l.Addr().(*net.TCPAddr).Port)
+	http.Serve(l, nil)
+}
