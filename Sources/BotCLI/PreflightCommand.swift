@@ -276,6 +276,8 @@ enum PreflightCommand {
         f.append(("recommended", recommended))
         f.append(("estimate", .int(Int64(m.estimate))))
         f.append(("packetLoss", .double((m.lossFraction * 10_000).rounded() / 10_000)))
+        f.append(("packetLossWindow", .object([("durationMs", m.lossWindowMillis.map { .int($0) } ?? .null),
+                                               ("source", .string(m.lossCountedFromFeedback ? "transport-cc" : "receiver reports"))])))
         f.append(("roundTripTimeMs", m.roundTripTimeMillis.map { JSONValue.double(($0 * 10).rounded() / 10) } ?? .null))
         f.append(("jitterMs", m.jitterMillis.map { JSONValue.double(($0 * 10).rounded() / 10) } ?? .null))
         f.append(("steady", .bool(phase.steady)))
@@ -305,7 +307,8 @@ enum PreflightCommand {
         t.add(["video", v.video.supported ? "yes" : "NO", Units.fixed(v.video.mos, 2), v.video.reason])
         out += t.render()
         out += "\nrecommended: " + v.recommendation + "\n"
-        out += "measured: estimate \(Units.bitrate(m.estimate)), loss \(Units.fixed(m.lossFraction * 100, 1)) %, RTT \(m.roundTripTimeMillis.map { Units.fixed($0, 1) + " ms" } ?? "-"), jitter \(m.jitterMillis.map { Units.fixed($0, 1) + " ms" } ?? "-")\n"
+        let window = m.lossWindowMillis.map { " over the last \(Units.fixed(Double($0) / 1000, 1)) s" + (m.lossCountedFromFeedback ? " (transport-cc)" : "") } ?? ""
+        out += "measured: estimate \(Units.bitrate(m.estimate)), loss \(Units.fixed(m.lossFraction * 100, 1)) %\(window), RTT \(m.roundTripTimeMillis.map { Units.fixed($0, 1) + " ms" } ?? "-"), jitter \(m.jitterMillis.map { Units.fixed($0, 1) + " ms" } ?? "-")\n"
         if let a = audioOnly { out += "audio-only phase: loss \(Units.fixed(a.lossFraction * 100, 1)) %, RTT \(a.roundTripTimeMillis.map { Units.fixed($0, 1) + " ms" } ?? "-")\n" }
         let sr = streamReport(phase.publisher, phase.receiver)
         if !sr.table.isEmpty {

@@ -10,6 +10,11 @@ public struct NetworkEstimate: Equatable, Sendable {
     public var usage: BandwidthUsage
     public var lossFraction: Double
     public var rttMicros: Int64
+    /// Since the session began: packets transport-cc feedback reported on, and of them reported
+    /// lost (each packet once, as the receiver's feedback gave it) — the loss of any window is
+    /// the difference of two readings, not a mean of the loss-based rule's smoothed fraction.
+    public var packetsReported = 0
+    public var packetsReportedLost = 0
 }
 
 /// Send-side bandwidth estimation of the GCC family over transport-cc feedback: arrival-time
@@ -158,8 +163,10 @@ public struct BandwidthEstimator: Sendable {
         }
         let lost = results.filter { $0.receiveMicros == nil }.count
         let lossBased = loss.update(lost: lost, of: results.count, delayBased: delayBased, now: now)
+        let (reported, reportedLost) = (estimate.packetsReported + results.count, estimate.packetsReportedLost + lost)
         estimate = NetworkEstimate(bitrate: min(delayBased, lossBased), delayBased: delayBased, lossBased: lossBased, acknowledged: ackedRate,
-                                   usage: usage, lossFraction: loss.lastLossFraction, rttMicros: estimate.rttMicros)
+                                   usage: usage, lossFraction: loss.lastLossFraction, rttMicros: estimate.rttMicros,
+                                   packetsReported: reported, packetsReportedLost: reportedLost)
         return estimate
     }
 

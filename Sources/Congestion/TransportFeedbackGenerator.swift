@@ -8,6 +8,8 @@ public struct TransportFeedbackGenerator: Sendable {
     var nextToReport: Int64?
     var highest: Int64 = -1
     var feedbackCount: UInt8 = 0
+    /// The arrival time of the last packet reported received.
+    var lastReportedArrival: Int64?
     public let senderSSRC: UInt32
     /// The media source SSRC the messages carry: the SSRC of the last packet recorded, as
     /// libwebrtc's receiver does (`remote_estimator_proxy.cc` takes the media SSRC of the packets it
@@ -39,8 +41,11 @@ public struct TransportFeedbackGenerator: Sendable {
             var firstArrival = from
             while firstArrival <= highest && arrivals[firstArrival] == nil { firstArrival += 1 }
             guard firstArrival <= highest, let first = arrivals[firstArrival] else { break }
-            // A run of losses longer than one message can hold is skipped up to the arrival.
-            if firstArrival - from >= 8_000 { from = firstArrival }
+            // Not after an outage: like libwebrtc's receiver, which forgets arrivals older than
+            // 500 ms before the newest (`remote_estimator_proxy.cc`, kBackWindow), a gap that
+            // follows an arrival more than 500 ms earlier is not reported (the sender's own
+            // silence detection handled it); nor a run longer than one message can hold.
+            if firstArrival - from >= 8_000 || lastReportedArrival.map({ first - $0 > 500_000 }) ?? false { from = firstArrival }
             let reference = first >= 0 ? first / TransportFeedback.referenceTickMicros : (first - TransportFeedback.referenceTickMicros + 1) / TransportFeedback.referenceTickMicros
             let refMicros = reference * TransportFeedback.referenceTickMicros
             var list: [Int64?] = []
@@ -60,6 +65,8 @@ public struct TransportFeedbackGenerator: Sendable {
             out.append(TransportFeedback(senderSSRC: senderSSRC, mediaSSRC: mediaSSRC, baseSequence: UInt16(truncatingIfNeeded: from),
                                          referenceTime: Int32(truncatingIfNeeded: reference & 0x7F_FFFF), feedbackCount: feedbackCount, arrivals: list))
             feedbackCount &+= 1
+            var k = seq - 1
+            while k >= from { if let a = arrivals[k] { lastReportedArrival = a; break }; k -= 1 }
             for s in from..<seq { arrivals[s] = nil }
             from = seq
         }

@@ -16,9 +16,13 @@ public struct PreflightProbe: Sendable {
         public var roundTripMicros: Int64?
         /// Video payload bytes sent so far.
         public var videoBytesSent: Int
+        /// Packets transport-cc feedback has reported on so far, and of them lost (nil without
+        /// transport-cc).
+        public var feedback: (reported: Int, lost: Int)?
 
         public init(now: Int64, answered: Bool, estimate: (bitrate: Int, acknowledged: Int?, lossFraction: Double)?, reportedLoss: Double,
-                    roundTripMicros: Int64?, videoBytesSent: Int) {
+                    roundTripMicros: Int64?, videoBytesSent: Int, feedback: (reported: Int, lost: Int)? = nil) {
+            self.feedback = feedback
             self.now = now
             self.answered = answered
             self.estimate = estimate
@@ -48,6 +52,7 @@ public struct PreflightProbe: Sendable {
     public private(set) var lastEstimate: Int?
     var losses: [(t: Int64, loss: Double)] = []
     var videoBytes: [(t: Int64, bytes: Int)] = []
+    var feedbackCounts: [(t: Int64, reported: Int, lost: Int)] = []
 
     public init(start: Int64, fixedBitrate: Int? = nil, probeCeiling: Int? = nil) {
         self.start = start
@@ -68,9 +73,11 @@ public struct PreflightProbe: Sendable {
             losses.append((s.now, s.reportedLoss))
         }
         videoBytes.append((s.now, s.videoBytesSent))
+        if let f = s.feedback { feedbackCounts.append((s.now, f.reported, f.lost)) }
         let keep = 2 * detector.windowMicros + 1_000_000
         if let first = losses.first, s.now - first.t > keep { losses.removeAll { s.now - $0.t > keep } }
         if let first = videoBytes.first, s.now - first.t > keep { videoBytes.removeAll { s.now - $0.t > keep } }
+        if let first = feedbackCounts.first, s.now - first.t > keep { feedbackCounts.removeAll { s.now - $0.t > keep } }
         if !answered { return s.now - start >= answerTimeoutMicros ? .noAnswer : .measuring }
         return detector.isSteady(now: s.now, start: start) ? .steady : .measuring
     }
@@ -79,7 +86,15 @@ public struct PreflightProbe: Sendable {
     public func measurement(now: Int64, roundTripTimeMillis: Double?, jitterMillis: Double?) -> Measurement {
         let span = detector.windowMicros + 500_000
         let recentLoss = losses.filter { now - $0.t <= span }.map(\.loss)
-        let loss = recentLoss.isEmpty ? 0 : recentLoss.reduce(0, +) / Double(recentLoss.count)
+        var loss = recentLoss.isEmpty ? 0 : recentLoss.reduce(0, +) / Double(recentLoss.count)
+        // With transport-cc: the loss of the window itself — packets reported lost ÷ packets
+        // reported on between its first and last sample (the receiver's own count of every packet).
+        let fb = feedbackCounts.filter { now - $0.t <= span }
+        var counted = false
+        if let a = fb.first, let b = fb.last, b.reported > a.reported {
+            loss = Double(b.lost - a.lost) / Double(b.reported - a.reported)
+            counted = true
+        }
         let vb = videoBytes.filter { now - $0.t <= span }
         var videoRate = 0
         if let first = vb.first, let last = vb.last, last.t > first.t {
@@ -90,7 +105,10 @@ public struct PreflightProbe: Sendable {
         // Without an estimator the figure is what the path carried: the audio's rate on the wire
         // less what was lost.
         if lastEstimate == nil, let fixedBitrate { capacity = Int(Double(fixedBitrate) * (1 - min(1, max(0, loss)))) }
-        return Measurement(estimate: capacity, lossFraction: loss, roundTripTimeMillis: roundTripTimeMillis, jitterMillis: jitterMillis,
-                           videoBitrate: videoRate, durationMillis: (now - start) / 1000)
+        var m = Measurement(estimate: capacity, lossFraction: loss, roundTripTimeMillis: roundTripTimeMillis, jitterMillis: jitterMillis,
+                            videoBitrate: videoRate, durationMillis: (now - start) / 1000)
+        m.lossWindowMillis = min(span, now - start) / 1000
+        m.lossCountedFromFeedback = counted
+        return m
     }
 }

@@ -7,6 +7,10 @@ public struct Measurement: Equatable, Sendable {
     /// Video actually sent (payload) during the window, for the video MOS.
     public var videoBitrate: Int
     public var durationMillis: Int64
+    /// The window the loss was counted over (ms, ending at the measurement), and whether it is
+    /// the receiver's own count from transport-cc feedback (else receiver reports' fraction lost).
+    public var lossWindowMillis: Int64?
+    public var lossCountedFromFeedback = false
 
     public init(estimate: Int, lossFraction: Double, roundTripTimeMillis: Double?, jitterMillis: Double?, videoBitrate: Int, durationMillis: Int64) {
         self.estimate = estimate

@@ -173,6 +173,7 @@ public enum PreflightRunner {
                               estimate: p.network.estimate.map { ($0.bitrate, $0.acknowledged, $0.lossFraction) },
                               reportedLoss: p.streams.map(\.fractionLost).max() ?? 0,
                               roundTripMicros: p.streams.compactMap(\.roundTripTimeMillis).max().map { Int64($0 * 1000) },
-                              videoBytesSent: p.streams.filter { $0.kind == .video }.reduce(0) { $0 + $1.payloadBytesSent })
+                              videoBytesSent: p.streams.filter { $0.kind == .video }.reduce(0) { $0 + $1.payloadBytesSent },
+                              feedback: p.network.estimate.flatMap { $0.packetsReported > 0 ? ($0.packetsReported, $0.packetsReportedLost) : nil })
     }
 }

@@ -139,6 +139,11 @@ import RTPCore
         var it = RTCPCompoundIterator()
         guard case let .transportFeedback(parsed) = try it.next(in: bytes.span) else { Issue.record("not parsed"); return }
         #expect(parsed.arrivals.count == 10 && parsed.arrivals.filter { $0 == nil }.count == 2 && parsed.mediaSSRC == 0x2222)
+        // After an outage (nothing for 3 s, 20 packets gone) the gap is not reported as one burst
+        // of loss: as libwebrtc's receiver, arrivals older than 500 ms are forgotten.
+        for seq in UInt16(40)..<45 { gen.onPacket(transportSequence: seq, arrivalMicros: 3_000_000 + Int64(seq) * 1_000, ssrc: 0x2222) }
+        let after = gen.makeFeedback()
+        #expect(after.count == 1 && after[0].baseSequence == 40 && after[0].arrivals.allSatisfy { $0 != nil }, "\(after)")
     }
 
     @Test func trendlineSeesAGrowingQueue() {

@@ -104,4 +104,28 @@ struct ChromiumInteropTests {
             #expect(sent > 100 && decoded * 100 >= sent * 95, "\(o["rid"] ?? "-"): Chromium sent \(sent) frames, pubbot decoded \(decoded)")
         }
     }
+
+    /// (c) Chromium as the source of a WHEP subscription behind an emulated 800 kbit/s downlink:
+    /// its send-side estimate (from pubbot's transport-cc) and its encoder's target settle at
+    /// the cap — within 0.5–1.3× the link — and pubbot decodes the video without loss.
+    @Test func chromiumAsWHEPSourceFollowsFeedback() throws {
+        let (peer, port) = try start(["endpoint", "--limit", "60"])
+        defer { peer.stop(grace: 2_000_000) }
+        try #require(peer.wait(for: "READY", micros: 20_000_000), "Chromium's page did not load: \(peer.text)")
+        let r = try runPubbot(Self.binary, ["receive", "--whep", "http://127.0.0.1:\(port)/whep", "--duration", "15s",
+                                            "--downlink-impair", "rate=800kbit", "--json"])
+        #expect(r.code == 0, "\(r.err)")
+        #expect(peer.wait(for: "\"event\": \"final\"", micros: 5_000_000), "\(peer.text.suffix(500))")
+        let stats = events(peer, "stats")
+        let late = stats.filter { ($0["t"] as? Double ?? 0) >= 8 }
+        let estimates = late.compactMap { $0["availableOutgoingBitrate"] as? Double }
+        let targets = late.flatMap { ($0["outbound"] as? [[String: Any]] ?? []).filter { $0["kind"] as? String == "video" }.compactMap { $0["targetBitrate"] as? Double } }
+        print("Chromium as WHEP source behind 800 kbit/s: availableOutgoingBitrate \(estimates.map { Int($0 / 1000) }) kbps, target \(targets.map { Int($0 / 1000) }) kbps")
+        #expect(!estimates.isEmpty && estimates.allSatisfy { (400_000...1_040_000).contains($0) }, "\(estimates)")
+        #expect(!targets.isEmpty && targets.allSatisfy { $0 <= 1_040_000 }, "\(targets)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
+        let video = try #require((summary["streams"] as? [[String: Any]])?.first { $0["kind"] as? String == "video" })
+        let decoded = video["framesDecoded"] as? Int ?? 0, lost = video["packetsLost"] as? Int ?? 0, got = video["packetsReceived"] as? Int ?? 1
+        #expect(decoded >= 300 && Double(lost) / Double(got) < 0.02, "decoded \(decoded), lost \(lost) of \(got)")
+    }
 }

@@ -104,6 +104,26 @@ import Testing
         #expect(long.isSteady(now: t, start: 0))
     }
 
+    /// With transport-cc the measured loss is the window's own count (packets reported lost ÷
+    /// reported on between its first and last sample), not a mean of the loss-based rule's
+    /// smoothed fraction — which here says 30 % while 2 % of the window's packets were lost.
+    @Test func lossIsCountedOverTheWindowFromFeedback() {
+        var probe = PreflightProbe(start: 0)
+        for i in 1...40 {
+            let t = Int64(i) * 250_000
+            _ = probe.add(.init(now: t, answered: true, estimate: (1_000_000, 1_000_000, 0.3), reportedLoss: 0.25, roundTripMicros: 20_000,
+                                videoBytesSent: i * 25_000, feedback: (reported: i * 100, lost: i < 20 ? i * 20 : 380 + (i - 19) * 2)))
+        }
+        let m = probe.measurement(now: 10_000_000, roundTripTimeMillis: 20, jitterMillis: 1)
+        #expect(abs(m.lossFraction - 0.02) < 1e-9 && m.lossCountedFromFeedback, "\(m)")
+        #expect(m.lossWindowMillis.map { (2_000...3_000).contains($0) } == true, "\(String(describing: m.lossWindowMillis))")
+        // Without feedback counts (REMB or loss-only): the receiver reports' fraction, as before.
+        var plain = PreflightProbe(start: 0)
+        for i in 1...40 { _ = plain.add(.init(now: Int64(i) * 250_000, answered: true, estimate: (1_000_000, nil, 0.05), reportedLoss: 0.05, roundTripMicros: nil, videoBytesSent: 0)) }
+        let p = plain.measurement(now: 10_000_000, roundTripTimeMillis: nil, jitterMillis: nil)
+        #expect(abs(p.lossFraction - 0.05) < 1e-9 && !p.lossCountedFromFeedback)
+    }
+
     @Test func capacityIsTheLargerOfTheMeanEstimateAndWhatGotThrough() {
         var s = SteadyDetector()
         var t: Int64 = 0

@@ -15,6 +15,9 @@ one JSON line each. Chromium's own getStats() is the count.
       (scaleResolutionDownBy 4/2/1) with --simulcast — by fetch() from the page, i.e. from another
       origin than URL's (CORS). Every second: {"event": "stats", "layers": {rid: {...}},
       "availableOutgoingBitrate": …}; after S seconds it DELETEs and prints {"event": "done"}.
+  chromium_peer.py endpoint (also) serves WHEP: POST /whep with a recvonly offer → Chromium answers
+      sendonly with its fake camera and microphone (the source of the subscription; its
+      encoder follows the subscriber's transport-cc); stats and DELETE as for /whip.
 
 Prints "LISTENING <port>" once the HTTP server runs and "READY" once Chromium's page asked for
 work. Exit 77 when Chromium is not installed. Never outlives its parent nor --limit seconds, and
@@ -112,19 +115,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
             else:
                 emit(msg)
             return self.reply(204)
-        if self.path == "/whip" and opts.mode == "endpoint":
+        if self.path in ("/whip", "/whep") and opts.mode == "endpoint":
             with lock:
                 state["sessions"] += 1
                 n = state["sessions"]
             answer_ready[n] = threading.Event()
-            jobs.put({"type": "answer", "session": n, "offer": body.decode()})
+            jobs.put({"type": "answer", "session": n, "offer": body.decode(), "send": self.path == "/whep"})
             if not answer_ready[n].wait(15) or answers.get(n, "").startswith("ERROR"):
                 return self.reply(500, ("Chromium did not answer: " + answers.get(n, "timeout")).encode())
-            return self.reply(201, answers[n].encode(), [("Location", "/whip/%d" % n), ("ETag", '"%d"' % n)], "application/sdp")
+            return self.reply(201, answers[n].encode(), [("Location", "%s/%d" % (self.path, n)), ("ETag", '"%d"' % n)], "application/sdp")
         return self.reply(404)
 
     def do_DELETE(self):
-        if self.path.startswith("/whip/"):
+        if self.path.startswith("/whip/") or self.path.startswith("/whep/"):
             jobs.put({"type": "close", "session": int(self.path.split("/")[-1])})
             return self.reply(200)
         return self.reply(404)
