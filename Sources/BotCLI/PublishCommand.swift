@@ -213,7 +213,9 @@ enum PublishCommand {
                                                ("rembReceived", .int(Int64(p.network.rembReceived))), ("nackReceived", .int(Int64(p.network.nackReceived))),
                                                ("retransmissionsSent", .int(Int64(p.network.retransmissionsSent))), ("paddingPacketsSent", .int(Int64(p.network.paddingPacketsSent))),
                                                ("pliReceived", .int(Int64(p.streams.reduce(0) { $0 + $1.pliReceived })))])),
-                         ("sendErrors", .int(Int64(p.network.sendErrors)))]
+                         ("sendErrors", .int(Int64(p.network.sendErrors))),
+                         // Back-pressure from the socket or qdisc (ENOBUFS): datagrams that waited, not lost.
+                         ("sendDeferred", .int(Int64(p.network.sendDeferred)))]
                         + (whip.map { w in [("whip", JSONValue.object([("resource", .string(WHIPClient.redacted(w.resource.resourceURL))),
                                                                        ("negotiated", .object(w.summary.map { ($0.0, .string($0.1)) }))]
                                                                       + (p.network.transport.map { TransportFields.json($0, rttMillis: nil) } ?? [])))] } ?? []))

@@ -101,7 +101,8 @@ extension PublisherSession {
             socket.flush(self)
             if now >= nextPublish { published.withLock { $0 = statistics }; nextPublish = now + config.publishIntervalMicros }
             guard let wake else { break }
-            let until = min(wake, nextPublish) - Clock.monotonicMicros()
+            // Datagrams the socket refused (a full buffer or qdisc) are tried again within 1 ms.
+            let until = min(wake, nextPublish, hasDeferredTransmit ? now + 1_000 : .max) - Clock.monotonicMicros()
             let ready = socket.wait(timeoutMicros: max(0, until), wake: mailbox.signal)
             if ready & 2 != 0 { mailbox.signal.drain() }
         }

@@ -246,11 +246,15 @@ extension PublisherSession {
     }
 
     /// Hands the outbox to `send` in order, in runs of up to 64 datagrams for one destination;
-    /// `send` returns how many of a run went out (the rest count as send-buffer drops) or throws
-    /// (counted by cause). The slots are free again afterwards. The driver owns the socket: this
-    /// is the session's only way out.
+    /// `send` returns how many of a run went out or throws (counted by cause; that run is
+    /// dropped). A full socket buffer (fewer sent, EAGAIN or ENOBUFS from a full qdisc) is
+    /// back-pressure, not loss: what did not go stays in the outbox, in order, for the next call —
+    /// never dropped by the session, never sent twice — and is counted as deferred. The slots
+    /// of what went are free again afterwards. The driver owns the socket: this is the
+    /// session's only way out.
     public func pollTransmit(_ send: (UnsafePointer<UnsafeMutableRawPointer?>, UnsafePointer<UInt32>, Int, SocketAddress) throws(SocketError) -> Int) {
         var i = 0
+        var blocked = false
         while i < outCount {
             let destination = outDestinations[i]
             var n = 1
@@ -259,15 +263,34 @@ extension PublisherSession {
                 let sent = try outPointers.withUnsafeBufferPointer { ptrs throws(SocketError) in
                     try outLengths.withUnsafeBufferPointer { lens throws(SocketError) in try send(ptrs.baseAddress! + i, lens.baseAddress! + i, n, destination) }
                 }
-                counters.sendBufferDrops += n - sent
+                if sent < n {
+                    i += max(0, sent)
+                    blocked = true
+                    break
+                }
             } catch {
                 record(error)
             }
             i += n
         }
-        for k in 0..<outCount { arena.release(outSlots[k]) }
-        outCount = 0
+        for k in 0..<i { arena.release(outSlots[k]) }
+        let left = outCount - i
+        if left > 0 {
+            // Keep the rest, in order, at the front of the outbox.
+            for k in 0..<left {
+                outSlots[k] = outSlots[i + k]
+                outPointers[k] = outPointers[i + k]
+                outLengths[k] = outLengths[i + k]
+                outDestinations[k] = outDestinations[i + k]
+            }
+            counters.sendDeferred += left
+            if blocked { counters.sendBlocked += 1 }
+        }
+        outCount = left
     }
+
+    /// Datagrams wait in the outbox for the socket (it refused them last time).
+    public var hasDeferredTransmit: Bool { outCount > 0 }
 
     func record(_ error: SocketError) {
         if error.isConnectionRefused { counters.portUnreachable += 1 } else { counters.sendErrors += 1 }

@@ -15,8 +15,13 @@ public struct NetworkCounters: Sendable, Equatable {
     public var sendErrors = 0
     /// Sends refused because the destination port is closed (ICMP port unreachable).
     public var portUnreachable = 0
-    /// Packets not sent because the socket buffer was full.
+    /// Packets dropped because the socket buffer was full: none since a full buffer is
+    /// back-pressure (`sendDeferred`); kept for the stats documents.
     public var sendBufferDrops = 0
+    /// Datagram-waits: each time a datagram stayed in the outbox because the socket (or the
+    /// qdisc behind it: ENOBUFS) refused it, and how many times the socket refused.
+    public var sendDeferred = 0
+    public var sendBlocked = 0
     /// Frames not sent because every packet slot was queued in the pacer.
     public var framesDroppedNoSlot = 0
     public var paddingPacketsSent = 0

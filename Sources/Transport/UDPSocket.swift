@@ -47,7 +47,7 @@ public final class UDPSocket {
             }
         }
         if rc < 0 {
-            if rc == -11 { return 0 } // EAGAIN: the socket buffer is full
+            if rc == -11 || rc == -105 { return 0 } // EAGAIN: the socket buffer is full; ENOBUFS: the qdisc is
             throw SocketError("sendmmsg to \(destination)", errno: -rc)
         }
         return Int(rc)
@@ -60,14 +60,14 @@ public final class UDPSocket {
         if usesGSO {
             let rc = clinux_sendmmsg_gso(fd, &dst, pointers, lengths, Int32(count))
             if rc >= 0 { return Int(rc) }
-            if rc == -11 { return 0 }
+            if rc == -11 || rc == -105 { return 0 } // a full socket buffer or qdisc (ENOBUFS): back-pressure
             // EIO, EINVAL, EOPNOTSUPP: this path cannot segment; other errors are the peer's.
             guard [-5, -22, -95].contains(rc) else { throw SocketError("sendmmsg to \(destination)", errno: -rc) }
             usesGSO = false
         }
         let rc = clinux_sendmmsg(fd, &dst, pointers, lengths, Int32(count))
         if rc < 0 {
-            if rc == -11 { return 0 }
+            if rc == -11 || rc == -105 { return 0 }
             throw SocketError("sendmmsg to \(destination)", errno: -rc)
         }
         return Int(rc)

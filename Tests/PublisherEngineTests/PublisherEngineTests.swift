@@ -173,6 +173,55 @@ import Platform
 
 /// The publisher session alone, sans-IO: frames, datagrams and the time in, datagrams out.
 @Suite struct PublisherSessionTests {
+    /// A socket that refuses part of a batch (a full buffer, or ENOBUFS from a full qdisc):
+    /// what it refused waits in the outbox and goes next, in order — none dropped by the session,
+    /// none sent twice — and the waits are counted apart from errors and loss.
+    @Test func refusedDatagramsWaitAndGoOnceInOrder() throws {
+        var c = PublisherConfig(destination: try SocketAddress(host: "127.0.0.1", port: 5004), layers: [.defaults(width: 640, height: 360, rid: "h")],
+                                key: SRTPKey.random(suite: .aesCm))
+        c.sendAudio = false
+        c.congestionControl = false
+        let session = try PublisherSession(config: c, plan: StreamPlan(config: c), startMicros: 0, wallOffsetMicros: 0)
+        session.begin(now: 0)
+        var sent: [UInt16] = []
+        /// An RTP packet's sequence number (RTCP, its second byte 200–207, is not counted).
+        func record(_ p: UnsafeMutableRawPointer) {
+            let b = p.assumingMemoryBound(to: UInt8.self)
+            if !(200...207).contains(b[1]) { sent.append(UInt16(b[2]) << 8 | UInt16(b[3])) }
+        }
+        var refuse = true
+        var now: Int64 = 0
+        for frame in 0..<6 {
+            session.handle(.video(EncodedVideoFrame(layer: 0, bytes: [0x10, 0x02, 0x00, 0x9D, 0x01, 0x2A, 0x80, 0x02, 0x68, 0x01] + [UInt8](repeating: UInt8(frame), count: 6_000),
+                                                    isKeyFrame: frame == 0, width: 640, height: 360, frameNumber: UInt32(frame), captureMicros: now,
+                                                    temporalID: nil, layerSync: false, encodeMicros: 0)))
+            for _ in 0..<5 {
+                _ = session.step(now: now)
+                session.pollTransmit { ptrs, _, n, _ throws(SocketError) in
+                    // Every other call the socket takes only half the datagrams (none of one).
+                    let take = refuse ? n / 2 : n
+                    refuse.toggle()
+                    for i in 0..<take { record(ptrs[i]!) }
+                    return take
+                }
+                now += 5_000
+            }
+        }
+        for _ in 0..<20 {
+            _ = session.step(now: now)
+            session.pollTransmit { ptrs, _, n, _ throws(SocketError) in
+                for i in 0..<n { record(ptrs[i]!) }
+                return n
+            }
+            now += 5_000
+        }
+        let stats = session.statistics
+        #expect(stats.1.sendDeferred > 0 && stats.1.sendBlocked > 0 && stats.1.sendErrors == 0 && stats.1.sendBufferDrops == 0, "\(stats.1) sent \(sent.count) of \(stats.0[0].packetsSent)")
+        #expect(Set(sent).count == sent.count, "a datagram went twice")
+        #expect(zip(sent, sent.dropFirst()).allSatisfy { $1 == $0 &+ 1 }, "out of order or missing: \(sent.prefix(40))")
+        #expect(sent.count == stats.0[0].packetsSent && sent.count >= 30, "\(sent.count) \(stats.0[0].packetsSent) \(sent)")
+    }
+
     /// Every packet of a frame, and its retransmission (RTX header + 2-byte OSN, RFC 4588), fit
     /// the configured packet size: the packetizer reserves the RTX overhead.
     @Test func retransmissionsFitThePacketSize() throws {
