@@ -137,21 +137,31 @@ enum ReceiveCommand {
                 return 2
             }
         } else {
-            do { receiver = try LoopbackReceiver(config: rc) } catch {
-                Output.err("Error: \(error)\n")
-                return 2
-            }
-            if whipListen != nil, let w = rc.webrtc {
-                // Port 0: the media socket chose one; the endpoint and the candidates use it.
-                let port = receiver.localAddress.port
-                candidates = candidates.map { ICECandidate.host(STUNAddress(ip: $0.address.ip, port: UInt16(port))) }
-                do {
-                    endpoint = try WHIPEndpoint(receiver: receiver, host: listen.host, port: port,
-                                                token: o.value("token") ?? getenv("PUBBOT_WHIP_TOKEN").map { String(cString: $0) },
-                                                certificate: w.certificate, candidates: candidates, maxSessions: rc.maxPublishers)
-                } catch {
+            // Port 0: the kernel gives the media socket (UDP) a port and the endpoint (TCP) takes the
+            // same number — which another process may hold on TCP: then another UDP port is tried.
+            var attempt = 0
+            while true {
+                let r: LoopbackReceiver
+                do { r = try LoopbackReceiver(config: rc) } catch {
                     Output.err("Error: \(error)\n")
                     return 2
+                }
+                guard whipListen != nil, let w = rc.webrtc else { receiver = r; break }
+                let port = r.localAddress.port
+                let here = candidates.map { ICECandidate.host(STUNAddress(ip: $0.address.ip, port: UInt16(port))) }
+                do {
+                    endpoint = try WHIPEndpoint(receiver: r, host: listen.host, port: port,
+                                                token: o.value("token") ?? getenv("PUBBOT_WHIP_TOKEN").map { String(cString: $0) },
+                                                certificate: w.certificate, candidates: here, maxSessions: rc.maxPublishers)
+                    candidates = here
+                    receiver = r
+                    break
+                } catch {
+                    attempt += 1
+                    guard listen.port == 0, attempt < 20, error.description.contains("in use") else {
+                        Output.err("Error: \(error)\n")
+                        return 2
+                    }
                 }
             }
             receiver.start()
