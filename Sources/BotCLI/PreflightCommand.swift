@@ -276,8 +276,13 @@ enum PreflightCommand {
         f.append(("recommended", recommended))
         f.append(("estimate", .int(Int64(m.estimate))))
         f.append(("packetLoss", .double((m.lossFraction * 10_000).rounded() / 10_000)))
-        f.append(("packetLossWindow", .object([("durationMs", m.lossWindowMillis.map { .int($0) } ?? .null),
-                                               ("source", .string(m.lossCountedFromFeedback ? "transport-cc" : "receiver reports"))])))
+        var window: [(String, JSONValue)] = [("durationMs", m.lossWindowMillis.map { .int($0) } ?? .null),
+                                             ("source", .string(m.lossCountedFromFeedback ? "transport-cc" : "receiver reports"))]
+        if let c = m.lossCount {
+            window += [("packetsReported", .int(Int64(c.reported))), ("packetsLost", .int(Int64(c.lost))),
+                       ("transportSequenceNumbers", .object([("first", .int(c.firstSequence)), ("last", .int(c.lastSequence))]))]
+        }
+        f.append(("packetLossWindow", .object(window)))
         f.append(("roundTripTimeMs", m.roundTripTimeMillis.map { JSONValue.double(($0 * 10).rounded() / 10) } ?? .null))
         f.append(("jitterMs", m.jitterMillis.map { JSONValue.double(($0 * 10).rounded() / 10) } ?? .null))
         f.append(("steady", .bool(phase.steady)))

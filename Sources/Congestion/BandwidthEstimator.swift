@@ -15,6 +15,10 @@ public struct NetworkEstimate: Equatable, Sendable {
     /// the difference of two readings, not a mean of the loss-based rule's smoothed fraction.
     public var packetsReported = 0
     public var packetsReportedLost = 0
+    /// The highest transport-wide sequence number feedback has reported on (unwrapped; its low
+    /// 16 bits are the value on the wire; -1 before any): two readings name the packets a window
+    /// counted, so a capture can count the same packets.
+    public var highestReportedSequence: Int64 = -1
 }
 
 /// Send-side bandwidth estimation of the GCC family over transport-cc feedback: arrival-time
@@ -166,7 +170,8 @@ public struct BandwidthEstimator: Sendable {
         let (reported, reportedLost) = (estimate.packetsReported + results.count, estimate.packetsReportedLost + lost)
         estimate = NetworkEstimate(bitrate: min(delayBased, lossBased), delayBased: delayBased, lossBased: lossBased, acknowledged: ackedRate,
                                    usage: usage, lossFraction: loss.lastLossFraction, rttMicros: estimate.rttMicros,
-                                   packetsReported: reported, packetsReportedLost: reportedLost)
+                                   packetsReported: reported, packetsReportedLost: reportedLost,
+                                   highestReportedSequence: max(estimate.highestReportedSequence, results.last?.sequence ?? -1))
         return estimate
     }
 

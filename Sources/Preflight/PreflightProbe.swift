@@ -16,12 +16,12 @@ public struct PreflightProbe: Sendable {
         public var roundTripMicros: Int64?
         /// Video payload bytes sent so far.
         public var videoBytesSent: Int
-        /// Packets transport-cc feedback has reported on so far, and of them lost (nil without
-        /// transport-cc).
-        public var feedback: (reported: Int, lost: Int)?
+        /// Packets transport-cc feedback has reported on so far, of them lost, and the highest
+        /// transport-wide sequence number reported (nil without transport-cc).
+        public var feedback: (reported: Int, lost: Int, highest: Int64)?
 
         public init(now: Int64, answered: Bool, estimate: (bitrate: Int, acknowledged: Int?, lossFraction: Double)?, reportedLoss: Double,
-                    roundTripMicros: Int64?, videoBytesSent: Int, feedback: (reported: Int, lost: Int)? = nil) {
+                    roundTripMicros: Int64?, videoBytesSent: Int, feedback: (reported: Int, lost: Int, highest: Int64)? = nil) {
             self.feedback = feedback
             self.now = now
             self.answered = answered
@@ -52,7 +52,8 @@ public struct PreflightProbe: Sendable {
     public private(set) var lastEstimate: Int?
     var losses: [(t: Int64, loss: Double)] = []
     var videoBytes: [(t: Int64, bytes: Int)] = []
-    var feedbackCounts: [(t: Int64, reported: Int, lost: Int)] = []
+    var feedbackCounts: [(t: Int64, reported: Int, lost: Int, highest: Int64)] = []
+    var roundTrips: [(t: Int64, micros: Int64)] = []
 
     public init(start: Int64, fixedBitrate: Int? = nil, probeCeiling: Int? = nil) {
         self.start = start
@@ -62,7 +63,7 @@ public struct PreflightProbe: Sendable {
 
     public mutating func add(_ s: Sample) -> Status {
         answered = answered || s.answered
-        if let rtt = s.roundTripMicros { detector.roundTripMicros = rtt }
+        if let rtt = s.roundTripMicros { detector.roundTripMicros = rtt; roundTrips.append((s.now, rtt)) }
         if let e = s.estimate {
             detector.add(e.bitrate, acknowledged: e.acknowledged, at: s.now)
             losses.append((s.now, e.lossFraction))
@@ -73,27 +74,34 @@ public struct PreflightProbe: Sendable {
             losses.append((s.now, s.reportedLoss))
         }
         videoBytes.append((s.now, s.videoBytesSent))
-        if let f = s.feedback { feedbackCounts.append((s.now, f.reported, f.lost)) }
+        if let f = s.feedback { feedbackCounts.append((s.now, f.reported, f.lost, f.highest)) }
         let keep = 2 * detector.windowMicros + 1_000_000
         if let first = losses.first, s.now - first.t > keep { losses.removeAll { s.now - $0.t > keep } }
         if let first = videoBytes.first, s.now - first.t > keep { videoBytes.removeAll { s.now - $0.t > keep } }
         if let first = feedbackCounts.first, s.now - first.t > keep { feedbackCounts.removeAll { s.now - $0.t > keep } }
+        if let first = roundTrips.first, s.now - first.t > keep { roundTrips.removeAll { s.now - $0.t > keep } }
         if !answered { return s.now - start >= answerTimeoutMicros ? .noAnswer : .measuring }
         return detector.isSteady(now: s.now, start: start) ? .steady : .measuring
     }
 
-    /// What the phase measured, over the detector's last window (plus half a second).
+    /// What the phase measured, over the detector's last window (plus half a second). The RTT is
+    /// the median of the window's samples (one receiver report's RTT is one sender report's
+    /// trip through whatever queue it met); `roundTripTimeMillis` when the window had none.
     public func measurement(now: Int64, roundTripTimeMillis: Double?, jitterMillis: Double?) -> Measurement {
         let span = detector.windowMicros + 500_000
+        let rtts = roundTrips.filter { now - $0.t <= span }.map(\.micros).sorted()
+        let roundTripTimeMillis = rtts.isEmpty ? roundTripTimeMillis : Double(rtts[rtts.count / 2]) / 1000
         let recentLoss = losses.filter { now - $0.t <= span }.map(\.loss)
         var loss = recentLoss.isEmpty ? 0 : recentLoss.reduce(0, +) / Double(recentLoss.count)
         // With transport-cc: the loss of the window itself — packets reported lost ÷ packets
         // reported on between its first and last sample (the receiver's own count of every packet).
         let fb = feedbackCounts.filter { now - $0.t <= span }
         var counted = false
+        var countedPackets: LossCount?
         if let a = fb.first, let b = fb.last, b.reported > a.reported {
             loss = Double(b.lost - a.lost) / Double(b.reported - a.reported)
             counted = true
+            countedPackets = LossCount(reported: b.reported - a.reported, lost: b.lost - a.lost, firstSequence: a.highest + 1, lastSequence: b.highest)
         }
         let vb = videoBytes.filter { now - $0.t <= span }
         var videoRate = 0
@@ -109,6 +117,7 @@ public struct PreflightProbe: Sendable {
                             videoBitrate: videoRate, durationMillis: (now - start) / 1000)
         m.lossWindowMillis = min(span, now - start) / 1000
         m.lossCountedFromFeedback = counted
+        m.lossCount = countedPackets
         return m
     }
 }

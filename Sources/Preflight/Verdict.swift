@@ -1,3 +1,19 @@
+/// Packets a loss figure was counted from (transport-cc feedback, draft-holmer-rmcat-transport-wide-cc-extensions-01
+/// feedback): a capture of the same transport-wide sequence numbers can count them again.
+public struct LossCount: Equatable, Sendable {
+    public var reported: Int
+    public var lost: Int
+    public var firstSequence: Int64
+    public var lastSequence: Int64
+
+    public init(reported: Int, lost: Int, firstSequence: Int64, lastSequence: Int64) {
+        self.reported = reported
+        self.lost = lost
+        self.firstSequence = firstSequence
+        self.lastSequence = lastSequence
+    }
+}
+
 /// What the network test measured (means over the steady window).
 public struct Measurement: Equatable, Sendable {
     public var estimate: Int
@@ -11,6 +27,9 @@ public struct Measurement: Equatable, Sendable {
     /// the receiver's own count from transport-cc feedback (else receiver reports' fraction lost).
     public var lossWindowMillis: Int64?
     public var lossCountedFromFeedback = false
+    /// With transport-cc: the packets behind `lossFraction` — reported on and reported lost in
+    /// the window, and the transport-wide sequence numbers they span (unwrapped, first...last).
+    public var lossCount: LossCount?
 
     public init(estimate: Int, lossFraction: Double, roundTripTimeMillis: Double?, jitterMillis: Double?, videoBitrate: Int, durationMillis: Int64) {
         self.estimate = estimate

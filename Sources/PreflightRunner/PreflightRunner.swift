@@ -167,13 +167,17 @@ public enum PreflightRunner {
                      publisher: p, receiver: receiver?.snapshot(), plan: publisher.plan)
     }
 
-    /// A publisher snapshot as the probe reads it.
+    /// The middle value (upper median), nil for none.
+    static func median(_ values: [Double]) -> Double? { values.isEmpty ? nil : values.sorted()[values.count / 2] }
+
+    /// A publisher snapshot as the probe reads it: the RTT is the median of the streams' (each
+    /// from its own receiver report blocks; a paused layer's can be old).
     public static func sample(_ p: PublisherSnapshot, now: Int64) -> PreflightProbe.Sample {
         PreflightProbe.Sample(now: now, answered: p.network.rtcpReceived > 0,
                               estimate: p.network.estimate.map { ($0.bitrate, $0.acknowledged, $0.lossFraction) },
                               reportedLoss: p.streams.map(\.fractionLost).max() ?? 0,
-                              roundTripMicros: p.streams.compactMap(\.roundTripTimeMillis).max().map { Int64($0 * 1000) },
+                              roundTripMicros: median(p.streams.compactMap(\.roundTripTimeMillis)).map { Int64($0 * 1000) },
                               videoBytesSent: p.streams.filter { $0.kind == .video }.reduce(0) { $0 + $1.payloadBytesSent },
-                              feedback: p.network.estimate.flatMap { $0.packetsReported > 0 ? ($0.packetsReported, $0.packetsReportedLost) : nil })
+                              feedback: p.network.estimate.flatMap { $0.packetsReported > 0 ? ($0.packetsReported, $0.packetsReportedLost, $0.highestReportedSequence) : nil })
     }
 }

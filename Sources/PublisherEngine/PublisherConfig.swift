@@ -25,6 +25,10 @@ public struct PublisherConfig: Sendable {
     /// The audio stream's SSRC when the offer already announced it (`a=ssrc`, a WebRTC offer's
     /// section without RIDs); nil: drawn with the others.
     public var audioSSRC: UInt32?
+    /// The video stream's SSRC and its RTX SSRC when the offer announced them (one encoding
+    /// without RIDs, `a=ssrc` and `a=ssrc-group:FID`); nil: drawn with the others.
+    public var videoSSRC: UInt32?
+    public var videoRTXSSRC: UInt32?
     public var seed: UInt64 = 1
     public var audioBitrate = 32_000
     /// Sender report interval (RTCP), microseconds.

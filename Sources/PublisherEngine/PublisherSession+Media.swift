@@ -232,16 +232,31 @@ extension PublisherSession {
     }
 
     /// Puts a protected datagram in the outbox (the arena has a slot for each, so it has room).
-    func enqueueOut(_ slot: Int, length: Int, to destination: SocketAddress) {
+    /// Control datagrams (`control`: RTCP, STUN, DTLS) go behind the control already waiting but
+    /// ahead of media the socket deferred: a sender report that waited behind a backlog would
+    /// carry that wait into every RTT computed from it (RFC 3550 §6.4.1 times the report from
+    /// its NTP stamp, taken here).
+    func enqueueOut(_ slot: Int, length: Int, to destination: SocketAddress, control: Bool = false) {
         var length = length, destination = destination
         if relayServer != nil && destination == connectedRemote {
             guard let (l, d) = wrapForRelay(slot, length: length) else { arena.release(slot); counters.sendErrors += 1; return }
             (length, destination) = (l, d)
         }
-        outSlots[outCount] = slot
-        outPointers[outCount] = arena.pointer(slot)
-        outLengths[outCount] = UInt32(length)
-        outDestinations[outCount] = destination
+        var at = outCount
+        if control && outControlCount < outCount {
+            at = outControlCount
+            for k in stride(from: outCount, to: at, by: -1) {
+                outSlots[k] = outSlots[k - 1]
+                outPointers[k] = outPointers[k - 1]
+                outLengths[k] = outLengths[k - 1]
+                outDestinations[k] = outDestinations[k - 1]
+            }
+        }
+        if control { outControlCount += 1 }
+        outSlots[at] = slot
+        outPointers[at] = arena.pointer(slot)
+        outLengths[at] = UInt32(length)
+        outDestinations[at] = destination
         outCount += 1
     }
 
@@ -287,6 +302,7 @@ extension PublisherSession {
             if blocked { counters.sendBlocked += 1 }
         }
         outCount = left
+        outControlCount = max(0, outControlCount - i)
     }
 
     /// Datagrams wait in the outbox for the socket (it refused them last time).

@@ -44,7 +44,7 @@ extension PublisherSession {
             }
             do {
                 let length = try srtpOut.protectRTCP(p, length: w.count, capacity: PacketArena.slotSize)
-                enqueueOut(slot, length: length, to: dest)
+                enqueueOut(slot, length: length, to: dest, control: true)
             } catch {
                 arena.release(slot)
                 counters.lastError = "srtp_protect_rtcp: \(error)"

@@ -146,7 +146,7 @@ extension PublisherSession {
                 continue
             }
             x.bytes.withUnsafeBytes { arena.pointer(slot).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
-            enqueueOut(slot, length: x.bytes.count, to: to)
+            enqueueOut(slot, length: x.bytes.count, to: to, control: true)
         }
     }
 }

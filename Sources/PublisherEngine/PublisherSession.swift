@@ -131,6 +131,10 @@ public final class PublisherSession {
     var outLengths: [UInt32]
     var outDestinations: [SocketAddress]
     var outCount = 0
+    /// How many datagrams at the front of the outbox are control (RTCP, STUN, DTLS): they go ahead
+    /// of media the socket deferred, as libwebrtc sends RTCP outside its pacer queue
+    /// (`modules/rtp_rtcp/source/rtcp_sender.cc` hands reports straight to the transport).
+    var outControlCount = 0
 
     // Congestion control (BUNDLE only: it needs transport-cc feedback).
     var estimator: BandwidthEstimator?

@@ -67,9 +67,13 @@ public struct StreamPlan: Sendable {
             let planned = config.singleEncoding ? Array(config.layers.enumerated().suffix(1)) : Array(config.layers.enumerated())
             for (i, l) in planned {
                 let (d, r) = dest(index)
-                out.append(Stream(kind: .video, layer: i, ssrc: nextSSRC(), payloadType: config.videoPayloadType, clockRate: 90_000,
+                // One encoding whose SSRCs the offer announced keeps them.
+                let announced = config.singleEncoding ? config.videoSSRC : nil
+                let ssrc = announced.map { s -> UInt32 in used.insert(s); return s } ?? nextSSRC()
+                let rtx: UInt32? = config.bundle && config.rtx ? (announced != nil ? config.videoRTXSSRC.map { s -> UInt32 in used.insert(s); return s } : nil) ?? nextSSRC() : nil
+                out.append(Stream(kind: .video, layer: i, ssrc: ssrc, payloadType: config.videoPayloadType, clockRate: 90_000,
                                   mid: config.bundle ? (config.sendAudio ? "1" : "0") : String(index), rid: config.bundle && config.sendRIDs ? l.rid : nil, destination: d, rtcpDestination: r,
-                                  rtxSSRC: config.bundle && config.rtx ? nextSSRC() : nil, initialRandom: nextRandom()))
+                                  rtxSSRC: rtx, initialRandom: nextRandom()))
                 index += 1
             }
         }

@@ -127,8 +127,11 @@ public struct WHIPOffer: Sendable {
     /// unannounced SSRC only by MID and RID, so without them it drops the audio whenever video
     /// is simulcast; SRS and mediasoup-client need them too.
     public var audioSSRC: UInt32?
+    /// Video sent as one encoding without RIDs (`rids` empty), as a browser offers one: its SSRC
+    /// and its RTX SSRC, announced with `a=ssrc-group:FID` (RFC 5576 §4.2, RFC 4588 §8).
+    public var videoSSRC: (media: UInt32, rtx: UInt32?)?
     public var cname = "pubbot"
-    var hasVideo: Bool { direction == .send ? !rids.isEmpty : receiveVideo }
+    var hasVideo: Bool { direction == .send ? !rids.isEmpty || videoSSRC != nil : receiveVideo }
 
     public static let opus: UInt8 = 111, vp8: UInt8 = 96, rtx: UInt8 = 97
     /// Header extensions offered (RFC 8285 one-byte IDs); the answer may renumber them.
@@ -179,9 +182,14 @@ public struct WHIPOffer: Sendable {
             a += [.init("rtpmap", "\(Self.vp8) VP8/90000")]
             for fb in ["goog-remb", "transport-cc", "ccm fir", "nack", "nack pli"] { a.append(.init("rtcp-fb", "\(Self.vp8) \(fb)")) }
             a += [.init("rtpmap", "\(Self.rtx) rtx/90000"), .init("fmtp", "\(Self.rtx) apt=\(Self.vp8)")]
-            if direction == .send {
+            if direction == .send && !rids.isEmpty {
                 a += rids.map { .init("rid", "\($0) send") }
                 a.append(.init("simulcast", "send " + rids.joined(separator: ";")))
+            } else if direction == .send, let v = videoSSRC {
+                if let rtx = v.rtx { a.append(.init("ssrc-group", "FID \(v.media) \(rtx)")) }
+                for ssrc in [v.media] + (v.rtx.map { [$0] } ?? []) {
+                    a += [.init("ssrc", "\(ssrc) cname:\(cname)"), .init("ssrc", "\(ssrc) msid:pubbot pubbot-video")]
+                }
             }
             if !audio {
                 a += candidates.map { .init("candidate", String($0.description.dropFirst("candidate:".count))) }

@@ -150,10 +150,17 @@ public final class WHIPConnection: @unchecked Sendable {
         let ufrag = credentials.ufrag, password = credentials.password
         var offer = WHIPOffer(iceUfrag: ufrag, icePassword: password, fingerprint: certificate.sdpFingerprint, candidates: offered)
         offer.audio = base.sendAudio
-        offer.rids = base.sendVideo ? base.layers.map(\.rid) : []
-        // The audio section has no RIDs: its SSRC is announced (and then used).
+        // One layer goes as one encoding without RIDs, as a browser sends one; more as simulcast.
+        let oneEncoding = base.sendVideo && base.layers.count == 1
+        offer.rids = base.sendVideo && !oneEncoding ? base.layers.map(\.rid) : []
+        // A section without RIDs announces its SSRCs (and then uses them).
         let audioSSRC = base.audioSSRC ?? (SecureRandom.uint32() | 1)
         offer.audioSSRC = base.sendAudio ? audioSSRC : nil
+        var videoSSRC = base.videoSSRC ?? (SecureRandom.uint32() | 2)
+        while videoSSRC == audioSSRC { videoSSRC = SecureRandom.uint32() | 2 }
+        var videoRTXSSRC = base.videoRTXSSRC ?? (SecureRandom.uint32() | 4)
+        while videoRTXSSRC == audioSSRC || videoRTXSSRC == videoSSRC { videoRTXSSRC = SecureRandom.uint32() | 4 }
+        if oneEncoding { offer.videoSSRC = (videoSSRC, base.rtx ? videoRTXSSRC : nil) }
         offer.cname = base.cname
         offer.sessionID = UInt64(SecureRandom.uint32()) << 16 | 1
         let resource: WHIPSession
@@ -172,6 +179,7 @@ public final class WHIPConnection: @unchecked Sendable {
         }
         var c = base
         c.audioSSRC = audioSSRC
+        if oneEncoding { (c.videoSSRC, c.videoRTXSSRC) = (videoSSRC, videoRTXSSRC) }
         var summary: [(String, String)] = []
         c.sendAudio = base.sendAudio && n.audio != nil
         c.sendVideo = base.sendVideo && n.video != nil
@@ -189,6 +197,10 @@ public final class WHIPConnection: @unchecked Sendable {
             if accepted.count >= 2 {
                 c.layers = base.layers.filter { accepted.contains($0.rid) }
                 summary.append(("simulcast", accepted.joined(separator: ";")))
+            } else if oneEncoding {
+                c.singleEncoding = true
+                c.sendRIDs = false
+                summary.append(("simulcast", "off: one encoding, \(base.layers[0].height)p (a=ssrc \(videoSSRC))"))
             } else {
                 // Simulcast refused: one RTP stream carrying the best layer the estimate allows.
                 c.layers = base.layers

@@ -112,16 +112,37 @@ import Testing
         for i in 1...40 {
             let t = Int64(i) * 250_000
             _ = probe.add(.init(now: t, answered: true, estimate: (1_000_000, 1_000_000, 0.3), reportedLoss: 0.25, roundTripMicros: 20_000,
-                                videoBytesSent: i * 25_000, feedback: (reported: i * 100, lost: i < 20 ? i * 20 : 380 + (i - 19) * 2)))
+                                videoBytesSent: i * 25_000, feedback: (reported: i * 100, lost: i < 20 ? i * 20 : 380 + (i - 19) * 2,
+                                                                       highest: Int64(1_000 + i * 100 - 1))))
         }
         let m = probe.measurement(now: 10_000_000, roundTripTimeMillis: 20, jitterMillis: 1)
         #expect(abs(m.lossFraction - 0.02) < 1e-9 && m.lossCountedFromFeedback, "\(m)")
+        // The packets it was counted from, by transport-wide sequence number, for a capture to
+        // count again: those after the window's first sample (t = 7.5 s, 3 000 reported) up to its
+        // last (10 s, 4 000), offset by the first number sent (1 000).
+        #expect(m.lossCount == LossCount(reported: 1_000, lost: 20, firstSequence: 4_000, lastSequence: 4_999), "\(String(describing: m.lossCount))")
         #expect(m.lossWindowMillis.map { (2_000...3_000).contains($0) } == true, "\(String(describing: m.lossWindowMillis))")
         // Without feedback counts (REMB or loss-only): the receiver reports' fraction, as before.
         var plain = PreflightProbe(start: 0)
         for i in 1...40 { _ = plain.add(.init(now: Int64(i) * 250_000, answered: true, estimate: (1_000_000, nil, 0.05), reportedLoss: 0.05, roundTripMicros: nil, videoBytesSent: 0)) }
         let p = plain.measurement(now: 10_000_000, roundTripTimeMillis: nil, jitterMillis: nil)
         #expect(abs(p.lossFraction - 0.05) < 1e-9 && !p.lossCountedFromFeedback)
+    }
+
+    /// The RTT is the median of the window's samples: one receiver report that timed a sender
+    /// report stuck behind a burst does not become the path's RTT.
+    @Test func roundTripIsTheMedianOfTheWindow() {
+        var probe = PreflightProbe(start: 0)
+        for i in 1...40 {
+            let rtt: Int64 = i == 40 ? 900_000 : (i % 2 == 0 ? 30_000 : 50_000)
+            _ = probe.add(.init(now: Int64(i) * 250_000, answered: true, estimate: (1_000_000, 1_000_000, 0), reportedLoss: 0,
+                                roundTripMicros: rtt, videoBytesSent: i * 25_000))
+        }
+        let m = probe.measurement(now: 10_000_000, roundTripTimeMillis: 900, jitterMillis: nil)
+        #expect(m.roundTripTimeMillis == 50, "\(String(describing: m.roundTripTimeMillis))")
+        // No sample in the window: what the caller read.
+        let none = PreflightProbe(start: 0).measurement(now: 1_000_000, roundTripTimeMillis: 12, jitterMillis: nil)
+        #expect(none.roundTripTimeMillis == 12)
     }
 
     @Test func capacityIsTheLargerOfTheMeanEstimateAndWhatGotThrough() {

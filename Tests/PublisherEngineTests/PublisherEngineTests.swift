@@ -222,6 +222,41 @@ import Platform
         #expect(sent.count == stats.0[0].packetsSent && sent.count >= 30, "\(sent.count) \(stats.0[0].packetsSent) \(sent)")
     }
 
+    /// Control goes ahead of media the socket deferred: a sender report queued behind a backlog
+    /// would time that wait into the RTT every receiver report computes from it (it read 1.5 s
+    /// behind a full qdisc whose queue held 130 ms).
+    @Test func senderReportsGoAheadOfDeferredMedia() throws {
+        var c = PublisherConfig(destination: try SocketAddress(host: "127.0.0.1", port: 5004), layers: [.defaults(width: 640, height: 360, rid: "h")],
+                                key: SRTPKey.random(suite: .aesCm))
+        c.sendAudio = false
+        c.congestionControl = false
+        let session = try PublisherSession(config: c, plan: StreamPlan(config: c), startMicros: 0, wallOffsetMicros: 0)
+        session.begin(now: 0)
+        var now: Int64 = 0
+        var order: [Bool] = [] // true: RTCP
+        // The socket refuses everything for 3 s of frames: media piles up, reports fall due.
+        for frame in 0..<90 {
+            session.handle(.video(EncodedVideoFrame(layer: 0, bytes: [0x10, 0x02, 0x00, 0x9D, 0x01, 0x2A, 0x80, 0x02, 0x68, 0x01] + [UInt8](repeating: UInt8(frame & 0xFF), count: 600),
+                                                    isKeyFrame: frame == 0, width: 640, height: 360, frameNumber: UInt32(frame), captureMicros: now,
+                                                    temporalID: nil, layerSync: false, encodeMicros: 0)))
+            _ = session.step(now: now)
+            session.pollTransmit { _, _, _, _ throws(SocketError) in 0 }
+            now += 33_333
+        }
+        #expect(session.hasDeferredTransmit)
+        // Then it takes one datagram a call: the reports come first, media after, in order.
+        for _ in 0..<400 where session.hasDeferredTransmit {
+            session.pollTransmit { ptrs, _, n, _ throws(SocketError) in
+                let b = ptrs[0]!.assumingMemoryBound(to: UInt8.self)
+                order.append((200...207).contains(b[1]))
+                return 1
+            }
+        }
+        let reports = order.filter { $0 }.count
+        #expect(reports >= 2, "\(reports) reports in \(order.count) datagrams")
+        #expect(order.prefix(reports).allSatisfy { $0 } && order.count > reports, "\(order.prefix(20))")
+    }
+
     /// Every packet of a frame, and its retransmission (RTX header + 2-byte OSN, RFC 4588), fit
     /// the configured packet size: the packetizer reserves the RTX overhead.
     @Test func retransmissionsFitThePacketSize() throws {

@@ -73,6 +73,29 @@ a=end-of-candidates
         #expect(try SDPDocument.parse(offer().sdp).media[0].values("ssrc").isEmpty, "no SSRC chosen: none announced")
     }
 
+    /// One video encoding is offered as a browser offers it: no RIDs, no `a=simulcast`; its SSRC
+    /// and its RTX SSRC announced, paired by `a=ssrc-group:FID` (RFC 5576 §4.2, RFC 4588 §8).
+    @Test func oneVideoEncodingAnnouncesItsSSRCsLikeABrowser() throws {
+        var o = offer()
+        o.rids = []
+        o.audioSSRC = 11
+        o.videoSSRC = (22, 33)
+        o.cname = "c1"
+        let doc = try SDPDocument.parse(o.sdp)
+        let video = doc.media[1]
+        #expect(doc.media.map(\.kind) == ["audio", "video"] && video.values("rid").isEmpty && video.value("simulcast") == nil)
+        #expect(video.values("ssrc-group") == ["FID 22 33"])
+        #expect(video.values("ssrc") == ["22 cname:c1", "22 msid:pubbot pubbot-video", "33 cname:c1", "33 msid:pubbot pubbot-video"])
+        #expect(video.value("msid") == "pubbot pubbot-video")
+        // Without RTX: the media SSRC alone, no group.
+        o.videoSSRC = (22, nil)
+        let plain = try SDPDocument.parse(o.sdp).media[1]
+        #expect(plain.values("ssrc-group").isEmpty && plain.values("ssrc") == ["22 cname:c1", "22 msid:pubbot pubbot-video"])
+        // No RIDs and no SSRC: no video section at all (nothing to send).
+        o.videoSSRC = nil
+        #expect(try SDPDocument.parse(o.sdp).media.map(\.kind) == ["audio"])
+    }
+
     @Test func offerHasWhatServersNeed() throws {
         let text = offer().sdp
         let doc = try SDPDocument.parse(text)
