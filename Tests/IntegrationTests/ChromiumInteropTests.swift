@@ -37,11 +37,14 @@ struct ChromiumInteropTests {
     /// rid simulcast as an answerer, so pubbot sends one encoding): Chromium's byte counts equal
     /// pubbot's, its packets are pubbot's media plus the padding probes, it decodes ≥ 95 % of the
     /// frames at 720p with no freeze, and pubbot's estimate follows Chromium's transport-cc.
-    @Test func publishIntoChromium() throws {
+    /// Twice: the simulcast offer Chromium refuses, and one 720p encoding offered as a browser
+    /// offers it (no RIDs; `a=ssrc`, `a=ssrc-group:FID`).
+    @Test(arguments: [[], ["--layers", "1280x720@30:2500k"]])
+    func publishIntoChromium(_ layers: [String]) throws {
         let (peer, port) = try start(["endpoint", "--limit", "60"])
         defer { peer.stop(grace: 2_000_000) }
         try #require(peer.wait(for: "READY", micros: 20_000_000), "Chromium's page did not load: \(peer.text)")
-        let r = try runPubbot(Self.binary, ["publish", "--whip", "http://127.0.0.1:\(port)/whip", "--duration", "8s", "--json"])
+        let r = try runPubbot(Self.binary, ["publish", "--whip", "http://127.0.0.1:\(port)/whip", "--duration", "8s", "--json"] + layers)
         #expect(r.code == 0, "\(r.err)")
         #expect(peer.wait(for: "\"event\": \"final\"", micros: 5_000_000), "no final stats from Chromium: \(peer.text.suffix(500))")
         let published = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
