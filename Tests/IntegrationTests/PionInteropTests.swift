@@ -59,4 +59,39 @@ struct PionInteropTests {
             #expect(sent > 20 && packets >= sent - 1 && packets <= sent, "\(t["kind"] ?? ""): pion \(packets), pubbot sent \(sent)")
         }
     }
+
+    /// `receive --whep` from pion: pion forwards the publisher's audio and 720p layer to the
+    /// subscriber (its own ICE, full and controlled; its DTLS; its answer's payload types).
+    /// pubbot receives every packet pion says it wrote to it, loses none, and decodes the video
+    /// at 720p; its PLI reaches pion.
+    @Test func receiveWHEPFromPion() throws {
+        let pion = try PeerProcess(pionEndpoint, ["-limit", "60", "-forward-rid", "f"])
+        defer { pion.stop() }
+        try #require(pion.wait(for: "LISTENING ", micros: 10_000_000), "\(pion.text)")
+        let port = try #require(pion.text.split(separator: "\n").first { $0.hasPrefix("LISTENING ") }.flatMap { Int($0.dropFirst(10)) })
+        let publisher = try PeerProcess(WHIPInteropTests.binary, ["publish", "--whip", "http://127.0.0.1:\(port)/whip", "--duration", "16s"])
+        defer { publisher.stop(grace: 3_000_000) }
+        try #require(pion.wait(for: "\"rid\":\"f\"", micros: 8_000_000), "the 720p layer did not reach pion: \(pion.text) \(publisher.text)")
+        let r = try runPubbot(WHIPInteropTests.binary, ["receive", "--whep", "http://127.0.0.1:\(port)/whep", "--duration", "8s", "--json"])
+        #expect(r.code == 0, "\(r.err)")
+        try #require(pion.wait(for: "\"event\":\"whep-stats\"", micros: 5_000_000), "no DELETE reached pion: \(pion.text)")
+        let stats = try #require(pion.text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            .first { $0["event"] as? String == "whep-stats" })
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
+        let streams = try #require(summary["streams"] as? [[String: Any]])
+        let w = summary["whep"] as? [String: Any]
+        #expect(w?["state"] as? String == "connected" && w?["iceRole"] as? String == "controlling", "\(w ?? [:])")
+        for kind in ["audio", "video"] {
+            let s = try #require(streams.first { $0["kind"] as? String == kind }, "no \(kind) received: \(r.out)")
+            let written = stats[kind] as? Int ?? 0, got = s["packetsReceived"] as? Int ?? 0
+            // pion counts what it wrote while connected; the last few may still be in flight at DELETE.
+            #expect(written > (kind == "audio" ? 300 : 1_000) && got <= written && got + 5 >= written,
+                    "\(kind): pion wrote \(written), pubbot received \(got)")
+            #expect(s["packetsLost"] as? Int == 0, "\(kind): \(s)")
+            if kind == "video" {
+                #expect(s["height"] as? Int == 720 && (s["framesDecoded"] as? Int ?? 0) >= 180 && s["decodeErrors"] as? Int == 0, "\(s)")
+            }
+        }
+        #expect((stats["pli"] as? Int ?? 0) >= 1, "pubbot's PLI did not reach pion: \(stats)")
+    }
 }

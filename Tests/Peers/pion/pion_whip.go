@@ -1,10 +1,15 @@
-// A WHIP endpoint on pion/webrtc v3 (Debian's golang-github-pion-webrtc.v3-dev, 3.1.56) for
-// pubbot's interop tests: pion is strict about what it can attribute — an RTP stream it cannot
-// map to a track (no a=ssrc, no MID+RID) is dropped ("Incoming unhandled RTP ssrc(…), OnTrack
-// will not be fired"). Built offline by scripts/setup (GO111MODULE=off, GOPATH with Debian's Go
-// sources). 127.0.0.1, port 0; prints "LISTENING <port>", then one JSON line per event:
+// A WHIP and WHEP endpoint on pion/webrtc v3 (Debian's golang-github-pion-webrtc.v3-dev,
+// 3.1.56) for pubbot's interop tests: pion is strict about what it can attribute — an RTP stream
+// it cannot map to a track (no a=ssrc, no MID+RID) is dropped ("Incoming unhandled RTP ssrc(…),
+// OnTrack will not be fired"). Built offline by scripts/setup (GO111MODULE=off, GOPATH with
+// Debian's Go sources). 127.0.0.1, port 0; prints "LISTENING <port>", then one JSON line per event:
 //   {"event":"track","kind":"audio|video","rid":"…","ssrc":N,"codec":"…"}   when OnTrack fires
 //   {"event":"stats","tracks":[{"kind":…,"rid":…,"ssrc":…,"packets":N,"bytes":N}]}  at DELETE
+//   {"event":"whep-stats","id":"…","audio":N,"video":N,"pli":N}  at a WHEP session's DELETE
+// As a WHEP endpoint (POST /whep, a recvonly offer) it forwards what the WHIP publisher sends:
+// its audio and the video layer -forward-rid (or its only one), with the publisher's extensions
+// stripped, as pion's broadcast example does; a subscriber's PLI goes to the publisher. The
+// whep-stats counts are the packets pion wrote to that subscriber while it was connected.
 // Exits after -limit seconds or when its parent goes away.
 package main
 
@@ -20,9 +25,152 @@ import (
 	"time"
 
 	"github.com/pion/interceptor"
+	"github.com/pion/rtcp"
+	"github.com/pion/rtp"
 	"github.com/pion/sdp"
 	"github.com/pion/webrtc"
 )
+
+// A WHEP subscriber: its own local tracks, and what was written to them while connected.
+type subscriber struct {
+	id           string
+	pc           *webrtc.PeerConnection
+	audio, video *webrtc.TrackLocalStaticRTP
+	mu           sync.Mutex
+	connected    bool
+	sentAudio    int
+	sentVideo    int
+	plis         int
+}
+
+var (
+	forwardRID  = flag.String("forward-rid", "f", "the simulcast layer WHEP subscribers get")
+	subMu       sync.Mutex
+	subscribers = map[string]*subscriber{}
+	// The publisher whose video is forwarded, and the SSRC of the forwarded layer (for PLI).
+	pubMu       sync.Mutex
+	publisherPC *webrtc.PeerConnection
+	forwarded   uint32
+)
+
+func forward(kind webrtc.RTPCodecType, p *rtp.Packet) {
+	p.Header.Extension = false
+	p.Header.Extensions = nil
+	p.Header.ExtensionProfile = 0
+	subMu.Lock()
+	subs := make([]*subscriber, 0, len(subscribers))
+	for _, s := range subscribers {
+		subs = append(subs, s)
+	}
+	subMu.Unlock()
+	for _, s := range subs {
+		s.mu.Lock()
+		ok := s.connected
+		s.mu.Unlock()
+		if !ok {
+			continue
+		}
+		c := *p
+		var err error
+		if kind == webrtc.RTPCodecTypeAudio {
+			err = s.audio.WriteRTP(&c)
+		} else {
+			err = s.video.WriteRTP(&c)
+		}
+		if err == nil {
+			s.mu.Lock()
+			if kind == webrtc.RTPCodecTypeAudio {
+				s.sentAudio++
+			} else {
+				s.sentVideo++
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+func whep(w http.ResponseWriter, r *http.Request, a *webrtc.API) {
+	offer, _ := io.ReadAll(r.Body)
+	pc, err := a.NewPeerConnection(webrtc.Configuration{})
+	if err != nil {
+		http.Error(w, err.Error(), 500)
+		return
+	}
+	audio, _ := webrtc.NewTrackLocalStaticRTP(webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeOpus, ClockRate: 48000, Channels: 2}, "audio", "pion")
+	video, _ := webrtc.NewTrackLocalStaticRTP(webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeVP8, ClockRate: 90000}, "video", "pion")
+	s := &subscriber{pc: pc, audio: audio, video: video}
+	for _, t := range []*webrtc.TrackLocalStaticRTP{audio, video} {
+		sender, err := pc.AddTrack(t)
+		if err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		isVideo := t == video
+		go func() {
+			for {
+				pkts, _, err := sender.ReadRTCP()
+				if err != nil {
+					return
+				}
+				for _, p := range pkts {
+					switch p.(type) {
+					case *rtcp.PictureLossIndication, *rtcp.FullIntraRequest:
+						if !isVideo {
+							continue
+						}
+						s.mu.Lock()
+						s.plis++
+						s.mu.Unlock()
+						pubMu.Lock()
+						if publisherPC != nil && forwarded != 0 {
+							publisherPC.WriteRTCP([]rtcp.Packet{&rtcp.PictureLossIndication{MediaSSRC: forwarded}})
+						}
+						pubMu.Unlock()
+					}
+				}
+			}
+		}()
+	}
+	pc.OnConnectionStateChange(func(st webrtc.PeerConnectionState) {
+		s.mu.Lock()
+		s.connected = st == webrtc.PeerConnectionStateConnected
+		s.mu.Unlock()
+		if st == webrtc.PeerConnectionStateConnected {
+			// A key frame for the new subscriber.
+			pubMu.Lock()
+			if publisherPC != nil && forwarded != 0 {
+				publisherPC.WriteRTCP([]rtcp.Packet{&rtcp.PictureLossIndication{MediaSSRC: forwarded}})
+			}
+			pubMu.Unlock()
+		}
+	})
+	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: string(offer)}); err != nil {
+		http.Error(w, "offer: "+err.Error(), 400)
+		return
+	}
+	answer, err := pc.CreateAnswer(nil)
+	if err != nil {
+		http.Error(w, "answer: "+err.Error(), 400)
+		return
+	}
+	gathered := webrtc.GatheringCompletePromise(pc)
+	if err := pc.SetLocalDescription(answer); err != nil {
+		http.Error(w, err.Error(), 500)
+		return
+	}
+	<-gathered
+	smu.Lock()
+	next++
+	s.id = fmt.Sprint(next)
+	smu.Unlock()
+	subMu.Lock()
+	subscribers[s.id] = s
+	subMu.Unlock()
+	w.Header().Set("Content-Type", "application/sdp")
+	w.Header().Set("Location", "/whep/"+s.id)
+	w.WriteHeader(201)
+	io.WriteString(w, pc.LocalDescription().SDP)
+}
 
 type trackCount struct {
 	Kind    string `json:"kind"`
@@ -87,6 +235,12 @@ func whip(w http.ResponseWriter, r *http.Request, a *webrtc.API) {
 		s.tracks = append(s.tracks, c)
 		s.mu.Unlock()
 		emit(map[string]interface{}{"event": "track", "kind": c.Kind, "rid": c.RID, "ssrc": c.SSRC, "codec": t.Codec().MimeType})
+		forwardThis := t.Kind() == webrtc.RTPCodecTypeAudio || t.RID() == "" || t.RID() == *forwardRID
+		if forwardThis && t.Kind() == webrtc.RTPCodecTypeVideo {
+			pubMu.Lock()
+			publisherPC, forwarded = pc, uint32(t.SSRC())
+			pubMu.Unlock()
+		}
 		buf := make([]byte, 1500)
 		for {
 			n, _, err := t.Read(buf)
@@ -97,6 +251,12 @@ func whip(w http.ResponseWriter, r *http.Request, a *webrtc.API) {
 			c.Packets++
 			c.Bytes += n
 			s.mu.Unlock()
+			if forwardThis {
+				p := &rtp.Packet{}
+				if p.Unmarshal(buf[:n]) == nil {
+					forward(t.Kind(), p)
+				}
+			}
 		}
 	})
 	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: string(offer)}); err != nil {
@@ -152,6 +312,29 @@ func main() {
 			return
 		}
 		whip(w, r, a)
+	})
+	http.HandleFunc("/whep", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != "POST" {
+			http.Error(w, "POST an offer", 405)
+			return
+		}
+		whep(w, r, a)
+	})
+	http.HandleFunc("/whep/", func(w http.ResponseWriter, r *http.Request) {
+		id := r.URL.Path[len("/whep/"):]
+		subMu.Lock()
+		s := subscribers[id]
+		delete(subscribers, id)
+		subMu.Unlock()
+		if s == nil {
+			http.Error(w, "no such session", 404)
+			return
+		}
+		s.mu.Lock()
+		emit(map[string]interface{}{"event": "whep-stats", "id": id, "audio": s.sentAudio, "video": s.sentVideo, "pli": s.plis})
+		s.mu.Unlock()
+		s.pc.Close()
+		w.WriteHeader(200)
 	})
 	http.HandleFunc("/whip/", func(w http.ResponseWriter, r *http.Request) {
 		id := r.URL.Path[len("/whip/"):]
