@@ -218,7 +218,11 @@ enum ReceiveCommand {
                                                       ("packetsLost", .int(Int64(p.lost))), ("framesReceived", .int(Int64(p.frames))), ("byeReceived", .bool(p.bye))])
                                          })), ("refusedOverCapacity", .int(Int64(r.refusedOverCapacity))),
                                          ("rejected", Report.rejectedJSON(r.rejected)), ("senderReports", .int(Int64(r.senderReports))),
-                                         ("byes", .int(Int64(r.byes)))] + (whep.map { [("whep", whepJSON($0, r))] } ?? [])
+                                         ("byes", .int(Int64(r.byes))),
+                                         ("feedback", .object([("rtcpSent", .int(Int64(r.rtcpSent))), ("nackSent", .int(Int64(r.nackSent))),
+                                                               ("pliSent", .int(Int64(r.pliSent))), ("transportFeedbackSent", .int(Int64(r.transportFeedbackSent))),
+                                                               ("rembSent", .int(Int64(r.rembSent))),
+                                                               ("retransmissionsReceived", .int(Int64(r.retransmissionsReceived)))]))] + (whep.map { [("whep", whepJSON($0, r))] } ?? [])
                                          + (endpoint.map { [("whipEndpoint", endpointJSON($0, r))] } ?? [])).serialized(pretty: true) + "\n")
         } else if whepFailure == nil || !r.streams.isEmpty {
             Output.out(table(r))

@@ -327,6 +327,10 @@ public struct WHIPAnswer: Sendable {
         /// URI → ID, only the extensions pubbot reads.
         public var extensions: [String: Int]
         public var rids: [String]
+        /// RTX SSRC → media SSRC from the offer's `a=ssrc-group:FID media rtx` (RFC 5576 §4.2,
+        /// RFC 4588 §8): a browser's one encoding has no RIDs, so its retransmissions carry no
+        /// repaired-rtp-stream-id to find their stream by (at most 32 pairs are kept).
+        public var rtxToMedia: [UInt32: UInt32] = [:]
     }
 
     public var remoteUfrag: String
@@ -407,7 +411,12 @@ public struct WHIPAnswer: Sendable {
             attributes += candidates.map { .init("candidate", String($0.description.dropFirst("candidate:".count))) }
             attributes.append(.init("end-of-candidates"))
             answer.media.append(.init(kind: m.kind, port: 9, proto: m.proto, formats: [String(media.0)] + (rtx.map { [String($0.0)] } ?? []), attributes: attributes))
-            streams.append(Stream(kind: m.kind, mid: mid, payloadType: media.0, rtxPayloadType: rtx?.0, extensions: ext, rids: rids))
+            var stream = Stream(kind: m.kind, mid: mid, payloadType: media.0, rtxPayloadType: rtx?.0, extensions: ext, rids: rids)
+            for g in m.values("ssrc-group") where g.hasPrefix("FID ") && stream.rtxToMedia.count < 32 {
+                let ids = g.dropFirst(4).split(separator: " ").compactMap { UInt32($0) }
+                if ids.count == 2 && ids[0] != ids[1] { stream.rtxToMedia[ids[1]] = ids[0] }
+            }
+            streams.append(stream)
         }
         guard !streams.isEmpty else { throw OfferError(description: "the offer has no Opus audio or VP8 video pubbot can receive") }
         return WHIPAnswer(remoteUfrag: ufrag, remotePassword: pwd, remoteFingerprint: fp, streams: streams, sdp: answer.render())

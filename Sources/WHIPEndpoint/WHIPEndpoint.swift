@@ -154,10 +154,12 @@ public final class WHIPEndpoint: @unchecked Sendable {
         var ext: [String: Int] = [:]
         for s in answer.streams { ext.merge(s.extensions) { a, _ in a } }
         let audio = answer.streams.filter { $0.kind == "audio" }, video = answer.streams.filter { $0.kind == "video" }
-        receiver.addPublisher(WebRTCPublisherSpec(resource: id, localUfrag: ufrag, localPassword: password, remoteUfrag: answer.remoteUfrag,
-                                                  remotePassword: answer.remotePassword, remoteFingerprint: remoteFingerprint,
-                                                  audioPayloadTypes: Set(audio.map(\.payloadType)), videoPayloadTypes: Set(video.map(\.payloadType)),
-                                                  rtxPayloadTypes: Set(video.compactMap(\.rtxPayloadType)), extensions: RTPExtensionIDs(negotiated: ext)))
+        var spec = WebRTCPublisherSpec(resource: id, localUfrag: ufrag, localPassword: password, remoteUfrag: answer.remoteUfrag,
+                                       remotePassword: answer.remotePassword, remoteFingerprint: remoteFingerprint,
+                                       audioPayloadTypes: Set(audio.map(\.payloadType)), videoPayloadTypes: Set(video.map(\.payloadType)),
+                                       rtxPayloadTypes: Set(video.compactMap(\.rtxPayloadType)), extensions: RTPExtensionIDs(negotiated: ext))
+        for s in video { spec.rtxToMedia.merge(s.rtxToMedia) { a, _ in a } }
+        receiver.addPublisher(spec)
         sessions.withLock { _ = $0.insert(id) }
         return HTTPResponse(status: 201, headers: [("Content-Type", "application/sdp"), ("Location", "/whip/\(id)"), ("ETag", "\"\(id)\"")],
                             body: Array(answer.sdp.utf8))

@@ -108,6 +108,48 @@ struct ChromiumInteropTests {
         }
     }
 
+    /// The feedback libwebrtc uses besides transport-cc, proven by Chromium's own counters:
+    /// Chromium publishes one encoding into `receive --whip-listen --impair loss=5%`; pubbot's
+    /// NACKs reach its RTP module (its outbound nackCount and retransmissions), its PLIs too
+    /// (pliCount), and its receiver reports are read (remote-inbound-rtp: loss and RTT).
+    @Test func chromiumTakesPubbotsNACKPLIAndReceiverReports() throws {
+        let receiver = try PeerProcess(Self.binary, ["receive", "--whip-listen", "127.0.0.1:0", "--impair", "loss=5%", "--duration", "60s", "--json"])
+        defer { receiver.stop() }
+        try #require(receiver.wait(for: "/whip (media", micros: 10_000_000), "\(receiver.text)")
+        let url = try #require(receiver.text.split(separator: " ").first { $0.hasPrefix("http://") }.map(String.init))
+        let (peer, _) = try start(["publish", url, "--seconds", "10", "--limit", "60"])
+        defer { peer.stop(grace: 2_000_000) }
+        #expect(peer.wait(for: "\"event\": \"done\"", micros: 40_000_000), "\(peer.text.suffix(800))")
+        let done = try #require(events(peer, "done").first)
+        Clock.sleep(micros: 300_000)
+        kill(receiver.process.processIdentifier, SIGINT)
+        receiver.wait(for: "\"whipEndpoint\"", micros: 5_000_000)
+        let text = receiver.text
+        let summary = try #require(text.firstIndex(of: "{").flatMap { try? JSONSerialization.jsonObject(with: Data(text[$0...].utf8)) as? [String: Any] })
+        let fb = try #require(summary["feedback"] as? [String: Any])
+        let nackSent = fb["nackSent"] as? Int ?? 0, pliSent = fb["pliSent"] as? Int ?? 0, rtxGot = fb["retransmissionsReceived"] as? Int ?? 0
+        let video = (done["outbound"] as? [[String: Any]] ?? []).filter { $0["kind"] as? String == "video" }
+        let nacks = video.reduce(0) { $0 + ($1["nackCount"] as? Int ?? 0) }, plis = video.reduce(0) { $0 + ($1["pliCount"] as? Int ?? 0) }
+        let resent = video.reduce(0) { $0 + ($1["retransmittedPacketsSent"] as? Int ?? 0) }
+        print("Chromium → pubbot at 5 % loss: NACK pubbot sent \(nackSent), Chromium counted \(nacks); PLI \(pliSent) / \(plis); "
+              + "retransmissions Chromium sent \(resent), pubbot received \(rtxGot); remote-inbound \(done["remoteInbound"] ?? "-")")
+        // Chromium's counters are read just before its DELETE; pubbot's run to its end. Its RTX
+        // probes (old packets resent as padding) are not in retransmittedPacketsSent.
+        #expect(nackSent >= 3 && nacks >= nackSent - 2 && nacks <= nackSent, "NACK: pubbot sent \(nackSent), Chromium counted \(nacks)")
+        #expect(resent > 0 && rtxGot > 0, "retransmissions: Chromium sent \(resent), pubbot received \(rtxGot)")
+        // The retransmissions repair the stream (they are found by the offer's a=ssrc-group:FID).
+        let received = summary["streams"] as? [[String: Any]] ?? []
+        for o in video {
+            let sent = o["framesSent"] as? Int ?? 0
+            let decoded = received.first { $0["ssrc"] as? Int == o["ssrc"] as? Int }?["framesDecoded"] as? Int ?? 0
+            #expect(sent > 100 && decoded * 100 >= sent * 95, "Chromium sent \(sent) frames, pubbot decoded \(decoded) at 5 % loss")
+        }
+        #expect(plis <= pliSent && (pliSent == 0 || plis >= 1), "PLI: pubbot sent \(pliSent), Chromium counted \(plis)")
+        let remote = (done["remoteInbound"] as? [[String: Any]] ?? []).first { $0["kind"] as? String == "video" }
+        #expect((remote?["packetsLost"] as? Int ?? 0) > 0 && (remote?["roundTripTime"] as? Double).map { $0 > 0 && $0 < 0.5 } == true,
+                "Chromium's view of pubbot's receiver reports: \(String(describing: remote))")
+    }
+
     /// (c) Chromium as the source of a WHEP subscription behind an emulated 800 kbit/s downlink:
     /// its send-side estimate (from pubbot's transport-cc) and its encoder's target settle at
     /// the cap — within 0.5–1.3× the link — and pubbot decodes the video without loss.

@@ -96,6 +96,23 @@ a=end-of-candidates
         #expect(try SDPDocument.parse(o.sdp).media.map(\.kind) == ["audio"])
     }
 
+    /// The endpoint reads a one-encoding offer's `a=ssrc-group:FID` (Chromium's, pubbot's own):
+    /// the RTX SSRC → media SSRC pairs by which its retransmissions find their stream.
+    @Test func answerKeepsTheOffersRTXPairs() throws {
+        var o = offer()
+        o.rids = []
+        o.videoSSRC = (22, 33)
+        let a = try WHIPAnswer.answer(offer: o.sdp, iceUfrag: "lUfr", icePassword: "local-ice-password-0123",
+                                      fingerprint: "sha-256 " + Array(repeating: "AB", count: 32).joined(separator: ":"), candidates: [], sessionID: 1)
+        #expect(a.streams.first { $0.kind == "video" }?.rtxToMedia == [33: 22])
+        #expect(a.streams.first { $0.kind == "audio" }?.rtxToMedia == [:])
+        // A malformed or self-referencing group is not a pair.
+        let bad = o.sdp.replacingOccurrences(of: "a=ssrc-group:FID 22 33", with: "a=ssrc-group:FID 22 22\r\na=ssrc-group:FID x 5")
+        let b = try WHIPAnswer.answer(offer: bad, iceUfrag: "lUfr", icePassword: "local-ice-password-0123",
+                                      fingerprint: "sha-256 " + Array(repeating: "AB", count: 32).joined(separator: ":"), candidates: [], sessionID: 1)
+        #expect(b.streams.first { $0.kind == "video" }?.rtxToMedia == [:])
+    }
+
     @Test func offerHasWhatServersNeed() throws {
         let text = offer().sdp
         let doc = try SDPDocument.parse(text)
