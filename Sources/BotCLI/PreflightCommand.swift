@@ -277,12 +277,17 @@ enum PreflightCommand {
         f.append(("estimate", .int(Int64(m.estimate))))
         f.append(("packetLoss", .double((m.lossFraction * 10_000).rounded() / 10_000)))
         var window: [(String, JSONValue)] = [("durationMs", m.lossWindowMillis.map { .int($0) } ?? .null),
-                                             ("source", .string(m.lossCountedFromFeedback ? "transport-cc" : "receiver reports"))]
+                                             ("source", .string(m.lossCountedFromFeedback ? "transport-cc" : "receiver reports")),
+                                             ("afterSettling", .bool(m.lossAfterSettling))]
         if let c = m.lossCount {
             window += [("packetsReported", .int(Int64(c.reported))), ("packetsLost", .int(Int64(c.lost))),
                        ("transportSequenceNumbers", .object([("first", .int(c.firstSequence)), ("last", .int(c.lastSequence))]))]
         }
         f.append(("packetLossWindow", .object(window)))
+        f.append(("startupLoss", m.startupLoss.map { c in
+            .object([("fraction", .double((c.fraction * 10_000).rounded() / 10_000)), ("packetsReported", .int(Int64(c.reported))),
+                     ("packetsLost", .int(Int64(c.lost)))])
+        } ?? .null))
         f.append(("roundTripTimeMs", m.roundTripTimeMillis.map { JSONValue.double(($0 * 10).rounded() / 10) } ?? .null))
         f.append(("jitterMs", m.jitterMillis.map { JSONValue.double(($0 * 10).rounded() / 10) } ?? .null))
         f.append(("steady", .bool(phase.steady)))
@@ -312,8 +317,12 @@ enum PreflightCommand {
         t.add(["video", v.video.supported ? "yes" : "NO", Units.fixed(v.video.mos, 2), v.video.reason])
         out += t.render()
         out += "\nrecommended: " + v.recommendation + "\n"
-        let window = m.lossWindowMillis.map { " over the last \(Units.fixed(Double($0) / 1000, 1)) s" + (m.lossCountedFromFeedback ? " (transport-cc)" : "") } ?? ""
+        let window = m.lossWindowMillis.map { " over the last \(Units.fixed(Double($0) / 1000, 1)) s" + (m.lossAfterSettling ? " after the estimate settled" : "")
+            + (m.lossCountedFromFeedback ? " (transport-cc)" : "") } ?? ""
         out += "measured: estimate \(Units.bitrate(m.estimate)), loss \(Units.fixed(m.lossFraction * 100, 1)) %\(window), RTT \(m.roundTripTimeMillis.map { Units.fixed($0, 1) + " ms" } ?? "-"), jitter \(m.jitterMillis.map { Units.fixed($0, 1) + " ms" } ?? "-")\n"
+        if let st = m.startupLoss, st.lost > 0 {
+            out += "start-up: \(Units.fixed(st.fraction * 100, 1)) % of \(st.reported) packets lost while probing (pubbot's own overshoot; not judged)\n"
+        }
         if let a = audioOnly { out += "audio-only phase: loss \(Units.fixed(a.lossFraction * 100, 1)) %, RTT \(a.roundTripTimeMillis.map { Units.fixed($0, 1) + " ms" } ?? "-")\n" }
         let sr = streamReport(phase.publisher, phase.receiver)
         if !sr.table.isEmpty {

@@ -1,7 +1,22 @@
 /// A layer's bitrate limits (bits/s).
 public struct LayerLimits: Equatable, Sendable {
     public var min: Int, target: Int, max: Int
-    public init(min: Int, target: Int, max: Int) { self.min = min; self.target = target; self.max = max }
+    /// One encoding (simulcast refused): the rate needed to move up to this layer — libwebrtc's
+    /// `min_start_bitrate_bps` for its size (`rtc_base/experiments/encoder_info_settings.cc`,
+    /// `GetDefaultSinglecastBitrateLimits`, VP8), which a browser's single encoding waits for
+    /// before it scales its resolution up; a layer already running holds down to `min`.
+    public var start: Int
+    public init(min: Int, target: Int, max: Int, start: Int? = nil) {
+        self.min = min; self.target = target; self.max = max
+        self.start = start ?? min
+    }
+
+    /// libwebrtc's VP8 singlecast start limits: the smallest row whose pixel count is at least
+    /// the frame's (`api/video_codecs/video_encoder.cc` `GetEncoderBitrateLimitsForResolution`).
+    public static func singlecastStartBitrate(width: Int, height: Int) -> Int {
+        let rows: [(pixels: Int, start: Int)] = [(320 * 180, 0), (480 * 270, 200_000), (640 * 360, 300_000), (960 * 540, 500_000), (1280 * 720, 900_000)]
+        return rows.first { $0.pixels >= width * height }?.start ?? 900_000
+    }
 }
 
 /// How the available rate is split.
@@ -27,6 +42,8 @@ public struct BitrateAllocator: Sendable {
     /// the highest whose minimum fits (× 1.2 to move up) — and every other layer is off. What a
     /// single-encoding sender does by scaling its resolution to the bandwidth.
     public var singleEncoding = false
+    /// With `singleEncoding`: the layer the last allocation chose.
+    var singleChosen: Int?
 
     public init(audioBitrate: Int, layers: [LayerLimits]) {
         self.audioBitrate = audioBitrate
@@ -65,9 +82,12 @@ public struct BitrateAllocator: Sendable {
         if singleEncoding && !layers.isEmpty {
             var chosen = 0
             for i in layers.indices.reversed() {
-                let needed = active[i] ? layers[i].min : Int(Double(layers[i].min) * Self.resumeHysteresis)
+                // The layer it carries holds down to its minimum; another (and the first) needs its
+                // start rate, and at least its minimum × 1.2.
+                let needed = i == singleChosen ? layers[i].min : Swift.max(Int(Double(layers[i].min) * Self.resumeHysteresis), layers[i].start)
                 if left >= needed { chosen = i; break }
             }
+            singleChosen = chosen
             out[chosen] = max(layers[chosen].min, min(left, layers[chosen].max))
             active = layers.indices.map { $0 == chosen }
             // Layers above the chosen one are off for lack of bandwidth; those below are simply not used.

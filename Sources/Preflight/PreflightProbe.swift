@@ -54,6 +54,12 @@ public struct PreflightProbe: Sendable {
     var videoBytes: [(t: Int64, bytes: Int)] = []
     var feedbackCounts: [(t: Int64, reported: Int, lost: Int, highest: Int64)] = []
     var roundTrips: [(t: Int64, micros: Int64)] = []
+    /// When the estimate settled (the detector first said steady): the measured phase starts
+    /// there and lasts `measureMicros`. The start-up before it probes past the link on purpose
+    /// (libwebrtc `probe_controller.cc` probes at 3× and 6× the start rate, then 2× what it
+    /// found), so what it loses is pubbot's own doing, reported apart and not judged.
+    public private(set) var settledAt: Int64?
+    public var measureMicros: Int64 { detector.windowMicros + 500_000 }
 
     public init(start: Int64, fixedBitrate: Int? = nil, probeCeiling: Int? = nil) {
         self.start = start
@@ -81,27 +87,39 @@ public struct PreflightProbe: Sendable {
         if let first = feedbackCounts.first, s.now - first.t > keep { feedbackCounts.removeAll { s.now - $0.t > keep } }
         if let first = roundTrips.first, s.now - first.t > keep { roundTrips.removeAll { s.now - $0.t > keep } }
         if !answered { return s.now - start >= answerTimeoutMicros ? .noAnswer : .measuring }
-        return detector.isSteady(now: s.now, start: start) ? .steady : .measuring
+        if settledAt == nil {
+            guard detector.isSteady(now: s.now, start: start) else { return .measuring }
+            settledAt = s.now
+        }
+        return s.now - settledAt! >= measureMicros ? .steady : .measuring
     }
 
-    /// What the phase measured, over the detector's last window (plus half a second). The RTT is
-    /// the median of the window's samples (one receiver report's RTT is one sender report's
-    /// trip through whatever queue it met); `roundTripTimeMillis` when the window had none.
+    /// What the phase measured. The loss is that of the measured phase — from the moment the
+    /// estimate settled (or, if it never did, the detector's last window plus half a second) —
+    /// and the start-up's before it is `startupLoss`. The RTT is the median of the last
+    /// window's samples (one receiver report's RTT is one sender report's trip through whatever
+    /// queue it met); `roundTripTimeMillis` when the window had none.
     public func measurement(now: Int64, roundTripTimeMillis: Double?, jitterMillis: Double?) -> Measurement {
         let span = detector.windowMicros + 500_000
+        let from = settledAt ?? max(start, now - span)
         let rtts = roundTrips.filter { now - $0.t <= span }.map(\.micros).sorted()
         let roundTripTimeMillis = rtts.isEmpty ? roundTripTimeMillis : Double(rtts[rtts.count / 2]) / 1000
-        let recentLoss = losses.filter { now - $0.t <= span }.map(\.loss)
+        let recentLoss = losses.filter { $0.t >= from }.map(\.loss)
         var loss = recentLoss.isEmpty ? 0 : recentLoss.reduce(0, +) / Double(recentLoss.count)
         // With transport-cc: the loss of the window itself — packets reported lost ÷ packets
         // reported on between its first and last sample (the receiver's own count of every packet).
-        let fb = feedbackCounts.filter { now - $0.t <= span }
+        let fb = feedbackCounts.filter { $0.t >= from }
         var counted = false
         var countedPackets: LossCount?
+        var startup: LossCount?
         if let a = fb.first, let b = fb.last, b.reported > a.reported {
             loss = Double(b.lost - a.lost) / Double(b.reported - a.reported)
             counted = true
             countedPackets = LossCount(reported: b.reported - a.reported, lost: b.lost - a.lost, firstSequence: a.highest + 1, lastSequence: b.highest)
+            // Everything reported before the window (each packet once, in sequence from the first).
+            if a.reported > 0 {
+                startup = LossCount(reported: a.reported, lost: a.lost, firstSequence: a.highest - Int64(a.reported) + 1, lastSequence: a.highest)
+            }
         }
         let vb = videoBytes.filter { now - $0.t <= span }
         var videoRate = 0
@@ -115,9 +133,11 @@ public struct PreflightProbe: Sendable {
         if lastEstimate == nil, let fixedBitrate { capacity = Int(Double(fixedBitrate) * (1 - min(1, max(0, loss)))) }
         var m = Measurement(estimate: capacity, lossFraction: loss, roundTripTimeMillis: roundTripTimeMillis, jitterMillis: jitterMillis,
                             videoBitrate: videoRate, durationMillis: (now - start) / 1000)
-        m.lossWindowMillis = min(span, now - start) / 1000
+        m.lossWindowMillis = (now - from) / 1000
         m.lossCountedFromFeedback = counted
         m.lossCount = countedPackets
+        m.startupLoss = startup
+        m.lossAfterSettling = settledAt != nil
         return m
     }
 }

@@ -3,6 +3,7 @@
 public struct LossCount: Equatable, Sendable {
     public var reported: Int
     public var lost: Int
+    public var fraction: Double { reported > 0 ? Double(lost) / Double(reported) : 0 }
     public var firstSequence: Int64
     public var lastSequence: Int64
 
@@ -30,6 +31,12 @@ public struct Measurement: Equatable, Sendable {
     /// With transport-cc: the packets behind `lossFraction` — reported on and reported lost in
     /// the window, and the transport-wide sequence numbers they span (unwrapped, first...last).
     public var lossCount: LossCount?
+    /// With transport-cc: what the start-up lost before the measured phase (pubbot's own probing
+    /// past the link; reported, not judged).
+    public var startupLoss: LossCount?
+    /// The loss window began when the estimate settled (else: the run ended first, and the
+    /// window is the last one, start-up included if it was that short).
+    public var lossAfterSettling = false
 
     public init(estimate: Int, lossFraction: Double, roundTripTimeMillis: Double?, jitterMillis: Double?, videoBitrate: Int, durationMillis: Int64) {
         self.estimate = estimate

@@ -188,7 +188,8 @@ public final class PublisherSession {
         slots = [SlotInfo](repeating: SlotInfo(stream: -1, payload: 0), count: arena.capacity)
         let layers = config.sendVideo ? config.layers : []
         allocator = BitrateAllocator(audioBitrate: config.sendAudio ? config.audioBitrate : 0,
-                                     layers: layers.map { LayerLimits(min: $0.minBitrate, target: $0.targetBitrate, max: $0.maxBitrate) })
+                                     layers: layers.map { LayerLimits(min: $0.minBitrate, target: $0.targetBitrate, max: $0.maxBitrate,
+                                                                       start: LayerLimits.singlecastStartBitrate(width: $0.width, height: $0.height)) })
         appliedTargets = layers.map(\.targetBitrate)
         allocator.singleEncoding = config.singleEncoding
         singleWanted = max(0, layers.count - 1)

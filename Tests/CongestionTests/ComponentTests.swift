@@ -29,6 +29,29 @@ import RTPCore
     }
 }
 
+extension AllocatorTests {
+    /// One encoding moves up to a size only at libwebrtc's VP8 singlecast start rate for it
+    /// (`encoder_info_settings.cc`: 360p 300 kbps, 720p 900 kbps), holds it down to its minimum,
+    /// and at an 800 kbit/s link stays at 360p — 720p at 750 kbps is what drove a link into loss.
+    @Test func oneEncodingMovesUpAtTheStartRate() {
+        #expect(LayerLimits.singlecastStartBitrate(width: 320, height: 180) == 0)
+        #expect(LayerLimits.singlecastStartBitrate(width: 640, height: 360) == 300_000)
+        #expect(LayerLimits.singlecastStartBitrate(width: 960, height: 540) == 500_000)
+        #expect(LayerLimits.singlecastStartBitrate(width: 1280, height: 720) == 900_000)
+        #expect(LayerLimits.singlecastStartBitrate(width: 1920, height: 1080) == 900_000)
+        let sizes = [(320, 180), (640, 360), (1280, 720)]
+        var a = BitrateAllocator(audioBitrate: 32_000, layers: zip(layers, sizes).map {
+            LayerLimits(min: $0.min, target: $0.target, max: $0.max, start: LayerLimits.singlecastStartBitrate(width: $1.0, height: $1.1))
+        })
+        a.singleEncoding = true
+        #expect(a.allocate(300_000).layers == [200_000, 0, 0])       // 268k < 360p's 300k start
+        #expect(a.allocate(800_000).layers == [0, 700_000, 0])       // 360p; 768k < 720p's 900k
+        #expect(a.allocate(940_000).layers == [0, 0, 908_000])       // up at 908k ≥ 900k
+        #expect(a.allocate(700_000).layers == [0, 0, 668_000])       // held down to its 600k minimum
+        #expect(a.allocate(600_000).layers == [0, 568_000, 0])       // below it: down to 360p
+    }
+}
+
 @Suite struct PacerTests {
     @Test func pacesAtTheRateAudioFirst() {
         var p = Pacer(pacingRate: 1_000_000) // 125 bytes per ms

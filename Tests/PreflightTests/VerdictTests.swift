@@ -104,24 +104,38 @@ import Testing
         #expect(long.isSteady(now: t, start: 0))
     }
 
-    /// With transport-cc the measured loss is the window's own count (packets reported lost ÷
-    /// reported on between its first and last sample), not a mean of the loss-based rule's
-    /// smoothed fraction — which here says 30 % while 2 % of the window's packets were lost.
-    @Test func lossIsCountedOverTheWindowFromFeedback() {
+    /// With transport-cc the measured loss is the measured phase's own count (packets reported
+    /// lost ÷ reported on from the moment the estimate settled to the end), not a mean of the
+    /// loss-based rule's smoothed fraction — which here says 30 % while 2 % of the phase's
+    /// packets were lost. The start-up's 20 % (pubbot's own probing) is reported apart.
+    @Test func lossIsCountedOverTheMeasuredPhaseFromFeedback() {
         var probe = PreflightProbe(start: 0)
-        for i in 1...40 {
-            let t = Int64(i) * 250_000
-            _ = probe.add(.init(now: t, answered: true, estimate: (1_000_000, 1_000_000, 0.3), reportedLoss: 0.25, roundTripMicros: 20_000,
-                                videoBytesSent: i * 25_000, feedback: (reported: i * 100, lost: i < 20 ? i * 20 : 380 + (i - 19) * 2,
-                                                                       highest: Int64(1_000 + i * 100 - 1))))
+        var i = 0
+        var status = PreflightProbe.Status.measuring
+        while status == .measuring && i < 80 {
+            i += 1
+            status = probe.add(.init(now: Int64(i) * 250_000, answered: true, estimate: (1_000_000, 1_000_000, 0.3), reportedLoss: 0.25, roundTripMicros: 20_000,
+                                     videoBytesSent: i * 25_000, feedback: (reported: i * 100, lost: i <= 16 ? i * 20 : 320 + (i - 16) * 2,
+                                                                            highest: Int64(1_000 + i * 100 - 1))))
         }
-        let m = probe.measurement(now: 10_000_000, roundTripTimeMillis: 20, jitterMillis: 1)
-        #expect(abs(m.lossFraction - 0.02) < 1e-9 && m.lossCountedFromFeedback, "\(m)")
+        // Settled at 4 s (two quiet 2 s windows), then measured for 2.5 s.
+        #expect(status == .steady && probe.settledAt == 4_000_000 && i == 26, "\(status) \(String(describing: probe.settledAt)) \(i)")
+        let m = probe.measurement(now: Int64(i) * 250_000, roundTripTimeMillis: 20, jitterMillis: 1)
+        #expect(abs(m.lossFraction - 0.02) < 1e-9 && m.lossCountedFromFeedback && m.lossAfterSettling, "\(m)")
+        #expect(m.lossWindowMillis == 2_500, "\(String(describing: m.lossWindowMillis))")
         // The packets it was counted from, by transport-wide sequence number, for a capture to
-        // count again: those after the window's first sample (t = 7.5 s, 3 000 reported) up to its
-        // last (10 s, 4 000), offset by the first number sent (1 000).
-        #expect(m.lossCount == LossCount(reported: 1_000, lost: 20, firstSequence: 4_000, lastSequence: 4_999), "\(String(describing: m.lossCount))")
-        #expect(m.lossWindowMillis.map { (2_000...3_000).contains($0) } == true, "\(String(describing: m.lossWindowMillis))")
+        // count again: those after the settling sample (1 600 reported) up to the last (2 600),
+        // offset by the first number sent (1 000); the start-up's are the ones before.
+        #expect(m.lossCount == LossCount(reported: 1_000, lost: 20, firstSequence: 2_600, lastSequence: 3_599), "\(String(describing: m.lossCount))")
+        #expect(m.startupLoss == LossCount(reported: 1_600, lost: 320, firstSequence: 1_000, lastSequence: 2_599), "\(String(describing: m.startupLoss))")
+        // A run that ends before the estimate settles: the last window, said so.
+        var short = PreflightProbe(start: 0)
+        for k in 1...12 {
+            _ = short.add(.init(now: Int64(k) * 250_000, answered: true, estimate: (k % 2 == 0 ? 500_000 : 1_500_000, nil, 0), reportedLoss: 0,
+                                roundTripMicros: 20_000, videoBytesSent: 0, feedback: (reported: k * 100, lost: k * 10, highest: Int64(k * 100 - 1))))
+        }
+        let sm = short.measurement(now: 3_000_000, roundTripTimeMillis: nil, jitterMillis: nil)
+        #expect(short.settledAt == nil && !sm.lossAfterSettling && sm.lossWindowMillis == 2_500 && abs(sm.lossFraction - 0.1) < 1e-9, "\(sm)")
         // Without feedback counts (REMB or loss-only): the receiver reports' fraction, as before.
         var plain = PreflightProbe(start: 0)
         for i in 1...40 { _ = plain.add(.init(now: Int64(i) * 250_000, answered: true, estimate: (1_000_000, nil, 0.05), reportedLoss: 0.05, roundTripMicros: nil, videoBytesSent: 0)) }

@@ -157,14 +157,16 @@ import Crypto
         #expect(net.rembReceived == 1 && net.estimate?.bitrate == 150_000, "\(String(describing: net.estimate))")
     }
 
-    /// Simulcast refused: one SSRC, no RID, carrying the best layer the estimate allows — the
-    /// REMB at 300 kbps carries 360p, not 720p; at 100 kbps only 180p.
+    /// Simulcast refused: one SSRC, no RID, carrying the best layer the estimate allows, moving
+    /// up only at libwebrtc's singlecast start rate for the size (360p: 300 kbps of video, 720p:
+    /// 900 kbps) — the REMB at 600 kbps carries 360p, not 720p; at 100 kbps only 180p.
     @Test func singleEncodingFollowsTheEstimate() throws {
         var rig = try Rig { c in
             c.layers = VideoLayerConfig.ladder(top: 1280, 720)
             c.singleEncoding = true
             c.sendRIDs = false
             c.feedback = .remb
+            c.startBitrate = 600_000 // the loss-based bound starts here (no receiver reports in this rig)
         }
         var tx: SRTPSession?
         func remb(_ bps: UInt64) throws {
@@ -190,7 +192,7 @@ import Crypto
             return (ssrcs, fill)
         }
         rig.run(until: 500_000)
-        try remb(300_000)
+        try remb(600_000)
         rig.run(until: 1_500_000)
         var mark = rig.media.count
         rig.run(until: 2_500_000)

@@ -4,7 +4,7 @@ strictest judge. A small HTTP server (standard library, 127.0.0.1, port 0) serve
 headless Chromium it starts, hands the page work by long polling and prints what the page reports,
 one JSON line each. Chromium's own getStats() is the count.
 
-  chromium_peer.py endpoint [--limit S]
+  chromium_peer.py endpoint [--limit S] [--bind ADDRESS]
       A WHIP endpoint in front of Chromium: POST /whip with an offer → the page answers it
       (recvonly; Chromium refuses rid simulcast as an answerer, so a simulcast publisher falls back
       to one encoding) → 201 with the answer and Location /whip/N. Every second the page reports
@@ -32,6 +32,7 @@ args.add_argument("url", nargs="?")
 args.add_argument("--simulcast", action="store_true")
 args.add_argument("--seconds", type=float, default=10)
 args.add_argument("--limit", type=float, default=120)
+args.add_argument("--bind", default="127.0.0.1", help="the HTTP server's address (0.0.0.0: reachable from another network namespace)")
 opts = args.parse_args()
 
 chromium = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -141,7 +142,7 @@ class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
 
 
 watchdog(opts.limit)
-server = Server(("127.0.0.1", 0), Handler)
+server = Server((opts.bind, 0), Handler)
 port = server.server_address[1]
 print("LISTENING %d" % port, flush=True)
 threading.Thread(target=server.serve_forever, daemon=True).start()
