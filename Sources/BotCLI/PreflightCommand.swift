@@ -177,7 +177,11 @@ enum PreflightCommand {
         guard phase.answered, let verdict = outcome.verdict else {
             Output.endProgress()
             if let url = whipURL {
-                Output.err("Error: no RTCP from the WHIP server at \(WHIPClient.redacted(url)) within 3 s of connecting (ICE and DTLS \(phase.publisher?.network.transport?.srtpCipher == nil ? "did not finish" : "finished")): it does not send receiver feedback\n")
+                if let t = phase.publisher?.network.transport, t.srtpCipher == nil {
+                    Output.err("Error: no media path to the WHIP server at \(WHIPClient.redacted(url)): ICE and DTLS did not finish\(t.failure.map { " (\($0))" } ?? " within 12 s")\n")
+                } else {
+                    Output.err("Error: no RTCP from the WHIP server at \(WHIPClient.redacted(url)) within 3 s of ICE and DTLS finishing: it does not send receiver feedback\n")
+                }
                 writeJUnit(o.value("junit"), paths: connectivity, verdict: nil, requirement: o.value("require"), failure: "no feedback from the WHIP server")
                 return 2
             }

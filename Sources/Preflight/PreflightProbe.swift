@@ -16,6 +16,10 @@ public struct PreflightProbe: Sendable {
         public var roundTripMicros: Int64?
         /// Video payload bytes sent so far.
         public var videoBytesSent: Int
+        /// The transport can carry media (a WebRTC session's ICE and DTLS done; always for plain
+        /// SRTP): the no-answer clock runs from here, not from the start, so a lossy path that
+        /// needs a DTLS retransmission or two is measured instead of given up on.
+        public var connected = true
         /// Packets transport-cc feedback has reported on so far, of them lost, and the highest
         /// transport-wide sequence number reported (nil without transport-cc).
         public var feedback: (reported: Int, lost: Int, highest: Int64)?
@@ -47,6 +51,10 @@ public struct PreflightProbe: Sendable {
     /// Nothing measured beyond it: the estimate is capped there (nothing above was probed).
     public let probeCeiling: Int?
     public var answerTimeoutMicros: Int64 = 3_000_000
+    /// Never connected within this: no answer either (the transport's own ICE and DTLS
+    /// timeouts usually end it sooner, with their reason).
+    public var connectTimeoutMicros: Int64 = 12_000_000
+    public private(set) var connectedAt: Int64?
     public private(set) var detector = SteadyDetector()
     public private(set) var answered = false
     public private(set) var lastEstimate: Int?
@@ -86,7 +94,11 @@ public struct PreflightProbe: Sendable {
         if let first = videoBytes.first, s.now - first.t > keep { videoBytes.removeAll { s.now - $0.t > keep } }
         if let first = feedbackCounts.first, s.now - first.t > keep { feedbackCounts.removeAll { s.now - $0.t > keep } }
         if let first = roundTrips.first, s.now - first.t > keep { roundTrips.removeAll { s.now - $0.t > keep } }
-        if !answered { return s.now - start >= answerTimeoutMicros ? .noAnswer : .measuring }
+        if s.connected && connectedAt == nil { connectedAt = s.now }
+        if !answered {
+            guard let c = connectedAt else { return s.now - start >= connectTimeoutMicros ? .noAnswer : .measuring }
+            return s.now - c >= answerTimeoutMicros ? .noAnswer : .measuring
+        }
         if settledAt == nil {
             guard detector.isSteady(now: s.now, start: start) else { return .measuring }
             settledAt = s.now

@@ -173,11 +173,13 @@ public enum PreflightRunner {
     /// A publisher snapshot as the probe reads it: the RTT is the median of the streams' (each
     /// from its own receiver report blocks; a paused layer's can be old).
     public static func sample(_ p: PublisherSnapshot, now: Int64) -> PreflightProbe.Sample {
-        PreflightProbe.Sample(now: now, answered: p.network.rtcpReceived > 0,
+        var s = PreflightProbe.Sample(now: now, answered: p.network.rtcpReceived > 0,
                               estimate: p.network.estimate.map { ($0.bitrate, $0.acknowledged, $0.lossFraction) },
                               reportedLoss: p.streams.map(\.fractionLost).max() ?? 0,
                               roundTripMicros: median(p.streams.compactMap(\.roundTripTimeMillis)).map { Int64($0 * 1000) },
                               videoBytesSent: p.streams.filter { $0.kind == .video }.reduce(0) { $0 + $1.payloadBytesSent },
                               feedback: p.network.estimate.flatMap { $0.packetsReported > 0 ? ($0.packetsReported, $0.packetsReportedLost, $0.highestReportedSequence) : nil })
+        s.connected = p.network.transport.map { $0.srtpCipher != nil } ?? true
+        return s
     }
 }

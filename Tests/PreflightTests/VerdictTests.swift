@@ -143,6 +143,28 @@ import Testing
         #expect(abs(p.lossFraction - 0.05) < 1e-9 && !p.lossCountedFromFeedback)
     }
 
+    /// The no-answer clock runs from when the transport could carry media: a WebRTC session whose
+    /// DTLS needed 5 s on a lossy path is measured, not given up on 3 s after the start; one that
+    /// connects and then hears nothing for 3 s is; one that never connects, at 12 s.
+    @Test func noAnswerCountsFromTheConnection() {
+        func run(connectAt: Int64?, answerAt: Int64?) -> (PreflightProbe.Status, Int64) {
+            var probe = PreflightProbe(start: 0)
+            var t: Int64 = 0
+            while t < 20_000_000 {
+                t += 250_000
+                var s = PreflightProbe.Sample(now: t, answered: answerAt.map { t >= $0 } ?? false, estimate: (500_000, nil, 0), reportedLoss: 0,
+                                              roundTripMicros: nil, videoBytesSent: 0)
+                s.connected = connectAt.map { t >= $0 } ?? false
+                let status = probe.add(s)
+                if status != .measuring { return (status, t) }
+            }
+            return (.measuring, t)
+        }
+        #expect(run(connectAt: 5_000_000, answerAt: 5_500_000).0 == .steady)
+        #expect(run(connectAt: 5_000_000, answerAt: nil) == (.noAnswer, 8_000_000))
+        #expect(run(connectAt: nil, answerAt: nil) == (.noAnswer, 12_000_000))
+    }
+
     /// The RTT is the median of the window's samples: one receiver report that timed a sender
     /// report stuck behind a burst does not become the path's RTT.
     @Test func roundTripIsTheMedianOfTheWindow() {
