@@ -19,6 +19,11 @@ public struct NetworkEstimate: Equatable, Sendable {
     /// 16 bits are the value on the wire; -1 before any): two readings name the packets a window
     /// counted, so a capture can count the same packets.
     public var highestReportedSequence: Int64 = -1
+    /// Of `packetsReportedLost`, those lost at a full queue: the last packet received before
+    /// each had waited ≥ 20 ms and ≥ 0.8 × the longest queueing delay seen — tail drop at a
+    /// bottleneck the sender overfilled, where loss at random (a lossy radio, a policer, an
+    /// nftables drop) comes at any queue length, mostly a short one.
+    public var packetsReportedLostAtFullQueue = 0
 }
 
 /// Send-side bandwidth estimation of the GCC family over transport-cc feedback: arrival-time
@@ -39,6 +44,11 @@ public struct BandwidthEstimator: Sendable {
     var oldestUnreportedSendMicros: Int64?
     /// The estimate when feedback stopped (an outage); recovery probes aim back at it.
     var estimateBeforeOutage: Int?
+    /// One-way delay (arrival in the receiver's clock − send time) of the least-delayed packet,
+    /// the queueing delay of the last packet received, and the longest queueing delay seen.
+    var minOneWayMicros: Int64?
+    var lastQueueMicros: Int64 = 0
+    var maxQueueMicros: Int64 = 0
     /// The last probe cluster measured and its bitrate (for stats and tests).
     public private(set) var lastProbeResult: (cluster: Int, bitrate: Int)?
 
@@ -166,12 +176,24 @@ public struct BandwidthEstimator: Sendable {
             }
         }
         let lost = results.filter { $0.receiveMicros == nil }.count
+        var lostAtFullQueue = 0
+        for r in results {
+            if let arrival = r.receiveMicros {
+                let d = arrival - r.sendMicros
+                if minOneWayMicros == nil || d < minOneWayMicros! { minOneWayMicros = d }
+                lastQueueMicros = d - minOneWayMicros!
+                maxQueueMicros = max(maxQueueMicros, lastQueueMicros)
+            } else if lastQueueMicros >= 20_000 && Double(lastQueueMicros) >= 0.8 * Double(maxQueueMicros) {
+                lostAtFullQueue += 1
+            }
+        }
         let lossBased = loss.update(lost: lost, of: results.count, delayBased: delayBased, now: now)
         let (reported, reportedLost) = (estimate.packetsReported + results.count, estimate.packetsReportedLost + lost)
         estimate = NetworkEstimate(bitrate: min(delayBased, lossBased), delayBased: delayBased, lossBased: lossBased, acknowledged: ackedRate,
                                    usage: usage, lossFraction: loss.lastLossFraction, rttMicros: estimate.rttMicros,
                                    packetsReported: reported, packetsReportedLost: reportedLost,
-                                   highestReportedSequence: max(estimate.highestReportedSequence, results.last?.sequence ?? -1))
+                                   highestReportedSequence: max(estimate.highestReportedSequence, results.last?.sequence ?? -1),
+                                   packetsReportedLostAtFullQueue: estimate.packetsReportedLostAtFullQueue + lostAtFullQueue)
         return estimate
     }
 

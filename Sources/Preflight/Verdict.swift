@@ -34,6 +34,11 @@ public struct Measurement: Equatable, Sendable {
     /// With transport-cc: what the start-up lost before the measured phase (pubbot's own probing
     /// past the link; reported, not judged).
     public var startupLoss: LossCount?
+    /// Of `lossFraction`, the share lost at a full queue (tail drop behind the sender's own
+    /// overshoot; `NetworkEstimate.packetsReportedLostAtFullQueue`): reported, not judged.
+    public var lossAtFullQueue = 0.0
+    /// What the verdict judges: the loss that was not the sender's overshoot.
+    public var networkLoss: Double { max(0, lossFraction - lossAtFullQueue) }
     /// The loss window began when the estimate settled (else: the run ended first, and the
     /// window is the last one, start-up included if it was that short).
     public var lossAfterSettling = false
@@ -64,15 +69,15 @@ public struct Verdict: Equatable, Sendable {
 
     public static func decide(_ m: Measurement, thresholds t: VerdictThresholds = VerdictThresholds()) -> Verdict {
         let rtt = m.roundTripTimeMillis ?? 0
-        let audioMOS = MOS.audio(roundTripTimeMillis: rtt, lossFraction: m.lossFraction)
+        let audioMOS = MOS.audio(roundTripTimeMillis: rtt, lossFraction: m.networkLoss)
         let audioOK = audioMOS >= t.audioMinMOS && m.estimate >= t.audioMinBitrate
         let audioReason: String
         if m.estimate < t.audioMinBitrate {
             audioReason = "estimate \(kbps(m.estimate)) < \(kbps(t.audioMinBitrate)) needed for audio"
         } else if !audioOK {
-            audioReason = "MOS \(fixed(audioMOS)) < \(fixed(t.audioMinMOS)) with \(fixed(m.lossFraction * 100)) % loss and \(fixed(rtt)) ms RTT"
+            audioReason = "MOS \(fixed(audioMOS)) < \(fixed(t.audioMinMOS)) with \(fixed(m.networkLoss * 100)) % loss and \(fixed(rtt)) ms RTT"
         } else {
-            audioReason = "MOS \(fixed(audioMOS)) ≥ \(fixed(t.audioMinMOS)) (loss \(fixed(m.lossFraction * 100)) %, RTT \(fixed(rtt)) ms)"
+            audioReason = "MOS \(fixed(audioMOS)) ≥ \(fixed(t.audioMinMOS)) (loss \(fixed(m.networkLoss * 100)) %, RTT \(fixed(rtt)) ms)"
         }
 
         let tiers = Tier.all
@@ -89,9 +94,10 @@ public struct Verdict: Equatable, Sendable {
             let lowest = tiers.last!
             videoReason = "estimate \(kbps(m.estimate)) < \(fixed(t.tierShare)) × \(kbps(lowest.need(simulcast: t.simulcast))) needed for \(lowest.name)"
         }
-        if videoOK && m.lossFraction > t.videoMaxLoss {
+        if videoOK && m.networkLoss > t.videoMaxLoss {
             videoOK = false
-            videoReason = "packet loss \(fixed(m.lossFraction * 100)) % > \(fixed(t.videoMaxLoss * 100)) %"
+            videoReason = "packet loss \(fixed(m.networkLoss * 100)) % > \(fixed(t.videoMaxLoss * 100)) %"
+                + (m.lossAtFullQueue > 0 ? " (besides \(fixed(m.lossAtFullQueue * 100)) % at a full queue)" : "")
         }
         let videoMOS = fits.map { MOS.video(bitrate: max(m.videoBitrate, 0), width: $0.width, height: $0.height) } ?? 1
         return Verdict(audio: Part(supported: audioOK, reason: audioReason, mos: (audioMOS * 100).rounded() / 100),

@@ -52,6 +52,36 @@ extension AllocatorTests {
     }
 }
 
+/// Loss at a full queue (the sender overfilled a tail-drop bottleneck) is told from loss at
+/// random (a lossy path drops whatever the queue): the pre-flight judges only the latter.
+@Suite struct LossAtFullQueueTests {
+    @Test func tailDropAtAFullQueueIsToldFromRandomLoss() {
+        var e = BandwidthEstimator()
+        e.start(now: 0)
+        var results: [PacketResult] = []
+        var n: Int64 = 0
+        // 1 s with a 10 ms base delay and no queue; every 20th packet lost at random.
+        for i in 0..<200 {
+            let send = Int64(i) * 5_000
+            results.append(PacketResult(sequence: n, sendMicros: send, size: 1_000, receiveMicros: i % 20 == 19 ? nil : send + 10_000, probeCluster: nil))
+            n += 1
+        }
+        // Then a queue that fills to 150 ms over 1 s and overflows: its last 10 packets are lost.
+        for i in 0..<200 {
+            let send = 1_000_000 + Int64(i) * 5_000
+            let full = i >= 190
+            results.append(PacketResult(sequence: n, sendMicros: send, size: 1_000, receiveMicros: full ? nil : send + 10_000 + Int64(i) * 750, probeCluster: nil))
+            n += 1
+        }
+        var est = NetworkEstimate(bitrate: 0, delayBased: 0, lossBased: 0, acknowledged: nil, usage: .normal, lossFraction: 0, rttMicros: 0)
+        for chunk in stride(from: 0, to: results.count, by: 20) {
+            est = e.onPacketResults(Array(results[chunk..<chunk + 20]), now: results[chunk + 19].sendMicros + 200_000)
+        }
+        #expect(est.packetsReported == 400 && est.packetsReportedLost == 20, "\(est)")
+        #expect(est.packetsReportedLostAtFullQueue == 10, "\(est)")
+    }
+}
+
 @Suite struct PacerTests {
     @Test func pacesAtTheRateAudioFirst() {
         var p = Pacer(pacingRate: 1_000_000) // 125 bytes per ms

@@ -116,7 +116,7 @@ import Testing
             i += 1
             status = probe.add(.init(now: Int64(i) * 250_000, answered: true, estimate: (1_000_000, 1_000_000, 0.3), reportedLoss: 0.25, roundTripMicros: 20_000,
                                      videoBytesSent: i * 25_000, feedback: (reported: i * 100, lost: i <= 16 ? i * 20 : 320 + (i - 16) * 2,
-                                                                            highest: Int64(1_000 + i * 100 - 1))))
+                                                                            highest: Int64(1_000 + i * 100 - 1), lostAtFullQueue: 0)))
         }
         // Settled at 4 s (two quiet 2 s windows), then measured for 2.5 s.
         #expect(status == .steady && probe.settledAt == 4_000_000 && i == 26, "\(status) \(String(describing: probe.settledAt)) \(i)")
@@ -132,7 +132,7 @@ import Testing
         var short = PreflightProbe(start: 0)
         for k in 1...12 {
             _ = short.add(.init(now: Int64(k) * 250_000, answered: true, estimate: (k % 2 == 0 ? 500_000 : 1_500_000, nil, 0), reportedLoss: 0,
-                                roundTripMicros: 20_000, videoBytesSent: 0, feedback: (reported: k * 100, lost: k * 10, highest: Int64(k * 100 - 1))))
+                                roundTripMicros: 20_000, videoBytesSent: 0, feedback: (reported: k * 100, lost: k * 10, highest: Int64(k * 100 - 1), lostAtFullQueue: 0)))
         }
         let sm = short.measurement(now: 3_000_000, roundTripTimeMillis: nil, jitterMillis: nil)
         #expect(short.settledAt == nil && !sm.lossAfterSettling && sm.lossWindowMillis == 2_500 && abs(sm.lossFraction - 0.1) < 1e-9, "\(sm)")
