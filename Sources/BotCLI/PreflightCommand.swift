@@ -289,6 +289,7 @@ enum PreflightCommand {
         }
         f.append(("packetLossWindow", .object(window)))
         f.append(("lossAtFullQueue", .double((m.lossAtFullQueue * 10_000).rounded() / 10_000)))
+        f.append(("networkLoss", .double((m.networkLoss * 10_000).rounded() / 10_000)))
         f.append(("startupLoss", m.startupLoss.map { c in
             .object([("fraction", .double((c.fraction * 10_000).rounded() / 10_000)), ("packetsReported", .int(Int64(c.reported))),
                      ("packetsLost", .int(Int64(c.lost)))])
@@ -326,7 +327,8 @@ enum PreflightCommand {
             + (m.lossCountedFromFeedback ? " (transport-cc)" : "") } ?? ""
         out += "measured: estimate \(Units.bitrate(m.estimate)), loss \(Units.fixed(m.lossFraction * 100, 1)) %\(window), RTT \(m.roundTripTimeMillis.map { Units.fixed($0, 1) + " ms" } ?? "-"), jitter \(m.jitterMillis.map { Units.fixed($0, 1) + " ms" } ?? "-")\n"
         if m.lossAtFullQueue > 0 {
-            out += "of that loss, \(Units.fixed(m.lossAtFullQueue * 100, 1)) % came at a full queue (tail drop behind pubbot's own overshoot; not judged)\n"
+            out += "of that loss, \(Units.fixed(m.lossAtFullQueue * 100, 1)) % came at a full queue (tail drop behind pubbot's own overshoot; not judged); "
+                + "judged: \(Units.fixed(m.networkLoss * 100, 1)) % (packets that met no full queue)\n"
         }
         if let st = m.startupLoss, st.lost > 0 {
             out += "start-up: \(Units.fixed(st.fraction * 100, 1)) % of \(st.reported) packets lost while probing (pubbot's own overshoot; not judged)\n"

@@ -24,6 +24,10 @@ public struct NetworkEstimate: Equatable, Sendable {
     /// bottleneck the sender overfilled, where loss at random (a lossy radio, a policer, an
     /// nftables drop) comes at any queue length, mostly a short one.
     public var packetsReportedLostAtFullQueue = 0
+    /// Packets reported on while the queue was full (by the same rule), received or lost: loss
+    /// at random is then (lost − lost at a full queue) ÷ (reported − reported at a full queue),
+    /// the loss rate of the packets that met no full queue.
+    public var packetsReportedAtFullQueue = 0
 }
 
 /// Send-side bandwidth estimation of the GCC family over transport-cc feedback: arrival-time
@@ -176,14 +180,16 @@ public struct BandwidthEstimator: Sendable {
             }
         }
         let lost = results.filter { $0.receiveMicros == nil }.count
-        var lostAtFullQueue = 0
+        var lostAtFullQueue = 0, atFullQueue = 0
         for r in results {
+            let full = lastQueueMicros >= 20_000 && Double(lastQueueMicros) >= 0.8 * Double(maxQueueMicros)
+            if full { atFullQueue += 1 }
             if let arrival = r.receiveMicros {
                 let d = arrival - r.sendMicros
                 if minOneWayMicros == nil || d < minOneWayMicros! { minOneWayMicros = d }
                 lastQueueMicros = d - minOneWayMicros!
                 maxQueueMicros = max(maxQueueMicros, lastQueueMicros)
-            } else if lastQueueMicros >= 20_000 && Double(lastQueueMicros) >= 0.8 * Double(maxQueueMicros) {
+            } else if full {
                 lostAtFullQueue += 1
             }
         }
@@ -193,7 +199,8 @@ public struct BandwidthEstimator: Sendable {
                                    usage: usage, lossFraction: loss.lastLossFraction, rttMicros: estimate.rttMicros,
                                    packetsReported: reported, packetsReportedLost: reportedLost,
                                    highestReportedSequence: max(estimate.highestReportedSequence, results.last?.sequence ?? -1),
-                                   packetsReportedLostAtFullQueue: estimate.packetsReportedLostAtFullQueue + lostAtFullQueue)
+                                   packetsReportedLostAtFullQueue: estimate.packetsReportedLostAtFullQueue + lostAtFullQueue,
+                                   packetsReportedAtFullQueue: estimate.packetsReportedAtFullQueue + atFullQueue)
         return estimate
     }
 

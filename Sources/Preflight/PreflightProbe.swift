@@ -22,10 +22,10 @@ public struct PreflightProbe: Sendable {
         public var connected = true
         /// Packets transport-cc feedback has reported on so far, of them lost, and the highest
         /// transport-wide sequence number reported (nil without transport-cc).
-        public var feedback: (reported: Int, lost: Int, highest: Int64, lostAtFullQueue: Int)?
+        public var feedback: (reported: Int, lost: Int, highest: Int64, lostAtFullQueue: Int, reportedAtFullQueue: Int)?
 
         public init(now: Int64, answered: Bool, estimate: (bitrate: Int, acknowledged: Int?, lossFraction: Double)?, reportedLoss: Double,
-                    roundTripMicros: Int64?, videoBytesSent: Int, feedback: (reported: Int, lost: Int, highest: Int64, lostAtFullQueue: Int)? = nil) {
+                    roundTripMicros: Int64?, videoBytesSent: Int, feedback: (reported: Int, lost: Int, highest: Int64, lostAtFullQueue: Int, reportedAtFullQueue: Int)? = nil) {
             self.feedback = feedback
             self.now = now
             self.answered = answered
@@ -60,7 +60,7 @@ public struct PreflightProbe: Sendable {
     public private(set) var lastEstimate: Int?
     var losses: [(t: Int64, loss: Double)] = []
     var videoBytes: [(t: Int64, bytes: Int)] = []
-    var feedbackCounts: [(t: Int64, reported: Int, lost: Int, highest: Int64, full: Int)] = []
+    var feedbackCounts: [(t: Int64, reported: Int, lost: Int, highest: Int64, full: Int, reportedFull: Int)] = []
     var roundTrips: [(t: Int64, micros: Int64)] = []
     /// When the estimate settled (the detector first said steady): the measured phase starts
     /// there and lasts `measureMicros`. The start-up before it probes past the link on purpose
@@ -88,7 +88,7 @@ public struct PreflightProbe: Sendable {
             losses.append((s.now, s.reportedLoss))
         }
         videoBytes.append((s.now, s.videoBytesSent))
-        if let f = s.feedback { feedbackCounts.append((s.now, f.reported, f.lost, f.highest, f.lostAtFullQueue)) }
+        if let f = s.feedback { feedbackCounts.append((s.now, f.reported, f.lost, f.highest, f.lostAtFullQueue, f.reportedAtFullQueue)) }
         let keep = 2 * detector.windowMicros + 1_000_000
         if let first = losses.first, s.now - first.t > keep { losses.removeAll { s.now - $0.t > keep } }
         if let first = videoBytes.first, s.now - first.t > keep { videoBytes.removeAll { s.now - $0.t > keep } }
@@ -125,11 +125,15 @@ public struct PreflightProbe: Sendable {
         var countedPackets: LossCount?
         var startup: LossCount?
         var lossAtFullQueue = 0.0
+        var randomLoss: Double?
         if let a = fb.first, let b = fb.last, b.reported > a.reported {
             loss = Double(b.lost - a.lost) / Double(b.reported - a.reported)
             counted = true
             countedPackets = LossCount(reported: b.reported - a.reported, lost: b.lost - a.lost, firstSequence: a.highest + 1, lastSequence: b.highest)
             lossAtFullQueue = Double(b.full - a.full) / Double(b.reported - a.reported)
+            // The loss rate of the packets that met no full queue (enough of them to say).
+            let calm = (b.reported - a.reported) - (b.reportedFull - a.reportedFull)
+            if calm >= 50 { randomLoss = Double((b.lost - a.lost) - (b.full - a.full)) / Double(calm) }
             // Everything reported before the window (each packet once, in sequence from the first).
             if a.reported > 0 {
                 startup = LossCount(reported: a.reported, lost: a.lost, firstSequence: a.highest - Int64(a.reported) + 1, lastSequence: a.highest)
@@ -152,6 +156,7 @@ public struct PreflightProbe: Sendable {
         m.lossCount = countedPackets
         m.startupLoss = startup
         m.lossAtFullQueue = lossAtFullQueue
+        m.randomLoss = randomLoss
         m.lossAfterSettling = settledAt != nil
         return m
     }

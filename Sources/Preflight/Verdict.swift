@@ -37,8 +37,12 @@ public struct Measurement: Equatable, Sendable {
     /// Of `lossFraction`, the share lost at a full queue (tail drop behind the sender's own
     /// overshoot; `NetworkEstimate.packetsReportedLostAtFullQueue`): reported, not judged.
     public var lossAtFullQueue = 0.0
-    /// What the verdict judges: the loss that was not the sender's overshoot.
-    public var networkLoss: Double { max(0, lossFraction - lossAtFullQueue) }
+    /// The loss rate of the packets that met no full queue (transport-cc; nil with too few):
+    /// a path that drops at random drops these as often as any.
+    public var randomLoss: Double?
+    /// What the verdict judges: the loss that was not the sender's overshoot — the loss rate
+    /// away from a full queue, else the loss less what came at one.
+    public var networkLoss: Double { randomLoss ?? max(0, lossFraction - lossAtFullQueue) }
     /// The loss window began when the estimate settled (else: the run ended first, and the
     /// window is the last one, start-up included if it was that short).
     public var lossAfterSettling = false

@@ -178,7 +178,7 @@ public enum PreflightRunner {
                               reportedLoss: p.streams.map(\.fractionLost).max() ?? 0,
                               roundTripMicros: median(p.streams.compactMap(\.roundTripTimeMillis)).map { Int64($0 * 1000) },
                               videoBytesSent: p.streams.filter { $0.kind == .video }.reduce(0) { $0 + $1.payloadBytesSent },
-                              feedback: p.network.estimate.flatMap { $0.packetsReported > 0 ? ($0.packetsReported, $0.packetsReportedLost, $0.highestReportedSequence, $0.packetsReportedLostAtFullQueue) : nil })
+                              feedback: p.network.estimate.flatMap { $0.packetsReported > 0 ? ($0.packetsReported, $0.packetsReportedLost, $0.highestReportedSequence, $0.packetsReportedLostAtFullQueue, $0.packetsReportedAtFullQueue) : nil })
         s.connected = p.network.transport.map { $0.srtpCipher != nil } ?? true
         return s
     }

@@ -79,6 +79,8 @@ extension AllocatorTests {
         }
         #expect(est.packetsReported == 400 && est.packetsReportedLost == 20, "\(est)")
         #expect(est.packetsReportedLostAtFullQueue == 10, "\(est)")
+        // From the packet after the one that queued ≥ 20 ms (the 28th of the second second) on.
+        #expect(est.packetsReportedAtFullQueue == 172, "\(est)")
     }
 }
 

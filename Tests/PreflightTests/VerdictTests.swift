@@ -116,7 +116,7 @@ import Testing
             i += 1
             status = probe.add(.init(now: Int64(i) * 250_000, answered: true, estimate: (1_000_000, 1_000_000, 0.3), reportedLoss: 0.25, roundTripMicros: 20_000,
                                      videoBytesSent: i * 25_000, feedback: (reported: i * 100, lost: i <= 16 ? i * 20 : 320 + (i - 16) * 2,
-                                                                            highest: Int64(1_000 + i * 100 - 1), lostAtFullQueue: 0)))
+                                                                            highest: Int64(1_000 + i * 100 - 1), lostAtFullQueue: 0, reportedAtFullQueue: 0)))
         }
         // Settled at 4 s (two quiet 2 s windows), then measured for 2.5 s.
         #expect(status == .steady && probe.settledAt == 4_000_000 && i == 26, "\(status) \(String(describing: probe.settledAt)) \(i)")
@@ -132,7 +132,7 @@ import Testing
         var short = PreflightProbe(start: 0)
         for k in 1...12 {
             _ = short.add(.init(now: Int64(k) * 250_000, answered: true, estimate: (k % 2 == 0 ? 500_000 : 1_500_000, nil, 0), reportedLoss: 0,
-                                roundTripMicros: 20_000, videoBytesSent: 0, feedback: (reported: k * 100, lost: k * 10, highest: Int64(k * 100 - 1), lostAtFullQueue: 0)))
+                                roundTripMicros: 20_000, videoBytesSent: 0, feedback: (reported: k * 100, lost: k * 10, highest: Int64(k * 100 - 1), lostAtFullQueue: 0, reportedAtFullQueue: 0)))
         }
         let sm = short.measurement(now: 3_000_000, roundTripTimeMillis: nil, jitterMillis: nil)
         #expect(short.settledAt == nil && !sm.lossAfterSettling && sm.lossWindowMillis == 2_500 && abs(sm.lossFraction - 0.1) < 1e-9, "\(sm)")
@@ -163,6 +163,25 @@ import Testing
         #expect(run(connectAt: 5_000_000, answerAt: 5_500_000).0 == .steady)
         #expect(run(connectAt: 5_000_000, answerAt: nil) == (.noAnswer, 8_000_000))
         #expect(run(connectAt: nil, answerAt: nil) == (.noAnswer, 12_000_000))
+    }
+
+    /// The verdict judges the loss away from a full queue: a 20 % loss of which 9 points came
+    /// at a full queue while packets that met none lost 15 % is a lossy path (video NO); the
+    /// same 20 % all at a full queue, with none elsewhere, is the sender's overshoot (video yes).
+    @Test func lossAtAFullQueueIsNotJudged() {
+        var lossy = Measurement(estimate: 1_400_000, lossFraction: 0.20, roundTripTimeMillis: 40, jitterMillis: 5, videoBitrate: 1_000_000, durationMillis: 7_000)
+        lossy.lossAtFullQueue = 0.09
+        lossy.randomLoss = 0.15
+        let a = Verdict.decide(lossy)
+        #expect(!a.video.supported && a.video.reason.contains("15") && a.video.reason.contains("full queue"), "\(a.video)")
+        var overshoot = lossy
+        overshoot.lossAtFullQueue = 0.20
+        overshoot.randomLoss = 0
+        let b = Verdict.decide(overshoot)
+        #expect(b.video.supported && b.recommended?.name == "540p", "\(b.video)")
+        // Too few packets away from a full queue to say: the loss less what came at one.
+        overshoot.randomLoss = nil
+        #expect(abs(overshoot.networkLoss - 0) < 1e-12 && Verdict.decide(overshoot).video.supported)
     }
 
     /// The RTT is the median of the window's samples: one receiver report that timed a sender
