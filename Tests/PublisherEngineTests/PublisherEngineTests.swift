@@ -173,16 +173,22 @@ import Platform
 
 /// The publisher session alone, sans-IO: frames, datagrams and the time in, datagrams out.
 @Suite struct PublisherSessionTests {
-    /// A socket that refuses part of a batch (a full buffer, or ENOBUFS from a full qdisc):
-    /// what it refused waits in the outbox and goes next, in order — none dropped by the session,
-    /// none sent twice — and the waits are counted apart from errors and loss.
-    @Test func refusedDatagramsWaitAndGoOnceInOrder() throws {
+    /// One 360p layer, no audio, no congestion control, begun at 0.
+    static func videoOnlySession() throws -> PublisherSession {
         var c = PublisherConfig(destination: try SocketAddress(host: "127.0.0.1", port: 5004), layers: [.defaults(width: 640, height: 360, rid: "h")],
                                 key: SRTPKey.random(suite: .aesCm))
         c.sendAudio = false
         c.congestionControl = false
         let session = try PublisherSession(config: c, plan: StreamPlan(config: c), startMicros: 0, wallOffsetMicros: 0)
         session.begin(now: 0)
+        return session
+    }
+
+    /// A socket that refuses part of a batch (a full buffer, or ENOBUFS from a full qdisc):
+    /// what it refused waits in the outbox and goes next, in order — none dropped by the session,
+    /// none sent twice — and the waits are counted apart from errors and loss.
+    @Test func refusedDatagramsWaitAndGoOnceInOrder() throws {
+        let session = try Self.videoOnlySession()
         var sent: [UInt16] = []
         /// An RTP packet's sequence number (RTCP, its second byte 200–207, is not counted).
         func record(_ p: UnsafeMutableRawPointer) {
@@ -226,12 +232,7 @@ import Platform
     /// would time that wait into the RTT every receiver report computes from it (it read 1.5 s
     /// behind a full qdisc whose queue held 130 ms).
     @Test func senderReportsGoAheadOfDeferredMedia() throws {
-        var c = PublisherConfig(destination: try SocketAddress(host: "127.0.0.1", port: 5004), layers: [.defaults(width: 640, height: 360, rid: "h")],
-                                key: SRTPKey.random(suite: .aesCm))
-        c.sendAudio = false
-        c.congestionControl = false
-        let session = try PublisherSession(config: c, plan: StreamPlan(config: c), startMicros: 0, wallOffsetMicros: 0)
-        session.begin(now: 0)
+        let session = try Self.videoOnlySession()
         var now: Int64 = 0
         var order: [Bool] = [] // true: RTCP
         // The socket refuses everything for 3 s of frames: media piles up, reports fall due.

@@ -89,6 +89,27 @@ func forward(kind webrtc.RTPCodecType, p *rtp.Packet) {
 	}
 }
 
+// answerOffer applies the offer, answers it with every candidate gathered (no trickle), and on
+// failure answers the HTTP request with the error (false).
+func answerOffer(w http.ResponseWriter, pc *webrtc.PeerConnection, offer []byte) bool {
+	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: string(offer)}); err != nil {
+		http.Error(w, "offer: "+err.Error(), 400)
+		return false
+	}
+	answer, err := pc.CreateAnswer(nil)
+	if err != nil {
+		http.Error(w, "answer: "+err.Error(), 400)
+		return false
+	}
+	gathered := webrtc.GatheringCompletePromise(pc)
+	if err := pc.SetLocalDescription(answer); err != nil {
+		http.Error(w, err.Error(), 500)
+		return false
+	}
+	<-gathered
+	return true
+}
+
 func whep(w http.ResponseWriter, r *http.Request, a *webrtc.API) {
 	offer, _ := io.ReadAll(r.Body)
 	pc, err := a.NewPeerConnection(webrtc.Configuration{})
@@ -144,21 +165,9 @@ func whep(w http.ResponseWriter, r *http.Request, a *webrtc.API) {
 			pubMu.Unlock()
 		}
 	})
-	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: string(offer)}); err != nil {
-		http.Error(w, "offer: "+err.Error(), 400)
+	if !answerOffer(w, pc, offer) {
 		return
 	}
-	answer, err := pc.CreateAnswer(nil)
-	if err != nil {
-		http.Error(w, "answer: "+err.Error(), 400)
-		return
-	}
-	gathered := webrtc.GatheringCompletePromise(pc)
-	if err := pc.SetLocalDescription(answer); err != nil {
-		http.Error(w, err.Error(), 500)
-		return
-	}
-	<-gathered
 	smu.Lock()
 	next++
 	s.id = fmt.Sprint(next)
@@ -259,21 +268,9 @@ func whip(w http.ResponseWriter, r *http.Request, a *webrtc.API) {
 			}
 		}
 	})
-	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: string(offer)}); err != nil {
-		http.Error(w, "offer: "+err.Error(), 400)
+	if !answerOffer(w, pc, offer) {
 		return
 	}
-	answer, err := pc.CreateAnswer(nil)
-	if err != nil {
-		http.Error(w, "answer: "+err.Error(), 400)
-		return
-	}
-	gathered := webrtc.GatheringCompletePromise(pc)
-	if err := pc.SetLocalDescription(answer); err != nil {
-		http.Error(w, err.Error(), 500)
-		return
-	}
-	<-gathered
 	smu.Lock()
 	next++
 	id := fmt.Sprint(next)
