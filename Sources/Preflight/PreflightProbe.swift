@@ -90,9 +90,11 @@ public struct PreflightProbe: Sendable {
         videoBytes.append((s.now, s.videoBytesSent))
         if let f = s.feedback { feedbackCounts.append((s.now, f.reported, f.lost, f.highest, f.lostAtFullQueue, f.reportedAtFullQueue)) }
         let keep = 2 * detector.windowMicros + 1_000_000
-        if let first = losses.first, s.now - first.t > keep { losses.removeAll { s.now - $0.t > keep } }
+        // What the measured phase needs (from the settling sample on) is kept whatever its age.
+        func old(_ t: Int64) -> Bool { s.now - t > keep && (settledAt.map { t < $0 } ?? true) }
+        if let first = losses.first, old(first.t) { losses.removeAll { old($0.t) } }
         if let first = videoBytes.first, s.now - first.t > keep { videoBytes.removeAll { s.now - $0.t > keep } }
-        if let first = feedbackCounts.first, s.now - first.t > keep { feedbackCounts.removeAll { s.now - $0.t > keep } }
+        if let first = feedbackCounts.first, old(first.t) { feedbackCounts.removeAll { old($0.t) } }
         if let first = roundTrips.first, s.now - first.t > keep { roundTrips.removeAll { s.now - $0.t > keep } }
         if s.connected && connectedAt == nil { connectedAt = s.now }
         if !answered {

@@ -97,9 +97,14 @@ import TestSupport
         let published = try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any]
         let framesSent = ((published?["streams"] as? [[String: Any]]) ?? []).reduce(0) { $0 + ($1["framesSent"] as? Int ?? 0) }
         #expect(framesSent > 100, "\(r.out.prefix(300))")
-        // The held requests meet the 10 s deadline: 408 and closed.
+        // The held requests meet the 10 s deadline: 408 and closed — every one of them answered
+        // before the summary is read (on a loaded machine the server answers them over a moment,
+        // and a summary taken at the first 408 once counted 80 of 200).
         let answer = held[0].read(micros: 9_000_000)
         #expect(status(answer) == 408, "\(answer.prefix(60))")
+        let deadline = Clock.monotonicMicros() + 10_000_000
+        let answered = held.dropFirst().prefix(199).filter { status($0.read(micros: max(0, deadline - Clock.monotonicMicros()))) == 408 }.count
+        #expect(answered >= 189, "\(answered) of the other 199 held requests answered 408")
         t.join()
         let s = try summary(e)
         let http = (s["whipEndpoint"] as? [String: Any])?["http"] as? [String: Any]
