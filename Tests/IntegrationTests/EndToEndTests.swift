@@ -212,7 +212,7 @@ import Platform
     }
 
     /// The pre-flight verdict's Done-when, as a user runs it: no arguments → top tier within
-    /// 10 s; an 800 kbps cap → the tier 0.75 × 800 kbps supports, with the reason; total loss →
+    /// the 15 s limit; an 800 kbps cap → the tier 0.75 × 800 kbps supports, with the reason; total loss →
     /// exit 2 within the bound; --require 720p under 1 Mbps → exit 1 and a failing JUnit case.
     @Test func preflightVerdicts() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -226,7 +226,9 @@ import Platform
             return (r.code, doc, seconds)
         }
         let (c1, clean, t1) = try verdict([])
-        #expect(c1 == 0 && t1 <= 10.5, "clean loopback took \(t1) s")
+        // Steady, then 2.5 s measured, then stopped — before the 15 s limit (12.3 s once on a
+        // loaded CI; ~7 s alone).
+        #expect(c1 == 0 && t1 <= 14.5 && clean["steady"] as? Bool == true, "clean loopback took \(t1) s")
         #expect((clean["recommended"] as? [String: Any])?["name"] as? String == "1080p")
         #expect((clean["video"] as? [String: Any])?["supported"] as? Bool == true)
 
