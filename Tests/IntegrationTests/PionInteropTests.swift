@@ -84,8 +84,9 @@ struct PionInteropTests {
         for kind in ["audio", "video"] {
             let s = try #require(streams.first { $0["kind"] as? String == kind }, "no \(kind) received: \(r.out)")
             let written = stats[kind] as? Int ?? 0, got = s["packetsReceived"] as? Int ?? 0
-            // pion counts what it wrote while connected; the last few may still be in flight at DELETE.
-            #expect(written > (kind == "audio" ? 300 : 1_000) && got <= written && got + 5 >= written,
+            // pion counts what it wrote while connected, including what it wrote between pubbot's
+            // last read and its DELETE (a loaded CI once: more than 5 packets of it): ≥ 97 %.
+            #expect(written > (kind == "audio" ? 300 : 1_000) && got <= written && got * 100 >= written * 97,
                     "\(kind): pion wrote \(written), pubbot received \(got)")
             #expect(s["packetsLost"] as? Int == 0, "\(kind): \(s)")
             if kind == "video" {
