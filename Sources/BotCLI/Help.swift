@@ -30,7 +30,7 @@ enum Help {
         case "receive": "Usage: pubbot receive (--listen HOST:PORT (--key B64 | --sdp FILE) | --whip-listen HOST:PORT [--token T] | --whep URL [--token T] [--ice-interface IF]) [--impair SPEC] [--downlink-impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--no-decode | --decode-publishers N] [--max-publishers N] [--stats FILE|-] [--json]"
         case "preflight": "Usage: pubbot preflight [--to HOST:PORT --key KEY | --sdp FILE | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--whep URL [--whep-token T]]] [--impair SPEC] [--require TIER] [--duration D] [--json] [--junit FILE] [--stats FILE|-] [--verdict-thresholds LIST] [media options]"
         case "load": "Usage: pubbot load [--to HOST:PORT… --key B64 | --rooms M | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--rooms M] [--whep URL --subscribers S [--whep-token T]]] [--bots N | --publishers N] [--duration D] [--ramp D] [--loops N] [--impair SPEC] [--require LIST] [--report FILE] [--shard I/N] [--media DIR | --encode [--layers LADDER]] [--srtp-suite aes-cm|gcm] [--json]"
-        case "simulate": "Usage: pubbot simulate [--impair SPEC|SCHEDULE] [--downlink-impair SPEC] [--duration 60s] [--layers LADDER] [--fps N] [--temporal-layers MODE] [--media encode|replay|sized] [--seed N] [--preflight [--require TIER] [--verdict-thresholds LIST] [--junit FILE]] [--stats FILE|-] [--stats-interval 1s] [--json]"
+        case "simulate": "Usage: pubbot simulate [--impair SPEC|SCHEDULE] [--downlink-impair SPEC] [--duration 60s] [--layers LADDER] [--fps N] [--temporal-layers MODE] [--media encode|replay|sized] [--one-encoding] [--seed N] [--preflight [--require TIER] [--verdict-thresholds LIST] [--junit FILE]] [--stats FILE|-] [--stats-interval 1s] [--json]"
         case "media": "Usage: pubbot media build [--out DIR] [--seconds N] [--keyframe-interval D] [--layers LADDER] [--fps N]"
         case "report": "Usage: pubbot report merge FILE… [--report OUT] [--require LIST] [--json]"
         default: "Usage: pubbot <command> [options]"
@@ -138,7 +138,8 @@ enum Help {
           --stats FILE|-            subscriber stats as JSON Lines every --stats-interval (1s)
           --impair SPEC             emulate the uplink on arriving packets, no root needed:
                                     loss=2%,burst=4,delay=40ms,jitter=10ms,rate=800kbit,queue=200ms
-                                    or a schedule 0s:rate=3mbit;10s:rate=600kbit;20s:loss=100%
+                                    or a schedule 0s:rate=3mbit;10s:rate=600kbit;20s:loss=100%;
+                                    bucket=20kb adds a token bucket at the rate (tbf's burst)
           --duration D              stop after D; default: until Ctrl-C
           --no-decode               reassemble video frames without decoding them (fleets)
           --decode-publishers N     VP8-decode the video of the first N publishers only (default 4;
@@ -289,6 +290,8 @@ enum Help {
                                     replay: 4 s loops encoded once, replayed (≈ 40×; frames keep
                                     their sizes whatever the targets, as fleet bots' do); sized:
                                     frames exactly the targets, not decodable (fastest)
+          --one-encoding            one video encoding instead of simulcast, as toward a server
+                                    that refuses simulcast (it moves between the ladder's sizes)
           --seed N                  seeds the link emulator and the sessions (default 1)
           --no-decode               reassemble video without VP8-decoding it (faster)
           --preflight               a pre-flight in virtual time: the publisher pads up to its

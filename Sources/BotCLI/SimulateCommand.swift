@@ -15,7 +15,7 @@ enum SimulateCommand {
     static let spec: OptionSpec = {
         var o = CommonOptions.media
         for (k, v) in ["impair": OptionSpec.Kind.value, "downlink-impair": .value, "media": .value, "seed": .value, "no-audio": .flag,
-                       "no-decode": .flag, "preflight": .flag, "verdict-thresholds": .value, "require": .value, "junit": .value] { o[k] = v }
+                       "no-decode": .flag, "one-encoding": .flag, "preflight": .flag, "verdict-thresholds": .value, "require": .value, "junit": .value] { o[k] = v }
         o["srtp-suite"] = nil
         return OptionSpec(options: o)
     }()
@@ -30,6 +30,9 @@ enum SimulateCommand {
         var pc = PublisherConfig(destination: destination, key: key)
         try CommonOptions.apply(o, to: &pc)
         pc.sendAudio = !o.has("no-audio")
+        // One encoding of the ladder's best layer that fits, as toward a server that refuses
+        // simulcast (Chromium and aiortc as answerers): the publisher moves between sizes.
+        if o.has("one-encoding") { (pc.singleEncoding, pc.sendRIDs) = (true, false) }
         let preflight = o.has("preflight")
         for option in ["verdict-thresholds", "require", "junit"] where o.value(option) != nil && !preflight {
             throw UsageError("--\(option) applies to a simulated pre-flight (--preflight)")

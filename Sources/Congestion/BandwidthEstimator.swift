@@ -7,6 +7,8 @@ public struct NetworkEstimate: Equatable, Sendable {
     public var delayBased: Int
     public var lossBased: Int
     public var acknowledged: Int?
+    /// `acknowledged` without the probe clusters' packets (AcknowledgedBitrateEstimator).
+    public var acknowledgedOutsideProbes: Int?
     public var usage: BandwidthUsage
     public var lossFraction: Double
     public var rttMicros: Int64
@@ -168,15 +170,23 @@ public struct BandwidthEstimator: Sendable {
                 usage = trendline.state
             }
         }
+        if usage == .overusing { probes.onOveruse(now: now) }
         let ackedRate = acked.bitrate
         var delayBased = aimd.update(usage: usage, acknowledged: ackedRate, now: now)
-        for (cluster, probed) in probeEstimator.add(results) {
+        for (cluster, probed, saturated) in probeEstimator.add(results) {
             lastProbeResult = (cluster, probed)
             probes.onResult(cluster: cluster, bitrate: probed, now: now)
             if probed > delayBased {
                 aimd.set(probed, now: now)
                 delayBased = aimd.bitrate
                 loss.set(max(loss.bitrate, probed), now: now)
+            } else if saturated {
+                // The path delivered less than the estimate while the probe offered more: it
+                // holds no more than that now. An earlier probe read a burst (a token-bucket
+                // shaper passes its bucket at line rate), or the link got slower; back off to
+                // what it delivered instead of waiting for the queue to overflow into overuse.
+                aimd.set(probed, now: now)
+                delayBased = aimd.bitrate
             }
         }
         let lost = results.filter { $0.receiveMicros == nil }.count
@@ -196,6 +206,7 @@ public struct BandwidthEstimator: Sendable {
         let lossBased = loss.update(lost: lost, of: results.count, delayBased: delayBased, now: now)
         let (reported, reportedLost) = (estimate.packetsReported + results.count, estimate.packetsReportedLost + lost)
         estimate = NetworkEstimate(bitrate: min(delayBased, lossBased), delayBased: delayBased, lossBased: lossBased, acknowledged: ackedRate,
+                                   acknowledgedOutsideProbes: acked.bitrateOutsideProbes,
                                    usage: usage, lossFraction: loss.lastLossFraction, rttMicros: estimate.rttMicros,
                                    packetsReported: reported, packetsReportedLost: reportedLost,
                                    highestReportedSequence: max(estimate.highestReportedSequence, results.last?.sequence ?? -1),

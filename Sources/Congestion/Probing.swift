@@ -45,7 +45,9 @@ public struct ProbeController: Sendable {
     public mutating func onResult(cluster: Int, bitrate: Int, now: Int64) {
         if let p = periodicProbe, p.id == cluster {
             periodicProbe = nil
-            periodicInterval = Double(bitrate) > 1.2 * Double(p.estimate) ? Self.periodicIntervalMicros : min(24_000_000, periodicInterval * 2)
+            let headroom = Double(bitrate) > 1.2 * Double(p.estimate)
+            periodicInterval = headroom ? Self.periodicIntervalMicros : min(24_000_000, periodicInterval * 2)
+            if headroom { headroomFoundAt = now }
         }
         guard cluster == waitingForResult else { return }
         waitingForResult = nil
@@ -69,6 +71,19 @@ public struct ProbeController: Sendable {
     /// at capacity is not poked every 3 s; back to 3 s when a probe finds more.
     public private(set) var periodicInterval: Int64 = ProbeController.periodicIntervalMicros
     var periodicProbe: (id: Int, estimate: Int)?
+
+    /// When a periodic probe last found headroom (its result raised the estimate).
+    var headroomFoundAt: Int64?
+
+    /// The delay-based detector saw overuse. Within a second of a periodic probe that "found"
+    /// headroom, the headroom was not there: a token-bucket shaper (a policer's or tbf's burst)
+    /// passed the probe at line rate after the link had idled below its rate. Such a probe counts
+    /// as finding none, so the interval grows instead of the burst being re-read every 3 s.
+    public mutating func onOveruse(now: Int64) {
+        guard let t = headroomFoundAt, now - t <= 1_000_000 else { return }
+        headroomFoundAt = nil
+        periodicInterval = min(24_000_000, periodicInterval * 2)
+    }
 
     public mutating func maybeProbe(estimate: Int, desired: Int, now: Int64) {
         guard waitingForResult == nil, pending.isEmpty, estimate < desired, estimate < maxBitrate,
@@ -101,10 +116,11 @@ public struct ProbeBitrateEstimator: Sendable {
 
     public init() {}
 
-    /// Adds results; returns (cluster, bitrate) for every cluster that now has enough received
-    /// packets, in cluster order.
-    public mutating func add(_ results: [PacketResult], minPackets: Int = 5) -> [(cluster: Int, bitrate: Int)] {
-        var done: [(Int, Int)] = []
+    /// Adds results; returns (cluster, bitrate, saturated) for every cluster that now has enough
+    /// received packets, in cluster order; `saturated`: the path delivered under 0.9 × the send
+    /// rate, so the figure is what it holds, not a lower bound.
+    public mutating func add(_ results: [PacketResult], minPackets: Int = 5) -> [(cluster: Int, bitrate: Int, saturated: Bool)] {
+        var done: [(Int, Int, Bool)] = []
         for r in results {
             guard let id = r.probeCluster else { continue }
             clusters[id, default: []].append(r)
@@ -117,9 +133,18 @@ public struct ProbeBitrateEstimator: Sendable {
             let sendSpan = sends.max()! - sends.min()!, recvSpan = arrivals.max()! - arrivals.min()!
             guard sendSpan > 0, recvSpan > 0 else { continue }
             let sendRate = Double(rs.dropLast().reduce(0) { $0 + $1.size }) * 8e6 / Double(sendSpan)
-            let recvRate = Double(received.dropFirst().reduce(0) { $0 + $1.size }) * 8e6 / Double(recvSpan)
-            let rate = recvRate < 0.9 * sendRate ? recvRate * 0.95 : min(sendRate, recvRate)
-            done.append((id, Int(rate)))
+            var recvRate = Double(received.dropFirst().reduce(0) { $0 + $1.size }) * 8e6 / Double(recvSpan)
+            // A token-bucket shaper (a policer's or tbf's burst) passes the first bytes of a
+            // cluster at line rate and the rest at its rate: the cluster's second half, in
+            // arrival order, shows the rate the path holds once the burst is spent.
+            let ordered = received.sorted { $0.receiveMicros! < $1.receiveMicros! }
+            let tail = ordered[(ordered.count / 2)...]
+            if tail.count >= 3, let first = tail.first?.receiveMicros, let last = tail.last?.receiveMicros, last > first {
+                recvRate = min(recvRate, Double(tail.dropFirst().reduce(0) { $0 + $1.size }) * 8e6 / Double(last - first))
+            }
+            let saturated = recvRate < 0.9 * sendRate
+            let rate = saturated ? recvRate * 0.95 : min(sendRate, recvRate)
+            done.append((id, Int(rate), saturated))
             clusters[id] = nil
         }
         if clusters.count > 16 { clusters.removeAll() }

@@ -13,6 +13,10 @@ public struct ImpairmentSettings: Equatable, Sendable {
     public var rateBps: Int?
     /// Most queueing delay the bottleneck holds before it drops (drop-tail).
     public var queueMicros: Int64 = 200_000
+    /// Token bucket depth in bytes at the rate cap (Linux `tbf … burst`): after an idle spell
+    /// this many bytes pass at once before the rate applies; the queue then holds `queue` of
+    /// waiting at the rate on top (tbf's limit is rate × latency + burst, `tc-tbf(8)`). 0: none.
+    public var bucketBytes = 0
 
     public init() {}
 
@@ -36,7 +40,7 @@ public struct ImpairmentSchedule: Equatable, Sendable {
         public var description: String { message }
     }
 
-    static let keys = "loss, burst, delay, jitter, rate, queue"
+    static let keys = "loss, burst, delay, jitter, rate, queue, bucket"
 
     /// Parses `loss=2%,burst=4,delay=40ms,jitter=10ms,rate=800kbit,queue=200ms`, or a schedule of
     /// `;`-separated steps each starting with `TIME:`.
@@ -73,6 +77,9 @@ public struct ImpairmentSchedule: Equatable, Sendable {
                     case "queue":
                         current.queueMicros = try ValueSyntax.duration(kv[1])
                         guard current.queueMicros >= 1_000 else { throw ParseError(message: "queue must hold at least 1ms") }
+                    case "bucket":
+                        current.bucketBytes = try ValueSyntax.bytes(kv[1])
+                        guard current.bucketBytes <= 100_000_000 else { throw ParseError(message: "bucket is limited to 100mb") }
                     default: throw ParseError(message: "unknown impairment '\(kv[0])' (keys: \(keys))")
                     }
                 } catch let e as ParseError { throw e } catch { throw ParseError(message: "\(kv[0]): \(error)") }
@@ -98,7 +105,7 @@ public struct ImpairmentSchedule: Equatable, Sendable {
         steps.map { step in
             let s = step.settings
             return "\(step.startMicros)us:loss=\(s.lossPercent)%,burst=\(s.burstLength),delay=\(s.delayMicros)us,jitter=\(s.jitterMicros)us,"
-                + "rate=\(s.rateBps.map { "\($0)bit" } ?? "none"),queue=\(s.queueMicros)us"
+                + "rate=\(s.rateBps.map { "\($0)bit" } ?? "none"),queue=\(s.queueMicros)us,bucket=\(s.bucketBytes)b"
         }.joined(separator: ";")
     }
 }

@@ -19,6 +19,9 @@ public struct LinkEmulator: Sendable {
     var rng: SplitMix
     var badState = false
     var linkFreeAt: Int64 = .min
+    /// Token bucket (`bucket=`): bytes of credit at `tokensAt`; starts full, as tbf's does.
+    var tokens: Double?
+    var tokensAt: Int64 = 0
     var lastDelivery: Int64 = .min
     public private(set) var counters = Counters()
 
@@ -40,7 +43,22 @@ public struct LinkEmulator: Sendable {
         counters.packets += 1
         if lose(s) { counters.droppedByLoss += 1; return nil }
         var t = now
-        if let rate = s.rateBps {
+        if let rate = s.rateBps, s.bucketBytes > 0 {
+            // tbf (`sch_tbf.c`): a packet leaves once the bucket holds its bytes; tokens refill at
+            // the rate up to the bucket's depth; a packet that would wait longer than `queue` past
+            // what the bucket passes at once is dropped (tbf's limit: rate × latency + burst).
+            let bytes = Double(size + Self.perPacketOverhead), depth = Double(max(s.bucketBytes, size + Self.perPacketOverhead))
+            let start = max(now, linkFreeAt)
+            let have = min(depth, (tokens ?? depth) + Double(rate) / 8 * Double(start - tokensAt) / 1e6)
+            let leave = have >= bytes ? start : start + Int64(((bytes - have) * 8 * 1e6 / Double(rate)).rounded(.up))
+            let queued = leave - now
+            if queued > s.queueMicros + Int64(Double(s.bucketBytes) * 8 * 1e6 / Double(rate)) { counters.droppedByQueue += 1; return nil }
+            counters.maxQueueMicros = max(counters.maxQueueMicros, queued)
+            tokens = have >= bytes ? have - bytes : 0
+            tokensAt = have >= bytes ? start : leave
+            linkFreeAt = leave
+            t = leave
+        } else if let rate = s.rateBps {
             let start = max(now, linkFreeAt)
             let queued = start - now
             if queued > s.queueMicros { counters.droppedByQueue += 1; return nil }

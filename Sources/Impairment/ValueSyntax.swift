@@ -34,6 +34,21 @@ public enum ValueSyntax {
         return Int(v * scale)
     }
 
+    /// Bytes, in `tc`'s units (`tc(8)`: `b` bytes, `kb`/`k` kibibytes, `mb`/`m` mebibytes; `kbit`
+    /// and `mbit` are bits): `20kb` = 20 480 bytes, as `tbf … burst 20kb` reads it.
+    public static func bytes(_ text: String) throws(Invalid) -> Int {
+        let t = text.lowercased()
+        var number = t, scale = 1.0
+        for (suffix, s) in [("kbit", 1024.0 / 8), ("mbit", 1024.0 * 1024 / 8), ("kb", 1024.0), ("mb", 1024.0 * 1024), ("k", 1024.0), ("m", 1024.0 * 1024), ("b", 1.0)]
+        where t.hasSuffix(suffix) {
+            number = String(t.dropLast(suffix.count)); scale = s; break
+        }
+        guard let v = Double(number), v.isFinite, v >= 0, v * scale <= 1e12 else {
+            throw Invalid(text: text, expected: "size (examples: 20kb, 1500b, 1mb)")
+        }
+        return Int(v * scale)
+    }
+
     /// 0…100.
     public static func percent(_ text: String) throws(Invalid) -> Double {
         let number = text.hasSuffix("%") ? String(text.dropLast()) : text

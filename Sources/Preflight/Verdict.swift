@@ -164,7 +164,7 @@ public struct Verdict: Equatable, Sendable {
 /// `tolerance`.
 ///
 /// The capacity figure is the larger of the window's mean estimate and the 80th percentile of
-/// the acknowledged (received) bitrate in it: with the link filled up to the estimate, what got
+/// the acknowledged (received) bitrate in it : with the link filled up to the estimate, what got
 /// through is a measurement, while the estimate saw-tooths below it after each back-off.
 public struct SteadyDetector: Sendable {
     public var baseWindowMicros: Int64 = 2_000_000
@@ -204,7 +204,8 @@ public struct SteadyDetector: Sendable {
         return recent.reduce(0) { $0 + $1.v } / recent.count
     }
 
-    /// 80th percentile of the acknowledged bitrate over the last window.
+    /// 80th percentile of the acknowledged bitrate over the last window (of media and the
+    /// padding that fills the link; a probe cluster's own burst is not in it).
     public func acknowledgedHigh(now: Int64) -> Int? {
         let acked = samples.filter { now - $0.t <= windowMicros }.compactMap(\.acked).sorted()
         guard !acked.isEmpty else { return nil }

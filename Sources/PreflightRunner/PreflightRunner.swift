@@ -174,7 +174,7 @@ public enum PreflightRunner {
     /// from its own receiver report blocks; a paused layer's can be old).
     public static func sample(_ p: PublisherSnapshot, now: Int64) -> PreflightProbe.Sample {
         var s = PreflightProbe.Sample(now: now, answered: p.network.rtcpReceived > 0,
-                              estimate: p.network.estimate.map { ($0.bitrate, $0.acknowledged, $0.lossFraction) },
+                              estimate: p.network.estimate.map { ($0.bitrate, $0.acknowledgedOutsideProbes ?? $0.acknowledged, $0.lossFraction) },
                               reportedLoss: p.streams.map(\.fractionLost).max() ?? 0,
                               roundTripMicros: median(p.streams.compactMap(\.roundTripTimeMillis)).map { Int64($0 * 1000) },
                               videoBytesSent: p.streams.filter { $0.kind == .video }.reduce(0) { $0 + $1.payloadBytesSent },

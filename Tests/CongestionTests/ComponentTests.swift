@@ -121,6 +121,69 @@ extension AllocatorTests {
         #expect(abs(rate - 2_000_000) / 2_000_000 < 0.1)
     }
 
+    /// A probe cluster through a token-bucket shaper (tbf's burst): the bucket passes its first
+    /// bytes at line rate, the rest arrive at the shaper's rate. The figure is the rate the
+    /// path holds (the cluster's tail), and it says the path was saturated.
+    @Test func probeThroughATokenBucketReadsTheRateAfterTheBurst() throws {
+        // 20 packets of 1 000 bytes sent at 4 Mbps (2 ms apart); the first 8 pass at once, the
+        // rest one every 8 ms (1 Mbps).
+        var results: [PacketResult] = []
+        for i in 0..<20 {
+            let send = Int64(i) * 2_000
+            let arrival = i < 8 ? 10_000 + send / 10 : 10_000 + Int64(i - 7) * 8_000
+            results.append(PacketResult(sequence: Int64(i), sendMicros: send, size: 1_000, receiveMicros: arrival, probeCluster: 3))
+        }
+        var probe = ProbeBitrateEstimator()
+        let r = try #require(probe.add(results).first)
+        #expect(r.cluster == 3 && r.saturated)
+        #expect(abs(Double(r.bitrate) - 0.95 * 1_000_000) / 1_000_000 < 0.05, "\(r.bitrate)")
+        // Without the tail rule the whole cluster's 19 kB over 96 ms read 1.58 Mbps.
+    }
+
+    /// A saturated probe that reads less than the estimate lowers it to what the path carried
+    /// (an earlier probe read a burst): the estimator does not wait for the queue to overflow.
+    @Test func aSaturatedProbeBelowTheEstimateLowersIt() {
+        var e = BandwidthEstimator(startBitrate: 3_000_000)
+        var results: [PacketResult] = []
+        for i in 0..<20 {
+            let send = Int64(i) * 2_000 // 4 Mbps offered
+            results.append(PacketResult(sequence: Int64(i), sendMicros: send, size: 1_000, receiveMicros: 10_000 + Int64(i) * 8_000, probeCluster: 1))
+        }
+        e.onPacketResults(results, now: 200_000)
+        #expect(e.estimate.delayBased < 1_050_000 && e.estimate.delayBased > 850_000, "\(e.estimate)")
+    }
+
+    /// A periodic probe that "found" headroom followed within a second by overuse found none
+    /// (a bucket's burst): the periodic interval grows instead of the burst being re-read.
+    @Test func overuseRightAfterAPeriodicProbeBacksOffTheInterval() {
+        var c = ProbeController(maxBitrate: 10_000_000)
+        c.maybeProbe(estimate: 1_000_000, desired: 5_000_000, now: 3_000_000)
+        let cluster = c.nextCluster()!
+        c.onResult(cluster: cluster.id, bitrate: 1_900_000, now: 3_200_000)
+        #expect(c.periodicInterval == ProbeController.periodicIntervalMicros)
+        c.onOveruse(now: 3_600_000)
+        #expect(c.periodicInterval == 2 * ProbeController.periodicIntervalMicros)
+        // Overuse long after a probe is the link's, not the probe's.
+        c.onOveruse(now: 9_000_000)
+        #expect(c.periodicInterval == 2 * ProbeController.periodicIntervalMicros)
+    }
+
+    /// The acknowledged rate without probe packets: a probe's burst is not the link's rate.
+    @Test func acknowledgedRateOutsideProbesLeavesTheProbesBurstOut() {
+        var a = AcknowledgedBitrateEstimator()
+        var results: [PacketResult] = []
+        for i in 0..<50 { // 1 000 bytes every 10 ms: 800 kbps of media
+            results.append(PacketResult(sequence: Int64(i), sendMicros: Int64(i) * 10_000, size: 1_000, receiveMicros: Int64(i) * 10_000, probeCluster: nil))
+        }
+        for i in 0..<10 { // a probe's 10 kB arriving at once in the middle
+            results.append(PacketResult(sequence: Int64(100 + i), sendMicros: 250_000, size: 1_000, receiveMicros: 250_000, probeCluster: 1))
+        }
+        results.sort { $0.receiveMicros! < $1.receiveMicros! }
+        a.add(results)
+        let all = a.bitrate!, outside = a.bitrateOutsideProbes!
+        #expect(all > 900_000 && abs(outside - 800_000) < 20_000, "\(all) \(outside)")
+    }
+
     @Test func paddingFillsUpToThePaddingRateAndMediaCountsAgainstIt() {
         func sent(media: Int, seconds: Int64 = 2) -> (padding: Int, media: Int) {
             var p = Pacer(pacingRate: 5_000_000)

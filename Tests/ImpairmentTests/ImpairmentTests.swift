@@ -60,6 +60,30 @@ import Testing
         #expect(link.counters.maxQueueMicros <= 100_000)
     }
 
+    /// `bucket=` is tbf's burst: after an idle spell the bucket's bytes pass at once, then the
+    /// rate applies; the queue holds `queue` of waiting on top of what the bucket passed.
+    @Test func tokenBucketPassesItsBurstThenTheRate() throws {
+        // 1 Mbps, a 10 kb bucket (10 240 bytes): ten 1000-byte packets (1028 bytes each) pass at
+        // once, the 11th waits for the 1 040 bytes it lacks (8.32 ms), then one every 8.224 ms.
+        var link = LinkEmulator(schedule: try .parse("rate=1mbit,queue=50ms,bucket=10kb"), seed: 1, startMicros: 0)
+        var deliveries: [Int64] = []
+        for _ in 0..<40 { if let t = link.admit(size: 1000, now: 0) { deliveries.append(t) } }
+        #expect(deliveries.prefix(9).allSatisfy { $0 == 0 }, "\(deliveries)")
+        #expect(deliveries[9] > 0 && deliveries[9] <= 8_224, "\(deliveries)")
+        #expect(zip(deliveries.dropFirst(10), deliveries.dropFirst(11)).allSatisfy { $1 - $0 == 8_224 }, "\(deliveries)")
+        // Waiting is bounded by 50 ms + the bucket's 81.92 ms at the rate.
+        #expect(link.counters.maxQueueMicros <= 50_000 + 81_920 && link.counters.droppedByQueue > 0)
+        #expect(deliveries.count + link.counters.droppedByQueue == 40)
+        // After a second idle the bucket is full again: a burst passes at once.
+        let again = link.admit(size: 1000, now: 2_000_000)
+        #expect(again == 2_000_000)
+        // Sustained: the throughput is the rate.
+        var bits = 0, last: Int64 = 0
+        for i in 0..<20_000 { if let t = link.admit(size: 1200, now: 3_000_000 + Int64(i) * 500) { bits += (1200 + 28) * 8; last = t } }
+        #expect(abs(Double(bits) / (Double(last - 3_000_000) / 1e6) - 1_000_000) / 1_000_000 < 0.02)
+        #expect(try ImpairmentSchedule.parse("bucket=20kb").steps[0].settings.bucketBytes == 20_480)
+    }
+
     @Test func throughputMatchesTheCapUnderOverload() throws {
         var link = LinkEmulator(schedule: try .parse("rate=800kbit"), seed: 2, startMicros: 0)
         var bits = 0
