@@ -30,11 +30,11 @@ let package = Package(
         // OpenSSL's libcrypto for what is not SRTP: HMAC-SHA1 (STUN integrity), MD5, SHA-256.
         .target(name: "Crypto", dependencies: ["COpenSSL"]),
         // DTLS-SRTP (RFC 5764) over memory buffers: certificate, handshake, SRTP key export.
-        .target(name: "DTLS", dependencies: ["COpenSSL", "Transport"]),
+        .target(name: "DTLS", dependencies: ["COpenSSL", "SRTP"]),
         // WebRTC offer/answer: a general SDP document, the WHIP offer, what an answer decided.
         .target(name: "Signalling", dependencies: ["ICE"]),
         // One WebRTC transport, sans-IO: ICE and DTLS behind one socket (RFC 7983 demux).
-        .target(name: "WebRTC", dependencies: ["ICE", "DTLS", "RTPCore", "Transport"]),
+        .target(name: "WebRTC", dependencies: ["ICE", "DTLS", "RTPCore", "Net", "SRTP"]),
         // WHIP (RFC 9725) client: the HTTP exchange through libcurl.
         .target(name: "WHIP", dependencies: ["CCurl"]),
         // ICE (RFC 8445) agent, sans-IO: candidates, checks, nomination, consent (RFC 7675).
@@ -44,16 +44,33 @@ let package = Package(
         .target(name: "Congestion", dependencies: ["RTPCore"]),
         .target(name: "Preflight"),
         .target(name: "MediaCodecs", dependencies: ["CVPX", "COpus"]),
-        .target(name: "Transport", dependencies: ["CSRTP", "CLinuxNet", "RTPCore", "Platform"], swiftSettings: hot),
-        .target(name: "PublisherEngine", dependencies: ["Platform", "RTPCore", "MediaCodecs", "Transport", "Stats", "Congestion", "WebRTC", "ICE"], swiftSettings: hot),
-        .target(name: "LoopbackReceiver", dependencies: ["Platform", "RTPCore", "MediaCodecs", "Transport", "Stats", "Impairment", "Congestion", "WebRTC", "ICE", "DTLS", "Crypto"]),
+        // Addresses and packet buffers (the arena the send path fills, the batch `recvmmsg` fills):
+        // values the sessions hold; no socket is opened here.
+        .target(name: "Net", dependencies: ["CLinuxNet"], swiftSettings: hot),
+        // SRTP/SRTCP (RFC 3711, RFC 7714) through libsrtp2: keys and in-place protection.
+        .target(name: "SRTP", dependencies: ["CSRTP", "RTPCore"], swiftSettings: hot),
+        // The drivers' network edge: UDP sockets (sendmmsg/recvmmsg, GSO), TCP and TLS streams to
+        // TURN servers, the machine's interfaces, random SRTP keys. Re-exports Net and SRTP.
+        .target(name: "Transport", dependencies: ["Net", "SRTP", "CLinuxNet", "COpenSSL", "RTPCore", "Platform"], swiftSettings: hot),
+        // The publisher session, sans-IO: frames, datagrams and time in; datagrams, events and
+        // deadlines out. No clock, thread, socket or OS random can be imported here.
+        .target(name: "PublisherCore", dependencies: ["RTPCore", "MediaCodecs", "Net", "SRTP", "Stats", "Congestion", "WebRTC", "ICE"], swiftSettings: hot),
+        // Its drivers: the media and network threads of one publisher, the mailbox between them,
+        // the socket side. Re-exports PublisherCore.
+        .target(name: "PublisherEngine", dependencies: ["PublisherCore", "Platform", "RTPCore", "MediaCodecs", "Transport", "Stats", "Congestion", "WebRTC", "ICE"], swiftSettings: hot),
+        // The receiver session, sans-IO: the router's side of each publisher (SRTP, demux,
+        // transport-cc, NACK, PLI, reports; the ICE-lite/DTLS endpoint of WHIP publishers) and the
+        // subscriber behind it (reassembly, decoding, stamps), with the link emulators.
+        .target(name: "Receiver", dependencies: ["RTPCore", "MediaCodecs", "Net", "SRTP", "Stats", "Impairment", "Congestion", "WebRTC", "ICE", "DTLS", "Crypto"]),
+        // Its driver: the receive thread, its socket and clock. Re-exports Receiver.
+        .target(name: "LoopbackReceiver", dependencies: ["Receiver", "Platform", "RTPCore", "MediaCodecs", "Transport", "Stats", "Impairment", "Congestion", "WebRTC", "ICE", "DTLS", "Crypto"]),
         // The pre-flight's driver: a real publisher (and the embedded receiver) sampled into the
         // sans-IO `PreflightProbe`, the verdict, the audio-only phase.
         .target(name: "PreflightRunner", dependencies: ["Platform", "Preflight", "PublisherEngine", "LoopbackReceiver", "Simulation"]),
         // `pubbot load`: many replay bots (whole publisher sessions) on a few event loops.
         .target(name: "Fleet", dependencies: ["Platform", "PublisherEngine", "Transport", "MediaCodecs", "Stats", "WHIPPublish", "DTLS", "WebRTC", "RTPCore"]),
         // The publisher and receiver sessions connected in virtual time (`pubbot simulate`, scenario tests).
-        .target(name: "Simulation", dependencies: ["PublisherEngine", "LoopbackReceiver", "MediaCodecs", "Transport", "Stats"]),
+        .target(name: "Simulation", dependencies: ["PublisherCore", "Receiver", "MediaCodecs", "Net", "SRTP", "Stats"]),
         // A WHIP publish set up: socket and candidates, the offer POSTed, the answer applied.
         .target(name: "WHIPPublish", dependencies: ["WHIP", "Signalling", "WebRTC", "ICE", "DTLS", "Crypto", "Transport", "PublisherEngine", "RTPCore", "Platform", "MediaCodecs", "LoopbackReceiver"]),
         // pubbot's small HTTP/1.1 server (metrics, the WHIP endpoint of `receive --whip-listen`).
@@ -85,8 +102,8 @@ let package = Package(
         .testTarget(name: "CongestionTests", dependencies: ["Congestion", "Impairment", "RTPCore", "Preflight"]),
         .testTarget(name: "MediaCodecsTests", dependencies: ["MediaCodecs"]),
         .testTarget(name: "TransportTests", dependencies: ["Platform", "Transport", "RTPCore"]),
-        .testTarget(name: "PublisherEngineTests", dependencies: ["Platform", "PublisherEngine", "WebRTC", "ICE", "DTLS", "Crypto", "Transport", "RTPCore", "MediaCodecs", "Stats", "CAllocCounter", "Congestion"]),
-        .testTarget(name: "LoopbackReceiverTests", dependencies: ["Platform", "LoopbackReceiver", "Transport", "RTPCore", "MediaCodecs", "ICE", "DTLS", "WebRTC", "Crypto"]),
+        .testTarget(name: "PublisherEngineTests", dependencies: ["Platform", "PublisherEngine", "PublisherCore", "WebRTC", "ICE", "DTLS", "Crypto", "Transport", "RTPCore", "MediaCodecs", "Stats", "CAllocCounter", "Congestion"]),
+        .testTarget(name: "LoopbackReceiverTests", dependencies: ["Platform", "LoopbackReceiver", "Receiver", "Transport", "RTPCore", "MediaCodecs", "ICE", "DTLS", "WebRTC", "Crypto"]),
         .testTarget(name: "BotCLITests", dependencies: ["BotCLI"]),
         .testTarget(name: "IntegrationTests", dependencies: ["DTLS", "ICE", "Crypto", "Platform", "PublisherEngine", "LoopbackReceiver", "Transport", "BotCLI", "TestSupport"]),
         .testTarget(name: "SimulationTests", dependencies: ["Simulation", "Preflight", "PreflightRunner", "PublisherEngine", "LoopbackReceiver", "MediaCodecs", "Transport", "Impairment", "Stats"]),

@@ -1,5 +1,5 @@
 internal import COpenSSL
-public import Transport
+public import SRTP
 
 public struct DTLSError: Error, CustomStringConvertible, Equatable, Sendable {
     public var description: String

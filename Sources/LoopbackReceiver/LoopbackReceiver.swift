@@ -1,104 +1,11 @@
 public import Transport
+@_exported public import Receiver
 public import Stats
 public import Impairment
 import RTPCore
 import MediaCodecs
 import Congestion
 import Platform
-
-/// How the receiver is set up.
-public struct ReceiverConfig: Sendable {
-    public var listen: SocketAddress
-    public var key: SRTPKey
-    public var decodeVideo = true
-    public var videoPayloadTypes: Set<UInt8> = [96]
-    public var audioPayloadTypes: Set<UInt8> = [111]
-    /// RTX (RFC 4588) payload types; packets are matched to their stream by repaired-rtp-stream-id.
-    public var rtxPayloadTypes: Set<UInt8> = [97]
-    /// Impairment applied to every arriving packet before it is processed (uplink emulation).
-    public var impairment: ImpairmentSchedule?
-    public var impairmentSeed: UInt64 = 1
-    /// Impairment between the router and the subscriber (the subscriber's own downlink): applied
-    /// after feedback to the publisher is generated, before reassembly and decoding.
-    public var downlinkImpairment: ImpairmentSchedule?
-    /// `--prefer 360p`: the router forwards to the subscriber only the simulcast stream whose
-    /// height is the largest not above this (the lowest when all are above).
-    public var preferredHeight: Int?
-    /// `--prefer …@15`: only temporal layers up to this frame rate reach the subscriber's decoder.
-    public var preferredFrameRate: Int?
-    /// Publishers (source addresses) served at once, and streams in all; packets beyond are refused.
-    public var maxPublishers = 64
-    /// VP8 decoding is for the first this many publishers; the others' frames are reassembled
-    /// and checked but not decoded (a fleet's video does not fit a small machine's decoders).
-    public var decodedPublishers = Int.max
-    public var maxStreams = 256
-    /// WebRTC publishers (WHIP): ICE-lite and DTLS on the socket, keys per publisher.
-    public var webrtc: WebRTCListenConfig?
-
-    public init(listen: SocketAddress, key: SRTPKey) {
-        self.listen = listen
-        self.key = key
-    }
-}
-
-/// What the receiver has seen so far.
-public struct ReceiverSnapshot: Sendable, Equatable {
-    public var streams: [InboundStreamStats]
-    /// Publishers by source address, in order of arrival, and the publisher of each stream
-    /// (an index into `publishers`, parallel to `streams`).
-    public var publishers: [SocketAddress] = []
-    public var streamPublisher: [Int] = []
-    /// WebRTC publishers the endpoint answered, in order, and what became of each transport
-    /// (of the ended ones, the last 256).
-    public var webrtcPublishers: [WebRTCPublisherState] = []
-    /// Sessions ended and freed, by cause.
-    public var webrtcEndings = WebRTCEndings()
-    /// Feedback answered by ICMP port unreachable (a publisher that has gone).
-    public var feedbackUnreachable = 0
-    /// Packets refused because `maxPublishers` or `maxStreams` was reached.
-    public var refusedOverCapacity = 0
-    public var rejected: RejectedPackets
-    public var packetsAccepted: Int
-    public var rtcpReceived: Int
-    public var rtcpSent = 0
-    public var pliSent = 0
-    public var transportFeedbackSent = 0
-    public var nackSent = 0
-    /// REMB sent (a WHEP server that negotiated goog-remb without transport-cc) and the last value (bps).
-    public var rembSent = 0
-    public var rembBitrate: Int?
-    /// RTX packets that carried a lost packet, and padding-only RTX (probes).
-    public var retransmissionsReceived = 0
-    public var rtxPaddingReceived = 0
-    /// Each publisher's last sender-side stats (RTCP APP "SSTS"), if it sends them; indexed like
-    /// `publishers`.
-    public var senderStatsByPublisher: [SenderSideStats?] = []
-    /// The first publisher's (the one a single-publisher session has).
-    public var senderStats: SenderSideStats? { senderStatsByPublisher.first ?? nil }
-    /// The sender-side stats of the publisher that sends stream `i` of `streams`.
-    public func senderStats(stream i: Int) -> SenderSideStats? {
-        guard i < streamPublisher.count, streamPublisher[i] < senderStatsByPublisher.count else { return nil }
-        return senderStatsByPublisher[streamPublisher[i]]
-    }
-    public var senderStatsReceived = 0
-    /// RTP packets the uplink emulator dropped, per SSRC (what the publisher's uplink lost).
-    public var uplinkDropsBySSRC: [UInt32: Int] = [:]
-    public var senderReports: Int
-    public var byes: Int
-    public var firstPacketMicros: Int64?
-    public var lastPacketMicros: Int64?
-    public var lastError: String?
-    /// What the link emulators did (with `--impair` and `--downlink-impair`).
-    public var impairment: LinkEmulator.Counters?
-    public var downlinkImpairment: LinkEmulator.Counters?
-
-    /// Packets arrive but none authenticates: the sender uses another key or suite.
-    public var keyMismatchSuspected: Bool { rejected.authenticationFailed > 0 && packetsAccepted == 0 }
-
-    public var keyMismatchMessage: String {
-        "SRTP authentication failed for all \(rejected.authenticationFailed) packets received: the sender's key or SRTP suite does not match this receiver's (check --key / --sdp and --srtp-suite)"
-    }
-}
 
 /// The receiving side (`pubbot receive`, embedded in `preflight`): unprotects, demultiplexes by
 /// SSRC, reassembles and decodes every stream, reads the video stamps, and counts every packet
@@ -146,7 +53,7 @@ public final class LoopbackReceiver: Sendable {
         do { _ = try SRTPSession(key: config.key, direction: .inbound) } catch { throw .srtp(error) }
         localAddress = socket.localAddress
         socketHandoff = Handoff(socket)
-        state = Locked(ReceiverSnapshot(streams: [], rejected: RejectedPackets(), packetsAccepted: 0, rtcpReceived: 0, senderReports: 0, byes: 0))
+        state = Locked(ReceiverSnapshot.empty)
     }
 
     public func start() {

@@ -37,11 +37,3 @@ public final class PacketArena {
     @inlinable @inline(__always)
     public func pointer(_ i: Int) -> UnsafeMutableRawPointer { storage + i * Self.slotSize }
 }
-
-extension UDPSocket {
-    /// Sends up to 64 datagrams given as pointers and lengths (arena slots) in one `sendmmsg`.
-    public func send(pointers: UnsafePointer<UnsafeMutableRawPointer?>, lengths: UnsafePointer<UInt32>, count: Int,
-                     to destination: SocketAddress) throws(SocketError) -> Int {
-        try sendRaw(pointers: pointers, lengths: lengths, count: count, to: destination)
-    }
-}

@@ -11,11 +11,11 @@ public final class PacketBatch {
     public let capacity: Int
     let storage: UnsafeMutableRawPointer
     /// Slot start pointers, built once (what sendmmsg/recvmmsg read).
-    var pointers: [UnsafeMutableRawPointer?]
+    package var pointers: [UnsafeMutableRawPointer?]
     /// Length of the datagram in each slot.
     public var lengths: [UInt32]
     /// Sender of each received datagram.
-    var sources: [SocketAddress]
+    package var sources: [SocketAddress]
     /// Number of slots in use.
     public var count = 0
 

@@ -1,13 +1,13 @@
-internal import CLinuxNet
+package import CLinuxNet
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// An IPv4 or IPv6 UDP endpoint.
 public struct SocketAddress: Sendable, CustomStringConvertible, Hashable {
-    var raw: clinux_addr
+    package var raw: clinux_addr
 
-    init(raw: clinux_addr) { self.raw = raw }
+    package init(raw: clinux_addr) { self.raw = raw }
 
     /// Resolves `host` and `port` (numeric addresses or names such as `localhost`).
     public init(host: String, port: Int) throws(SocketError) {

@@ -1,5 +1,6 @@
 public import MediaCodecs
-public import Transport
+public import Net
+public import SRTP
 public import Stats
 public import RTPCore
 public import Congestion

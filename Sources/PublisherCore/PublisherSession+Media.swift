@@ -1,7 +1,8 @@
 import RTPCore
 import MediaCodecs
 import Stats
-import Transport
+import Net
+import SRTP
 import Congestion
 
 extension PublisherSession {

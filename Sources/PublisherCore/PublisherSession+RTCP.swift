@@ -1,6 +1,7 @@
 import RTPCore
 import Stats
-import Transport
+import Net
+import SRTP
 import Congestion
 
 extension PublisherSession {

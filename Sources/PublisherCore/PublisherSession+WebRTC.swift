@@ -1,5 +1,6 @@
 import RTPCore
-import Transport
+import Net
+import SRTP
 public import WebRTC
 import ICE
 

@@ -1,6 +1,7 @@
 import MediaCodecs
 import Stats
-import Transport
+import Net
+import SRTP
 import Congestion
 public import WebRTC
 public import RTPCore
@@ -82,9 +83,10 @@ public struct PublisherEvent: Sendable, Equatable {
 /// targets), `statistics`. Inside: packetization into arena slots, the pacer, transport-wide
 /// sequence numbers and abs-send-time, SRTP, the RTX history and retransmissions, RTCP sender
 /// reports / BYE / sender-side stats, RR/PLI/FIR/NACK handling, the bandwidth estimator, the
-/// allocator, network-condition scoring and audio fallback. Drivers: `run` in
-/// PublisherDriver.swift (the publisher's network thread) and `FleetLoop` (many bots a thread).
-/// Check with `grep -n "Clock\.\|UDPSocket\|Locked\|Thread" Sources/PublisherEngine/PublisherSession*.swift`.
+/// allocator, network-condition scoring and audio fallback. Drivers: `PublisherNetworkLoop` in
+/// the PublisherEngine module (the publisher's network thread) and `FleetLoop` (many bots a
+/// thread). The module depends on no clock, thread, socket or OS random (Package.swift): the
+/// compiler keeps it sans-IO.
 public final class PublisherSession {
     public let config: PublisherConfig
     public let plan: StreamPlan
@@ -109,7 +111,7 @@ public final class PublisherSession {
     var events: [PublisherSessionEvent] = []
     var eventsHead = 0
     /// Set by `stop`: drain the pacer (up to a second), then end.
-    var stopRequested = false
+    public internal(set) var stopRequested = false
     var senders: [RTPStreamSender] = []
     var audioIndex: Int?
     var videoIndex: [Int] = []
@@ -130,7 +132,7 @@ public final class PublisherSession {
     var outPointers: [UnsafeMutableRawPointer?]
     var outLengths: [UInt32]
     var outDestinations: [SocketAddress]
-    var outCount = 0
+    public internal(set) var outCount = 0
     /// How many datagrams at the front of the outbox are control (RTCP, STUN, DTLS): they go ahead
     /// of media the socket deferred, as libwebrtc sends RTCP outside its pacer queue
     /// (`modules/rtp_rtcp/source/rtcp_sender.cc` hands reports straight to the transport).
@@ -302,7 +304,7 @@ public final class PublisherSession {
     }
 
     /// A frame from the encoder (or a replay loop).
-    public func handle(_ item: FrameMailbox.Item) {
+    public func handle(_ item: MediaFrame) {
         switch item {
         case let .video(f): sendVideo(f)
         case let .audio(f): sendAudio(f)

@@ -1,7 +1,8 @@
 import RTPCore
 import MediaCodecs
 import Stats
-import Transport
+import Net
+import SRTP
 
 /// One outgoing RTP stream: its header template, sequence numbers, RTP clock, VP8 picture ids
 /// and counters. Packetizes frames straight into batch slots.

@@ -1,8 +1,8 @@
 import MediaCodecs
-public import Transport
+public import Net
+public import SRTP
 public import RTPCore
 public import Stats
-import Platform
 
 /// The RTP streams a publisher sends: one per simulcast layer plus the audio, each with its own
 /// SSRC, MID/RID and destination. The plan is fixed at start and also drives the SDP.
@@ -29,7 +29,10 @@ public struct StreamPlan: Sendable {
     public let bundle: Bool
     public let config: PublisherConfig
 
-    public init(config: PublisherConfig, ssrcs: [UInt32]? = nil) {
+    /// `random` gives the unpredictable bits (SSRCs not given, first sequence numbers and
+    /// timestamps): the caller's — a driver's OS random source, a simulation's seed — never drawn
+    /// here.
+    public init(config: PublisherConfig, ssrcs: [UInt32]? = nil, random: () -> UInt64) {
         self.config = config
         bundle = config.bundle
         var out: [Stream] = []
@@ -39,12 +42,12 @@ public struct StreamPlan: Sendable {
         var seeded = ssrcs.map { SplitMix64(seed: $0.reduce(0x5EED) { $0 &* 0x100_0000_01B3 ^ UInt64($1) }) }
         func nextRandom() -> UInt64 {
             if seeded != nil { return seeded!.next() }
-            return SecureRandom.bytes(8).reduce(0) { $0 << 8 | UInt64($1) }
+            return random()
         }
         func nextSSRC() -> UInt32 {
             if let s = ssrcIterator.next() { used.insert(s); return s }
             while true {
-                let s = SecureRandom.uint32()
+                let s = UInt32(truncatingIfNeeded: random() >> 32)
                 if s != 0 && !used.contains(s) { used.insert(s); return s }
             }
         }

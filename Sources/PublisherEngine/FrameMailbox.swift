@@ -1,14 +1,12 @@
 import Synchronization
 public import MediaCodecs
 public import Transport
+public import PublisherCore
 
 /// Encoded media crossing from the media thread to the network thread: a bounded queue under a
 /// Mutex plus an eventfd that wakes the network loop's poll.
 public final class FrameMailbox: Sendable {
-    public enum Item: Sendable {
-        case video(EncodedVideoFrame)
-        case audio(EncodedAudioFrame)
-    }
+    public typealias Item = MediaFrame
 
     let queue = Mutex<[Item]>([])
     let dropped = Atomic<Int>(0)

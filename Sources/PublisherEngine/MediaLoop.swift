@@ -3,29 +3,6 @@ import MediaCodecs
 import Transport
 import Platform
 
-/// Counters the media thread publishes.
-public struct MediaCounters: Sendable, Equatable {
-    public var framesEncoded: [Int]
-    public var keyFramesEncoded: [Int]
-    /// CPU time (this thread's clock) spent in the VP8 encoder per layer, in the Opus encoder,
-    /// and drawing the synthetic pictures.
-    public var encodeMicros: [Int64]
-    public var drawMicros: Int64 = 0
-    public var audioFramesEncoded = 0
-    public var audioEncodeMicros: Int64 = 0
-    /// Frames whose capture tick was skipped because encoding ran late (all layers, and per layer).
-    public var framesSkipped = 0
-    public var lateFrames: [Int]
-    public var error: String?
-
-    public init(layers: Int) {
-        framesEncoded = Array(repeating: 0, count: layers)
-        keyFramesEncoded = Array(repeating: 0, count: layers)
-        encodeMicros = Array(repeating: 0, count: layers)
-        lateFrames = Array(repeating: 0, count: layers)
-    }
-}
-
 /// The media thread: synthesizes and encodes each layer on its frame clock and the audio every
 /// 20 ms, and hands encoded frames to the mailbox. Owns its encoders; created on its thread.
 final class MediaLoop {

@@ -5,23 +5,6 @@ public import RTPCore
 import MediaCodecs
 import Platform
 
-/// What a publisher has done so far (copied out of its loops).
-public struct PublisherSnapshot: Sendable, Equatable {
-    public var streams: [OutboundStreamStats]
-    public var media: MediaCounters
-    public var network: NetworkCounters
-    public var elapsedMicros: Int64
-    public var mailboxDrops: Int
-
-    public init(streams: [OutboundStreamStats], media: MediaCounters, network: NetworkCounters, elapsedMicros: Int64, mailboxDrops: Int = 0) {
-        self.streams = streams
-        self.media = media
-        self.network = network
-        self.elapsedMicros = elapsedMicros
-        self.mailboxDrops = mailboxDrops
-    }
-}
-
 /// A running publisher: a media thread (synthesize + encode) and a network thread (packetize,
 /// protect, send, RTCP), with thread-safe controls and snapshots.
 public final class Publisher: Sendable {
@@ -92,7 +75,7 @@ public final class Publisher: Sendable {
             do {
                 let loop = try PublisherSession(config: config, plan: plan, startMicros: start,
                                            wallOffsetMicros: Clock.wallMicros() - Clock.monotonicMicros(), webrtc: webrtc.take())
-                loop.run(socket: SessionSocket(handoff.take(), tcp: tcp.take()), mailbox: mailbox, control: control, published: networkState)
+                PublisherNetworkLoop.run(loop, socket: SessionSocket(handoff.take(), tcp: tcp.take()), mailbox: mailbox, control: control, published: networkState)
             } catch {
                 networkState.withLock { $0.1.lastError = "srtp: \(error)" }
                 control.requestStop()

@@ -1,6 +1,7 @@
 import Transport
 import Stats
 import Platform
+public import PublisherCore
 
 /// The socket side of one publisher session, for its drivers (the publisher's network thread,
 /// a fleet loop): reads arrived datagrams into a batch and hands them to the session, and sends
@@ -77,13 +78,25 @@ extension PublisherSession {
             }
         }
     }
+}
 
-    /// The publisher's network thread: frames from the media thread's mailbox and datagrams from
-    /// the socket go into the session, its outbox goes out, its requests go to the media thread,
-    /// its figures into `published` every `publishIntervalMicros`, and it sleeps until the
-    /// session's next timer, a datagram or a frame. Clocks are read here, never in the session.
-    func run(socket: SessionSocket, mailbox: FrameMailbox, control: PublisherControl,
-             published: Locked<([OutboundStreamStats], NetworkCounters)>) {
+/// The publisher's network thread around one sans-IO `PublisherSession`: the session takes
+/// time, frames and datagrams in and gives datagrams, events and its next deadline out; this
+/// loop owns the clock, the socket and the wait (the session's module cannot reach either).
+enum PublisherNetworkLoop {
+    /// Frames from the media thread's mailbox and datagrams from the socket go into the session,
+    /// its outbox goes out, its requests go to the media thread, its figures into `published`
+    /// every `publishIntervalMicros`, and it sleeps until the session's next timer, a datagram
+    /// or a frame.
+    static func run(_ session: PublisherSession, socket: SessionSocket, mailbox: FrameMailbox, control: PublisherControl,
+                    published: Locked<([OutboundStreamStats], NetworkCounters)>) {
+        session.drive(socket: socket, mailbox: mailbox, control: control, published: published)
+    }
+}
+
+extension PublisherSession {
+    fileprivate func drive(socket: SessionSocket, mailbox: FrameMailbox, control: PublisherControl,
+                           published: Locked<([OutboundStreamStats], NetworkCounters)>) {
         var items: [FrameMailbox.Item] = []
         items.reserveCapacity(64)
         begin(now: Clock.monotonicMicros())

@@ -1,4 +1,5 @@
-import Transport
+import Net
+import SRTP
 
 /// Packets held back by the link emulator until their delivery time: a FIFO ring of
 /// preallocated slots (the emulator never reorders, so delivery times only grow).

@@ -2,7 +2,8 @@ import RTPCore
 import Congestion
 import MediaCodecs
 import Stats
-import Transport
+import Net
+import SRTP
 
 /// One incoming RTP stream (per SSRC): loss accounting (RFC 3550 A.3), frame assembly, decoding
 /// and stamp read-back.

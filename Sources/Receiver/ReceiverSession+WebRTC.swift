@@ -2,7 +2,8 @@ public import RTPCore
 public import DTLS
 public import ICE
 import WebRTC
-import Transport
+import Net
+import SRTP
 import Crypto
 
 /// The receiver as a WebRTC endpoint (`receive --whip-listen`): how its media socket is named

@@ -1,4 +1,5 @@
-import Transport
+import Net
+import SRTP
 import Stats
 import Impairment
 import RTPCore
@@ -12,8 +13,8 @@ import Congestion
 /// emulators (pure, time passed in) where the receiver applies them. In: `handleDatagram`,
 /// `step(now:)` (delivers what the emulated links hold, sends feedback; returns when to be
 /// called next). Out: `pollTransmit` (SRTCP feedback to each publisher), `snapshot`. The driver
-/// is `LoopbackReceiver` (its thread reads the socket and the clock).
-/// Check with `grep -n "Clock\.\|UDPSocket\|Locked\|Thread" Sources/LoopbackReceiver/ReceiverSession.swift`.
+/// is `LoopbackReceiver` (its thread reads the socket and the clock). The Receiver module depends
+/// on no clock, thread or socket (Package.swift): the compiler keeps it sans-IO.
 public final class ReceiverSession {
     public let config: ReceiverConfig
     let srtp: SRTPSession
@@ -136,7 +137,8 @@ public final class ReceiverSession {
         }
     }
 
-    func deliverDue(now: Int64) {
+    /// Hands on what the emulated uplink delivers by `now` (the driver calls it before waiting).
+    public func deliverDue(now: Int64) {
         guard let line = delayLine else { return }
         let wall = now + wallOffsetMicros
         while let (p, len, from) = line.popDue(now: now) { handle(p, length: len, now: now, wall: wall, from: from) }

@@ -1,4 +1,3 @@
-import Platform
 import RTPCore
 
 /// SRTP protection profiles pubbot offers (libsrtp2 policies; SDES names per RFC 4568 / libwebrtc).
@@ -51,11 +50,6 @@ public struct SRTPKey: Sendable, CustomStringConvertible, CustomDebugStringConve
         }
     }
 
-    /// A fresh random key for one run.
-    public static func random(suite: SRTPSuite) -> SRTPKey {
-        SRTPKey(suite: suite, material: SecureRandom.bytes(suite.keyLength))
-    }
-
     /// Parses base64(key‖salt) for `suite`.
     public init(base64: String, suite: SRTPSuite) throws(ParseError) {
         guard let bytes = Base64.decode(base64.trimmingWhitespace) else { throw .notBase64 }
@@ -69,7 +63,7 @@ public struct SRTPKey: Sendable, CustomStringConvertible, CustomDebugStringConve
         self.init(suite: suite, material: keyAndSalt)
     }
 
-    init(suite: SRTPSuite, material: [UInt8]) {
+    package init(suite: SRTPSuite, material: [UInt8]) {
         self.suite = suite
         self.material = material
     }

@@ -1,7 +1,8 @@
-public import PublisherEngine
-public import LoopbackReceiver
+public import PublisherCore
+public import Receiver
 public import MediaCodecs
-import Transport
+import Net
+import SRTP
 import Stats
 #if canImport(Glibc)
 import Glibc
@@ -90,7 +91,7 @@ public final class Simulation {
                 let s = UInt32(truncatingIfNeeded: random.next())
                 if s != 0 && !taken.contains(s) { ssrcs.append(s); taken.insert(s) }
             }
-            let plan = StreamPlan(config: p, ssrcs: ssrcs)
+            let plan = StreamPlan(config: p, ssrcs: ssrcs, random: { random.next() })
             do { addresses.append(try SocketAddress(host: "127.0.0.1", port: 50_000 + n)) } catch { throw SetupError(description: "\(error)") }
             do { sessions.append(try PublisherSession(config: p, plan: plan, startMicros: origin, wallOffsetMicros: wallOffset)) } catch {
                 throw SetupError(description: "cannot set up SRTP: \(error)")

@@ -1,8 +1,14 @@
 internal import COpenSSL
-public import Transport
 #if canImport(Glibc)
 import Glibc
 #endif
+
+/// Why a TLS connection (TURN over TLS) could not be made: OpenSSL's reason or the verdict on
+/// the server's certificate.
+public struct TLSError: Error, CustomStringConvertible, Equatable, Sendable {
+    public var description: String
+    public init(description: String) { self.description = description }
+}
 
 /// TURN over TLS (`turns:`, RFC 8656 §3.1): TLS through OpenSSL over memory BIOs on a TCP
 /// connection — the server's certificate verified against `caFile` (or the system's CA store)
@@ -18,11 +24,11 @@ public final class TLSStream: TURNStream {
     public private(set) var closed = false
 
     /// Connects TLS over `tcp` (blocking, at most `timeoutMillis`).
-    public init(tcp: TCPStream, host: String, caFile: String?, timeoutMillis: Int = 5_000) throws(DTLSError) {
+    public init(tcp: TCPStream, host: String, caFile: String?, timeoutMillis: Int = 5_000) throws(TLSError) {
         self.tcp = tcp
         var reason = [CChar](repeating: 0, count: 256)
         guard let s = copenssl_tls_client(host, caFile, &reason, reason.count) else {
-            throw DTLSError(description: String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+            throw TLSError(description: String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
         }
         ssl = s
         var deadline = timespec()
@@ -37,12 +43,12 @@ public final class TLSStream: TURNStream {
                 let v = copenssl_verify_result(ssl)
                 let why = v != 0 ? "its certificate was refused: " + String(cString: copenssl_verify_string(v))
                                  : String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-                throw DTLSError(description: "the TLS handshake with the TURN server \(tcp.remote) failed: \(why)")
+                throw TLSError(description: "the TLS handshake with the TURN server \(tcp.remote) failed: \(why)")
             }
             var now = timespec()
             clock_gettime(CLOCK_MONOTONIC, &now)
             let left = end - (Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000)
-            if left <= 0 || tcp.closed { throw DTLSError(description: "the TLS handshake with the TURN server \(tcp.remote) did not finish") }
+            if left <= 0 || tcp.closed { throw TLSError(description: "the TLS handshake with the TURN server \(tcp.remote) did not finish") }
             var ready = [UInt8](repeating: 0, count: 1)
             _ = waitReadable([tcp.fd], ready: &ready, timeoutMicros: left * 1000)
             tcp.readRaw { chunk in chunk.withUnsafeBytes { _ = copenssl_feed(ssl, $0.baseAddress, Int32($0.count)) } }

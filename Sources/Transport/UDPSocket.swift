@@ -166,3 +166,11 @@ public final class ReadinessSet {
         if n > 0 { for i in 0..<Int(n) { ready(Int(tags[i])) } }
     }
 }
+
+extension UDPSocket {
+    /// Sends up to 64 datagrams given as pointers and lengths (arena slots) in one `sendmmsg`.
+    public func send(pointers: UnsafePointer<UnsafeMutableRawPointer?>, lengths: UnsafePointer<UInt32>, count: Int,
+                     to destination: SocketAddress) throws(SocketError) -> Int {
+        try sendRaw(pointers: pointers, lengths: lengths, count: count, to: destination)
+    }
+}

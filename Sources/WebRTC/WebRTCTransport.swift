@@ -1,7 +1,8 @@
 public import ICE
 public import DTLS
 public import RTPCore
-public import Transport
+public import Net
+public import SRTP
 
 /// One WebRTC transport, sans-IO: the ICE agent and the DTLS endpoint behind one local socket,
 /// told apart by the first byte of each datagram (RFC 7983: 0–3 STUN, 20–63 DTLS, 128–191

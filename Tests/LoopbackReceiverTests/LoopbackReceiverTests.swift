@@ -1,5 +1,6 @@
 import Testing
 @testable import LoopbackReceiver
+@testable import Receiver
 import Transport
 import Platform
 

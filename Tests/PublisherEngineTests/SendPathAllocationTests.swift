@@ -1,5 +1,6 @@
 import Testing
 @testable import PublisherEngine
+@testable import PublisherCore
 import Transport
 import MediaCodecs
 import Stats

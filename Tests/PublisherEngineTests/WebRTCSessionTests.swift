@@ -1,5 +1,6 @@
 import Testing
 @testable import PublisherEngine
+@testable import PublisherCore
 import Transport
 import RTPCore
 import MediaCodecs
@@ -44,7 +45,8 @@ import Crypto
                                     key: .random(suite: .gcm))
             c.seed = 5
             configure(&c)
-            plan = StreamPlan(config: c, ssrcs: [11, 22, 33])
+            var seed = SplitMix64(seed: 5)
+            plan = StreamPlan(config: c, ssrcs: [11, 22, 33], random: { seed.next() })
             session = try PublisherSession(config: c, plan: plan, startMicros: 0, wallOffsetMicros: 0, webrtc: (transport, WebRTCSessionTests.pub))
             session.begin(now: 0)
         }
