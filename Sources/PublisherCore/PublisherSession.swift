@@ -85,8 +85,8 @@ public struct PublisherEvent: Sendable, Equatable {
 /// reports / BYE / sender-side stats, RR/PLI/FIR/NACK handling, the bandwidth estimator, the
 /// allocator, network-condition scoring and audio fallback. Drivers: `PublisherNetworkLoop` in
 /// the PublisherEngine module (the publisher's network thread) and `FleetLoop` (many bots a
-/// thread). The module depends on no clock, thread, socket or OS random (Package.swift): the
-/// compiler keeps it sans-IO.
+/// thread). The module depends on no clock, thread, socket or OS random (Package.swift; `scripts/test`
+/// builds with `--explicit-target-dependency-import-check error`): the compiler keeps it sans-IO.
 public final class PublisherSession {
     public let config: PublisherConfig
     public let plan: StreamPlan

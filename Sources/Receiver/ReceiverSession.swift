@@ -14,7 +14,8 @@ import Congestion
 /// `step(now:)` (delivers what the emulated links hold, sends feedback; returns when to be
 /// called next). Out: `pollTransmit` (SRTCP feedback to each publisher), `snapshot`. The driver
 /// is `LoopbackReceiver` (its thread reads the socket and the clock). The Receiver module depends
-/// on no clock, thread or socket (Package.swift): the compiler keeps it sans-IO.
+/// on no clock, thread or socket (Package.swift; `scripts/test` builds with
+/// `--explicit-target-dependency-import-check error`): the compiler keeps it sans-IO.
 public final class ReceiverSession {
     public let config: ReceiverConfig
     let srtp: SRTPSession
