@@ -1,7 +1,7 @@
 public import Transport
 @_exported public import Receiver
-public import Stats
-public import Impairment
+import Stats
+import Impairment
 import RTPCore
 import MediaCodecs
 import Congestion

@@ -1,7 +1,7 @@
 import RTPCore
 import Net
 import SRTP
-public import WebRTC
+import WebRTC
 import ICE
 
 /// The WebRTC transport's figures for stats (W3C `RTCIceTransport`/`RTCDtlsTransport`/the

@@ -1,6 +1,5 @@
 import MediaCodecs
 public import Net
-public import SRTP
 public import RTPCore
 public import Stats
 

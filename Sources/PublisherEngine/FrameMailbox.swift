@@ -1,5 +1,5 @@
 import Synchronization
-public import MediaCodecs
+import MediaCodecs
 public import Transport
 public import PublisherCore
 

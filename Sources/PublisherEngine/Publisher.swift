@@ -1,5 +1,5 @@
 public import Transport
-public import Stats
+import Stats
 public import WebRTC
 public import RTPCore
 import MediaCodecs

@@ -1,6 +1,6 @@
 import Synchronization
 public import MediaCodecs
-public import Transport
+import Transport
 import Platform
 
 /// One live encode shared by every bot of a process (`pubbot load --encode`): a thread encodes

@@ -1,7 +1,7 @@
 public import WHIP
 public import Signalling
 public import DTLS
-public import Transport
+import Transport
 public import LoopbackReceiver
 public import RTPCore
 import ICE

@@ -98,7 +98,7 @@ import MediaCodecs
         let p = Process()
         p.executableURL = BinaryTests.binary
         p.arguments = args
-        if let stdout { FileManager.default.createFile(atPath: stdout.path, contents: nil); p.standardOutput = try FileHandle(forWritingTo: stdout) }
+        if let stdout { _ = FileManager.default.createFile(atPath: stdout.path, contents: nil); p.standardOutput = try FileHandle(forWritingTo: stdout) }
         else { p.standardOutput = FileHandle.nullDevice }
         p.standardError = FileHandle.nullDevice
         try p.run()
