@@ -55,7 +55,7 @@ enum CommonOptions {
 
     /// `--condition-thresholds loss=0.5/2/5/10,estimate=75%,window=5s,hold=2`: the loss
     /// percentages below which the condition is excellent/good/fair/warning, the estimate share
-    /// `good` needs, the loss window and the hysteresis (defaults in the README).
+    /// `good` needs, the loss window and the hysteresis (defaults in the Commands article).
     static func conditionThresholds(_ text: String) throws(UsageError) -> NetworkConditionThresholds {
         var t = NetworkConditionThresholds()
         for item in text.split(separator: ",") {

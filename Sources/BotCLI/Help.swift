@@ -1,4 +1,4 @@
-/// Help and usage texts (the command-line contract the README documents).
+/// Help and usage texts (the command-line contract; the Commands article explains it).
 enum Help {
     static let version = "pubbot 0.1.0"
 

@@ -1,7 +1,7 @@
 import MediaCodecs
 import Impairment
 
-/// Parsers for the value syntaxes of the command line (README "Values"): durations, rates, ladders.
+/// Parsers for the value syntaxes of the command line (the Commands article, Values): durations, rates, ladders.
 enum ValueParsers {
     /// `500ms`, `15s`, `2m`, or a bare number of seconds. Returns microseconds.
     static func duration(_ text: String, option: String) throws(UsageError) -> Int64 {

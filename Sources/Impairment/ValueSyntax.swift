@@ -1,4 +1,4 @@
-/// The value syntaxes of the command line and impairment specs (README "Commands", Values): durations `500ms`,
+/// The value syntaxes of the command line and impairment specs (the Commands article, Values): durations `500ms`,
 /// `15s`, `2m`; rates `800kbit`, `2.5mbit`, `4M`, `2500k`; percentages `2%`.
 public enum ValueSyntax {
     public struct Invalid: Error, Equatable, Sendable, CustomStringConvertible {

@@ -3,7 +3,7 @@ public struct VideoLayerConfig: Equatable, Sendable {
     public var width: Int
     public var height: Int
     public var fps: Int
-    /// Bitrates in bits per second (defaults from libwebrtc's simulcast table, see README).
+    /// Bitrates in bits per second (defaults from libwebrtc's simulcast table, see the Commands article, "Defaults and where they come from").
     public var minBitrate: Int
     public var targetBitrate: Int
     public var maxBitrate: Int

@@ -57,7 +57,7 @@ public struct Measurement: Equatable, Sendable {
     }
 }
 
-/// The pre-flight verdict (README "Commands › preflight") for audio and for video, with the measured cause.
+/// The pre-flight verdict (the Commands article, preflight) for audio and for video, with the measured cause.
 public struct Verdict: Equatable, Sendable {
     public struct Part: Equatable, Sendable {
         public var supported: Bool
@@ -157,7 +157,7 @@ public struct Verdict: Equatable, Sendable {
     }
 }
 
-/// When the estimate is steady (documented in the README): at least `minimumMicros` have passed;
+/// When the estimate is steady (documented in the Commands article): at least `minimumMicros` have passed;
 /// the window is 2 s or 6 round trips, whichever is longer (a long path reacts more slowly); in
 /// the last window the lowest estimate is at least `minimumSpread` × the highest (no drop or
 /// climb in progress), and its mean differs from the mean of the window before it by less than

@@ -54,7 +54,7 @@ public struct PublisherConfig: Sendable {
     public var congestionControl = true
     /// Network-condition scoring (`NetworkConditionScorer`, `--condition-thresholds`).
     public var conditionThresholds = NetworkConditionThresholds()
-    /// Audio fallback (`--audio-fallback`, README): drop all video while the network condition is critical, keep
+    /// Audio fallback (`--audio-fallback`, the Commands article): drop all video while the network condition is critical, keep
     /// audio, and bring video back once the estimate carries the lowest layer again.
     public var audioFallback = false
     /// Send the sender-side stats track (RTCP APP "SSTS") about once a second.

@@ -7,7 +7,7 @@ import Platform
 /// the synthetic video of each layer and the audio on their clocks, and every bot packetizes
 /// the same frames afresh. A key-frame request from any bot (PLI, a layer resumed) forces one
 /// for all of them, at most one per layer per 250 ms. Measured against per-bot encoders in
-/// the README: per-bot encoding would cost the encoder's CPU once per bot.
+/// the Figures article: per-bot encoding would cost the encoder's CPU once per bot.
 public final class SharedEncoder: Sendable {
     public let layers: [VideoLayerConfig]
     public let audioBitrate: Int

@@ -47,7 +47,7 @@ public struct ApplicationDefined: Equatable, Sendable {
     }
 }
 
-/// The sender-side stats track (`--sender-stats`, README): the publisher's transport figures, carried in-band as
+/// The sender-side stats track (`--sender-stats`, the Commands article): the publisher's transport figures, carried in-band as
 /// RTCP APP packets named `SSTS`, subtype 0, versioned. Receivers that do not know the name
 /// skip the packet. Layout (version 1, 12 bytes):
 ///

@@ -1,4 +1,4 @@
-/// The network condition of a transport (the `networkCondition` of the stats stream, README "--stats"), with its numeric value 0…5.
+/// The network condition of a transport (the `networkCondition` of the stats stream, the Commands article, --stats), with its numeric value 0…5.
 public enum NetworkCondition: String, Sendable, CaseIterable, Comparable {
     case unknown, critical, warning, fair, good, excellent
 
@@ -11,8 +11,8 @@ public enum NetworkConditionReason: String, Sendable {
     case none, unknown, bandwidth, packetLoss
 }
 
-/// Thresholds for scoring (the product's starting point, README "--condition-thresholds"; the source documents publish none). All are
-/// configurable; the README lists the defaults.
+/// Thresholds for scoring (the product's starting point, the Commands article, --condition-thresholds; the source documents publish none). All are
+/// configurable; the Commands article lists the defaults.
 public struct NetworkConditionThresholds: Equatable, Sendable {
     /// Loss fractions (0…1) below which the condition can be excellent / good / fair / warning;
     /// at or above `warningLoss` it is critical.

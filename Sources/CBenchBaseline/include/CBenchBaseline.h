@@ -1,5 +1,5 @@
 // Baselines for `pubbot-bench`, in plain C, compiled in this package so the Swift figures are
-// compared side by side in the same run on the same machine (see README "Performance").
+// compared side by side in the same run on the same machine (see the Performance article).
 #ifndef PUBBOT_CBENCHBASELINE_H
 #define PUBBOT_CBENCHBASELINE_H
 #include <stddef.h>
