@@ -57,6 +57,42 @@ int clinux_addr_port(const clinux_addr *addr) {
     return -1;
 }
 
+int clinux_addr_from_ip(const uint8_t *ip, int ip_length, int port, clinux_addr *out) {
+    if (port < 0 || port > 65535) return -EINVAL;
+    memset(out, 0, sizeof(*out));
+    if (ip_length == 4) {
+        struct sockaddr_in *a = (struct sockaddr_in *)out->storage;
+        a->sin_family = AF_INET;
+        a->sin_port = htons((uint16_t)port);
+        memcpy(&a->sin_addr, ip, 4);
+        out->length = sizeof(*a);
+        return 0;
+    }
+    if (ip_length == 16) {
+        struct sockaddr_in6 *a = (struct sockaddr_in6 *)out->storage;
+        a->sin6_family = AF_INET6;
+        a->sin6_port = htons((uint16_t)port);
+        memcpy(&a->sin6_addr, ip, 16);
+        out->length = sizeof(*a);
+        return 0;
+    }
+    return -EINVAL;
+}
+
+int clinux_addr_ip(const clinux_addr *addr, uint8_t *ip) {
+    const struct sockaddr *sa = (const struct sockaddr *)addr->storage;
+    if (sa->sa_family == AF_INET) { memcpy(ip, &((const struct sockaddr_in *)sa)->sin_addr, 4); return 4; }
+    if (sa->sa_family == AF_INET6) { memcpy(ip, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16); return 16; }
+    return -EAFNOSUPPORT;
+}
+
+int clinux_addr_set_port(clinux_addr *addr, int port) {
+    struct sockaddr *sa = (struct sockaddr *)addr->storage;
+    if (sa->sa_family == AF_INET) { ((struct sockaddr_in *)sa)->sin_port = htons((uint16_t)port); return 0; }
+    if (sa->sa_family == AF_INET6) { ((struct sockaddr_in6 *)sa)->sin6_port = htons((uint16_t)port); return 0; }
+    return -EAFNOSUPPORT;
+}
+
 int clinux_format(const clinux_addr *addr, char *buf, size_t cap) {
     const struct sockaddr *sa = (const struct sockaddr *)addr->storage;
     char host[INET6_ADDRSTRLEN] = "?";

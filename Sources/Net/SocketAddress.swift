@@ -18,6 +18,22 @@ public struct SocketAddress: Sendable, CustomStringConvertible, Hashable {
         raw = a
     }
 
+    /// An address from its IP bytes (4: IPv4, 16: IPv6) and port: no resolver, no text (what
+    /// the sessions convert ICE's addresses with, per datagram). nil for another length or port.
+    public init?(ip: [UInt8], port: Int) {
+        var a = clinux_addr()
+        let rc = ip.withUnsafeBufferPointer { clinux_addr_from_ip($0.baseAddress, Int32($0.count), Int32(port), &a) }
+        guard rc == 0 else { return nil }
+        raw = a
+    }
+
+    /// The IP bytes (4 or 16).
+    public var ipBytes: [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: 16)
+        let n = withUnsafePointer(to: raw) { clinux_addr_ip($0, &bytes) }
+        return n > 0 ? Array(bytes.prefix(Int(n))) : []
+    }
+
     /// Parses `HOST:PORT` or `[V6]:PORT`.
     public init(parsing text: String) throws(SocketError) {
         let (host, port) = try Self.split(text)
@@ -52,9 +68,9 @@ public struct SocketAddress: Sendable, CustomStringConvertible, Hashable {
 
     /// The same host with another port.
     public func withPort(_ port: Int) -> SocketAddress {
-        let text = description
-        let host = (try? Self.split(text).0) ?? "127.0.0.1"
-        return (try? SocketAddress(host: host, port: port)) ?? self
+        guard (0...65535).contains(port) else { return self }
+        var a = raw
+        return clinux_addr_set_port(&a, Int32(port)) == 0 ? SocketAddress(raw: a) : self
     }
 
     /// The host part, as text.

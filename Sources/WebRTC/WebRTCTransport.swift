@@ -205,17 +205,18 @@ public final class WebRTCTransport {
 }
 
 extension STUNAddress {
-    /// The same address as a socket names it.
+    /// The same address as a socket names it (its bytes: no text, no resolver).
     public init?(_ address: SocketAddress) {
-        guard let ip = STUNAddress.parseIP(Substring(address.host)) else { return nil }
+        let ip = address.ipBytes
+        guard ip.count == 4 || ip.count == 16 else { return nil }
         self.init(ip: ip, port: UInt16(address.port))
     }
 }
 
 extension SocketAddress {
-    /// The same address as ICE names it.
+    /// The same address as ICE names it (its bytes: no text, no resolver — the sessions convert
+    /// every transport datagram's address).
     public init?(_ address: STUNAddress) {
-        guard let a = try? SocketAddress(host: address.ipText, port: Int(address.port)) else { return nil }
-        self = a
+        self.init(ip: address.ip, port: Int(address.port))
     }
 }

@@ -162,3 +162,22 @@ import RTPCore
         #expect(LocalInterfaces.hostAddresses(interface: "no-such-interface0").isEmpty)
     }
 }
+
+/// Addresses built from their bytes — what the sessions convert every transport datagram's
+/// address with — agree with the resolver's, with no text and no `getaddrinfo` between.
+@Suite struct SocketAddressBytesTests {
+    @Test(arguments: [("192.0.2.7", 5004, [UInt8]([192, 0, 2, 7])),
+                      ("2001:db8::1", 443, [UInt8]([0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]))])
+    func bytesRoundTripAndMatchTheResolver(_ host: String, _ port: Int, _ ip: [UInt8]) throws {
+        let resolved = try SocketAddress(host: host, port: port)
+        let built = try #require(SocketAddress(ip: ip, port: port))
+        #expect(built == resolved && built.ipBytes == ip && built.port == port)
+        #expect(built.withPort(9) == (try SocketAddress(host: host, port: 9)))
+        #expect(built.withPort(9).ipBytes == ip)
+    }
+
+    @Test func refusesWhatIsNotAnAddress() {
+        #expect(SocketAddress(ip: [1, 2, 3], port: 1) == nil)
+        #expect(SocketAddress(ip: [127, 0, 0, 1], port: 70_000) == nil)
+    }
+}

@@ -16,6 +16,13 @@ int clinux_resolve(const char *host, int port, clinux_addr *out);
 int clinux_format(const clinux_addr *addr, char *buf, size_t cap);
 int clinux_addr_family(const clinux_addr *addr);
 int clinux_addr_port(const clinux_addr *addr);
+/// Builds an address from raw IP bytes (4: IPv4, 16: IPv6) and a port, with no resolver and no
+/// text. Returns 0, or -EINVAL for another length or port.
+int clinux_addr_from_ip(const uint8_t *ip, int ip_length, int port, clinux_addr *out);
+/// Copies the address's IP bytes into `ip` (room for 16). Returns 4, 16, or -EAFNOSUPPORT.
+int clinux_addr_ip(const clinux_addr *addr, uint8_t *ip);
+/// The same address with another port (0, or -EAFNOSUPPORT).
+int clinux_addr_set_port(clinux_addr *addr, int port);
 
 /// The machine's interface addresses (getifaddrs): up to `max` entries of interface name (16
 /// bytes), family (4 or 6), address bytes (16), flags (bit 0 loopback, bit 1 up). Returns the
