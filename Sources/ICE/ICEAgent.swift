@@ -68,6 +68,10 @@ public final class ICEAgent {
         public var requestsAnswered = 0
         /// STUN messages dropped: bad integrity, wrong username, unknown transaction.
         public var rejected = 0
+        /// Messages of our own that could not be encoded (never sent; an empty datagram is not
+        /// a check): an attribute over STUN's 16-bit length (RFC 8489 §14) — a username or
+        /// candidate far out of range.
+        public var encodeFailures = 0
     }
 
     enum PairState { case waiting, inProgress, succeeded, failed }
@@ -223,8 +227,10 @@ public final class ICEAgent {
                 consentTransactions.append(txid)
                 consentSentAt[txid] = now
                 if consentTransactions.count > 8 { consentSentAt[consentTransactions.removeFirst()] = nil }
-                outbox.append(Transmit(bytes: request(pair: s, transaction: txid, useCandidate: false), from: pairs[s].local.address, to: pairs[s].remote.address))
-                counters.checksSent += 1
+                if let bytes = request(pair: s, transaction: txid, useCandidate: false) {
+                    outbox.append(Transmit(bytes: bytes, from: pairs[s].local.address, to: pairs[s].remote.address))
+                    counters.checksSent += 1
+                }
                 nextConsent = now + 4_000_000 + Int64(random.next() % 2_000_001) // 4–6 s, uniformly random
             }
         }
@@ -241,24 +247,29 @@ public final class ICEAgent {
     }
 
     func send(check i: Int, retransmission: Bool) {
-        if retransmission { counters.retransmissions += 1 } else { counters.checksSent += 1 }
         pairs[i].transmissions += 1
         if pairs[i].transmissions == 1 { pairs[i].sentAt = now }
         pairs[i].sentRole = role
         let interval = min(Self.firstRetransmit << Int64(max(0, pairs[i].transmissions - 1)), Self.maxRetransmitInterval)
         pairs[i].nextRetransmit = now + interval
-        outbox.append(Transmit(bytes: request(pair: i, transaction: pairs[i].transaction, useCandidate: pairs[i].useCandidate),
-                               from: pairs[i].local.address, to: pairs[i].remote.address))
+        // Unencodable: nothing goes out, but the pair's clock runs, so it fails in time.
+        guard let bytes = request(pair: i, transaction: pairs[i].transaction, useCandidate: pairs[i].useCandidate) else { return }
+        if retransmission { counters.retransmissions += 1 } else { counters.checksSent += 1 }
+        outbox.append(Transmit(bytes: bytes, from: pairs[i].local.address, to: pairs[i].remote.address))
     }
 
-    func request(pair i: Int, transaction: [UInt8], useCandidate: Bool) -> [UInt8] {
+    func request(pair i: Int, transaction: [UInt8], useCandidate: Bool) -> [UInt8]? {
         let r = remote ?? Credentials(ufrag: "", password: "")
         var attributes: [STUNAttribute] = [.username("\(r.ufrag):\(local.ufrag)"),
                                            .priority(ICECandidate.priority(kind: .prflx, localPreference: pairs[i].local.priority >> 8 & 0xFFFF)),
                                            role == .controlling ? .iceControlling(tieBreaker) : .iceControlled(tieBreaker)]
         if useCandidate && role == .controlling { attributes.append(.useCandidate) }
         let m = STUNMessage(class: .request, transactionID: transaction, attributes: attributes)
-        return (try? m.encode(integrityKey: Array(r.password.utf8), hmacSHA1: hmac, fingerprint: true)) ?? []
+        guard let bytes = try? m.encode(integrityKey: Array(r.password.utf8), hmacSHA1: hmac, fingerprint: true) else {
+            counters.encodeFailures += 1
+            return nil
+        }
+        return bytes
     }
 
     // MARK: datagrams
@@ -311,6 +322,8 @@ public final class ICEAgent {
         let ok = STUNMessage(class: .success, transactionID: m.transactionID, attributes: [.xorMappedAddress(from)])
         if let bytes = try? ok.encode(integrityKey: Array(local.password.utf8), hmacSHA1: hmac, fingerprint: true) {
             outbox.append(Transmit(bytes: bytes, from: to, to: from))
+        } else {
+            counters.encodeFailures += 1
         }
         guard let localCandidate = localCandidates.first(where: { $0.address == to }) ?? (lite ? ICECandidate.host(to) : nil) else { return }
         // A source we did not know: a peer-reflexive candidate (§7.3.1.3).
@@ -346,6 +359,8 @@ public final class ICEAgent {
         let e = STUNMessage(class: .error, transactionID: m.transactionID, attributes: [.errorCode(error.0, error.1)])
         if let bytes = try? e.encode(integrityKey: integrity ? Array(local.password.utf8) : nil, hmacSHA1: hmac, fingerprint: true) {
             outbox.append(Transmit(bytes: bytes, from: from, to: to))
+        } else {
+            counters.encodeFailures += 1
         }
     }
 

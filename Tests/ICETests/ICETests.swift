@@ -220,3 +220,16 @@ func liteServer() -> ICEAgent {
         #expect(now < 5_000_000) // the silent server is given up after ~3.75 s
     }
 }
+
+@Suite struct ICEEncodeFailureTests {
+    /// A remote ufrag too long for STUN's 16-bit attribute length (a hostile answer's): the
+    /// check cannot be encoded, so none is sent — never an empty datagram — and it is counted.
+    @Test func aCheckThatCannotBeEncodedIsCountedNotSentEmpty() {
+        let a = publisher(remote: ICEAgent.Credentials(ufrag: String(repeating: "u", count: 70_000), password: "server-password-24-chars"))
+        var now: Int64 = 0
+        for _ in 0..<20 { _ = a.step(now: now); now += 50_000 }
+        var sent = 0
+        while let t = a.pollTransmit() { sent += 1; #expect(!t.bytes.isEmpty) }
+        #expect(sent == 0 && a.counters.encodeFailures > 0 && a.counters.checksSent == 0, "\(a.counters)")
+    }
+}
