@@ -11,7 +11,7 @@ let package = Package(
     name: "pubbot",
     products: [
         .executable(name: "pubbot", targets: ["pubbot"]),
-        .executable(name: "pubbot-bench", targets: ["pubbot-bench"]),
+        .executable(name: "pubbot-bench", targets: ["pubbot-bench"])
     ],
     targets: [
         .systemLibrary(name: "CVPX", pkgConfig: "vpx", providers: [.apt(["libvpx-dev"])]),
@@ -54,36 +54,64 @@ let package = Package(
         .target(name: "Transport", dependencies: ["Net", "SRTP", "CLinuxNet", "COpenSSL", "RTPCore", "Platform"], swiftSettings: hot),
         // The publisher session, sans-IO: frames, datagrams and time in; datagrams, events and
         // deadlines out. No clock, thread, socket or OS random can be imported here.
-        .target(name: "PublisherCore", dependencies: ["RTPCore", "MediaCodecs", "Net", "SRTP", "Stats", "Congestion", "WebRTC", "ICE"], swiftSettings: hot),
+        .target(
+            name: "PublisherCore", dependencies: ["RTPCore", "MediaCodecs", "Net", "SRTP", "Stats", "Congestion", "WebRTC", "ICE"],
+            swiftSettings: hot),
         // Its drivers: the media and network threads of one publisher, the mailbox between them,
         // the socket side. Re-exports PublisherCore.
-        .target(name: "PublisherEngine", dependencies: ["PublisherCore", "Platform", "RTPCore", "MediaCodecs", "Transport", "Stats", "Congestion", "WebRTC", "ICE"], swiftSettings: hot),
+        .target(
+            name: "PublisherEngine",
+            dependencies: ["PublisherCore", "Platform", "RTPCore", "MediaCodecs", "Transport", "Stats", "Congestion", "WebRTC", "ICE"],
+            swiftSettings: hot),
         // The receiver session, sans-IO: the router's side of each publisher (SRTP, demux,
         // transport-cc, NACK, PLI, reports; the ICE-lite/DTLS endpoint of WHIP publishers) and the
         // subscriber behind it (reassembly, decoding, stamps), with the link emulators.
-        .target(name: "Receiver", dependencies: ["RTPCore", "MediaCodecs", "Net", "SRTP", "Stats", "Impairment", "Congestion", "WebRTC", "ICE", "DTLS", "Crypto"]),
+        .target(
+            name: "Receiver",
+            dependencies: ["RTPCore", "MediaCodecs", "Net", "SRTP", "Stats", "Impairment", "Congestion", "WebRTC", "ICE", "DTLS", "Crypto"]),
         // Its driver: the receive thread, its socket and clock. Re-exports Receiver.
-        .target(name: "LoopbackReceiver", dependencies: ["Receiver", "Platform", "RTPCore", "MediaCodecs", "Transport", "Stats", "Impairment", "Congestion", "WebRTC", "ICE", "DTLS", "Crypto"]),
+        .target(
+            name: "LoopbackReceiver",
+            dependencies: [
+                "Receiver", "Platform", "RTPCore", "MediaCodecs", "Transport", "Stats", "Impairment", "Congestion", "WebRTC", "ICE", "DTLS",
+                "Crypto"
+            ]),
         // The pre-flight's driver: a real publisher (and the embedded receiver) sampled into the
         // sans-IO `PreflightProbe`, the verdict, the audio-only phase.
         .target(name: "PreflightRunner", dependencies: ["Platform", "Preflight", "PublisherEngine", "LoopbackReceiver", "Simulation"]),
         // `pubbot load`: many replay bots (whole publisher sessions) on a few event loops.
-        .target(name: "Fleet", dependencies: ["Platform", "PublisherEngine", "Transport", "MediaCodecs", "Stats", "WHIPPublish", "DTLS", "WebRTC", "RTPCore"]),
+        .target(
+            name: "Fleet",
+            dependencies: ["Platform", "PublisherEngine", "Transport", "MediaCodecs", "Stats", "WHIPPublish", "DTLS", "WebRTC", "RTPCore"]),
         // The publisher and receiver sessions connected in virtual time (`pubbot simulate`, scenario tests).
         .target(name: "Simulation", dependencies: ["PublisherCore", "Receiver", "MediaCodecs", "Net", "SRTP", "Stats"]),
         // A WHIP publish set up: socket and candidates, the offer POSTed, the answer applied.
-        .target(name: "WHIPPublish", dependencies: ["WHIP", "Signalling", "WebRTC", "ICE", "DTLS", "Crypto", "Transport", "PublisherEngine", "RTPCore", "Platform", "MediaCodecs", "LoopbackReceiver"]),
+        .target(
+            name: "WHIPPublish",
+            dependencies: [
+                "WHIP", "Signalling", "WebRTC", "ICE", "DTLS", "Crypto", "Transport", "PublisherEngine", "RTPCore", "Platform",
+                "MediaCodecs", "LoopbackReceiver"
+            ]),
         // pubbot's small HTTP/1.1 server (metrics, the WHIP endpoint of `receive --whip-listen`).
         .target(name: "HTTPServer", dependencies: ["Platform"]),
         // `receive --whip-listen`: the WHIP endpoint in front of the receiver.
         .target(name: "WHIPEndpoint", dependencies: ["LoopbackReceiver", "HTTPServer", "Signalling", "DTLS", "ICE", "RTPCore", "Platform"]),
-        .target(name: "BotCLI", dependencies: ["WHIP", "WHIPEndpoint", "HTTPServer", "WHIPPublish", "DTLS", "Platform", "Fleet", "PreflightRunner", "PublisherEngine", "LoopbackReceiver", "Simulation", "Transport", "Stats", "RTPCore", "MediaCodecs", "Impairment", "Congestion", "Preflight"],
-                exclude: ["stats.schema.json", "preflight.schema.json", "load-report.schema.json"]), // output schemas, beside the code that emits them
+        .target(
+            name: "BotCLI",
+            dependencies: [
+                "WHIP", "WHIPEndpoint", "HTTPServer", "WHIPPublish", "DTLS", "Platform", "Fleet", "PreflightRunner", "PublisherEngine",
+                "LoopbackReceiver", "Simulation", "Transport", "Stats", "RTPCore", "MediaCodecs", "Impairment", "Congestion", "Preflight"
+            ],
+            // Output schemas, beside the code that emits them.
+            exclude: ["stats.schema.json", "preflight.schema.json", "load-report.schema.json"]),
         .executableTarget(name: "pubbot", dependencies: ["BotCLI"]),
         // Benchmarks (`scripts/bench`): the hot path against C baselines compiled here, with
         // allocations counted by the interposed malloc.
         .target(name: "CBenchBaseline", dependencies: ["CSRTP"]),
-        .target(name: "Bench", dependencies: ["Platform", "CBenchBaseline", "RTPCore", "Transport", "MediaCodecs", "PublisherEngine", "Stats", "DTLS"], swiftSettings: hot),
+        .target(
+            name: "Bench",
+            dependencies: ["Platform", "CBenchBaseline", "RTPCore", "Transport", "MediaCodecs", "PublisherEngine", "Stats", "DTLS"],
+            swiftSettings: hot),
         .executableTarget(name: "pubbot-bench", dependencies: ["Bench", "CAllocCounter"]),
 
         .testTarget(name: "RTPCoreTests", dependencies: ["RTPCore"]),
@@ -102,10 +130,27 @@ let package = Package(
         .testTarget(name: "CongestionTests", dependencies: ["Congestion", "Impairment", "RTPCore", "Preflight"]),
         .testTarget(name: "MediaCodecsTests", dependencies: ["MediaCodecs"]),
         .testTarget(name: "TransportTests", dependencies: ["Platform", "Transport", "RTPCore"]),
-        .testTarget(name: "PublisherEngineTests", dependencies: ["Platform", "PublisherEngine", "PublisherCore", "WebRTC", "ICE", "DTLS", "Crypto", "Transport", "RTPCore", "MediaCodecs", "Stats", "CAllocCounter", "Congestion"]),
-        .testTarget(name: "LoopbackReceiverTests", dependencies: ["Platform", "LoopbackReceiver", "Receiver", "Transport", "RTPCore", "MediaCodecs", "ICE", "DTLS", "WebRTC", "Crypto"]),
+        .testTarget(
+            name: "PublisherEngineTests",
+            dependencies: [
+                "Platform", "PublisherEngine", "PublisherCore", "WebRTC", "ICE", "DTLS", "Crypto", "Transport", "RTPCore", "MediaCodecs",
+                "Stats", "CAllocCounter", "Congestion"
+            ]),
+        .testTarget(
+            name: "LoopbackReceiverTests",
+            dependencies: [
+                "Platform", "LoopbackReceiver", "Receiver", "Transport", "RTPCore", "MediaCodecs", "ICE", "DTLS", "WebRTC", "Crypto"
+            ]),
         .testTarget(name: "BotCLITests", dependencies: ["BotCLI"]),
-        .testTarget(name: "IntegrationTests", dependencies: ["DTLS", "ICE", "Crypto", "Platform", "PublisherEngine", "LoopbackReceiver", "Transport", "BotCLI", "TestSupport"]),
-        .testTarget(name: "SimulationTests", dependencies: ["Simulation", "Preflight", "PreflightRunner", "PublisherEngine", "LoopbackReceiver", "MediaCodecs", "Transport", "Impairment", "Stats"]),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["DTLS", "ICE", "Crypto", "Platform", "PublisherEngine", "LoopbackReceiver", "Transport", "BotCLI", "TestSupport"]
+        ),
+        .testTarget(
+            name: "SimulationTests",
+            dependencies: [
+                "Simulation", "Preflight", "PreflightRunner", "PublisherEngine", "LoopbackReceiver", "MediaCodecs", "Transport",
+                "Impairment", "Stats"
+            ])
     ]
 )

@@ -5,8 +5,8 @@ import Transport
 import MediaCodecs
 import Stats
 #if canImport(Glibc)
-import Glibc
-import Platform
+    import Glibc
+    import Platform
 #endif
 
 /// One measured figure: operations per second of CPU over repeated runs, and (when there is
@@ -35,10 +35,13 @@ public struct BenchResult: Sendable {
 
     public var json: JSONValue {
         func r(_ v: Double) -> JSONValue { .double((v * 1000).rounded() / 1000) }
-        return .object([("name", .string(name)), ("unit", .string(unit)), ("median", r(median)), ("min", r(runs.min() ?? 0)), ("max", r(runs.max() ?? 0)),
-                        ("runs", .int(Int64(runs.count))), ("baseline", baseline.map { .string($0) } ?? .null),
-                        ("baselineMedian", baselineMedian.map(r) ?? .null), ("ratio", ratio.map(r) ?? .null),
-                        ("allocationsPerOp", allocationsPerOp.map(r) ?? .null), ("note", note.map { .string($0) } ?? .null)])
+        return .object([
+            ("name", .string(name)), ("unit", .string(unit)), ("median", r(median)), ("min", r(runs.min() ?? 0)),
+            ("max", r(runs.max() ?? 0)),
+            ("runs", .int(Int64(runs.count))), ("baseline", baseline.map { .string($0) } ?? .null),
+            ("baselineMedian", baselineMedian.map(r) ?? .null), ("ratio", ratio.map(r) ?? .null),
+            ("allocationsPerOp", allocationsPerOp.map(r) ?? .null), ("note", note.map { .string($0) } ?? .null)
+        ])
     }
 }
 
@@ -72,7 +75,9 @@ public struct Benchmarks {
         var out: [[UInt8]] = []
         for n in 0..<count {
             source.fill(&picture, frameNumber: UInt32(n), captureMillis: UInt32(n * 33))
-            if let f = try encoder.encode(&picture, layer: 0, frameNumber: UInt32(n), captureMicros: Int64(n) * 33_333, forceKeyFrame: n == 0, clock: { 0 }) {
+            if let f = try encoder.encode(
+                &picture, layer: 0, frameNumber: UInt32(n), captureMicros: Int64(n) * 33_333, forceKeyFrame: n == 0, clock: { 0 })
+            {
                 out.append(f.bytes)
             }
         }
@@ -85,8 +90,9 @@ public struct Benchmarks {
     /// abs-send-time, VP8 descriptor with picture ID, about-equal split into arena slots) against
     /// the C loop doing the same bytes.
     public func packetize(frames: [[UInt8]], mtu: Int = 1200) -> BenchResult {
-        let template = RTPHeaderTemplate(payloadType: 96, ssrc: 0x1234_5678, strings: [(RTPExtension.mid.id, "0"), (RTPExtension.rid.id, "f")],
-                                         transportSequence: true, absSendTime: true)
+        let template = RTPHeaderTemplate(
+            payloadType: 96, ssrc: 0x1234_5678, strings: [(RTPExtension.mid.id, "0"), (RTPExtension.rid.id, "f")],
+            transportSequence: true, absSendTime: true)
         let slotCount = 256, slotSize = PacketArena.slotSize
         let arena = PacketArena(capacity: slotCount)
         let maxPayload = mtu - template.size
@@ -115,7 +121,9 @@ public struct Benchmarks {
                         template.bytes.withUnsafeBufferPointer { hp in
                             for _ in 0..<repeats {
                                 let ptrs = UnsafeRawPointer(fp.baseAddress!).assumingMemoryBound(to: UnsafePointer<UInt8>?.self)
-                                nC += cbench_packetize(ptrs, sp.baseAddress, frames.count, hp.baseAddress, hp.count, maxPayload, cSlots, slotSize, slotCount, cLengths, &seqC, &pidC)
+                                nC += cbench_packetize(
+                                    ptrs, sp.baseAddress, frames.count, hp.baseAddress, hp.count, maxPayload, cSlots, slotSize, slotCount,
+                                    cLengths, &seqC, &pidC)
                             }
                         }
                     }
@@ -129,7 +137,9 @@ public struct Benchmarks {
                 for _ in 0..<repeats {
                     var f = 0
                     while f < frames.count {
-                        n += packetizeFrame(frames[f], template: template, arena: arena, slot: &slot, slotCount: slotCount, maxPayload: maxPayload, seq: &seq, pid: &pid)
+                        n += packetizeFrame(
+                            frames[f], template: template, arena: arena, slot: &slot, slotCount: slotCount, maxPayload: maxPayload,
+                            seq: &seq, pid: &pid)
                         f += 1
                     }
                 }
@@ -143,8 +153,10 @@ public struct Benchmarks {
     }
 
     @inline(never)
-    func packetizeFrame(_ frame: [UInt8], template: RTPHeaderTemplate, arena: PacketArena, slot: inout Int, slotCount: Int, maxPayload: Int,
-                        seq: inout UInt16, pid: inout UInt16) -> Int {
+    func packetizeFrame(
+        _ frame: [UInt8], template: RTPHeaderTemplate, arena: PacketArena, slot: inout Int, slotCount: Int, maxPayload: Int,
+        seq: inout UInt16, pid: inout UInt16
+    ) -> Int {
         let d = VP8PayloadDescriptor(pictureID: pid)
         var count = 0
         do throws(RTPWriteError) {
@@ -152,7 +164,9 @@ public struct Benchmarks {
             let span = frame.span
             while p.index < p.packetCount {
                 var w = ByteWriter(UnsafeMutableRawBufferPointer(start: arena.pointer(slot), count: PacketArena.slotSize))
-                try template.write(to: &w, sequenceNumber: seq, timestamp: UInt32(truncatingIfNeeded: Int(pid) * 3000), marker: p.index + 1 == p.packetCount)
+                try template.write(
+                    to: &w, sequenceNumber: seq, timestamp: UInt32(truncatingIfNeeded: Int(pid) * 3000),
+                    marker: p.index + 1 == p.packetCount)
                 _ = try p.next(frame: span, into: &w)
                 arena.lengths[slot] = Int32(w.count)
                 seq &+= 1
@@ -191,7 +205,9 @@ public struct Benchmarks {
             var rc: Int32 = 0
             let tC = cpuSeconds {
                 rc = key.withMaterial { k in
-                    cbench_srtp_protect(suite == .gcm ? 1 : 0, k.baseAddress, slots.assumingMemoryBound(to: UInt8.self), slotSize, slotCount, Int32(packetSize), count)
+                    cbench_srtp_protect(
+                        suite == .gcm ? 1 : 0, k.baseAddress, slots.assumingMemoryBound(to: UInt8.self), slotSize, slotCount,
+                        Int32(packetSize), count)
                 }
             }
             if rc != 0 { result.note = "C baseline failed: libsrtp2 error \(rc)" }
@@ -244,13 +260,17 @@ public struct Benchmarks {
             each.runs.append(Double(ok) / t1)
             var sent = 0
             let t2 = cpuSeconds {
-                for _ in 0..<(count / batch) { sent += (try? plain.send(pointers: &pointers, lengths: &lengths, count: batch, to: sink.localAddress)) ?? 0 }
+                for _ in 0..<(count / batch) {
+                    sent += (try? plain.send(pointers: &pointers, lengths: &lengths, count: batch, to: sink.localAddress)) ?? 0
+                }
             }
             mmsg.runs.append(Double(sent) / t2)
             sent = 0
             let a0 = allocations()
             let t3 = cpuSeconds {
-                for _ in 0..<(count / batch) { sent += (try? gso.send(pointers: &pointers, lengths: &lengths, count: batch, to: sink.localAddress)) ?? 0 }
+                for _ in 0..<(count / batch) {
+                    sent += (try? gso.send(pointers: &pointers, lengths: &lengths, count: batch, to: sink.localAddress)) ?? 0
+                }
             }
             allocs += allocations() - a0
             seg.runs.append(Double(sent) / t3)
@@ -282,7 +302,8 @@ extension Benchmarks {
             let s = cpuSeconds {
                 for _ in 0..<n {
                     guard let c = try? DTLSEndpoint(role: .client, certificate: client, remoteFingerprint: server.fingerprint),
-                          let v = try? DTLSEndpoint(role: .server, certificate: server, remoteFingerprint: client.fingerprint) else { failed = true; return }
+                        let v = try? DTLSEndpoint(role: .server, certificate: server, remoteFingerprint: client.fingerprint)
+                    else { failed = true; return }
                     c.start()
                     var rounds = 0
                     while (c.state == .handshaking || v.state == .handshaking) && rounds < 20 {
@@ -296,6 +317,7 @@ extension Benchmarks {
             if failed { throw DTLSError(description: "the benchmark handshake did not complete") }
             runs.append(Double(n) / s)
         }
-        return BenchResult(name: "dtls-handshake", unit: "handshakes/s", runs: runs, note: "client + server CPU together, P-256, AEAD_AES_128_GCM export")
+        return BenchResult(
+            name: "dtls-handshake", unit: "handshakes/s", runs: runs, note: "client + server CPU together, P-256, AEAD_AES_128_GCM export")
     }
 }

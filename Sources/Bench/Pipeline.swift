@@ -28,7 +28,8 @@ extension Benchmarks {
         let packets = s.streams.reduce(0) { $0 + $1.packetsSent }
         let draw = Double(s.media.drawMicros)
         let rest = cpu - codec - draw
-        result.note = "process \(Int(cpu / 1e3)) ms CPU in \(seconds) s: codecs \(Int(codec / 1e3)) ms (VP8 \(s.media.encodeMicros.map { String($0 / 1000) }.joined(separator: "/")) ms per layer, Opus \(s.media.audioEncodeMicros / 1000) ms), drawing the synthetic pictures \(Int(draw / 1e3)) ms, everything else (packetize, SRTP, pacing, send, RTCP) \(Int(rest / 1e3)) ms for \(packets) packets; (codecs + drawing) ratio \(String(Double(Int(cpu / max(1, codec + draw) * 100)) / 100))"
+        result.note =
+            "process \(Int(cpu / 1e3)) ms CPU in \(seconds) s: codecs \(Int(codec / 1e3)) ms (VP8 \(s.media.encodeMicros.map { String($0 / 1000) }.joined(separator: "/")) ms per layer, Opus \(s.media.audioEncodeMicros / 1000) ms), drawing the synthetic pictures \(Int(draw / 1e3)) ms, everything else (packetize, SRTP, pacing, send, RTCP) \(Int(rest / 1e3)) ms for \(packets) packets; (codecs + drawing) ratio \(String(Double(Int(cpu / max(1, codec + draw) * 100)) / 100))"
         return result
     }
 
@@ -40,5 +41,5 @@ extension Benchmarks {
 }
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif

@@ -41,7 +41,9 @@ struct ParsedOptions {
             }
             var name = arg.hasPrefix("--") ? String(arg.dropFirst(2)) : String(arg.dropFirst())
             if let a = spec.aliases[name] { name = a }
-            if let why = spec.planned[name] { throw UsageError("--\(name) is not available in this version yet (\(why))", command: command) }
+            if let why = spec.planned[name] {
+                throw UsageError("--\(name) is not available in this version yet (\(why))", command: command)
+            }
             guard let kind = spec.options[name] else { throw UsageError("unknown option '\(arg)'", command: command) }
             switch kind {
             case .flag:
@@ -49,7 +51,9 @@ struct ParsedOptions {
                 out.flags.insert(name)
             case .value, .repeated:
                 let v: String
-                if let inline { v = inline } else {
+                if let inline {
+                    v = inline
+                } else {
                     guard i < args.endIndex, !(args[i].hasPrefix("--") && args[i].count > 2) else {
                         throw UsageError("missing value for --\(name)", command: command)
                     }

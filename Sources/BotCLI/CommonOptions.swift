@@ -1,7 +1,7 @@
 import WHIP
 import WHIPPublish
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import MediaCodecs
 import PublisherEngine
@@ -13,7 +13,8 @@ import Stats
 enum CommonOptions {
     static let media: [String: OptionSpec.Kind] = [
         "duration": .value, "layers": .value, "fps": .value, "temporal-layers": .value, "srtp-suite": .value,
-        "keyframe-interval": .value, "json": .flag, "mtu": .value, "stats": .value, "stats-interval": .value, "condition-thresholds": .value, "audio-fallback": .flag,
+        "keyframe-interval": .value, "json": .flag, "mtu": .value, "stats": .value, "stats-interval": .value,
+        "condition-thresholds": .value, "audio-fallback": .flag
     ]
 
     static func suite(_ o: ParsedOptions) throws(UsageError) -> SRTPSuite {
@@ -28,7 +29,9 @@ enum CommonOptions {
         let tl = try ValueParsers.temporalLayers(o.value("temporal-layers"))
         var fps = 30
         if let f = o.value("fps") {
-            guard let v = Int(f), ValueParsers.frameRates.contains(v) else { throw UsageError("invalid --fps '\(f)' (\(ValueParsers.frameRateList))") }
+            guard let v = Int(f), ValueParsers.frameRates.contains(v) else {
+                throw UsageError("invalid --fps '\(f)' (\(ValueParsers.frameRateList))")
+            }
             fps = v
         }
         if let l = o.value("layers") { return try ValueParsers.ladder(l, temporalLayers: tl, defaultFps: fps, relayed: relayed) }
@@ -60,7 +63,9 @@ enum CommonOptions {
         var t = NetworkConditionThresholds()
         for item in text.split(separator: ",") {
             let kv = item.split(separator: "=", maxSplits: 1).map(String.init)
-            guard kv.count == 2 else { throw UsageError("invalid --condition-thresholds '\(item)' (e.g. loss=0.5/2/5/10,estimate=75%,window=5s,hold=2)") }
+            guard kv.count == 2 else {
+                throw UsageError("invalid --condition-thresholds '\(item)' (e.g. loss=0.5/2/5/10,estimate=75%,window=5s,hold=2)")
+            }
             switch kv[0] {
             case "loss":
                 let v = kv[1].split(separator: "/").compactMap { Double($0) }
@@ -70,7 +75,9 @@ enum CommonOptions {
                 (t.excellentLoss, t.goodLoss, t.fairLoss, t.warningLoss) = (v[0] / 100, v[1] / 100, v[2] / 100, v[3] / 100)
             case "estimate":
                 let n = kv[1].hasSuffix("%") ? String(kv[1].dropLast()) : kv[1]
-                guard let v = Double(n), v > 0, v <= 100 else { throw UsageError("--condition-thresholds estimate is a percentage, e.g. estimate=75%") }
+                guard let v = Double(n), v > 0, v <= 100 else {
+                    throw UsageError("--condition-thresholds estimate is a percentage, e.g. estimate=75%")
+                }
                 t.goodEstimateShare = v / 100
             case "window":
                 t.windowMicros = try ValueParsers.duration(kv[1], option: "condition-thresholds")
@@ -95,19 +102,25 @@ enum CommonOptions {
             if o.value("stats-interval") != nil { throw UsageError("--stats-interval needs --stats FILE|-") }
             return nil
         }
-        let interval = try o.value("stats-interval").map { d throws(UsageError) in try ValueParsers.duration(d, option: "stats-interval") } ?? 1_000_000
+        let interval =
+            try o.value("stats-interval").map { d throws(UsageError) in try ValueParsers.duration(d, option: "stats-interval") }
+            ?? 1_000_000
         guard interval >= 100_000 else { throw UsageError("--stats-interval must be at least 100ms") }
         guard let writer = JSONLinesWriter(target: target) else { throw UsageError("cannot open '\(target)' for --stats") }
         return (writer, interval)
     }
 
     static func address(_ text: String, option: String) throws(UsageError) -> SocketAddress {
-        do { return try SocketAddress(parsing: text) } catch { throw UsageError("invalid --\(option) '\(text)': expected HOST:PORT, e.g. 127.0.0.1:5004 or [::1]:5004") }
+        do { return try SocketAddress(parsing: text) } catch {
+            throw UsageError("invalid --\(option) '\(text)': expected HOST:PORT, e.g. 127.0.0.1:5004 or [::1]:5004")
+        }
     }
 
     /// The options every WHIP command takes.
-    static let whip: [String: OptionSpec.Kind] = ["whip": .value, "token": .value, "ice-server": .repeated, "ice-interface": .value,
-                                                   "turn-username": .value, "turn-credential": .value, "ice-policy": .value, "turn-ca": .value]
+    static let whip: [String: OptionSpec.Kind] = [
+        "whip": .value, "token": .value, "ice-server": .repeated, "ice-interface": .value,
+        "turn-username": .value, "turn-credential": .value, "ice-policy": .value, "turn-ca": .value
+    ]
 
     /// `--whip URL` and what goes with it (secrets also from PUBBOT_WHIP_TOKEN and
     /// PUBBOT_TURN_CREDENTIAL); nil without --whip, where the other WHIP options are refused.
@@ -123,14 +136,16 @@ enum CommonOptions {
         guard url.lowercased().hasPrefix("http://") || url.lowercased().hasPrefix("https://"), url.count > 8 else {
             throw UsageError("invalid --whep '\(WHIPClient.redacted(url))' (an http:// or https:// URL of a WHEP endpoint)")
         }
-        var s = WHIPOptions(endpoint: url, token: o.value("whep-token") ?? getenv("PUBBOT_WHEP_TOKEN").map { String(cString: $0) } ?? w.token)
+        var s = WHIPOptions(
+            endpoint: url, token: o.value("whep-token") ?? getenv("PUBBOT_WHEP_TOKEN").map { String(cString: $0) } ?? w.token)
         s.interface = w.interface
         return s
     }
 
     static func whipOptions(_ o: ParsedOptions) throws(UsageError) -> WHIPOptions? {
         guard let url = o.value("whip") else {
-            for flag in ["token", "ice-server", "ice-interface", "turn-username", "turn-credential", "ice-policy", "turn-ca"] where o.value(flag) != nil {
+            for flag in ["token", "ice-server", "ice-interface", "turn-username", "turn-credential", "ice-policy", "turn-ca"]
+            where o.value(flag) != nil {
                 throw UsageError("--\(flag) needs --whip URL")
             }
             return nil
@@ -141,7 +156,8 @@ enum CommonOptions {
         func env(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
         var w = WHIPOptions(endpoint: url, token: o.value("token") ?? env("PUBBOT_WHIP_TOKEN"))
         w.iceServers = o.all("ice-server")
-        for s in w.iceServers where !(s.lowercased().hasPrefix("stun:") || s.lowercased().hasPrefix("turn:") || s.lowercased().hasPrefix("turns:")) {
+        for s in w.iceServers
+        where !(s.lowercased().hasPrefix("stun:") || s.lowercased().hasPrefix("turn:") || s.lowercased().hasPrefix("turns:")) {
             throw UsageError("invalid --ice-server '\(s)' (stun:HOST[:PORT], turn:HOST[:PORT][?transport=udp|tcp] or turns:HOST[:PORT])")
         }
         w.turnCAFile = o.value("turn-ca")
@@ -149,7 +165,9 @@ enum CommonOptions {
         w.turnUsername = o.value("turn-username")
         w.turnCredential = o.value("turn-credential") ?? env("PUBBOT_TURN_CREDENTIAL")
         if let p = o.value("ice-policy") {
-            guard let policy = WHIPOptions.Policy(rawValue: p) else { throw UsageError("invalid --ice-policy '\(p)' (all, relay or no-host)") }
+            guard let policy = WHIPOptions.Policy(rawValue: p) else {
+                throw UsageError("invalid --ice-policy '\(p)' (all, relay or no-host)")
+            }
             w.policy = policy
         }
         let hasTURN = w.iceServers.contains { $0.lowercased().hasPrefix("turn:") || $0.lowercased().hasPrefix("turns:") }

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import MediaCodecs
 
@@ -38,8 +38,11 @@ enum DefaultMedia {
         }
         let cache = cacheDirectory()
         Output.err("no replay loops found (looked in \(candidates().joined(separator: ", "))): building them once into \(cache)\n")
-        guard let library = MediaCommand.buildLoops(VideoLayerConfig.ladder(top: 640, 360, layers: 2), seconds: 4, keyFrameIntervalMicros: 1_000_000,
-                                                    label: "media build") else { return nil }
+        guard
+            let library = MediaCommand.buildLoops(
+                VideoLayerConfig.ladder(top: 640, 360, layers: 2), seconds: 4, keyFrameIntervalMicros: 1_000_000,
+                label: "media build")
+        else { return nil }
         var path = ""
         for part in cache.split(separator: "/") { path += "/" + part; _ = mkdir(path, 0o755) }
         do { try library.write(directory: cache) } catch {

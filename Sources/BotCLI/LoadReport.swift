@@ -81,12 +81,15 @@ struct LoadReport {
         var receiverPacketsReceived = 0
         var receiverFramesReceived = 0
 
-        static var fields: [(String, WritableKeyPath<Totals, Int>)] { [
-            ("packetsSent", \.packetsSent), ("bytesSent", \.bytesSent), ("retransmissions", \.retransmissions), ("paddingPackets", \.paddingPackets),
-            ("nackReceived", \.nackReceived), ("pliReceived", \.pliReceived), ("keyFramesSent", \.keyFramesSent),
-            ("packetsLostReported", \.packetsLostReported), ("rtcpReceived", \.rtcpReceived),
-            ("receiverPacketsReceived", \.receiverPacketsReceived), ("receiverFramesReceived", \.receiverFramesReceived),
-        ] }
+        static var fields: [(String, WritableKeyPath<Totals, Int>)] {
+            [
+                ("packetsSent", \.packetsSent), ("bytesSent", \.bytesSent), ("retransmissions", \.retransmissions),
+                ("paddingPackets", \.paddingPackets),
+                ("nackReceived", \.nackReceived), ("pliReceived", \.pliReceived), ("keyFramesSent", \.keyFramesSent),
+                ("packetsLostReported", \.packetsLostReported), ("rtcpReceived", \.rtcpReceived),
+                ("receiverPacketsReceived", \.receiverPacketsReceived), ("receiverFramesReceived", \.receiverFramesReceived)
+            ]
+        }
 
         mutating func add(_ o: Totals) { for (_, k) in Self.fields { self[keyPath: k] += o[keyPath: k] } }
         var json: JSONValue { .object(Self.fields.map { ($0.0, .int(Int64(self[keyPath: $0.1]))) }) }
@@ -101,7 +104,9 @@ struct LoadReport {
         var loss = Histogram()
         var rtt = Histogram()
 
-        static var fields: [(String, WritableKeyPath<Metrics, Histogram>)] { [("bitrate", \.bitrate), ("estimate", \.estimate), ("loss", \.loss), ("rtt", \.rtt)] }
+        static var fields: [(String, WritableKeyPath<Metrics, Histogram>)] {
+            [("bitrate", \.bitrate), ("estimate", \.estimate), ("loss", \.loss), ("rtt", \.rtt)]
+        }
 
         mutating func merge(_ o: Metrics) { for (_, k) in Self.fields { self[keyPath: k].merge(o[keyPath: k]) } }
     }
@@ -129,8 +134,10 @@ struct LoadReport {
     /// `--whep`: what the subscriber bots got through the server.
     var subscribers: SubscriberSummary?
 
-    init(bots snaps: [BotSnapshot], receivers: [ReceiverSnapshot], rooms: [String], requested: Int, shard: LoadCommand.Shard,
-         durationMicros: Int64, cost: Cost?, suite: String, loops: Int) {
+    init(
+        bots snaps: [BotSnapshot], receivers: [ReceiverSnapshot], rooms: [String], requested: Int, shard: LoadCommand.Shard,
+        durationMicros: Int64, cost: Cost?, suite: String, loops: Int
+    ) {
         self.rooms = rooms
         self.requested = requested
         self.durationMicros = durationMicros
@@ -164,13 +171,15 @@ struct LoadReport {
             let loss: Double? = s.network.rtcpReceived > 0 && packets > 0 ? Double(max(0, lost)) / Double(packets) : nil
             let rtt = rtts.isEmpty ? nil : rtts.reduce(0, +) / Double(rtts.count)
             let rx = s.localAddress.flatMap { received[$0.port] }
-            let b = Bot(number: s.number, room: s.room, state: s.state, address: s.localAddress?.description, seconds: seconds, bitrate: bitrate,
-                        estimate: s.network.estimate?.bitrate, loss: loss, rtt: rtt, condition: s.network.networkCondition,
-                        layersActive: s.network.allocation?.layers.filter { $0 > 0 }.count ?? 0, rtcpReceived: s.network.rtcpReceived,
-                        pliReceived: s.streams.reduce(0) { $0 + $1.pliReceived }, keyFramesSent: s.keyFramesSent,
-                        packetsReceived: embedded ? (rx?.packets ?? 0) : nil, framesReceived: embedded ? (rx?.frames ?? 0) : nil,
-                        error: s.error, iceMs: s.network.transport?.iceDurationMs, dtlsMs: s.network.transport?.dtlsDurationMs,
-                        turnAllocateMicros: s.network.transport?.turnAllocateMicros.map { Int($0) }, relayed: s.network.transport?.localCandidateType == "relay")
+            let b = Bot(
+                number: s.number, room: s.room, state: s.state, address: s.localAddress?.description, seconds: seconds, bitrate: bitrate,
+                estimate: s.network.estimate?.bitrate, loss: loss, rtt: rtt, condition: s.network.networkCondition,
+                layersActive: s.network.allocation?.layers.filter { $0 > 0 }.count ?? 0, rtcpReceived: s.network.rtcpReceived,
+                pliReceived: s.streams.reduce(0) { $0 + $1.pliReceived }, keyFramesSent: s.keyFramesSent,
+                packetsReceived: embedded ? (rx?.packets ?? 0) : nil, framesReceived: embedded ? (rx?.frames ?? 0) : nil,
+                error: s.error, iceMs: s.network.transport?.iceDurationMs, dtlsMs: s.network.transport?.dtlsDurationMs,
+                turnAllocateMicros: s.network.transport?.turnAllocateMicros.map { Int($0) },
+                relayed: s.network.transport?.localCandidateType == "relay")
             bots.append(b)
             if negotiated.isEmpty { negotiated = s.negotiated }
             guard s.state != .failed && s.state != .pending else { continue }
@@ -195,8 +204,10 @@ struct LoadReport {
 
     /// A report read back from its JSON (for `report merge`).
     init(json j: JSONValue) throws(UsageError) {
-        guard j["type"]?.stringValue == "loadReport", j["version"]?.intValue == 1, let b = j["bots"], let requested = b["requested"]?.intValue,
-              let started = b["started"]?.intValue, let failed = b["failed"]?.intValue, let fb = b["withFeedback"]?.intValue else {
+        guard j["type"]?.stringValue == "loadReport", j["version"]?.intValue == 1, let b = j["bots"],
+            let requested = b["requested"]?.intValue,
+            let started = b["started"]?.intValue, let failed = b["failed"]?.intValue, let fb = b["withFeedback"]?.intValue
+        else {
             throw UsageError("not a pubbot load report (version 1)")
         }
         self.requested = requested
@@ -210,12 +221,16 @@ struct LoadReport {
         totals = Totals(json: j["totals"])
         if case let .object(fields)? = j["conditions"] {
             for (k, v) in fields {
-                guard let c = NetworkCondition(rawValue: k) else { throw UsageError("the report's conditions name an unknown condition '\(k)'") }
+                guard let c = NetworkCondition(rawValue: k) else {
+                    throw UsageError("the report's conditions name an unknown condition '\(k)'")
+                }
                 conditions[c] = v.intValue ?? 0
             }
         }
         for (k, path) in Metrics.fields {
-            guard let h = j["metrics"]?[k]?["histogram"], let hist = Histogram(json: h) else { throw UsageError("the report's \(k) histogram is missing or damaged") }
+            guard let h = j["metrics"]?[k]?["histogram"], let hist = Histogram(json: h) else {
+                throw UsageError("the report's \(k) histogram is missing or damaged")
+            }
             metrics[keyPath: path] = hist
         }
         receiverRejected = j["receiverRejected"]?.intValue
@@ -226,14 +241,18 @@ struct LoadReport {
             guard let state = o["state"]?.stringValue.flatMap(BotState.init(rawValue:)) else {
                 throw UsageError("bot \(o["bot"]?.intValue ?? -1) of the report has no valid state")
             }
-            bots.append(Bot(number: o["bot"]?.intValue ?? -1, room: o["room"]?.intValue ?? 0, state: state, address: o["address"]?.stringValue,
-                seconds: o["seconds"]?.doubleValue ?? 0, bitrate: o["bitrate"]?.intValue ?? 0, estimate: o["estimate"]?.intValue,
-                loss: o["packetLoss"]?.doubleValue, rtt: o["roundTripTimeMs"]?.doubleValue,
-                condition: o["networkCondition"]?.stringValue.flatMap(NetworkCondition.init(rawValue:)) ?? .unknown,
-                layersActive: o["layersActive"]?.intValue ?? 0, rtcpReceived: o["rtcpReceived"]?.intValue ?? 0, pliReceived: o["pliReceived"]?.intValue ?? 0,
-                keyFramesSent: o["keyFramesSent"]?.intValue ?? 0, packetsReceived: o["packetsReceived"]?.intValue,
-                framesReceived: o["framesReceived"]?.intValue, error: o["error"]?.stringValue, iceMs: o["iceMs"]?.intValue, dtlsMs: o["dtlsMs"]?.intValue,
-                turnAllocateMicros: o["turnAllocateMicros"]?.intValue, relayed: o["relayed"] == .bool(true)))
+            bots.append(
+                Bot(
+                    number: o["bot"]?.intValue ?? -1, room: o["room"]?.intValue ?? 0, state: state, address: o["address"]?.stringValue,
+                    seconds: o["seconds"]?.doubleValue ?? 0, bitrate: o["bitrate"]?.intValue ?? 0, estimate: o["estimate"]?.intValue,
+                    loss: o["packetLoss"]?.doubleValue, rtt: o["roundTripTimeMs"]?.doubleValue,
+                    condition: o["networkCondition"]?.stringValue.flatMap(NetworkCondition.init(rawValue:)) ?? .unknown,
+                    layersActive: o["layersActive"]?.intValue ?? 0, rtcpReceived: o["rtcpReceived"]?.intValue ?? 0,
+                    pliReceived: o["pliReceived"]?.intValue ?? 0,
+                    keyFramesSent: o["keyFramesSent"]?.intValue ?? 0, packetsReceived: o["packetsReceived"]?.intValue,
+                    framesReceived: o["framesReceived"]?.intValue, error: o["error"]?.stringValue, iceMs: o["iceMs"]?.intValue,
+                    dtlsMs: o["dtlsMs"]?.intValue,
+                    turnAllocateMicros: o["turnAllocateMicros"]?.intValue, relayed: o["relayed"] == .bool(true)))
         }
         cost = nil
     }
@@ -275,57 +294,119 @@ struct LoadReport {
     }
 
     func json() -> JSONValue {
-        var f: [(String, JSONValue)] = [("type", .string("loadReport")), ("version", .int(1)), ("shards", .array(shards.map { .string($0) }))]
-        f.append(("bots", .object([("requested", .int(Int64(requested))), ("started", .int(Int64(started))), ("failed", .int(Int64(failed))),
-                                   ("withFeedback", .int(Int64(withFeedback)))])))
+        var f: [(String, JSONValue)] = [
+            ("type", .string("loadReport")), ("version", .int(1)), ("shards", .array(shards.map { .string($0) }))
+        ]
+        f.append(
+            (
+                "bots",
+                .object([
+                    ("requested", .int(Int64(requested))), ("started", .int(Int64(started))), ("failed", .int(Int64(failed))),
+                    ("withFeedback", .int(Int64(withFeedback)))
+                ])
+            ))
         f.append(("durationMs", .int(durationMicros / 1000)))
         f.append(("srtpSuite", .string(suite)))
         f.append(("eventLoops", .int(Int64(loops))))
         f.append(("totals", totals.json))
-        f.append(("conditions", .object(conditions.sorted { $0.key.rawValue < $1.key.rawValue }.map { ($0.key.rawValue, .int(Int64($0.value))) })))
+        f.append(
+            (
+                "conditions",
+                .object(conditions.sorted { $0.key.rawValue < $1.key.rawValue }.map { ($0.key.rawValue, .int(Int64($0.value))) })
+            ))
         var m: [(String, JSONValue)] = []
         for (k, path) in Metrics.fields {
             let h = metrics[keyPath: path]
             func p(_ q: Double) -> JSONValue { h.percentile(q).map { .double(($0 * 10_000).rounded() / 10_000) } ?? .null }
-            m.append((k, .object([("p5", p(0.05)), ("p50", p(0.5)), ("p95", p(0.95)), ("p99", p(0.99)),
-                                  ("mean", h.mean.map { .double(($0 * 10_000).rounded() / 10_000) } ?? .null), ("histogram", h.json)])))
+            m.append(
+                (
+                    k,
+                    .object([
+                        ("p5", p(0.05)), ("p50", p(0.5)), ("p95", p(0.95)), ("p99", p(0.99)),
+                        ("mean", h.mean.map { .double(($0 * 10_000).rounded() / 10_000) } ?? .null), ("histogram", h.json)
+                    ])
+                ))
         }
         f.append(("metrics", .object(m)))
         if let c = cost {
             let perCore = c.loopCPUPercent > 0 ? Double(started) / (c.loopCPUPercent / 100) : nil
-            f.append(("cost", .object([("eventLoopCPUPercent", .double((c.loopCPUPercent * 10).rounded() / 10)),
-                                       ("botsPerCore", perCore.map { .double($0.rounded()) } ?? .null),
-                                       ("peakRSSBytes", .int(Int64(c.peakRSSBytes))),
-                                       ("rssPerBotBytes", .int(Int64(started > 0 ? c.peakRSSBytes / started : 0))),
-                                       ("steadySeconds", .double((c.seconds * 10).rounded() / 10)),
-                                       ("encoderCPUPercent", c.encoderCPUPercent.map { .double(($0 * 10).rounded() / 10) } ?? .null)])))
+            f.append(
+                (
+                    "cost",
+                    .object([
+                        ("eventLoopCPUPercent", .double((c.loopCPUPercent * 10).rounded() / 10)),
+                        ("botsPerCore", perCore.map { .double($0.rounded()) } ?? .null),
+                        ("peakRSSBytes", .int(Int64(c.peakRSSBytes))),
+                        ("rssPerBotBytes", .int(Int64(started > 0 ? c.peakRSSBytes / started : 0))),
+                        ("steadySeconds", .double((c.seconds * 10).rounded() / 10)),
+                        ("encoderCPUPercent", c.encoderCPUPercent.map { .double(($0 * 10).rounded() / 10) } ?? .null)
+                    ])
+                ))
         } else {
             f.append(("cost", .null))
         }
-        f.append(("rooms", .array(roomSummaries().map { r in
-            .object([("room", .int(Int64(r.room))), ("destination", r.destination.map { .string($0) } ?? .null), ("bots", .int(Int64(r.bots))),
-                     ("withFeedback", .int(Int64(r.withFeedback))), ("lossP95", r.loss.percentile(0.95).map { .double(($0 * 10_000).rounded() / 10_000) } ?? .null),
-                     ("rttP95", r.rtt.percentile(0.95).map { .double(($0 * 10).rounded() / 10) } ?? .null)])
-        })))
+        f.append(
+            (
+                "rooms",
+                .array(
+                    roomSummaries().map { r in
+                        .object([
+                            ("room", .int(Int64(r.room))), ("destination", r.destination.map { .string($0) } ?? .null),
+                            ("bots", .int(Int64(r.bots))),
+                            ("withFeedback", .int(Int64(r.withFeedback))),
+                            ("lossP95", r.loss.percentile(0.95).map { .double(($0 * 10_000).rounded() / 10_000) } ?? .null),
+                            ("rttP95", r.rtt.percentile(0.95).map { .double(($0 * 10).rounded() / 10) } ?? .null)
+                        ])
+                    })
+            ))
         f.append(("receiverRejected", receiverRejected.map { .int(Int64($0)) } ?? .null))
         if let w = handshakes {
             func stats(_ v: [Int]) -> JSONValue {
-                .object([("p50", .int(Int64(Self.percentile(v, 0.5)))), ("p95", .int(Int64(Self.percentile(v, 0.95)))), ("max", .int(Int64(v.max() ?? 0)))])
+                .object([
+                    ("p50", .int(Int64(Self.percentile(v, 0.5)))), ("p95", .int(Int64(Self.percentile(v, 0.95)))),
+                    ("max", .int(Int64(v.max() ?? 0)))
+                ])
             }
             let allocations = bots.compactMap(\.turnAllocateMicros)
             let relayRTT = bots.filter(\.relayed).compactMap(\.rtt)
-            f.append(("webrtc", .object([("connected", .int(Int64(w.ice.count))), ("iceMs", stats(w.ice)), ("dtlsMs", stats(w.dtls)),
-                                         ("turn", allocations.isEmpty ? .null : .object([
-                                            ("allocated", .int(Int64(allocations.count))), ("relayed", .int(Int64(relayRTT.count))),
-                                            ("allocateMicros", stats(allocations)),
-                                            ("relayRTTMsP50", relayRTT.isEmpty ? .null : .double((Self.percentileD(relayRTT, 0.5) * 10).rounded() / 10)),
-                                            ("relayRTTMsP95", relayRTT.isEmpty ? .null : .double((Self.percentileD(relayRTT, 0.95) * 10).rounded() / 10))])),
-                                         ("negotiated", .object(negotiated.map { ($0.0, .string($0.1)) }))])))
+            f.append(
+                (
+                    "webrtc",
+                    .object([
+                        ("connected", .int(Int64(w.ice.count))), ("iceMs", stats(w.ice)), ("dtlsMs", stats(w.dtls)),
+                        (
+                            "turn",
+                            allocations.isEmpty
+                                ? .null
+                                : .object([
+                                    ("allocated", .int(Int64(allocations.count))), ("relayed", .int(Int64(relayRTT.count))),
+                                    ("allocateMicros", stats(allocations)),
+                                    (
+                                        "relayRTTMsP50",
+                                        relayRTT.isEmpty ? .null : .double((Self.percentileD(relayRTT, 0.5) * 10).rounded() / 10)
+                                    ),
+                                    (
+                                        "relayRTTMsP95",
+                                        relayRTT.isEmpty ? .null : .double((Self.percentileD(relayRTT, 0.95) * 10).rounded() / 10)
+                                    )
+                                ])
+                        ),
+                        ("negotiated", .object(negotiated.map { ($0.0, .string($0.1)) }))
+                    ])
+                ))
         }
         if let subscribers { f.append(("subscribers", subscribers.json)) }
-        f.append(("requirements", .array(results.map { r in
-            .object([("require", .string(r.0.text)), ("value", r.1.map { .double(($0 * 10_000).rounded() / 10_000) } ?? .null), ("met", .bool(r.2))])
-        })))
+        f.append(
+            (
+                "requirements",
+                .array(
+                    results.map { r in
+                        .object([
+                            ("require", .string(r.0.text)), ("value", r.1.map { .double(($0 * 10_000).rounded() / 10_000) } ?? .null),
+                            ("met", .bool(r.2))
+                        ])
+                    })
+            ))
         f.append(("ok", .bool(exitCode == 0)))
         f.append(("perBot", .array(bots.map(\.json))))
         return .object(f)
@@ -349,7 +430,9 @@ struct LoadReport {
         return s[min(s.count - 1, Int((Double(s.count - 1) * q).rounded()))]
     }
 
-    struct RoomSummary { var room: Int; var destination: String?; var bots = 0; var withFeedback = 0; var loss = Histogram(); var rtt = Histogram() }
+    struct RoomSummary {
+        var room: Int; var destination: String?; var bots = 0; var withFeedback = 0; var loss = Histogram(); var rtt = Histogram()
+    }
 
     /// Per room, from the per-bot lines (so merged shards summarise the same way).
     func roomSummaries() -> [RoomSummary] {
@@ -377,7 +460,8 @@ struct LoadReport {
     }
 
     func human() -> String {
-        var out = "pubbot load — \(started)/\(requested) bots started (\(failed) failed), \(withFeedback) heard back, \(Units.fixed(Double(durationMicros) / 1e6, 1)) s, shard\(shards.count > 1 ? "s" : "") \(shards.joined(separator: " "))\n\n"
+        var out =
+            "pubbot load — \(started)/\(requested) bots started (\(failed) failed), \(withFeedback) heard back, \(Units.fixed(Double(durationMicros) / 1e6, 1)) s, shard\(shards.count > 1 ? "s" : "") \(shards.joined(separator: " "))\n\n"
         var t = TextTable(headers: ["metric", "p5", "p50", "p95", "p99", "mean"], rightAligned: [1, 2, 3, 4, 5])
         for (k, path) in Metrics.fields {
             let h = metrics[keyPath: path]
@@ -395,34 +479,53 @@ struct LoadReport {
         let rs = roomSummaries()
         if rs.count > 1 {
             for r in rs {
-                out += "room \(r.room) (\(r.destination ?? "?")): \(r.bots) bots, \(r.withFeedback) heard back, loss p95 \(r.loss.percentile(0.95).map { Units.fixed($0 * 100, 2) } ?? "-") %, RTT p95 \(r.rtt.percentile(0.95).map { Units.fixed($0, 1) } ?? "-") ms\n"
+                out +=
+                    "room \(r.room) (\(r.destination ?? "?")): \(r.bots) bots, \(r.withFeedback) heard back, loss p95 \(r.loss.percentile(0.95).map { Units.fixed($0 * 100, 2) } ?? "-") %, RTT p95 \(r.rtt.percentile(0.95).map { Units.fixed($0, 1) } ?? "-") ms\n"
             }
         }
         if let w = handshakes {
-            out += "WHIP: \(w.ice.count) connected; ICE p50 \(Self.percentile(w.ice, 0.5)) ms, p95 \(Self.percentile(w.ice, 0.95)) ms; DTLS p50 \(Self.percentile(w.dtls, 0.5)) ms, p95 \(Self.percentile(w.dtls, 0.95)) ms"
+            out +=
+                "WHIP: \(w.ice.count) connected; ICE p50 \(Self.percentile(w.ice, 0.5)) ms, p95 \(Self.percentile(w.ice, 0.95)) ms; DTLS p50 \(Self.percentile(w.dtls, 0.5)) ms, p95 \(Self.percentile(w.dtls, 0.95)) ms"
             out += negotiated.isEmpty ? "\n" : "; " + negotiated.map { "\($0.0) \($0.1)" }.joined(separator: ", ") + "\n"
             let allocations = bots.compactMap(\.turnAllocateMicros)
             if !allocations.isEmpty {
                 let rtt = bots.filter(\.relayed).compactMap(\.rtt)
-                out += "TURN: \(allocations.count) allocations (p50 \(Units.fixed(Double(Self.percentile(allocations, 0.5)) / 1000, 1)) ms, p95 \(Units.fixed(Double(Self.percentile(allocations, 0.95)) / 1000, 1)) ms), \(bots.filter(\.relayed).count) bots relayed"
-                out += rtt.isEmpty ? "\n" : ", relay RTT p50 \(Units.fixed(Self.percentileD(rtt, 0.5), 1)) ms, p95 \(Units.fixed(Self.percentileD(rtt, 0.95), 1)) ms\n"
+                out +=
+                    "TURN: \(allocations.count) allocations (p50 \(Units.fixed(Double(Self.percentile(allocations, 0.5)) / 1000, 1)) ms, p95 \(Units.fixed(Double(Self.percentile(allocations, 0.95)) / 1000, 1)) ms), \(bots.filter(\.relayed).count) bots relayed"
+                out +=
+                    rtt.isEmpty
+                    ? "\n"
+                    : ", relay RTT p50 \(Units.fixed(Self.percentileD(rtt, 0.5), 1)) ms, p95 \(Units.fixed(Self.percentileD(rtt, 0.95), 1)) ms\n"
             }
         }
-        out += "conditions: " + conditions.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue) \($0.value)" }.joined(separator: ", ") + "\n"
-        out += "totals: \(totals.packetsSent) packets sent, \(totals.retransmissions) RTX, \(totals.pliReceived) PLI, \(totals.keyFramesSent) key frames"
-        if totals.receiverPacketsReceived > 0 { out += ", receiver: \(totals.receiverPacketsReceived) packets, \(totals.receiverFramesReceived) frames" }
+        out +=
+            "conditions: "
+            + conditions.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue) \($0.value)" }.joined(separator: ", ")
+            + "\n"
+        out +=
+            "totals: \(totals.packetsSent) packets sent, \(totals.retransmissions) RTX, \(totals.pliReceived) PLI, \(totals.keyFramesSent) key frames"
+        if totals.receiverPacketsReceived > 0 {
+            out += ", receiver: \(totals.receiverPacketsReceived) packets, \(totals.receiverFramesReceived) frames"
+        }
         out += "\n"
         if let c = cost {
             let perCore = c.loopCPUPercent > 0 ? Double(started) / (c.loopCPUPercent / 100) : 0
-            out += "cost: event loops \(Units.fixed(c.loopCPUPercent, 1)) % of a core for \(started) bots → \(Int(perCore)) bots per core (\(suite)); peak RSS \(c.peakRSSBytes >> 20) MiB, \(started > 0 ? (c.peakRSSBytes / started) >> 10 : 0) KiB per bot\n"
-            if let e = c.encoderCPUPercent { out += "shared live encoder (--encode): \(Units.fixed(e, 1)) % of a core on top, for all bots\n" }
+            out +=
+                "cost: event loops \(Units.fixed(c.loopCPUPercent, 1)) % of a core for \(started) bots → \(Int(perCore)) bots per core (\(suite)); peak RSS \(c.peakRSSBytes >> 20) MiB, \(started > 0 ? (c.peakRSSBytes / started) >> 10 : 0) KiB per bot\n"
+            if let e = c.encoderCPUPercent {
+                out += "shared live encoder (--encode): \(Units.fixed(e, 1)) % of a core on top, for all bots\n"
+            }
         }
         let silent = bots.filter { $0.state != .failed && $0.rtcpReceived == 0 }
-        if !silent.isEmpty { out += "no feedback: bots \(silent.prefix(10).map { String($0.number) }.joined(separator: ", "))\(silent.count > 10 ? " …" : "")\n" }
+        if !silent.isEmpty {
+            out +=
+                "no feedback: bots \(silent.prefix(10).map { String($0.number) }.joined(separator: ", "))\(silent.count > 10 ? " …" : "")\n"
+        }
         for b in bots where b.state == .failed { out += "bot \(b.number) failed: \(b.error ?? "?")\n" }
         if let subscribers { out += subscribers.human }
         for r in results {
-            out += "require \(r.0.text): \(r.1.map { Units.fixed($0 * (r.0.metric == .loss || r.0.metric == .started || r.0.metric == .feedback ? 100 : 1), 2) } ?? "-") → \(r.2 ? "met" : "NOT MET")\n"
+            out +=
+                "require \(r.0.text): \(r.1.map { Units.fixed($0 * (r.0.metric == .loss || r.0.metric == .started || r.0.metric == .feedback ? 100 : 1), 2) } ?? "-") → \(r.2 ? "met" : "NOT MET")\n"
         }
         out += "result: \(exitCode == 0 ? "ok" : "FAILED") (exit \(exitCode))\n"
         return out

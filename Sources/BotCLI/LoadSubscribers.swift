@@ -26,7 +26,9 @@ final class SubscriberFleet: @unchecked Sendable {
         self.options = options
         members = Locked((0..<count).map { Member(number: $0, room: $0 % rooms) })
         var endpoints: [String] = []
-        for k in 0..<count { endpoints.append(WHIPOptions.expand(options.endpoint, room: k % rooms, publisher: (k / rooms) % max(1, publishersPerRoom))) }
+        for k in 0..<count {
+            endpoints.append(WHIPOptions.expand(options.endpoint, room: k % rooms, publisher: (k / rooms) % max(1, publishersPerRoom)))
+        }
         self.endpoints = endpoints
     }
     let endpoints: [String]
@@ -38,15 +40,18 @@ final class SubscriberFleet: @unchecked Sendable {
             var each = options
             each.endpoint = endpoints[k]
             let o = each, members = self.members, delay = Int64(k) * spacingMicros
-            threads.append(JoinableThread(name: "pubbot-sub-\(k)") {
-                Clock.sleep(micros: delay)
-                do throws(WHIPConnectError) {
-                    let (receiver, subscription) = try WHEPReceiver.open(o)
-                    members.withLock { $0[k].receiver = receiver; $0[k].subscription = subscription }
-                } catch {
-                    members.withLock { $0[k].error = error.description }
-                }
-            })
+            threads.append(
+                JoinableThread(name: "pubbot-sub-\(k)") {
+                    Clock.sleep(micros: delay)
+                    do throws(WHIPConnectError) {
+                        let (receiver, subscription) = try WHEPReceiver.open(o)
+                        members.withLock {
+                            $0[k].receiver = receiver; $0[k].subscription = subscription
+                        }
+                    } catch {
+                        members.withLock { $0[k].error = error.description }
+                    }
+                })
         }
     }
 
@@ -65,8 +70,11 @@ final class SubscriberFleet: @unchecked Sendable {
             let snap = r.snapshot()
             members.withLock {
                 $0[k].snapshot = snap
-                if let t = snap.webrtcPublishers.first, t.state == "failed" { $0[k].error = t.failure ?? "the transport failed" }
-                else if !snap.streams.contains(where: { $0.kind == .video && $0.framesDecoded > 0 }) { $0[k].error = "no video frame decoded" }
+                if let t = snap.webrtcPublishers.first, t.state == "failed" {
+                    $0[k].error = t.failure ?? "the transport failed"
+                } else if !snap.streams.contains(where: { $0.kind == .video && $0.framesDecoded > 0 }) {
+                    $0[k].error = "no video frame decoded"
+                }
                 $0[k].receiver = nil
             }
         }
@@ -99,10 +107,11 @@ struct SubscriberSummary {
         subscribers = members.map { m in
             let v = m.snapshot?.streams.first { $0.kind == .video }
             let t = m.snapshot?.webrtcPublishers.first
-            return One(number: m.number, room: m.room, error: m.error, latencyMs: v?.latencyMeanMillis, freezes: v?.freezeCount ?? 0,
-                       freezeMs: v?.totalFreezesDurationMillis ?? 0, fps: v?.receivedFrameRate ?? 0,
-                       width: v?.width ?? 0, height: v?.height ?? 0, lost: max(0, v?.packetsLost ?? 0), received: v?.packetsReceived ?? 0,
-                       iceMs: t?.iceMillis, dtlsMs: t?.dtlsMillis)
+            return One(
+                number: m.number, room: m.room, error: m.error, latencyMs: v?.latencyMeanMillis, freezes: v?.freezeCount ?? 0,
+                freezeMs: v?.totalFreezesDurationMillis ?? 0, fps: v?.receivedFrameRate ?? 0,
+                width: v?.width ?? 0, height: v?.height ?? 0, lost: max(0, v?.packetsLost ?? 0), received: v?.packetsReceived ?? 0,
+                iceMs: t?.iceMillis, dtlsMs: t?.dtlsMillis)
         }
     }
 
@@ -116,7 +125,7 @@ struct SubscriberSummary {
             ("subscribers", .int(Int64(s.count))), ("ok", .int(Int64(ok.count))),
             ("latencyMs", .object([("p50", p(lat, 0.5)), ("p95", p(lat, 0.95)), ("max", p(lat, 1))])),
             ("freezes", .object([("total", .int(Int64(ok.reduce(0) { $0 + $1.freezes }))), ("p95", p(fr, 0.95)), ("max", p(fr, 1))])),
-            ("decodedFrameRate", .object([("p5", p(fps, 0.05)), ("p50", p(fps, 0.5)), ("min", p(fps, 0))])),
+            ("decodedFrameRate", .object([("p5", p(fps, 0.05)), ("p50", p(fps, 0.5)), ("min", p(fps, 0))]))
         ])
     }
 
@@ -124,17 +133,30 @@ struct SubscriberSummary {
         func ms(_ v: Double?) -> JSONValue { v.map { .double(($0 * 10).rounded() / 10) } ?? .null }
         return .object([
             ("fleet", Self.figures(subscribers)),
-            ("rooms", .array((0..<rooms).map { r in
-                guard case let .object(f) = Self.figures(subscribers.filter { $0.room == r }) else { return .null }
-                return .object([("room", .int(Int64(r)))] + f)
-            })),
-            ("perSubscriber", .array(subscribers.map { s in
-                .object([("subscriber", .int(Int64(s.number))), ("room", .int(Int64(s.room))), ("error", s.error.map { .string($0) } ?? .null),
-                         ("width", .int(Int64(s.width))), ("height", .int(Int64(s.height))), ("decodedFrameRate", .double((s.fps * 10).rounded() / 10)),
-                         ("freezeCount", .int(Int64(s.freezes))), ("totalFreezesDurationMs", .double(s.freezeMs.rounded())),
-                         ("latencyMeanMs", ms(s.latencyMs)), ("packetsReceived", .int(Int64(s.received))), ("packetsLost", .int(Int64(s.lost))),
-                         ("iceDurationMs", ms(s.iceMs)), ("dtlsDurationMs", ms(s.dtlsMs))])
-            })),
+            (
+                "rooms",
+                .array(
+                    (0..<rooms).map { r in
+                        guard case let .object(f) = Self.figures(subscribers.filter { $0.room == r }) else { return .null }
+                        return .object([("room", .int(Int64(r)))] + f)
+                    })
+            ),
+            (
+                "perSubscriber",
+                .array(
+                    subscribers.map { s in
+                        .object([
+                            ("subscriber", .int(Int64(s.number))), ("room", .int(Int64(s.room))),
+                            ("error", s.error.map { .string($0) } ?? .null),
+                            ("width", .int(Int64(s.width))), ("height", .int(Int64(s.height))),
+                            ("decodedFrameRate", .double((s.fps * 10).rounded() / 10)),
+                            ("freezeCount", .int(Int64(s.freezes))), ("totalFreezesDurationMs", .double(s.freezeMs.rounded())),
+                            ("latencyMeanMs", ms(s.latencyMs)), ("packetsReceived", .int(Int64(s.received))),
+                            ("packetsLost", .int(Int64(s.lost))),
+                            ("iceDurationMs", ms(s.iceMs)), ("dtlsDurationMs", ms(s.dtlsMs))
+                        ])
+                    })
+            )
         ])
     }
 
@@ -143,8 +165,14 @@ struct SubscriberSummary {
             let ok = s.filter { $0.error == nil }
             let lat = ok.compactMap(\.latencyMs), fps = ok.map(\.fps)
             var out = "  \(label): \(ok.count)/\(s.count) decoding"
-            if !lat.isEmpty { out += ", latency p50 \(Units.fixed(LoadReport.percentileD(lat, 0.5), 1)) ms p95 \(Units.fixed(LoadReport.percentileD(lat, 0.95), 1)) ms" }
-            if !fps.isEmpty { out += ", decoded fps p5 \(Units.fixed(LoadReport.percentileD(fps, 0.05), 1)) p50 \(Units.fixed(LoadReport.percentileD(fps, 0.5), 1))" }
+            if !lat.isEmpty {
+                out +=
+                    ", latency p50 \(Units.fixed(LoadReport.percentileD(lat, 0.5), 1)) ms p95 \(Units.fixed(LoadReport.percentileD(lat, 0.95), 1)) ms"
+            }
+            if !fps.isEmpty {
+                out +=
+                    ", decoded fps p5 \(Units.fixed(LoadReport.percentileD(fps, 0.05), 1)) p50 \(Units.fixed(LoadReport.percentileD(fps, 0.5), 1))"
+            }
             out += ", freezes \(ok.reduce(0) { $0 + $1.freezes })\n"
             return out
         }

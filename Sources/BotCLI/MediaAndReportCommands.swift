@@ -29,31 +29,43 @@ enum MediaCommand {
         let o = try ParsedOptions.parse(args.dropFirst(), spec: spec, command: "media")
         if o.helpRequested { Output.out(Help.help("media")! + "\n"); return 0 }
         let out = o.value("out") ?? LoadCommand.defaultMedia
-        let seconds = try o.value("seconds").map { s throws(UsageError) in
-            guard let n = Int(s), (1...60).contains(n) else { throw UsageError("invalid --seconds '\(s)' (1…60)", command: "media") }
-            return n
-        } ?? 4
+        let seconds =
+            try o.value("seconds").map { s throws(UsageError) in
+                guard let n = Int(s), (1...60).contains(n) else { throw UsageError("invalid --seconds '\(s)' (1…60)", command: "media") }
+                return n
+            } ?? 4
         var fps = 30
         if let f = o.value("fps") {
-            guard let v = Int(f), ValueParsers.frameRates.contains(v) else { throw UsageError("invalid --fps '\(f)' (\(ValueParsers.frameRateList))", command: "media") }
+            guard let v = Int(f), ValueParsers.frameRates.contains(v) else {
+                throw UsageError("invalid --fps '\(f)' (\(ValueParsers.frameRateList))", command: "media")
+            }
             fps = v
         }
-        let layers = try o.value("layers").map { l throws(UsageError) in try ValueParsers.ladder(l, temporalLayers: 1, defaultFps: fps) }
+        let layers =
+            try o.value("layers").map { l throws(UsageError) in try ValueParsers.ladder(l, temporalLayers: 1, defaultFps: fps) }
             ?? VideoLayerConfig.ladder(top: 640, 360, layers: 2, fps: fps)
-        let kfi = try o.value("keyframe-interval").map { d throws(UsageError) in try ValueParsers.duration(d, option: "keyframe-interval") } ?? 1_000_000
+        let kfi =
+            try o.value("keyframe-interval").map { d throws(UsageError) in try ValueParsers.duration(d, option: "keyframe-interval") }
+            ?? 1_000_000
         guard kfi >= 100_000 else { throw UsageError("--keyframe-interval must be at least 100ms", command: "media") }
         guard let library = buildLoops(layers, seconds: seconds, keyFrameIntervalMicros: kfi, label: "media build") else { return 2 }
         do { try library.write(directory: out) } catch {
             Output.err("Error: \(error)\n")
             return 2
         }
-        var t = TextTable(headers: ["layer", "resolution", "frames", "key frames", "target", "bitrate", "bytes"], rightAligned: [2, 3, 4, 5, 6])
+        var t = TextTable(
+            headers: ["layer", "resolution", "frames", "key frames", "target", "bitrate", "bytes"], rightAligned: [2, 3, 4, 5, 6])
         for l in library.layers {
-            t.add([l.config.rid, "\(l.config.width)x\(l.config.height)@\(l.config.fps)", String(l.frames.count), String(l.keyFrames.count),
-                   Units.bitrate(l.config.targetBitrate), Units.bitrate(l.bitrate), String(l.frames.reduce(0) { $0 + $1.bytes.count })])
+            t.add([
+                l.config.rid, "\(l.config.width)x\(l.config.height)@\(l.config.fps)", String(l.frames.count), String(l.keyFrames.count),
+                Units.bitrate(l.config.targetBitrate), Units.bitrate(l.bitrate), String(l.frames.reduce(0) { $0 + $1.bytes.count })
+            ])
         }
-        t.add(["audio", "opus", String(library.audio.count), "-", Units.bitrate(library.audioBitrate),
-               Units.bitrate(library.audio.reduce(0) { $0 + $1.count } * 8 / max(1, seconds)), String(library.audio.reduce(0) { $0 + $1.count })])
+        t.add([
+            "audio", "opus", String(library.audio.count), "-", Units.bitrate(library.audioBitrate),
+            Units.bitrate(library.audio.reduce(0) { $0 + $1.count } * 8 / max(1, seconds)),
+            String(library.audio.reduce(0) { $0 + $1.count })
+        ])
         Output.out("wrote \(out)/ (\(seconds) s loops, a key frame every \(Units.fixed(Double(kfi) / 1e6, 2)) s)\n" + t.render())
         return 0
     }
@@ -78,8 +90,12 @@ enum ReportCommand {
             let a = rest[i]
             if a.hasPrefix("-") {
                 optionArgs.append(a)
-                if spec.options[String(a.drop { $0 == "-" })] == .value, !a.contains("="), i + 1 < rest.endIndex { optionArgs.append(rest[i + 1]); i += 1 }
-            } else { files.append(a) }
+                if spec.options[String(a.drop { $0 == "-" })] == .value, !a.contains("="), i + 1 < rest.endIndex {
+                    optionArgs.append(rest[i + 1]); i += 1
+                }
+            } else {
+                files.append(a)
+            }
             i += 1
         }
         let o = try ParsedOptions.parse(optionArgs[...], spec: spec, command: "report")
@@ -95,7 +111,8 @@ enum ReportCommand {
             if merged == nil { merged = r } else { merged!.merge(r) }
         }
         var report = merged!
-        let reqs = try o.value("require").map { r throws(UsageError) in try LoadRequirement.parseList(r) }
+        let reqs =
+            try o.value("require").map { r throws(UsageError) in try LoadRequirement.parseList(r) }
             ?? report.requirementTexts.compactMap { try? LoadRequirement.parse($0) }
         report.evaluate(reqs)
         guard report.emit(to: o.value("report"), json: o.has("json")) else { return 2 }

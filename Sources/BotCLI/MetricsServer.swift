@@ -16,8 +16,11 @@ public final class MetricsServer: @unchecked Sendable {
         do {
             server = try HTTPServer(host: host, port: port, name: "pubbot-metrics") { r in
                 guard r.path == "/metrics" else { return HTTPResponse(status: 404, text: "not found; try /metrics\n") }
-                guard r.method == "GET" else { return HTTPResponse(status: 405, headers: [("Allow", "GET")], body: Array("GET /metrics\n".utf8)) }
-                return HTTPResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")], body: Array(render().utf8))
+                guard r.method == "GET" else {
+                    return HTTPResponse(status: 405, headers: [("Allow", "GET")], body: Array("GET /metrics\n".utf8))
+                }
+                return HTTPResponse(
+                    status: 200, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")], body: Array(render().utf8))
             }
         } catch {
             throw StartError(description: "--metrics: \(error.description)")

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Stats
 import Transport
@@ -53,7 +53,9 @@ enum Output {
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).dropLast(text.hasSuffix("\n") ? 1 : 0)
         for l in lines { out += "\u{1B}[2K" + l + "\n" }
         // Clear what a taller previous frame left below.
-        if screenLines > lines.count { out += String(repeating: "\u{1B}[2K\n", count: screenLines - lines.count) + "\u{1B}[\(screenLines - lines.count)F" }
+        if screenLines > lines.count {
+            out += String(repeating: "\u{1B}[2K\n", count: screenLines - lines.count) + "\u{1B}[\(screenLines - lines.count)F"
+        }
         screenLines = lines.count
         err(out)
     }
@@ -72,13 +74,16 @@ enum Report {
     }
 
     static func publisherTable(_ s: PublisherSnapshotView) -> String {
-        var t = TextTable(headers: ["stream", "ssrc", "resolution", "mode", "frames", "packets", "payload", "bitrate"], rightAligned: [1, 4, 5, 6, 7])
+        var t = TextTable(
+            headers: ["stream", "ssrc", "resolution", "mode", "frames", "packets", "payload", "bitrate"], rightAligned: [1, 4, 5, 6, 7])
         for st in s.streams {
             let secs = max(0.001, Double(s.elapsedMicros) / 1e6)
-            t.add([streamName(kind: st.kind, rid: st.rid, width: st.width, height: st.height), String(st.ssrc),
-                   st.kind == .audio ? "48 kHz" : "\(st.width)x\(st.height)", st.scalabilityMode ?? "-",
-                   String(st.framesSent), String(st.packetsSent), String(st.payloadBytesSent),
-                   Units.bitrate(Int(Double(st.payloadBytesSent * 8) / secs))])
+            t.add([
+                streamName(kind: st.kind, rid: st.rid, width: st.width, height: st.height), String(st.ssrc),
+                st.kind == .audio ? "48 kHz" : "\(st.width)x\(st.height)", st.scalabilityMode ?? "-",
+                String(st.framesSent), String(st.packetsSent), String(st.payloadBytesSent),
+                Units.bitrate(Int(Double(st.payloadBytesSent * 8) / secs))
+            ])
         }
         return t.render()
     }
@@ -91,14 +96,16 @@ enum Report {
             ("headerBytesReceived", .int(Int64(s.headerBytesReceived))), ("packetsLost", .int(Int64(s.packetsLost))),
             ("framesAssembled", .int(Int64(s.framesAssembled))), ("framesDecoded", .int(Int64(s.framesDecoded))),
             ("framesDropped", .int(Int64(s.framesDropped))), ("decodeErrors", .int(Int64(s.decodeErrors))),
-            ("bitrate", .int(Int64(s.bitrate))), ("byeReceived", .bool(s.byeReceived)),
+            ("bitrate", .int(Int64(s.bitrate))), ("byeReceived", .bool(s.byeReceived))
         ]
         if s.kind == .video {
-            f += [("width", .int(Int64(s.width))), ("height", .int(Int64(s.height))), ("stampsRead", .int(Int64(s.stampsRead))),
-                  ("stampsOutOfOrder", .int(Int64(s.stampsOutOfOrder))), ("resolutionChanges", .int(Int64(s.resolutionChanges))),
-                  ("freezeCount", .int(Int64(s.freezeCount))), ("totalFreezesDurationMs", .double(s.totalFreezesDurationMillis.rounded())),
-                  ("latencyMeanMs", s.latencyMeanMillis.map { .double(($0 * 10).rounded() / 10) } ?? .null),
-                  ("latencyP95Ms", s.latencyP95Millis.map { .double(($0 * 10).rounded() / 10) } ?? .null)]
+            f += [
+                ("width", .int(Int64(s.width))), ("height", .int(Int64(s.height))), ("stampsRead", .int(Int64(s.stampsRead))),
+                ("stampsOutOfOrder", .int(Int64(s.stampsOutOfOrder))), ("resolutionChanges", .int(Int64(s.resolutionChanges))),
+                ("freezeCount", .int(Int64(s.freezeCount))), ("totalFreezesDurationMs", .double(s.totalFreezesDurationMillis.rounded())),
+                ("latencyMeanMs", s.latencyMeanMillis.map { .double(($0 * 10).rounded() / 10) } ?? .null),
+                ("latencyP95Ms", s.latencyP95Millis.map { .double(($0 * 10).rounded() / 10) } ?? .null)
+            ]
         } else {
             f += [("samplesDecoded", .int(Int64(s.samplesDecoded))), ("audioPeak", .int(Int64(s.audioPeak)))]
         }
@@ -107,7 +114,8 @@ enum Report {
 
     static func outboundJSON(_ s: OutboundStreamStats) -> JSONValue {
         .object([
-            ("ssrc", .int(Int64(s.ssrc))), ("kind", .string(s.kind.rawValue)), ("mid", .string(s.mid)), ("rid", s.rid.map { .string($0) } ?? .null),
+            ("ssrc", .int(Int64(s.ssrc))), ("kind", .string(s.kind.rawValue)), ("mid", .string(s.mid)),
+            ("rid", s.rid.map { .string($0) } ?? .null),
             ("codec", .string(s.codec)), ("width", .int(Int64(s.width))), ("height", .int(Int64(s.height))),
             ("scalabilityMode", s.scalabilityMode.map { .string($0) } ?? .null),
             ("packetsSent", .int(Int64(s.packetsSent))), ("bytesSent", .int(Int64(s.payloadBytesSent))),
@@ -115,15 +123,18 @@ enum Report {
             ("framesEncoded", .int(Int64(s.framesEncoded))), ("keyFramesSent", .int(Int64(s.keyFramesSent))),
             ("targetBitrate", .int(Int64(s.targetBitrate))), ("qualityLimitationReason", .string(s.qualityLimitationReason)),
             ("roundTripTimeMs", s.roundTripTimeMillis.map { .double(($0 * 10).rounded() / 10) } ?? .null),
-            ("fractionLost", .double(s.fractionLost)), ("pliReceived", .int(Int64(s.pliReceived))), ("firReceived", .int(Int64(s.firReceived))),
+            ("fractionLost", .double(s.fractionLost)), ("pliReceived", .int(Int64(s.pliReceived))),
+            ("firReceived", .int(Int64(s.firReceived)))
         ])
     }
 
     static func rejectedJSON(_ r: RejectedPackets) -> JSONValue {
-        .object([("authenticationFailed", .int(Int64(r.authenticationFailed))), ("replayed", .int(Int64(r.replayed))),
-                 ("malformed", .int(Int64(r.malformed))), ("oversized", .int(Int64(r.oversized))),
-                 ("unknownPayloadType", .int(Int64(r.unknownPayloadType))), ("notRTP", .int(Int64(r.notRTP))),
-                 ("ssrcCollision", .int(Int64(r.ssrcCollision))), ("unknownSource", .int(Int64(r.unknownSource)))])
+        .object([
+            ("authenticationFailed", .int(Int64(r.authenticationFailed))), ("replayed", .int(Int64(r.replayed))),
+            ("malformed", .int(Int64(r.malformed))), ("oversized", .int(Int64(r.oversized))),
+            ("unknownPayloadType", .int(Int64(r.unknownPayloadType))), ("notRTP", .int(Int64(r.notRTP))),
+            ("ssrcCollision", .int(Int64(r.ssrcCollision))), ("unknownSource", .int(Int64(r.unknownSource)))
+        ])
     }
 }
 

@@ -11,15 +11,17 @@ import Platform
 import WHIPPublish
 import DTLS
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `pubbot preflight`: embedded receiver + publisher over loopback, per-layer results.
 enum PreflightCommand {
     static let spec: OptionSpec = {
         var o = CommonOptions.media
-        for (k, v) in ["audio-only": OptionSpec.Kind.flag, "impair": .value, "to": .value, "key": .value, "sdp": .value, "require": .value,
-                       "junit": .value, "verdict-thresholds": .value, "whep": .value, "whep-token": .value] { o[k] = v }
+        for (k, v) in [
+            "audio-only": OptionSpec.Kind.flag, "impair": .value, "to": .value, "key": .value, "sdp": .value, "require": .value,
+            "junit": .value, "verdict-thresholds": .value, "whep": .value, "whep-token": .value
+        ] { o[k] = v }
         for (k, v) in CommonOptions.whip { o[k] = v }
         return OptionSpec(options: o)
     }()
@@ -35,7 +37,9 @@ enum PreflightCommand {
         Output.stdoutIsStats = o.value("stats") == "-"
         let limit = try o.value("duration").map { d throws(UsageError) in try ValueParsers.duration(d, option: "duration") } ?? 15_000_000
         guard limit >= 2_000_000, limit <= 600_000_000 else { throw UsageError("--duration must be between 2s and 10m") }
-        if let r = o.value("require"), !requirements.contains(r) { throw UsageError("invalid --require '\(r)' (one of \(requirements.joined(separator: ", ")))") }
+        if let r = o.value("require"), !requirements.contains(r) {
+            throw UsageError("invalid --require '\(r)' (one of \(requirements.joined(separator: ", ")))")
+        }
         let thresholds = try o.value("verdict-thresholds").map { t throws(UsageError) in try verdictThresholds(t) } ?? VerdictThresholds()
         let suite = try CommonOptions.suite(o)
 
@@ -45,7 +49,8 @@ enum PreflightCommand {
         var receiver: LoopbackReceiver?
         let whipOptions = try CommonOptions.whipOptions(o)
         let whipURL = whipOptions?.endpoint
-        let whepOptions = try CommonOptions.whepOptions(o, whip: whipOptions, needs: "pubbot subscribes to what it publishes through the server")
+        let whepOptions = try CommonOptions.whepOptions(
+            o, whip: whipOptions, needs: "pubbot subscribes to what it publishes through the server")
         if whipURL != nil {
             // A WebRTC server: the verdict comes from its feedback over ICE/DTLS-SRTP.
             for flag in ["to", "sdp", "key", "impair", "srtp-suite"] where o.value(flag) != nil {
@@ -54,7 +59,9 @@ enum PreflightCommand {
             key = SRTPKey.random(suite: .gcm)
             destination = try CommonOptions.address("127.0.0.1:9", option: "whip") // replaced by the answer's
         } else if o.value("to") != nil || o.value("sdp") != nil {
-            if o.value("impair") != nil { throw UsageError("--impair applies to the embedded receiver; with --to, impair the remote one (pubbot receive --impair)") }
+            if o.value("impair") != nil {
+                throw UsageError("--impair applies to the embedded receiver; with --to, impair the remote one (pubbot receive --impair)")
+            }
             var toText = o.value("to")
             if let path = o.value("sdp") {
                 guard o.value("key") == nil else { throw UsageError("give either --key or --sdp, not both") }
@@ -64,7 +71,9 @@ enum PreflightCommand {
                 guard let c = sd.media.first(where: { $0.crypto != nil })?.crypto, let sdpSuite = SRTPSuite(sdesName: c.suite) else {
                     throw UsageError("the SDP '\(path)' has no usable a=crypto line")
                 }
-                do { key = try SRTPKey(base64: c.inlineKey, suite: sdpSuite) } catch { throw UsageError("the SDP's key is invalid: \(error)") }
+                do { key = try SRTPKey(base64: c.inlineKey, suite: sdpSuite) } catch {
+                    throw UsageError("the SDP's key is invalid: \(error)")
+                }
                 if toText == nil { toText = (sd.address.contains(":") ? "[\(sd.address)]" : sd.address) + ":\(sd.media[0].port)" }
             } else {
                 guard o.value("key") != nil else { throw UsageError("--to needs the receiver's --key B64 (or --sdp FILE)") }
@@ -105,7 +114,9 @@ enum PreflightCommand {
                 if now >= nextStats! { stream.emit(p); nextStats! += interval }
             },
             progress: { label, fraction, elapsed, estimate, answered in
-                Output.progress("\(label) \(Output.bar(fraction)) \(Units.fixed(elapsed, 1))s  estimate \(estimate.map { Units.bitrate($0) } ?? "-")  \(answered ? "" : "waiting for the receiver…")")
+                Output.progress(
+                    "\(label) \(Output.bar(fraction)) \(Units.fixed(elapsed, 1))s  estimate \(estimate.map { Units.bitrate($0) } ?? "-")  \(answered ? "" : "waiting for the receiver…")"
+                )
             })
         var connector = PreflightRunner.Connector.plain
         let whipSessions = Locked<[WHIPConnection]>([])
@@ -129,7 +140,13 @@ enum PreflightCommand {
                         let p = try Publisher(config: w.config, socket: w.socket, webrtc: (w.transport, w.local), tcp: w.turnTCP)
                         if let probe, whipSessions.value.count == 1 {
                             probe.start(delayMicros: 1_500_000)
-                            return .success((p, { probeResult.withLock { $0 = probe.stop() }; _ = w.end() }))
+                            return .success(
+                                (
+                                    p,
+                                    {
+                                        probeResult.withLock { $0 = probe.stop() }; _ = w.end()
+                                    }
+                                ))
                         }
                         return .success((p, { _ = w.end() }))
                     } catch {
@@ -143,13 +160,16 @@ enum PreflightCommand {
         }
         // Every way out DELETEs what was created (each phase ends its own; this catches the rest).
         defer { for w in whipSessions.value { w.end() } }
-        if let r = o.value("require"), paths.contains(r), whipOptions == nil { throw UsageError("--require \(r) is a connectivity path: it needs --whip URL") }
+        if let r = o.value("require"), paths.contains(r), whipOptions == nil {
+            throw UsageError("--require \(r) is a connectivity path: it needs --whip URL")
+        }
         // The connectivity pre-flight: each path on its own, before the media test.
         var connectivity: [PathResult] = []
         if let options = whipOptions {
             Output.progress("connectivity: trying each path (host, server-reflexive, relay)…")
             do {
-                connectivity = ConnectivityCheck.run(options, base: pc, certificate: try DTLSCertificate(), sleep: { Clock.sleep(micros: $0) })
+                connectivity = ConnectivityCheck.run(
+                    options, base: pc, certificate: try DTLSCertificate(), sleep: { Clock.sleep(micros: $0) })
             } catch {
                 Output.err("Error: \(error)\n")
                 return 2
@@ -157,8 +177,9 @@ enum PreflightCommand {
             Output.endProgress()
         }
         // With --whep the subscriber joins 1.5 s in: let it watch at least 8 s (within --duration).
-        let outcome = PreflightRunner.run(pc, receiver: receiver, thresholds: thresholds, observer: observer, connector: connector,
-                                          minimumMicros: whepOptions == nil ? 0 : 9_500_000)
+        let outcome = PreflightRunner.run(
+            pc, receiver: receiver, thresholds: thresholds, observer: observer, connector: connector,
+            minimumMicros: whepOptions == nil ? 0 : 9_500_000)
         let phase = outcome.phase
         if phase.interrupted { Output.endProgress(); return 130 }
         if let failure = phase.publisher?.network.transport?.failure {
@@ -171,22 +192,34 @@ enum PreflightCommand {
             // One message for one failure: the receiver was never asked anything.
             Output.endProgress()
             Output.err(whipURL == nil ? "Error: the publisher could not start: \(e)\n" : "Error: \(e)\n")
-            writeJUnit(o.value("junit"), paths: connectivity, verdict: nil, requirement: o.value("require"), failure: "the publisher could not start")
+            writeJUnit(
+                o.value("junit"), paths: connectivity, verdict: nil, requirement: o.value("require"),
+                failure: "the publisher could not start")
             return 2
         }
         guard phase.answered, let verdict = outcome.verdict else {
             Output.endProgress()
             if let url = whipURL {
                 if let t = phase.publisher?.network.transport, t.srtpCipher == nil {
-                    Output.err("Error: no media path to the WHIP server at \(WHIPClient.redacted(url)): ICE and DTLS did not finish\(t.failure.map { " (\($0))" } ?? " within 12 s")\n")
+                    Output.err(
+                        "Error: no media path to the WHIP server at \(WHIPClient.redacted(url)): ICE and DTLS did not finish\(t.failure.map { " (\($0))" } ?? " within 12 s")\n"
+                    )
                 } else {
-                    Output.err("Error: no RTCP from the WHIP server at \(WHIPClient.redacted(url)) within 3 s of ICE and DTLS finishing: it does not send receiver feedback\n")
+                    Output.err(
+                        "Error: no RTCP from the WHIP server at \(WHIPClient.redacted(url)) within 3 s of ICE and DTLS finishing: it does not send receiver feedback\n"
+                    )
                 }
-                writeJUnit(o.value("junit"), paths: connectivity, verdict: nil, requirement: o.value("require"), failure: "no feedback from the WHIP server")
+                writeJUnit(
+                    o.value("junit"), paths: connectivity, verdict: nil, requirement: o.value("require"),
+                    failure: "no feedback from the WHIP server")
                 return 2
             }
-            Output.err("Error: no answer from the receiver at \(destination) within 3 s — check the address and port, that `pubbot receive` is running there with the same key (--key/--sdp) and SRTP suite, and that no firewall drops UDP in either direction\n")
-            writeJUnit(o.value("junit"), paths: connectivity, verdict: nil, requirement: o.value("require"), failure: "no answer from the receiver")
+            Output.err(
+                "Error: no answer from the receiver at \(destination) within 3 s — check the address and port, that `pubbot receive` is running there with the same key (--key/--sdp) and SRTP suite, and that no firewall drops UDP in either direction\n"
+            )
+            writeJUnit(
+                o.value("junit"), paths: connectivity, verdict: nil, requirement: o.value("require"), failure: "no answer from the receiver"
+            )
             return 2
         }
         if let e = outcome.audioOnlyError { Output.err("warning: the audio-only phase could not start: \(e)\n") }
@@ -194,23 +227,46 @@ enum PreflightCommand {
         let subscriber = probeResult.value
         let audioOnly = outcome.audioOnly
         Output.endProgress()
-        let met = o.value("require").map { r in paths.contains(r) ? connectivity.contains { $0.path == r && $0.reachable } : verdict.meets(r) }
+        let met = o.value("require").map { r in
+            paths.contains(r) ? connectivity.contains { $0.path == r && $0.reachable } : verdict.meets(r)
+        }
         writeJUnit(o.value("junit"), paths: connectivity, verdict: verdict, requirement: o.value("require"), failure: nil)
         let whip = whipSessions.value.first
         if o.has("json") {
             var doc = json(verdict, phase: phase, audioOnly: audioOnly, requirement: o.value("require"), met: met, thresholds: thresholds)
             if case var .object(f) = doc, let w = whip {
                 let t = phase.publisher?.network.transport
-                f.append(("whip", .object([("endpoint", .string(WHIPClient.redacted(w.resource.resourceURL))), ("negotiated", .object(w.summary.map { ($0.0, .string($0.1)) }))]
-                                          + (t.map { TransportFields.json($0, rttMillis: phase.measurement.roundTripTimeMillis) } ?? []))))
-                f.append(("connectivity", .array(connectivity.map { r in
-                    .object([("path", .string(r.path)), ("reachable", .bool(r.reachable)),
-                             ("connectMs", r.connectMs.map { .double(($0 * 10).rounded() / 10) } ?? .null),
-                             ("roundTripTimeMs", r.rttMs.map { .double(($0 * 100).rounded() / 100) } ?? .null), ("detail", .string(r.detail))])
-                })))
+                f.append(
+                    (
+                        "whip",
+                        .object(
+                            [
+                                ("endpoint", .string(WHIPClient.redacted(w.resource.resourceURL))),
+                                ("negotiated", .object(w.summary.map { ($0.0, .string($0.1)) }))
+                            ]
+                                + (t.map { TransportFields.json($0, rttMillis: phase.measurement.roundTripTimeMillis) } ?? []))
+                    ))
+                f.append(
+                    (
+                        "connectivity",
+                        .array(
+                            connectivity.map { r in
+                                .object([
+                                    ("path", .string(r.path)), ("reachable", .bool(r.reachable)),
+                                    ("connectMs", r.connectMs.map { .double(($0 * 10).rounded() / 10) } ?? .null),
+                                    ("roundTripTimeMs", r.rttMs.map { .double(($0 * 100).rounded() / 100) } ?? .null),
+                                    ("detail", .string(r.detail))
+                                ])
+                            })
+                    ))
                 // No direct path worked: only a relay can carry this client's media.
                 f.append(("turnRequired", .bool(!connectivity.contains { $0.path == "host-udp" && $0.reachable })))
-                f.append(("path", t.flatMap { t in t.localCandidateType.map { "\($0) → \(t.remoteCandidateType ?? "?")" } }.map { .string($0) } ?? .null))
+                f.append(
+                    (
+                        "path",
+                        t.flatMap { t in t.localCandidateType.map { "\($0) → \(t.remoteCandidateType ?? "?")" } }.map { .string($0) }
+                            ?? .null
+                    ))
                 if let subscriber { f.append(("subscriber", WHEPProbe.json(subscriber))) }
                 doc = .object(f)
             }
@@ -221,15 +277,20 @@ enum PreflightCommand {
             if !connectivity.isEmpty {
                 var table = TextTable(headers: ["path", "reachable", "connect", "RTT", "detail"], rightAligned: [2, 3])
                 for r in connectivity {
-                    table.add([r.path, r.reachable ? "yes" : "NO", r.connectMs.map { Units.fixed($0, 1) + " ms" } ?? "-",
-                               r.rttMs.map { Units.fixed($0, 2) + " ms" } ?? "-", r.detail])
+                    table.add([
+                        r.path, r.reachable ? "yes" : "NO", r.connectMs.map { Units.fixed($0, 1) + " ms" } ?? "-",
+                        r.rttMs.map { Units.fixed($0, 2) + " ms" } ?? "-", r.detail
+                    ])
                 }
                 text += "\nconnectivity (each path on its own):\n" + table.render()
-                if !connectivity.contains(where: { $0.path == "host-udp" && $0.reachable }) { text += "TURN required: no direct path worked\n" }
+                if !connectivity.contains(where: { $0.path == "host-udp" && $0.reachable }) {
+                    text += "TURN required: no direct path worked\n"
+                }
             }
             if let w = whip, let t = phase.publisher?.network.transport {
                 text += "\nWHIP: " + w.summary.map { "\($0.0) \($0.1)" }.joined(separator: ", ") + "\n"
-                text += "ICE \(t.iceDurationMs ?? 0) ms (\(t.localCandidateType ?? "?") \(t.localAddress ?? "?") → \(t.remoteCandidateType ?? "?") \(t.remoteAddress ?? "?")), DTLS \(t.dtlsDurationMs ?? 0) ms, \(t.srtpCipher ?? "-")\n"
+                text +=
+                    "ICE \(t.iceDurationMs ?? 0) ms (\(t.localCandidateType ?? "?") \(t.localAddress ?? "?") → \(t.remoteCandidateType ?? "?") \(t.remoteAddress ?? "?")), DTLS \(t.dtlsDurationMs ?? 0) ms, \(t.srtpCipher ?? "-")\n"
             }
             if let subscriber { text += WHEPProbe.text(subscriber) }
             Output.out(text)
@@ -247,12 +308,17 @@ enum PreflightCommand {
         var t = VerdictThresholds()
         for item in text.split(separator: ",") {
             let kv = item.split(separator: "=", maxSplits: 1).map(String.init)
-            guard kv.count == 2 else { throw UsageError("invalid --verdict-thresholds '\(item)' (e.g. share=75%,audio-mos=2.4,video-loss=10%,simulcast=on)") }
+            guard kv.count == 2 else {
+                throw UsageError("invalid --verdict-thresholds '\(item)' (e.g. share=75%,audio-mos=2.4,video-loss=10%,simulcast=on)")
+            }
             let pct = Double(kv[1].hasSuffix("%") ? String(kv[1].dropLast()) : kv[1])
             switch kv[0] {
-            case "share": guard let v = pct, v > 0, v <= 200 else { throw UsageError("share is a percentage, e.g. share=75%") }; t.tierShare = v / 100
-            case "audio-mos": guard let v = Double(kv[1]), v >= 1, v <= 4.5 else { throw UsageError("audio-mos is 1…4.5") }; t.audioMinMOS = v
-            case "video-loss": guard let v = pct, v >= 0, v <= 100 else { throw UsageError("video-loss is a percentage") }; t.videoMaxLoss = v / 100
+            case "share":
+                guard let v = pct, v > 0, v <= 200 else { throw UsageError("share is a percentage, e.g. share=75%") }; t.tierShare = v / 100
+            case "audio-mos":
+                guard let v = Double(kv[1]), v >= 1, v <= 4.5 else { throw UsageError("audio-mos is 1…4.5") }; t.audioMinMOS = v
+            case "video-loss":
+                guard let v = pct, v >= 0, v <= 100 else { throw UsageError("video-loss is a percentage") }; t.videoMaxLoss = v / 100
             case "audio-bitrate":
                 let v = try ValueParsers.bitrate(kv[1], option: "--verdict-thresholds audio-bitrate")
                 guard (8_000...1_000_000).contains(v) else { throw UsageError("audio-bitrate is 8kbit…1mbit (on the wire)") }
@@ -260,53 +326,80 @@ enum PreflightCommand {
             case "simulcast":
                 guard ["on", "off"].contains(kv[1]) else { throw UsageError("simulcast is on or off") }
                 t.simulcast = kv[1] == "on"
-            default: throw UsageError("unknown --verdict-thresholds key '\(kv[0])' (share, audio-mos, audio-bitrate, video-loss, simulcast)")
+            default:
+                throw UsageError("unknown --verdict-thresholds key '\(kv[0])' (share, audio-mos, audio-bitrate, video-loss, simulcast)")
             }
         }
         return t
     }
 
-    static func json(_ v: Verdict, phase: PreflightRunner.Phase, audioOnly: Measurement?, requirement: String?, met: Bool?, thresholds: VerdictThresholds,
-                     timestampMillis: Int64 = Clock.wallMicros() / 1000) -> JSONValue {
+    static func json(
+        _ v: Verdict, phase: PreflightRunner.Phase, audioOnly: Measurement?, requirement: String?, met: Bool?,
+        thresholds: VerdictThresholds,
+        timestampMillis: Int64 = Clock.wallMicros() / 1000
+    ) -> JSONValue {
         let m = v.measurement
-        func part(_ p: Verdict.Part) -> JSONValue { .object([("supported", .bool(p.supported)), ("reason", .string(p.reason)), ("mos", .double(p.mos))]) }
+        func part(_ p: Verdict.Part) -> JSONValue {
+            .object([("supported", .bool(p.supported)), ("reason", .string(p.reason)), ("mos", .double(p.mos))])
+        }
         var f: [(String, JSONValue)] = [("type", .string("verdict")), ("timestamp", .int(timestampMillis))]
         f.append(("audio", part(v.audio)))
         f.append(("video", part(v.video)))
         var recommended: JSONValue = .null
         if let r = v.recommended {
-            recommended = .object([("name", .string(r.name)), ("width", .int(Int64(r.width))), ("height", .int(Int64(r.height))), ("frameRate", .int(Int64(r.fps)))])
+            recommended = .object([
+                ("name", .string(r.name)), ("width", .int(Int64(r.width))), ("height", .int(Int64(r.height))),
+                ("frameRate", .int(Int64(r.fps)))
+            ])
         }
         f.append(("recommended", recommended))
         f.append(("estimate", .int(Int64(m.estimate))))
         f.append(("packetLoss", .double((m.lossFraction * 10_000).rounded() / 10_000)))
-        var window: [(String, JSONValue)] = [("durationMs", m.lossWindowMillis.map { .int($0) } ?? .null),
-                                             ("source", .string(m.lossCountedFromFeedback ? "transport-cc" : "receiver reports")),
-                                             ("afterSettling", .bool(m.lossAfterSettling))]
+        var window: [(String, JSONValue)] = [
+            ("durationMs", m.lossWindowMillis.map { .int($0) } ?? .null),
+            ("source", .string(m.lossCountedFromFeedback ? "transport-cc" : "receiver reports")),
+            ("afterSettling", .bool(m.lossAfterSettling))
+        ]
         if let c = m.lossCount {
-            window += [("packetsReported", .int(Int64(c.reported))), ("packetsLost", .int(Int64(c.lost))),
-                       ("transportSequenceNumbers", .object([("first", .int(c.firstSequence)), ("last", .int(c.lastSequence))]))]
+            window += [
+                ("packetsReported", .int(Int64(c.reported))), ("packetsLost", .int(Int64(c.lost))),
+                ("transportSequenceNumbers", .object([("first", .int(c.firstSequence)), ("last", .int(c.lastSequence))]))
+            ]
         }
         f.append(("packetLossWindow", .object(window)))
         f.append(("lossAtFullQueue", .double((m.lossAtFullQueue * 10_000).rounded() / 10_000)))
         f.append(("networkLoss", .double((m.networkLoss * 10_000).rounded() / 10_000)))
-        f.append(("startupLoss", m.startupLoss.map { c in
-            .object([("fraction", .double((c.fraction * 10_000).rounded() / 10_000)), ("packetsReported", .int(Int64(c.reported))),
-                     ("packetsLost", .int(Int64(c.lost)))])
-        } ?? .null))
+        f.append(
+            (
+                "startupLoss",
+                m.startupLoss.map { c in
+                    .object([
+                        ("fraction", .double((c.fraction * 10_000).rounded() / 10_000)), ("packetsReported", .int(Int64(c.reported))),
+                        ("packetsLost", .int(Int64(c.lost)))
+                    ])
+                } ?? .null
+            ))
         f.append(("roundTripTimeMs", m.roundTripTimeMillis.map { JSONValue.double(($0 * 10).rounded() / 10) } ?? .null))
         f.append(("jitterMs", m.jitterMillis.map { JSONValue.double(($0 * 10).rounded() / 10) } ?? .null))
         f.append(("steady", .bool(phase.steady)))
         f.append(("durationMs", .int(m.durationMillis)))
         var audioPhase: JSONValue = .null
         if let a = audioOnly {
-            audioPhase = .object([("packetLoss", .double(a.lossFraction)), ("roundTripTimeMs", a.roundTripTimeMillis.map { JSONValue.double($0) } ?? .null)])
+            audioPhase = .object([
+                ("packetLoss", .double(a.lossFraction)), ("roundTripTimeMs", a.roundTripTimeMillis.map { JSONValue.double($0) } ?? .null)
+            ])
         }
         f.append(("audioOnlyPhase", audioPhase))
         f.append(("require", requirement.map { JSONValue.string($0) } ?? .null))
         f.append(("requirementMet", met.map { JSONValue.bool($0) } ?? .null))
-        f.append(("thresholds", .object([("tierShare", .double(thresholds.tierShare)), ("audioMinMOS", .double(thresholds.audioMinMOS)),
-                                         ("videoMaxLoss", .double(thresholds.videoMaxLoss)), ("simulcast", .bool(thresholds.simulcast))])))
+        f.append(
+            (
+                "thresholds",
+                .object([
+                    ("tierShare", .double(thresholds.tierShare)), ("audioMinMOS", .double(thresholds.audioMinMOS)),
+                    ("videoMaxLoss", .double(thresholds.videoMaxLoss)), ("simulcast", .bool(thresholds.simulcast))
+                ])
+            ))
         let sr = streamReport(phase.publisher, phase.receiver)
         f.append(("ok", .bool(sr.problems.isEmpty)))
         f.append(("streams", .array(sr.rows)))
@@ -315,25 +408,37 @@ enum PreflightCommand {
         return .object(f)
     }
 
-    static func human(_ v: Verdict, phase: PreflightRunner.Phase, audioOnly: Measurement?, target: String, requirement: String?, met: Bool?) -> String {
+    static func human(_ v: Verdict, phase: PreflightRunner.Phase, audioOnly: Measurement?, target: String, requirement: String?, met: Bool?)
+        -> String
+    {
         let m = v.measurement
-        var out = "pubbot preflight — \(target), \(Units.fixed(Double(m.durationMillis) / 1000, 1)) s\(phase.steady ? " (estimate steady)" : " (time limit)")\n\n"
+        var out =
+            "pubbot preflight — \(target), \(Units.fixed(Double(m.durationMillis) / 1000, 1)) s\(phase.steady ? " (estimate steady)" : " (time limit)")\n\n"
         var t = TextTable(headers: ["", "supported", "MOS", "why"])
         t.add(["audio", v.audio.supported ? "yes" : "NO", Units.fixed(v.audio.mos, 2), v.audio.reason])
         t.add(["video", v.video.supported ? "yes" : "NO", Units.fixed(v.video.mos, 2), v.video.reason])
         out += t.render()
         out += "\nrecommended: " + v.recommendation + "\n"
-        let window = m.lossWindowMillis.map { " over the last \(Units.fixed(Double($0) / 1000, 1)) s" + (m.lossAfterSettling ? " after the estimate settled" : "")
-            + (m.lossCountedFromFeedback ? " (transport-cc)" : "") } ?? ""
-        out += "measured: estimate \(Units.bitrate(m.estimate)), loss \(Units.fixed(m.lossFraction * 100, 1)) %\(window), RTT \(m.roundTripTimeMillis.map { Units.fixed($0, 1) + " ms" } ?? "-"), jitter \(m.jitterMillis.map { Units.fixed($0, 1) + " ms" } ?? "-")\n"
+        let window =
+            m.lossWindowMillis.map {
+                " over the last \(Units.fixed(Double($0) / 1000, 1)) s" + (m.lossAfterSettling ? " after the estimate settled" : "")
+                    + (m.lossCountedFromFeedback ? " (transport-cc)" : "")
+            } ?? ""
+        out +=
+            "measured: estimate \(Units.bitrate(m.estimate)), loss \(Units.fixed(m.lossFraction * 100, 1)) %\(window), RTT \(m.roundTripTimeMillis.map { Units.fixed($0, 1) + " ms" } ?? "-"), jitter \(m.jitterMillis.map { Units.fixed($0, 1) + " ms" } ?? "-")\n"
         if m.lossAtFullQueue > 0 {
-            out += "of that loss, \(Units.fixed(m.lossAtFullQueue * 100, 1)) % came at a full queue (tail drop behind pubbot's own overshoot; not judged); "
+            out +=
+                "of that loss, \(Units.fixed(m.lossAtFullQueue * 100, 1)) % came at a full queue (tail drop behind pubbot's own overshoot; not judged); "
                 + "judged: \(Units.fixed(m.networkLoss * 100, 1)) % (packets that met no full queue)\n"
         }
         if let st = m.startupLoss, st.lost > 0 {
-            out += "start-up: \(Units.fixed(st.fraction * 100, 1)) % of \(st.reported) packets lost while probing (pubbot's own overshoot; not judged)\n"
+            out +=
+                "start-up: \(Units.fixed(st.fraction * 100, 1)) % of \(st.reported) packets lost while probing (pubbot's own overshoot; not judged)\n"
         }
-        if let a = audioOnly { out += "audio-only phase: loss \(Units.fixed(a.lossFraction * 100, 1)) %, RTT \(a.roundTripTimeMillis.map { Units.fixed($0, 1) + " ms" } ?? "-")\n" }
+        if let a = audioOnly {
+            out +=
+                "audio-only phase: loss \(Units.fixed(a.lossFraction * 100, 1)) %, RTT \(a.roundTripTimeMillis.map { Units.fixed($0, 1) + " ms" } ?? "-")\n"
+        }
         let sr = streamReport(phase.publisher, phase.receiver)
         if !sr.table.isEmpty {
             out += "\n" + sr.table + "\n" + sr.details
@@ -350,7 +455,8 @@ enum PreflightCommand {
     static func writeJUnit(_ path: String?, paths results: [PathResult] = [], verdict v: Verdict?, requirement: String?, failure: String?) {
         guard let path else { return }
         func esc(_ s: String) -> String {
-            s.replacingBackslashesAndQuotes.replacing("&", with: "&amp;").replacing("<", with: "&lt;").replacing(">", with: "&gt;").replacing("\\\"", with: "&quot;")
+            s.replacingBackslashesAndQuotes.replacing("&", with: "&amp;").replacing("<", with: "&lt;").replacing(">", with: "&gt;")
+                .replacing("\\\"", with: "&quot;")
         }
         var cases: [(String, String?)] = []
         if let v {
@@ -360,7 +466,13 @@ enum PreflightCommand {
                 if paths.contains(r) {
                     cases.append(("require \(r)", results.contains { $0.path == r && $0.reachable } ? nil : "not reachable"))
                 } else {
-                    cases.append(("require \(r)", v.meets(r) ? nil : "recommended \(v.recommended?.name ?? (v.audio.supported ? "audio only" : "none")): \(v.video.reason)"))
+                    cases.append(
+                        (
+                            "require \(r)",
+                            v.meets(r)
+                                ? nil
+                                : "recommended \(v.recommended?.name ?? (v.audio.supported ? "audio only" : "none")): \(v.video.reason)"
+                        ))
                 }
             }
         } else {
@@ -368,7 +480,9 @@ enum PreflightCommand {
         }
         // One case per path of the connectivity pre-flight (--whip).
         for r in results { cases.append(("path \(r.path)", r.reachable ? nil : r.detail)) }
-        if let r = requirement, paths.contains(r), v == nil { cases.append(("require \(r)", results.contains { $0.path == r && $0.reachable } ? nil : "not reachable")) }
+        if let r = requirement, paths.contains(r), v == nil {
+            cases.append(("require \(r)", results.contains { $0.path == r && $0.reachable } ? nil : "not reachable"))
+        }
         var xml = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
         xml += "<testsuite name=\"pubbot preflight\" tests=\"\(cases.count)\" failures=\"\(cases.filter { $0.1 != nil }.count)\">\n"
         for (name, fail) in cases {
@@ -393,23 +507,37 @@ enum PreflightCommand {
         guard let p else { return out }
         if let e = p.media.error { out.problems.append("encoder: \(e)") }
         if let r, r.keyMismatchSuspected { out.problems.append(r.keyMismatchMessage) }
-        var t = TextTable(headers: ["stream", "sent", "decoded", "frames sent", "frames decoded", "pkts sent", "pkts recv", "lost", "bitrate", "stamps", "latency mean/p95"],
-                          rightAligned: [3, 4, 5, 6, 7, 8, 9, 10])
+        var t = TextTable(
+            headers: [
+                "stream", "sent", "decoded", "frames sent", "frames decoded", "pkts sent", "pkts recv", "lost", "bitrate", "stamps",
+                "latency mean/p95"
+            ],
+            rightAligned: [3, 4, 5, 6, 7, 8, 9, 10])
         // A remote receiver (--to, --whip): only what was sent is known here.
-        var sentOnly = TextTable(headers: ["stream", "sent", "frames sent", "pkts sent", "lost (reported)", "limited by"], rightAligned: [2, 3, 4])
+        var sentOnly = TextTable(
+            headers: ["stream", "sent", "frames sent", "pkts sent", "lost (reported)", "limited by"], rightAligned: [2, 3, 4])
         for o in p.streams {
             let n = Report.streamName(kind: o.kind, rid: o.rid, width: o.width, height: o.height)
-            sentOnly.add([n, o.kind == .audio ? "opus" : "\(o.width)x\(o.height)", String(o.framesSent), String(o.packetsSent),
-                          String(max(0, o.packetsLostReported)), o.kind == .audio ? "-" : o.qualityLimitationReason])
+            sentOnly.add([
+                n, o.kind == .audio ? "opus" : "\(o.width)x\(o.height)", String(o.framesSent), String(o.packetsSent),
+                String(max(0, o.packetsLostReported)), o.kind == .audio ? "-" : o.qualityLimitationReason
+            ])
         }
         for o in p.streams {
             let inb = r?.streams.first { $0.ssrc == o.ssrc }
             let name = Report.streamName(kind: o.kind, rid: o.rid, width: o.width, height: o.height)
-            let decodedRes = inb.map { $0.kind == .audio ? ($0.framesDecoded > 0 ? "opus" : "-") : ($0.width > 0 ? "\($0.width)x\($0.height)" : "-") } ?? "-"
-            let lat = inb.flatMap { i in i.latencyMeanMillis.map { "\(Units.fixed($0, 1))/\(Units.fixed(i.latencyP95Millis ?? $0, 1)) ms" } } ?? "-"
-            t.add([name, o.kind == .audio ? "opus" : "\(o.width)x\(o.height)", decodedRes, String(o.framesSent), String(inb?.framesDecoded ?? 0),
-                   String(o.packetsSent), String(inb?.packetsReceived ?? 0), String(inb?.packetsLost ?? 0), Units.bitrate(inb?.bitrate ?? 0),
-                   o.kind == .audio ? "-" : "\(inb?.stampsRead ?? 0)", o.kind == .audio ? "-" : lat])
+            let decodedRes =
+                inb.map { $0.kind == .audio ? ($0.framesDecoded > 0 ? "opus" : "-") : ($0.width > 0 ? "\($0.width)x\($0.height)" : "-") }
+                ?? "-"
+            let lat =
+                inb.flatMap { i in i.latencyMeanMillis.map { "\(Units.fixed($0, 1))/\(Units.fixed(i.latencyP95Millis ?? $0, 1)) ms" } }
+                ?? "-"
+            t.add([
+                name, o.kind == .audio ? "opus" : "\(o.width)x\(o.height)", decodedRes, String(o.framesSent),
+                String(inb?.framesDecoded ?? 0),
+                String(o.packetsSent), String(inb?.packetsReceived ?? 0), String(inb?.packetsLost ?? 0), Units.bitrate(inb?.bitrate ?? 0),
+                o.kind == .audio ? "-" : "\(inb?.stampsRead ?? 0)", o.kind == .audio ? "-" : lat
+            ])
             if r != nil {
                 if let inb {
                     if inb.framesDecoded == 0 { out.problems.append("\(name): nothing decoded") }
@@ -428,19 +556,25 @@ enum PreflightCommand {
         out.table = r == nil ? sentOnly.render() : t.render()
         let n = p.network
         if let e = n.estimate {
-            out.details += "estimate \(Units.bitrate(e.bitrate)) (delay-based \(Units.bitrate(e.delayBased)), loss-based \(Units.bitrate(e.lossBased)), acknowledged \(e.acknowledged.map(Units.bitrate) ?? "-"))\n"
+            out.details +=
+                "estimate \(Units.bitrate(e.bitrate)) (delay-based \(Units.bitrate(e.delayBased)), loss-based \(Units.bitrate(e.lossBased)), acknowledged \(e.acknowledged.map(Units.bitrate) ?? "-"))\n"
             if let a = n.allocation {
                 let layers = a.layers.enumerated().map { i, b in
                     "\(p.streams.filter { $0.kind == .video }.dropFirst(i).first?.height ?? 0)p \(b == 0 ? "off" : Units.bitrate(b))\(a.bandwidthLimited[i] ? " (bandwidth)" : "")"
                 }
                 out.details += "allocation: audio \(Units.bitrate(a.audio)), " + layers.joined(separator: ", ") + "\n"
             }
-            out.details += "feedback: \(n.transportFeedbackReceived) transport-cc, \(n.nackReceived) NACK → \(n.retransmissionsSent) RTX (\(r?.streams.reduce(0) { $0 + $1.packetsRecovered } ?? 0) recovered), \(p.streams.reduce(0) { $0 + $1.pliReceived }) PLI, padding packets \(n.paddingPacketsSent)\n"
+            out.details +=
+                "feedback: \(n.transportFeedbackReceived) transport-cc, \(n.nackReceived) NACK → \(n.retransmissionsSent) RTX (\(r?.streams.reduce(0) { $0 + $1.packetsRecovered } ?? 0) recovered), \(p.streams.reduce(0) { $0 + $1.pliReceived }) PLI, padding packets \(n.paddingPacketsSent)\n"
         }
         if let i = r?.impairment {
-            out.details += "impairment: \(i.packets) packets offered, \(i.droppedByLoss) lost, \(i.droppedByQueue) dropped by the queue, max queueing \(Units.fixed(Double(i.maxQueueMicros) / 1000, 0)) ms\n"
+            out.details +=
+                "impairment: \(i.packets) packets offered, \(i.droppedByLoss) lost, \(i.droppedByQueue) dropped by the queue, max queueing \(Units.fixed(Double(i.maxQueueMicros) / 1000, 0)) ms\n"
         }
-        if let r, r.rejected.total > 0 { out.details += "rejected packets: \(r.rejected.total) (auth \(r.rejected.authenticationFailed), malformed \(r.rejected.malformed))\n" }
+        if let r, r.rejected.total > 0 {
+            out.details +=
+                "rejected packets: \(r.rejected.total) (auth \(r.rejected.authenticationFailed), malformed \(r.rejected.malformed))\n"
+        }
         return out
     }
 }

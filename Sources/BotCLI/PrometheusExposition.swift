@@ -11,12 +11,15 @@ enum PrometheusExposition {
             "{" + pairs.map { "\($0.0)=\"\($0.1.replacingBackslashesAndQuotes)\"" }.joined(separator: ",") + "}"
         }
         var estimate: [String] = [], condition: [String] = [], rtt: [String] = [], packets: [String] = [], bytes: [String] = []
-        var frames: [String] = [], target: [String] = [], limited: [String] = [], rtx: [String] = [], nacks: [String] = [], plis: [String] = []
+        var frames: [String] = [], target: [String] = [], limited: [String] = [], rtx: [String] = [], nacks: [String] = [],
+            plis: [String] = []
         for (i, (p, subscriber)) in connections.enumerated() {
             let conn = [("connection", String(i + 1)), ("subscriber", subscriber)]
             if let e = p.network.estimate { estimate.append("pubbot_estimated_bandwidth_bps\(labels(conn)) \(e.bitrate)") }
             condition.append("pubbot_network_condition\(labels(conn)) \(p.network.networkCondition.value)")
-            if let r = p.streams.compactMap(\.roundTripTimeMillis).max() { rtt.append("pubbot_round_trip_time_seconds\(labels(conn)) \(r / 1000)") }
+            if let r = p.streams.compactMap(\.roundTripTimeMillis).max() {
+                rtt.append("pubbot_round_trip_time_seconds\(labels(conn)) \(r / 1000)")
+            }
             rtx.append("pubbot_retransmitted_packets_total\(labels(conn)) \(p.network.retransmissionsSent)")
             for s in p.streams {
                 let l = labels(conn + [("ssrc", String(s.ssrc)), ("kind", s.kind.rawValue), ("rid", s.rid ?? "")])
@@ -35,12 +38,15 @@ enum PrometheusExposition {
             }
         }
         family("pubbot_estimated_bandwidth_bps", "Send-side bandwidth estimate (connectionEstimatedBandwidth).", "gauge", estimate)
-        family("pubbot_network_condition", "Network condition 0 unknown, 1 critical, 2 warning, 3 fair, 4 good, 5 excellent.", "gauge", condition)
+        family(
+            "pubbot_network_condition", "Network condition 0 unknown, 1 critical, 2 warning, 3 fair, 4 good, 5 excellent.", "gauge",
+            condition)
         family("pubbot_round_trip_time_seconds", "Round-trip time from receiver reports.", "gauge", rtt)
         family("pubbot_packets_sent_total", "RTP packets sent per stream.", "counter", packets)
         family("pubbot_bytes_sent_total", "RTP payload + header bytes sent per stream.", "counter", bytes)
         family("pubbot_frames_sent_total", "Frames sent per stream.", "counter", frames)
-        family("pubbot_layer_target_bitrate_bps", "Encoder target the allocator gave each simulcast layer (0 = suspended).", "gauge", target)
+        family(
+            "pubbot_layer_target_bitrate_bps", "Encoder target the allocator gave each simulcast layer (0 = suspended).", "gauge", target)
         family("pubbot_layer_quality_limited", "1 when the layer's qualityLimitationReason is this reason.", "gauge", limited)
         family("pubbot_retransmitted_packets_total", "RTX packets sent in answer to NACKs.", "counter", rtx)
         family("pubbot_nack_received_total", "Generic NACK messages received per stream.", "counter", nacks)

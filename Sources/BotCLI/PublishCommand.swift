@@ -1,6 +1,6 @@
 #if canImport(Glibc)
-import WHIP
-import Glibc
+    import WHIP
+    import Glibc
 #endif
 import MediaCodecs
 import PublisherEngine
@@ -14,13 +14,18 @@ import DTLS
 enum PublishCommand {
     static let spec: OptionSpec = {
         var o = CommonOptions.media
-        for (k, v) in ["to": OptionSpec.Kind.repeated, "key": .value, "sdp-out": .value, "no-bundle": .flag, "no-audio": .flag,
-                       "no-video": .flag, "cname": .value, "no-congestion-control": .flag, "sender-stats": .flag, "rtc-stats": .value, "metrics": .value, "vitals": .flag] { o[k] = v }
+        for (k, v) in [
+            "to": OptionSpec.Kind.repeated, "key": .value, "sdp-out": .value, "no-bundle": .flag, "no-audio": .flag,
+            "no-video": .flag, "cname": .value, "no-congestion-control": .flag, "sender-stats": .flag, "rtc-stats": .value,
+            "metrics": .value, "vitals": .flag
+        ] { o[k] = v }
         for (k, v) in CommonOptions.whip { o[k] = v }
-        return OptionSpec(options: o, planned: [
-"replay": "replay bots are `pubbot load` (e.g. --bots 1 --to HOST:PORT --key B64)",
+        return OptionSpec(
+            options: o,
+            planned: [
+                "replay": "replay bots are `pubbot load` (e.g. --bots 1 --to HOST:PORT --key B64)"
 
-        ])
+            ])
     }()
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
@@ -78,7 +83,9 @@ enum PublishCommand {
                 destinations = [w.config.destination]
                 pc = w.config
                 publishers.append(try Publisher(config: w.config, socket: w.socket, webrtc: (w.transport, w.local), tcp: w.turnTCP))
-                Output.err("WHIP session \(WHIPClient.redacted(w.resource.resourceURL)): " + w.summary.map { "\($0.0) \($0.1)" }.joined(separator: ", ") + "\n")
+                Output.err(
+                    "WHIP session \(WHIPClient.redacted(w.resource.resourceURL)): "
+                        + w.summary.map { "\($0.0) \($0.1)" }.joined(separator: ", ") + "\n")
             } catch let e as WHIPConnectError {
                 Output.err("Error: \(e)\n")
                 return 2
@@ -109,8 +116,13 @@ enum PublishCommand {
         if let m = o.value("metrics") {
             // "9100" or ":9100" binds to loopback; a host must be given to listen elsewhere.
             let text = m.hasPrefix(":") ? String(m.dropFirst()) : m
-            let (host, portText): (String, String) = text.contains(":") ? (String(text[..<text.lastIndex(of: ":")!]), String(text[text.index(after: text.lastIndex(of: ":")!)...])) : ("127.0.0.1", text)
-            guard let port = Int(portText), (0...65535).contains(port) else { throw UsageError("invalid --metrics '\(m)' (e.g. 9100 or 127.0.0.1:9100)") }
+            let (host, portText): (String, String) =
+                text.contains(":")
+                ? (String(text[..<text.lastIndex(of: ":")!]), String(text[text.index(after: text.lastIndex(of: ":")!)...]))
+                : ("127.0.0.1", text)
+            guard let port = Int(portText), (0...65535).contains(port) else {
+                throw UsageError("invalid --metrics '\(m)' (e.g. 9100 or 127.0.0.1:9100)")
+            }
             let pubs = publishers, dests = destinations
             do {
                 metrics = try MetricsServer(host: host, port: port) {
@@ -127,17 +139,22 @@ enum PublishCommand {
         vitals?.startSession()
         _ = sampler.sample()
         for (d, publisher) in zip(destinations, publishers) where whip == nil {
-            Output.err("publishing to \(d)\(pc.bundle ? " (bundle)" : " (one port per stream)") from \(publisher.localAddress); Ctrl-C to stop\n")
+            Output.err(
+                "publishing to \(d)\(pc.bundle ? " (bundle)" : " (one port per stream)") from \(publisher.localAddress); Ctrl-C to stop\n")
         }
         var announcedConnection = false
         let relayed = publishers.count > 1
         let rtcStatsPath = o.value("rtc-stats")
         func writeRTCStats() {
             guard let path = rtcStatsPath else { return }
-            let report: JSONValue = relayed
-                ? .array(publishers.enumerated().map { i, pub in RTCStatsReport.build(pub.snapshot(), config: pub.config, connection: i + 1) })
+            let report: JSONValue =
+                relayed
+                ? .array(
+                    publishers.enumerated().map { i, pub in RTCStatsReport.build(pub.snapshot(), config: pub.config, connection: i + 1) })
                 : RTCStatsReport.build(publishers[0].snapshot(), config: publishers[0].config)
-            if !writeFile(path, report.serialized(pretty: true) + "\n") { Output.err("warning: cannot write the RTC stats report to '\(path)'\n") }
+            if !writeFile(path, report.serialized(pretty: true) + "\n") {
+                Output.err("warning: cannot write the RTC stats report to '\(path)'\n")
+            }
         }
         var warnedUnreachable = Set<Int>()
         var warnedNoFeedback = Set<Int>()
@@ -149,7 +166,9 @@ enum PublishCommand {
             if whip != nil, !announcedConnection, let t = snaps[0].network.transport, t.srtpCipher != nil {
                 announcedConnection = true
                 Output.endProgress()
-                Output.err("connected: ICE \(t.iceDurationMs ?? 0) ms (\(t.localCandidateType ?? "?") \(t.localAddress ?? "?") → \(t.remoteCandidateType ?? "?") \(t.remoteAddress ?? "?")), DTLS \(t.dtlsDurationMs ?? 0) ms, \(t.srtpCipher!); Ctrl-C to stop\n")
+                Output.err(
+                    "connected: ICE \(t.iceDurationMs ?? 0) ms (\(t.localCandidateType ?? "?") \(t.localAddress ?? "?") → \(t.remoteCandidateType ?? "?") \(t.remoteAddress ?? "?")), DTLS \(t.dtlsDurationMs ?? 0) ms, \(t.srtpCipher!); Ctrl-C to stop\n"
+                )
             }
             if let (stream, interval) = stats, Clock.monotonicMicros() >= nextStats {
                 stream.emit(zip(snaps, destinations).map { ($0, relayed ? $1.description : nil) })
@@ -172,11 +191,15 @@ enum PublishCommand {
             let secs = max(0.001, Double(snaps[0].elapsedMicros) / 1e6)
             Output.screen(liveTable(snaps, destinations, seconds: secs, sent: sent, bytes: bytes))
             for (i, p) in snaps.enumerated() {
-                if pc.congestionControl && pc.bundle && pc.feedback == .transportCC && !warnedNoFeedback.contains(i) && p.elapsedMicros > 3_000_000
-                    && p.network.transportFeedbackReceived == 0 && (whip == nil || p.network.transport?.srtpCipher != nil) {
+                if pc.congestionControl && pc.bundle && pc.feedback == .transportCC && !warnedNoFeedback.contains(i)
+                    && p.elapsedMicros > 3_000_000
+                    && p.network.transportFeedbackReceived == 0 && (whip == nil || p.network.transport?.srtpCipher != nil)
+                {
                     warnedNoFeedback.insert(i)
                     Output.endProgress()
-                    Output.err("warning: no transport-cc feedback from \(destinations[i]) after 3 s: the estimate is backing off and upper layers stay off. If the receiver does not send transport-cc (ffmpeg, gst-launch), use --no-congestion-control\n")
+                    Output.err(
+                        "warning: no transport-cc feedback from \(destinations[i]) after 3 s: the estimate is backing off and upper layers stay off. If the receiver does not send transport-cc (ffmpeg, gst-launch), use --no-congestion-control\n"
+                    )
                 }
                 if p.network.portUnreachable > 0 && !warnedUnreachable.contains(i) {
                     warnedUnreachable.insert(i)
@@ -201,27 +224,57 @@ enum PublishCommand {
         }
         if o.has("json") {
             let docs: [JSONValue] = zip(snaps, destinations).map { p, d in
-                .object([("to", .string(d.description)), ("durationMs", .int(p.elapsedMicros / 1000)), ("streams", .array(p.streams.map(Report.outboundJSON))),
-                         ("encodeMs", .object([("videoLayers", .array(p.media.encodeMicros.map { .int($0 / 1000) })),
-                                               ("audio", .int(p.media.audioEncodeMicros / 1000))])),
-                         ("framesSkipped", .int(Int64(p.media.framesSkipped))),
-                         ("estimate", p.network.estimate.map { .int(Int64($0.bitrate)) } ?? .null),
-                         ("networkCondition", .string(p.network.networkCondition.rawValue)),
-                         ("portUnreachable", .int(Int64(p.network.portUnreachable))),
-                         ("feedback", .object([("rtcpReceived", .int(Int64(p.network.rtcpReceived))),
-                                               ("transportFeedbackReceived", .int(Int64(p.network.transportFeedbackReceived))),
-                                               ("rembReceived", .int(Int64(p.network.rembReceived))), ("nackReceived", .int(Int64(p.network.nackReceived))),
-                                               ("retransmissionsSent", .int(Int64(p.network.retransmissionsSent))), ("paddingPacketsSent", .int(Int64(p.network.paddingPacketsSent))),
-                                               ("pliReceived", .int(Int64(p.streams.reduce(0) { $0 + $1.pliReceived })))])),
-                         ("sendErrors", .int(Int64(p.network.sendErrors))),
-                         // Back-pressure from the socket or qdisc (ENOBUFS): datagrams that waited, not lost.
-                         ("sendDeferred", .int(Int64(p.network.sendDeferred)))]
-                        + (whip.map { w in [("whip", JSONValue.object([("resource", .string(WHIPClient.redacted(w.resource.resourceURL))),
-                                                                       ("negotiated", .object(w.summary.map { ($0.0, .string($0.1)) }))]
-                                                                      + (p.network.transport.map { TransportFields.json($0, rttMillis: nil) } ?? [])))] } ?? []))
+                .object(
+                    [
+                        ("to", .string(d.description)), ("durationMs", .int(p.elapsedMicros / 1000)),
+                        ("streams", .array(p.streams.map(Report.outboundJSON))),
+                        (
+                            "encodeMs",
+                            .object([
+                                ("videoLayers", .array(p.media.encodeMicros.map { .int($0 / 1000) })),
+                                ("audio", .int(p.media.audioEncodeMicros / 1000))
+                            ])
+                        ),
+                        ("framesSkipped", .int(Int64(p.media.framesSkipped))),
+                        ("estimate", p.network.estimate.map { .int(Int64($0.bitrate)) } ?? .null),
+                        ("networkCondition", .string(p.network.networkCondition.rawValue)),
+                        ("portUnreachable", .int(Int64(p.network.portUnreachable))),
+                        (
+                            "feedback",
+                            .object([
+                                ("rtcpReceived", .int(Int64(p.network.rtcpReceived))),
+                                ("transportFeedbackReceived", .int(Int64(p.network.transportFeedbackReceived))),
+                                ("rembReceived", .int(Int64(p.network.rembReceived))),
+                                ("nackReceived", .int(Int64(p.network.nackReceived))),
+                                ("retransmissionsSent", .int(Int64(p.network.retransmissionsSent))),
+                                ("paddingPacketsSent", .int(Int64(p.network.paddingPacketsSent))),
+                                ("pliReceived", .int(Int64(p.streams.reduce(0) { $0 + $1.pliReceived })))
+                            ])
+                        ),
+                        ("sendErrors", .int(Int64(p.network.sendErrors))),
+                        // Back-pressure from the socket or qdisc (ENOBUFS): datagrams that waited, not lost.
+                        ("sendDeferred", .int(Int64(p.network.sendDeferred)))
+                    ]
+                        + (whip.map { w in
+                            [
+                                (
+                                    "whip",
+                                    JSONValue.object(
+                                        [
+                                            ("resource", .string(WHIPClient.redacted(w.resource.resourceURL))),
+                                            ("negotiated", .object(w.summary.map { ($0.0, .string($0.1)) }))
+                                        ]
+                                            + (p.network.transport.map { TransportFields.json($0, rttMillis: nil) } ?? []))
+                                )
+                            ]
+                        } ?? []))
             }
             var fields: [(String, JSONValue)] = [("type", .string("summary")), ("command", .string("publish"))]
-            if relayed { fields.append(("connections", .array(docs))) } else if case let .object(f) = docs[0] { fields += f.filter { $0.0 != "to" } }
+            if relayed {
+                fields.append(("connections", .array(docs)))
+            } else if case let .object(f) = docs[0] {
+                fields += f.filter { $0.0 != "to" }
+            }
             Output.out(JSONValue.object(fields).serialized(pretty: true) + "\n")
         } else {
             for (p, d) in zip(snaps, destinations) {
@@ -240,16 +293,23 @@ enum PublishCommand {
     /// The live view on a terminal: per connection, the estimate and condition, then per stream
     /// the target, the bitrate over the last second and the limitation reason.
     static func liveTable(_ snaps: [PublisherSnapshot], _ destinations: [SocketAddress], seconds: Double, sent: Int, bytes: Int) -> String {
-        var out = "pubbot publish — \(Units.fixed(seconds, 1)) s, \(sent) packets, \(Units.bitrate(Int(Double(bytes * 8) / max(seconds, 0.001)))) average\n"
+        var out =
+            "pubbot publish — \(Units.fixed(seconds, 1)) s, \(sent) packets, \(Units.bitrate(Int(Double(bytes * 8) / max(seconds, 0.001)))) average\n"
         for (p, d) in zip(snaps, destinations) {
             let e = p.network.estimate.map { Units.bitrate($0.bitrate) } ?? "-"
             let rtt = p.streams.compactMap(\.roundTripTimeMillis).max().map { Units.fixed($0, 1) + " ms" } ?? "-"
-            out += "→ \(d)  estimate \(e)  condition \(p.network.networkCondition.rawValue)  RTT \(rtt)\(p.network.audioFallbackActive ? "  AUDIO FALLBACK" : "")\n"
-            var t = TextTable(headers: ["stream", "resolution", "target", "frames", "packets", "NACK/PLI", "limited by"], rightAligned: [2, 3, 4, 5])
+            out +=
+                "→ \(d)  estimate \(e)  condition \(p.network.networkCondition.rawValue)  RTT \(rtt)\(p.network.audioFallbackActive ? "  AUDIO FALLBACK" : "")\n"
+            var t = TextTable(
+                headers: ["stream", "resolution", "target", "frames", "packets", "NACK/PLI", "limited by"], rightAligned: [2, 3, 4, 5])
             for s in p.streams {
-                t.add([Report.streamName(kind: s.kind, rid: s.rid, width: s.width, height: s.height),
-                       s.kind == .audio ? "opus" : "\(s.width)x\(s.height)", s.kind == .audio ? "-" : (s.targetBitrate == 0 ? "off" : Units.bitrate(s.targetBitrate)),
-                       String(s.framesSent), String(s.packetsSent), "\(s.nackReceived)/\(s.pliReceived)", s.kind == .audio ? "-" : s.qualityLimitationReason])
+                t.add([
+                    Report.streamName(kind: s.kind, rid: s.rid, width: s.width, height: s.height),
+                    s.kind == .audio ? "opus" : "\(s.width)x\(s.height)",
+                    s.kind == .audio ? "-" : (s.targetBitrate == 0 ? "off" : Units.bitrate(s.targetBitrate)),
+                    String(s.framesSent), String(s.packetsSent), "\(s.nackReceived)/\(s.pliReceived)",
+                    s.kind == .audio ? "-" : s.qualityLimitationReason
+                ])
             }
             out += t.render()
         }

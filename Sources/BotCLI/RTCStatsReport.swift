@@ -14,18 +14,31 @@ enum RTCStatsReport {
         func obj(_ id: String, _ type: String, _ fields: [(String, JSONValue)]) -> JSONValue {
             .object([("id", .string(id)), ("type", .string(type)), ("timestamp", .double(now))] + fields)
         }
-        let codecs: [(String, String, Int, Int)] = [("COT01_96", "video/VP8", 90_000, 96), ("COT01_97", "video/rtx", 90_000, 97), ("COT01_111", "audio/opus", 48_000, 111)]
+        let codecs: [(String, String, Int, Int)] = [
+            ("COT01_96", "video/VP8", 90_000, 96), ("COT01_97", "video/rtx", 90_000, 97), ("COT01_111", "audio/opus", 48_000, 111)
+        ]
         for (id, mime, rate, pt) in codecs {
-            out.append(obj(id, "codec", [("mimeType", .string(mime)), ("clockRate", .int(Int64(rate))), ("payloadType", .int(Int64(pt))),
-                                         ("transportId", .string(transportID))] + (mime == "audio/opus" ? [("channels", .int(2))] : [])))
+            out.append(
+                obj(
+                    id, "codec",
+                    [
+                        ("mimeType", .string(mime)), ("clockRate", .int(Int64(rate))), ("payloadType", .int(Int64(pt))),
+                        ("transportId", .string(transportID))
+                    ] + (mime == "audio/opus" ? [("channels", .int(2))] : [])))
         }
         if config.sendVideo, let top = config.layers.last {
-            out.append(obj("MS-video", "media-source", [("kind", .string("video")), ("trackIdentifier", .string("pubbot-synthetic-video")),
-                                                         ("width", .int(Int64(top.width))), ("height", .int(Int64(top.height))),
-                                                         ("framesPerSecond", .int(Int64(top.fps))), ("frames", .int(Int64(p.media.framesEncoded.max() ?? 0)))]))
+            out.append(
+                obj(
+                    "MS-video", "media-source",
+                    [
+                        ("kind", .string("video")), ("trackIdentifier", .string("pubbot-synthetic-video")),
+                        ("width", .int(Int64(top.width))), ("height", .int(Int64(top.height))),
+                        ("framesPerSecond", .int(Int64(top.fps))), ("frames", .int(Int64(p.media.framesEncoded.max() ?? 0)))
+                    ]))
         }
         if config.sendAudio {
-            out.append(obj("MS-audio", "media-source", [("kind", .string("audio")), ("trackIdentifier", .string("pubbot-synthetic-audio"))]))
+            out.append(
+                obj("MS-audio", "media-source", [("kind", .string("audio")), ("trackIdentifier", .string("pubbot-synthetic-audio"))]))
         }
         for s in p.streams {
             let video = s.kind == .video
@@ -35,22 +48,31 @@ enum RTCStatsReport {
                 ("remoteId", .string("RI-\(s.ssrc)")), ("mid", .string(s.mid)),
                 ("packetsSent", .int(Int64(s.packetsSent))), ("bytesSent", .int(Int64(s.payloadBytesSent))),
                 ("headerBytesSent", .int(Int64(s.headerBytesSent))),
-                ("retransmittedPacketsSent", .int(Int64(s.retransmittedPacketsSent))), ("retransmittedBytesSent", .int(Int64(s.retransmittedBytesSent))),
-                ("nackCount", .int(Int64(s.nackReceived))), ("active", .bool(!video || s.targetBitrate > 0 || s.packetsSent > 0)),
+                ("retransmittedPacketsSent", .int(Int64(s.retransmittedPacketsSent))),
+                ("retransmittedBytesSent", .int(Int64(s.retransmittedBytesSent))),
+                ("nackCount", .int(Int64(s.nackReceived))), ("active", .bool(!video || s.targetBitrate > 0 || s.packetsSent > 0))
             ]
             if video {
-                fields += [("rid", s.rid.map { .string($0) } ?? .null), ("frameWidth", .int(Int64(s.width))), ("frameHeight", .int(Int64(s.height))),
-                           ("framesEncoded", .int(Int64(s.framesEncoded))), ("framesSent", .int(Int64(s.framesSent))),
-                           ("keyFramesEncoded", .int(Int64(s.keyFramesSent))), ("targetBitrate", .int(Int64(s.targetBitrate))),
-                           ("qualityLimitationReason", .string(s.qualityLimitationReason == "none" || s.qualityLimitationReason == "bandwidth" || s.qualityLimitationReason == "cpu" ? s.qualityLimitationReason : "other")),
-                           ("pliCount", .int(Int64(s.pliReceived))), ("firCount", .int(Int64(s.firReceived)))]
+                fields += [
+                    ("rid", s.rid.map { .string($0) } ?? .null), ("frameWidth", .int(Int64(s.width))),
+                    ("frameHeight", .int(Int64(s.height))),
+                    ("framesEncoded", .int(Int64(s.framesEncoded))), ("framesSent", .int(Int64(s.framesSent))),
+                    ("keyFramesEncoded", .int(Int64(s.keyFramesSent))), ("targetBitrate", .int(Int64(s.targetBitrate))),
+                    (
+                        "qualityLimitationReason",
+                        .string(
+                            s.qualityLimitationReason == "none" || s.qualityLimitationReason == "bandwidth"
+                                || s.qualityLimitationReason == "cpu" ? s.qualityLimitationReason : "other")
+                    ),
+                    ("pliCount", .int(Int64(s.pliReceived))), ("firCount", .int(Int64(s.firReceived)))
+                ]
                 if let m = s.scalabilityMode { fields.append(("scalabilityMode", .string(m))) }
             }
             out.append(obj("OT-\(s.ssrc)", "outbound-rtp", fields))
             var remote: [(String, JSONValue)] = [
                 ("ssrc", .int(Int64(s.ssrc))), ("kind", .string(s.kind.rawValue)), ("transportId", .string(transportID)),
                 ("codecId", .string(video ? "COT01_96" : "COT01_111")), ("localId", .string("OT-\(s.ssrc)")),
-                ("packetsLost", .int(Int64(s.packetsLostReported))), ("fractionLost", .double(s.fractionLost)),
+                ("packetsLost", .int(Int64(s.packetsLostReported))), ("fractionLost", .double(s.fractionLost))
             ]
             if let j = s.remoteJitterSeconds { remote.append(("jitter", .double(j))) }
             // W3C: roundTripTime exists only once an RR with a non-zero DLSR arrived.
@@ -62,10 +84,12 @@ enum RTCStatsReport {
         // SDES: no DTLS ("new"), the configured key's suite. WebRTC (WHIP): the transport's own
         // states, the cipher DTLS negotiated, and the selected pair's candidates.
         let t = p.network.transport
-        var transport: [(String, JSONValue)] = [("bytesSent", .int(Int64(sent))), ("packetsSent", .int(Int64(packets))),
-                                                ("selectedCandidatePairId", .string(pairID)),
-                                                ("srtpCipher", .string(t == nil ? config.key.suite.sdesName : t?.srtpCipher ?? "")),
-                                                ("dtlsState", .string(t?.dtlsState ?? "new")), ("iceRole", .string(t?.iceRole ?? "controlling"))]
+        var transport: [(String, JSONValue)] = [
+            ("bytesSent", .int(Int64(sent))), ("packetsSent", .int(Int64(packets))),
+            ("selectedCandidatePairId", .string(pairID)),
+            ("srtpCipher", .string(t == nil ? config.key.suite.sdesName : t?.srtpCipher ?? "")),
+            ("dtlsState", .string(t?.dtlsState ?? "new")), ("iceRole", .string(t?.iceRole ?? "controlling"))
+        ]
         if let t {
             transport.append(("iceState", .string(t.iceState)))
             if let d = t.dtlsDurationMs { transport.append(("dtlsDurationMs", .int(Int64(d)))) }
@@ -73,17 +97,23 @@ enum RTCStatsReport {
             transport.append(("dtlsRole", .string(t.dtlsRole)))
         }
         out.append(obj(transportID, "transport", transport))
-        var pair: [(String, JSONValue)] = [("transportId", .string(transportID)), ("state", .string(t == nil || t?.localAddress != nil ? "succeeded" : "in-progress")),
-                                           ("nominated", .bool(t == nil || t?.localAddress != nil)),
-                                           ("bytesSent", .int(Int64(sent))), ("packetsSent", .int(Int64(packets)))]
+        var pair: [(String, JSONValue)] = [
+            ("transportId", .string(transportID)), ("state", .string(t == nil || t?.localAddress != nil ? "succeeded" : "in-progress")),
+            ("nominated", .bool(t == nil || t?.localAddress != nil)),
+            ("bytesSent", .int(Int64(sent))), ("packetsSent", .int(Int64(packets)))
+        ]
         if let t, let la = t.localAddress, let ra = t.remoteAddress {
             let localID = "IL\(suffix)", remoteID = "IR\(suffix)"
             pair += [("localCandidateId", .string(localID)), ("remoteCandidateId", .string(remoteID))]
             func candidate(_ id: String, _ type: String, _ address: String, _ kind: String) -> JSONValue {
                 let host = address.hasPrefix("[") ? String(address.dropFirst().prefix { $0 != "]" }) : String(address.prefix { $0 != ":" })
                 let port = Int(address.split(separator: ":").last ?? "") ?? 0
-                return obj(id, type, [("transportId", .string(transportID)), ("address", .string(host)), ("port", .int(Int64(port))),
-                                      ("protocol", .string("udp")), ("candidateType", .string(kind))])
+                return obj(
+                    id, type,
+                    [
+                        ("transportId", .string(transportID)), ("address", .string(host)), ("port", .int(Int64(port))),
+                        ("protocol", .string("udp")), ("candidateType", .string(kind))
+                    ])
             }
             out.append(candidate(localID, "local-candidate", la, t.localCandidateType ?? "host"))
             out.append(candidate(remoteID, "remote-candidate", ra, t.remoteCandidateType ?? "host"))

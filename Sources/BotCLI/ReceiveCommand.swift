@@ -1,6 +1,6 @@
 #if canImport(Glibc)
-import WHIP
-import Glibc
+    import WHIP
+    import Glibc
 #endif
 import LoopbackReceiver
 import Transport
@@ -14,10 +14,12 @@ import WHIPPublish
 
 /// `pubbot receive`: decrypt, reassemble, decode and report.
 enum ReceiveCommand {
-    static let spec = OptionSpec(options: ["listen": .value, "key": .value, "sdp": .value, "srtp-suite": .value, "duration": .value, "json": .flag,
-                                           "impair": .value, "downlink-impair": .value, "stats": .value, "stats-interval": .value, "prefer": .value,
-                                           "no-decode": .flag, "max-publishers": .value, "decode-publishers": .value,
-                                           "whip-listen": .value, "token": .value, "whep": .value, "ice-interface": .value])
+    static let spec = OptionSpec(options: [
+        "listen": .value, "key": .value, "sdp": .value, "srtp-suite": .value, "duration": .value, "json": .flag,
+        "impair": .value, "downlink-impair": .value, "stats": .value, "stats-interval": .value, "prefer": .value,
+        "no-decode": .flag, "max-publishers": .value, "decode-publishers": .value,
+        "whip-listen": .value, "token": .value, "whep": .value, "ice-interface": .value
+    ])
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
         let o = try ParsedOptions.parse(args, spec: spec, command: "receive")
@@ -30,8 +32,10 @@ enum ReceiveCommand {
         var whepOptions: WHIPOptions?
         if let url = whepURL {
             // A WHEP subscriber: the server's keys come from DTLS, its numbers from its answer.
-            for flag in ["key", "sdp", "listen", "srtp-suite", "whip-listen", "impair", "prefer", "max-publishers", "decode-publishers"] where o.value(flag) != nil {
-                throw UsageError("--\(flag) does not apply to --whep (a subscriber to one server session; its downlink is --downlink-impair)")
+            for flag in ["key", "sdp", "listen", "srtp-suite", "whip-listen", "impair", "prefer", "max-publishers", "decode-publishers"]
+            where o.value(flag) != nil {
+                throw UsageError(
+                    "--\(flag) does not apply to --whep (a subscriber to one server session; its downlink is --downlink-impair)")
             }
             guard url.lowercased().hasPrefix("http://") || url.lowercased().hasPrefix("https://"), url.count > 8 else {
                 throw UsageError("invalid --whep '\(WHIPClient.redacted(url))' (an http:// or https:// URL of a WHEP endpoint)")
@@ -57,9 +61,15 @@ enum ReceiveCommand {
             guard let text = readFile(path) else { throw UsageError("cannot read the SDP file '\(path)'") }
             let sd: SessionDescription
             do { sd = try SessionDescription.parse(text) } catch { throw UsageError("invalid SDP '\(path)': \(error)") }
-            guard let crypto = sd.media.first(where: { $0.crypto != nil })?.crypto else { throw UsageError("the SDP '\(path)' has no a=crypto line") }
-            guard let suite = SRTPSuite(sdesName: crypto.suite) else { throw UsageError("the SDP uses the unsupported SRTP suite \(crypto.suite)") }
-            do { key = try SRTPKey(base64: crypto.inlineKey, suite: suite) } catch { throw UsageError("the SDP's key is invalid: \(error)") }
+            guard let crypto = sd.media.first(where: { $0.crypto != nil })?.crypto else {
+                throw UsageError("the SDP '\(path)' has no a=crypto line")
+            }
+            guard let suite = SRTPSuite(sdesName: crypto.suite) else {
+                throw UsageError("the SDP uses the unsupported SRTP suite \(crypto.suite)")
+            }
+            do { key = try SRTPKey(base64: crypto.inlineKey, suite: suite) } catch {
+                throw UsageError("the SDP's key is invalid: \(error)")
+            }
             if listenText == nil { listenText = (sd.address.contains(":") ? "[\(sd.address)]" : sd.address) + ":\(sd.media[0].port)" }
         } else {
             guard o.value("key") != nil else { throw UsageError("missing --key B64 or --sdp FILE (the publisher's SRTP key)") }
@@ -72,30 +82,38 @@ enum ReceiveCommand {
 
         var rc = ReceiverConfig(listen: listen, key: key)
         // One port serves a whole fleet of publishers (`pubbot load --to`), each by its source address.
-        rc.maxPublishers = try o.value("max-publishers").map { m throws(UsageError) in
-            guard let n = Int(m), (1...20_000).contains(n) else { throw UsageError("invalid --max-publishers '\(m)' (1…20000)") }
-            return n
-        } ?? 1024
+        rc.maxPublishers =
+            try o.value("max-publishers").map { m throws(UsageError) in
+                guard let n = Int(m), (1...20_000).contains(n) else { throw UsageError("invalid --max-publishers '\(m)' (1…20000)") }
+                return n
+            } ?? 1024
         rc.maxStreams = rc.maxPublishers * 8
         rc.decodeVideo = !o.has("no-decode")
-        rc.decodedPublishers = try o.value("decode-publishers").map { d throws(UsageError) in
-            if d == "all" { return Int.max }
-            guard let n = Int(d), n >= 0 else { throw UsageError("invalid --decode-publishers '\(d)' (a count or all)") }
-            return n
-        } ?? 4
+        rc.decodedPublishers =
+            try o.value("decode-publishers").map { d throws(UsageError) in
+                if d == "all" { return Int.max }
+                guard let n = Int(d), n >= 0 else { throw UsageError("invalid --decode-publishers '\(d)' (a count or all)") }
+                return n
+            } ?? 4
         rc.impairment = try o.value("impair").map { t throws(UsageError) in try ValueParsers.impairment(t, option: "impair") }
         if let pref = o.value("prefer") {
             // 360p or 360p@15: the simulcast stream by height, the temporal layers by frame rate.
             let parts = pref.split(separator: "@")
             let h = parts.first.map { String($0.lowercased().filter { $0 != "p" }) }
-            guard parts.count <= 2, let text = h, let height = Int(text), height >= 16, height <= 4320 else { throw UsageError("invalid --prefer '\(pref)' (e.g. 360p or 360p@15)") }
+            guard parts.count <= 2, let text = h, let height = Int(text), height >= 16, height <= 4320 else {
+                throw UsageError("invalid --prefer '\(pref)' (e.g. 360p or 360p@15)")
+            }
             rc.preferredHeight = height
             if parts.count == 2 {
-                guard let fps = Int(parts[1]), fps >= 1, fps <= 60 else { throw UsageError("invalid frame rate in --prefer '\(pref)' (e.g. 360p@15)") }
+                guard let fps = Int(parts[1]), fps >= 1, fps <= 60 else {
+                    throw UsageError("invalid frame rate in --prefer '\(pref)' (e.g. 360p@15)")
+                }
                 rc.preferredFrameRate = fps
             }
         }
-        rc.downlinkImpairment = try o.value("downlink-impair").map { t throws(UsageError) in try ValueParsers.impairment(t, option: "downlink-impair") }
+        rc.downlinkImpairment = try o.value("downlink-impair").map { t throws(UsageError) in
+            try ValueParsers.impairment(t, option: "downlink-impair")
+        }
         if whepOptions != nil {
             // Everything from the server arrives over the subscriber's downlink: emulated before
             // the transport sees it (the server's retransmissions and ICE/DTLS cross it too).
@@ -109,7 +127,9 @@ enum ReceiveCommand {
         var candidates: [ICECandidate] = []
         if whipListen != nil {
             // The media socket takes the same port number as the HTTP endpoint (UDP and TCP apart).
-            let ips = listen.host == "0.0.0.0" ? LocalInterfaces.hostAddresses(ipv6: false).map(\.ip) : [STUNAddress.parseIP(Substring(listen.host)) ?? []]
+            let ips =
+                listen.host == "0.0.0.0"
+                ? LocalInterfaces.hostAddresses(ipv6: false).map(\.ip) : [STUNAddress.parseIP(Substring(listen.host)) ?? []]
             guard let first = ips.first, first.count == 4 else {
                 Output.err("Error: no IPv4 address to offer as an ICE candidate for \(listen.host)\n")
                 return 2
@@ -150,9 +170,10 @@ enum ReceiveCommand {
                 let port = r.localAddress.port
                 let here = candidates.map { ICECandidate.host(STUNAddress(ip: $0.address.ip, port: UInt16(port))) }
                 do {
-                    endpoint = try WHIPEndpoint(receiver: r, host: listen.host, port: port,
-                                                token: o.value("token") ?? getenv("PUBBOT_WHIP_TOKEN").map { String(cString: $0) },
-                                                certificate: w.certificate, candidates: here, maxSessions: rc.maxPublishers)
+                    endpoint = try WHIPEndpoint(
+                        receiver: r, host: listen.host, port: port,
+                        token: o.value("token") ?? getenv("PUBBOT_WHIP_TOKEN").map { String(cString: $0) },
+                        certificate: w.certificate, candidates: here, maxSessions: rc.maxPublishers)
                     candidates = here
                     receiver = r
                     break
@@ -167,9 +188,12 @@ enum ReceiveCommand {
             receiver.start()
         }
         if let whep {
-            Output.err("WHEP session \(WHIPClient.redacted(whep.resource.resourceURL)) (media on UDP \(receiver.localAddress)); Ctrl-C to stop\n")
+            Output.err(
+                "WHEP session \(WHIPClient.redacted(whep.resource.resourceURL)) (media on UDP \(receiver.localAddress)); Ctrl-C to stop\n")
         } else if whipListen != nil {
-            Output.err("WHIP endpoint http://\(listen.host):\(receiver.localAddress.port)/whip (media on UDP \(receiver.localAddress)); Ctrl-C to stop\n")
+            Output.err(
+                "WHIP endpoint http://\(listen.host):\(receiver.localAddress.port)/whip (media on UDP \(receiver.localAddress)); Ctrl-C to stop\n"
+            )
         } else {
             Output.err("listening on \(receiver.localAddress); Ctrl-C to stop\n")
         }
@@ -190,7 +214,9 @@ enum ReceiveCommand {
                 if t.state == "connected" && !whepConnected {
                     whepConnected = true
                     Output.endProgress()
-                    Output.err("connected: ICE \(t.iceMillis.map { Units.fixed($0, 1) } ?? "?") ms (\(t.iceRole ?? "?")), DTLS \(t.dtlsMillis.map { Units.fixed($0, 1) } ?? "?") ms, \(t.srtpCipher ?? "?"), server \(t.remote ?? "?")\n")
+                    Output.err(
+                        "connected: ICE \(t.iceMillis.map { Units.fixed($0, 1) } ?? "?") ms (\(t.iceRole ?? "?")), DTLS \(t.dtlsMillis.map { Units.fixed($0, 1) } ?? "?") ms, \(t.srtpCipher ?? "?"), server \(t.remote ?? "?")\n"
+                    )
                 }
             }
             if let (stream, interval) = stats, Clock.monotonicMicros() >= nextStats { stream.emit(r); nextStats += interval }
@@ -201,7 +227,9 @@ enum ReceiveCommand {
                 Output.err("Error: \(r.keyMismatchMessage)\n")
             }
             let bytes = r.streams.reduce(0) { $0 + $1.payloadBytesReceived }
-            Output.progress("receive \(Units.fixed(Double(Clock.monotonicMicros() - start) / 1e6, 1))s  \(r.packetsAccepted) pkts  \(bytes) bytes  \(r.streams.count) streams")
+            Output.progress(
+                "receive \(Units.fixed(Double(Clock.monotonicMicros() - start) / 1e6, 1))s  \(r.packetsAccepted) pkts  \(bytes) bytes  \(r.streams.count) streams"
+            )
         }
         let interrupted = Signals.isInterrupted
         receiver.stop()
@@ -211,19 +239,37 @@ enum ReceiveCommand {
         let r = receiver.snapshot()
         stats?.0.emit(r, final: true) // the run's averages, with BYE events
         if o.has("json") {
-            Output.out(JSONValue.object([("type", .string("summary")), ("command", .string("receive")),
-                                         ("packetsAccepted", .int(Int64(r.packetsAccepted))), ("streams", .array(r.streams.map(Report.inboundJSON))),
-                                         ("publishers", .array(publisherSummaries(r).map { p in
-                                             .object([("address", .string(p.address)), ("streams", .int(Int64(p.streams))), ("packetsReceived", .int(Int64(p.packets))),
-                                                      ("packetsLost", .int(Int64(p.lost))), ("framesReceived", .int(Int64(p.frames))), ("byeReceived", .bool(p.bye))])
-                                         })), ("refusedOverCapacity", .int(Int64(r.refusedOverCapacity))),
-                                         ("rejected", Report.rejectedJSON(r.rejected)), ("senderReports", .int(Int64(r.senderReports))),
-                                         ("byes", .int(Int64(r.byes))),
-                                         ("feedback", .object([("rtcpSent", .int(Int64(r.rtcpSent))), ("nackSent", .int(Int64(r.nackSent))),
-                                                               ("pliSent", .int(Int64(r.pliSent))), ("transportFeedbackSent", .int(Int64(r.transportFeedbackSent))),
-                                                               ("rembSent", .int(Int64(r.rembSent))),
-                                                               ("retransmissionsReceived", .int(Int64(r.retransmissionsReceived)))]))] + (whep.map { [("whep", whepJSON($0, r))] } ?? [])
-                                         + (endpoint.map { [("whipEndpoint", endpointJSON($0, r))] } ?? [])).serialized(pretty: true) + "\n")
+            Output.out(
+                JSONValue.object(
+                    [
+                        ("type", .string("summary")), ("command", .string("receive")),
+                        ("packetsAccepted", .int(Int64(r.packetsAccepted))), ("streams", .array(r.streams.map(Report.inboundJSON))),
+                        (
+                            "publishers",
+                            .array(
+                                publisherSummaries(r).map { p in
+                                    .object([
+                                        ("address", .string(p.address)), ("streams", .int(Int64(p.streams))),
+                                        ("packetsReceived", .int(Int64(p.packets))),
+                                        ("packetsLost", .int(Int64(p.lost))), ("framesReceived", .int(Int64(p.frames))),
+                                        ("byeReceived", .bool(p.bye))
+                                    ])
+                                })
+                        ), ("refusedOverCapacity", .int(Int64(r.refusedOverCapacity))),
+                        ("rejected", Report.rejectedJSON(r.rejected)), ("senderReports", .int(Int64(r.senderReports))),
+                        ("byes", .int(Int64(r.byes))),
+                        (
+                            "feedback",
+                            .object([
+                                ("rtcpSent", .int(Int64(r.rtcpSent))), ("nackSent", .int(Int64(r.nackSent))),
+                                ("pliSent", .int(Int64(r.pliSent))), ("transportFeedbackSent", .int(Int64(r.transportFeedbackSent))),
+                                ("rembSent", .int(Int64(r.rembSent))),
+                                ("retransmissionsReceived", .int(Int64(r.retransmissionsReceived)))
+                            ])
+                        )
+                    ] + (whep.map { [("whep", whepJSON($0, r))] } ?? [])
+                        + (endpoint.map { [("whipEndpoint", endpointJSON($0, r))] } ?? [])
+                ).serialized(pretty: true) + "\n")
         } else if whepFailure == nil || !r.streams.isEmpty {
             Output.out(table(r))
             if let endpoint { Output.out(endpointText(endpoint, r)) }
@@ -247,15 +293,23 @@ enum ReceiveCommand {
     static func endpointJSON(_ e: WHIPEndpoint, _ r: ReceiverSnapshot) -> JSONValue {
         let h = e.httpStats, x = r.webrtcEndings
         func n(_ v: Int) -> JSONValue { .int(Int64(v)) }
-        return .object([("sessionsAnswered", n(e.sessionsAnswered)), ("live", n(e.sessionsLive)), ("abandoned", n(x.abandoned)),
-                        ("consentLost", n(x.consentLost)), ("failed", n(x.failed)), ("closed", n(x.closed)),
-                        ("http", .object([("connections", n(h.accepted)), ("requests", n(h.requests)), ("timedOut", n(h.timedOut)),
-                                          ("overCapacity", n(h.overCapacity)), ("idleClosed", n(h.idleClosed)), ("malformed", n(h.malformed))]))])
+        return .object([
+            ("sessionsAnswered", n(e.sessionsAnswered)), ("live", n(e.sessionsLive)), ("abandoned", n(x.abandoned)),
+            ("consentLost", n(x.consentLost)), ("failed", n(x.failed)), ("closed", n(x.closed)),
+            (
+                "http",
+                .object([
+                    ("connections", n(h.accepted)), ("requests", n(h.requests)), ("timedOut", n(h.timedOut)),
+                    ("overCapacity", n(h.overCapacity)), ("idleClosed", n(h.idleClosed)), ("malformed", n(h.malformed))
+                ])
+            )
+        ])
     }
 
     static func endpointText(_ e: WHIPEndpoint, _ r: ReceiverSnapshot) -> String {
         let h = e.httpStats, x = r.webrtcEndings
-        return "WHIP endpoint: \(e.sessionsAnswered) sessions answered, \(e.sessionsLive) live, \(x.closed) closed, \(x.abandoned) abandoned (no ICE), "
+        return
+            "WHIP endpoint: \(e.sessionsAnswered) sessions answered, \(e.sessionsLive) live, \(x.closed) closed, \(x.abandoned) abandoned (no ICE), "
             + "\(x.consentLost) consent lost, \(x.failed) failed; HTTP: \(h.requests) requests, \(h.timedOut) timed out (408), "
             + "\(h.overCapacity) refused over the connection limits (503), \(h.malformed) malformed\n"
     }
@@ -264,21 +318,27 @@ enum ReceiveCommand {
     static func whepJSON(_ w: WHEPSubscription, _ r: ReceiverSnapshot) -> JSONValue {
         let t = r.webrtcPublishers.first
         func ms(_ v: Double?) -> JSONValue { v.map { .double(($0 * 10).rounded() / 10) } ?? .null }
-        return .object([("resource", .string(WHIPClient.redacted(w.resource.resourceURL)))] + w.summary.map { ($0.0, JSONValue.string($0.1)) } + [
-            ("state", .string(t?.state ?? "new")), ("failure", t?.failure.map { .string($0) } ?? .null), ("server", t?.remote.map { .string($0) } ?? .null),
-            ("iceRole", t?.iceRole.map { .string($0) } ?? .null), ("iceDurationMs", ms(t?.iceMillis)), ("dtlsDurationMs", ms(t?.dtlsMillis)),
-            ("srtpCipher", t?.srtpCipher.map { .string($0) } ?? .null), ("roundTripTimeMs", ms(t?.roundTripMillis)),
-            ("rtcpSent", .int(Int64(r.rtcpSent))), ("nackSent", .int(Int64(r.nackSent))), ("pliSent", .int(Int64(r.pliSent))),
-            ("transportFeedbackSent", .int(Int64(r.transportFeedbackSent))), ("retransmissionsReceived", .int(Int64(r.retransmissionsReceived))),
-            ("rembSent", .int(Int64(r.rembSent))), ("rembBitrate", r.rembBitrate.map { .int(Int64($0)) } ?? .null),
-        ])
+        return .object(
+            [("resource", .string(WHIPClient.redacted(w.resource.resourceURL)))] + w.summary.map { ($0.0, JSONValue.string($0.1)) } + [
+                ("state", .string(t?.state ?? "new")), ("failure", t?.failure.map { .string($0) } ?? .null),
+                ("server", t?.remote.map { .string($0) } ?? .null),
+                ("iceRole", t?.iceRole.map { .string($0) } ?? .null), ("iceDurationMs", ms(t?.iceMillis)),
+                ("dtlsDurationMs", ms(t?.dtlsMillis)),
+                ("srtpCipher", t?.srtpCipher.map { .string($0) } ?? .null), ("roundTripTimeMs", ms(t?.roundTripMillis)),
+                ("rtcpSent", .int(Int64(r.rtcpSent))), ("nackSent", .int(Int64(r.nackSent))), ("pliSent", .int(Int64(r.pliSent))),
+                ("transportFeedbackSent", .int(Int64(r.transportFeedbackSent))),
+                ("retransmissionsReceived", .int(Int64(r.retransmissionsReceived))),
+                ("rembSent", .int(Int64(r.rembSent))), ("rembBitrate", r.rembBitrate.map { .int(Int64($0)) } ?? .null)
+            ])
     }
 
     static func whepText(_ w: WHEPSubscription, _ r: ReceiverSnapshot) -> String {
         let t = r.webrtcPublishers.first
         var out = "WHEP: " + w.summary.map { "\($0.0) \($0.1)" }.joined(separator: ", ") + "\n"
-        out += "transport: \(t?.state ?? "new"), server \(t?.remote ?? "-"), ICE \(t?.iceMillis.map { Units.fixed($0, 1) } ?? "-") ms as \(t?.iceRole ?? "-"), "
-        out += "DTLS \(t?.dtlsMillis.map { Units.fixed($0, 1) } ?? "-") ms, RTT \(t?.roundTripMillis.map { Units.fixed($0, 2) } ?? "-") ms; "
+        out +=
+            "transport: \(t?.state ?? "new"), server \(t?.remote ?? "-"), ICE \(t?.iceMillis.map { Units.fixed($0, 1) } ?? "-") ms as \(t?.iceRole ?? "-"), "
+        out +=
+            "DTLS \(t?.dtlsMillis.map { Units.fixed($0, 1) } ?? "-") ms, RTT \(t?.roundTripMillis.map { Units.fixed($0, 2) } ?? "-") ms; "
         out += "feedback sent: \(r.nackSent) NACK, \(r.pliSent) PLI, \(r.transportFeedbackSent) transport-cc, \(r.rembSent) REMB"
         if let b = r.rembBitrate { out += " (last \(Units.bitrate(b)))" }
         out += "; \(r.retransmissionsReceived) retransmissions received\n"
@@ -308,27 +368,39 @@ enum ReceiveCommand {
         if r.publishers.count > 4 {
             let ps = publisherSummaries(r)
             let frames = ps.map(\.frames).sorted()
-            var out = "\(ps.count) publishers, \(r.streams.count) streams, \(r.packetsAccepted) packets, \(ps.reduce(0) { $0 + $1.lost }) lost, "
-            out += "frames per publisher min/median/max \(frames.first ?? 0)/\(frames.isEmpty ? 0 : frames[frames.count / 2])/\(frames.last ?? 0), "
+            var out =
+                "\(ps.count) publishers, \(r.streams.count) streams, \(r.packetsAccepted) packets, \(ps.reduce(0) { $0 + $1.lost }) lost, "
+            out +=
+                "frames per publisher min/median/max \(frames.first ?? 0)/\(frames.isEmpty ? 0 : frames[frames.count / 2])/\(frames.last ?? 0), "
             out += "\(ps.filter { $0.frames == 0 }.count) with no frames, \(ps.filter(\.bye).count) said BYE\n"
             let decoded = r.streams.filter { $0.kind == .video && $0.framesDecoded > 0 }.count
-            out += "video: every frame reassembled and checked; VP8-decoded for \(decoded) of \(r.streams.filter { $0.kind == .video }.count) streams (--decode-publishers), \(r.streams.reduce(0) { $0 + $1.decodeErrors }) decode errors; audio decoded for all\n"
+            out +=
+                "video: every frame reassembled and checked; VP8-decoded for \(decoded) of \(r.streams.filter { $0.kind == .video }.count) streams (--decode-publishers), \(r.streams.reduce(0) { $0 + $1.decodeErrors }) decode errors; audio decoded for all\n"
             if r.refusedOverCapacity > 0 { out += "refused (over --max-publishers): \(r.refusedOverCapacity) packets\n" }
             if r.rejected.total > 0 { out += "rejected packets: \(r.rejected.total)\n" }
             return out
         }
-        var t = TextTable(headers: ["stream", "ssrc", "resolution", "pkts recv", "lost", "frames decoded", "decode errors", "bitrate", "stamps", "latency mean/p95"],
-                          rightAligned: [1, 3, 4, 5, 6, 7, 8, 9])
+        var t = TextTable(
+            headers: [
+                "stream", "ssrc", "resolution", "pkts recv", "lost", "frames decoded", "decode errors", "bitrate", "stamps",
+                "latency mean/p95"
+            ],
+            rightAligned: [1, 3, 4, 5, 6, 7, 8, 9])
         for s in r.streams {
-            let lat = !showLatency ? "-" : s.latencyMeanMillis.map { "\(Units.fixed($0, 1))/\(Units.fixed(s.latencyP95Millis ?? $0, 1)) ms" } ?? "-"
-            t.add([Report.streamName(kind: s.kind, rid: s.rid, width: s.width, height: s.height), String(s.ssrc),
-                   s.kind == .audio ? "opus" : "\(s.width)x\(s.height)", String(s.packetsReceived), String(s.packetsLost),
-                   String(s.framesDecoded), String(s.decodeErrors), Units.bitrate(s.bitrate),
-                   s.kind == .audio ? "-" : String(s.stampsRead), s.kind == .audio ? "-" : lat])
+            let lat =
+                !showLatency
+                ? "-" : s.latencyMeanMillis.map { "\(Units.fixed($0, 1))/\(Units.fixed(s.latencyP95Millis ?? $0, 1)) ms" } ?? "-"
+            t.add([
+                Report.streamName(kind: s.kind, rid: s.rid, width: s.width, height: s.height), String(s.ssrc),
+                s.kind == .audio ? "opus" : "\(s.width)x\(s.height)", String(s.packetsReceived), String(s.packetsLost),
+                String(s.framesDecoded), String(s.decodeErrors), Units.bitrate(s.bitrate),
+                s.kind == .audio ? "-" : String(s.stampsRead), s.kind == .audio ? "-" : lat
+            ])
         }
         var out = t.render()
         if r.rejected.total > 0 {
-            out += "rejected packets: \(r.rejected.total) (auth \(r.rejected.authenticationFailed), replayed \(r.rejected.replayed), malformed \(r.rejected.malformed), oversized \(r.rejected.oversized), unknown PT \(r.rejected.unknownPayloadType), not RTP \(r.rejected.notRTP), SSRC collision \(r.rejected.ssrcCollision), unknown source \(r.rejected.unknownSource))\n"
+            out +=
+                "rejected packets: \(r.rejected.total) (auth \(r.rejected.authenticationFailed), replayed \(r.rejected.replayed), malformed \(r.rejected.malformed), oversized \(r.rejected.oversized), unknown PT \(r.rejected.unknownPayloadType), not RTP \(r.rejected.notRTP), SSRC collision \(r.rejected.ssrcCollision), unknown source \(r.rejected.unknownSource))\n"
         }
         return out
     }

@@ -14,8 +14,10 @@ import PreflightRunner
 enum SimulateCommand {
     static let spec: OptionSpec = {
         var o = CommonOptions.media
-        for (k, v) in ["impair": OptionSpec.Kind.value, "downlink-impair": .value, "media": .value, "seed": .value, "no-audio": .flag,
-                       "no-decode": .flag, "one-encoding": .flag, "preflight": .flag, "verdict-thresholds": .value, "require": .value, "junit": .value] { o[k] = v }
+        for (k, v) in [
+            "impair": OptionSpec.Kind.value, "downlink-impair": .value, "media": .value, "seed": .value, "no-audio": .flag,
+            "no-decode": .flag, "one-encoding": .flag, "preflight": .flag, "verdict-thresholds": .value, "require": .value, "junit": .value
+        ] { o[k] = v }
         o["srtp-suite"] = nil
         return OptionSpec(options: o)
     }()
@@ -37,7 +39,9 @@ enum SimulateCommand {
         for option in ["verdict-thresholds", "require", "junit"] where o.value(option) != nil && !preflight {
             throw UsageError("--\(option) applies to a simulated pre-flight (--preflight)")
         }
-        let duration = try o.value("duration").map { d throws(UsageError) in try ValueParsers.duration(d, option: "duration") } ?? (preflight ? 15_000_000 : 60_000_000)
+        let duration =
+            try o.value("duration").map { d throws(UsageError) in try ValueParsers.duration(d, option: "duration") }
+            ?? (preflight ? 15_000_000 : 60_000_000)
         if preflight {
             // As `preflight`: the limit, and what the publisher does to measure the link.
             guard duration >= 2_000_000, duration <= 600_000_000 else { throw UsageError("--duration must be between 2s and 10m") }
@@ -49,18 +53,25 @@ enum SimulateCommand {
         }
         guard duration >= 1_000_000, duration <= 24 * 3_600_000_000 else { throw UsageError("--duration must be between 1s and 24h") }
         pc.durationMicros = duration
-        let thresholds = try o.value("verdict-thresholds").map { t throws(UsageError) in try PreflightCommand.verdictThresholds(t) } ?? VerdictThresholds()
-        let seed: UInt64 = try o.value("seed").map { s throws(UsageError) -> UInt64 in
-            guard let n = UInt64(s) else { throw UsageError("invalid --seed '\(s)' (a non-negative integer)") }
-            return n
-        } ?? 1
+        let thresholds =
+            try o.value("verdict-thresholds").map { t throws(UsageError) in try PreflightCommand.verdictThresholds(t) }
+            ?? VerdictThresholds()
+        let seed: UInt64 =
+            try o.value("seed").map { s throws(UsageError) -> UInt64 in
+                guard let n = UInt64(s) else { throw UsageError("invalid --seed '\(s)' (a non-negative integer)") }
+                return n
+            } ?? 1
         var rc = ReceiverConfig(listen: destination, key: key)
         rc.impairment = try o.value("impair").map { t throws(UsageError) in try ValueParsers.impairment(t, option: "impair") }
-        rc.downlinkImpairment = try o.value("downlink-impair").map { t throws(UsageError) in try ValueParsers.impairment(t, option: "downlink-impair") }
+        rc.downlinkImpairment = try o.value("downlink-impair").map { t throws(UsageError) in
+            try ValueParsers.impairment(t, option: "downlink-impair")
+        }
         rc.impairmentSeed = seed
         rc.decodeVideo = !o.has("no-decode")
         let mediaKind = o.value("media") ?? "encode"
-        guard ["replay", "encode", "sized"].contains(mediaKind) else { throw UsageError("invalid --media '\(mediaKind)' (encode, replay or sized)") }
+        guard ["replay", "encode", "sized"].contains(mediaKind) else {
+            throw UsageError("invalid --media '\(mediaKind)' (encode, replay or sized)")
+        }
         if mediaKind == "sized" { rc.decodeVideo = false }
         let stats = try CommonOptions.statsWriter(o)
 
@@ -71,8 +82,13 @@ enum SimulateCommand {
             }
             // Loops of the ladder asked for, built in memory (deterministic; nothing to find on disk).
             let t0 = Clock.monotonicMicros()
-            guard let library = MediaCommand.buildLoops(pc.layers, seconds: 4, keyFrameIntervalMicros: 1_000_000, label: "building replay loops") else { return 2 }
-            Output.err("media: replay (frames keep their encoded sizes whatever the layer targets; only suspension reaches them): 4 s loops of \(pc.layers.map { "\($0.width)x\($0.height)@\($0.fps)" }.joined(separator: ", ")) built in memory in \(Units.fixed(Double(Clock.monotonicMicros() - t0) / 1e6, 1)) s (key frame every 1 s)\n")
+            guard
+                let library = MediaCommand.buildLoops(
+                    pc.layers, seconds: 4, keyFrameIntervalMicros: 1_000_000, label: "building replay loops")
+            else { return 2 }
+            Output.err(
+                "media: replay (frames keep their encoded sizes whatever the layer targets; only suspension reaches them): 4 s loops of \(pc.layers.map { "\($0.width)x\($0.height)@\($0.fps)" }.joined(separator: ", ")) built in memory in \(Units.fixed(Double(Clock.monotonicMicros() - t0) / 1e6, 1)) s (key frame every 1 s)\n"
+            )
             media = .replay(library)
         } else if mediaKind == "sized" {
             media = .sized
@@ -104,13 +120,17 @@ enum SimulateCommand {
             if !final && wall - lastProgress >= 200_000 {
                 lastProgress = wall
                 let e = sim.publisherSnapshot.network.estimate.map { Units.bitrate($0.bitrate) } ?? "-"
-                Output.progress("simulate \(Units.fixed(Double(sim.elapsedMicros) / 1e6, 0))/\(Units.fixed(Double(duration) / 1e6, 0)) s  estimate \(e)")
+                Output.progress(
+                    "simulate \(Units.fixed(Double(sim.elapsedMicros) / 1e6, 0))/\(Units.fixed(Double(duration) / 1e6, 0)) s  estimate \(e)"
+                )
             }
         }
         Output.endProgress()
         let wallSeconds = Double(Clock.monotonicMicros() - started) / 1e6
         let simulated = Double(duration) / 1e6
-        Output.err("simulated \(Units.fixed(simulated, 1)) s in \(Units.fixed(wallSeconds, 2)) s of wall time (\(Units.fixed(simulated / max(wallSeconds, 0.001), 0))× real time)\n")
+        Output.err(
+            "simulated \(Units.fixed(simulated, 1)) s in \(Units.fixed(wallSeconds, 2)) s of wall time (\(Units.fixed(simulated / max(wallSeconds, 0.001), 0))× real time)\n"
+        )
 
         let p = sim.publisherSnapshot
         let r = sim.receiverSnapshot(final: true)
@@ -118,15 +138,27 @@ enum SimulateCommand {
             let doc: JSONValue = .object([
                 ("type", .string("summary")), ("command", .string("simulate")), ("seed", .int(Int64(seed))),
                 ("simulatedMs", .int(duration / 1000)), ("media", .string(mediaKind)),
-                ("publisher", .object([("streams", .array(p.streams.map(Report.outboundJSON))),
-                                       ("estimate", p.network.estimate.map { .int(Int64($0.bitrate)) } ?? .null),
-                                       ("networkCondition", .string(p.network.networkCondition.rawValue))])),
-                ("receiver", .object([("packetsAccepted", .int(Int64(r.packetsAccepted))), ("streams", .array(r.streams.map(Report.inboundJSON))),
-                                      ("byes", .int(Int64(r.byes)))])),
+                (
+                    "publisher",
+                    .object([
+                        ("streams", .array(p.streams.map(Report.outboundJSON))),
+                        ("estimate", p.network.estimate.map { .int(Int64($0.bitrate)) } ?? .null),
+                        ("networkCondition", .string(p.network.networkCondition.rawValue))
+                    ])
+                ),
+                (
+                    "receiver",
+                    .object([
+                        ("packetsAccepted", .int(Int64(r.packetsAccepted))), ("streams", .array(r.streams.map(Report.inboundJSON))),
+                        ("byes", .int(Int64(r.byes)))
+                    ])
+                )
             ])
             Output.out(doc.serialized(pretty: true) + "\n")
         } else {
-            Output.out("publisher (estimate \(p.network.estimate.map { Units.bitrate($0.bitrate) } ?? "-"), condition \(p.network.networkCondition.rawValue)):\n")
+            Output.out(
+                "publisher (estimate \(p.network.estimate.map { Units.bitrate($0.bitrate) } ?? "-"), condition \(p.network.networkCondition.rawValue)):\n"
+            )
             Output.out(Report.publisherTable(PublisherSnapshotView(streams: p.streams, elapsedMicros: p.elapsedMicros)))
             Output.out("receiver:\n" + ReceiveCommand.table(r, latency: mediaKind == "encode"))
         }
@@ -135,8 +167,10 @@ enum SimulateCommand {
 
     /// `simulate --preflight`: the pre-flight over the emulated link in virtual time, reported as
     /// `preflight` reports it (same JSON, JUnit, --require and exit codes).
-    static func runPreflight(_ o: ParsedOptions, config: SimulationConfig, thresholds: VerdictThresholds,
-                             stats: (JSONLinesWriter, Int64)?) -> Int32 {
+    static func runPreflight(
+        _ o: ParsedOptions, config: SimulationConfig, thresholds: VerdictThresholds,
+        stats: (JSONLinesWriter, Int64)?
+    ) -> Int32 {
         let publisherStream = stats.map { StatsStream($0.0, startMillis: config.epochMicros / 1000) }
         let subscriberStream = stats.map { SubscriberStatsStream($0.0) }
         let interval = stats?.1 ?? 1_000_000
@@ -170,20 +204,28 @@ enum SimulateCommand {
         subscriberStream?.emit(sim.receiverSnapshot(final: true), final: true, at: time)
         Output.endProgress()
         let wallSeconds = Double(Clock.monotonicMicros() - started) / 1e6
-        Output.err("simulated a \(Units.fixed(Double(phase.elapsedMicros) / 1e6, 1)) s pre-flight in \(Units.fixed(wallSeconds, 2)) s of wall time\n")
+        Output.err(
+            "simulated a \(Units.fixed(Double(phase.elapsedMicros) / 1e6, 1)) s pre-flight in \(Units.fixed(wallSeconds, 2)) s of wall time\n"
+        )
         guard let verdict = outcome.verdict else {
             Output.err("Error: no answer from the simulated receiver within 3 s (the link lost everything)\n")
-            PreflightCommand.writeJUnit(o.value("junit"), verdict: nil, requirement: o.value("require"), failure: "no answer from the receiver")
+            PreflightCommand.writeJUnit(
+                o.value("junit"), verdict: nil, requirement: o.value("require"), failure: "no answer from the receiver")
             return 2
         }
         let met = o.value("require").map { verdict.meets($0) }
         PreflightCommand.writeJUnit(o.value("junit"), verdict: verdict, requirement: o.value("require"), failure: nil)
         if o.has("json") {
-            Output.out(PreflightCommand.json(verdict, phase: phase, audioOnly: outcome.audioOnly, requirement: o.value("require"), met: met,
-                                             thresholds: thresholds, timestampMillis: sim.wallMicros / 1000).serialized(pretty: true) + "\n")
+            Output.out(
+                PreflightCommand.json(
+                    verdict, phase: phase, audioOnly: outcome.audioOnly, requirement: o.value("require"), met: met,
+                    thresholds: thresholds, timestampMillis: sim.wallMicros / 1000
+                ).serialized(pretty: true) + "\n")
         } else {
             let link = o.value("impair").map { "simulated link \($0)" } ?? "simulated unimpaired link"
-            Output.out(PreflightCommand.human(verdict, phase: phase, audioOnly: outcome.audioOnly, target: link, requirement: o.value("require"), met: met))
+            Output.out(
+                PreflightCommand.human(
+                    verdict, phase: phase, audioOnly: outcome.audioOnly, target: link, requirement: o.value("require"), met: met))
         }
         if let met { return met ? 0 : 1 }
         return 0

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import PublisherEngine
 import Stats
@@ -24,7 +24,9 @@ final class StatsStream {
     }
 
     /// One publisher (a routed session): arrays of one element, no connection ids.
-    func emit(_ p: PublisherSnapshot, final: Bool = false, at time: (wall: Int64, mono: Int64)? = nil) { emit([(p, nil)], final: final, at: time) }
+    func emit(_ p: PublisherSnapshot, final: Bool = false, at time: (wall: Int64, mono: Int64)? = nil) {
+        emit([(p, nil)], final: final, at: time)
+    }
 
     /// Several publishers, one per receiver (a relayed session): one array element per receiver,
     /// each with `connectionId` and `subscriberId`.
@@ -36,7 +38,9 @@ final class StatsStream {
     /// show every layer at 0, a drop that never happened.
     /// `at`: the wall and monotonic time (µs) of this line; nil reads the clocks (a simulated
     /// run passes its own).
-    func emit(_ connections: [(snapshot: PublisherSnapshot, subscriber: String?)], final: Bool = false, at time: (wall: Int64, mono: Int64)? = nil) {
+    func emit(
+        _ connections: [(snapshot: PublisherSnapshot, subscriber: String?)], final: Bool = false, at time: (wall: Int64, mono: Int64)? = nil
+    ) {
         let now = (time?.wall ?? Clock.wallMicros()) / 1000
         let mono = time?.mono ?? Clock.monotonicMicros()
         var videoElements: [JSONValue] = [], audioElements: [JSONValue] = [], linkElements: [JSONValue] = []
@@ -47,60 +51,77 @@ final class StatsStream {
             func delta(_ s: OutboundStreamStats, _ key: KeyPath<OutboundStreamStats, Int>) -> Int {
                 s[keyPath: key] - (prev?.streams.first { $0.ssrc == s.ssrc }?[keyPath: key] ?? 0)
             }
-            let ids: [(String, JSONValue)] = subscriber.map { [("connectionId", .string("connection-\(index + 1)")), ("subscriberId", .string($0))] } ?? []
+            let ids: [(String, JSONValue)] =
+                subscriber.map { [("connectionId", .string("connection-\(index + 1)")), ("subscriberId", .string($0))] } ?? []
             let video = p.streams.filter { $0.kind == .video }
             let layers: [JSONValue] = video.map { s in
                 let payload = delta(s, \.payloadBytesSent), header = delta(s, \.headerBytesSent), frames = delta(s, \.framesSent)
                 return .object([
                     ("width", .int(Int64(s.width))), ("height", .int(Int64(s.height))),
                     ("encodedFrameRate", .double((Double(frames) / seconds * 10).rounded() / 10)),
-                    ("bitrate", .int(Int64(Double(payload * 8) / seconds))), ("totalBitrate", .int(Int64(Double((payload + header) * 8) / seconds))),
-                    ("scalabilityMode", .string(s.scalabilityMode ?? "L1T1")), ("qualityLimitationReason", .string(s.qualityLimitationReason)),
-                    ("codec", .string("VP8")), ("rid", s.rid.map { .string($0) } ?? .null), ("targetBitrate", .int(Int64(s.targetBitrate))),
+                    ("bitrate", .int(Int64(Double(payload * 8) / seconds))),
+                    ("totalBitrate", .int(Int64(Double((payload + header) * 8) / seconds))),
+                    ("scalabilityMode", .string(s.scalabilityMode ?? "L1T1")),
+                    ("qualityLimitationReason", .string(s.qualityLimitationReason)),
+                    ("codec", .string("VP8")), ("rid", s.rid.map { .string($0) } ?? .null), ("targetBitrate", .int(Int64(s.targetBitrate)))
                 ])
             }
-            let videoStats: JSONValue = .object([
-                ("videoPacketsLost", .int(Int64(video.reduce(0) { $0 + max(0, $1.packetsLostReported) }))),
-                ("videoPacketsSent", .int(Int64(video.reduce(0) { $0 + $1.packetsSent }))),
-                ("videoBytesSent", .int(Int64(video.reduce(0) { $0 + $1.payloadBytesSent }))),
-                ("timestamp", .int(now)), ("startTime", .int(startMillis)), ("videoLayers", .array(layers)),
-            ] + ids)
+            let videoStats: JSONValue = .object(
+                [
+                    ("videoPacketsLost", .int(Int64(video.reduce(0) { $0 + max(0, $1.packetsLostReported) }))),
+                    ("videoPacketsSent", .int(Int64(video.reduce(0) { $0 + $1.packetsSent }))),
+                    ("videoBytesSent", .int(Int64(video.reduce(0) { $0 + $1.payloadBytesSent }))),
+                    ("timestamp", .int(now)), ("startTime", .int(startMillis)), ("videoLayers", .array(layers))
+                ] + ids)
             if !video.isEmpty { videoElements.append(videoStats) }
             if let a = p.streams.first(where: { $0.kind == .audio }) {
-                audioElements.append(.object([
-                    ("audioPacketsLost", .int(Int64(max(0, a.packetsLostReported)))), ("audioPacketsSent", .int(Int64(a.packetsSent))),
-                    ("audioBytesSent", .int(Int64(a.payloadBytesSent))), ("timestamp", .int(now)), ("startTime", .int(startMillis)),
-                ] + ids))
+                audioElements.append(
+                    .object(
+                        [
+                            ("audioPacketsLost", .int(Int64(max(0, a.packetsLostReported)))),
+                            ("audioPacketsSent", .int(Int64(a.packetsSent))),
+                            ("audioBytesSent", .int(Int64(a.payloadBytesSent))), ("timestamp", .int(now)), ("startTime", .int(startMillis))
+                        ] + ids))
             }
             let rtt = p.streams.compactMap(\.roundTripTimeMillis).max()
-            let transport: JSONValue = .object([
-                ("connectionEstimatedBandwidth", p.network.estimate.map { .int(Int64($0.bitrate)) } ?? .null),
-                ("networkCondition", .string(p.network.networkCondition.rawValue)),
-                ("networkConditionValue", .int(Int64(p.network.networkCondition.value))),
-                ("networkConditionReason", .string(p.network.networkConditionReason.rawValue)),
-                ("roundTripTime", rtt.map { .double(($0 * 10).rounded() / 10) } ?? .null),
-                ("packetLoss", p.network.estimate.map { .double($0.lossFraction) } ?? .null),
-            ] + (p.network.transport.map { TransportFields.json($0, rttMillis: rtt) } ?? []))
+            let transport: JSONValue = .object(
+                [
+                    ("connectionEstimatedBandwidth", p.network.estimate.map { .int(Int64($0.bitrate)) } ?? .null),
+                    ("networkCondition", .string(p.network.networkCondition.rawValue)),
+                    ("networkConditionValue", .int(Int64(p.network.networkCondition.value))),
+                    ("networkConditionReason", .string(p.network.networkConditionReason.rawValue)),
+                    ("roundTripTime", rtt.map { .double(($0 * 10).rounded() / 10) } ?? .null),
+                    ("packetLoss", p.network.estimate.map { .double($0.lossFraction) } ?? .null)
+                ] + (p.network.transport.map { TransportFields.json($0, rttMillis: rtt) } ?? []))
             let link: JSONValue = .object([("transport", transport)] + ids)
             linkElements.append(link)
             for e in p.network.events where e.number > (lastEvents[index] ?? 0) {
                 lastEvents[index] = e.number
                 switch e.kind {
                 case .networkConditionChanged:
-                    events.append(.object([("type", .string("networkConditionChanged")), ("timestamp", .int(e.wallMillis)),
-                                           ("networkCondition", .string(e.condition?.rawValue ?? "unknown")), ("reason", .string(e.reason)),
-                                           ("mediaLinkStats", .array([link]))]))
+                    events.append(
+                        .object([
+                            ("type", .string("networkConditionChanged")), ("timestamp", .int(e.wallMillis)),
+                            ("networkCondition", .string(e.condition?.rawValue ?? "unknown")), ("reason", .string(e.reason)),
+                            ("mediaLinkStats", .array([link]))
+                        ]))
                 case .videoQualityChanged:
-                    events.append(.object([("type", .string("videoQualityChanged")), ("timestamp", .int(e.wallMillis)), ("reason", .string(e.reason)),
-                                           ("change", .string(e.change ?? "")), ("rid", e.rid.map { .string($0) } ?? .null),
-                                           ("width", .int(Int64(e.width ?? 0))), ("height", .int(Int64(e.height ?? 0))),
-                                           ("stats", .array([videoStats]))]))
+                    events.append(
+                        .object([
+                            ("type", .string("videoQualityChanged")), ("timestamp", .int(e.wallMillis)), ("reason", .string(e.reason)),
+                            ("change", .string(e.change ?? "")), ("rid", e.rid.map { .string($0) } ?? .null),
+                            ("width", .int(Int64(e.width ?? 0))), ("height", .int(Int64(e.height ?? 0))),
+                            ("stats", .array([videoStats]))
+                        ]))
                 }
             }
             previous[index] = (p.streams, mono)
         }
         func line(_ type: String, _ elements: [JSONValue]) -> JSONValue {
-            .object([("type", .string(type)), ("timestamp", .int(now))] + (final ? [("final", .bool(true))] : []) + [("stats", .array(elements))])
+            .object(
+                [("type", .string(type)), ("timestamp", .int(now))] + (final ? [("final", .bool(true))] : []) + [
+                    ("stats", .array(elements))
+                ])
         }
         var lines: [JSONValue] = []
         if !videoElements.isEmpty { lines.append(line("publisherVideoStats", videoElements)) }
@@ -117,7 +138,9 @@ final class JSONLinesWriter {
     let ownsFD: Bool
 
     init?(target: String) {
-        if target == "-" { fd = 1; ownsFD = false } else {
+        if target == "-" {
+            fd = 1; ownsFD = false
+        } else {
             let f = open(target, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
             guard f >= 0 else { return nil }
             fd = f
@@ -151,15 +174,25 @@ enum TransportFields {
     static func json(_ t: TransportStatus, rttMillis: Double?) -> [(String, JSONValue)] {
         let pair: JSONValue
         if let lt = t.localCandidateType, let la = t.localAddress, let rt = t.remoteCandidateType, let ra = t.remoteAddress {
-            pair = .object([("localCandidateType", .string(lt)), ("localAddress", .string(la)), ("remoteCandidateType", .string(rt)),
-                            ("remoteAddress", .string(ra)),
-                            // W3C: measured by STUN on the pair (checks, consent); RTCP's as a fallback.
-                            ("currentRoundTripTime", t.iceRoundTripMicros.map { .double(Double($0) / 1e6) } ?? rttMillis.map { .double(($0 * 10).rounded() / 10000) } ?? .null)])
+            pair = .object([
+                ("localCandidateType", .string(lt)), ("localAddress", .string(la)), ("remoteCandidateType", .string(rt)),
+                ("remoteAddress", .string(ra)),
+                // W3C: measured by STUN on the pair (checks, consent); RTCP's as a fallback.
+                (
+                    "currentRoundTripTime",
+                    t.iceRoundTripMicros.map { .double(Double($0) / 1e6) } ?? rttMillis.map { .double(($0 * 10).rounded() / 10000) }
+                        ?? .null
+                )
+            ])
         } else {
             pair = .null
         }
-        return [("iceState", .string(t.iceState)), ("dtlsState", .string(t.dtlsState)), ("srtpCipher", t.srtpCipher.map { .string($0) } ?? .null),
-                ("iceDurationMs", t.iceDurationMs.map { .int(Int64($0)) } ?? .null), ("dtlsDurationMs", t.dtlsDurationMs.map { .int(Int64($0)) } ?? .null),
-                ("selectedCandidatePair", pair), ("transportFailure", t.failure.map { .string($0) } ?? .null)]
+        return [
+            ("iceState", .string(t.iceState)), ("dtlsState", .string(t.dtlsState)),
+            ("srtpCipher", t.srtpCipher.map { .string($0) } ?? .null),
+            ("iceDurationMs", t.iceDurationMs.map { .int(Int64($0)) } ?? .null),
+            ("dtlsDurationMs", t.dtlsDurationMs.map { .int(Int64($0)) } ?? .null),
+            ("selectedCandidatePair", pair), ("transportFailure", t.failure.map { .string($0) } ?? .null)
+        ]
     }
 }

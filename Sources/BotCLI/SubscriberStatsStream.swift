@@ -50,15 +50,20 @@ final class SubscriberStatsStream {
             return max(0.001, Double(l - f) / 1e6)
         }
         func line(_ type: String, _ elements: [JSONValue]) -> JSONValue {
-            .object([("type", .string(type)), ("timestamp", .int(now))] + (final ? [("final", .bool(true))] : []) + [("stats", .array(elements))])
+            .object(
+                [("type", .string(type)), ("timestamp", .int(now))] + (final ? [("final", .bool(true))] : []) + [
+                    ("stats", .array(elements))
+                ])
         }
         var lines: [JSONValue] = []
         // Each stream carries its own publisher's sender-side stats.
         func sender(_ s: InboundStreamStats) -> JSONValue {
             let i = r.streams.firstIndex { $0.ssrc == s.ssrc } ?? -1
             return r.senderStats(stream: i).map { s in
-                .object([("connectionMaxAllocatedBitrate", .int(Int64(s.connectionMaxAllocatedBitrate))),
-                         ("connectionEstimatedBandwidth", .int(Int64(s.connectionEstimatedBandwidth)))])
+                .object([
+                    ("connectionMaxAllocatedBitrate", .int(Int64(s.connectionMaxAllocatedBitrate))),
+                    ("connectionEstimatedBandwidth", .int(Int64(s.connectionEstimatedBandwidth)))
+                ])
             } ?? .null
         }
 
@@ -68,25 +73,34 @@ final class SubscriberStatsStream {
             let payload = s.payloadBytesReceived - (b?.payloadBytesReceived ?? 0)
             let header = s.headerBytesReceived - (b?.headerBytesReceived ?? 0)
             let frames = s.framesDecoded - (b?.framesDecoded ?? 0)
-            videos.append(.object([
-                ("videoPacketsLost", .int(Int64(max(0, s.packetsLost)))), ("videoPacketsReceived", .int(Int64(s.packetsReceived))),
-                ("videoBytesReceived", .int(Int64(s.payloadBytesReceived))), ("timestamp", .int(now)),
-                ("senderStats", sender(s)), ("width", .int(Int64(s.width))), ("height", .int(Int64(s.height))),
-                ("decodedFrameRate", .double((Double(frames) / seconds(s) * 10).rounded() / 10)),
-                ("bitrate", .int(Int64(Double(payload * 8) / seconds(s)))), ("totalBitrate", .int(Int64(Double((payload + header) * 8) / seconds(s)))),
-                ("pauseCount", .int(Int64(s.pauseCount))), ("totalPausesDuration", .double(s.totalPausesDurationMillis.rounded())),
-                ("freezeCount", .int(Int64(s.freezeCount))), ("totalFreezesDuration", .double(s.totalFreezesDurationMillis.rounded())),
-                ("codec", .string("VP8")), ("ssrc", .int(Int64(s.ssrc))), ("rid", s.rid.map { .string($0) } ?? .null),
-                ("packetsRecovered", .int(Int64(s.packetsRecovered))),
-                ("latencyMeanMs", s.latencyMeanMillis.map { .double(($0 * 10).rounded() / 10) } ?? .null),
-            ]))
+            videos.append(
+                .object([
+                    ("videoPacketsLost", .int(Int64(max(0, s.packetsLost)))), ("videoPacketsReceived", .int(Int64(s.packetsReceived))),
+                    ("videoBytesReceived", .int(Int64(s.payloadBytesReceived))), ("timestamp", .int(now)),
+                    ("senderStats", sender(s)), ("width", .int(Int64(s.width))), ("height", .int(Int64(s.height))),
+                    ("decodedFrameRate", .double((Double(frames) / seconds(s) * 10).rounded() / 10)),
+                    ("bitrate", .int(Int64(Double(payload * 8) / seconds(s)))),
+                    ("totalBitrate", .int(Int64(Double((payload + header) * 8) / seconds(s)))),
+                    ("pauseCount", .int(Int64(s.pauseCount))), ("totalPausesDuration", .double(s.totalPausesDurationMillis.rounded())),
+                    ("freezeCount", .int(Int64(s.freezeCount))), ("totalFreezesDuration", .double(s.totalFreezesDurationMillis.rounded())),
+                    ("codec", .string("VP8")), ("ssrc", .int(Int64(s.ssrc))), ("rid", s.rid.map { .string($0) } ?? .null),
+                    ("packetsRecovered", .int(Int64(s.packetsRecovered))),
+                    ("latencyMeanMs", s.latencyMeanMillis.map { .double(($0 * 10).rounded() / 10) } ?? .null)
+                ]))
         }
         if !videos.isEmpty { lines.append(line("subscriberVideoStats", videos)) }
         for s in r.streams where s.kind == .audio {
-            lines.append(line("subscriberAudioStats", [.object([
-                ("audioPacketsLost", .int(Int64(max(0, s.packetsLost)))), ("audioPacketsReceived", .int(Int64(s.packetsReceived))),
-                ("audioBytesReceived", .int(Int64(s.payloadBytesReceived))), ("timestamp", .int(now)), ("senderStats", sender(s)),
-            ])]))
+            lines.append(
+                line(
+                    "subscriberAudioStats",
+                    [
+                        .object([
+                            ("audioPacketsLost", .int(Int64(max(0, s.packetsLost)))),
+                            ("audioPacketsReceived", .int(Int64(s.packetsReceived))),
+                            ("audioBytesReceived", .int(Int64(s.payloadBytesReceived))), ("timestamp", .int(now)),
+                            ("senderStats", sender(s))
+                        ])
+                    ]))
         }
 
         // Local transport = the subscriber's own downlink (router → subscriber): the loss the
@@ -106,16 +120,20 @@ final class SubscriberStatsStream {
             let flowing = r.streams.reduce(0) { $0 + $1.packetsReceived } > (prev?.streams.reduce(0) { $0 + $1.packetsReceived } ?? 0)
             localLoss = flowing ? 0 : nil
         }
-        _ = localScorer.add(TransportSample(micros: mono, lossFraction: localLoss, estimate: nil, desired: 0, activeLayers: 0, totalLayers: 0,
-                                            layersAtTarget: true, lowestLayerMin: 0))
+        _ = localScorer.add(
+            TransportSample(
+                micros: mono, lossFraction: localLoss, estimate: nil, desired: 0, activeLayers: 0, totalLayers: 0,
+                layersAtTarget: true, lowestLayerMin: 0))
         let local = localScorer.condition
         var remote: JSONValue = .null
         var source: JSONValue = .string("unknown")
         if let s = r.senderStats {
             let rc = NetworkCondition.allCases[Int(min(s.networkCondition, 5))]
-            remote = .object([("connectionEstimatedBandwidth", .int(Int64(s.connectionEstimatedBandwidth))),
-                              ("connectionMaxAllocatedBitrate", .int(Int64(s.connectionMaxAllocatedBitrate))),
-                              ("networkCondition", .string(rc.rawValue)), ("networkConditionReason", .string(Self.reasonName(s.networkConditionReason)))])
+            remote = .object([
+                ("connectionEstimatedBandwidth", .int(Int64(s.connectionEstimatedBandwidth))),
+                ("connectionMaxAllocatedBitrate", .int(Int64(s.connectionMaxAllocatedBitrate))),
+                ("networkCondition", .string(rc.rawValue)), ("networkConditionReason", .string(Self.reasonName(s.networkConditionReason)))
+            ])
             let localBad = local != .unknown && local < .good, remoteBad = rc != .unknown && rc < .good
             source = localBad && remoteBad ? .string("bothOrUnclear") : localBad ? .string("local") : remoteBad ? .string("remote") : .null
         } else if viaServer && local != .unknown {
@@ -123,11 +141,22 @@ final class SubscriberStatsStream {
             // bad local link is (the server repaired what the publisher's uplink lost).
             source = local < .good ? .string("local") : .null
         }
-        lines.append(line("subscriberMediaLinkStats", [.object([
-            ("transport", .object([("networkCondition", .string(local.rawValue)), ("networkConditionReason", .string(localScorer.reason.rawValue)),
-                                   ("packetLoss", localLoss.map { .double($0) } ?? .null)])),
-            ("remotePublisherTransport", remote), ("networkDegradationSource", source),
-        ])]))
+        lines.append(
+            line(
+                "subscriberMediaLinkStats",
+                [
+                    .object([
+                        (
+                            "transport",
+                            .object([
+                                ("networkCondition", .string(local.rawValue)),
+                                ("networkConditionReason", .string(localScorer.reason.rawValue)),
+                                ("packetLoss", localLoss.map { .double($0) } ?? .null)
+                            ])
+                        ),
+                        ("remotePublisherTransport", remote), ("networkDegradationSource", source)
+                    ])
+                ]))
 
         // Events: BYE or silence.
         func event(_ name: String, _ fields: [(String, JSONValue)] = []) {
@@ -139,7 +168,9 @@ final class SubscriberStatsStream {
             if silent && connected && r.byes == 0 { connected = false; event("disconnected") }
             if !silent && !connected { connected = true; event("reconnected") }
             if silent && !connected && mono - last > 10_000_000 {
-                for s in r.streams where !destroyed.contains(s.ssrc) { destroyed.insert(s.ssrc); event("streamDestroyed", [("reason", .string("timeout")), ("ssrc", .int(Int64(s.ssrc)))]) }
+                for s in r.streams where !destroyed.contains(s.ssrc) {
+                    destroyed.insert(s.ssrc); event("streamDestroyed", [("reason", .string("timeout")), ("ssrc", .int(Int64(s.ssrc)))])
+                }
             }
         }
         // Video stops while audio flows on: the publisher dropped it (audio fallback on a critical
@@ -160,8 +191,12 @@ final class SubscriberStatsStream {
         }
         for s in r.streams where s.kind == .video && s.width > 0 {
             if let (w, h) = resolutions[s.ssrc], w != s.width || h != s.height {
-                event("videoQualityChanged", [("reason", .string("qualityChanged")), ("ssrc", .int(Int64(s.ssrc))), ("width", .int(Int64(s.width))),
-                                              ("height", .int(Int64(s.height))), ("previousWidth", .int(Int64(w))), ("previousHeight", .int(Int64(h)))])
+                event(
+                    "videoQualityChanged",
+                    [
+                        ("reason", .string("qualityChanged")), ("ssrc", .int(Int64(s.ssrc))), ("width", .int(Int64(s.width))),
+                        ("height", .int(Int64(s.height))), ("previousWidth", .int(Int64(w))), ("previousHeight", .int(Int64(h)))
+                    ])
             }
             resolutions[s.ssrc] = (s.width, s.height)
         }

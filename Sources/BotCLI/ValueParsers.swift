@@ -25,9 +25,12 @@ enum ValueParsers {
     /// layer last or first: layers are sorted bottom-up.
     /// Layers without a rate get the size's default, scaled by the frame rate unless `relayed`
     /// (`VideoLayerConfig.defaults`); a given rate is the layer's target at its frame rate.
-    static func ladder(_ text: String, temporalLayers: Int, defaultFps: Int, relayed: Bool = false) throws(UsageError) -> [VideoLayerConfig] {
+    static func ladder(_ text: String, temporalLayers: Int, defaultFps: Int, relayed: Bool = false) throws(UsageError) -> [VideoLayerConfig]
+    {
         let parts = text.split(separator: ",").map(String.init)
-        guard !parts.isEmpty, parts.count <= 4 else { throw UsageError("--layers needs 1 to 4 comma-separated layers, e.g. 1280x720@30:2500k,640x360@30:700k,320x180@15:150k") }
+        guard !parts.isEmpty, parts.count <= 4 else {
+            throw UsageError("--layers needs 1 to 4 comma-separated layers, e.g. 1280x720@30:2500k,640x360@30:700k,320x180@15:150k")
+        }
         var layers: [VideoLayerConfig] = []
         for p in parts {
             var spec = Substring(p), rate: Int?, fps = defaultFps
@@ -43,10 +46,12 @@ enum ValueParsers {
                 spec = spec[..<a]
             }
             let wh = spec.lowercased().split(separator: "x")
-            guard wh.count == 2, let w = Int(wh[0]), let h = Int(wh[1]), w >= 16, h >= 16, w <= 4096, h <= 2304, w % 2 == 0, h % 2 == 0 else {
+            guard wh.count == 2, let w = Int(wh[0]), let h = Int(wh[1]), w >= 16, h >= 16, w <= 4096, h <= 2304, w % 2 == 0, h % 2 == 0
+            else {
                 throw UsageError("invalid layer '\(p)' (expected WIDTHxHEIGHT[@FPS][:RATE] with even sizes, e.g. 640x360@30:700k)")
             }
-            var l = VideoLayerConfig.defaults(width: w, height: h, fps: fps, temporalLayers: temporalLayers, rid: "", scaledByFrameRate: !relayed)
+            var l = VideoLayerConfig.defaults(
+                width: w, height: h, fps: fps, temporalLayers: temporalLayers, rid: "", scaledByFrameRate: !relayed)
             if let rate {
                 l.targetBitrate = rate
                 l.maxBitrate = max(l.maxBitrate, rate)

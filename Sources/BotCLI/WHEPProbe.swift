@@ -18,7 +18,9 @@ enum WHEPReceiver {
     }
 
     /// `config`'s listen address is replaced by the one routed toward the server.
-    static func open(_ options: WHIPOptions, config: ReceiverConfig = defaultConfig) throws(WHIPConnectError) -> (LoopbackReceiver, WHEPSubscription) {
+    static func open(_ options: WHIPOptions, config: ReceiverConfig = defaultConfig) throws(WHIPConnectError) -> (
+        LoopbackReceiver, WHEPSubscription
+    ) {
         let bind = try WHIPConnection.bindAddress(options)
         var rc = config
         rc.listen = bind
@@ -29,8 +31,9 @@ enum WHEPReceiver {
         rc.webrtc = WebRTCListenConfig(certificate: certificate, local: local)
         let receiver: LoopbackReceiver
         do { receiver = try LoopbackReceiver(config: rc) } catch { throw WHIPConnectError("\(error)") }
-        let subscription = try WHEPSubscription.open(options, local: STUNAddress(receiver.localAddress)!, certificate: certificate,
-                                                     sleep: { Clock.sleep(micros: $0) })
+        let subscription = try WHEPSubscription.open(
+            options, local: STUNAddress(receiver.localAddress)!, certificate: certificate,
+            sleep: { Clock.sleep(micros: $0) })
         receiver.start()
         receiver.addPublisher(subscription.spec)
         return (receiver, subscription)
@@ -49,7 +52,8 @@ final class WHEPProbe: @unchecked Sendable {
     }
 
     let options: WHIPOptions
-    let state = Locked<(receiver: LoopbackReceiver?, subscription: WHEPSubscription?, error: String?, stopped: Bool)>((nil, nil, nil, false))
+    let state = Locked<(receiver: LoopbackReceiver?, subscription: WHEPSubscription?, error: String?, stopped: Bool)>(
+        (nil, nil, nil, false))
     var thread: JoinableThread?
 
     init(_ options: WHIPOptions) { self.options = options }
@@ -64,7 +68,9 @@ final class WHEPProbe: @unchecked Sendable {
             if state.value.stopped { return }
             do throws(WHIPConnectError) {
                 let (receiver, subscription) = try WHEPReceiver.open(options)
-                state.withLock { $0.receiver = receiver; $0.subscription = subscription }
+                state.withLock {
+                    $0.receiver = receiver; $0.subscription = subscription
+                }
             } catch {
                 state.withLock { $0.error = error.description }
             }
@@ -83,8 +89,11 @@ final class WHEPProbe: @unchecked Sendable {
         s.subscription?.end()
         let snapshot = receiver.snapshot()
         var error = s.error
-        if let t = snapshot.webrtcPublishers.first, t.state == "failed" { error = t.failure ?? "the transport failed" }
-        else if snapshot.streams.isEmpty { error = "connected (\(snapshot.webrtcPublishers.first?.state ?? "new")) but no media arrived from the server" }
+        if let t = snapshot.webrtcPublishers.first, t.state == "failed" {
+            error = t.failure ?? "the transport failed"
+        } else if snapshot.streams.isEmpty {
+            error = "connected (\(snapshot.webrtcPublishers.first?.state ?? "new")) but no media arrived from the server"
+        }
         return Result(snapshot: snapshot, subscription: s.subscription, error: error)
     }
 
@@ -99,14 +108,20 @@ final class WHEPProbe: @unchecked Sendable {
         if let e = r.error { f.append(("error", .string(e))) }
         if let snap = r.snapshot {
             let t = snap.webrtcPublishers.first
-            f += [("iceDurationMs", ms(t?.iceMillis)), ("dtlsDurationMs", ms(t?.dtlsMillis)), ("iceRole", t?.iceRole.map { .string($0) } ?? .null)]
+            f += [
+                ("iceDurationMs", ms(t?.iceMillis)), ("dtlsDurationMs", ms(t?.dtlsMillis)),
+                ("iceRole", t?.iceRole.map { .string($0) } ?? .null)
+            ]
             if let v = snap.streams.first(where: { $0.kind == .video }) {
-                f += [("width", .int(Int64(v.width))), ("height", .int(Int64(v.height))), ("framesDecoded", .int(Int64(v.framesDecoded))),
-                      ("decodedFrameRate", .double((v.receivedFrameRate * 10).rounded() / 10)),
-                      ("freezeCount", .int(Int64(v.freezeCount))), ("totalFreezesDurationMs", .double(v.totalFreezesDurationMillis.rounded())),
-                      ("latencyMeanMs", ms(v.latencyMeanMillis)), ("latencyP95Ms", ms(v.latencyP95Millis)),
-                      ("resolutionChanges", .int(Int64(v.resolutionChanges))), ("packetsReceived", .int(Int64(v.packetsReceived))),
-                      ("packetsLost", .int(Int64(max(0, v.packetsLost))))]
+                f += [
+                    ("width", .int(Int64(v.width))), ("height", .int(Int64(v.height))), ("framesDecoded", .int(Int64(v.framesDecoded))),
+                    ("decodedFrameRate", .double((v.receivedFrameRate * 10).rounded() / 10)),
+                    ("freezeCount", .int(Int64(v.freezeCount))),
+                    ("totalFreezesDurationMs", .double(v.totalFreezesDurationMillis.rounded())),
+                    ("latencyMeanMs", ms(v.latencyMeanMillis)), ("latencyP95Ms", ms(v.latencyP95Millis)),
+                    ("resolutionChanges", .int(Int64(v.resolutionChanges))), ("packetsReceived", .int(Int64(v.packetsReceived))),
+                    ("packetsLost", .int(Int64(max(0, v.packetsLost))))
+                ]
             }
             if let a = snap.streams.first(where: { $0.kind == .audio }) {
                 f += [("audioPacketsReceived", .int(Int64(a.packetsReceived))), ("audioPacketsLost", .int(Int64(max(0, a.packetsLost))))]
@@ -122,9 +137,11 @@ final class WHEPProbe: @unchecked Sendable {
         guard let snap = r.snapshot, let v = snap.streams.first(where: { $0.kind == .video }) else { return out + "  no video received\n" }
         out += "  video \(v.width)x\(v.height) at \(Units.fixed(v.receivedFrameRate, 1)) fps decoded, \(v.freezeCount) freezes"
         if v.freezeCount > 0 { out += " (\(Units.fixed(v.totalFreezesDurationMillis / 1000, 1)) s)" }
-        out += ", \(v.resolutionChanges) layer changes, \(max(0, v.packetsLost)) of \(v.packetsReceived + max(0, v.packetsLost)) packets lost\n"
+        out +=
+            ", \(v.resolutionChanges) layer changes, \(max(0, v.packetsLost)) of \(v.packetsReceived + max(0, v.packetsLost)) packets lost\n"
         if let mean = v.latencyMeanMillis {
-            out += "  glass-to-glass latency \(Units.fixed(mean, 1)) ms mean, \(Units.fixed(v.latencyP95Millis ?? mean, 1)) ms p95 (capture → decoded, through the server)\n"
+            out +=
+                "  glass-to-glass latency \(Units.fixed(mean, 1)) ms mean, \(Units.fixed(v.latencyP95Millis ?? mean, 1)) ms p95 (capture → decoded, through the server)\n"
         }
         return out
     }

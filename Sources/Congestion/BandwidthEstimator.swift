@@ -83,8 +83,9 @@ public struct BandwidthEstimator: Sendable {
         loss.minBitrate = minBitrate
         loss.maxBitrate = maxBitrate
         probes = ProbeController(maxBitrate: maxBitrate)
-        estimate = NetworkEstimate(bitrate: startBitrate, delayBased: startBitrate, lossBased: startBitrate, acknowledged: nil,
-                                   usage: .normal, lossFraction: 0, rttMicros: 200_000)
+        estimate = NetworkEstimate(
+            bitrate: startBitrate, delayBased: startBitrate, lossBased: startBitrate, acknowledged: nil,
+            usage: .normal, lossFraction: 0, rttMicros: 200_000)
     }
 
     /// The most the estimate may claim: without traffic to measure, an app-limited sender cannot
@@ -128,8 +129,9 @@ public struct BandwidthEstimator: Sendable {
         let cap = min(receiverEstimate ?? loss.maxBitrate, loss.maxBitrate)
         var lossBased = loss.update(lost: lost, of: expected, delayBased: cap, now: now)
         lossBased = min(lossBased, cap)
-        estimate = NetworkEstimate(bitrate: lossBased, delayBased: receiverEstimate ?? lossBased, lossBased: lossBased, acknowledged: nil,
-                                   usage: .normal, lossFraction: loss.lastLossFraction, rttMicros: estimate.rttMicros)
+        estimate = NetworkEstimate(
+            bitrate: lossBased, delayBased: receiverEstimate ?? lossBased, lossBased: lossBased, acknowledged: nil,
+            usage: .normal, lossFraction: loss.lastLossFraction, rttMicros: estimate.rttMicros)
         return estimate
     }
 
@@ -205,13 +207,14 @@ public struct BandwidthEstimator: Sendable {
         }
         let lossBased = loss.update(lost: lost, of: results.count, delayBased: delayBased, now: now)
         let (reported, reportedLost) = (estimate.packetsReported + results.count, estimate.packetsReportedLost + lost)
-        estimate = NetworkEstimate(bitrate: min(delayBased, lossBased), delayBased: delayBased, lossBased: lossBased, acknowledged: ackedRate,
-                                   acknowledgedOutsideProbes: acked.bitrateOutsideProbes,
-                                   usage: usage, lossFraction: loss.lastLossFraction, rttMicros: estimate.rttMicros,
-                                   packetsReported: reported, packetsReportedLost: reportedLost,
-                                   highestReportedSequence: max(estimate.highestReportedSequence, results.last?.sequence ?? -1),
-                                   packetsReportedLostAtFullQueue: estimate.packetsReportedLostAtFullQueue + lostAtFullQueue,
-                                   packetsReportedAtFullQueue: estimate.packetsReportedAtFullQueue + atFullQueue)
+        estimate = NetworkEstimate(
+            bitrate: min(delayBased, lossBased), delayBased: delayBased, lossBased: lossBased, acknowledged: ackedRate,
+            acknowledgedOutsideProbes: acked.bitrateOutsideProbes,
+            usage: usage, lossFraction: loss.lastLossFraction, rttMicros: estimate.rttMicros,
+            packetsReported: reported, packetsReportedLost: reportedLost,
+            highestReportedSequence: max(estimate.highestReportedSequence, results.last?.sequence ?? -1),
+            packetsReportedLostAtFullQueue: estimate.packetsReportedLostAtFullQueue + lostAtFullQueue,
+            packetsReportedAtFullQueue: estimate.packetsReportedAtFullQueue + atFullQueue)
         return estimate
     }
 

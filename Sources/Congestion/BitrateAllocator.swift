@@ -14,7 +14,9 @@ public struct LayerLimits: Equatable, Sendable {
     /// libwebrtc's VP8 singlecast start limits: the smallest row whose pixel count is at least
     /// the frame's (`api/video_codecs/video_encoder.cc` `GetEncoderBitrateLimitsForResolution`).
     public static func singlecastStartBitrate(width: Int, height: Int) -> Int {
-        let rows: [(pixels: Int, start: Int)] = [(320 * 180, 0), (480 * 270, 200_000), (640 * 360, 300_000), (960 * 540, 500_000), (1280 * 720, 900_000)]
+        let rows: [(pixels: Int, start: Int)] = [
+            (320 * 180, 0), (480 * 270, 200_000), (640 * 360, 300_000), (960 * 540, 500_000), (1280 * 720, 900_000)
+        ]
         return rows.first { $0.pixels >= width * height }?.start ?? 900_000
     }
 }
@@ -61,7 +63,9 @@ public struct BitrateAllocator: Sendable {
     /// bytes) is set aside, then the media rates are allocated. At low rates this overhead is a
     /// large share (about 26 kbps for 50 audio packets/s alone), so a fixed percentage would
     /// overshoot the link.
-    public mutating func allocate(estimate: Int, overheadBitsPerPacket: Int, audioPacketsPerSecond: Int, layerFrameRates: [Int]) -> Allocation {
+    public mutating func allocate(estimate: Int, overheadBitsPerPacket: Int, audioPacketsPerSecond: Int, layerFrameRates: [Int])
+        -> Allocation
+    {
         let audioOverhead = audioBitrate > 0 ? audioPacketsPerSecond * overheadBitsPerPacket : 0
         var a = allocate(estimate - audioOverhead)
         for _ in 0..<2 { // the overhead depends on which layers run: settle it in two passes
@@ -84,7 +88,8 @@ public struct BitrateAllocator: Sendable {
             for i in layers.indices.reversed() {
                 // The layer it carries holds down to its minimum; another (and the first) needs its
                 // start rate, and at least its minimum × 1.2.
-                let needed = i == singleChosen ? layers[i].min : Swift.max(Int(Double(layers[i].min) * Self.resumeHysteresis), layers[i].start)
+                let needed =
+                    i == singleChosen ? layers[i].min : Swift.max(Int(Double(layers[i].min) * Self.resumeHysteresis), layers[i].start)
                 if left >= needed { chosen = i; break }
             }
             singleChosen = chosen

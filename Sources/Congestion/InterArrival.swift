@@ -23,13 +23,16 @@ public struct InterArrival: Sendable {
     /// Feeds one received packet (in send order); returns deltas when it closes a group.
     public mutating func add(sendMicros: Int64, arrivalMicros: Int64, size: Int) -> Deltas? {
         guard var g = current else {
-            current = Group(firstSend: sendMicros, lastSend: sendMicros, firstArrival: arrivalMicros, lastArrival: arrivalMicros, size: size)
+            current = Group(
+                firstSend: sendMicros, lastSend: sendMicros, firstArrival: arrivalMicros, lastArrival: arrivalMicros, size: size)
             return nil
         }
         if sendMicros < g.firstSend { return nil } // reordered across groups: ignore
         let inGroup = sendMicros - g.firstSend <= Self.groupLengthMicros
         let propagation = (arrivalMicros - g.lastArrival) - (sendMicros - g.lastSend)
-        let burst = arrivalMicros - g.lastArrival <= Self.burstDeltaMicros && propagation < 0 && arrivalMicros - g.firstArrival < Self.maxBurstMicros
+        let burst =
+            arrivalMicros - g.lastArrival <= Self.burstDeltaMicros && propagation < 0
+            && arrivalMicros - g.firstArrival < Self.maxBurstMicros
         if inGroup || burst {
             g.lastSend = max(g.lastSend, sendMicros)
             g.lastArrival = max(g.lastArrival, arrivalMicros)

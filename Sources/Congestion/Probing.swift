@@ -28,7 +28,8 @@ public struct ProbeController: Sendable {
         let rate = min(bitrate, maxBitrate)
         defer { nextID += 1 }
         // Enough bytes to last ~40 ms at the probe rate, and at least 5 packets.
-        return ProbeCluster(id: nextID, bitrate: rate, minPackets: 5, minBytes: max(6_000, Int(Int64(rate) * Self.clusterMicros / 8_000_000)))
+        return ProbeCluster(
+            id: nextID, bitrate: rate, minPackets: 5, minBytes: max(6_000, Int(Int64(rate) * Self.clusterMicros / 8_000_000)))
     }
 
     public mutating func start(startBitrate: Int, now: Int64) {
@@ -87,7 +88,8 @@ public struct ProbeController: Sendable {
 
     public mutating func maybeProbe(estimate: Int, desired: Int, now: Int64) {
         guard waitingForResult == nil, pending.isEmpty, estimate < desired, estimate < maxBitrate,
-              now - lastPeriodicProbe >= periodicInterval, now - requestedAt >= Self.periodicIntervalMicros else { return }
+            now - lastPeriodicProbe >= periodicInterval, now - requestedAt >= Self.periodicIntervalMicros
+        else { return }
         lastPeriodicProbe = now
         let c = make(2 * estimate)
         periodicProbe = (c.id, estimate)

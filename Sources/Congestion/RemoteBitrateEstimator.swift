@@ -35,8 +35,11 @@ public struct RemoteBitrateEstimator: Sendable {
         // Unwrap: a jump back of more than half the range is the next lap.
         if let last = lastSendMicros {
             send += sendBase
-            if send < last - Self.wrapMicros / 2 { sendBase += Self.wrapMicros; send += Self.wrapMicros }
-            else if send > last + Self.wrapMicros / 2 { send -= Self.wrapMicros } // a late packet from the previous lap
+            if send < last - Self.wrapMicros / 2 {
+                sendBase += Self.wrapMicros; send += Self.wrapMicros
+            } else if send > last + Self.wrapMicros / 2 {
+                send -= Self.wrapMicros
+            } // a late packet from the previous lap
         }
         lastSendMicros = max(lastSendMicros ?? send, send)
         if firstArrival == nil { firstArrival = arrivalMicros }

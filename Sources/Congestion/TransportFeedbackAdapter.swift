@@ -33,9 +33,11 @@ public struct TransportFeedbackAdapter: Sendable {
 
     /// Records a packet at send time; `sequence` is the 16-bit value written into the packet.
     public mutating func onSent(sequence: UInt16, sendMicros: Int64, size: Int, probeCluster: Int? = nil) {
-        let unwrapped = lastSent < 0 ? Int64(sequence) : lastSent + Int64(Int16(bitPattern: sequence &- UInt16(truncatingIfNeeded: lastSent)))
+        let unwrapped =
+            lastSent < 0 ? Int64(sequence) : lastSent + Int64(Int16(bitPattern: sequence &- UInt16(truncatingIfNeeded: lastSent)))
         lastSent = max(lastSent, unwrapped)
-        ring[Int(unwrapped & Int64(Self.capacity - 1))] = Entry(sequence: unwrapped, sendMicros: sendMicros, size: size, probeCluster: Int32(probeCluster ?? -1))
+        ring[Int(unwrapped & Int64(Self.capacity - 1))] = Entry(
+            sequence: unwrapped, sendMicros: sendMicros, size: size, probeCluster: Int32(probeCluster ?? -1))
     }
 
     /// Results for the packets this feedback covers that are still in the history, in sequence
@@ -57,8 +59,10 @@ public struct TransportFeedbackAdapter: Sendable {
             guard seq > reported, seq <= lastSent else { continue }
             let e = ring[Int(seq & Int64(Self.capacity - 1))]
             guard e.sequence == seq else { continue }
-            out.append(PacketResult(sequence: seq, sendMicros: e.sendMicros, size: e.size, receiveMicros: arrival.map { referenceMicros + $0 },
-                                    probeCluster: e.probeCluster >= 0 ? Int(e.probeCluster) : nil))
+            out.append(
+                PacketResult(
+                    sequence: seq, sendMicros: e.sendMicros, size: e.size, receiveMicros: arrival.map { referenceMicros + $0 },
+                    probeCluster: e.probeCluster >= 0 ? Int(e.probeCluster) : nil))
         }
         if let last = out.last?.sequence { reported = max(reported, last) }
         return out

@@ -46,7 +46,10 @@ public struct TransportFeedbackGenerator: Sendable {
             // follows an arrival more than 500 ms earlier is not reported (the sender's own
             // silence detection handled it); nor a run longer than one message can hold.
             if firstArrival - from >= 8_000 || lastReportedArrival.map({ first - $0 > 500_000 }) ?? false { from = firstArrival }
-            let reference = first >= 0 ? first / TransportFeedback.referenceTickMicros : (first - TransportFeedback.referenceTickMicros + 1) / TransportFeedback.referenceTickMicros
+            let reference =
+                first >= 0
+                ? first / TransportFeedback.referenceTickMicros
+                : (first - TransportFeedback.referenceTickMicros + 1) / TransportFeedback.referenceTickMicros
             let refMicros = reference * TransportFeedback.referenceTickMicros
             var list: [Int64?] = []
             var previous = refMicros
@@ -62,8 +65,10 @@ public struct TransportFeedbackGenerator: Sendable {
                 }
                 seq += 1
             }
-            out.append(TransportFeedback(senderSSRC: senderSSRC, mediaSSRC: mediaSSRC, baseSequence: UInt16(truncatingIfNeeded: from),
-                                         referenceTime: Int32(truncatingIfNeeded: reference & 0x7F_FFFF), feedbackCount: feedbackCount, arrivals: list))
+            out.append(
+                TransportFeedback(
+                    senderSSRC: senderSSRC, mediaSSRC: mediaSSRC, baseSequence: UInt16(truncatingIfNeeded: from),
+                    referenceTime: Int32(truncatingIfNeeded: reference & 0x7F_FFFF), feedbackCount: feedbackCount, arrivals: list))
             feedbackCount &+= 1
             var k = seq - 1
             while k >= from { if let a = arrivals[k] { lastReportedArrival = a; break }; k -= 1 }

@@ -43,7 +43,9 @@ public final class DTLSCertificate: @unchecked Sendable {
     public var sdpFingerprint: String { "sha-256 " + Self.hex(fingerprint) }
 
     public static func hex(_ b: [UInt8]) -> String {
-        b.map { let s = String($0, radix: 16, uppercase: true); return s.count == 1 ? "0" + s : s }.joined(separator: ":")
+        b.map {
+            let s = String($0, radix: 16, uppercase: true); return s.count == 1 ? "0" + s : s
+        }.joined(separator: ":")
     }
 
     /// Parses the SDP value `sha-256 AB:CD:…` (other hash functions are refused).
@@ -107,7 +109,9 @@ public final class DTLSEndpoint {
     public func handle(_ datagram: [UInt8]) {
         guard state == .handshaking || state == .connected else { return }
         _ = datagram.withUnsafeBufferPointer { copenssl_feed(ssl, $0.baseAddress, Int32($0.count)) }
-        if state == .handshaking { advance() } else {
+        if state == .handshaking {
+            advance()
+        } else {
             if copenssl_drain(ssl) == 1 { state = .closed; events.append(.closed) }
             flush()
         }
@@ -145,7 +149,9 @@ public final class DTLSEndpoint {
         var peer = [UInt8](repeating: 0, count: 32)
         guard copenssl_peer_sha256(ssl, &peer) == 1 else { fail("the peer sent no DTLS certificate"); return }
         guard peer == expectedFingerprint else {
-            fail("the peer's DTLS certificate (sha-256 \(DTLSCertificate.hex(peer))) is not the one the answer's a=fingerprint names (sha-256 \(DTLSCertificate.hex(expectedFingerprint))): refusing the connection")
+            fail(
+                "the peer's DTLS certificate (sha-256 \(DTLSCertificate.hex(peer))) is not the one the answer's a=fingerprint names (sha-256 \(DTLSCertificate.hex(expectedFingerprint))): refusing the connection"
+            )
             return
         }
         // RFC 5764 §4.2: client key | server key | client salt | server salt.
@@ -163,7 +169,9 @@ public final class DTLSEndpoint {
             let client = try SRTPKey(suite: suite, keyAndSalt: clientKey + clientSalt)
             let server = try SRTPKey(suite: suite, keyAndSalt: serverKey + serverSalt)
             state = .connected
-            events.append(role == .client ? .connected(suite: suite, send: client, receive: server) : .connected(suite: suite, send: server, receive: client))
+            events.append(
+                role == .client
+                    ? .connected(suite: suite, send: client, receive: server) : .connected(suite: suite, send: server, receive: client))
         } catch {
             fail("the exported SRTP keys do not fit: \(error)")
         }

@@ -78,8 +78,11 @@ public final class Fleet: Sendable {
         self.library = library
         slots = (0..<config.bots).map { i in
             let n = config.firstBot + i
-            return Locked(BotSnapshot(number: n, room: config.rooms.isEmpty ? n % max(1, config.whipRooms) : n % config.rooms.count, state: .pending, streams: [],
-                                      network: NetworkCounters()))
+            return Locked(
+                BotSnapshot(
+                    number: n, room: config.rooms.isEmpty ? n % max(1, config.whipRooms) : n % config.rooms.count, state: .pending,
+                    streams: [],
+                    network: NetworkCounters()))
         }
         published = (0..<config.bots).map { _ in Locked(([], NetworkCounters())) }
         loopCPU = (0..<max(1, config.loops)).map { _ in Locked(0) }
@@ -94,7 +97,10 @@ public final class Fleet: Sendable {
         var ts: [JoinableThread] = []
         for l in 0..<max(1, config.loops) {
             let assigned = Array(stride(from: l, to: config.bots, by: max(1, config.loops)))
-            ts.append(JoinableThread(name: "pubbot-fleet-\(l)") { [self] in FleetLoop(fleet: self, number: l, assigned: assigned, startMicros: start).run() })
+            ts.append(
+                JoinableThread(name: "pubbot-fleet-\(l)") { [self] in
+                    FleetLoop(fleet: self, number: l, assigned: assigned, startMicros: start).run()
+                })
         }
         threads.withLock { $0 = ts }
     }
@@ -104,7 +110,9 @@ public final class Fleet: Sendable {
     var stopRequested: Bool { stopFlag.load(ordering: .acquiring) }
 
     public func wait() {
-        let ts = threads.withLock { t -> [JoinableThread] in let c = t; t = []; return c }
+        let ts = threads.withLock { t -> [JoinableThread] in
+            let c = t; t = []; return c
+        }
         for t in ts { t.join() }
     }
 
@@ -118,4 +126,3 @@ public final class Fleet: Sendable {
         }
     }
 }
-

@@ -64,7 +64,9 @@ final class FleetLoop {
                 let next = b.network.step(now: now)
                 b.network.exchange(with: b.control)
                 b.io.flush(b.network)
-                if now >= b.nextPublish { b.published.withLock { $0 = b.network.statistics }; b.nextPublish = now + b.network.config.publishIntervalMicros }
+                if now >= b.nextPublish {
+                    b.published.withLock { $0 = b.network.statistics }; b.nextPublish = now + b.network.config.publishIntervalMicros
+                }
                 if let w = next {
                     b.nextWake = min(w, mediaWake, b.nextPublish)
                     wake = min(wake, b.nextWake)
@@ -123,13 +125,16 @@ final class FleetLoop {
             do {
                 connection = try WHIPConnection.open(options, base: c, certificate: certificate, sleep: { Clock.sleep(micros: $0) })
             } catch {
-                fleet.slots[slot].withLock { $0.state = .failed; $0.error = error.description }
+                fleet.slots[slot].withLock {
+                    $0.state = .failed; $0.error = error.description
+                }
                 return
             }
         }
         do throws(EngineSetupError) {
-            let bot = try ReplayBot(slot: slot, config: c, library: fleet.library, live: fleet.config.live, published: fleet.published[slot],
-                                    startMicros: Clock.monotonicMicros(), whip: connection)
+            let bot = try ReplayBot(
+                slot: slot, config: c, library: fleet.library, live: fleet.config.live, published: fleet.published[slot],
+                startMicros: Clock.monotonicMicros(), whip: connection)
             readiness?.add(bot.io.socket, tag: bots.count)
             if let tcp = bot.io.tcp { readiness?.add(fd: tcp.fd, tag: bots.count) } // TURN over TCP/TLS
             bots.append(bot)
@@ -142,8 +147,9 @@ final class FleetLoop {
             }
         } catch {
             connection?.end()
-            fleet.slots[slot].withLock { $0.state = .failed; $0.error = "\(error)" }
+            fleet.slots[slot].withLock {
+                $0.state = .failed; $0.error = "\(error)"
+            }
         }
     }
 }
-

@@ -37,8 +37,10 @@ final class ReplayBot {
     let whip: WHIPConnection?
     var keyFramesSent: Int { live == nil ? replay.keyFramesSent : liveKeyFramesSent }
 
-    init(slot: Int, config: PublisherConfig, library: ReplayLibrary, live: SharedEncoder? = nil,
-         published: Locked<([OutboundStreamStats], NetworkCounters)>, startMicros: Int64, whip: WHIPConnection? = nil) throws(EngineSetupError) {
+    init(
+        slot: Int, config: PublisherConfig, library: ReplayLibrary, live: SharedEncoder? = nil,
+        published: Locked<([OutboundStreamStats], NetworkCounters)>, startMicros: Int64, whip: WHIPConnection? = nil
+    ) throws(EngineSetupError) {
         self.slot = slot
         self.whip = whip
         let config = whip?.config ?? config
@@ -48,14 +50,17 @@ final class ReplayBot {
         let plan = StreamPlan(config: config)
         control = PublisherControl(layerTargets: config.layers.map(\.targetBitrate))
         let socket: UDPSocket
-        if let w = whip { socket = w.socket } else {
+        if let w = whip {
+            socket = w.socket
+        } else {
             do { socket = try UDPSocket(for: config.destination) } catch { throw .socket(error) }
         }
         io = SessionSocket(socket, tcp: whip?.turnTCP)
         do {
-            network = try PublisherSession(config: config, plan: plan, startMicros: startMicros,
-                                           wallOffsetMicros: Clock.wallMicros() - Clock.monotonicMicros(),
-                                           webrtc: whip.map { ($0.transport, $0.local) })
+            network = try PublisherSession(
+                config: config, plan: plan, startMicros: startMicros,
+                wallOffsetMicros: Clock.wallMicros() - Clock.monotonicMicros(),
+                webrtc: whip.map { ($0.transport, $0.local) })
         } catch { throw .srtp(error) }
         let n = config.sendVideo ? min(config.layers.count, live?.layers.count ?? library.layers.count) : 0
         liveGate = LayerGate(layers: live == nil ? 0 : n)

@@ -70,27 +70,41 @@ public struct HTTPRequest: Sendable, Equatable {
         let method = String(decoding: requestLine[0], as: UTF8.self), target = String(decoding: requestLine[1], as: UTF8.self)
         let version = String(decoding: requestLine[2], as: UTF8.self)
         guard version == "HTTP/1.1" || version == "HTTP/1.0" else { return .invalid(status: 400, reason: "malformed request line") }
-        guard !method.isEmpty, method.utf8.allSatisfy({ (65...90).contains($0) }) else { return .invalid(status: 400, reason: "malformed method") }
+        guard !method.isEmpty, method.utf8.allSatisfy({ (65...90).contains($0) }) else {
+            return .invalid(status: 400, reason: "malformed method")
+        }
         guard target.hasPrefix("/") || target == "*", target.utf8.allSatisfy({ $0 > 32 && $0 < 127 }) else {
             return .invalid(status: 400, reason: "malformed request target")
         }
         var headers: [(String, String)] = []
         for line in lines.dropFirst() {
-            guard let colon = line.firstIndex(of: 58), colon != line.startIndex else { return .invalid(status: 400, reason: "malformed header field") }
+            guard let colon = line.firstIndex(of: 58), colon != line.startIndex else {
+                return .invalid(status: 400, reason: "malformed header field")
+            }
             let name = line[..<colon]
             guard name.allSatisfy(isTokenByte) else {
-                return .invalid(status: 400, reason: line.first == 32 || line.first == 9 ? "obsolete line folding" : "malformed header field")
+                return .invalid(
+                    status: 400, reason: line.first == 32 || line.first == 9 ? "obsolete line folding" : "malformed header field")
             }
-            headers.append((String(decoding: name, as: UTF8.self).lowercased(), String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingSpaces))
+            headers.append(
+                (String(decoding: name, as: UTF8.self).lowercased(), String(decoding: line[(colon + 1)...], as: UTF8.self).trimmingSpaces))
         }
-        if version == "HTTP/1.1", !headers.contains(where: { $0.0 == "host" }) { return .invalid(status: 400, reason: "an HTTP/1.1 request needs a Host header") }
-        if headers.filter({ $0.0 == "authorization" }).count > 1 { return .invalid(status: 400, reason: "more than one Authorization header") }
-        if headers.contains(where: { $0.0 == "transfer-encoding" }) { return .invalid(status: 411, reason: "send a Content-Length, not a chunked body") }
+        if version == "HTTP/1.1", !headers.contains(where: { $0.0 == "host" }) {
+            return .invalid(status: 400, reason: "an HTTP/1.1 request needs a Host header")
+        }
+        if headers.filter({ $0.0 == "authorization" }).count > 1 {
+            return .invalid(status: 400, reason: "more than one Authorization header")
+        }
+        if headers.contains(where: { $0.0 == "transfer-encoding" }) {
+            return .invalid(status: 411, reason: "send a Content-Length, not a chunked body")
+        }
         var length = 0
         let lengths = headers.filter { $0.0 == "content-length" }.map(\.1)
         if let l = lengths.first {
             // 1*DIGIT (RFC 9110 §8.6): no sign, no spaces, no list; at most 9 digits before the limit check.
-            guard lengths.allSatisfy({ $0 == l }), (1...9).contains(l.utf8.count), l.utf8.allSatisfy({ (48...57).contains($0) }), let n = Int(l) else {
+            guard lengths.allSatisfy({ $0 == l }), (1...9).contains(l.utf8.count), l.utf8.allSatisfy({ (48...57).contains($0) }),
+                let n = Int(l)
+            else {
                 return .invalid(status: 400, reason: "bad Content-Length")
             }
             guard n <= maxBody else { return .invalid(status: 413, reason: "request body too large") }
@@ -100,9 +114,10 @@ public struct HTTPRequest: Sendable, Equatable {
         guard bytes.count >= bodyStart + length else { return .needMore }
         let connection = headers.filter { $0.0 == "connection" }.flatMap { $0.1.lowercased().split(separator: ",").map(\.trimmingSpaces) }
         let q = target.firstIndex(of: "?")
-        var r = HTTPRequest(method: method, path: String(q.map { target[..<$0] } ?? target[...]),
-                            query: q.map { String(target[target.index(after: $0)...]) }, headers: headers,
-                            body: Array(bytes[bodyStart..<(bodyStart + length)]))
+        var r = HTTPRequest(
+            method: method, path: String(q.map { target[..<$0] } ?? target[...]),
+            query: q.map { String(target[target.index(after: $0)...]) }, headers: headers,
+            body: Array(bytes[bodyStart..<(bodyStart + length)]))
         r.keepAlive = version == "HTTP/1.1" ? !connection.contains("close") : connection.contains("keep-alive")
         return .complete(r, consumed: bodyStart + length)
     }
@@ -111,9 +126,12 @@ public struct HTTPRequest: Sendable, Equatable {
     static func isTokenByte(_ b: UInt8) -> Bool {
         switch b {
         case 48...57, 65...90, 97...122: true
-        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"), UInt8(ascii: "'"), UInt8(ascii: "*"),
-             UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"),
-             UInt8(ascii: "~"): true
+        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"), UInt8(ascii: "'"),
+            UInt8(ascii: "*"),
+            UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"),
+            UInt8(ascii: "|"),
+            UInt8(ascii: "~"):
+            true
         default: false
         }
     }
@@ -127,7 +145,9 @@ public struct HTTPRequest: Sendable, Equatable {
     /// A header that ends in LF LF (or CR LF LF) without CRLF CRLF: a bare-LF client.
     static func bareLineFeed(_ b: [UInt8], limit: Int) -> Bool {
         guard b.count >= 2 else { return false }
-        for i in 1..<min(b.count, limit + 2) where b[i] == 10 && (b[i - 1] == 10 || (i >= 2 && b[i - 1] == 13 && b[i - 2] == 10)) { return true }
+        for i in 1..<min(b.count, limit + 2) where b[i] == 10 && (b[i - 1] == 10 || (i >= 2 && b[i - 1] == 13 && b[i - 2] == 10)) {
+            return true
+        }
         return false
     }
 }
@@ -156,11 +176,13 @@ public struct HTTPResponse: Sendable {
         self.init(status: status, headers: [("Content-Type", "text/plain; charset=utf-8")], body: Array(text.utf8))
     }
 
-    static let reasons: [Int: String] = [200: "OK", 201: "Created", 204: "No Content", 400: "Bad Request", 401: "Unauthorized",
-                                         403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable",
-                                         408: "Request Timeout", 411: "Length Required", 413: "Content Too Large", 415: "Unsupported Media Type",
-                                         422: "Unprocessable Content", 431: "Request Header Fields Too Large", 500: "Internal Server Error",
-                                         503: "Service Unavailable"]
+    static let reasons: [Int: String] = [
+        200: "OK", 201: "Created", 204: "No Content", 400: "Bad Request", 401: "Unauthorized",
+        403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable",
+        408: "Request Timeout", 411: "Length Required", 413: "Content Too Large", 415: "Unsupported Media Type",
+        422: "Unprocessable Content", 431: "Request Header Fields Too Large", 500: "Internal Server Error",
+        503: "Service Unavailable"
+    ]
 
     /// The response bytes; `keepAlive` false adds `Connection: close`.
     public func serialized(keepAlive: Bool = false) -> [UInt8] {

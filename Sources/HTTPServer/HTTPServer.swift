@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 import Platform
 
@@ -52,17 +52,23 @@ public final class HTTPServer: @unchecked Sendable {
     /// - Parameters:
     ///   - host: a numeric IPv4 address (e.g. 127.0.0.1; 0.0.0.0 only when asked for).
     ///   - handler: called on the server's thread, one request at a time; it must not block.
-    public init(host: String, port: Int, name: String = "pubbot-http", limits: Limits = Limits(),
-                handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse) throws(StartError) {
+    public init(
+        host: String, port: Int, name: String = "pubbot-http", limits: Limits = Limits(),
+        handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse
+    ) throws(StartError) {
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = in_port_t(UInt16(clamping: port).bigEndian)
-        guard inet_pton(AF_INET, host, &addr.sin_addr) == 1 else { throw StartError(description: "needs a numeric IPv4 address, got '\(host)'") }
+        guard inet_pton(AF_INET, host, &addr.sin_addr) == 1 else {
+            throw StartError(description: "needs a numeric IPv4 address, got '\(host)'")
+        }
         let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard s >= 0 else { throw StartError(description: "socket: errno \(errno)") }
         var one: Int32 = 1
         setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        let rc = withUnsafePointer(to: &addr) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        let rc = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
         guard rc == 0, listen(s, 1024) == 0 else {
             let e = errno
             close(s)
@@ -156,8 +162,10 @@ public final class HTTPServer: @unchecked Sendable {
                 if connections.count >= limits.maxConnections || perSource[source, default: 0] >= limits.maxConnectionsPerSource {
                     // Told at once, not left in the backlog: the client learns to come back.
                     counters.withLock { $0.overCapacity += 1 }
-                    let busy = HTTPResponse(status: 503, headers: [("Retry-After", "5"), ("Content-Type", "text/plain")],
-                                            body: Array("too many connections\n".utf8)).serialized()
+                    let busy = HTTPResponse(
+                        status: 503, headers: [("Retry-After", "5"), ("Content-Type", "text/plain")],
+                        body: Array("too many connections\n".utf8)
+                    ).serialized()
                     _ = busy.withUnsafeBytes { send(c, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
                     close(c)
                     continue
@@ -198,7 +206,9 @@ public final class HTTPServer: @unchecked Sendable {
         mutating func write(_ i: Int, now: Int64) {
             var c = connections[i]
             while c.written < c.output.count {
-                let n = c.output.withUnsafeBytes { send(c.fd, $0.baseAddress! + c.written, $0.count - c.written, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+                let n = c.output.withUnsafeBytes {
+                    send(c.fd, $0.baseAddress! + c.written, $0.count - c.written, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+                }
                 if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) { connections[i] = c; return }
                 guard n > 0 else { drop(i); return }
                 c.written += n
@@ -242,8 +252,11 @@ public final class HTTPServer: @unchecked Sendable {
                     drop(i)
                 } else if c.output.isEmpty, let s = c.requestStarted, now - s > limits.requestDeadlineMicros {
                     counters.withLock { $0.timedOut += 1 }
-                    respond(i, HTTPResponse(status: 408, text: "the request was not complete within \(limits.requestDeadlineMicros / 1_000_000) s\n"),
-                            keepAlive: false, now: now)
+                    respond(
+                        i,
+                        HTTPResponse(
+                            status: 408, text: "the request was not complete within \(limits.requestDeadlineMicros / 1_000_000) s\n"),
+                        keepAlive: false, now: now)
                 } else if c.output.isEmpty, c.requestStarted == nil, now - c.idleSince > limits.idleMicros {
                     counters.withLock { $0.idleClosed += 1 }
                     drop(i)

@@ -130,8 +130,10 @@ public final class ICEAgent {
     /// keeping the session alive (RFC 7675 §5.1: every 4–6 s).
     public private(set) var lastRequestMicros: Int64?
 
-    public init(role: Role, local: Credentials, remote: Credentials? = nil, tieBreaker: UInt64, lite: Bool = false, seed: UInt64,
-                hmacSHA1: @escaping STUNHMAC) {
+    public init(
+        role: Role, local: Credentials, remote: Credentials? = nil, tieBreaker: UInt64, lite: Bool = false, seed: UInt64,
+        hmacSHA1: @escaping STUNHMAC
+    ) {
         self.role = lite ? .controlled : role
         self.lite = lite
         self.local = local
@@ -165,7 +167,9 @@ public final class ICEAgent {
 
     /// RFC 8445 §6.1.2.3: 2^32·min(G, D) + 2·max(G, D) + (G > D ? 1 : 0), G the controlling side's.
     func priority(_ p: Pair) -> UInt64 {
-        let (g, d) = role == .controlling ? (UInt64(p.local.priority), UInt64(p.remote.priority)) : (UInt64(p.remote.priority), UInt64(p.local.priority))
+        let (g, d) =
+            role == .controlling
+            ? (UInt64(p.local.priority), UInt64(p.remote.priority)) : (UInt64(p.remote.priority), UInt64(p.local.priority))
         return (min(g, d) << 32) + 2 * max(g, d) + (g > d ? 1 : 0)
     }
 
@@ -190,7 +194,7 @@ public final class ICEAgent {
             if pairs[i].transmissions >= Self.maxTransmissions {
                 pairs[i].state = .failed
                 pairs[i].nextRetransmit = .max
-                if selected == i { fail("consent lost: the selected pair stopped answering") ; return nil }
+                if selected == i { fail("consent lost: the selected pair stopped answering"); return nil }
             } else {
                 send(check: i, retransmission: true)
             }
@@ -213,7 +217,9 @@ public final class ICEAgent {
         }
         // Every pair failed: nothing will connect.
         if state == .checking && !lite && !pairs.isEmpty && pairs.allSatisfy({ $0.state == .failed }) {
-            fail("no candidate pair answered ICE checks (\(pairs.count) pair\(pairs.count == 1 ? "" : "s") tried, \(Self.maxTransmissions) checks each): the peer is unreachable or refuses our credentials")
+            fail(
+                "no candidate pair answered ICE checks (\(pairs.count) pair\(pairs.count == 1 ? "" : "s") tried, \(Self.maxTransmissions) checks each): the peer is unreachable or refuses our credentials"
+            )
             return nil
         }
         // Consent freshness (RFC 7675 §5.1).
@@ -260,9 +266,11 @@ public final class ICEAgent {
 
     func request(pair i: Int, transaction: [UInt8], useCandidate: Bool) -> [UInt8]? {
         let r = remote ?? Credentials(ufrag: "", password: "")
-        var attributes: [STUNAttribute] = [.username("\(r.ufrag):\(local.ufrag)"),
-                                           .priority(ICECandidate.priority(kind: .prflx, localPreference: pairs[i].local.priority >> 8 & 0xFFFF)),
-                                           role == .controlling ? .iceControlling(tieBreaker) : .iceControlled(tieBreaker)]
+        var attributes: [STUNAttribute] = [
+            .username("\(r.ufrag):\(local.ufrag)"),
+            .priority(ICECandidate.priority(kind: .prflx, localPreference: pairs[i].local.priority >> 8 & 0xFFFF)),
+            role == .controlling ? .iceControlling(tieBreaker) : .iceControlled(tieBreaker)
+        ]
         if useCandidate && role == .controlling { attributes.append(.useCandidate) }
         let m = STUNMessage(class: .request, transactionID: transaction, attributes: attributes)
         guard let bytes = try? m.encode(integrityKey: Array(r.password.utf8), hmacSHA1: hmac, fingerprint: true) else {
@@ -294,7 +302,8 @@ public final class ICEAgent {
     func answer(_ m: STUNMessage, bytes: [UInt8], from: STUNAddress, to: STUNAddress) {
         // RFC 8445 §7.3: USERNAME is "our ufrag:their ufrag", integrity under our password.
         guard let user = m.username, user.hasPrefix(local.ufrag + ":"),
-              STUNMessage.verifyIntegrity(bytes, key: Array(local.password.utf8), hmacSHA1: hmac) else {
+            STUNMessage.verifyIntegrity(bytes, key: Array(local.password.utf8), hmacSHA1: hmac)
+        else {
             counters.rejected += 1
             reply(m, error: (401, "Unauthorized"), to: from, from: to, integrity: false)
             return
@@ -315,7 +324,11 @@ public final class ICEAgent {
             if tieBreaker >= t { reply(m, error: (487, "Role Conflict"), to: from, from: to, integrity: true); return }
             switchRole(.controlled)
         } else if role == .controlled, let t = theirsControlled, !lite {
-            if tieBreaker >= t { switchRole(.controlling) } else { reply(m, error: (487, "Role Conflict"), to: from, from: to, integrity: true); return }
+            if tieBreaker >= t {
+                switchRole(.controlling)
+            } else {
+                reply(m, error: (487, "Role Conflict"), to: from, from: to, integrity: true); return
+            }
         }
         counters.requestsAnswered += 1
         lastRequestMicros = now
@@ -325,11 +338,14 @@ public final class ICEAgent {
         } else {
             counters.encodeFailures += 1
         }
-        guard let localCandidate = localCandidates.first(where: { $0.address == to }) ?? (lite ? ICECandidate.host(to) : nil) else { return }
+        guard let localCandidate = localCandidates.first(where: { $0.address == to }) ?? (lite ? ICECandidate.host(to) : nil) else {
+            return
+        }
         // A source we did not know: a peer-reflexive candidate (§7.3.1.3).
         if !remoteCandidates.contains(where: { $0.address == from }) {
-            let prflx = ICECandidate(foundation: "prflx\(remoteCandidates.count)", priority: theirPriority ?? ICECandidate.priority(kind: .prflx),
-                                     address: from, kind: .prflx)
+            let prflx = ICECandidate(
+                foundation: "prflx\(remoteCandidates.count)", priority: theirPriority ?? ICECandidate.priority(kind: .prflx),
+                address: from, kind: .prflx)
             remoteCandidates.append(prflx)
             if !lite { for l in localCandidates { addPair(l, prflx) } }
         }

@@ -38,8 +38,9 @@ public struct ICECandidate: Equatable, Hashable, Sendable, CustomStringConvertib
 
     /// A host candidate on a local address (its foundation from the address, RFC 8445 §5.1.1.3).
     public static func host(_ address: STUNAddress, localPreference: UInt32 = 65_535) -> ICECandidate {
-        ICECandidate(foundation: String(CRC32.checksum(address.ip), radix: 16), priority: priority(kind: .host, localPreference: localPreference),
-                     address: address, kind: .host)
+        ICECandidate(
+            foundation: String(CRC32.checksum(address.ip), radix: 16), priority: priority(kind: .host, localPreference: localPreference),
+            address: address, kind: .host)
     }
 
     /// The SDP attribute value (without `a=`).
@@ -58,14 +59,17 @@ public struct ICECandidate: Equatable, Hashable, Sendable, CustomStringConvertib
         if t.hasPrefix("a=") { t = t.dropFirst(2) }
         guard t.hasPrefix("candidate:") else { throw ParseError(description: "not a candidate line") }
         let f = t.dropFirst("candidate:".count).split(separator: " ")
-        guard f.count >= 8, f[6] == "typ" else { throw ParseError(description: "a candidate needs foundation, component, transport, priority, address, port and typ") }
+        guard f.count >= 8, f[6] == "typ" else {
+            throw ParseError(description: "a candidate needs foundation, component, transport, priority, address, port and typ")
+        }
         guard f[2].lowercased() == "udp" else { throw ParseError(description: "transport \(f[2]) is not UDP") }
         guard let component = Int(f[1]), (1...256).contains(component), let priority = UInt32(f[3]), let port = UInt16(f[5]) else {
             throw ParseError(description: "bad component, priority or port")
         }
         guard let ip = STUNAddress.parseIP(f[4]) else { throw ParseError(description: "'\(f[4])' is not an IP address") }
         guard let kind = Kind(rawValue: String(f[7])) else { throw ParseError(description: "unknown candidate type \(f[7])") }
-        return ICECandidate(foundation: String(f[0]), component: component, priority: priority, address: STUNAddress(ip: ip, port: port), kind: kind)
+        return ICECandidate(
+            foundation: String(f[0]), component: component, priority: priority, address: STUNAddress(ip: ip, port: port), kind: kind)
     }
 }
 

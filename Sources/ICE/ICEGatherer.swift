@@ -49,8 +49,10 @@ public final class ICEGatherer {
             if now >= queries[i].next {
                 if queries[i].sends >= Self.maxSends {
                     queries[i].done = true
-                    results.append(.failed(base: queries[i].base, server: queries[i].server,
-                                           reason: "no answer from the STUN server \(queries[i].server) in \(Self.maxSends) tries"))
+                    results.append(
+                        .failed(
+                            base: queries[i].base, server: queries[i].server,
+                            reason: "no answer from the STUN server \(queries[i].server) in \(Self.maxSends) tries"))
                     continue
                 }
                 if queries[i].sends == 0 { queries[i].firstSent = now }
@@ -70,14 +72,19 @@ public final class ICEGatherer {
     @discardableResult
     public func handle(_ bytes: [UInt8], from: STUNAddress, to: STUNAddress, now: Int64) -> Bool {
         guard STUNMessage.looksLikeSTUN(bytes.span), let m = try? STUNMessage.parse(bytes.span),
-              let i = queries.firstIndex(where: { !$0.done && $0.transaction == m.transactionID && $0.server == from }) else { return false }
+            let i = queries.firstIndex(where: { !$0.done && $0.transaction == m.transactionID && $0.server == from })
+        else { return false }
         queries[i].done = true
         let q = queries[i]
         if m.messageClass == .error {
-            results.append(.failed(base: q.base, server: q.server, reason: "the STUN server refused the request (\(m.errorCode.map { "\($0.code) \($0.reason)" } ?? "error"))"))
+            results.append(
+                .failed(
+                    base: q.base, server: q.server,
+                    reason: "the STUN server refused the request (\(m.errorCode.map { "\($0.code) \($0.reason)" } ?? "error"))"))
         } else if let mapped = m.xorMappedAddress {
-            let c = ICECandidate(foundation: String(CRC32.checksum(q.base.ip + q.server.ip), radix: 16), priority: ICECandidate.priority(kind: .srflx),
-                                 address: mapped, kind: .srflx)
+            let c = ICECandidate(
+                foundation: String(CRC32.checksum(q.base.ip + q.server.ip), radix: 16), priority: ICECandidate.priority(kind: .srflx),
+                address: mapped, kind: .srflx)
             results.append(.reflexive(c, base: q.base, server: q.server, redundant: mapped == q.base, roundTripMicros: now - q.firstSent))
         } else {
             results.append(.failed(base: q.base, server: q.server, reason: "the STUN server's answer has no XOR-MAPPED-ADDRESS"))

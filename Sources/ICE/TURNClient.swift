@@ -65,8 +65,10 @@ public final class TURNClient {
     /// Over TCP (RFC 8656 §3.1): ChannelData is padded to 4 bytes; the caller frames the stream.
     public let overTCP: Bool
 
-    public init(server: STUNAddress, base: STUNAddress, username: String, password: String, seed: UInt64,
-                hmacSHA1: @escaping STUNHMAC, longTermKey: @escaping (String, String, String) -> [UInt8], overTCP: Bool = false) {
+    public init(
+        server: STUNAddress, base: STUNAddress, username: String, password: String, seed: UInt64,
+        hmacSHA1: @escaping STUNHMAC, longTermKey: @escaping (String, String, String) -> [UInt8], overTCP: Bool = false
+    ) {
         self.overTCP = overTCP
         self.server = server
         self.base = base
@@ -120,7 +122,9 @@ public final class TURNClient {
             for (ip, at) in permissions where now >= at { permissions[ip] = now + Self.permissionLifetime; createPermission(ip) }
             for (peer, c) in channels where c.bound && now >= c.refresh {
                 channels[peer]?.refresh = now + Self.channelLifetime
-                request(.channelBind(c.number, peer), method: STUNMessage.channelBindMethod, attributes: [.channelNumber(c.number), .xorPeerAddress(peer)])
+                request(
+                    .channelBind(c.number, peer), method: STUNMessage.channelBindMethod,
+                    attributes: [.channelNumber(c.number), .xorPeerAddress(peer)])
             }
         }
         guard state == .allocating || state == .allocated else { return nil }
@@ -142,8 +146,9 @@ public final class TURNClient {
             if overTCP { while out.count % 4 != 0 { out.append(0) } } // RFC 8656 §12.5
             return out
         }
-        let m = STUNMessage(method: STUNMessage.sendMethod, class: .indication, transactionID: random.transactionID(),
-                            attributes: [.xorPeerAddress(peer), .data(payload)])
+        let m = STUNMessage(
+            method: STUNMessage.sendMethod, class: .indication, transactionID: random.transactionID(),
+            attributes: [.xorPeerAddress(peer), .data(payload)])
         return try? m.encode(fingerprint: true)
     }
 
@@ -256,7 +261,10 @@ public final class TURNClient {
     /// The same request again with the current realm/nonce (a new transaction).
     func retry(_ p: Pending) {
         let attrs = p.message.attributes.filter {
-            switch $0 { case .username, .realm, .nonce, .messageIntegrity, .fingerprint: false; default: true }
+            switch $0 {
+            case .username, .realm, .nonce, .messageIntegrity, .fingerprint: false;
+            default: true
+            }
         }
         request(p.kind, method: p.message.method, attributes: attrs)
     }
@@ -278,8 +286,11 @@ public final class TURNClient {
     func transmit(_ txid: [UInt8]) {
         guard var p = pending[txid] else { return }
         let bytes: [UInt8]?
-        if authenticated, let key { bytes = try? p.message.encode(integrityKey: key, hmacSHA1: hmac, fingerprint: true) }
-        else { bytes = try? p.message.encode(fingerprint: true) }
+        if authenticated, let key {
+            bytes = try? p.message.encode(integrityKey: key, hmacSHA1: hmac, fingerprint: true)
+        } else {
+            bytes = try? p.message.encode(fingerprint: true)
+        }
         guard let bytes else { pending[txid] = nil; return }
         outbox.append(bytes)
         p.sends += 1

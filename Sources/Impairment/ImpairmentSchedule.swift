@@ -46,14 +46,18 @@ public struct ImpairmentSchedule: Equatable, Sendable {
     /// `;`-separated steps each starting with `TIME:`.
     public static func parse(_ text: String) throws(ParseError) -> ImpairmentSchedule {
         let parts = text.split(separator: ";", omittingEmptySubsequences: false).map { String($0).trimmed }
-        guard !parts.isEmpty, !text.trimmed.isEmpty else { throw ParseError(message: "empty impairment (expected e.g. loss=2%,rate=800kbit)") }
+        guard !parts.isEmpty, !text.trimmed.isEmpty else {
+            throw ParseError(message: "empty impairment (expected e.g. loss=2%,rate=800kbit)")
+        }
         var schedule = ImpairmentSchedule()
         schedule.steps = []
         var current = ImpairmentSettings()
         for (i, part) in parts.enumerated() {
             var body = Substring(part), start: Int64 = 0
             if let colon = part.firstIndex(of: ":"), !part[..<colon].contains("=") {
-                do { start = try ValueSyntax.duration(String(part[..<colon])) } catch { throw ParseError(message: "step \(i + 1): \(error)") }
+                do { start = try ValueSyntax.duration(String(part[..<colon])) } catch {
+                    throw ParseError(message: "step \(i + 1): \(error)")
+                }
                 body = part[part.index(after: colon)...]
             } else if parts.count > 1 {
                 throw ParseError(message: "step \(i + 1) '\(part)' needs a start time (e.g. 10s:rate=600kbit)")
@@ -69,7 +73,9 @@ public struct ImpairmentSchedule: Equatable, Sendable {
                     switch kv[0].lowercased() {
                     case "loss": current.lossPercent = try ValueSyntax.percent(kv[1])
                     case "burst":
-                        guard let b = Double(kv[1]), b >= 1, b <= 1000 else { throw ParseError(message: "burst must be a mean burst length in packets, 1…1000") }
+                        guard let b = Double(kv[1]), b >= 1, b <= 1000 else {
+                            throw ParseError(message: "burst must be a mean burst length in packets, 1…1000")
+                        }
                         current.burstLength = b
                     case "delay": current.delayMicros = try ValueSyntax.duration(kv[1])
                     case "jitter": current.jitterMicros = try ValueSyntax.duration(kv[1])
@@ -83,7 +89,9 @@ public struct ImpairmentSchedule: Equatable, Sendable {
                     default: throw ParseError(message: "unknown impairment '\(kv[0])' (keys: \(keys))")
                     }
                 } catch let e as ParseError { throw e } catch { throw ParseError(message: "\(kv[0]): \(error)") }
-                guard current.delayMicros <= 10_000_000, current.jitterMicros <= 10_000_000 else { throw ParseError(message: "delay and jitter are limited to 10s") }
+                guard current.delayMicros <= 10_000_000, current.jitterMicros <= 10_000_000 else {
+                    throw ParseError(message: "delay and jitter are limited to 10s")
+                }
             }
             schedule.steps.append(Step(startMicros: start, settings: current))
         }
@@ -104,7 +112,8 @@ public struct ImpairmentSchedule: Equatable, Sendable {
     public var spec: String {
         steps.map { step in
             let s = step.settings
-            return "\(step.startMicros)us:loss=\(s.lossPercent)%,burst=\(s.burstLength),delay=\(s.delayMicros)us,jitter=\(s.jitterMicros)us,"
+            return
+                "\(step.startMicros)us:loss=\(s.lossPercent)%,burst=\(s.burstLength),delay=\(s.delayMicros)us,jitter=\(s.jitterMicros)us,"
                 + "rate=\(s.rateBps.map { "\($0)bit" } ?? "none"),queue=\(s.queueMicros)us,bucket=\(s.bucketBytes)b"
         }.joined(separator: ";")
     }

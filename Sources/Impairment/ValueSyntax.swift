@@ -11,7 +11,8 @@ public enum ValueSyntax {
     public static func duration(_ text: String) throws(Invalid) -> Int64 {
         let t = text.lowercased()
         var number = t, scale = 1_000_000.0
-        for (suffix, s) in [("ms", 1_000.0), ("us", 1.0), ("s", 1_000_000.0), ("m", 60_000_000.0), ("h", 3_600_000_000.0)] where t.hasSuffix(suffix) {
+        for (suffix, s) in [("ms", 1_000.0), ("us", 1.0), ("s", 1_000_000.0), ("m", 60_000_000.0), ("h", 3_600_000_000.0)]
+        where t.hasSuffix(suffix) {
             number = String(t.dropLast(suffix.count)); scale = s; break
         }
         guard let v = Double(number), v.isFinite, v >= 0, v * scale < 1e15 else {
@@ -24,7 +25,10 @@ public enum ValueSyntax {
     public static func bitrate(_ text: String) throws(Invalid) -> Int {
         let t = text.lowercased()
         var number = t, scale = 1.0
-        for (suffix, s) in [("kbit", 1e3), ("mbit", 1e6), ("gbit", 1e9), ("kbps", 1e3), ("mbps", 1e6), ("bit", 1.0), ("bps", 1.0), ("k", 1e3), ("m", 1e6), ("g", 1e9)]
+        for (suffix, s) in [
+            ("kbit", 1e3), ("mbit", 1e6), ("gbit", 1e9), ("kbps", 1e3), ("mbps", 1e6), ("bit", 1.0), ("bps", 1.0), ("k", 1e3), ("m", 1e6),
+            ("g", 1e9)
+        ]
         where t.hasSuffix(suffix) {
             number = String(t.dropLast(suffix.count)); scale = s; break
         }
@@ -39,7 +43,10 @@ public enum ValueSyntax {
     public static func bytes(_ text: String) throws(Invalid) -> Int {
         let t = text.lowercased()
         var number = t, scale = 1.0
-        for (suffix, s) in [("kbit", 1024.0 / 8), ("mbit", 1024.0 * 1024 / 8), ("kb", 1024.0), ("mb", 1024.0 * 1024), ("k", 1024.0), ("m", 1024.0 * 1024), ("b", 1.0)]
+        for (suffix, s) in [
+            ("kbit", 1024.0 / 8), ("mbit", 1024.0 * 1024 / 8), ("kb", 1024.0), ("mb", 1024.0 * 1024), ("k", 1024.0), ("m", 1024.0 * 1024),
+            ("b", 1.0)
+        ]
         where t.hasSuffix(suffix) {
             number = String(t.dropLast(suffix.count)); scale = s; break
         }

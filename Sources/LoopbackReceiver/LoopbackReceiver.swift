@@ -25,7 +25,11 @@ public final class LoopbackReceiver: Sendable {
     let ended = Locked<[String]>([])
 
     /// The WHIP sessions (resources) that ended since the last call.
-    public func takeEndedResources() -> [String] { ended.withLock { e in let taken = e; e = []; return taken } }
+    public func takeEndedResources() -> [String] {
+        ended.withLock { e in
+            let taken = e; e = []; return taken
+        }
+    }
 
     /// A publisher the WHIP endpoint answered (from the HTTP thread); the receive thread takes it
     /// within a few milliseconds.
@@ -57,12 +61,14 @@ public final class LoopbackReceiver: Sendable {
     }
 
     public func start() {
-        let config = self.config, handoff = socketHandoff, state = self.state, stopFlag = self.stopFlag, commands = self.commands, ended = self.ended
+        let config = self.config, handoff = socketHandoff, state = self.state, stopFlag = self.stopFlag, commands = self.commands,
+            ended = self.ended
         let t = JoinableThread(name: "pubbot-recv") {
             do {
                 let start = Clock.monotonicMicros()
-                let session = try ReceiverSession(config: config, startMicros: start, wallOffsetMicros: Clock.wallMicros() - start,
-                                                  seed: UInt64(SecureRandom.uint32()) << 32 | UInt64(SecureRandom.uint32()))
+                let session = try ReceiverSession(
+                    config: config, startMicros: start, wallOffsetMicros: Clock.wallMicros() - start,
+                    seed: UInt64(SecureRandom.uint32()) << 32 | UInt64(SecureRandom.uint32()))
                 Self.run(session, socket: handoff.take(), state: state, stop: stopFlag, commands: commands, ended: ended)
             } catch {
                 state.withLock { $0.lastError = "\(error)" }
@@ -74,15 +80,19 @@ public final class LoopbackReceiver: Sendable {
     public func stop() { stopFlag.value = true }
 
     public func wait() {
-        let t = thread.withLock { t -> JoinableThread? in let c = t; t = nil; return c }
+        let t = thread.withLock { t -> JoinableThread? in
+            let c = t; t = nil; return c
+        }
         t?.join()
     }
 
     public func snapshot() -> ReceiverSnapshot { state.value }
 
     /// The receive thread: the driver of a `ReceiverSession` — socket, clock, publishing.
-    static func run(_ session: ReceiverSession, socket: UDPSocket, state: Locked<ReceiverSnapshot>, stop: Locked<Bool>, commands: Locked<[Command]>,
-                    ended: Locked<[String]>) {
+    static func run(
+        _ session: ReceiverSession, socket: UDPSocket, state: Locked<ReceiverSnapshot>, stop: Locked<Bool>, commands: Locked<[Command]>,
+        ended: Locked<[String]>
+    ) {
         let batch = PacketBatch(capacity: 32)
         func read() {
             for _ in 0..<64 {
@@ -94,7 +104,9 @@ public final class LoopbackReceiver: Sendable {
                 }
                 if n == 0 { return }
                 let now = Clock.monotonicMicros()
-                for i in 0..<n { session.handleDatagram(batch.slot(i).baseAddress!, length: Int(batch.lengths[i]), from: batch.source(i), now: now) }
+                for i in 0..<n {
+                    session.handleDatagram(batch.slot(i).baseAddress!, length: Int(batch.lengths[i]), from: batch.source(i), now: now)
+                }
             }
         }
         func flush() {
@@ -105,7 +117,9 @@ public final class LoopbackReceiver: Sendable {
         var releasedSinceTrim = 0, lastTrim: Int64 = 0
         while !stop.value {
             _ = socket.wait(timeoutMicros: max(0, min(wake, nextPublish) - Clock.monotonicMicros()))
-            for c in commands.withLock({ c -> [Command] in let taken = c; c = []; return taken }) {
+            for c in commands.withLock({ c -> [Command] in
+                let taken = c; c = []; return taken
+            }) {
                 switch c {
                 case let .add(spec, seed): session.addPublisher(spec, seed: seed, now: Clock.monotonicMicros())
                 case let .remove(resource): session.removePublisher(resource: resource)
@@ -131,4 +145,3 @@ public final class LoopbackReceiver: Sendable {
         state.withLock { $0 = s }
     }
 }
-

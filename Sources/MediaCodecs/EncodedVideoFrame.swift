@@ -15,8 +15,10 @@ public struct EncodedVideoFrame: Sendable {
     /// Time the encoder spent on this frame, microseconds (for cpu limitation and benchmarks).
     public var encodeMicros: Int64
 
-    public init(layer: Int, bytes: [UInt8], isKeyFrame: Bool, width: Int, height: Int, frameNumber: UInt32,
-                captureMicros: Int64, temporalID: UInt8?, layerSync: Bool, encodeMicros: Int64) {
+    public init(
+        layer: Int, bytes: [UInt8], isKeyFrame: Bool, width: Int, height: Int, frameNumber: UInt32,
+        captureMicros: Int64, temporalID: UInt8?, layerSync: Bool, encodeMicros: Int64
+    ) {
         self.layer = layer
         self.bytes = bytes
         self.isKeyFrame = isKeyFrame

@@ -57,7 +57,8 @@ public struct EncoderRateTrim: Sendable {
         if head > 64 && head * 2 > entries.count { entries.removeFirst(head); head = 0 }
         // Judge only a window that is full and made entirely after the last change.
         guard let first = entries[head...].first, now - first.micros >= windowMicros - 2 * frameMicros,
-              lastAdjustMicros.map({ first.micros > $0 }) ?? (entries.count - head >= 3) else { return nil }
+            lastAdjustMicros.map({ first.micros > $0 }) ?? (entries.count - head >= 3)
+        else { return nil }
         var produced = 0.0, wanted = 0.0
         for e in entries[head...] { produced += e.bits; wanted += e.targetBits }
         guard wanted > 0 else { return nil }

@@ -19,13 +19,16 @@ public struct I420Frame: Sendable {
     }
 
     /// Runs `body` with mutable views of the three planes.
-    public mutating func withPlanes<R>(_ body: (UnsafeMutableBufferPointer<UInt8>, UnsafeMutableBufferPointer<UInt8>, UnsafeMutableBufferPointer<UInt8>) throws -> R) rethrows -> R {
+    public mutating func withPlanes<R>(
+        _ body: (UnsafeMutableBufferPointer<UInt8>, UnsafeMutableBufferPointer<UInt8>, UnsafeMutableBufferPointer<UInt8>) throws -> R
+    ) rethrows -> R {
         let ls = lumaSize, cs = chromaSize
         return try data.withUnsafeMutableBufferPointer { all in
             let base = all.baseAddress!
-            return try body(UnsafeMutableBufferPointer(start: base, count: ls),
-                            UnsafeMutableBufferPointer(start: base + ls, count: cs),
-                            UnsafeMutableBufferPointer(start: base + ls + cs, count: cs))
+            return try body(
+                UnsafeMutableBufferPointer(start: base, count: ls),
+                UnsafeMutableBufferPointer(start: base + ls, count: cs),
+                UnsafeMutableBufferPointer(start: base + ls + cs, count: cs))
         }
     }
 }

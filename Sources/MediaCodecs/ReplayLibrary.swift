@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Pre-encoded media loops for replay bots (`pubbot media build` → `Media/replay/`): per simulcast
@@ -54,8 +54,10 @@ public struct ReplayLibrary: Sendable {
     /// Encodes `seconds` of the synthetic video for each layer and of the synthetic audio.
     /// `progress` hears the fraction done.
     /// Key frames every `keyFrameIntervalMicros`, in each layer's own frames.
-    public static func build(layers: [VideoLayerConfig], seconds: Int, keyFrameIntervalMicros: Int64, audioBitrate: Int = 32_000,
-                             progress: (Double) -> Void = { _ in }) throws(CodecError) -> ReplayLibrary {
+    public static func build(
+        layers: [VideoLayerConfig], seconds: Int, keyFrameIntervalMicros: Int64, audioBitrate: Int = 32_000,
+        progress: (Double) -> Void = { _ in }
+    ) throws(CodecError) -> ReplayLibrary {
         let source = SyntheticVideoSource(seed: 1)
         var out: [Layer] = []
         let totalFrames = layers.reduce(0) { $0 + $1.fps * seconds }
@@ -72,8 +74,10 @@ public struct ReplayLibrary: Sendable {
                 let number = UInt32(n)
                 source.fill(&picture, frameNumber: number, captureMillis: UInt32(n * 1000 / max(1, config.fps)))
                 let capture = Int64(n) * 1_000_000 / Int64(max(1, config.fps))
-                if let f = try encoder.encode(&picture, layer: i, frameNumber: number, captureMicros: capture,
-                                              forceKeyFrame: n % max(1, keyFrameInterval) == 0, clock: { 0 }) {
+                if let f = try encoder.encode(
+                    &picture, layer: i, frameNumber: number, captureMicros: capture,
+                    forceKeyFrame: n % max(1, keyFrameInterval) == 0, clock: { 0 })
+                {
                     frames.append(Frame(bytes: f.bytes, isKeyFrame: f.isKeyFrame))
                 }
                 done += 1
@@ -140,8 +144,10 @@ public struct ReplayLibrary: Sendable {
         var audioBitrate = 32_000
         for f in lines.dropFirst() {
             if f.first == "layer" {
-                guard f.count == 9, let w = Int(f[2]), let h = Int(f[3]), let fps = Int(f[4]), let lo = Int(f[5]), let t = Int(f[6]), let hi = Int(f[7]),
-                      (16...4096).contains(w), (16...4096).contains(h), (1...120).contains(fps), !f[8].contains("/") else {
+                guard f.count == 9, let w = Int(f[2]), let h = Int(f[3]), let fps = Int(f[4]), let lo = Int(f[5]), let t = Int(f[6]),
+                    let hi = Int(f[7]),
+                    (16...4096).contains(w), (16...4096).contains(h), (1...120).contains(fps), !f[8].contains("/")
+                else {
                     throw FileError("bad layer line in \(directory)/manifest.txt: \(f.joined(separator: " "))")
                 }
                 let config = VideoLayerConfig(width: w, height: h, fps: fps, minBitrate: lo, targetBitrate: t, maxBitrate: hi, rid: f[1])
@@ -149,7 +155,9 @@ public struct ReplayLibrary: Sendable {
                 guard frames.first?.isKeyFrame == true else { throw FileError("\(directory)/\(f[8]) does not start with a key frame") }
                 layers.append(Layer(config: config, frames: frames))
             } else if f.first == "audio" {
-                guard f.count == 3, let b = Int(f[1]), !f[2].contains("/") else { throw FileError("bad audio line in \(directory)/manifest.txt") }
+                guard f.count == 3, let b = Int(f[1]), !f[2].contains("/") else {
+                    throw FileError("bad audio line in \(directory)/manifest.txt")
+                }
                 audioBitrate = b
                 let bytes = try readFile("\(directory)/\(f[2])", limit: 64 << 20)
                 guard bytes.starts(with: opusMagic) else { throw FileError("\(directory)/\(f[2]) is not a pubbot Opus frame file") }
@@ -157,7 +165,9 @@ public struct ReplayLibrary: Sendable {
                 while i < bytes.count {
                     guard i + 2 <= bytes.count else { throw FileError("\(directory)/\(f[2]) is truncated") }
                     let n = Int(bytes[i]) | Int(bytes[i + 1]) << 8
-                    guard n > 0, n <= 1275, i + 2 + n <= bytes.count else { throw FileError("\(directory)/\(f[2]) has a bad frame at byte \(i)") }
+                    guard n > 0, n <= 1275, i + 2 + n <= bytes.count else {
+                        throw FileError("\(directory)/\(f[2]) has a bad frame at byte \(i)")
+                    }
                     audio.append(Array(bytes[(i + 2)..<(i + 2 + n)]))
                     i += 2 + n
                 }
@@ -169,8 +179,12 @@ public struct ReplayLibrary: Sendable {
 
     static func readIVF(_ path: String, width: Int, height: Int) throws(FileError) -> [Frame] {
         let b = try readFile(path, limit: 256 << 20)
-        guard b.count >= 32, b.starts(with: Array("DKIF".utf8)), Array(b[8..<12]) == Array("VP80".utf8) else { throw FileError("\(path) is not a VP8 IVF file") }
-        guard u16(b, 12) == width, u16(b, 14) == height else { throw FileError("\(path) is \(u16(b, 12))x\(u16(b, 14)), the manifest says \(width)x\(height)") }
+        guard b.count >= 32, b.starts(with: Array("DKIF".utf8)), Array(b[8..<12]) == Array("VP80".utf8) else {
+            throw FileError("\(path) is not a VP8 IVF file")
+        }
+        guard u16(b, 12) == width, u16(b, 14) == height else {
+            throw FileError("\(path) is \(u16(b, 12))x\(u16(b, 14)), the manifest says \(width)x\(height)")
+        }
         var frames: [Frame] = []
         var i = u16(b, 6)
         while i < b.count {

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Never-silent synthetic speech-like audio at 48 kHz mono: a voiced tone whose pitch glides

@@ -20,19 +20,25 @@ public struct TemporalPattern: Sendable {
         self.layers = max(1, min(3, layers))
         switch self.layers {
         case 2:
-            steps = [Step(temporalID: 0, referenceLast: true, referenceGolden: false, updateLast: true, updateGolden: false, layerSync: false),
-                     Step(temporalID: 1, referenceLast: true, referenceGolden: false, updateLast: false, updateGolden: false, layerSync: true)]
+            steps = [
+                Step(temporalID: 0, referenceLast: true, referenceGolden: false, updateLast: true, updateGolden: false, layerSync: false),
+                Step(temporalID: 1, referenceLast: true, referenceGolden: false, updateLast: false, updateGolden: false, layerSync: true)
+            ]
             cumulativeRateShare = [0.6, 1.0]
             decimators = [2, 1]
         case 3:
-            steps = [Step(temporalID: 0, referenceLast: true, referenceGolden: false, updateLast: true, updateGolden: false, layerSync: false),
-                     Step(temporalID: 2, referenceLast: true, referenceGolden: false, updateLast: false, updateGolden: false, layerSync: true),
-                     Step(temporalID: 1, referenceLast: true, referenceGolden: false, updateLast: false, updateGolden: true, layerSync: true),
-                     Step(temporalID: 2, referenceLast: true, referenceGolden: true, updateLast: false, updateGolden: false, layerSync: false)]
+            steps = [
+                Step(temporalID: 0, referenceLast: true, referenceGolden: false, updateLast: true, updateGolden: false, layerSync: false),
+                Step(temporalID: 2, referenceLast: true, referenceGolden: false, updateLast: false, updateGolden: false, layerSync: true),
+                Step(temporalID: 1, referenceLast: true, referenceGolden: false, updateLast: false, updateGolden: true, layerSync: true),
+                Step(temporalID: 2, referenceLast: true, referenceGolden: true, updateLast: false, updateGolden: false, layerSync: false)
+            ]
             cumulativeRateShare = [0.4, 0.6, 1.0]
             decimators = [4, 2, 1]
         default:
-            steps = [Step(temporalID: 0, referenceLast: true, referenceGolden: true, updateLast: true, updateGolden: true, layerSync: false)]
+            steps = [
+                Step(temporalID: 0, referenceLast: true, referenceGolden: true, updateLast: true, updateGolden: true, layerSync: false)
+            ]
             cumulativeRateShare = [1.0]
             decimators = [1]
         }

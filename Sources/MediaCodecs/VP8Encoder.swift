@@ -21,8 +21,10 @@ public final class VP8Encoder {
     ///     hold the rate; libwebrtc uses 30). 0 never drops.
     ///   - rateTrim: run `EncoderRateTrim` over libvpx's rate control so the layer's output meets
     ///     its target at any frame rate.
-    public init(config: VideoLayerConfig, keyFrameInterval: Int = 0, cpuUsed: Int? = nil, threads: Int = 1, frameDropThreshold: Int = 30,
-                rateTrim: Bool = true) throws(CodecError) {
+    public init(
+        config: VideoLayerConfig, keyFrameInterval: Int = 0, cpuUsed: Int? = nil, threads: Int = 1, frameDropThreshold: Int = 30,
+        rateTrim: Bool = true
+    ) throws(CodecError) {
         self.config = config
         pattern = TemporalPattern(layers: config.temporalLayers)
         targetBitrate = max(Self.minimumBitrate, config.targetBitrate)
@@ -62,7 +64,8 @@ public final class VP8Encoder {
         Self.applyTemporal(&cfg, pattern: pattern, bitrate: encoderBitrate)
         rc = cvpx_enc_init(&ctx, &cfg)
         guard rc == VPX_CODEC_OK else {
-            throw CodecError("vpx_codec_enc_init \(config.width)x\(config.height)", code: Int32(rc.rawValue), message: Self.errorString(&ctx))
+            throw CodecError(
+                "vpx_codec_enc_init \(config.width)x\(config.height)", code: Int32(rc.rawValue), message: Self.errorString(&ctx))
         }
         let speed = cpuUsed ?? (config.width * config.height >= 1280 * 720 ? -8 : -6)
         _ = cvpx_set_cpuused(&ctx, Int32(speed))
@@ -146,12 +149,16 @@ public final class VP8Encoder {
         cfg.rc_target_bitrate = UInt32(rate / 1000)
         Self.applyTemporal(&cfg, pattern: pattern, bitrate: rate)
         let rc = vpx_codec_enc_config_set(&ctx, &cfg)
-        guard rc == VPX_CODEC_OK else { throw CodecError("vpx_codec_enc_config_set", code: Int32(rc.rawValue), message: Self.errorString(&ctx)) }
+        guard rc == VPX_CODEC_OK else {
+            throw CodecError("vpx_codec_enc_config_set", code: Int32(rc.rawValue), message: Self.errorString(&ctx))
+        }
     }
 
     /// Encodes one picture. Returns nil when the encoder dropped the frame.
-    public func encode(_ frame: inout I420Frame, layer: Int, frameNumber: UInt32, captureMicros: Int64,
-                       forceKeyFrame: Bool, clock: () -> Int64) throws(CodecError) -> EncodedVideoFrame? {
+    public func encode(
+        _ frame: inout I420Frame, layer: Int, frameNumber: UInt32, captureMicros: Int64,
+        forceKeyFrame: Bool, clock: () -> Int64
+    ) throws(CodecError) -> EncodedVideoFrame? {
         precondition(frame.width == config.width && frame.height == config.height)
         let step = pattern.step(frameIndex)
         var flags: Int = forceKeyFrame ? cvpx_flag_force_kf() : 0
@@ -190,10 +197,11 @@ public final class VP8Encoder {
             let key = cvpx_pkt_is_key(pkt) != 0
             if key { frameIndex = 0 }
             let s = key ? pattern.step(0) : step
-            out = EncodedVideoFrame(layer: layer, bytes: bytes, isKeyFrame: key, width: config.width, height: config.height,
-                                    frameNumber: frameNumber, captureMicros: captureMicros,
-                                    temporalID: pattern.layers > 1 ? s.temporalID : nil,
-                                    layerSync: pattern.layers > 1 && !key && s.layerSync, encodeMicros: clock() - start)
+            out = EncodedVideoFrame(
+                layer: layer, bytes: bytes, isKeyFrame: key, width: config.width, height: config.height,
+                frameNumber: frameNumber, captureMicros: captureMicros,
+                temporalID: pattern.layers > 1 ? s.temporalID : nil,
+                layerSync: pattern.layers > 1 && !key && s.layerSync, encodeMicros: clock() - start)
         }
         frameIndex += 1
         if trim != nil, trim!.add(captureMicros: captureMicros, bits: out.map { $0.bytes.count * 8 }, target: targetBitrate) != nil {

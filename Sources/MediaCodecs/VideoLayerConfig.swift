@@ -11,8 +11,10 @@ public struct VideoLayerConfig: Equatable, Sendable {
     public var temporalLayers: Int
     public var rid: String
 
-    public init(width: Int, height: Int, fps: Int = 30, minBitrate: Int, targetBitrate: Int, maxBitrate: Int,
-                temporalLayers: Int = 1, rid: String) {
+    public init(
+        width: Int, height: Int, fps: Int = 30, minBitrate: Int, targetBitrate: Int, maxBitrate: Int,
+        temporalLayers: Int = 1, rid: String
+    ) {
         self.width = width
         self.height = height
         self.fps = fps
@@ -34,12 +36,14 @@ public struct VideoLayerConfig: Equatable, Sendable {
     /// used by the stream" — OpenTok publisher guide, `Publisher settings`); a relayed publisher
     /// keeps the 30 fps rates at any frame rate (the same guide: in relayed sessions lowering
     /// the frame rate does not reduce the bandwidth). Above 30 fps the 30 fps rates apply.
-    public static func defaults(width: Int, height: Int, fps: Int = 30, temporalLayers: Int = 1, rid: String,
-                                scaledByFrameRate: Bool = true) -> VideoLayerConfig {
+    public static func defaults(
+        width: Int, height: Int, fps: Int = 30, temporalLayers: Int = 1, rid: String,
+        scaledByFrameRate: Bool = true
+    ) -> VideoLayerConfig {
         // (pixels, max, target, min) in kbps
         let table: [(Int, Int, Int, Int)] = [
             (1920 * 1080, 5000, 4000, 800), (1280 * 720, 2500, 2500, 600), (960 * 540, 1200, 1200, 350),
-            (640 * 360, 700, 500, 150), (480 * 270, 450, 350, 150), (320 * 180, 200, 150, 30), (0, 200, 150, 30),
+            (640 * 360, 700, 500, 150), (480 * 270, 450, 350, 150), (320 * 180, 200, 150, 30), (0, 200, 150, 30)
         ]
         let px = width * height
         var kbps = (table[0].1, table[0].2, table[0].3)
@@ -53,21 +57,26 @@ public struct VideoLayerConfig: Equatable, Sendable {
             }
         }
         let scale = scaledByFrameRate ? min(1, Double(max(1, fps)) / 30) : 1
-        return VideoLayerConfig(width: width, height: height, fps: fps,
-                                minBitrate: Int(Double(kbps.2 * 1000) * scale),
-                                targetBitrate: Int(Double(kbps.1 * 1000) * scale),
-                                maxBitrate: Int(Double(kbps.0 * 1000) * scale), temporalLayers: temporalLayers, rid: rid)
+        return VideoLayerConfig(
+            width: width, height: height, fps: fps,
+            minBitrate: Int(Double(kbps.2 * 1000) * scale),
+            targetBitrate: Int(Double(kbps.1 * 1000) * scale),
+            maxBitrate: Int(Double(kbps.0 * 1000) * scale), temporalLayers: temporalLayers, rid: rid)
     }
 
     /// The default three-layer ladder for a top resolution (each lower layer half the size).
-    public static func ladder(top width: Int, _ height: Int, layers: Int = 3, fps: Int = 30, temporalLayers: Int = 1,
-                              scaledByFrameRate: Bool = true) -> [VideoLayerConfig] {
+    public static func ladder(
+        top width: Int, _ height: Int, layers: Int = 3, fps: Int = 30, temporalLayers: Int = 1,
+        scaledByFrameRate: Bool = true
+    ) -> [VideoLayerConfig] {
         let rids = ["q", "h", "f"]
         var out: [VideoLayerConfig] = []
         for i in 0..<layers {
             let div = 1 << (layers - 1 - i)
-            out.append(.defaults(width: (width / div) & ~1, height: (height / div) & ~1, fps: fps, temporalLayers: temporalLayers,
-                                 rid: layers == 3 ? rids[i] : String(i), scaledByFrameRate: scaledByFrameRate))
+            out.append(
+                .defaults(
+                    width: (width / div) & ~1, height: (height / div) & ~1, fps: fps, temporalLayers: temporalLayers,
+                    rid: layers == 3 ? rids[i] : String(i), scaledByFrameRate: scaledByFrameRate))
         }
         return out
     }

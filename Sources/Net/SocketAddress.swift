@@ -1,6 +1,6 @@
 package import CLinuxNet
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An IPv4 or IPv6 UDP endpoint.

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A dedicated OS thread (for media and network loops that must never run on the cooperative
@@ -11,11 +11,13 @@ public final class JoinableThread: @unchecked Sendable {
 
     public init(name: String, _ body: @escaping @Sendable () -> Void) {
         let box = Unmanaged.passRetained(Box(body)).toOpaque()
-        let rc = pthread_create(&tid, nil, { arg in
-            let box = Unmanaged<Box>.fromOpaque(arg!).takeRetainedValue()
-            box.body()
-            return nil
-        }, box)
+        let rc = pthread_create(
+            &tid, nil,
+            { arg in
+                let box = Unmanaged<Box>.fromOpaque(arg!).takeRetainedValue()
+                box.body()
+                return nil
+            }, box)
         precondition(rc == 0, "pthread_create failed: \(rc)")
     }
 

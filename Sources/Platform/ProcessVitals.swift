@@ -1,6 +1,6 @@
 #if canImport(Glibc)
-import Glibc
-internal import CLinuxNet
+    import Glibc
+    internal import CLinuxNet
 #endif
 
 /// Reads the process's own CPU time and resident memory: one `getrusage` and one read of

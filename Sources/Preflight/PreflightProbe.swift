@@ -24,8 +24,11 @@ public struct PreflightProbe: Sendable {
         /// transport-wide sequence number reported (nil without transport-cc).
         public var feedback: (reported: Int, lost: Int, highest: Int64, lostAtFullQueue: Int, reportedAtFullQueue: Int)?
 
-        public init(now: Int64, answered: Bool, estimate: (bitrate: Int, acknowledged: Int?, lossFraction: Double)?, reportedLoss: Double,
-                    roundTripMicros: Int64?, videoBytesSent: Int, feedback: (reported: Int, lost: Int, highest: Int64, lostAtFullQueue: Int, reportedAtFullQueue: Int)? = nil) {
+        public init(
+            now: Int64, answered: Bool, estimate: (bitrate: Int, acknowledged: Int?, lossFraction: Double)?, reportedLoss: Double,
+            roundTripMicros: Int64?, videoBytesSent: Int,
+            feedback: (reported: Int, lost: Int, highest: Int64, lostAtFullQueue: Int, reportedAtFullQueue: Int)? = nil
+        ) {
             self.feedback = feedback
             self.now = now
             self.answered = answered
@@ -131,14 +134,16 @@ public struct PreflightProbe: Sendable {
         if let a = fb.first, let b = fb.last, b.reported > a.reported {
             loss = Double(b.lost - a.lost) / Double(b.reported - a.reported)
             counted = true
-            countedPackets = LossCount(reported: b.reported - a.reported, lost: b.lost - a.lost, firstSequence: a.highest + 1, lastSequence: b.highest)
+            countedPackets = LossCount(
+                reported: b.reported - a.reported, lost: b.lost - a.lost, firstSequence: a.highest + 1, lastSequence: b.highest)
             lossAtFullQueue = Double(b.full - a.full) / Double(b.reported - a.reported)
             // The loss rate of the packets that met no full queue (enough of them to say).
             let calm = (b.reported - a.reported) - (b.reportedFull - a.reportedFull)
             if calm >= 50 { randomLoss = Double((b.lost - a.lost) - (b.full - a.full)) / Double(calm) }
             // Everything reported before the window (each packet once, in sequence from the first).
             if a.reported > 0 {
-                startup = LossCount(reported: a.reported, lost: a.lost, firstSequence: a.highest - Int64(a.reported) + 1, lastSequence: a.highest)
+                startup = LossCount(
+                    reported: a.reported, lost: a.lost, firstSequence: a.highest - Int64(a.reported) + 1, lastSequence: a.highest)
             }
         }
         let vb = videoBytes.filter { now - $0.t <= span }
@@ -151,8 +156,9 @@ public struct PreflightProbe: Sendable {
         // Without an estimator the figure is what the path carried: the audio's rate on the wire
         // less what was lost.
         if lastEstimate == nil, let fixedBitrate { capacity = Int(Double(fixedBitrate) * (1 - min(1, max(0, loss)))) }
-        var m = Measurement(estimate: capacity, lossFraction: loss, roundTripTimeMillis: roundTripTimeMillis, jitterMillis: jitterMillis,
-                            videoBitrate: videoRate, durationMillis: (now - start) / 1000)
+        var m = Measurement(
+            estimate: capacity, lossFraction: loss, roundTripTimeMillis: roundTripTimeMillis, jitterMillis: jitterMillis,
+            videoBitrate: videoRate, durationMillis: (now - start) / 1000)
         m.lossWindowMillis = (now - from) / 1000
         m.lossCountedFromFeedback = counted
         m.lossCount = countedPackets

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The resolution tiers of the verdict (opentok-network-test `config.ts`): bits/s a tier
@@ -18,7 +18,7 @@ public struct Tier: Equatable, Sendable {
         Tier(name: "540p", width: 960, height: 540, fps: 30, bitrate: 1_200_000, simulcastBitrate: 1_550_000),
         Tier(name: "360p", width: 640, height: 360, fps: 30, bitrate: 500_000, simulcastBitrate: 650_000),
         Tier(name: "270p", width: 480, height: 270, fps: 30, bitrate: 300_000, simulcastBitrate: 350_000),
-        Tier(name: "180p", width: 320, height: 180, fps: 30, bitrate: 150_000, simulcastBitrate: 150_000),
+        Tier(name: "180p", width: 320, height: 180, fps: 30, bitrate: 150_000, simulcastBitrate: 150_000)
     ]
 
     public func need(simulcast: Bool) -> Int { simulcast ? simulcastBitrate : bitrate }

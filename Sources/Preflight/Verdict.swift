@@ -47,7 +47,9 @@ public struct Measurement: Equatable, Sendable {
     /// window is the last one, start-up included if it was that short).
     public var lossAfterSettling = false
 
-    public init(estimate: Int, lossFraction: Double, roundTripTimeMillis: Double?, jitterMillis: Double?, videoBitrate: Int, durationMillis: Int64) {
+    public init(
+        estimate: Int, lossFraction: Double, roundTripTimeMillis: Double?, jitterMillis: Double?, videoBitrate: Int, durationMillis: Int64
+    ) {
         self.estimate = estimate
         self.lossFraction = lossFraction
         self.roundTripTimeMillis = roundTripTimeMillis
@@ -79,7 +81,8 @@ public struct Verdict: Equatable, Sendable {
         if m.estimate < t.audioMinBitrate {
             audioReason = "estimate \(kbps(m.estimate)) < \(kbps(t.audioMinBitrate)) needed for audio"
         } else if !audioOK {
-            audioReason = "MOS \(fixed(audioMOS)) < \(fixed(t.audioMinMOS)) with \(fixed(m.networkLoss * 100)) % loss and \(fixed(rtt)) ms RTT"
+            audioReason =
+                "MOS \(fixed(audioMOS)) < \(fixed(t.audioMinMOS)) with \(fixed(m.networkLoss * 100)) % loss and \(fixed(rtt)) ms RTT"
         } else {
             audioReason = "MOS \(fixed(audioMOS)) ≥ \(fixed(t.audioMinMOS)) (loss \(fixed(m.networkLoss * 100)) %, RTT \(fixed(rtt)) ms)"
         }
@@ -89,24 +92,28 @@ public struct Verdict: Equatable, Sendable {
         var videoReason: String
         var videoOK = fits != nil
         if let tier = fits {
-            videoReason = "estimate \(kbps(m.estimate)) ≥ \(fixed(t.tierShare)) × \(kbps(tier.need(simulcast: t.simulcast))) needed for \(tier.name)"
+            videoReason =
+                "estimate \(kbps(m.estimate)) ≥ \(fixed(t.tierShare)) × \(kbps(tier.need(simulcast: t.simulcast))) needed for \(tier.name)"
             if let i = tiers.firstIndex(of: tier), i > 0 {
                 let next = tiers[i - 1]
                 videoReason += "; < \(fixed(t.tierShare)) × \(kbps(next.need(simulcast: t.simulcast))) needed for \(next.name)"
             }
         } else {
             let lowest = tiers.last!
-            videoReason = "estimate \(kbps(m.estimate)) < \(fixed(t.tierShare)) × \(kbps(lowest.need(simulcast: t.simulcast))) needed for \(lowest.name)"
+            videoReason =
+                "estimate \(kbps(m.estimate)) < \(fixed(t.tierShare)) × \(kbps(lowest.need(simulcast: t.simulcast))) needed for \(lowest.name)"
         }
         if videoOK && m.networkLoss > t.videoMaxLoss {
             videoOK = false
-            videoReason = "packet loss \(fixed(m.networkLoss * 100)) % > \(fixed(t.videoMaxLoss * 100)) %"
+            videoReason =
+                "packet loss \(fixed(m.networkLoss * 100)) % > \(fixed(t.videoMaxLoss * 100)) %"
                 + (m.lossAtFullQueue > 0 ? " (besides \(fixed(m.lossAtFullQueue * 100)) % at a full queue)" : "")
         }
         let videoMOS = fits.map { MOS.video(bitrate: max(m.videoBitrate, 0), width: $0.width, height: $0.height) } ?? 1
-        return Verdict(audio: Part(supported: audioOK, reason: audioReason, mos: (audioMOS * 100).rounded() / 100),
-                       video: Part(supported: videoOK, reason: videoReason, mos: (videoMOS * 100).rounded() / 100),
-                       recommended: videoOK ? fits : nil, measurement: m)
+        return Verdict(
+            audio: Part(supported: audioOK, reason: audioReason, mos: (audioMOS * 100).rounded() / 100),
+            video: Part(supported: videoOK, reason: videoReason, mos: (videoMOS * 100).rounded() / 100),
+            recommended: videoOK ? fits : nil, measurement: m)
     }
 
     /// Opus at `bitrate` on the wire, as the audio-only thresholds count it: 50 packets a second

@@ -24,8 +24,10 @@ public enum PreflightRunner {
         /// is what the path carries.
         public var hadEstimator: Bool { plan.config.sendVideo && plan.config.congestionControl }
 
-        public init(measurement: Measurement, answered: Bool, interrupted: Bool, steady: Bool, elapsedMicros: Int64,
-                    publisher: PublisherSnapshot?, receiver: ReceiverSnapshot?, plan: StreamPlan, startError: String? = nil) {
+        public init(
+            measurement: Measurement, answered: Bool, interrupted: Bool, steady: Bool, elapsedMicros: Int64,
+            publisher: PublisherSnapshot?, receiver: ReceiverSnapshot?, plan: StreamPlan, startError: String? = nil
+        ) {
             self.measurement = measurement
             self.answered = answered
             self.interrupted = interrupted
@@ -53,7 +55,8 @@ public enum PreflightRunner {
     /// with its transport, and `end` DELETEs the session when the phase is over.
     public struct Connector: Sendable {
         public var open: @Sendable (PublisherConfig) -> Result<(publisher: Publisher, end: @Sendable () -> Void), ConnectError>
-        public init(open: @escaping @Sendable (PublisherConfig) -> Result<(publisher: Publisher, end: @Sendable () -> Void), ConnectError>) {
+        public init(open: @escaping @Sendable (PublisherConfig) -> Result<(publisher: Publisher, end: @Sendable () -> Void), ConnectError>)
+        {
             self.open = open
         }
         public static let plain = Connector { pc in
@@ -76,8 +79,10 @@ public enum PreflightRunner {
         /// Every sample: the phase's label, its share of the limit done, seconds elapsed, the estimate, and whether anything answered.
         public var progress: (_ label: String, _ fraction: Double, _ elapsedSeconds: Double, _ estimate: Int?, _ answered: Bool) -> Void
 
-        public init(interrupted: @escaping () -> Bool, sample: @escaping (PublisherSnapshot, Int64) -> Void,
-                    progress: @escaping (String, Double, Double, Int?, Bool) -> Void) {
+        public init(
+            interrupted: @escaping () -> Bool, sample: @escaping (PublisherSnapshot, Int64) -> Void,
+            progress: @escaping (String, Double, Double, Int?, Bool) -> Void
+        ) {
             self.interrupted = interrupted
             self.sample = sample
             self.progress = progress
@@ -88,10 +93,13 @@ public enum PreflightRunner {
     /// `receiver` is the embedded one (started here, stopped at the end) or nil for a remote one.
     /// `minimumMicros`: the measured phase does not end on a steady estimate before this (a
     /// subscriber through the server, `--whep`, needs time to watch).
-    public static func run(_ pc: PublisherConfig, receiver: LoopbackReceiver?, thresholds: VerdictThresholds, observer: Observer,
-                           connector: Connector = .plain, minimumMicros: Int64 = 0) -> Outcome {
-        var phase = runPhase(pc, receiver: receiver, startReceiver: true, limit: pc.durationMicros ?? 15_000_000, label: "preflight", observer: observer,
-                             connector: connector, minimumMicros: minimumMicros)
+    public static func run(
+        _ pc: PublisherConfig, receiver: LoopbackReceiver?, thresholds: VerdictThresholds, observer: Observer,
+        connector: Connector = .plain, minimumMicros: Int64 = 0
+    ) -> Outcome {
+        var phase = runPhase(
+            pc, receiver: receiver, startReceiver: true, limit: pc.durationMicros ?? 15_000_000, label: "preflight", observer: observer,
+            connector: connector, minimumMicros: minimumMicros)
         guard !phase.interrupted, phase.startError == nil, phase.answered else {
             receiver?.stop()
             receiver?.wait()
@@ -108,11 +116,13 @@ public enum PreflightRunner {
             ac.durationMicros = 3_000_000
             var quiet = observer
             quiet.sample = { _, _ in }
-            let a = runPhase(ac, receiver: receiver, startReceiver: false, limit: 3_000_000, label: "audio-only", observer: quiet, connector: connector)
+            let a = runPhase(
+                ac, receiver: receiver, startReceiver: false, limit: 3_000_000, label: "audio-only", observer: quiet, connector: connector)
             outcome.audioOnlyError = a.startError
             if a.answered {
                 outcome.audioOnly = a.measurement
-                verdict.judgeAudio(a.measurement, pathEstimate: phase.hadEstimator ? phase.measurement.estimate : nil, thresholds: thresholds)
+                verdict.judgeAudio(
+                    a.measurement, pathEstimate: phase.hadEstimator ? phase.measurement.estimate : nil, thresholds: thresholds)
                 outcome.verdict = verdict
             }
         }
@@ -124,22 +134,27 @@ public enum PreflightRunner {
     }
 
     /// Publishes until the estimate is steady (or the limit), watching for any answer.
-    static func runPhase(_ pc: PublisherConfig, receiver: LoopbackReceiver?, startReceiver: Bool, limit: Int64, label: String,
-                         observer: Observer, connector: Connector, minimumMicros: Int64 = 0) -> Phase {
+    static func runPhase(
+        _ pc: PublisherConfig, receiver: LoopbackReceiver?, startReceiver: Bool, limit: Int64, label: String,
+        observer: Observer, connector: Connector, minimumMicros: Int64 = 0
+    ) -> Phase {
         let publisher: Publisher, end: @Sendable () -> Void
         switch connector.open(pc) {
         case let .success(c): (publisher, end) = c
         case let .failure(error):
-            return Phase(measurement: Measurement(estimate: 0, lossFraction: 1, roundTripTimeMillis: nil, jitterMillis: nil, videoBitrate: 0, durationMillis: 0),
-                         answered: false, interrupted: false, steady: false, elapsedMicros: 0,
-                         publisher: nil, receiver: nil, plan: StreamPlan(config: pc), startError: error.message)
+            return Phase(
+                measurement: Measurement(
+                    estimate: 0, lossFraction: 1, roundTripTimeMillis: nil, jitterMillis: nil, videoBitrate: 0, durationMillis: 0),
+                answered: false, interrupted: false, steady: false, elapsedMicros: 0,
+                publisher: nil, receiver: nil, plan: StreamPlan(config: pc), startError: error.message)
         }
         let pc = publisher.config // what the answer made of it
         if startReceiver { receiver?.start() }
         publisher.start()
         let started = Clock.monotonicMicros()
         let withoutEstimator = !pc.sendVideo || !pc.congestionControl
-        var probe = PreflightProbe(start: started, fixedBitrate: withoutEstimator ? Verdict.audioWireBitrate(pc.audioBitrate) : nil, probeCeiling: pc.probeCeiling)
+        var probe = PreflightProbe(
+            start: started, fixedBitrate: withoutEstimator ? Verdict.audioWireBitrate(pc.audioBitrate) : nil, probeCeiling: pc.probeCeiling)
         var steady = false
         var interrupted = false
         while !publisher.control.stopRequested {
@@ -160,11 +175,13 @@ public enum PreflightRunner {
         end()
         let now = Clock.monotonicMicros()
         let p = publisher.snapshot()
-        let m = probe.measurement(now: now, roundTripTimeMillis: p.streams.compactMap(\.roundTripTimeMillis).max(),
-                                  jitterMillis: p.streams.first { $0.kind == .audio }?.remoteJitterSeconds.map { $0 * 1000 })
+        let m = probe.measurement(
+            now: now, roundTripTimeMillis: p.streams.compactMap(\.roundTripTimeMillis).max(),
+            jitterMillis: p.streams.first { $0.kind == .audio }?.remoteJitterSeconds.map { $0 * 1000 })
         Clock.sleep(micros: 200_000) // the BYE and the last packets
-        return Phase(measurement: m, answered: probe.answered, interrupted: interrupted, steady: steady, elapsedMicros: now - started,
-                     publisher: p, receiver: receiver?.snapshot(), plan: publisher.plan)
+        return Phase(
+            measurement: m, answered: probe.answered, interrupted: interrupted, steady: steady, elapsedMicros: now - started,
+            publisher: p, receiver: receiver?.snapshot(), plan: publisher.plan)
     }
 
     /// The middle value (upper median), nil for none.
@@ -173,12 +190,19 @@ public enum PreflightRunner {
     /// A publisher snapshot as the probe reads it: the RTT is the median of the streams' (each
     /// from its own receiver report blocks; a paused layer's can be old).
     public static func sample(_ p: PublisherSnapshot, now: Int64) -> PreflightProbe.Sample {
-        var s = PreflightProbe.Sample(now: now, answered: p.network.rtcpReceived > 0,
-                              estimate: p.network.estimate.map { ($0.bitrate, $0.acknowledgedOutsideProbes ?? $0.acknowledged, $0.lossFraction) },
-                              reportedLoss: p.streams.map(\.fractionLost).max() ?? 0,
-                              roundTripMicros: median(p.streams.compactMap(\.roundTripTimeMillis)).map { Int64($0 * 1000) },
-                              videoBytesSent: p.streams.filter { $0.kind == .video }.reduce(0) { $0 + $1.payloadBytesSent },
-                              feedback: p.network.estimate.flatMap { $0.packetsReported > 0 ? ($0.packetsReported, $0.packetsReportedLost, $0.highestReportedSequence, $0.packetsReportedLostAtFullQueue, $0.packetsReportedAtFullQueue) : nil })
+        var s = PreflightProbe.Sample(
+            now: now, answered: p.network.rtcpReceived > 0,
+            estimate: p.network.estimate.map { ($0.bitrate, $0.acknowledgedOutsideProbes ?? $0.acknowledged, $0.lossFraction) },
+            reportedLoss: p.streams.map(\.fractionLost).max() ?? 0,
+            roundTripMicros: median(p.streams.compactMap(\.roundTripTimeMillis)).map { Int64($0 * 1000) },
+            videoBytesSent: p.streams.filter { $0.kind == .video }.reduce(0) { $0 + $1.payloadBytesSent },
+            feedback: p.network.estimate.flatMap {
+                $0.packetsReported > 0
+                    ? (
+                        $0.packetsReported, $0.packetsReportedLost, $0.highestReportedSequence, $0.packetsReportedLostAtFullQueue,
+                        $0.packetsReportedAtFullQueue
+                    ) : nil
+            })
         s.connected = p.network.transport.map { $0.srtpCipher != nil } ?? true
         return s
     }

@@ -9,8 +9,10 @@ extension PreflightRunner {
     /// same stop rules (steady, no answer after 3 s, the limit), the same verdict and audio-only
     /// phase — over the emulated link instead of a socket. `config.durationMicros` is the limit.
     /// `onSample` sees every sample (stats streams, progress).
-    public static func simulate(_ config: SimulationConfig, thresholds: VerdictThresholds,
-                                onSample: (Simulation) -> Void = { _ in }) throws(Simulation.SetupError) -> (Outcome, Simulation) {
+    public static func simulate(
+        _ config: SimulationConfig, thresholds: VerdictThresholds,
+        onSample: (Simulation) -> Void = { _ in }
+    ) throws(Simulation.SetupError) -> (Outcome, Simulation) {
         let (phase, sim) = try simulatePhase(config, onSample: onSample)
         guard phase.answered else { return (Outcome(phase: phase, verdict: nil, audioOnly: nil), sim) }
         var verdict = Verdict.decide(phase.measurement, thresholds: thresholds)
@@ -25,18 +27,22 @@ extension PreflightRunner {
             let (a, _) = try simulatePhase(audio, onSample: { _ in })
             if a.answered {
                 outcome.audioOnly = a.measurement
-                verdict.judgeAudio(a.measurement, pathEstimate: phase.hadEstimator ? phase.measurement.estimate : nil, thresholds: thresholds)
+                verdict.judgeAudio(
+                    a.measurement, pathEstimate: phase.hadEstimator ? phase.measurement.estimate : nil, thresholds: thresholds)
                 outcome.verdict = verdict
             }
         }
         return (outcome, sim)
     }
 
-    static func simulatePhase(_ config: SimulationConfig, onSample: (Simulation) -> Void) throws(Simulation.SetupError) -> (Phase, Simulation) {
+    static func simulatePhase(_ config: SimulationConfig, onSample: (Simulation) -> Void) throws(Simulation.SetupError) -> (
+        Phase, Simulation
+    ) {
         let sim = try Simulation(config: config)
         let pc = config.publisher
         let withoutEstimator = !pc.sendVideo || !pc.congestionControl
-        var probe = PreflightProbe(start: sim.now, fixedBitrate: withoutEstimator ? Verdict.audioWireBitrate(pc.audioBitrate) : nil, probeCeiling: pc.probeCeiling)
+        var probe = PreflightProbe(
+            start: sim.now, fixedBitrate: withoutEstimator ? Verdict.audioWireBitrate(pc.audioBitrate) : nil, probeCeiling: pc.probeCeiling)
         var status = PreflightProbe.Status.measuring
         var stoppedAt: Int64?
         sim.run(intervalMicros: 250_000) { final in
@@ -47,10 +53,12 @@ extension PreflightRunner {
         }
         let end = stoppedAt ?? sim.origin + config.durationMicros
         let p = sim.publisherSnapshot
-        let m = probe.measurement(now: end, roundTripTimeMillis: p.streams.compactMap(\.roundTripTimeMillis).max(),
-                                  jitterMillis: p.streams.first { $0.kind == .audio }?.remoteJitterSeconds.map { $0 * 1000 })
-        let phase = Phase(measurement: m, answered: probe.answered, interrupted: false, steady: status == .steady, elapsedMicros: end - sim.origin,
-                          publisher: p, receiver: sim.receiverSnapshot(final: true), plan: sim.plan())
+        let m = probe.measurement(
+            now: end, roundTripTimeMillis: p.streams.compactMap(\.roundTripTimeMillis).max(),
+            jitterMillis: p.streams.first { $0.kind == .audio }?.remoteJitterSeconds.map { $0 * 1000 })
+        let phase = Phase(
+            measurement: m, answered: probe.answered, interrupted: false, steady: status == .steady, elapsedMicros: end - sim.origin,
+            publisher: p, receiver: sim.receiverSnapshot(final: true), plan: sim.plan())
         return (phase, sim)
     }
 }

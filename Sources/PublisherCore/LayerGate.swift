@@ -102,7 +102,8 @@ public struct ReplayCursor: Sendable {
         if f.isKeyFrame { keyFramesSent += 1 }
         position[i] = (position[i] + 1) % layer.frames.count
         defer { frameCount[i] &+= 1 }
-        return EncodedVideoFrame(layer: i, bytes: f.bytes, isKeyFrame: f.isKeyFrame, width: layer.config.width, height: layer.config.height,
-                                 frameNumber: frameCount[i], captureMicros: captureMicros, temporalID: nil, layerSync: false, encodeMicros: 0)
+        return EncodedVideoFrame(
+            layer: i, bytes: f.bytes, isKeyFrame: f.isKeyFrame, width: layer.config.width, height: layer.config.height,
+            frameNumber: frameCount[i], captureMicros: captureMicros, temporalID: nil, layerSync: false, encodeMicros: 0)
     }
 }

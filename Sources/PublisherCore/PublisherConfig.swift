@@ -74,8 +74,10 @@ public struct PublisherConfig: Sendable {
     /// Where the estimate starts before probing (libwebrtc: 300 kbps).
     public var startBitrate = 300_000
 
-    public init(destination: SocketAddress, layers: [VideoLayerConfig] = VideoLayerConfig.ladder(top: 1280, 720), key: SRTPKey,
-                cname: String = "pubbot") {
+    public init(
+        destination: SocketAddress, layers: [VideoLayerConfig] = VideoLayerConfig.ladder(top: 1280, 720), key: SRTPKey,
+        cname: String = "pubbot"
+    ) {
         self.destination = destination
         self.layers = layers
         self.key = key

@@ -58,11 +58,13 @@ extension PublisherSession {
             while packetizer.index < packetizer.packetCount {
                 let slot = arena.allocate()!
                 var w = ByteWriter(UnsafeMutableRawBufferPointer(start: arena.pointer(slot), count: config.maxPacketSize))
-                try s.template.write(to: &w, sequenceNumber: s.sequenceNumber, timestamp: ts, marker: packetizer.index + 1 == packetizer.packetCount)
+                try s.template.write(
+                    to: &w, sequenceNumber: s.sequenceNumber, timestamp: ts, marker: packetizer.index + 1 == packetizer.packetCount)
                 _ = try packetizer.next(frame: span, into: &w)
                 arena.lengths[slot] = Int32(w.count)
-                slots[slot] = SlotInfo(stream: Int16(idx), payload: Int32(w.count - headerSize), sequence: s.sequenceNumber, timestamp: ts,
-                                       marker: packetizer.index == packetizer.packetCount)
+                slots[slot] = SlotInfo(
+                    stream: Int16(idx), payload: Int32(w.count - headerSize), sequence: s.sequenceNumber, timestamp: ts,
+                    marker: packetizer.index == packetizer.packetCount)
                 s.sequenceNumber &+= 1
                 pacer.enqueue(Int32(slot), size: w.count, priority: .video)
             }
@@ -152,7 +154,9 @@ extension PublisherSession {
     /// Answers a NACK: each lost packet still in the history goes out again as RTX (RFC 4588 §4:
     /// OSN, then the original payload), ahead of new video in the pacer.
     func retransmit(_ nack: GenericNACK, now: Int64) {
-        guard let idx = senderIndex(ssrc: nack.mediaSSRC), let history = senders[idx].history, let rtx = senders[idx].rtxTemplate else { return }
+        guard let idx = senderIndex(ssrc: nack.mediaSSRC), let history = senders[idx].history, let rtx = senders[idx].rtxTemplate else {
+            return
+        }
         senders[idx].stats.nackReceived += 1
         counters.nackReceived += 1
         let rtt = Int64((senders[idx].stats.roundTripTimeMillis ?? 20) * 1000)
@@ -163,11 +167,13 @@ extension PublisherSession {
         for seq in nack.lost.prefix(256) {
             guard rtxWindowBytes < budget else { counters.retransmissionsUnavailable += 1; continue }
             guard let original = history.take(sequenceNumber: seq, now: now, maxAge: 1_000_000, minInterval: max(10_000, rtt)),
-                  let slot = arena.allocate() else {
+                let slot = arena.allocate()
+            else {
                 counters.retransmissionsUnavailable += 1
                 continue
             }
-            var w = ByteWriter(UnsafeMutableRawBufferPointer(start: arena.pointer(slot), count: PacketArena.slotSize - SRTPSession.maxTrailer))
+            var w = ByteWriter(
+                UnsafeMutableRawBufferPointer(start: arena.pointer(slot), count: PacketArena.slotSize - SRTPSession.maxTrailer))
             do throws(RTPWriteError) {
                 try rtx.write(to: &w, sequenceNumber: senders[idx].rtxSequence, timestamp: original.timestamp, marker: original.marker)
                 try w.require(2 + original.payload.count)
@@ -194,8 +200,9 @@ extension PublisherSession {
         let isRTX = info.rtx
         let template = isRTX ? senders[idx].rtxTemplate! : senders[idx].template
         if !isRTX, !info.padding, let history = senders[idx].history {
-            history.store(sequenceNumber: info.sequence, packet: p, headerSize: template.size, length: length,
-                          timestamp: info.timestamp, marker: info.marker, now: now)
+            history.store(
+                sequenceNumber: info.sequence, packet: p, headerSize: template.size, length: length,
+                timestamp: info.timestamp, marker: info.marker, now: now)
         }
         if let o = template.transportSequenceOffset {
             RTPHeaderPatch.setTransportSequence(p, offset: o, transportSequence)
@@ -268,7 +275,9 @@ extension PublisherSession {
     /// never dropped by the session, never sent twice — and is counted as deferred. The slots
     /// of what went are free again afterwards. The driver owns the socket: this is the
     /// session's only way out.
-    public func pollTransmit(_ send: (UnsafePointer<UnsafeMutableRawPointer?>, UnsafePointer<UInt32>, Int, SocketAddress) throws(SocketError) -> Int) {
+    public func pollTransmit(
+        _ send: (UnsafePointer<UnsafeMutableRawPointer?>, UnsafePointer<UInt32>, Int, SocketAddress) throws(SocketError) -> Int
+    ) {
         var i = 0
         var blocked = false
         while i < outCount {
@@ -277,7 +286,9 @@ extension PublisherSession {
             while i + n < outCount && n < 64 && outDestinations[i + n] == destination { n += 1 }
             do {
                 let sent = try outPointers.withUnsafeBufferPointer { ptrs throws(SocketError) in
-                    try outLengths.withUnsafeBufferPointer { lens throws(SocketError) in try send(ptrs.baseAddress! + i, lens.baseAddress! + i, n, destination) }
+                    try outLengths.withUnsafeBufferPointer { lens throws(SocketError) in
+                        try send(ptrs.baseAddress! + i, lens.baseAddress! + i, n, destination)
+                    }
                 }
                 if sent < n {
                     i += max(0, sent)

@@ -12,8 +12,7 @@ extension PublisherSession {
         var groups: [(SocketAddress, [Int])] = []
         for (i, s) in senders.enumerated() {
             let d = connectedRemote ?? s.plan.rtcpDestination
-            if let g = groups.firstIndex(where: { $0.0 == d }) { groups[g].1.append(i) }
-            else { groups.append((d, [i])) }
+            if let g = groups.firstIndex(where: { $0.0 == d }) { groups[g].1.append(i) } else { groups.append((d, [i])) }
         }
         for (dest, members) in groups {
             guard let slot = arena.allocate() else { counters.lastError = "rtcp: no packet slot"; continue }
@@ -22,18 +21,21 @@ extension PublisherSession {
             do throws(RTPWriteError) {
                 for i in members {
                     let s = senders[i]
-                    let sr = SenderReport(ssrc: s.plan.ssrc, ntpTime: ntp, rtpTimestamp: s.rtpTimestamp(captureMicros: mono),
-                                          packetCount: UInt32(truncatingIfNeeded: s.stats.packetsSent),
-                                          octetCount: UInt32(truncatingIfNeeded: s.stats.payloadBytesSent))
+                    let sr = SenderReport(
+                        ssrc: s.plan.ssrc, ntpTime: ntp, rtpTimestamp: s.rtpTimestamp(captureMicros: mono),
+                        packetCount: UInt32(truncatingIfNeeded: s.stats.packetsSent),
+                        octetCount: UInt32(truncatingIfNeeded: s.stats.payloadBytesSent))
                     try sr.write(to: &w)
                 }
                 try SourceDescription(chunks: members.map { .init(ssrc: senders[$0].plan.ssrc, cname: config.cname) }).write(to: &w)
                 if config.senderStats && dest == groups[0].0 && !bye {
                     // The sender-side stats track: this transport's figures, in-band, once per report.
-                    let sst = SenderSideStats(connectionMaxAllocatedBitrate: UInt32(clamping: allocator.totalMax),
-                                              connectionEstimatedBandwidth: UInt32(clamping: counters.estimate?.bitrate ?? allocator.totalTarget),
-                                              networkCondition: UInt8(counters.networkCondition.value),
-                                              networkConditionReason: UInt8(["none", "unknown", "bandwidth", "packetLoss"].firstIndex(of: counters.networkConditionReason.rawValue) ?? 1))
+                    let sst = SenderSideStats(
+                        connectionMaxAllocatedBitrate: UInt32(clamping: allocator.totalMax),
+                        connectionEstimatedBandwidth: UInt32(clamping: counters.estimate?.bitrate ?? allocator.totalTarget),
+                        networkCondition: UInt8(counters.networkCondition.value),
+                        networkConditionReason: UInt8(
+                            ["none", "unknown", "bandwidth", "packetLoss"].firstIndex(of: counters.networkConditionReason.rawValue) ?? 1))
                     try sst.packet(ssrc: senders[members[0]].plan.ssrc).write(to: &w)
                     counters.senderStatsSent += 1
                 }
@@ -66,7 +68,9 @@ extension PublisherSession {
             if let e = estimator?.onTransportFeedback(fb, now: nowMicros) { apply(e, now: nowMicros) }
         case let .remb(r):
             // Only when REMB is what the answer negotiated: with transport-cc the send side decides.
-            if estimator?.feedback == .remb, let e = estimator?.onReceiverEstimate(Int(clamping: r.bitrate), now: nowMicros) { apply(e, now: nowMicros) }
+            if estimator?.feedback == .remb, let e = estimator?.onReceiverEstimate(Int(clamping: r.bitrate), now: nowMicros) {
+                apply(e, now: nowMicros)
+            }
             counters.rembReceived += 1
         case let .nack(n):
             retransmit(n, now: nowMicros)
@@ -88,7 +92,9 @@ extension PublisherSession {
                 // extended highest sequence numbers, lost from the cumulative counts).
                 if let (seq, lost) = senders[i].lastReport {
                     let expected = Int(Int32(bitPattern: b.extendedHighestSequence &- seq)), lostNow = Int(b.cumulativeLost &- lost)
-                    if expected > 0, let e = estimator?.onReportedLoss(lost: max(0, min(lostNow, expected)), of: expected, now: nowMicros) { apply(e, now: nowMicros) }
+                    if expected > 0, let e = estimator?.onReportedLoss(lost: max(0, min(lostNow, expected)), of: expected, now: nowMicros) {
+                        apply(e, now: nowMicros)
+                    }
                 }
                 senders[i].lastReport = (b.extendedHighestSequence, b.cumulativeLost)
             }

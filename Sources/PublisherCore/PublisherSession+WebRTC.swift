@@ -91,7 +91,9 @@ extension PublisherSession {
             if padded > length { (p + 4 + length).initializeMemory(as: UInt8.self, repeating: 0, count: padded - length) }
             return (padded + 4, server)
         }
-        guard let wrapped = turn.send([UInt8](UnsafeRawBufferPointer(start: p, count: length)), to: peer), wrapped.count <= PacketArena.slotSize else { return nil }
+        guard let wrapped = turn.send([UInt8](UnsafeRawBufferPointer(start: p, count: length)), to: peer),
+            wrapped.count <= PacketArena.slotSize
+        else { return nil }
         drainTransport() // the permission request, if this is the first datagram
         wrapped.withUnsafeBytes { p.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
         return (wrapped.count, server)

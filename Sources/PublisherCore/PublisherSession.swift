@@ -163,8 +163,10 @@ public final class PublisherSession {
 
     /// - Parameter webrtc: a WebRTC transport and the local address its datagrams arrive on;
     ///   nil for SDES (the configured key, the configured destination).
-    public init(config: PublisherConfig, plan: StreamPlan, startMicros: Int64, wallOffsetMicros: Int64,
-                webrtc: (WebRTCTransport, STUNAddress)? = nil) throws(SRTPError) {
+    public init(
+        config: PublisherConfig, plan: StreamPlan, startMicros: Int64, wallOffsetMicros: Int64,
+        webrtc: (WebRTCTransport, STUNAddress)? = nil
+    ) throws(SRTPError) {
         self.config = config
         self.webrtc = webrtc?.0
         webrtcLocal = webrtc?.1
@@ -178,9 +180,11 @@ public final class PublisherSession {
         srtpOut = try SRTPSession(key: config.key, direction: .outbound)
         srtpIn = try SRTPSession(key: config.key, direction: .inbound)
         for (i, s) in plan.streams.enumerated() {
-            senders.append(RTPStreamSender(plan: s, layer: s.layer.map { config.layers[$0] }, startMicros: startMicros, bundle: plan.bundle,
-                                           rtxPayloadType: config.rtxPayloadType, historyPackets: config.retransmissionHistory,
-                                           extensions: s.kind == .audio ? config.audioExtensions : config.videoExtensions))
+            senders.append(
+                RTPStreamSender(
+                    plan: s, layer: s.layer.map { config.layers[$0] }, startMicros: startMicros, bundle: plan.bundle,
+                    rtxPayloadType: config.rtxPayloadType, historyPackets: config.retransmissionHistory,
+                    extensions: s.kind == .audio ? config.audioExtensions : config.videoExtensions))
             if s.kind == .audio { audioIndex = i } else { videoIndex.append(i) }
         }
         outSlots = [Int](repeating: 0, count: arena.capacity)
@@ -189,9 +193,13 @@ public final class PublisherSession {
         outDestinations = [SocketAddress](repeating: config.destination, count: arena.capacity)
         slots = [SlotInfo](repeating: SlotInfo(stream: -1, payload: 0), count: arena.capacity)
         let layers = config.sendVideo ? config.layers : []
-        allocator = BitrateAllocator(audioBitrate: config.sendAudio ? config.audioBitrate : 0,
-                                     layers: layers.map { LayerLimits(min: $0.minBitrate, target: $0.targetBitrate, max: $0.maxBitrate,
-                                                                       start: LayerLimits.singlecastStartBitrate(width: $0.width, height: $0.height)) })
+        allocator = BitrateAllocator(
+            audioBitrate: config.sendAudio ? config.audioBitrate : 0,
+            layers: layers.map {
+                LayerLimits(
+                    min: $0.minBitrate, target: $0.targetBitrate, max: $0.maxBitrate,
+                    start: LayerLimits.singlecastStartBitrate(width: $0.width, height: $0.height))
+            })
         appliedTargets = layers.map(\.targetBitrate)
         allocator.singleEncoding = config.singleEncoding
         singleWanted = max(0, layers.count - 1)
@@ -199,7 +207,8 @@ public final class PublisherSession {
         pacer = Pacer(pacingRate: Int(2.5 * Double(allocator.totalMax)))
         if plan.bundle && config.congestionControl && !layers.isEmpty {
             let ceiling = max(Int(Double(allocator.totalMax) * 1.25), config.probeCeiling ?? 0)
-            var e = BandwidthEstimator(startBitrate: config.startBitrate, minBitrate: 30_000, maxBitrate: ceiling, feedback: config.feedback)
+            var e = BandwidthEstimator(
+                startBitrate: config.startBitrate, minBitrate: 30_000, maxBitrate: ceiling, feedback: config.feedback)
             e.setMaxBitrate(ceiling)
             estimator = e
             pacer.paddingPacketSize = 255 // RTP padding holds at most 255 bytes
@@ -327,11 +336,13 @@ public final class PublisherSession {
         let a = counters.allocation
         let layers = appliedTargets.count
         // Single encoding: one layer runs by design; the condition sees how far up the ladder it is.
-        let active = config.singleEncoding ? (a?.layers.lastIndex { $0 > 0 }).map { $0 + 1 } ?? layers : a?.layers.filter { $0 > 0 }.count ?? layers
+        let active =
+            config.singleEncoding ? (a?.layers.lastIndex { $0 > 0 }).map { $0 + 1 } ?? layers : a?.layers.filter { $0 > 0 }.count ?? layers
         let atTarget = a.map { !$0.bandwidthLimited.enumerated().contains { $0.element && $0.offset < active } } ?? true
-        let sample = TransportSample(micros: now, lossFraction: loss, estimate: counters.estimate?.bitrate ?? (estimator == nil ? nil : 0),
-                                     desired: allocator.totalTarget, activeLayers: active, totalLayers: layers, layersAtTarget: atTarget,
-                                     lowestLayerMin: allocator.layers.first?.min ?? 0)
+        let sample = TransportSample(
+            micros: now, lossFraction: loss, estimate: counters.estimate?.bitrate ?? (estimator == nil ? nil : 0),
+            desired: allocator.totalTarget, activeLayers: active, totalLayers: layers, layersAtTarget: atTarget,
+            lowestLayerMin: allocator.layers.first?.min ?? 0)
         if let (c, r) = scorer.add(sample) {
             emit(PublisherEvent(number: 0, kind: .networkConditionChanged, wallMillis: wallMicros / 1000, condition: c, reason: r.rawValue))
         }
@@ -368,8 +379,9 @@ public final class PublisherSession {
         // The estimate counts whole packets; set aside their overhead (RTP header + extensions,
         // SRTP tag, UDP/IP ≈ 70 bytes a packet) before splitting it over the media.
         let overhead = ((senders.first?.template.size ?? 28) + SRTPSession.tagLength(config.key.suite) + 28) * 8
-        var a = allocator.allocate(estimate: e.bitrate, overheadBitsPerPacket: overhead, audioPacketsPerSecond: config.sendAudio ? 50 : 0,
-                                   layerFrameRates: config.layers.map(\.fps))
+        var a = allocator.allocate(
+            estimate: e.bitrate, overheadBitsPerPacket: overhead, audioPacketsPerSecond: config.sendAudio ? 50 : 0,
+            layerFrameRates: config.layers.map(\.fps))
         if inAudioFallback {
             a.layers = a.layers.map { _ in 0 }
             a.bandwidthLimited = a.bandwidthLimited.map { _ in true }
@@ -379,9 +391,11 @@ public final class PublisherSession {
         for (i, bps) in a.layers.enumerated() where i < appliedTargets.count && appliedTargets[i] != bps {
             if (appliedTargets[i] == 0) != (bps == 0) {
                 let l = config.layers[i]
-                emit(PublisherEvent(number: 0, kind: .videoQualityChanged, wallMillis: wallMicros / 1000, condition: nil,
-                                    reason: fallbackTransition ? "audioFallback" : "bandwidth", change: bps == 0 ? "layerSuspended" : "layerResumed",
-                                    rid: l.rid, width: l.width, height: l.height))
+                emit(
+                    PublisherEvent(
+                        number: 0, kind: .videoQualityChanged, wallMillis: wallMicros / 1000, condition: nil,
+                        reason: fallbackTransition ? "audioFallback" : "bandwidth", change: bps == 0 ? "layerSuspended" : "layerResumed",
+                        rid: l.rid, width: l.width, height: l.height))
             }
             appliedTargets[i] = bps
             events.append(.layerTarget(layer: i, bitrate: bps))

@@ -8,7 +8,8 @@ public struct PublisherSnapshot: Sendable, Equatable {
     public var elapsedMicros: Int64
     public var mailboxDrops: Int
 
-    public init(streams: [OutboundStreamStats], media: MediaCounters, network: NetworkCounters, elapsedMicros: Int64, mailboxDrops: Int = 0) {
+    public init(streams: [OutboundStreamStats], media: MediaCounters, network: NetworkCounters, elapsedMicros: Int64, mailboxDrops: Int = 0)
+    {
         self.streams = streams
         self.media = media
         self.network = network

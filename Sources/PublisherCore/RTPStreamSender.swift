@@ -29,17 +29,21 @@ struct RTPStreamSender {
     var rtxSequence: UInt16
     let history: RetransmissionBuffer?
 
-    init(plan: StreamPlan.Stream, layer: VideoLayerConfig?, startMicros: Int64, bundle: Bool, rtxPayloadType: UInt8 = 97, historyPackets: Int = 1024,
-         extensions ids: RTPExtensionIDs = .standard) {
+    init(
+        plan: StreamPlan.Stream, layer: VideoLayerConfig?, startMicros: Int64, bundle: Bool, rtxPayloadType: UInt8 = 97,
+        historyPackets: Int = 1024,
+        extensions ids: RTPExtensionIDs = .standard
+    ) {
         self.plan = plan
         // Outside BUNDLE (one port per stream, for stock players) no header extensions at all.
         let ids = bundle ? ids : RTPExtensionIDs(mid: nil, rid: nil, repairedRid: nil, absSendTime: nil, transportSequence: nil)
         var strings: [(UInt8, String)] = []
         if let id = ids.mid { strings.append((id, plan.mid)) }
         if let id = ids.rid, let rid = plan.rid { strings.append((id, rid)) }
-        template = RTPHeaderTemplate(payloadType: plan.payloadType, ssrc: plan.ssrc, strings: strings,
-                                     transportSequence: ids.transportSequence != nil, absSendTime: ids.absSendTime != nil,
-                                     transportSequenceID: ids.transportSequence ?? 0, absSendTimeID: ids.absSendTime ?? 0)
+        template = RTPHeaderTemplate(
+            payloadType: plan.payloadType, ssrc: plan.ssrc, strings: strings,
+            transportSequence: ids.transportSequence != nil, absSendTime: ids.absSendTime != nil,
+            transportSequenceID: ids.transportSequence ?? 0, absSendTimeID: ids.absSendTime ?? 0)
         let r = (0..<8).map { UInt8(truncatingIfNeeded: plan.initialRandom >> (56 - 8 * $0)) }
         sequenceNumber = UInt16(r[0]) << 8 | UInt16(r[1])
         // Keep the first wrap far away so tools that mishandle early wraps still work.
@@ -52,18 +56,20 @@ struct RTPStreamSender {
             var rtxStrings: [(UInt8, String)] = []
             if let id = ids.mid { rtxStrings.append((id, plan.mid)) }
             if let id = ids.repairedRid, let rid = plan.rid { rtxStrings.append((id, rid)) }
-            rtxTemplate = RTPHeaderTemplate(payloadType: rtxPayloadType, ssrc: rtx, strings: rtxStrings,
-                                            transportSequence: ids.transportSequence != nil, absSendTime: ids.absSendTime != nil,
-                                            transportSequenceID: ids.transportSequence ?? 0, absSendTimeID: ids.absSendTime ?? 0)
+            rtxTemplate = RTPHeaderTemplate(
+                payloadType: rtxPayloadType, ssrc: rtx, strings: rtxStrings,
+                transportSequence: ids.transportSequence != nil, absSendTime: ids.absSendTime != nil,
+                transportSequenceID: ids.transportSequence ?? 0, absSendTimeID: ids.absSendTime ?? 0)
             history = RetransmissionBuffer(capacity: historyPackets)
         } else {
             rtxTemplate = nil
             history = nil
         }
         rtxSequence = (UInt16(r[4]) << 8 | UInt16(r[5])) & 0x7FFF
-        stats = OutboundStreamStats(ssrc: plan.ssrc, kind: plan.kind, mid: plan.mid, rid: plan.rid,
-                                    codec: plan.kind == .audio ? "opus" : "VP8", width: layer?.width ?? 0, height: layer?.height ?? 0,
-                                    scalabilityMode: layer?.scalabilityMode)
+        stats = OutboundStreamStats(
+            ssrc: plan.ssrc, kind: plan.kind, mid: plan.mid, rid: plan.rid,
+            codec: plan.kind == .audio ? "opus" : "VP8", width: layer?.width ?? 0, height: layer?.height ?? 0,
+            scalabilityMode: layer?.scalabilityMode)
     }
 
     /// RTP timestamp for a capture instant (media clock anchored at the publisher's start).

@@ -31,7 +31,9 @@ final class RetransmissionBuffer {
     deinit { storage.deallocate() }
 
     /// Copies a packet (header + payload, before SRTP) in.
-    func store(sequenceNumber: UInt16, packet: UnsafeRawPointer, headerSize h: Int, length n: Int, timestamp ts: UInt32, marker m: Bool, now: Int64) {
+    func store(
+        sequenceNumber: UInt16, packet: UnsafeRawPointer, headerSize h: Int, length n: Int, timestamp ts: UInt32, marker m: Bool, now: Int64
+    ) {
         guard n <= Self.slotSize else { return }
         let i = Int(sequenceNumber) & mask
         (storage + i * Self.slotSize).copyMemory(from: packet, byteCount: n)
@@ -46,9 +48,12 @@ final class RetransmissionBuffer {
 
     /// The stored packet's payload for `seq`, if it is still here and was not resent within `minInterval`.
     func take(sequenceNumber: UInt16, now: Int64, maxAge: Int64, minInterval: Int64)
-        -> (payload: UnsafeRawBufferPointer, timestamp: UInt32, marker: Bool)? {
+        -> (payload: UnsafeRawBufferPointer, timestamp: UInt32, marker: Bool)?
+    {
         let i = Int(sequenceNumber) & mask
-        guard sequence[i] == Int32(sequenceNumber), now - sentMicros[i] <= maxAge, now - lastRetransmitMicros[i] >= minInterval else { return nil }
+        guard sequence[i] == Int32(sequenceNumber), now - sentMicros[i] <= maxAge, now - lastRetransmitMicros[i] >= minInterval else {
+            return nil
+        }
         lastRetransmitMicros[i] = now
         let h = Int(headerSize[i])
         return (UnsafeRawBufferPointer(start: storage + i * Self.slotSize + h, count: Int(length[i]) - h), timestamp[i], marker[i])

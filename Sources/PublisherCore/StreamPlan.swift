@@ -59,9 +59,14 @@ public struct StreamPlan: Sendable {
         var index = 0
         if config.sendAudio {
             let (d, r) = dest(index)
-            let audioSSRC = config.audioSSRC.map { s -> UInt32 in used.insert(s); return s } ?? nextSSRC()
-            out.append(Stream(kind: .audio, layer: nil, ssrc: audioSSRC, payloadType: config.audioPayloadType, clockRate: 48_000,
-                              mid: "0", rid: nil, destination: d, rtcpDestination: r, initialRandom: nextRandom()))
+            let audioSSRC =
+                config.audioSSRC.map { s -> UInt32 in
+                    used.insert(s); return s
+                } ?? nextSSRC()
+            out.append(
+                Stream(
+                    kind: .audio, layer: nil, ssrc: audioSSRC, payloadType: config.audioPayloadType, clockRate: 48_000,
+                    mid: "0", rid: nil, destination: d, rtcpDestination: r, initialRandom: nextRandom()))
             index += 1
         }
         if config.sendVideo {
@@ -71,11 +76,22 @@ public struct StreamPlan: Sendable {
                 let (d, r) = dest(index)
                 // One encoding whose SSRCs the offer announced keeps them.
                 let announced = config.singleEncoding ? config.videoSSRC : nil
-                let ssrc = announced.map { s -> UInt32 in used.insert(s); return s } ?? nextSSRC()
-                let rtx: UInt32? = config.bundle && config.rtx ? (announced != nil ? config.videoRTXSSRC.map { s -> UInt32 in used.insert(s); return s } : nil) ?? nextSSRC() : nil
-                out.append(Stream(kind: .video, layer: i, ssrc: ssrc, payloadType: config.videoPayloadType, clockRate: 90_000,
-                                  mid: config.bundle ? (config.sendAudio ? "1" : "0") : String(index), rid: config.bundle && config.sendRIDs ? l.rid : nil, destination: d, rtcpDestination: r,
-                                  rtxSSRC: rtx, initialRandom: nextRandom()))
+                let ssrc =
+                    announced.map { s -> UInt32 in
+                        used.insert(s); return s
+                    } ?? nextSSRC()
+                let rtx: UInt32? =
+                    config.bundle && config.rtx
+                    ? (announced != nil
+                        ? config.videoRTXSSRC.map { s -> UInt32 in
+                            used.insert(s); return s
+                        } : nil) ?? nextSSRC() : nil
+                out.append(
+                    Stream(
+                        kind: .video, layer: i, ssrc: ssrc, payloadType: config.videoPayloadType, clockRate: 90_000,
+                        mid: config.bundle ? (config.sendAudio ? "1" : "0") : String(index),
+                        rid: config.bundle && config.sendRIDs ? l.rid : nil, destination: d, rtcpDestination: r,
+                        rtxSSRC: rtx, initialRandom: nextRandom()))
                 index += 1
             }
         }
@@ -87,7 +103,9 @@ public struct StreamPlan: Sendable {
     public func sessionDescription() -> SessionDescription {
         let key = config.key
         let crypto = SessionDescription.Crypto(suite: key.suite.sdesName, inlineKey: key.revealBase64())
-        let ext: [(id: UInt8, uri: String)] = [RTPExtension.absSendTime, .transportSequenceNumber, .mid, .rid, .repairedRid].map { ($0.id, $0.uri) }
+        let ext: [(id: UInt8, uri: String)] = [RTPExtension.absSendTime, .transportSequenceNumber, .mid, .rid, .repairedRid].map {
+            ($0.id, $0.uri)
+        }
         var media: [SessionDescription.Media] = []
         for s in streams {
             if bundle && s.kind == .video && media.contains(where: { $0.kind == "video" }) {
@@ -97,15 +115,18 @@ public struct StreamPlan: Sendable {
                 continue
             }
             let audio = s.kind == .audio
-            media.append(SessionDescription.Media(
-                kind: s.kind.rawValue, port: s.port, payloadType: s.payloadType, codec: audio ? "opus" : "VP8", clockRate: s.clockRate,
-                channels: audio ? 2 : nil, fmtp: audio ? "minptime=10;useinbandfec=1" : nil, mid: s.mid, rtcpMux: bundle, crypto: crypto,
-                extensions: bundle ? ext : [], ssrcs: [(s.ssrc, config.cname)], rids: s.rid.map { [$0] } ?? []))
+            media.append(
+                SessionDescription.Media(
+                    kind: s.kind.rawValue, port: s.port, payloadType: s.payloadType, codec: audio ? "opus" : "VP8", clockRate: s.clockRate,
+                    channels: audio ? 2 : nil, fmtp: audio ? "minptime=10;useinbandfec=1" : nil, mid: s.mid, rtcpMux: bundle,
+                    crypto: crypto,
+                    extensions: bundle ? ext : [], ssrcs: [(s.ssrc, config.cname)], rids: s.rid.map { [$0] } ?? []))
             if let rtx = s.rtxSSRC {
                 media[media.count - 1].rtxPayloadType = config.rtxPayloadType
                 media[media.count - 1].rtxSSRCs.append((s.ssrc, rtx))
             }
         }
-        return SessionDescription(sessionID: UInt64(streams.first?.ssrc ?? 1), address: config.destination.host, bundle: bundle, media: media)
+        return SessionDescription(
+            sessionID: UInt64(streams.first?.ssrc ?? 1), address: config.destination.host, bundle: bundle, media: media)
     }
 }

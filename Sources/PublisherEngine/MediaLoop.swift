@@ -90,8 +90,9 @@ final class MediaLoop {
                 source.fill(&pictures[i], frameNumber: frameNumber, captureMillis: wallMillis)
                 c.drawMicros += Clock.threadCPUMicros() - d0
                 let force = admission == .keyFrame
-                let encoded = try encoders[i].encode(&pictures[i], layer: i, frameNumber: frameNumber, captureMicros: captureMicros,
-                                                     forceKeyFrame: force, clock: Clock.threadCPUMicros)
+                let encoded = try encoders[i].encode(
+                    &pictures[i], layer: i, frameNumber: frameNumber, captureMicros: captureMicros,
+                    forceKeyFrame: force, clock: Clock.threadCPUMicros)
                 if force && encoded?.isKeyFrame != true { gate.keyFrameMissed(layer: i) } // dropped: ask again next tick
                 if let frame = encoded {
                     c.framesEncoded[i] += 1

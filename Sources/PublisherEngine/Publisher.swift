@@ -41,7 +41,9 @@ public final class Publisher: Sendable {
 
     /// A publisher on an open socket; with `webrtc`, ICE and DTLS run on it first (WHIP).
     /// - Parameter tcp: the TURN server's TCP stream when the relay is reached over TCP.
-    public init(config: PublisherConfig, socket: UDPSocket, webrtc: (WebRTCTransport, STUNAddress)?, tcp: (any TURNStream)? = nil) throws(StartError) {
+    public init(config: PublisherConfig, socket: UDPSocket, webrtc: (WebRTCTransport, STUNAddress)?, tcp: (any TURNStream)? = nil)
+        throws(StartError)
+    {
         tcpHandoff = Handoff(tcp)
         var config = config
         if config.layers.isEmpty { config.sendVideo = false }
@@ -73,9 +75,12 @@ public final class Publisher: Sendable {
         }
         let network = JoinableThread(name: "pubbot-net") {
             do {
-                let loop = try PublisherSession(config: config, plan: plan, startMicros: start,
-                                           wallOffsetMicros: Clock.wallMicros() - Clock.monotonicMicros(), webrtc: webrtc.take())
-                PublisherNetworkLoop.run(loop, socket: SessionSocket(handoff.take(), tcp: tcp.take()), mailbox: mailbox, control: control, published: networkState)
+                let loop = try PublisherSession(
+                    config: config, plan: plan, startMicros: start,
+                    wallOffsetMicros: Clock.wallMicros() - Clock.monotonicMicros(), webrtc: webrtc.take())
+                PublisherNetworkLoop.run(
+                    loop, socket: SessionSocket(handoff.take(), tcp: tcp.take()), mailbox: mailbox, control: control,
+                    published: networkState)
             } catch {
                 networkState.withLock { $0.1.lastError = "srtp: \(error)" }
                 control.requestStop()
@@ -89,7 +94,9 @@ public final class Publisher: Sendable {
 
     /// Waits for both threads to end.
     public func wait() {
-        let ts = threads.withLock { t -> [JoinableThread] in let c = t; t = []; return c }
+        let ts = threads.withLock { t -> [JoinableThread] in
+            let c = t; t = []; return c
+        }
         for t in ts { t.join() }
     }
 
@@ -115,7 +122,8 @@ public final class Publisher: Sendable {
             }
         }
         let s = startMicros.value, e = mediaEndMicros.value
-        return PublisherSnapshot(streams: out, media: m, network: net, elapsedMicros: s == 0 ? 0 : (e == 0 ? now : e) - s,
-                                 mailboxDrops: mailbox.droppedCount)
+        return PublisherSnapshot(
+            streams: out, media: m, network: net, elapsedMicros: s == 0 ? 0 : (e == 0 ? now : e) - s,
+            mailboxDrops: mailbox.droppedCount)
     }
 }

@@ -88,15 +88,19 @@ enum PublisherNetworkLoop {
     /// its outbox goes out, its requests go to the media thread, its figures into `published`
     /// every `publishIntervalMicros`, and it sleeps until the session's next timer, a datagram
     /// or a frame.
-    static func run(_ session: PublisherSession, socket: SessionSocket, mailbox: FrameMailbox, control: PublisherControl,
-                    published: Locked<([OutboundStreamStats], NetworkCounters)>) {
+    static func run(
+        _ session: PublisherSession, socket: SessionSocket, mailbox: FrameMailbox, control: PublisherControl,
+        published: Locked<([OutboundStreamStats], NetworkCounters)>
+    ) {
         session.drive(socket: socket, mailbox: mailbox, control: control, published: published)
     }
 }
 
 extension PublisherSession {
-    fileprivate func drive(socket: SessionSocket, mailbox: FrameMailbox, control: PublisherControl,
-                           published: Locked<([OutboundStreamStats], NetworkCounters)>) {
+    fileprivate func drive(
+        socket: SessionSocket, mailbox: FrameMailbox, control: PublisherControl,
+        published: Locked<([OutboundStreamStats], NetworkCounters)>
+    ) {
         var items: [FrameMailbox.Item] = []
         items.reserveCapacity(64)
         begin(now: Clock.monotonicMicros())

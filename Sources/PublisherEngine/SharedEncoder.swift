@@ -22,7 +22,9 @@ public final class SharedEncoder: Sendable {
     let failure = Locked<String?>(nil)
 
     public init(layers: [VideoLayerConfig], audioBitrate: Int = 32_000) {
-        self.layers = layers.map { var l = $0; l.temporalLayers = 1; return l }
+        self.layers = layers.map {
+            var l = $0; l.temporalLayers = 1; return l
+        }
         self.audioBitrate = audioBitrate
         video = layers.map { _ in Locked(FrameRing<EncodedVideoFrame>()) }
     }
@@ -44,7 +46,9 @@ public final class SharedEncoder: Sendable {
 
     public func stop() {
         stopFlag.store(true, ordering: .releasing)
-        let t = thread.withLock { t -> JoinableThread? in let c = t; t = nil; return c }
+        let t = thread.withLock { t -> JoinableThread? in
+            let c = t; t = nil; return c
+        }
         t?.join()
     }
 
@@ -89,8 +93,9 @@ public final class SharedEncoder: Sendable {
                 let force = pending & (1 << UInt64(i)) != 0 && now - lastForced[i] >= 250_000
                 if force { pending &= ~(1 << UInt64(i)); lastForced[i] = now }
                 let t0 = Clock.threadCPUMicros()
-                let encoded = try encoders[i].encode(&pictures[i], layer: i, frameNumber: number, captureMicros: capture,
-                                                     forceKeyFrame: force, clock: Clock.monotonicMicros)
+                let encoded = try encoders[i].encode(
+                    &pictures[i], layer: i, frameNumber: number, captureMicros: capture,
+                    forceKeyFrame: force, clock: Clock.monotonicMicros)
                 if force && encoded?.isKeyFrame != true { pending |= 1 << UInt64(i) } // dropped: ask again next tick
                 if let f = encoded { video[i].withLock { $0.append(f) } }
                 encodeMicros.add(Clock.threadCPUMicros() - t0, ordering: .relaxed)

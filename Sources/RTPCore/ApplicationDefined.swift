@@ -68,7 +68,9 @@ public struct SenderSideStats: Equatable, Sendable {
     public var networkCondition: UInt8
     public var networkConditionReason: UInt8
 
-    public init(connectionMaxAllocatedBitrate: UInt32, connectionEstimatedBandwidth: UInt32, networkCondition: UInt8, networkConditionReason: UInt8) {
+    public init(
+        connectionMaxAllocatedBitrate: UInt32, connectionEstimatedBandwidth: UInt32, networkCondition: UInt8, networkConditionReason: UInt8
+    ) {
         self.connectionMaxAllocatedBitrate = connectionMaxAllocatedBitrate
         self.connectionEstimatedBandwidth = connectionEstimatedBandwidth
         self.networkCondition = networkCondition
@@ -86,8 +88,11 @@ public struct SenderSideStats: Equatable, Sendable {
     /// Reads an APP packet; nil when it is not SSTS or a version this reader does not know.
     public init?(_ app: ApplicationDefined) {
         guard app.name == ApplicationDefined.fourCC(Self.name), app.data.count >= 12, app.data[0] >= 1 else { return nil }
-        func u32(_ i: Int) -> UInt32 { UInt32(app.data[i]) << 24 | UInt32(app.data[i + 1]) << 16 | UInt32(app.data[i + 2]) << 8 | UInt32(app.data[i + 3]) }
-        self.init(connectionMaxAllocatedBitrate: u32(4), connectionEstimatedBandwidth: u32(8),
-                  networkCondition: min(app.data[1], 5), networkConditionReason: min(app.data[2], 3))
+        func u32(_ i: Int) -> UInt32 {
+            UInt32(app.data[i]) << 24 | UInt32(app.data[i + 1]) << 16 | UInt32(app.data[i + 2]) << 8 | UInt32(app.data[i + 3])
+        }
+        self.init(
+            connectionMaxAllocatedBitrate: u32(4), connectionEstimatedBandwidth: u32(8),
+            networkCondition: min(app.data[1], 5), networkConditionReason: min(app.data[2], 3))
     }
 }

@@ -90,7 +90,8 @@ public struct FullIntraRequest: Equatable, Sendable {
     }
 
     public static func == (a: Self, b: Self) -> Bool {
-        a.senderSSRC == b.senderSSRC && a.entries.map(\.ssrc) == b.entries.map(\.ssrc) && a.entries.map(\.sequenceNumber) == b.entries.map(\.sequenceNumber)
+        a.senderSSRC == b.senderSSRC && a.entries.map(\.ssrc) == b.entries.map(\.ssrc)
+            && a.entries.map(\.sequenceNumber) == b.entries.map(\.sequenceNumber)
     }
 
     public func write(to w: inout ByteWriter) throws(RTPWriteError) {
@@ -143,7 +144,8 @@ public struct ReceiverEstimatedMaxBitrate: Equatable, Sendable {
     /// Parses the AFB payload if it is a REMB; nil for other AFB messages.
     static func parse(_ b: Span<UInt8>, header h: RTCPHeader, at o: Int) throws(RTPParseError) -> ReceiverEstimatedMaxBitrate? {
         guard h.packetSize >= 20 else { return nil }
-        guard b[o + 12] == UInt8(ascii: "R"), b[o + 13] == UInt8(ascii: "E"), b[o + 14] == UInt8(ascii: "M"), b[o + 15] == UInt8(ascii: "B") else { return nil }
+        guard b[o + 12] == UInt8(ascii: "R"), b[o + 13] == UInt8(ascii: "E"), b[o + 14] == UInt8(ascii: "M"), b[o + 15] == UInt8(ascii: "B")
+        else { return nil }
         let n = Int(b[o + 16])
         guard 20 + 4 * n <= h.packetSize else { throw .badLength }
         let v = b.be24(o + 17)

@@ -83,8 +83,10 @@ public struct RTPExtensionIDs: Sendable, Equatable {
     public var absSendTime: UInt8?
     public var transportSequence: UInt8?
 
-    public init(mid: UInt8? = RTPExtension.mid.id, rid: UInt8? = RTPExtension.rid.id, repairedRid: UInt8? = RTPExtension.repairedRid.id,
-                absSendTime: UInt8? = RTPExtension.absSendTime.id, transportSequence: UInt8? = RTPExtension.transportSequenceNumber.id) {
+    public init(
+        mid: UInt8? = RTPExtension.mid.id, rid: UInt8? = RTPExtension.rid.id, repairedRid: UInt8? = RTPExtension.repairedRid.id,
+        absSendTime: UInt8? = RTPExtension.absSendTime.id, transportSequence: UInt8? = RTPExtension.transportSequenceNumber.id
+    ) {
         self.mid = mid
         self.rid = rid
         self.repairedRid = repairedRid
@@ -98,7 +100,9 @@ public struct RTPExtensionIDs: Sendable, Equatable {
     /// From an answer's `a=extmap` (URI → ID); what it left out is not sent.
     public init(negotiated: [String: Int]) {
         func id(_ e: RTPExtension) -> UInt8? { negotiated[e.uri].flatMap { (1...255).contains($0) ? UInt8($0) : nil } }
-        self.init(mid: id(.mid), rid: id(.rid), repairedRid: id(.repairedRid), absSendTime: id(.absSendTime), transportSequence: id(.transportSequenceNumber))
+        self.init(
+            mid: id(.mid), rid: id(.rid), repairedRid: id(.repairedRid), absSendTime: id(.absSendTime),
+            transportSequence: id(.transportSequenceNumber))
     }
 }
 
@@ -120,8 +124,12 @@ public struct RTPExtensionValues: Equatable, Sendable {
         while let e = try it.next(in: b) {
             let kind: RTPExtension?
             if let ids {
-                kind = e.id == ids.transportSequence ? .transportSequenceNumber : e.id == ids.absSendTime ? .absSendTime
-                    : e.id == ids.mid ? .mid : e.id == ids.rid ? .rid : e.id == ids.repairedRid ? .repairedRid : nil
+                kind =
+                    e.id == ids.transportSequence
+                    ? .transportSequenceNumber
+                    : e.id == ids.absSendTime
+                        ? .absSendTime
+                        : e.id == ids.mid ? .mid : e.id == ids.rid ? .rid : e.id == ids.repairedRid ? .repairedRid : nil
             } else {
                 kind = RTPExtension(rawValue: e.id)
             }

@@ -44,8 +44,11 @@ public struct RTCPCompoundIterator: Sendable {
         case RTCPPacketType.payloadFeedback where h.count == FullIntraRequest.fmt:
             packet = .fullIntraRequest(try FullIntraRequest.parse(b, header: h, at: o))
         case RTCPPacketType.payloadFeedback where h.count == 15:
-            if let r = try ReceiverEstimatedMaxBitrate.parse(b, header: h, at: o) { packet = .remb(r) }
-            else { packet = .unknown(packetType: h.packetType, count: h.count, size: h.packetSize) }
+            if let r = try ReceiverEstimatedMaxBitrate.parse(b, header: h, at: o) {
+                packet = .remb(r)
+            } else {
+                packet = .unknown(packetType: h.packetType, count: h.count, size: h.packetSize)
+            }
         default: packet = .unknown(packetType: h.packetType, count: h.count, size: h.packetSize)
         }
         offset = o + h.packetSize

@@ -51,8 +51,9 @@ public struct RTPHeader: Equatable, Sendable {
         let b0 = b[0]
         guard b0 >> 6 == 2 else { throw .badVersion }
         let cc = Int(b0 & 0x0F)
-        var h = RTPHeader(marker: b[1] & 0x80 != 0, payloadType: b[1] & 0x7F,
-                          sequenceNumber: b.be16(2), timestamp: b.be32(4), ssrc: b.be32(8))
+        var h = RTPHeader(
+            marker: b[1] & 0x80 != 0, payloadType: b[1] & 0x7F,
+            sequenceNumber: b.be16(2), timestamp: b.be32(4), ssrc: b.be32(8))
         h.csrcCount = cc
         var offset = fixedSize + 4 * cc
         guard offset <= b.count else { throw .truncated }

@@ -23,9 +23,11 @@ public struct RTPHeaderTemplate: Sendable {
     ///   - strings: string-valued extensions (MID, RID, repaired RID) as (id, value).
     ///   - transportSequence/absSendTime: whether to reserve those slots.
     ///   - transportSequenceID/absSendTimeID: their IDs (what the answer negotiated; RFC 8285 §5).
-    public init(payloadType: UInt8, ssrc: UInt32, strings: [(UInt8, String)] = [],
-                transportSequence: Bool = false, absSendTime: Bool = false,
-                transportSequenceID: UInt8 = RTPExtension.transportSequenceNumber.id, absSendTimeID: UInt8 = RTPExtension.absSendTime.id) {
+    public init(
+        payloadType: UInt8, ssrc: UInt32, strings: [(UInt8, String)] = [],
+        transportSequence: Bool = false, absSendTime: Bool = false,
+        transportSequenceID: UInt8 = RTPExtension.transportSequenceNumber.id, absSendTimeID: UInt8 = RTPExtension.absSendTime.id
+    ) {
         self.payloadType = payloadType
         self.ssrc = ssrc
         var elements: [(UInt8, [UInt8])] = []
@@ -35,7 +37,9 @@ public struct RTPHeaderTemplate: Sendable {
         for (id, s) in strings { elements.append((id, Array(s.utf8))) }
         let oneByte = elements.allSatisfy { $0.0 >= 1 && $0.0 <= 14 && !$0.1.isEmpty && $0.1.count <= 16 }
         var out: [UInt8] = [elements.isEmpty ? 0x80 : 0x90, payloadType & 0x7F, 0, 0, 0, 0, 0, 0]
-        out += [UInt8(ssrc >> 24), UInt8(truncatingIfNeeded: ssrc >> 16), UInt8(truncatingIfNeeded: ssrc >> 8), UInt8(truncatingIfNeeded: ssrc)]
+        out += [
+            UInt8(ssrc >> 24), UInt8(truncatingIfNeeded: ssrc >> 16), UInt8(truncatingIfNeeded: ssrc >> 8), UInt8(truncatingIfNeeded: ssrc)
+        ]
         var tw: Int?, abs: Int?
         if !elements.isEmpty {
             let profile: UInt16 = oneByte ? 0xBEDE : 0x1000
@@ -56,7 +60,9 @@ public struct RTPHeaderTemplate: Sendable {
         headerSize = out.count
         var padded = out + [UInt8](repeating: 0, count: max(0, 32 - out.count))
         var w: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
-        withUnsafeMutableBytes(of: &w) { dst in padded.withUnsafeMutableBytes { dst.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0.prefix(32))) } }
+        withUnsafeMutableBytes(of: &w) { dst in
+            padded.withUnsafeMutableBytes { dst.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0.prefix(32))) }
+        }
         words = w
         transportSequenceOffset = tw
         absSendTimeOffset = abs

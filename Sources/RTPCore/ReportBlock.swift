@@ -22,8 +22,10 @@ public struct ReportBlock: Equatable, Sendable {
     public var lastSenderReport: UInt32
     public var delaySinceLastSenderReport: UInt32
 
-    public init(ssrc: UInt32, fractionLost: UInt8 = 0, cumulativeLost: Int32 = 0, extendedHighestSequence: UInt32 = 0,
-                jitter: UInt32 = 0, lastSenderReport: UInt32 = 0, delaySinceLastSenderReport: UInt32 = 0) {
+    public init(
+        ssrc: UInt32, fractionLost: UInt8 = 0, cumulativeLost: Int32 = 0, extendedHighestSequence: UInt32 = 0,
+        jitter: UInt32 = 0, lastSenderReport: UInt32 = 0, delaySinceLastSenderReport: UInt32 = 0
+    ) {
         self.ssrc = ssrc
         self.fractionLost = fractionLost
         self.cumulativeLost = cumulativeLost
@@ -36,9 +38,10 @@ public struct ReportBlock: Equatable, Sendable {
     static func parse(_ b: Span<UInt8>, at o: Int) -> ReportBlock {
         let lost24 = b.be24(o + 5)
         let lost = lost24 & 0x80_0000 != 0 ? Int32(bitPattern: lost24 | 0xFF00_0000) : Int32(lost24)
-        return ReportBlock(ssrc: b.be32(o), fractionLost: b[o + 4], cumulativeLost: lost,
-                           extendedHighestSequence: b.be32(o + 8), jitter: b.be32(o + 12),
-                           lastSenderReport: b.be32(o + 16), delaySinceLastSenderReport: b.be32(o + 20))
+        return ReportBlock(
+            ssrc: b.be32(o), fractionLost: b[o + 4], cumulativeLost: lost,
+            extendedHighestSequence: b.be32(o + 8), jitter: b.be32(o + 12),
+            lastSenderReport: b.be32(o + 16), delaySinceLastSenderReport: b.be32(o + 20))
     }
 
     func write(to w: inout ByteWriter) {

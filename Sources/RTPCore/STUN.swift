@@ -167,7 +167,9 @@ public struct STUNMessage: Equatable, Sendable {
     /// `integrityKey` (HMAC-SHA1 from `hmacSHA1`) if given, then a FINGERPRINT if asked for
     /// (RFC 8489 §14.5, §14.7: each computed with the length field already counting it).
     /// Attributes are padded to 4 bytes with `padding` (any value is allowed, RFC 8489 §14).
-    public func encode(integrityKey: [UInt8]? = nil, hmacSHA1: STUNHMAC? = nil, fingerprint: Bool = false, padding: UInt8 = 0) throws(STUNError) -> [UInt8] {
+    public func encode(integrityKey: [UInt8]? = nil, hmacSHA1: STUNHMAC? = nil, fingerprint: Bool = false, padding: UInt8 = 0)
+        throws(STUNError) -> [UInt8]
+    {
         var out: [UInt8] = []
         out.reserveCapacity(128)
         out.appendBE16(Self.messageType(method: method, class: messageClass))
@@ -206,7 +208,8 @@ public struct STUNMessage: Equatable, Sendable {
     /// RFC 8489 §14.7: nil when the message has no FINGERPRINT, else whether it matches.
     public static func verifyFingerprint(_ bytes: [UInt8]) -> Bool? {
         guard let (offset, _) = attributeOffset(bytes, STUNAttribute.Kind.fingerprint), offset + 8 == bytes.count else { return nil }
-        let stated = UInt32(bytes[offset + 4]) << 24 | UInt32(bytes[offset + 5]) << 16 | UInt32(bytes[offset + 6]) << 8 | UInt32(bytes[offset + 7])
+        let stated =
+            UInt32(bytes[offset + 4]) << 24 | UInt32(bytes[offset + 5]) << 16 | UInt32(bytes[offset + 6]) << 8 | UInt32(bytes[offset + 7])
         return CRC32.checksum(bytes[0..<offset]) ^ fingerprintXOR == stated
     }
 

@@ -40,8 +40,9 @@ public struct SenderReport: Equatable, Sendable {
 
     static func parse(_ b: Span<UInt8>, header h: RTCPHeader, at o: Int) throws(RTPParseError) -> SenderReport {
         guard h.packetSize >= 28 + ReportBlock.size * Int(h.count) else { throw .badLength }
-        var sr = SenderReport(ssrc: b.be32(o + 4), ntpTime: b.be64(o + 8), rtpTimestamp: b.be32(o + 16),
-                              packetCount: b.be32(o + 20), octetCount: b.be32(o + 24))
+        var sr = SenderReport(
+            ssrc: b.be32(o + 4), ntpTime: b.be64(o + 8), rtpTimestamp: b.be32(o + 16),
+            packetCount: b.be32(o + 20), octetCount: b.be32(o + 24))
         for i in 0..<Int(h.count) { sr.reports.append(ReportBlock.parse(b, at: o + 28 + i * ReportBlock.size)) }
         return sr
     }

@@ -30,9 +30,12 @@ public struct SessionDescription: Equatable, Sendable {
         public var rtxClockRate: Int?
         public var rtxSSRCs: [(media: UInt32, rtx: UInt32)] = []
 
-        public init(kind: String, port: Int, payloadType: UInt8, codec: String, clockRate: Int, channels: Int? = nil, fmtp: String? = nil,
-                    mid: String, rtcpMux: Bool, crypto: Crypto?, extensions: [(id: UInt8, uri: String)] = [], ssrcs: [(ssrc: UInt32, cname: String)] = [],
-                    rids: [String] = [], direction: String = "sendonly") {
+        public init(
+            kind: String, port: Int, payloadType: UInt8, codec: String, clockRate: Int, channels: Int? = nil, fmtp: String? = nil,
+            mid: String, rtcpMux: Bool, crypto: Crypto?, extensions: [(id: UInt8, uri: String)] = [],
+            ssrcs: [(ssrc: UInt32, cname: String)] = [],
+            rids: [String] = [], direction: String = "sendonly"
+        ) {
             self.kind = kind
             self.port = port
             self.payloadType = payloadType
@@ -54,7 +57,8 @@ public struct SessionDescription: Equatable, Sendable {
                 && a.channels == b.channels && a.fmtp == b.fmtp && a.mid == b.mid && a.rtcpMux == b.rtcpMux && a.crypto == b.crypto
                 && a.extensions.map(\.id) == b.extensions.map(\.id) && a.extensions.map(\.uri) == b.extensions.map(\.uri)
                 && a.ssrcs.map(\.ssrc) == b.ssrcs.map(\.ssrc) && a.ssrcs.map(\.cname) == b.ssrcs.map(\.cname)
-                && a.rids == b.rids && a.direction == b.direction && a.rtxPayloadType == b.rtxPayloadType && a.rtxClockRate == b.rtxClockRate
+                && a.rids == b.rids && a.direction == b.direction && a.rtxPayloadType == b.rtxPayloadType
+                && a.rtxClockRate == b.rtxClockRate
                 && a.rtxSSRCs.map(\.media) == b.rtxSSRCs.map(\.media) && a.rtxSSRCs.map(\.rtx) == b.rtxSSRCs.map(\.rtx)
         }
     }
@@ -153,8 +157,10 @@ public struct SessionDescription: Equatable, Sendable {
                 guard f.count >= 4, let port = Int(f[1]), (0...65535).contains(port), let pt = UInt8(f[3]), pt < 128 else {
                     throw ParseError(line: no, reason: "bad m= line")
                 }
-                sd.media.append(Media(kind: String(f[0]), port: port, payloadType: pt, codec: "", clockRate: 0, mid: String(sd.media.count),
-                                      rtcpMux: false, crypto: nil, direction: "sendrecv"))
+                sd.media.append(
+                    Media(
+                        kind: String(f[0]), port: port, payloadType: pt, codec: "", clockRate: 0, mid: String(sd.media.count),
+                        rtcpMux: false, crypto: nil, direction: "sendrecv"))
             case "a":
                 let (name, arg) = splitAttribute(value)
                 if name == "group", arg.hasPrefix("BUNDLE") { sd.bundle = true; continue }
@@ -173,22 +179,27 @@ public struct SessionDescription: Equatable, Sendable {
                         guard pt != m.payloadType else { throw ParseError(line: no, reason: "the RTX payload type is the media's own") }
                         m.rtxPayloadType = pt
                         m.rtxClockRate = rate
-                    }
-                    else if UInt8(parts[0]) == m.payloadType {
+                    } else if UInt8(parts[0]) == m.payloadType {
                         m.codec = String(enc[0])
                         m.clockRate = rate
                         m.channels = enc.count > 2 ? Int(enc[2]) : nil
                     }
                 case "fmtp":
                     // The media format's own parameters (the RTX format's `apt=` line is not them).
-                    if let sp = arg.firstIndex(of: " "), UInt8(arg[..<sp]) == m.payloadType { m.fmtp = String(arg[arg.index(after: sp)...]) }
+                    if let sp = arg.firstIndex(of: " "), UInt8(arg[..<sp]) == m.payloadType {
+                        m.fmtp = String(arg[arg.index(after: sp)...])
+                    }
                 case "extmap":
                     let parts = arg.split(separator: " ")
-                    guard parts.count >= 2, let idText = parts[0].split(separator: "/").first, let id = UInt8(idText), id > 0 else { throw ParseError(line: no, reason: "bad extmap") }
+                    guard parts.count >= 2, let idText = parts[0].split(separator: "/").first, let id = UInt8(idText), id > 0 else {
+                        throw ParseError(line: no, reason: "bad extmap")
+                    }
                     m.extensions.append((id, String(parts[1])))
                 case "crypto":
                     let parts = arg.split(separator: " ")
-                    guard parts.count >= 3, let tag = Int(parts[0]), parts[2].hasPrefix("inline:") else { throw ParseError(line: no, reason: "bad crypto") }
+                    guard parts.count >= 3, let tag = Int(parts[0]), parts[2].hasPrefix("inline:") else {
+                        throw ParseError(line: no, reason: "bad crypto")
+                    }
                     let key = parts[2].dropFirst("inline:".count).split(separator: "|").first ?? ""
                     if m.crypto == nil { m.crypto = Crypto(tag: tag, suite: String(parts[1]), inlineKey: String(key)) }
                 case "rid":
@@ -196,7 +207,9 @@ public struct SessionDescription: Equatable, Sendable {
                 case "ssrc":
                     let parts = arg.split(separator: " ", maxSplits: 1)
                     guard parts.count == 2, let ssrc = UInt32(parts[0]) else { throw ParseError(line: no, reason: "bad ssrc") }
-                    if parts[1].hasPrefix("cname:") && !m.rtxSSRCs.contains(where: { $0.rtx == ssrc }) { m.ssrcs.append((ssrc, String(parts[1].dropFirst(6)))) }
+                    if parts[1].hasPrefix("cname:") && !m.rtxSSRCs.contains(where: { $0.rtx == ssrc }) {
+                        m.ssrcs.append((ssrc, String(parts[1].dropFirst(6))))
+                    }
                 case "ssrc-group":
                     let parts = arg.split(separator: " ")
                     if parts.count == 3, parts[0] == "FID", let a = UInt32(parts[1]), let b = UInt32(parts[2]) { m.rtxSSRCs.append((a, b)) }
@@ -215,7 +228,10 @@ public struct SessionDescription: Equatable, Sendable {
 
     /// An IPv4 or IPv6 address or a host name (RFC 8866 §9: unicast-address, FQDN).
     static func isAddress(_ a: Substring) -> Bool {
-        !a.isEmpty && a.unicodeScalars.allSatisfy { ("0"..."9").contains($0) || ("a"..."z").contains($0) || ("A"..."Z").contains($0) || $0 == "." || $0 == ":" || $0 == "-" }
+        !a.isEmpty
+            && a.unicodeScalars.allSatisfy {
+                ("0"..."9").contains($0) || ("a"..."z").contains($0) || ("A"..."Z").contains($0) || $0 == "." || $0 == ":" || $0 == "-"
+            }
     }
 
     static func splitAttribute(_ v: Substring) -> (String, String) {

@@ -29,7 +29,8 @@ public struct TransportFeedback: Equatable, Sendable {
     /// `referenceTime · 64 ms` (quantized to 250 µs), or nil when not received.
     public var arrivals: [Int64?]
 
-    public init(senderSSRC: UInt32, mediaSSRC: UInt32, baseSequence: UInt16, referenceTime: Int32, feedbackCount: UInt8, arrivals: [Int64?]) {
+    public init(senderSSRC: UInt32, mediaSSRC: UInt32, baseSequence: UInt16, referenceTime: Int32, feedbackCount: UInt8, arrivals: [Int64?])
+    {
         self.senderSSRC = senderSSRC
         self.mediaSSRC = mediaSSRC
         self.baseSequence = baseSequence
@@ -54,7 +55,13 @@ public struct TransportFeedback: Equatable, Sendable {
             let ticks = a / Self.deltaTickMicros
             let d = ticks - previous
             previous = ticks
-            if d >= 0 && d <= 255 { symbols.append(1) } else if d >= -32768 && d <= 32767 { symbols.append(2) } else { throw .valueOutOfRange }
+            if d >= 0 && d <= 255 {
+                symbols.append(1)
+            } else if d >= -32768 && d <= 32767 {
+                symbols.append(2)
+            } else {
+                throw .valueOutOfRange
+            }
             deltas.append(d)
         }
         return (symbols, deltas)
@@ -88,7 +95,9 @@ public struct TransportFeedback: Equatable, Sendable {
     }
 
     public func write(to w: inout ByteWriter) throws(RTPWriteError) {
-        guard !arrivals.isEmpty, arrivals.count <= 0xFFFF, referenceTime >= -0x80_0000, referenceTime <= 0x7F_FFFF else { throw .valueOutOfRange }
+        guard !arrivals.isEmpty, arrivals.count <= 0xFFFF, referenceTime >= -0x80_0000, referenceTime <= 0x7F_FFFF else {
+            throw .valueOutOfRange
+        }
         let (symbols, deltas) = try encodedSymbols()
         let chunks = Self.chunks(symbols)
         var deltaBytes = 0
@@ -119,8 +128,9 @@ public struct TransportFeedback: Equatable, Sendable {
         guard count > 0 else { throw .badLength }
         let ref24 = b.be24(o + 16)
         let ref = ref24 & 0x80_0000 != 0 ? Int32(bitPattern: ref24 | 0xFF00_0000) : Int32(ref24)
-        var fb = TransportFeedback(senderSSRC: b.be32(o + 4), mediaSSRC: b.be32(o + 8), baseSequence: b.be16(o + 12),
-                                   referenceTime: ref, feedbackCount: b[o + 19], arrivals: [])
+        var fb = TransportFeedback(
+            senderSSRC: b.be32(o + 4), mediaSSRC: b.be32(o + 8), baseSequence: b.be16(o + 12),
+            referenceTime: ref, feedbackCount: b[o + 19], arrivals: [])
         var symbols: [UInt8] = []
         symbols.reserveCapacity(min(count, 4096))
         var i = o + 20

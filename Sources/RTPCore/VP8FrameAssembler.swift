@@ -53,8 +53,9 @@ public struct VP8FrameAssembler {
         let parsed: (VP8PayloadDescriptor, Int)
         do { parsed = try VP8PayloadDescriptor.parse(payload) } catch { malformedPackets += 1; return }
         let (d, n) = parsed
-        let frag = Fragment(seq: seq, payload: payload.copyBytes(n..<payload.count),
-                            start: d.startOfPartition && d.partitionID == 0, marker: marker, descriptor: d)
+        let frag = Fragment(
+            seq: seq, payload: payload.copyBytes(n..<payload.count),
+            start: d.startOfPartition && d.partitionID == 0, marker: marker, descriptor: d)
         if fragmentCount >= maxFragments { dropAllPending() }
         pending[timestamp, default: []].append(frag)
         fragmentCount += 1
@@ -91,8 +92,9 @@ public struct VP8FrameAssembler {
 
     mutating func tryComplete(_ ts: UInt32, now: Int64) {
         guard var frags = pending[ts],
-              let first = frags.first(where: { $0.start }),
-              let last = frags.first(where: { $0.marker }) else { return }
+            let first = frags.first(where: { $0.start }),
+            let last = frags.first(where: { $0.marker })
+        else { return }
         guard last.seq >= first.seq, Int64(frags.count) >= last.seq - first.seq + 1 else { return }
         frags.sort { $0.seq < $1.seq }
         // Duplicates may inflate the count: check contiguity.
@@ -111,8 +113,12 @@ public struct VP8FrameAssembler {
         pending[ts] = nil
         let header: VP8FrameHeader
         do { header = try VP8FrameHeader.parse(bytes.span) } catch { malformedPackets += 1; return }
-        complete.append((Frame(bytes: bytes, timestamp: ts, header: header, descriptor: first.descriptor, packetCount: used,
-                               firstSequence: first.seq, lastSequence: last.seq, followsAGap: false), now))
+        complete.append(
+            (
+                Frame(
+                    bytes: bytes, timestamp: ts, header: header, descriptor: first.descriptor, packetCount: used,
+                    firstSequence: first.seq, lastSequence: last.seq, followsAGap: false), now
+            ))
         if complete.count > 64 { // never released (a gap nobody fills, clock stuck): shed the oldest
             complete.removeFirst()
             framesDropped += 1

@@ -33,9 +33,11 @@ public struct VP8PayloadDescriptor: Equatable, Sendable {
     public var layerSync: Bool
     public var keyIndex: UInt8?
 
-    public init(nonReference: Bool = false, startOfPartition: Bool = false, partitionID: UInt8 = 0,
-                pictureID: UInt16? = nil, tl0PicIdx: UInt8? = nil, temporalID: UInt8? = nil,
-                layerSync: Bool = false, keyIndex: UInt8? = nil) {
+    public init(
+        nonReference: Bool = false, startOfPartition: Bool = false, partitionID: UInt8 = 0,
+        pictureID: UInt16? = nil, tl0PicIdx: UInt8? = nil, temporalID: UInt8? = nil,
+        layerSync: Bool = false, keyIndex: UInt8? = nil
+    ) {
         self.nonReference = nonReference
         self.startOfPartition = startOfPartition
         self.partitionID = partitionID

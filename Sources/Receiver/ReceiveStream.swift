@@ -87,7 +87,8 @@ final class ReceiveStream {
 
     func learnResolution(_ payload: Span<UInt8>) {
         guard let (d, n) = try? VP8PayloadDescriptor.parse(payload), d.startOfPartition, d.partitionID == 0,
-              let h = try? VP8FrameHeader.parse(payload.extracting(n..<payload.count)), h.isKeyFrame, let height = h.height else { return }
+            let h = try? VP8FrameHeader.parse(payload.extracting(n..<payload.count)), h.isKeyFrame, let height = h.height
+        else { return }
         routerHeight = height
     }
 
@@ -117,11 +118,14 @@ final class ReceiveStream {
     }
 
     func receiveVideo(_ h: RTPHeader, _ payload: Span<UInt8>, nowMicros: Int64, wallMicros: Int64) {
-        receiveVideo(sequenceNumber: h.sequenceNumber, timestamp: h.timestamp, marker: h.marker, payload, nowMicros: nowMicros, wallMicros: wallMicros)
+        receiveVideo(
+            sequenceNumber: h.sequenceNumber, timestamp: h.timestamp, marker: h.marker, payload, nowMicros: nowMicros,
+            wallMicros: wallMicros)
     }
 
     /// A video packet, original or recovered from RTX (then with its original sequence number).
-    func receiveVideo(sequenceNumber: UInt16, timestamp: UInt32, marker: Bool, _ payload: Span<UInt8>, nowMicros: Int64, wallMicros: Int64) {
+    func receiveVideo(sequenceNumber: UInt16, timestamp: UInt32, marker: Bool, _ payload: Span<UInt8>, nowMicros: Int64, wallMicros: Int64)
+    {
         nack.onPacket(sequenceNumber: sequenceNumber, now: nowMicros)
         let malformedBefore = assembler.malformedPackets
         assembler.insert(sequenceNumber: sequenceNumber, timestamp: timestamp, marker: marker, payload: payload, now: nowMicros)
@@ -149,7 +153,9 @@ final class ReceiveStream {
             lastFrameOutMicros = nowMicros
         }
         // (The threshold is at least 150 ms: no need to work it out on every tick before then.)
-        if !freezeOpen, let last = lastRenderMicros, lastPacket > last, nowMicros - last >= 150_000, Double(nowMicros - last) >= freezeThreshold {
+        if !freezeOpen, let last = lastRenderMicros, lastPacket > last, nowMicros - last >= 150_000,
+            Double(nowMicros - last) >= freezeThreshold
+        {
             freezeOpen = true
             stats.freezeCount += 1
         }
@@ -181,7 +187,8 @@ final class ReceiveStream {
         if !frame.header.isKeyFrame {
             if frame.followsAGap { requestKeyFrame() }
             if let last = lastPictureID, let id = frame.descriptor.pictureID,
-               id != (last &+ 1) & (frame.descriptor.shortPictureID ? 0x7F : 0x7FFF) {
+                id != (last &+ 1) & (frame.descriptor.shortPictureID ? 0x7F : 0x7FFF)
+            {
                 requestKeyFrame()
             }
         }
@@ -257,8 +264,9 @@ final class ReceiveStream {
         receivedAtLastReport = routerReceived
         let lostInterval = expectedInterval - Int64(receivedInterval)
         let fraction = expectedInterval <= 0 || lostInterval <= 0 ? 0 : UInt8(min(255, (lostInterval << 8) / expectedInterval))
-        var block = ReportBlock(ssrc: stats.ssrc, fractionLost: fraction, cumulativeLost: Int32(clamping: lost),
-                                extendedHighestSequence: UInt32(truncatingIfNeeded: highestSequence), jitter: UInt32(jitter))
+        var block = ReportBlock(
+            ssrc: stats.ssrc, fractionLost: fraction, cumulativeLost: Int32(clamping: lost),
+            extendedHighestSequence: UInt32(truncatingIfNeeded: highestSequence), jitter: UInt32(jitter))
         if let sr = lastSenderReport {
             block.lastSenderReport = sr.compactNTP
             block.delaySinceLastSenderReport = UInt32(truncatingIfNeeded: (nowMicros - sr.arrivalMicros) * 65_536 / 1_000_000)

@@ -51,8 +51,11 @@ public struct WebRTCPublisherSpec: Sendable, Equatable {
     public var reducedSizeRTCP = true
     public var feedback = NegotiatedFeedback()
 
-    public init(resource: String, localUfrag: String, localPassword: String, remoteUfrag: String, remotePassword: String, remoteFingerprint: [UInt8],
-                audioPayloadTypes: Set<UInt8>, videoPayloadTypes: Set<UInt8>, rtxPayloadTypes: Set<UInt8>, extensions: RTPExtensionIDs) {
+    public init(
+        resource: String, localUfrag: String, localPassword: String, remoteUfrag: String, remotePassword: String,
+        remoteFingerprint: [UInt8],
+        audioPayloadTypes: Set<UInt8>, videoPayloadTypes: Set<UInt8>, rtxPayloadTypes: Set<UInt8>, extensions: RTPExtensionIDs
+    ) {
         self.resource = resource
         self.localUfrag = localUfrag
         self.localPassword = localPassword
@@ -119,14 +122,16 @@ extension ReceiverSession {
     /// to its candidates, DTLS in the role its answer left.
     public func addPublisher(_ spec: WebRTCPublisherSpec, seed: UInt64, now: Int64) {
         guard let w = webrtc, rtcPending[spec.localUfrag] == nil else { return }
-        let ice = ICEAgent(role: spec.offerer ? .controlling : .controlled, local: .init(ufrag: spec.localUfrag, password: spec.localPassword),
-                           remote: .init(ufrag: spec.remoteUfrag, password: spec.remotePassword), tieBreaker: seed, lite: !spec.offerer, seed: seed,
-                           hmacSHA1: { Crypto.hmacSHA1(key: $0, data: $1) })
+        let ice = ICEAgent(
+            role: spec.offerer ? .controlling : .controlled, local: .init(ufrag: spec.localUfrag, password: spec.localPassword),
+            remote: .init(ufrag: spec.remoteUfrag, password: spec.remotePassword), tieBreaker: seed, lite: !spec.offerer, seed: seed,
+            hmacSHA1: { Crypto.hmacSHA1(key: $0, data: $1) })
         ice.addLocal(.host(w.local))
         for r in spec.remoteCandidates where r.address.ip.count == w.local.ip.count { ice.addRemote(r) }
         do {
-            let dtls = try DTLSEndpoint(role: spec.offerer && spec.dtlsServer ? .server : .client, certificate: w.certificate,
-                                        remoteFingerprint: spec.remoteFingerprint)
+            let dtls = try DTLSEndpoint(
+                role: spec.offerer && spec.dtlsServer ? .server : .client, certificate: w.certificate,
+                remoteFingerprint: spec.remoteFingerprint)
             let peer = WebRTCPeer(spec: spec, transport: WebRTCTransport(ice: ice, dtls: dtls), now: now)
             rtcPending[spec.localUfrag] = peer
             rtcPeers.append(peer)
@@ -226,7 +231,9 @@ extension ReceiverSession {
                 // The source is bound to the session only once the request proves it knows the
                 // session's password (RFC 8445 §7.3: MESSAGE-INTEGRITY, and FINGERPRINT, verify).
                 if STUNMessage.verifyFingerprint(bytes) == true,
-                   STUNMessage.verifyIntegrity(bytes, key: Array(p.spec.localPassword.utf8), hmacSHA1: { Crypto.hmacSHA1(key: $0, data: $1) }) {
+                    STUNMessage.verifyIntegrity(
+                        bytes, key: Array(p.spec.localPassword.utf8), hmacSHA1: { Crypto.hmacSHA1(key: $0, data: $1) })
+                {
                     rtcByAddress[from] = p
                 }
             }
@@ -241,7 +248,9 @@ extension ReceiverSession {
         while let e = peer.transport.pollEvent() {
             switch e {
             case let .connected(_, remote, suite, send, receive):
-                guard let address = SocketAddress(remote) else { fail(peer, "the selected remote \(remote) is not a usable address"); continue }
+                guard let address = SocketAddress(remote) else {
+                    fail(peer, "the selected remote \(remote) is not a usable address"); continue
+                }
                 do throws(SRTPError) {
                     peer.srtpIn = try SRTPSession(key: receive, direction: .inbound)
                     let session = PeerSession(index: peers.count, address: address, ssrc: ssrc)

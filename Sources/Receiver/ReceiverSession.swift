@@ -102,14 +102,18 @@ public final class ReceiverSession {
         snap.streamPublisher = order.compactMap { streams[$0]?.peer }
         if snap.publishers.count != peers.count { snap.publishers = peers.map(\.address) }
         if webrtc != nil {
-            snap.webrtcPublishers = rtcEnded + rtcPeers.map { p in
-                var s = p.state
-                s.roundTripMillis = p.transport.ice.roundTripMicros.map { Double($0) / 1000 }
-                return s
-            }
+            snap.webrtcPublishers =
+                rtcEnded
+                + rtcPeers.map { p in
+                    var s = p.state
+                    s.roundTripMillis = p.transport.ice.roundTripMicros.map { Double($0) / 1000 }
+                    return s
+                }
         }
         if let emulator { snap.impairment = emulator.counters; snap.impairment?.droppedByQueue += delayLine?.overflows ?? 0 }
-        if let downlink { snap.downlinkImpairment = downlink.counters; snap.downlinkImpairment?.droppedByQueue += downlinkLine?.overflows ?? 0 }
+        if let downlink {
+            snap.downlinkImpairment = downlink.counters; snap.downlinkImpairment?.droppedByQueue += downlinkLine?.overflows ?? 0
+        }
         return snap
     }
 
@@ -127,11 +131,14 @@ public final class ReceiverSession {
         if emulator != nil, let line = delayLine {
             // The emulated path decides loss and delivery time; delivery happens in deliverDue.
             // (The emulator is there: nil is a drop.)
-            if let due = emulator?.admit(size: len, now: now) { line.push(p, length: len, due: due, from: from) }
-            else if len >= 12, p.load(as: UInt8.self) >> 6 == 2, !(192...223).contains(p.load(fromByteOffset: 1, as: UInt8.self)) {
+            if let due = emulator?.admit(size: len, now: now) {
+                line.push(p, length: len, due: due, from: from)
+            } else if len >= 12, p.load(as: UInt8.self) >> 6 == 2, !(192...223).contains(p.load(fromByteOffset: 1, as: UInt8.self)) {
                 // Attribute the drop to its SSRC (cleartext in the SRTP header) for the stats.
                 let ssrc = UInt32(bigEndian: p.loadUnaligned(fromByteOffset: 8, as: UInt32.self))
-                if snap.uplinkDropsBySSRC.count < 1024 || snap.uplinkDropsBySSRC[ssrc] != nil { snap.uplinkDropsBySSRC[ssrc, default: 0] += 1 }
+                if snap.uplinkDropsBySSRC.count < 1024 || snap.uplinkDropsBySSRC[ssrc] != nil {
+                    snap.uplinkDropsBySSRC[ssrc, default: 0] += 1
+                }
             }
         } else {
             handle(p, length: len, now: now, wall: now + wallOffsetMicros, from: from)
@@ -156,7 +163,8 @@ public final class ReceiverSession {
     /// The subscriber side: reassembly and decoding of a plain RTP packet (media or RTX).
     func subscriberReceive(_ p: UnsafeMutableRawPointer, length: Int, now: Int64, wall: Int64, peer: PeerSession) {
         let span = Span(_unsafeStart: p.assumingMemoryBound(to: UInt8.self), count: length)
-        guard let header = try? RTPHeader.parse(span), let ext = try? RTPExtensionValues.parse(span, header: header, ids: peer.extensionIDs) else { return }
+        guard let header = try? RTPHeader.parse(span), let ext = try? RTPExtensionValues.parse(span, header: header, ids: peer.extensionIDs)
+        else { return }
         if (peer.rtxPayloadTypes ?? config.rtxPayloadTypes).contains(header.payloadType) {
             receiveRetransmission(header, ext, span, now: now, wall: wall, peer: peer)
         } else if let stream = streams[header.ssrc], stream.peer == peer.index {
@@ -261,17 +269,25 @@ public final class ReceiverSession {
                 return
             }
             guard let peer = known ?? session(from) else { snap.refusedOverCapacity += 1; return }
-            if let ast = ext.absSendTime, peer.remoteEstimator != nil { peer.remoteEstimator?.onPacket(absSendTime: ast, arrivalMicros: now, size: len) }
+            if let ast = ext.absSendTime, peer.remoteEstimator != nil {
+                peer.remoteEstimator?.onPacket(absSendTime: ast, arrivalMicros: now, size: len)
+            }
             if (peer.rtxPayloadTypes ?? config.rtxPayloadTypes).contains(header.payloadType) {
-                if let tw = ext.transportSequenceNumber { peer.feedback.onPacket(transportSequence: tw, arrivalMicros: now, ssrc: header.ssrc) }
+                if let tw = ext.transportSequenceNumber {
+                    peer.feedback.onPacket(transportSequence: tw, arrivalMicros: now, ssrc: header.ssrc)
+                }
                 snap.packetsAccepted += 1
                 forward(p, length: plain, now: now, wall: wall, peer: peer)
                 return
             }
             let kind: MediaKind
-            if (peer.videoPayloadTypes ?? config.videoPayloadTypes).contains(header.payloadType) { kind = .video }
-            else if (peer.audioPayloadTypes ?? config.audioPayloadTypes).contains(header.payloadType) { kind = .audio }
-            else { snap.rejected.unknownPayloadType += 1; return }
+            if (peer.videoPayloadTypes ?? config.videoPayloadTypes).contains(header.payloadType) {
+                kind = .video
+            } else if (peer.audioPayloadTypes ?? config.audioPayloadTypes).contains(header.payloadType) {
+                kind = .audio
+            } else {
+                snap.rejected.unknownPayloadType += 1; return
+            }
             let stream: ReceiveStream
             if let s = streams[header.ssrc] {
                 // The same SSRC from another publisher: a collision (or a spoof), not this stream.
@@ -279,8 +295,9 @@ public final class ReceiverSession {
                 stream = s
             } else {
                 guard streams.count < config.maxStreams, peer.order.count < 32 else { snap.refusedOverCapacity += 1; return }
-                stream = ReceiveStream(ssrc: header.ssrc, kind: kind, payloadType: header.payloadType,
-                                       decodeVideo: config.decodeVideo && peer.index < config.decodedPublishers)
+                stream = ReceiveStream(
+                    ssrc: header.ssrc, kind: kind, payloadType: header.payloadType,
+                    decodeVideo: config.decodeVideo && peer.index < config.decodedPublishers)
                 stream.preferredFrameRate = config.preferredFrameRate
                 stream.peer = peer.index
                 streams[header.ssrc] = stream
@@ -319,10 +336,13 @@ public final class ReceiverSession {
         }
         if let bps = peer.remoteEstimator?.remb(now: now) {
             let ssrc = self.ssrc, media = peer.order // the media streams (RTX makes none)
-            if sendRTCP(to: peer, { w throws(RTPWriteError) in
-                try compoundHeader(peer, now: now, &w)
-                try ReceiverEstimatedMaxBitrate(senderSSRC: ssrc, bitrate: UInt64(bps), ssrcs: Array(media.prefix(255))).write(to: &w)
-            }) {
+            if sendRTCP(
+                to: peer,
+                { w throws(RTPWriteError) in
+                    try compoundHeader(peer, now: now, &w)
+                    try ReceiverEstimatedMaxBitrate(senderSSRC: ssrc, bitrate: UInt64(bps), ssrcs: Array(media.prefix(255))).write(to: &w)
+                })
+            {
                 snap.rembSent += 1
                 snap.rembBitrate = bps
             }
@@ -345,7 +365,9 @@ public final class ReceiverSession {
         if !video.isEmpty || !plis.isEmpty || (reportDue && audio.isEmpty) {
             let sent = sendRTCP(to: peer) { w throws(RTPWriteError) in
                 try ReceiverReport(ssrc: ssrc, reports: video).write(to: &w)
-                if reportDue || !peer.reducedSizeRTCP { try SourceDescription(chunks: [.init(ssrc: ssrc, cname: "pubbot-receiver")]).write(to: &w) }
+                if reportDue || !peer.reducedSizeRTCP {
+                    try SourceDescription(chunks: [.init(ssrc: ssrc, cname: "pubbot-receiver")]).write(to: &w)
+                }
                 for id in plis { try PictureLossIndication(senderSSRC: ssrc, mediaSSRC: id).write(to: &w) }
             }
             if sent { snap.pliSent += plis.count }
@@ -398,10 +420,15 @@ public final class ReceiverSession {
     /// 100 ms, as reduced-size RTCP (RFC 5506).
     func sendTransportFeedback(_ peer: PeerSession, now: Int64) {
         for fb in peer.feedback.makeFeedback() {
-            if sendRTCP(to: peer, { w throws(RTPWriteError) in
-                try compoundHeader(peer, now: now, &w)
-                try fb.write(to: &w)
-            }) { snap.transportFeedbackSent += 1 }
+            if sendRTCP(
+                to: peer,
+                { w throws(RTPWriteError) in
+                    try compoundHeader(peer, now: now, &w)
+                    try fb.write(to: &w)
+                })
+            {
+                snap.transportFeedbackSent += 1
+            }
         }
     }
 
@@ -426,7 +453,8 @@ public final class ReceiverSession {
 
     /// RTX (RFC 4588): the payload starts with the original sequence number (OSN), then the
     /// original payload; it is fed to the media stream as if it had arrived in time.
-    func receiveRetransmission(_ h: RTPHeader, _ ext: RTPExtensionValues, _ packet: Span<UInt8>, now: Int64, wall: Int64, peer: PeerSession) {
+    func receiveRetransmission(_ h: RTPHeader, _ ext: RTPExtensionValues, _ packet: Span<UInt8>, now: Int64, wall: Int64, peer: PeerSession)
+    {
         if h.payloadRange.isEmpty { snap.rtxPaddingReceived += 1; return }
         var media = peer.rtxToMedia[h.ssrc]
         if media == nil, let rid = ext.repairedRid {
@@ -437,8 +465,9 @@ public final class ReceiverSession {
         let osn = UInt16(packet[h.payloadRange.lowerBound]) << 8 | UInt16(packet[h.payloadRange.lowerBound + 1])
         snap.retransmissionsReceived += 1
         stream.stats.packetsRecovered += 1
-        stream.receiveVideo(sequenceNumber: osn, timestamp: h.timestamp, marker: h.marker,
-                            packet.extracting((h.payloadRange.lowerBound + 2)..<h.payloadRange.upperBound), nowMicros: now, wallMicros: wall)
+        stream.receiveVideo(
+            sequenceNumber: osn, timestamp: h.timestamp, marker: h.marker,
+            packet.extracting((h.payloadRange.lowerBound + 2)..<h.payloadRange.upperBound), nowMicros: now, wallMicros: wall)
     }
 
     /// Generic NACKs (RFC 4585) for the gaps each video stream is still waiting for.
@@ -452,10 +481,15 @@ public final class ReceiverSession {
             if !lost.isEmpty { nacks.append(GenericNACK(senderSSRC: ssrc, mediaSSRC: id, lost: lost)) }
         }
         guard !nacks.isEmpty, peer.negotiated.nack else { return }
-        if sendRTCP(to: peer, { w throws(RTPWriteError) in
-            try compoundHeader(peer, now: now, &w)
-            for n in nacks { try n.write(to: &w) }
-        }) { snap.nackSent += nacks.count }
+        if sendRTCP(
+            to: peer,
+            { w throws(RTPWriteError) in
+                try compoundHeader(peer, now: now, &w)
+                for n in nacks { try n.write(to: &w) }
+            })
+        {
+            snap.nackSent += nacks.count
+        }
     }
 
     func count(_ e: SRTPError) {

@@ -36,7 +36,6 @@ public struct SRTPKey: Sendable, CustomStringConvertible, CustomDebugStringConve
     /// The raw key ‖ salt for a C call (the benchmarks' direct libsrtp2 baseline); not printable.
     public func withMaterial<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R { material.withUnsafeBufferPointer(body) }
 
-
     public enum ParseError: Error, CustomStringConvertible, Equatable, Sendable {
         case notBase64
         case wrongLength(got: Int, expected: Int, suite: SRTPSuite)
@@ -59,7 +58,9 @@ public struct SRTPKey: Sendable, CustomStringConvertible, CustomDebugStringConve
 
     /// Key ‖ salt as they come out of a key exchange (DTLS-SRTP, RFC 5764 §4.2).
     public init(suite: SRTPSuite, keyAndSalt: [UInt8]) throws(ParseError) {
-        guard keyAndSalt.count == suite.keyLength else { throw .wrongLength(got: keyAndSalt.count, expected: suite.keyLength, suite: suite) }
+        guard keyAndSalt.count == suite.keyLength else {
+            throw .wrongLength(got: keyAndSalt.count, expected: suite.keyLength, suite: suite)
+        }
         self.init(suite: suite, material: keyAndSalt)
     }
 

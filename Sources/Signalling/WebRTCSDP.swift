@@ -48,7 +48,9 @@ public struct SDPDocument: Sendable, Equatable {
             var line = Substring(raw)
             while line.last == "\r" || line.last == " " { line = line.dropLast() }
             if line.isEmpty { continue }
-            guard line.count >= 2, let type = line.first, line.dropFirst().first == "=" else { throw ParseError(line: n + 1, reason: "expected <type>=<value>") }
+            guard line.count >= 2, let type = line.first, line.dropFirst().first == "=" else {
+                throw ParseError(line: n + 1, reason: "expected <type>=<value>")
+            }
             // RFC 8866 §9: values are byte strings without NUL, CR or LF; other controls (terminal
             // escapes a peer could plant in a message we print) are refused too.
             guard !line.unicodeScalars.contains(where: { ($0.value < 32 && $0 != "\t") || $0.value == 127 }) else {
@@ -62,8 +64,11 @@ public struct SDPDocument: Sendable, Equatable {
             switch type {
             case "m":
                 let f = value.split(separator: " ")
-                guard f.count >= 3, let port = Int(f[1]), (0...65535).contains(port) else { throw ParseError(line: n + 1, reason: "bad m= line") }
-                doc.media.append(Media(kind: String(f[0]), port: port, proto: String(f[2]), formats: f.dropFirst(3).map(String.init), attributes: []))
+                guard f.count >= 3, let port = Int(f[1]), (0...65535).contains(port) else {
+                    throw ParseError(line: n + 1, reason: "bad m= line")
+                }
+                doc.media.append(
+                    Media(kind: String(f[0]), port: port, proto: String(f[2]), formats: f.dropFirst(3).map(String.init), attributes: []))
             case "a":
                 let attribute: Attribute
                 if let colon = value.firstIndex(of: ":") {
@@ -71,9 +76,15 @@ public struct SDPDocument: Sendable, Equatable {
                 } else {
                     attribute = Attribute(value)
                 }
-                if doc.media.isEmpty { doc.sessionAttributes.append(attribute) } else { doc.media[doc.media.count - 1].attributes.append(attribute) }
+                if doc.media.isEmpty {
+                    doc.sessionAttributes.append(attribute)
+                } else {
+                    doc.media[doc.media.count - 1].attributes.append(attribute)
+                }
             default:
-                if doc.media.isEmpty { doc.sessionLines.append((type, value)) } else {
+                if doc.media.isEmpty {
+                    doc.sessionLines.append((type, value))
+                } else {
                     doc.media[doc.media.count - 1].attributes.append(Attribute(line: type, value)) // c=, b= inside a section
                 }
             }
@@ -86,7 +97,8 @@ public struct SDPDocument: Sendable, Equatable {
     /// digits only); nil for anything else — an empty field, `/`, a sign or a number out of range.
     public static func extmapID(_ field: Substring) -> Int? {
         let digits = field.prefix { $0 != "/" }
-        guard (1...3).contains(digits.count), digits.allSatisfy({ $0.isASCII && $0.isNumber }), let id = Int(digits), (1...255).contains(id) else { return nil }
+        guard (1...3).contains(digits.count), digits.allSatisfy({ $0.isASCII && $0.isNumber }), let id = Int(digits), (1...255).contains(id)
+        else { return nil }
         return id
     }
 
@@ -96,7 +108,11 @@ public struct SDPDocument: Sendable, Equatable {
         for m in media {
             l.append("m=\(m.kind) \(m.port) \(m.proto) " + m.formats.joined(separator: " "))
             for a in m.attributes {
-                if let t = a.lineType { l.append("\(t)=" + (a.value ?? "")) } else { l.append("a=" + a.name + (a.value.map { ":" + $0 } ?? "")) }
+                if let t = a.lineType {
+                    l.append("\(t)=" + (a.value ?? ""))
+                } else {
+                    l.append("a=" + a.name + (a.value.map { ":" + $0 } ?? ""))
+                }
             }
         }
         return l.joined(separator: "\r\n") + "\r\n"
@@ -140,7 +156,7 @@ public struct WHIPOffer: Sendable {
         (2, "http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time", false),
         (3, "http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01", false),
         (10, "urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id", true),
-        (11, "urn:ietf:params:rtp-hdrext:sdes:repaired-rtp-stream-id", true),
+        (11, "urn:ietf:params:rtp-hdrext:sdes:repaired-rtp-stream-id", true)
     ]
 
     public init(iceUfrag: String, icePassword: String, fingerprint: String, candidates: [ICECandidate]) {
@@ -154,22 +170,29 @@ public struct WHIPOffer: Sendable {
         var mids: [String] = []
         if audio { mids.append("0") }
         if hasVideo { mids.append(audio ? "1" : "0") }
-        var doc = SDPDocument(sessionLines: [("v", "0"), ("o", "- \(sessionID) 2 IN IP4 127.0.0.1"), ("s", "pubbot"), ("t", "0 0")],
-                              sessionAttributes: [.init("group", "BUNDLE " + mids.joined(separator: " ")), .init("extmap-allow-mixed"),
-                                                  .init("msid-semantic", " WMS pubbot")],
-                              media: [])
+        var doc = SDPDocument(
+            sessionLines: [("v", "0"), ("o", "- \(sessionID) 2 IN IP4 127.0.0.1"), ("s", "pubbot"), ("t", "0 0")],
+            sessionAttributes: [
+                .init("group", "BUNDLE " + mids.joined(separator: " ")), .init("extmap-allow-mixed"),
+                .init("msid-semantic", " WMS pubbot")
+            ],
+            media: [])
         func common(_ mid: String, video: Bool) -> [SDPDocument.Attribute] {
-            var a: [SDPDocument.Attribute] = [.init(line: "c", "IN IP4 0.0.0.0"), .init("ice-ufrag", iceUfrag), .init("ice-pwd", icePassword),
-                                              .init("ice-options", "trickle"), .init("fingerprint", fingerprint), .init("setup", "actpass"),
-                                              .init("mid", mid), .init(direction == .send ? "sendonly" : "recvonly"), .init("rtcp-mux"), .init("rtcp-rsize")]
+            var a: [SDPDocument.Attribute] = [
+                .init(line: "c", "IN IP4 0.0.0.0"), .init("ice-ufrag", iceUfrag), .init("ice-pwd", icePassword),
+                .init("ice-options", "trickle"), .init("fingerprint", fingerprint), .init("setup", "actpass"),
+                .init("mid", mid), .init(direction == .send ? "sendonly" : "recvonly"), .init("rtcp-mux"), .init("rtcp-rsize")
+            ]
             for e in Self.extensions where video || !e.video { a.append(.init("extmap", "\(e.id) \(e.uri)")) }
             if direction == .send { a.append(.init("msid", "pubbot pubbot-\(video ? "video" : "audio")")) }
             return a
         }
         if audio {
             var a = common("0", video: false)
-            a += [.init("rtpmap", "\(Self.opus) opus/48000/2"), .init("rtcp-fb", "\(Self.opus) transport-cc"),
-                  .init("fmtp", "\(Self.opus) minptime=10;useinbandfec=1")]
+            a += [
+                .init("rtpmap", "\(Self.opus) opus/48000/2"), .init("rtcp-fb", "\(Self.opus) transport-cc"),
+                .init("fmtp", "\(Self.opus) minptime=10;useinbandfec=1")
+            ]
             if direction == .send, let ssrc = audioSSRC {
                 a += [.init("ssrc", "\(ssrc) cname:\(cname)"), .init("ssrc", "\(ssrc) msid:pubbot pubbot-audio")]
             }
@@ -195,7 +218,8 @@ public struct WHIPOffer: Sendable {
                 a += candidates.map { .init("candidate", String($0.description.dropFirst("candidate:".count))) }
                 a.append(.init("end-of-candidates"))
             }
-            doc.media.append(.init(kind: "video", port: 9, proto: "UDP/TLS/RTP/SAVPF", formats: ["\(Self.vp8)", "\(Self.rtx)"], attributes: a))
+            doc.media.append(
+                .init(kind: "video", port: 9, proto: "UDP/TLS/RTP/SAVPF", formats: ["\(Self.vp8)", "\(Self.rtx)"], attributes: a))
         }
         return doc.render()
     }
@@ -250,9 +274,15 @@ public struct NegotiatedSession: Sendable, Equatable {
         func first(_ name: String) -> String? {
             doc.sessionAttributes.first { $0.name == name }?.value ?? doc.media.lazy.compactMap { $0.value(name) }.first
         }
-        guard let ufrag = first("ice-ufrag"), let pwd = first("ice-pwd") else { throw AnswerError(description: "the answer has no ICE credentials (a=ice-ufrag/a=ice-pwd)") }
-        guard let fingerprint = first("fingerprint") else { throw AnswerError(description: "the answer has no DTLS fingerprint (a=fingerprint)") }
-        guard fingerprint.lowercased().hasPrefix("sha-256 ") else { throw AnswerError(description: "the answer's fingerprint is not sha-256 (\(fingerprint.prefix(12))…)") }
+        guard let ufrag = first("ice-ufrag"), let pwd = first("ice-pwd") else {
+            throw AnswerError(description: "the answer has no ICE credentials (a=ice-ufrag/a=ice-pwd)")
+        }
+        guard let fingerprint = first("fingerprint") else {
+            throw AnswerError(description: "the answer has no DTLS fingerprint (a=fingerprint)")
+        }
+        guard fingerprint.lowercased().hasPrefix("sha-256 ") else {
+            throw AnswerError(description: "the answer's fingerprint is not sha-256 (\(fingerprint.prefix(12))…)")
+        }
         let setup = first("setup") ?? "active"
         guard setup == "active" || setup == "passive" else {
             throw AnswerError(description: "the answer must choose a DTLS role (a=setup:active or passive), not '\(setup)' (RFC 5763 §5)")
@@ -260,7 +290,9 @@ public struct NegotiatedSession: Sendable, Equatable {
         var candidates: [ICECandidate] = []
         for m in doc.media {
             for c in m.values("candidate") {
-                if let parsed = try? ICECandidate.parse(Substring("candidate:" + c)), !candidates.contains(parsed) { candidates.append(parsed) }
+                if let parsed = try? ICECandidate.parse(Substring("candidate:" + c)), !candidates.contains(parsed) {
+                    candidates.append(parsed)
+                }
             }
         }
         let lite = doc.sessionAttributes.contains { $0.name == "ice-lite" } || doc.media.contains { $0.has("ice-lite") }
@@ -285,15 +317,21 @@ public struct NegotiatedSession: Sendable, Equatable {
                 let p = e.split(separator: " ")
                 if p.count >= 2, let id = SDPDocument.extmapID(p[0]) { ext[String(p[1])] = id }
             }
-            let fb = Set(m.values("rtcp-fb").filter { $0.hasPrefix("\(pt) ") || $0.hasPrefix("* ") }.map { String($0.drop { $0 != " " }.dropFirst()) })
+            let fb = Set(
+                m.values("rtcp-fb").filter { $0.hasPrefix("\(pt) ") || $0.hasPrefix("* ") }.map {
+                    String($0.drop { $0 != " " }.dropFirst())
+                })
             var simulcast: [String]?
             if let s = m.value("simulcast"), s.hasPrefix("recv ") {
                 // `recv q;h;f` (or alternatives `q,h`): the first of each alternative list; paused (~) ones left out.
-                let accepted = s.dropFirst(5).split(separator: ";").compactMap { $0.split(separator: ",").first.map(String.init) }.filter { !$0.hasPrefix("~") }
+                let accepted = s.dropFirst(5).split(separator: ";").compactMap { $0.split(separator: ",").first.map(String.init) }.filter {
+                    !$0.hasPrefix("~")
+                }
                 simulcast = offer.rids.filter { accepted.contains($0) }
             }
-            var st = Stream(mid: mid, payloadType: pt, rtxPayloadType: rtx, extensions: ext, transportCC: fb.contains("transport-cc"),
-                            remb: fb.contains("goog-remb"), nack: fb.contains("nack"), pli: fb.contains("nack pli"), simulcast: simulcast)
+            var st = Stream(
+                mid: mid, payloadType: pt, rtxPayloadType: rtx, extensions: ext, transportCC: fb.contains("transport-cc"),
+                remb: fb.contains("goog-remb"), nack: fb.contains("nack"), pli: fb.contains("nack pli"), simulcast: simulcast)
             st.direction = ["sendonly", "recvonly", "sendrecv", "inactive"].first { m.has($0) } ?? "sendrecv"
             st.reducedSizeRTCP = m.has("rtcp-rsize")
             for g in m.values("ssrc-group") where g.hasPrefix("FID ") {
@@ -301,13 +339,15 @@ public struct NegotiatedSession: Sendable, Equatable {
                 if ids.count == 2 { st.rtxSSRCs[ids[1]] = ids[0] }
             }
             for line in m.values("ssrc") {
-                guard let id = line.split(separator: " ").first.flatMap({ UInt32($0) }), st.rtxSSRCs[id] == nil, !st.ssrcs.contains(id) else { continue }
+                guard let id = line.split(separator: " ").first.flatMap({ UInt32($0) }), st.rtxSSRCs[id] == nil, !st.ssrcs.contains(id)
+                else { continue }
                 st.ssrcs.append(id)
             }
             return st
         }
-        return NegotiatedSession(iceUfrag: ufrag, icePassword: pwd, iceLite: lite, candidates: candidates, fingerprint: fingerprint,
-                                 dtlsServer: setup == "active", audio: try stream("audio", codec: "opus"), video: try stream("video", codec: "vp8"))
+        return NegotiatedSession(
+            iceUfrag: ufrag, icePassword: pwd, iceLite: lite, candidates: candidates, fingerprint: fingerprint,
+            dtlsServer: setup == "active", audio: try stream("audio", codec: "opus"), video: try stream("video", codec: "vp8"))
     }
 }
 
@@ -347,11 +387,13 @@ public struct WHIPAnswer: Sendable {
     public static let understood: Set<String> = [
         "urn:ietf:params:rtp-hdrext:sdes:mid", "http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time",
         "http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01", "urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id",
-        "urn:ietf:params:rtp-hdrext:sdes:repaired-rtp-stream-id",
+        "urn:ietf:params:rtp-hdrext:sdes:repaired-rtp-stream-id"
     ]
 
-    public static func answer(offer text: String, iceUfrag: String, icePassword: String, fingerprint: String,
-                              candidates: [ICECandidate], sessionID: UInt64) throws(OfferError) -> WHIPAnswer {
+    public static func answer(
+        offer text: String, iceUfrag: String, icePassword: String, fingerprint: String,
+        candidates: [ICECandidate], sessionID: UInt64
+    ) throws(OfferError) -> WHIPAnswer {
         let offer: SDPDocument
         do { offer = try SDPDocument.parse(text) } catch { throw OfferError(description: "the offer is not valid SDP: \(error)") }
         func first(_ name: String) -> String? {
@@ -369,8 +411,9 @@ public struct WHIPAnswer: Sendable {
         }
         guard !offer.media.isEmpty else { throw OfferError(description: "the offer has no media sections") }
         let bundle = offer.sessionAttributes.first { $0.name == "group" && ($0.value ?? "").hasPrefix("BUNDLE") }
-        var answer = SDPDocument(sessionLines: [("v", "0"), ("o", "- \(sessionID) 2 IN IP4 127.0.0.1"), ("s", "pubbot receive"), ("t", "0 0")],
-                                 sessionAttributes: [.init("ice-lite")], media: [])
+        var answer = SDPDocument(
+            sessionLines: [("v", "0"), ("o", "- \(sessionID) 2 IN IP4 127.0.0.1"), ("s", "pubbot receive"), ("t", "0 0")],
+            sessionAttributes: [.init("ice-lite")], media: [])
         if let b = bundle { answer.sessionAttributes.insert(.init("group", b.value), at: 0) }
         var streams: [Stream] = []
         for m in offer.media {
@@ -382,17 +425,22 @@ public struct WHIPAnswer: Sendable {
                 return (pt, String(p[1].split(separator: "/").first ?? "").lowercased(), String(p[1]))
             }
             guard let codec, !m.has("inactive"), !m.has("recvonly"),
-                  let media = maps.first(where: { $0.1 == codec && m.formats.contains(String($0.0)) }) else {
-                answer.media.append(.init(kind: m.kind, port: 0, proto: m.proto, formats: m.formats.prefix(1).map { $0 }, attributes: [.init("mid", mid)]))
+                let media = maps.first(where: { $0.1 == codec && m.formats.contains(String($0.0)) })
+            else {
+                answer.media.append(
+                    .init(kind: m.kind, port: 0, proto: m.proto, formats: m.formats.prefix(1).map { $0 }, attributes: [.init("mid", mid)]))
                 continue
             }
             let rtx = maps.first { $0.1 == "rtx" && m.values("fmtp").contains("\($0.0) apt=\(media.0)") }
             var ext: [String: Int] = [:]
-            var attributes: [SDPDocument.Attribute] = [.init(line: "c", "IN IP4 0.0.0.0"), .init("ice-ufrag", iceUfrag), .init("ice-pwd", icePassword),
-                                                       .init("fingerprint", fingerprint), .init("setup", "active"), .init("mid", mid)]
+            var attributes: [SDPDocument.Attribute] = [
+                .init(line: "c", "IN IP4 0.0.0.0"), .init("ice-ufrag", iceUfrag), .init("ice-pwd", icePassword),
+                .init("fingerprint", fingerprint), .init("setup", "active"), .init("mid", mid)
+            ]
             for e in m.values("extmap") {
                 let p = e.split(separator: " ")
-                guard p.count >= 2, let id = SDPDocument.extmapID(p[0]), (1...14).contains(id), Self.understood.contains(String(p[1])) else { continue }
+                guard p.count >= 2, let id = SDPDocument.extmapID(p[0]), (1...14).contains(id), Self.understood.contains(String(p[1]))
+                else { continue }
                 ext[String(p[1])] = id
                 attributes.append(.init("extmap", "\(id) \(p[1])"))
             }
@@ -403,14 +451,19 @@ public struct WHIPAnswer: Sendable {
             if let r = rtx { attributes += [.init("rtpmap", "\(r.0) \(r.2)"), .init("fmtp", "\(r.0) apt=\(media.0)")] }
             var rids: [String] = []
             if codec == "vp8", let s = m.value("simulcast"), s.hasPrefix("send ") {
-                rids = s.dropFirst(5).split(separator: ";").compactMap { $0.split(separator: ",").first.map(String.init) }.filter { !$0.hasPrefix("~") }
+                rids = s.dropFirst(5).split(separator: ";").compactMap { $0.split(separator: ",").first.map(String.init) }.filter {
+                    !$0.hasPrefix("~")
+                }
                 rids = rids.filter { rid in m.values("rid").contains { $0.hasPrefix(rid + " send") } }
                 attributes += rids.map { .init("rid", "\($0) recv") }
                 if !rids.isEmpty { attributes.append(.init("simulcast", "recv " + rids.joined(separator: ";"))) }
             }
             attributes += candidates.map { .init("candidate", String($0.description.dropFirst("candidate:".count))) }
             attributes.append(.init("end-of-candidates"))
-            answer.media.append(.init(kind: m.kind, port: 9, proto: m.proto, formats: [String(media.0)] + (rtx.map { [String($0.0)] } ?? []), attributes: attributes))
+            answer.media.append(
+                .init(
+                    kind: m.kind, port: 9, proto: m.proto, formats: [String(media.0)] + (rtx.map { [String($0.0)] } ?? []),
+                    attributes: attributes))
             var stream = Stream(kind: m.kind, mid: mid, payloadType: media.0, rtxPayloadType: rtx?.0, extensions: ext, rids: rids)
             for g in m.values("ssrc-group") where g.hasPrefix("FID ") && stream.rtxToMedia.count < 32 {
                 let ids = g.dropFirst(4).split(separator: " ").compactMap { UInt32($0) }

@@ -5,7 +5,7 @@ import Net
 import SRTP
 import Stats
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// How a simulated run is set up: the same publisher and receiver configurations `publish` and
@@ -92,7 +92,9 @@ public final class Simulation {
                 if s != 0 && !taken.contains(s) { ssrcs.append(s); taken.insert(s) }
             }
             let plan = StreamPlan(config: p, ssrcs: ssrcs, random: { random.next() })
-            do { addresses.append(try SocketAddress(host: "127.0.0.1", port: 50_000 + n)) } catch { throw SetupError(description: "\(error)") }
+            do { addresses.append(try SocketAddress(host: "127.0.0.1", port: 50_000 + n)) } catch {
+                throw SetupError(description: "\(error)")
+            }
             do { sessions.append(try PublisherSession(config: p, plan: plan, startMicros: origin, wallOffsetMicros: wallOffset)) } catch {
                 throw SetupError(description: "cannot set up SRTP: \(error)")
             }
@@ -110,7 +112,9 @@ public final class Simulation {
         self.feeders = feeders
         publisherAddresses = addresses
         receiverSeed = random.next()
-        do { receiver = try ReceiverSession(config: config.receiver, startMicros: origin, wallOffsetMicros: wallOffset, seed: receiverSeed) } catch {
+        do {
+            receiver = try ReceiverSession(config: config.receiver, startMicros: origin, wallOffsetMicros: wallOffset, seed: receiverSeed)
+        } catch {
             throw SetupError(description: "cannot set up SRTP: \(error)")
         }
         for p in publishers { p.begin(now: origin) }
@@ -150,7 +154,9 @@ public final class Simulation {
                 let wake = publishers[i].step(now: now)
                 exchangeEvents(i)
                 deliverPublisherDatagrams(i, down: down)
-                if let wake { next = min(next, wake) } else {
+                if let wake {
+                    next = min(next, wake)
+                } else {
                     publishers[i].finish(now: now)
                     deliverPublisherDatagrams(i, down: down)
                     done[i] = true
@@ -235,7 +241,8 @@ public final class Simulation {
         var (streams, network) = publishers[i].statistics
         let media = feeders[i].counters
         for k in streams.indices {
-            if let layer = publishers[i].plan.streams.first(where: { $0.ssrc == streams[k].ssrc })?.layer, layer < media.framesEncoded.count {
+            if let layer = publishers[i].plan.streams.first(where: { $0.ssrc == streams[k].ssrc })?.layer, layer < media.framesEncoded.count
+            {
                 streams[k].framesEncoded = media.framesEncoded[layer]
             }
         }
@@ -329,7 +336,9 @@ struct LiveFeeder: MediaFeeder {
     init(config: PublisherConfig, start: Int64, wallOffset: Int64) throws(CodecError) {
         layers = config.sendVideo ? config.layers : []
         var encoders: [VP8Encoder] = []
-        for l in layers { encoders.append(try VP8Encoder(config: l, keyFrameInterval: VP8Encoder.frames(in: config.keyFrameIntervalMicros, fps: l.fps))) }
+        for l in layers {
+            encoders.append(try VP8Encoder(config: l, keyFrameInterval: VP8Encoder.frames(in: config.keyFrameIntervalMicros, fps: l.fps)))
+        }
         self.encoders = encoders
         pictures = layers.map { I420Frame(width: $0.width, height: $0.height) }
         source = SyntheticVideoSource(seed: config.seed)
@@ -367,7 +376,10 @@ struct LiveFeeder: MediaFeeder {
             source.fill(&pictures[i], frameNumber: number, captureMillis: UInt32(truncatingIfNeeded: (capture + wallOffset) / 1000))
             let force = admission == .keyFrame
             let encoded: EncodedVideoFrame?
-            do { encoded = try encoders[i].encode(&pictures[i], layer: i, frameNumber: number, captureMicros: capture, forceKeyFrame: force, clock: { 0 }) } catch {
+            do {
+                encoded = try encoders[i].encode(
+                    &pictures[i], layer: i, frameNumber: number, captureMicros: capture, forceKeyFrame: force, clock: { 0 })
+            } catch {
                 continue
             }
             if force && encoded?.isKeyFrame != true { gate.keyFrameMissed(layer: i) } // dropped: ask again next tick
@@ -427,13 +439,19 @@ struct SizedFeeder: MediaFeeder {
             var bytes: [UInt8]
             if key {
                 // RFC 6386 §9.1: frame tag (key frame, shown), start code, 14-bit width and height.
-                bytes = [0x10, 0x02, 0x00, 0x9D, 0x01, 0x2A, UInt8(l.width & 0xFF), UInt8(l.width >> 8), UInt8(l.height & 0xFF), UInt8(l.height >> 8)]
+                bytes = [
+                    0x10, 0x02, 0x00, 0x9D, 0x01, 0x2A, UInt8(l.width & 0xFF), UInt8(l.width >> 8), UInt8(l.height & 0xFF),
+                    UInt8(l.height >> 8)
+                ]
             } else {
                 bytes = [0x31, 0x02, 0x00]
             }
             bytes += [UInt8](repeating: 0, count: max(0, size - bytes.count))
-            session.handle(.video(EncodedVideoFrame(layer: i, bytes: bytes, isKeyFrame: key, width: l.width, height: l.height,
-                                                    frameNumber: frameCount[i], captureMicros: capture, temporalID: nil, layerSync: false, encodeMicros: 0)))
+            session.handle(
+                .video(
+                    EncodedVideoFrame(
+                        layer: i, bytes: bytes, isKeyFrame: key, width: l.width, height: l.height,
+                        frameNumber: frameCount[i], captureMicros: capture, temporalID: nil, layerSync: false, encodeMicros: 0)))
             frameCount[i] &+= 1
             counters.framesEncoded[i] += 1
             if key { counters.keyFramesEncoded[i] += 1 }

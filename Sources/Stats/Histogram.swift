@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A log-bucketed histogram of non-negative values (each bucket 2 % wide, plus a bucket for
@@ -65,12 +65,16 @@ public struct Histogram: Sendable, Equatable {
         let b: [JSONValue] = buckets.keys.sorted().map { k in
             .array([k == Int.min ? .null : .int(Int64(k)), .int(Int64(buckets[k]!))])
         }
-        return .object([("count", .int(Int64(count))), ("sum", .double(sum)), ("min", min.map { .double($0) } ?? .null),
-                        ("max", max.map { .double($0) } ?? .null), ("buckets", .array(b))])
+        return .object([
+            ("count", .int(Int64(count))), ("sum", .double(sum)), ("min", min.map { .double($0) } ?? .null),
+            ("max", max.map { .double($0) } ?? .null), ("buckets", .array(b))
+        ])
     }
 
     public init?(json: JSONValue) {
-        guard let c = json["count"]?.intValue, let s = json["sum"]?.doubleValue, case let .array(items)? = json["buckets"] else { return nil }
+        guard let c = json["count"]?.intValue, let s = json["sum"]?.doubleValue, case let .array(items)? = json["buckets"] else {
+            return nil
+        }
         var total = 0
         for item in items {
             guard case let .array(pair) = item, pair.count == 2, let n = pair[1].intValue, n >= 0 else { return nil }

@@ -106,10 +106,16 @@ extension JSONValue {
             if i < bytes.count, bytes[i] == UInt8(ascii: "-") { i += 1 }
             while i < bytes.count {
                 let c = bytes[i]
-                if c >= 0x30 && c <= 0x39 { i += 1 } else if c == UInt8(ascii: ".") || c == UInt8(ascii: "e") || c == UInt8(ascii: "E") || c == UInt8(ascii: "+") || (c == UInt8(ascii: "-") && i > start) {
+                if c >= 0x30 && c <= 0x39 {
+                    i += 1
+                } else if c == UInt8(ascii: ".") || c == UInt8(ascii: "e") || c == UInt8(ascii: "E") || c == UInt8(ascii: "+")
+                    || (c == UInt8(ascii: "-") && i > start)
+                {
                     integral = false
                     i += 1
-                } else { break }
+                } else {
+                    break
+                }
             }
             let text = String(decoding: bytes[start..<i], as: UTF8.self)
             if integral, let v = Int64(text) { return .int(v) }
@@ -139,7 +145,9 @@ extension JSONValue {
                 case UInt8(ascii: "r"): out.append(0x0d)
                 case UInt8(ascii: "t"): out.append(0x09)
                 case UInt8(ascii: "u"):
-                    guard i + 4 <= bytes.count, let u = UInt32(String(decoding: bytes[i..<(i + 4)], as: UTF8.self), radix: 16) else { throw fail("bad \\u escape") }
+                    guard i + 4 <= bytes.count, let u = UInt32(String(decoding: bytes[i..<(i + 4)], as: UTF8.self), radix: 16) else {
+                        throw fail("bad \\u escape")
+                    }
                     i += 4
                     out += Array(String(Unicode.Scalar(u).map(Character.init) ?? "\u{FFFD}").utf8)
                 default: throw fail("bad escape")

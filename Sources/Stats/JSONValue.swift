@@ -25,7 +25,9 @@ public indirect enum JSONValue: Equatable, Sendable {
         case let .double(d):
             if d.isFinite {
                 if d == d.rounded() && abs(d) < 1e15 { out += String(Int64(d)) } else { out += String(d) }
-            } else { out += "null" }
+            } else {
+                out += "null"
+            }
         case let .string(s): Self.quote(s, into: &out)
         case let .array(items):
             out += "["

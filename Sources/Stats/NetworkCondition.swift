@@ -44,8 +44,10 @@ public struct TransportSample: Sendable {
     public var layersAtTarget: Bool
     public var lowestLayerMin: Int
 
-    public init(micros: Int64, lossFraction: Double?, estimate: Int?, desired: Int, activeLayers: Int, totalLayers: Int,
-                layersAtTarget: Bool, lowestLayerMin: Int) {
+    public init(
+        micros: Int64, lossFraction: Double?, estimate: Int?, desired: Int, activeLayers: Int, totalLayers: Int,
+        layersAtTarget: Bool, lowestLayerMin: Int
+    ) {
         self.micros = micros
         self.lossFraction = lossFraction
         self.estimate = estimate
@@ -81,14 +83,21 @@ public struct NetworkConditionScorer: Sendable {
         let t = thresholds
         var byLoss = NetworkCondition.excellent
         if let loss = windowLoss {
-            byLoss = loss < t.excellentLoss ? .excellent : loss < t.goodLoss ? .good : loss < t.fairLoss ? .fair : loss < t.warningLoss ? .warning : .critical
+            byLoss =
+                loss < t.excellentLoss
+                ? .excellent : loss < t.goodLoss ? .good : loss < t.fairLoss ? .fair : loss < t.warningLoss ? .warning : .critical
         }
         var byBandwidth = NetworkCondition.excellent
         if let e = last.estimate {
-            if last.totalLayers > 0 && e < last.lowestLayerMin { byBandwidth = .critical }
-            else if last.totalLayers > 1 && last.activeLayers <= 1 { byBandwidth = .warning }
-            else if last.activeLayers < last.totalLayers { byBandwidth = .fair }
-            else if !last.layersAtTarget { byBandwidth = Double(e) >= t.goodEstimateShare * Double(last.desired) ? .good : .fair }
+            if last.totalLayers > 0 && e < last.lowestLayerMin {
+                byBandwidth = .critical
+            } else if last.totalLayers > 1 && last.activeLayers <= 1 {
+                byBandwidth = .warning
+            } else if last.activeLayers < last.totalLayers {
+                byBandwidth = .fair
+            } else if !last.layersAtTarget {
+                byBandwidth = Double(e) >= t.goodEstimateShare * Double(last.desired) ? .good : .fair
+            }
         }
         let c = min(byLoss, byBandwidth)
         if c == .excellent { return (.excellent, .none) }

@@ -36,7 +36,10 @@ public struct OutboundStreamStats: Sendable, Equatable {
     public var retransmittedBytesSent = 0
     public var firReceived = 0
 
-    public init(ssrc: UInt32, kind: MediaKind, mid: String, rid: String?, codec: String, width: Int = 0, height: Int = 0, scalabilityMode: String? = nil) {
+    public init(
+        ssrc: UInt32, kind: MediaKind, mid: String, rid: String?, codec: String, width: Int = 0, height: Int = 0,
+        scalabilityMode: String? = nil
+    ) {
         self.ssrc = ssrc
         self.kind = kind
         self.mid = mid
@@ -127,5 +130,7 @@ public struct RejectedPackets: Sendable, Equatable {
 
     public init() {}
 
-    public var total: Int { authenticationFailed + replayed + malformed + oversized + unknownPayloadType + notRTP + ssrcCollision + unknownSource }
+    public var total: Int {
+        authenticationFailed + replayed + malformed + oversized + unknownPayloadType + notRTP + ssrcCollision + unknownSource
+    }
 }

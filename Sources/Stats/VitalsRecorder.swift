@@ -42,8 +42,11 @@ public struct VitalsRecorder: Sendable {
         cpuMax = max(cpuMax, s.cpuPercent)
         cpuSum += s.cpuPercent
         rssMax = max(rssMax, s.rssBytes)
-        append(.object([("type", .string("vitals")), ("timestamp", .int(s.wallMillis)), ("kind", .string("sample")),
-                        ("cpuPercent", .double((s.cpuPercent * 10).rounded() / 10)), ("rssBytes", .int(Int64(s.rssBytes)))]))
+        append(
+            .object([
+                ("type", .string("vitals")), ("timestamp", .int(s.wallMillis)), ("kind", .string("sample")),
+                ("cpuPercent", .double((s.cpuPercent * 10).rounded() / 10)), ("rssBytes", .int(Int64(s.rssBytes)))
+            ]))
     }
 
     /// A stats snapshot (any JSON) on the same timeline.
@@ -64,8 +67,11 @@ public struct VitalsRecorder: Sendable {
             truncated = true
             entriesTruncated += 1
         }
-        append(.object([("type", .string("vitals")), ("timestamp", .int(wallMillis)), ("kind", .string("custom")),
-                        ("name", .string(name)), ("value", v), ("truncated", .bool(truncated))]))
+        append(
+            .object([
+                ("type", .string("vitals")), ("timestamp", .int(wallMillis)), ("kind", .string("custom")),
+                ("name", .string(name)), ("value", v), ("truncated", .bool(truncated))
+            ]))
     }
 
     /// A URL as it may be recorded: without its query string (signed URLs carry tokens).
@@ -97,9 +103,11 @@ public struct VitalsRecorder: Sendable {
 
     /// The final summary line (emitted once, at the end).
     public func summary(wallMillis: Int64) -> JSONValue {
-        .object([("type", .string("vitals")), ("timestamp", .int(wallMillis)), ("kind", .string("summary")), ("samples", .int(Int64(samples))),
-                 ("cpuPercentMean", .double(samples > 0 ? (cpuSum / Double(samples) * 10).rounded() / 10 : 0)),
-                 ("cpuPercentMax", .double((cpuMax * 10).rounded() / 10)), ("rssBytesMax", .int(Int64(rssMax))),
-                 ("entriesTruncated", .int(Int64(entriesTruncated))), ("entriesDropped", .int(Int64(entriesDropped)))])
+        .object([
+            ("type", .string("vitals")), ("timestamp", .int(wallMillis)), ("kind", .string("summary")), ("samples", .int(Int64(samples))),
+            ("cpuPercentMean", .double(samples > 0 ? (cpuSum / Double(samples) * 10).rounded() / 10 : 0)),
+            ("cpuPercentMax", .double((cpuMax * 10).rounded() / 10)), ("rssBytesMax", .int(Int64(rssMax))),
+            ("entriesTruncated", .int(Int64(entriesTruncated))), ("entriesDropped", .int(Int64(entriesDropped)))
+        ])
     }
 }

@@ -30,7 +30,8 @@ public enum LocalInterfaces {
     /// only `interface` when one is named (`--ice-interface`).
     public static func hostAddresses(interface: String? = nil, includeLoopback: Bool = false, ipv6: Bool = true) -> [LocalInterface] {
         list().filter { i in
-            i.isUp && (includeLoopback || !i.isLoopback) && !i.isLinkLocal && (ipv6 || i.ip.count == 4) && (interface == nil || i.name == interface)
+            i.isUp && (includeLoopback || !i.isLoopback) && !i.isLinkLocal && (ipv6 || i.ip.count == 4)
+                && (interface == nil || i.name == interface)
         }
     }
 }

@@ -1,6 +1,6 @@
 internal import COpenSSL
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Why a TLS connection (TURN over TLS) could not be made: OpenSSL's reason or the verdict on
@@ -41,14 +41,18 @@ public final class TLSStream: TURNStream {
             if rc == 1 { break }
             if rc < 0 {
                 let v = copenssl_verify_result(ssl)
-                let why = v != 0 ? "its certificate was refused: " + String(cString: copenssl_verify_string(v))
-                                 : String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                let why =
+                    v != 0
+                    ? "its certificate was refused: " + String(cString: copenssl_verify_string(v))
+                    : String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
                 throw TLSError(description: "the TLS handshake with the TURN server \(tcp.remote) failed: \(why)")
             }
             var now = timespec()
             clock_gettime(CLOCK_MONOTONIC, &now)
             let left = end - (Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000)
-            if left <= 0 || tcp.closed { throw TLSError(description: "the TLS handshake with the TURN server \(tcp.remote) did not finish") }
+            if left <= 0 || tcp.closed {
+                throw TLSError(description: "the TLS handshake with the TURN server \(tcp.remote) did not finish")
+            }
             var ready = [UInt8](repeating: 0, count: 1)
             _ = waitReadable([tcp.fd], ready: &ready, timeoutMicros: left * 1000)
             tcp.readRaw { chunk in chunk.withUnsafeBytes { _ = copenssl_feed(ssl, $0.baseAddress, Int32($0.count)) } }

@@ -53,8 +53,10 @@ public final class UDPSocket {
         return Int(rc)
     }
 
-    func sendRaw(pointers: UnsafePointer<UnsafeMutableRawPointer?>, lengths: UnsafePointer<UInt32>, count: Int,
-                 to destination: SocketAddress) throws(SocketError) -> Int {
+    func sendRaw(
+        pointers: UnsafePointer<UnsafeMutableRawPointer?>, lengths: UnsafePointer<UInt32>, count: Int,
+        to destination: SocketAddress
+    ) throws(SocketError) -> Int {
         guard count > 0 else { return 0 }
         var dst = destination.raw
         if usesGSO {
@@ -89,7 +91,8 @@ public final class UDPSocket {
         let rc = batch.pointers.withUnsafeBufferPointer { ptrs in
             batch.lengths.withUnsafeMutableBufferPointer { lens in
                 rawSources.withUnsafeMutableBufferPointer { froms in
-                    clinux_recvmmsg(fd, ptrs.baseAddress!, UInt32(PacketBatch.maxPacketSize), lens.baseAddress!, froms.baseAddress!, Int32(n))
+                    clinux_recvmmsg(
+                        fd, ptrs.baseAddress!, UInt32(PacketBatch.maxPacketSize), lens.baseAddress!, froms.baseAddress!, Int32(n))
                 }
             }
         }
@@ -135,11 +138,11 @@ public final class EventSignal: Sendable {
 /// loop polls all its bots' sockets at once).
 public func waitReadable(_ fds: [Int32], ready: inout [UInt8], timeoutMicros: Int64) -> Int {
     if ready.count < fds.count { ready = [UInt8](repeating: 0, count: fds.count) }
-    return Int(fds.withUnsafeBufferPointer { f in
-        ready.withUnsafeMutableBufferPointer { r in clinux_wait_many(f.baseAddress, r.baseAddress, Int32(f.count), timeoutMicros) }
-    })
+    return Int(
+        fds.withUnsafeBufferPointer { f in
+            ready.withUnsafeMutableBufferPointer { r in clinux_wait_many(f.baseAddress, r.baseAddress, Int32(f.count), timeoutMicros) }
+        })
 }
-
 
 /// An epoll set (fleet loops): sockets registered once with a tag, waits return only the ready.
 public final class ReadinessSet {
@@ -169,8 +172,10 @@ public final class ReadinessSet {
 
 extension UDPSocket {
     /// Sends up to 64 datagrams given as pointers and lengths (arena slots) in one `sendmmsg`.
-    public func send(pointers: UnsafePointer<UnsafeMutableRawPointer?>, lengths: UnsafePointer<UInt32>, count: Int,
-                     to destination: SocketAddress) throws(SocketError) -> Int {
+    public func send(
+        pointers: UnsafePointer<UnsafeMutableRawPointer?>, lengths: UnsafePointer<UInt32>, count: Int,
+        to destination: SocketAddress
+    ) throws(SocketError) -> Int {
         try sendRaw(pointers: pointers, lengths: lengths, count: count, to: destination)
     }
 }

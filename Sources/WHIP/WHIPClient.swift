@@ -25,7 +25,9 @@ public struct WHIPSession: Sendable {
 
 /// Why a WHIP exchange failed: one message a person can act on (the token never appears in it).
 public struct WHIPError: Error, CustomStringConvertible, Sendable, Equatable {
-    public enum Kind: Sendable, Equatable { case unreachable, timeout, tls, unauthorized, notFound, rejected, busy, server, protocolViolation }
+    public enum Kind: Sendable, Equatable {
+        case unreachable, timeout, tls, unauthorized, notFound, rejected, busy, server, protocolViolation
+    }
     public var kind: Kind
     public var status: Int?
     public var message: String
@@ -37,23 +39,34 @@ public struct WHIPError: Error, CustomStringConvertible, Sendable, Equatable {
 public enum WHIPClient {
     /// POSTs `offer` to `endpoint`. A 429/503 with `Retry-After` is retried once after waiting
     /// (`sleep` is the caller's, in µs; at most 10 s).
-    public static func publish(endpoint: String, offer: String, token: String?, connectTimeoutMillis: Int = 5_000, timeoutMillis: Int = 10_000,
-                               sleep: (Int64) -> Void) throws(WHIPError) -> WHIPSession {
+    public static func publish(
+        endpoint: String, offer: String, token: String?, connectTimeoutMillis: Int = 5_000, timeoutMillis: Int = 10_000,
+        sleep: (Int64) -> Void
+    ) throws(WHIPError) -> WHIPSession {
         var retried = false
         while true {
-            let r = request("POST", endpoint, body: offer, headers: ["Content-Type: application/sdp", "Accept: application/sdp"], token: token,
-                            connectTimeoutMillis: connectTimeoutMillis, timeoutMillis: timeoutMillis)
+            let r = request(
+                "POST", endpoint, body: offer, headers: ["Content-Type: application/sdp", "Accept: application/sdp"], token: token,
+                connectTimeoutMillis: connectTimeoutMillis, timeoutMillis: timeoutMillis)
             try r.transportError(endpoint: endpoint, connectTimeoutMillis: connectTimeoutMillis, timeoutMillis: timeoutMillis)
             switch r.status {
             case 201:
                 guard let location = r.header("location") else {
-                    throw WHIPError(kind: .protocolViolation, status: 201, message: "the WHIP endpoint answered 201 without a Location header: the session could not be ended later (RFC 9725 §4.2)")
+                    throw WHIPError(
+                        kind: .protocolViolation, status: 201,
+                        message:
+                            "the WHIP endpoint answered 201 without a Location header: the session could not be ended later (RFC 9725 §4.2)"
+                    )
                 }
                 guard r.header("content-type")?.lowercased().hasPrefix("application/sdp") == true, r.body.hasPrefix("v=0") else {
-                    throw WHIPError(kind: .protocolViolation, status: 201, message: "the WHIP endpoint answered 201 without an SDP answer (Content-Type \(r.header("content-type") ?? "none"))")
+                    throw WHIPError(
+                        kind: .protocolViolation, status: 201,
+                        message: "the WHIP endpoint answered 201 without an SDP answer (Content-Type \(r.header("content-type") ?? "none"))"
+                    )
                 }
-                return WHIPSession(answer: r.body, resourceURL: resolve(location, against: r.effectiveURL ?? endpoint), etag: r.header("etag"),
-                                   iceServers: r.headers("link").flatMap(parseLink))
+                return WHIPSession(
+                    answer: r.body, resourceURL: resolve(location, against: r.effectiveURL ?? endpoint), etag: r.header("etag"),
+                    iceServers: r.headers("link").flatMap(parseLink))
             case 429, 503:
                 // Retry-After: delay-seconds (RFC 9110 §10.2.3), a server's number: 0…10 s here.
                 if !retried, let wait = r.header("retry-after").flatMap({ Int64($0.trimmingCharacters) }) {
@@ -61,7 +74,11 @@ public enum WHIPClient {
                     sleep(max(0, min(wait, 10)) * 1_000_000)
                     continue
                 }
-                throw WHIPError(kind: .busy, status: r.status, message: "the WHIP endpoint is busy (HTTP \(r.status))\(r.header("retry-after").map { ", Retry-After \($0)" } ?? ""): try again later")
+                throw WHIPError(
+                    kind: .busy, status: r.status,
+                    message:
+                        "the WHIP endpoint is busy (HTTP \(r.status))\(r.header("retry-after").map { ", Retry-After \($0)" } ?? ""): try again later"
+                )
             default:
                 throw r.httpError(endpoint: endpoint, token: token)
             }
@@ -70,7 +87,9 @@ public enum WHIPClient {
 
     /// Ends the session (DELETE on its URL, RFC 9725 §4.3).
     public static func delete(_ session: WHIPSession, token: String?, timeoutMillis: Int = 5_000) throws(WHIPError) {
-        let r = request("DELETE", session.resourceURL, body: nil, headers: [], token: token, connectTimeoutMillis: timeoutMillis, timeoutMillis: timeoutMillis)
+        let r = request(
+            "DELETE", session.resourceURL, body: nil, headers: [], token: token, connectTimeoutMillis: timeoutMillis,
+            timeoutMillis: timeoutMillis)
         try r.transportError(endpoint: session.resourceURL, connectTimeoutMillis: timeoutMillis, timeoutMillis: timeoutMillis)
         guard (200..<300).contains(r.status) else { throw r.httpError(endpoint: session.resourceURL, token: token) }
     }
@@ -93,13 +112,16 @@ public enum WHIPClient {
             let where_ = WHIPClient.redacted(endpoint)
             if ccurl_is_timeout(curlCode) != 0 {
                 // Which timer fired: the connection's (nothing answered) or the whole request's.
-                throw WHIPError(kind: .timeout, status: nil, message: connected
-                    ? "the WHIP endpoint \(where_) did not answer within \(seconds(timeoutMillis))"
-                    : "cannot connect to the WHIP endpoint \(where_) within \(seconds(connectTimeoutMillis))")
+                throw WHIPError(
+                    kind: .timeout, status: nil,
+                    message: connected
+                        ? "the WHIP endpoint \(where_) did not answer within \(seconds(timeoutMillis))"
+                        : "cannot connect to the WHIP endpoint \(where_) within \(seconds(connectTimeoutMillis))")
             }
             if ccurl_is_unsupported_protocol(curlCode) != 0 {
-                throw WHIPError(kind: .protocolViolation, status: nil,
-                                message: "the WHIP endpoint \(where_) redirected to a URL that is not http or https (not followed)")
+                throw WHIPError(
+                    kind: .protocolViolation, status: nil,
+                    message: "the WHIP endpoint \(where_) redirected to a URL that is not http or https (not followed)")
             }
             let said = WHIPClient.sanitized(curlMessage, secrets: [])
             if ccurl_is_unreachable(curlCode) != 0 {
@@ -120,11 +142,14 @@ public enum WHIPClient {
             let said = text.isEmpty ? "" : ": \(text)"
             switch status {
             case 401, 403:
-                return WHIPError(kind: .unauthorized, status: status, message: token != nil
-                    ? "the WHIP endpoint refused the token (HTTP \(status))\(said)"
-                    : "the WHIP endpoint wants a token (HTTP \(status)): pass --token or set PUBBOT_WHIP_TOKEN")
+                return WHIPError(
+                    kind: .unauthorized, status: status,
+                    message: token != nil
+                        ? "the WHIP endpoint refused the token (HTTP \(status))\(said)"
+                        : "the WHIP endpoint wants a token (HTTP \(status)): pass --token or set PUBBOT_WHIP_TOKEN")
             case 404:
-                return WHIPError(kind: .notFound, status: status, message: "no WHIP endpoint at \(WHIPClient.redacted(endpoint)) (HTTP 404)")
+                return WHIPError(
+                    kind: .notFound, status: status, message: "no WHIP endpoint at \(WHIPClient.redacted(endpoint)) (HTTP 404)")
             case 400..<500:
                 return WHIPError(kind: .rejected, status: status, message: "the WHIP endpoint refused the offer (HTTP \(status))\(said)")
             default:
@@ -133,7 +158,9 @@ public enum WHIPClient {
         }
     }
 
-    static func request(_ method: String, _ url: String, body: String?, headers: [String], token: String?, connectTimeoutMillis: Int, timeoutMillis: Int) -> Response {
+    static func request(
+        _ method: String, _ url: String, body: String?, headers: [String], token: String?, connectTimeoutMillis: Int, timeoutMillis: Int
+    ) -> Response {
         var lines = headers
         if let token { lines.append("Authorization: Bearer \(token)") }
         var r = ccurl_result()
@@ -154,8 +181,9 @@ public enum WHIPClient {
             block.append((line[..<colon].lowercased(), String(line[line.index(after: colon)...]).trimmingCharacters))
         }
         let message = withUnsafeBytes(of: r.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-        return Response(curlCode: r.curl_code, curlMessage: message.isEmpty ? "error \(r.curl_code)" : message, status: Int(r.status),
-                        body: bodyText, headerLines: block, effectiveURL: r.effective_url.map { String(cString: $0) }, connected: r.connected != 0)
+        return Response(
+            curlCode: r.curl_code, curlMessage: message.isEmpty ? "error \(r.curl_code)" : message, status: Int(r.status),
+            body: bodyText, headerLines: block, effectiveURL: r.effective_url.map { String(cString: $0) }, connected: r.connected != 0)
     }
 
     /// RFC 3986 §5.2 for the forms servers send: absolute, absolute-path, or relative.
@@ -187,7 +215,8 @@ public enum WHIPClient {
                 params[kv[0].lowercased().trimmingCharacters] = v
             }
             guard params["rel"] == "ice-server" else { continue }
-            out.append(ICEServerLink(url: String(first.dropFirst().dropLast()), username: params["username"], credential: params["credential"]))
+            out.append(
+                ICEServerLink(url: String(first.dropFirst().dropLast()), username: params["username"], credential: params["credential"]))
         }
         return out
     }
@@ -239,16 +268,19 @@ public enum WHIPClient {
     /// whitespace runs folded, at most 200 characters, each known secret and any bearer
     /// credential (`Bearer …`, `token=…`) replaced by `***`.
     public static func sanitized(_ text: String, secrets: [String]) -> String {
-        var s = String(String.UnicodeScalarView(text.unicodeScalars.prefix(4096).map { scalar -> Unicode.Scalar in
-            scalar.properties.generalCategory == .control || scalar.properties.generalCategory == .format ? " " : scalar
-        }))
+        var s = String(
+            String.UnicodeScalarView(
+                text.unicodeScalars.prefix(4096).map { scalar -> Unicode.Scalar in
+                    scalar.properties.generalCategory == .control || scalar.properties.generalCategory == .format ? " " : scalar
+                }))
         for secret in secrets where !secret.isEmpty { s = s.replacing(secret, with: "***") }
         var chars = Array(s)
         for scheme in ["bearer ", "basic ", "token=", "access_token=", "password=", "credential="].map(Array.init) {
             var out: [Character] = []
             var i = 0
             while i < chars.count {
-                if i + scheme.count <= chars.count, zip(chars[i..<(i + scheme.count)], scheme).allSatisfy({ $0.lowercased() == String($1) }) {
+                if i + scheme.count <= chars.count, zip(chars[i..<(i + scheme.count)], scheme).allSatisfy({ $0.lowercased() == String($1) })
+                {
                     out += chars[i..<(i + scheme.count)]
                     out += Array("***")
                     i += scheme.count

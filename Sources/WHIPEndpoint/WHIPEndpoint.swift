@@ -32,15 +32,19 @@ public final class WHIPEndpoint: @unchecked Sendable {
     public var sessionsAnswered: Int { answered.value }
     public var sessionsLive: Int {
         let gone = receiver.takeEndedResources()
-        return sessions.withLock { s in for g in gone { s.remove(g) }; return s.count }
+        return sessions.withLock { s in
+            for g in gone { s.remove(g) }; return s.count
+        }
     }
     let receiver: LoopbackReceiver
 
     /// - Parameters:
     ///   - candidates: the media socket's host candidates, as the answer names them.
     ///   - maxSessions: live sessions at once; beyond this, 503 with Retry-After.
-    public init(receiver: LoopbackReceiver, host: String, port: Int, token: String?, certificate: DTLSCertificate,
-                candidates: [ICECandidate], maxSessions: Int, limits: HTTPServer.Limits = HTTPServer.Limits()) throws(StartError) {
+    public init(
+        receiver: LoopbackReceiver, host: String, port: Int, token: String?, certificate: DTLSCertificate,
+        candidates: [ICECandidate], maxSessions: Int, limits: HTTPServer.Limits = HTTPServer.Limits()
+    ) throws(StartError) {
         self.receiver = receiver
         let sessions = self.sessions, answered = self.answered
         let fingerprint = certificate.sdpFingerprint
@@ -51,7 +55,9 @@ public final class WHIPEndpoint: @unchecked Sendable {
                     // Slots of sessions the receiver ended are free before this request counts them.
                     let gone = receiver.takeEndedResources()
                     if !gone.isEmpty { sessions.withLock { s in for g in gone { s.remove(g) } } }
-                    let response = Self.create(r, receiver: receiver, sessions: sessions, fingerprint: fingerprint, candidates: candidates, maxSessions: maxSessions)
+                    let response = Self.create(
+                        r, receiver: receiver, sessions: sessions, fingerprint: fingerprint, candidates: candidates,
+                        maxSessions: maxSessions)
                     if response.status == 201 { answered.withLock { $0 += 1 } }
                     return response
                 } delete: { id in
@@ -60,7 +66,9 @@ public final class WHIPEndpoint: @unchecked Sendable {
                     guard sessions.withLock({ $0.remove(id) }) != nil else { return false }
                     receiver.removePublisher(resource: id)
                     return true
-                } exists: { id in sessions.withLock { $0.contains(id) } }
+                } exists: { id in
+                    sessions.withLock { $0.contains(id) }
+                }
                 response.headers += Self.corsHeaders(r)
                 return response
             }
@@ -72,36 +80,48 @@ public final class WHIPEndpoint: @unchecked Sendable {
     /// RFC 9725 §4 routes: `/whip` (POST, OPTIONS) and `/whip/<id>` (DELETE, PATCH → 405,
     /// OPTIONS); 404 for any other path or an unknown session, 405 only for a known resource
     /// with a method it does not take.
-    static func route(_ r: HTTPRequest, expected: [UInt8]?, create: (HTTPRequest) -> HTTPResponse, delete: (String) -> Bool,
-                      exists: (String) -> Bool) -> HTTPResponse {
+    static func route(
+        _ r: HTTPRequest, expected: [UInt8]?, create: (HTTPRequest) -> HTTPResponse, delete: (String) -> Bool,
+        exists: (String) -> Bool
+    ) -> HTTPResponse {
         let parts = r.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
         let collection = parts.count == 1 && parts.first == "whip"
         let resource = parts.count == 2 && parts.first == "whip" && !(parts.last ?? "").isEmpty ? parts.last.map(String.init) : nil
         if r.method == "OPTIONS" && (collection || resource != nil) {
             // The CORS preflight carries no credentials (Fetch §4.8): answered without a token.
-            return HTTPResponse(status: 204, headers: [("Allow", collection ? "POST, OPTIONS" : "DELETE, PATCH, OPTIONS"), ("Accept-Post", "application/sdp")])
+            return HTTPResponse(
+                status: 204,
+                headers: [("Allow", collection ? "POST, OPTIONS" : "DELETE, PATCH, OPTIONS"), ("Accept-Post", "application/sdp")])
         }
         if let expected, let refusal = authorize(r, expected: expected) { return refusal }
         if collection {
-            guard r.method == "POST" else { return HTTPResponse(status: 405, headers: [("Allow", "POST, OPTIONS")], body: Array("POST an SDP offer to /whip\n".utf8)) }
+            guard r.method == "POST" else {
+                return HTTPResponse(status: 405, headers: [("Allow", "POST, OPTIONS")], body: Array("POST an SDP offer to /whip\n".utf8))
+            }
             return create(r)
         }
-        guard let id = resource, exists(id) else { return HTTPResponse(status: 404, text: "no such WHIP resource (POST an SDP offer to /whip)\n") }
+        guard let id = resource, exists(id) else {
+            return HTTPResponse(status: 404, text: "no such WHIP resource (POST an SDP offer to /whip)\n")
+        }
         switch r.method {
         case "DELETE":
             return delete(id) ? HTTPResponse(status: 200) : HTTPResponse(status: 404, text: "no such WHIP session\n")
         case "PATCH":
-            return HTTPResponse(status: 405, headers: [("Allow", "DELETE, OPTIONS")], body: Array("trickle ICE is not supported: send every candidate in the offer\n".utf8))
+            return HTTPResponse(
+                status: 405, headers: [("Allow", "DELETE, OPTIONS")],
+                body: Array("trickle ICE is not supported: send every candidate in the offer\n".utf8))
         default:
-            return HTTPResponse(status: 405, headers: [("Allow", "DELETE, PATCH, OPTIONS")], body: Array("a WHIP session takes DELETE\n".utf8))
+            return HTTPResponse(
+                status: 405, headers: [("Allow", "DELETE, PATCH, OPTIONS")], body: Array("a WHIP session takes DELETE\n".utf8))
         }
     }
 
     /// `Authorization: Bearer <token>` (RFC 6750 §2.1; the scheme is case-insensitive, RFC 9110
     /// §11.1), the token compared byte for byte in constant time. nil: allowed.
     static func authorize(_ r: HTTPRequest, expected: [UInt8]) -> HTTPResponse? {
-        let refused = HTTPResponse(status: 401, headers: [("WWW-Authenticate", "Bearer"), ("Content-Type", "text/plain")],
-                                   body: Array("a valid bearer token is required\n".utf8))
+        let refused = HTTPResponse(
+            status: 401, headers: [("WWW-Authenticate", "Bearer"), ("Content-Type", "text/plain")],
+            body: Array("a valid bearer token is required\n".utf8))
         guard let value = r.header("authorization") else { return refused }
         let bytes = Array(value.utf8)
         guard bytes.count > 7, Array(bytes[0..<6]).map({ $0 | 0x20 }) == Array("bearer".utf8), bytes[6] == 32 else { return refused }
@@ -120,31 +140,40 @@ public final class WHIPEndpoint: @unchecked Sendable {
     /// CORS (Fetch standard §3.2): any origin may publish (the token, not the origin, is the
     /// guard; no cookies are used); the headers a WHIP client reads are exposed.
     static func corsHeaders(_ r: HTTPRequest) -> [(String, String)] {
-        var h = [("Access-Control-Allow-Origin", "*"),
-                 ("Access-Control-Expose-Headers", "Location, Link, ETag, Accept-Patch")]
+        var h = [
+            ("Access-Control-Allow-Origin", "*"),
+            ("Access-Control-Expose-Headers", "Location, Link, ETag, Accept-Patch")
+        ]
         if r.method == "OPTIONS" {
-            h += [("Access-Control-Allow-Methods", "POST, DELETE, PATCH, OPTIONS"),
-                  ("Access-Control-Allow-Headers", "Authorization, Content-Type, If-Match"),
-                  ("Access-Control-Max-Age", "600")]
+            h += [
+                ("Access-Control-Allow-Methods", "POST, DELETE, PATCH, OPTIONS"),
+                ("Access-Control-Allow-Headers", "Authorization, Content-Type, If-Match"),
+                ("Access-Control-Max-Age", "600")
+            ]
         }
         return h
     }
 
-    static func create(_ r: HTTPRequest, receiver: LoopbackReceiver, sessions: Locked<Set<String>>, fingerprint: String,
-                       candidates: [ICECandidate], maxSessions: Int) -> HTTPResponse {
+    static func create(
+        _ r: HTTPRequest, receiver: LoopbackReceiver, sessions: Locked<Set<String>>, fingerprint: String,
+        candidates: [ICECandidate], maxSessions: Int
+    ) -> HTTPResponse {
         guard r.header("content-type")?.lowercased().hasPrefix("application/sdp") == true else {
             return HTTPResponse(status: 415, text: "the offer must be Content-Type: application/sdp\n")
         }
         guard sessions.value.count < maxSessions else {
-            return HTTPResponse(status: 503, headers: [("Retry-After", "5"), ("Content-Type", "text/plain")], body: Array("the receiver serves \(maxSessions) publishers already\n".utf8))
+            return HTTPResponse(
+                status: 503, headers: [("Retry-After", "5"), ("Content-Type", "text/plain")],
+                body: Array("the receiver serves \(maxSessions) publishers already\n".utf8))
         }
         let id = hex(SecureRandom.bytes(8))
         let credentials = ICEAgent.Credentials(random: SecureRandom.bytes(32))
         let ufrag = credentials.ufrag, password = credentials.password
         let answer: WHIPAnswer
         do {
-            answer = try WHIPAnswer.answer(offer: String(decoding: r.body, as: UTF8.self), iceUfrag: ufrag, icePassword: password,
-                                           fingerprint: fingerprint, candidates: candidates, sessionID: UInt64(SecureRandom.uint32()) | 1)
+            answer = try WHIPAnswer.answer(
+                offer: String(decoding: r.body, as: UTF8.self), iceUfrag: ufrag, icePassword: password,
+                fingerprint: fingerprint, candidates: candidates, sessionID: UInt64(SecureRandom.uint32()) | 1)
         } catch {
             return HTTPResponse(status: 400, text: error.description + "\n")
         }
@@ -154,22 +183,23 @@ public final class WHIPEndpoint: @unchecked Sendable {
         var ext: [String: Int] = [:]
         for s in answer.streams { ext.merge(s.extensions) { a, _ in a } }
         let audio = answer.streams.filter { $0.kind == "audio" }, video = answer.streams.filter { $0.kind == "video" }
-        var spec = WebRTCPublisherSpec(resource: id, localUfrag: ufrag, localPassword: password, remoteUfrag: answer.remoteUfrag,
-                                       remotePassword: answer.remotePassword, remoteFingerprint: remoteFingerprint,
-                                       audioPayloadTypes: Set(audio.map(\.payloadType)), videoPayloadTypes: Set(video.map(\.payloadType)),
-                                       rtxPayloadTypes: Set(video.compactMap(\.rtxPayloadType)), extensions: RTPExtensionIDs(negotiated: ext))
+        var spec = WebRTCPublisherSpec(
+            resource: id, localUfrag: ufrag, localPassword: password, remoteUfrag: answer.remoteUfrag,
+            remotePassword: answer.remotePassword, remoteFingerprint: remoteFingerprint,
+            audioPayloadTypes: Set(audio.map(\.payloadType)), videoPayloadTypes: Set(video.map(\.payloadType)),
+            rtxPayloadTypes: Set(video.compactMap(\.rtxPayloadType)), extensions: RTPExtensionIDs(negotiated: ext))
         for s in video { spec.rtxToMedia.merge(s.rtxToMedia) { a, _ in a } }
         receiver.addPublisher(spec)
         sessions.withLock { _ = $0.insert(id) }
-        return HTTPResponse(status: 201, headers: [("Content-Type", "application/sdp"), ("Location", "/whip/\(id)"), ("ETag", "\"\(id)\"")],
-                            body: Array(answer.sdp.utf8))
+        return HTTPResponse(
+            status: 201, headers: [("Content-Type", "application/sdp"), ("Location", "/whip/\(id)"), ("ETag", "\"\(id)\"")],
+            body: Array(answer.sdp.utf8))
     }
 
     static func hex(_ b: [UInt8]) -> String {
         let d = Array("0123456789abcdef")
         return String(b.flatMap { [d[Int($0 >> 4)], d[Int($0 & 15)]] })
     }
-
 
     public func stop() { server.stop() }
 }

@@ -25,8 +25,10 @@ public struct PathResult: Sendable, Equatable {
 /// does it map), relay UDP (a session offering only the TURN relay) — each with its own WHIP
 /// session, ICE and DTLS, ended with close_notify, a Refresh of 0 and a DELETE.
 public enum ConnectivityCheck {
-    public static func run(_ options: WHIPOptions, base: PublisherConfig, certificate: DTLSCertificate,
-                           sleep: @escaping (Int64) -> Void) -> [PathResult] {
+    public static func run(
+        _ options: WHIPOptions, base: PublisherConfig, certificate: DTLSCertificate,
+        sleep: @escaping (Int64) -> Void
+    ) -> [PathResult] {
         var results: [PathResult] = []
         var host = options
         host.policy = .host
@@ -35,9 +37,11 @@ public enum ConnectivityCheck {
         let stun = options.iceServers.filter { $0.lowercased().hasPrefix("stun:") }
         for s in stun { results.append(reflexive(s)) }
         let turn = options.iceServers.filter { $0.lowercased().hasPrefix("turn:") }
-        let kinds: [(String, [String])] = [("relay-udp", turn.filter { !$0.lowercased().hasSuffix("transport=tcp") }),
-                                           ("relay-tcp", turn.filter { $0.lowercased().hasSuffix("transport=tcp") }),
-                                           ("relay-tls", options.iceServers.filter { $0.lowercased().hasPrefix("turns:") })]
+        let kinds: [(String, [String])] = [
+            ("relay-udp", turn.filter { !$0.lowercased().hasSuffix("transport=tcp") }),
+            ("relay-tcp", turn.filter { $0.lowercased().hasSuffix("transport=tcp") }),
+            ("relay-tls", options.iceServers.filter { $0.lowercased().hasPrefix("turns:") })
+        ]
         for (name, servers) in kinds where !servers.isEmpty {
             var relay = options
             relay.policy = .relay
@@ -48,8 +52,10 @@ public enum ConnectivityCheck {
     }
 
     /// A whole WHIP session over one kind of candidate, up to DTLS done (≤ 12 s), then ended.
-    static func session(_ name: String, _ options: WHIPOptions, base: PublisherConfig, certificate: DTLSCertificate,
-                        sleep: @escaping (Int64) -> Void) -> PathResult {
+    static func session(
+        _ name: String, _ options: WHIPOptions, base: PublisherConfig, certificate: DTLSCertificate,
+        sleep: @escaping (Int64) -> Void
+    ) -> PathResult {
         let w: WHIPConnection
         do { w = try WHIPConnection.open(options, base: base, certificate: certificate, sleep: sleep) } catch {
             return PathResult(path: name, reachable: false, connectMs: nil, rttMs: nil, detail: error.description)
@@ -63,7 +69,11 @@ public enum ConnectivityCheck {
         func flush() {
             while let x = t.pollTransmit() {
                 guard let to = SocketAddress(x.to) else { continue }
-                if let tcp, to == tcp.remote { x.bytes.withUnsafeBytes { tcp.write($0) } } else { x.bytes.withUnsafeBytes { try? w.socket.send($0, to: to) } }
+                if let tcp, to == tcp.remote {
+                    x.bytes.withUnsafeBytes { tcp.write($0) }
+                } else {
+                    x.bytes.withUnsafeBytes { try? w.socket.send($0, to: to) }
+                }
             }
         }
         while !t.isConnected && failure == nil && Clock.monotonicMicros() < deadline {
@@ -90,11 +100,15 @@ public enum ConnectivityCheck {
         }
         let connected = t.isConnected
         let connectMs = connected ? t.dtlsConnectedMicros.flatMap { d in t.startedMicros.map { Double(d - $0) / 1000 } } : nil
-        let pair = t.ice.selectedPair.map { "\($0.local.kind.rawValue) \($0.local.address) → \($0.remote.kind.rawValue) \($0.remote.address)" }
+        let pair = t.ice.selectedPair.map {
+            "\($0.local.kind.rawValue) \($0.local.address) → \($0.remote.kind.rawValue) \($0.remote.address)"
+        }
         t.close()
         flush()
-        return PathResult(path: name, reachable: connected, connectMs: connectMs, rttMs: connected ? t.ice.roundTripMicros.map { Double($0) / 1000 } : nil,
-                          detail: connected ? (pair ?? "connected") : (failure ?? "no answer within 12 s"))
+        return PathResult(
+            path: name, reachable: connected, connectMs: connectMs,
+            rttMs: connected ? t.ice.roundTripMicros.map { Double($0) / 1000 } : nil,
+            detail: connected ? (pair ?? "connected") : (failure ?? "no answer within 12 s"))
     }
 
     /// A STUN server: reachable, and the address it maps the media socket to.
@@ -102,15 +116,18 @@ public enum ConnectivityCheck {
         var hp = String(server.dropFirst(5))
         if let q = hp.firstIndex(of: "?") { hp = String(hp[..<q]) }
         guard let (h, p) = try? SocketAddress.split(hp.contains(":") ? hp : hp + ":3478"), let a = try? SocketAddress(host: h, port: p),
-              let sa = STUNAddress(a), let source = try? a.routeSource(), let socket = try? UDPSocket(bind: source),
-              let base = STUNAddress(socket.localAddress) else {
-            return PathResult(path: "srflx-udp", reachable: false, connectMs: nil, rttMs: nil, detail: "\(server): cannot resolve or reach it")
+            let sa = STUNAddress(a), let source = try? a.routeSource(), let socket = try? UDPSocket(bind: source),
+            let base = STUNAddress(socket.localAddress)
+        else {
+            return PathResult(
+                path: "srflx-udp", reachable: false, connectMs: nil, rttMs: nil, detail: "\(server): cannot resolve or reach it")
         }
         let result = WHIPConnection.queryReflexive(socket: socket, host: .host(base), servers: [sa]).first
         switch result {
         case let .reflexive(c, _, _, redundant, rtt)?:
-            return PathResult(path: "srflx-udp", reachable: true, connectMs: nil, rttMs: Double(rtt) / 1000,
-                              detail: "\(server) maps \(base) to \(c.address)\(redundant ? " (no NAT between)" : "")")
+            return PathResult(
+                path: "srflx-udp", reachable: true, connectMs: nil, rttMs: Double(rtt) / 1000,
+                detail: "\(server) maps \(base) to \(c.address)\(redundant ? " (no NAT between)" : "")")
         case let .failed(_, _, reason)?:
             return PathResult(path: "srflx-udp", reachable: false, connectMs: nil, rttMs: nil, detail: "\(server): \(reason)")
         case nil:

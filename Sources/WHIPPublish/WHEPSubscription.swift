@@ -23,11 +23,14 @@ public final class WHEPSubscription: @unchecked Sendable {
 
     /// Offers `local` (the receiver's bound socket) as the one host candidate; blocks for the HTTP
     /// exchange (≤ 10 s, one retry after a 429/503 Retry-After).
-    public static func open(_ options: WHIPOptions, local: STUNAddress, certificate: DTLSCertificate, audio: Bool = true, video: Bool = true,
-                            sleep: (Int64) -> Void) throws(WHIPConnectError) -> WHEPSubscription {
+    public static func open(
+        _ options: WHIPOptions, local: STUNAddress, certificate: DTLSCertificate, audio: Bool = true, video: Bool = true,
+        sleep: (Int64) -> Void
+    ) throws(WHIPConnectError) -> WHEPSubscription {
         let credentials = ICEAgent.Credentials(random: SecureRandom.bytes(32))
-        var offer = WHIPOffer(iceUfrag: credentials.ufrag, icePassword: credentials.password, fingerprint: certificate.sdpFingerprint,
-                              candidates: [.host(local)])
+        var offer = WHIPOffer(
+            iceUfrag: credentials.ufrag, icePassword: credentials.password, fingerprint: certificate.sdpFingerprint,
+            candidates: [.host(local)])
         offer.direction = .receive
         offer.audio = audio
         offer.receiveVideo = video
@@ -44,9 +47,13 @@ public final class WHEPSubscription: @unchecked Sendable {
         do { n = try NegotiatedSession.from(answer: resource.answer, offer: offer) } catch { throw refuse(error.description) }
         let a = n.audio.flatMap { $0.sends ? $0 : nil }, v = n.video.flatMap { $0.sends ? $0 : nil }
         guard a != nil || v != nil else {
-            throw refuse("the WHEP answer sends neither Opus audio nor VP8 video (no common codec, or the sections are not sendonly): nothing to receive")
+            throw refuse(
+                "the WHEP answer sends neither Opus audio nor VP8 video (no common codec, or the sections are not sendonly): nothing to receive"
+            )
         }
-        guard let fingerprint = DTLSCertificate.parseFingerprint(n.fingerprint) else { throw refuse("the answer's a=fingerprint is malformed") }
+        guard let fingerprint = DTLSCertificate.parseFingerprint(n.fingerprint) else {
+            throw refuse("the answer's a=fingerprint is malformed")
+        }
         let remotes = n.candidates.filter { $0.address.ip.count == local.ip.count }
         guard !remotes.isEmpty else {
             throw refuse("the answer has no ICE candidate pubbot can reach from \(local.ipText) (trickle ICE by PATCH is not supported)")
@@ -55,10 +62,11 @@ public final class WHEPSubscription: @unchecked Sendable {
         // (RFC 8285 §6 forbids one ID meaning two URIs in a bundle).
         var ext: [String: Int] = [:]
         for s in [a, v].compactMap({ $0 }) { ext.merge(s.extensions) { old, _ in old } }
-        var spec = WebRTCPublisherSpec(resource: WHIPClient.redacted(resource.resourceURL), localUfrag: credentials.ufrag, localPassword: credentials.password,
-                                       remoteUfrag: n.iceUfrag, remotePassword: n.icePassword, remoteFingerprint: fingerprint,
-                                       audioPayloadTypes: a.map { [$0.payloadType] } ?? [], videoPayloadTypes: v.map { [$0.payloadType] } ?? [],
-                                       rtxPayloadTypes: v?.rtxPayloadType.map { [$0] } ?? [], extensions: RTPExtensionIDs(negotiated: ext))
+        var spec = WebRTCPublisherSpec(
+            resource: WHIPClient.redacted(resource.resourceURL), localUfrag: credentials.ufrag, localPassword: credentials.password,
+            remoteUfrag: n.iceUfrag, remotePassword: n.icePassword, remoteFingerprint: fingerprint,
+            audioPayloadTypes: a.map { [$0.payloadType] } ?? [], videoPayloadTypes: v.map { [$0.payloadType] } ?? [],
+            rtxPayloadTypes: v?.rtxPayloadType.map { [$0] } ?? [], extensions: RTPExtensionIDs(negotiated: ext))
         spec.offerer = true
         spec.dtlsServer = n.dtlsServer
         spec.remoteCandidates = remotes
@@ -72,8 +80,10 @@ public final class WHEPSubscription: @unchecked Sendable {
         var summary: [(String, String)] = []
         summary.append(("audio", a.map { "opus/\($0.payloadType)" } ?? "not sent"))
         summary.append(("video", v.map { "VP8/\($0.payloadType)" + ($0.rtxPayloadType.map { " rtx/\($0)" } ?? " no rtx") } ?? "not sent"))
-        let kinds = [transportCC ? "transport-cc" : nil, remb ? "goog-remb (receive-side estimate)" : nil,
-                     v?.nack == true ? "nack" : nil, v?.pli == true ? "pli" : nil].compactMap { $0 }
+        let kinds = [
+            transportCC ? "transport-cc" : nil, remb ? "goog-remb (receive-side estimate)" : nil,
+            v?.nack == true ? "nack" : nil, v?.pli == true ? "pli" : nil
+        ].compactMap { $0 }
         summary.append(("feedback", kinds.isEmpty ? "none negotiated (receiver reports only)" : kinds.joined(separator: ", ")))
         summary.append(("rtcp", spec.reducedSizeRTCP ? "reduced-size (RFC 5506)" : "compound"))
         summary.append(("iceLite", n.iceLite ? "yes" : "no"))

@@ -87,8 +87,10 @@ public final class WHIPConnection: @unchecked Sendable {
     let ending: SessionEnd
 
     /// Sets the connection up; blocks for the STUN queries (≤ 4 s) and the HTTP exchange.
-    public static func open(_ options: WHIPOptions, base: PublisherConfig, certificate: DTLSCertificate,
-                            sleep: (Int64) -> Void) throws(WHIPConnectError) -> WHIPConnection {
+    public static func open(
+        _ options: WHIPOptions, base: PublisherConfig, certificate: DTLSCertificate,
+        sleep: (Int64) -> Void
+    ) throws(WHIPConnectError) -> WHIPConnection {
         let bindAddress = try Self.bindAddress(options)
         let socket: UDPSocket
         do { socket = try UDPSocket(bind: bindAddress) } catch { throw WHIPConnectError("cannot open the media socket: \(error)") }
@@ -113,32 +115,41 @@ public final class WHIPConnection: @unchecked Sendable {
                 hp = String(hp[..<q])
             }
             guard let (h, p) = try? SocketAddress.split(hp.contains(":") ? hp : hp + (tls ? ":5349" : ":3478")),
-                  let a = try? SocketAddress(host: h, port: p), let sa = STUNAddress(a) else {
+                let a = try? SocketAddress(host: h, port: p), let sa = STUNAddress(a)
+            else {
                 throw WHIPConnectError("--ice-server '\(s)': cannot resolve it")
             }
             if lower.hasPrefix("stun:") { stunServers.append(sa) } else { turnServers.append((sa, tcp, tls, h)) }
         }
         if options.policy == .relay && turnServers.isEmpty {
-            throw WHIPConnectError("--ice-policy relay needs a TURN server (--ice-server turn:HOST:PORT with --turn-username and --turn-credential)")
+            throw WHIPConnectError(
+                "--ice-policy relay needs a TURN server (--ice-server turn:HOST:PORT with --turn-username and --turn-credential)")
         }
         if !turnServers.isEmpty && (options.turnUsername == nil || options.turnCredential == nil) {
             throw WHIPConnectError("a turn: server needs --turn-username and --turn-credential (or PUBBOT_TURN_CREDENTIAL)")
         }
-        if options.policy != .relay && options.policy != .host { candidates += gatherReflexive(socket: socket, host: candidates[0], servers: stunServers) }
+        if options.policy != .relay && options.policy != .host {
+            candidates += gatherReflexive(socket: socket, host: candidates[0], servers: stunServers)
+        }
         // A relayed candidate from the first TURN server that allocates (RFC 8656), on this socket.
         var turn: TURNClient?
         var turnTCP: (any TURNStream)?
         var turnFailures: [String] = []
         for server in turnServers where turn == nil && options.policy != .host {
-            switch allocate(socket: socket, base: local, server: server.address, tcp: server.tcp, tls: server.tls ? (server.host, options.turnCAFile) : nil,
-                            username: options.turnUsername!, password: options.turnCredential!) {
+            switch allocate(
+                socket: socket, base: local, server: server.address, tcp: server.tcp,
+                tls: server.tls ? (server.host, options.turnCAFile) : nil,
+                username: options.turnUsername!, password: options.turnCredential!)
+            {
             case let .success((t, stream)): turn = t; turnTCP = stream
             case let .failure(e): turnFailures.append(e.description)
             }
         }
         if let t = turn, let relay = t.relay {
-            candidates.append(ICECandidate(foundation: "relay" + String(CRC32.checksum(relay.ip), radix: 16), priority: ICECandidate.priority(kind: .relay),
-                                           address: relay, kind: .relay))
+            candidates.append(
+                ICECandidate(
+                    foundation: "relay" + String(CRC32.checksum(relay.ip), radix: 16), priority: ICECandidate.priority(kind: .relay),
+                    address: relay, kind: .relay))
         }
         if options.policy == .relay {
             guard turn != nil else { throw WHIPConnectError("no relay candidate: " + turnFailures.joined(separator: "; ")) }
@@ -187,7 +198,9 @@ public final class WHIPConnection: @unchecked Sendable {
             c.audioPayloadType = a.payloadType
             c.audioExtensions = RTPExtensionIDs(negotiated: a.extensions)
             summary.append(("audio", "opus/\(a.payloadType)"))
-        } else if base.sendAudio { summary.append(("audio", "rejected by the answer")) }
+        } else if base.sendAudio {
+            summary.append(("audio", "rejected by the answer"))
+        }
         if let v = n.video {
             c.videoPayloadType = v.payloadType
             c.videoExtensions = RTPExtensionIDs(negotiated: v.extensions)
@@ -206,12 +219,20 @@ public final class WHIPConnection: @unchecked Sendable {
                 c.layers = base.layers
                 c.singleEncoding = true
                 c.sendRIDs = accepted.count == 1
-                summary.append(("simulcast", "refused: one encoding, the best of \(base.layers.map { "\($0.height)p" }.joined(separator: "/")) the estimate carries"))
+                summary.append(
+                    (
+                        "simulcast",
+                        "refused: one encoding, the best of \(base.layers.map { "\($0.height)p" }.joined(separator: "/")) the estimate carries"
+                    ))
             }
             summary.append(("video", "VP8/\(v.payloadType)" + (v.rtxPayloadType.map { " rtx/\($0)" } ?? " no rtx")))
-        } else if base.sendVideo { summary.append(("video", "rejected by the answer")) }
+        } else if base.sendVideo {
+            summary.append(("video", "rejected by the answer"))
+        }
         let streams = [n.audio, n.video].compactMap { $0 }
-        let transportCC = streams.contains(where: \.transportCC) && (c.videoExtensions.transportSequence != nil || c.audioExtensions.transportSequence != nil)
+        let transportCC =
+            streams.contains(where: \.transportCC)
+            && (c.videoExtensions.transportSequence != nil || c.audioExtensions.transportSequence != nil)
         if transportCC {
             c.feedback = .transportCC
         } else {
@@ -223,7 +244,11 @@ public final class WHIPConnection: @unchecked Sendable {
         summary.append(("congestionControl", c.feedback.rawValue))
         summary.append(("iceLite", n.iceLite ? "yes" : "no"))
         if let t = turn, let relay = t.relay {
-            summary.append(("relay", "\(relay) via TURN \(t.server) over \(turnTCP is TLSStream ? "TLS" : t.overTCP ? "TCP" : "UDP") (\((t.allocatedMicros ?? 0) - (t.startedMicros ?? 0)) µs to allocate)"))
+            summary.append(
+                (
+                    "relay",
+                    "\(relay) via TURN \(t.server) over \(turnTCP is TLSStream ? "TLS" : t.overTCP ? "TCP" : "UDP") (\((t.allocatedMicros ?? 0) - (t.startedMicros ?? 0)) µs to allocate)"
+                ))
         }
         if !turnFailures.isEmpty { summary.append(("turnFailures", turnFailures.joined(separator: "; "))) }
         if options.policy != .all { summary.append(("icePolicy", options.policy.rawValue)) }
@@ -235,21 +260,27 @@ public final class WHIPConnection: @unchecked Sendable {
         }
         c.destination = destination
         c.bundle = true
-        guard let fingerprint = DTLSCertificate.parseFingerprint(n.fingerprint) else { throw refuse("the answer's a=fingerprint is malformed") }
+        guard let fingerprint = DTLSCertificate.parseFingerprint(n.fingerprint) else {
+            throw refuse("the answer's a=fingerprint is malformed")
+        }
         let seed = SecureRandom.bytes(8).reduce(0) { $0 << 8 | UInt64($1) }
-        let ice = ICEAgent(role: .controlling, local: .init(ufrag: ufrag, password: password), remote: .init(ufrag: n.iceUfrag, password: n.icePassword),
-                           tieBreaker: seed ^ 0x5A5A_5A5A, seed: seed, hmacSHA1: { Crypto.hmacSHA1(key: $0, data: $1) })
+        let ice = ICEAgent(
+            role: .controlling, local: .init(ufrag: ufrag, password: password), remote: .init(ufrag: n.iceUfrag, password: n.icePassword),
+            tieBreaker: seed ^ 0x5A5A_5A5A, seed: seed, hmacSHA1: { Crypto.hmacSHA1(key: $0, data: $1) })
         // With the relay policy only the relayed candidate is checked (RFC 8445 §5.1.1 lets an
         // agent limit its candidates); otherwise all of them.
         for cand in candidates { ice.addLocal(cand) }
         for r in remotes { ice.addRemote(r) }
         let dtls: DTLSEndpoint
-        do { dtls = try DTLSEndpoint(role: n.dtlsServer ? .server : .client, certificate: certificate, remoteFingerprint: fingerprint) } catch {
+        do {
+            dtls = try DTLSEndpoint(role: n.dtlsServer ? .server : .client, certificate: certificate, remoteFingerprint: fingerprint)
+        } catch {
             throw refuse(error.description)
         }
         if turn != nil && options.policy != .relay { turn?.permit(first.address) } // early permission for the server's candidate
-        return WHIPConnection(resource: resource, negotiated: n, config: c, socket: socket, local: local,
-                              transport: WebRTCTransport(ice: ice, dtls: dtls, turn: turn), turnTCP: turnTCP, summary: summary, token: options.token)
+        return WHIPConnection(
+            resource: resource, negotiated: n, config: c, socket: socket, local: local,
+            transport: WebRTCTransport(ice: ice, dtls: dtls, turn: turn), turnTCP: turnTCP, summary: summary, token: options.token)
     }
 
     /// Where the media socket binds: the address the kernel routes toward the endpoint from, or
@@ -274,8 +305,10 @@ public final class WHIPConnection: @unchecked Sendable {
         do { return try server.routeSource() } catch { throw WHIPConnectError("no route to the endpoint \(host): \(error)") }
     }
 
-    init(resource: WHIPSession, negotiated: NegotiatedSession, config: PublisherConfig, socket: UDPSocket, local: STUNAddress,
-         transport: WebRTCTransport, turnTCP: (any TURNStream)?, summary: [(String, String)], token: String?) {
+    init(
+        resource: WHIPSession, negotiated: NegotiatedSession, config: PublisherConfig, socket: UDPSocket, local: STUNAddress,
+        transport: WebRTCTransport, turnTCP: (any TURNStream)?, summary: [(String, String)], token: String?
+    ) {
         self.turnTCP = turnTCP
         self.resource = resource
         self.negotiated = negotiated
@@ -323,8 +356,10 @@ public final class WHIPConnection: @unchecked Sendable {
 
     /// A TURN allocation on the media socket itself (its relayed address becomes a candidate), in
     /// at most ~6 s; the client then lives on inside the transport (refresh, permissions, channels).
-    static func allocate(socket: UDPSocket, base: STUNAddress, server: STUNAddress, tcp: Bool, tls: (host: String, caFile: String?)?, username: String,
-                         password: String) -> Result<(TURNClient, (any TURNStream)?), WHIPConnectError> {
+    static func allocate(
+        socket: UDPSocket, base: STUNAddress, server: STUNAddress, tcp: Bool, tls: (host: String, caFile: String?)?, username: String,
+        password: String
+    ) -> Result<(TURNClient, (any TURNStream)?), WHIPConnectError> {
         let seed = SecureRandom.bytes(8).reduce(0) { $0 << 8 | UInt64($1) }
         guard let to = SocketAddress(server) else { return .failure(WHIPConnectError("TURN server \(server): not a usable address")) }
         var stream: (any TURNStream)?
@@ -334,14 +369,18 @@ public final class WHIPConnection: @unchecked Sendable {
                 return .failure(WHIPConnectError("the TURN server \(server) is unreachable over TCP: \(error)"))
             }
             if let (host, caFile) = tls {
-                do { stream = try TLSStream(tcp: connection, host: host, caFile: caFile) } catch { return .failure(WHIPConnectError(error.description)) }
+                do { stream = try TLSStream(tcp: connection, host: host, caFile: caFile) } catch {
+                    return .failure(WHIPConnectError(error.description))
+                }
             } else {
                 stream = connection
             }
         }
-        let t = TURNClient(server: server, base: base, username: username, password: password, seed: seed,
-                           hmacSHA1: { Crypto.hmacSHA1(key: $0, data: $1) }, longTermKey: { Crypto.stunLongTermKey(username: $0, realm: $1, password: $2) },
-                           overTCP: tcp)
+        let t = TURNClient(
+            server: server, base: base, username: username, password: password, seed: seed,
+            hmacSHA1: { Crypto.hmacSHA1(key: $0, data: $1) },
+            longTermKey: { Crypto.stunLongTermKey(username: $0, realm: $1, password: $2) },
+            overTCP: tcp)
         let batch = PacketBatch(capacity: 8)
         func send() {
             while let b = t.pollTransmit() {
@@ -369,7 +408,8 @@ public final class WHIPConnection: @unchecked Sendable {
             }
         }
         send()
-        var reason = stream?.closed == true ? "the TURN server \(server) closed the TCP connection" : "the TURN server \(server) does not answer"
+        var reason =
+            stream?.closed == true ? "the TURN server \(server) closed the TCP connection" : "the TURN server \(server) does not answer"
         while let e = t.pollEvent() { if case let .failed(r) = e { reason = r } }
         return t.state == .allocated ? .success((t, stream)) : .failure(WHIPConnectError(reason))
     }
@@ -403,7 +443,8 @@ public final class WHIPConnection: @unchecked Sendable {
             if let n = try? socket.receive(into: batch) {
                 for i in 0..<n {
                     guard let from = batch.source(i).flatMap(STUNAddress.init) else { continue }
-                    _ = g.handle([UInt8](UnsafeRawBufferPointer(batch.packet(i))), from: from, to: host.address, now: Clock.monotonicMicros())
+                    _ = g.handle(
+                        [UInt8](UnsafeRawBufferPointer(batch.packet(i))), from: from, to: host.address, now: Clock.monotonicMicros())
                 }
             }
             while let r = g.pollResult() { results.append(r) }

@@ -123,8 +123,9 @@ public final class WebRTCTransport {
         if !failed && !isConnected, let ice = iceConnectedMicros {
             let deadline = ice + dtlsTimeoutMicros
             if now >= deadline {
-                fail("the DTLS handshake did not finish within \(dtlsTimeoutMicros / 1_000_000) s of ICE connecting: the peer "
-                     + (dtls.role == .server ? "never sent a ClientHello" : "does not answer DTLS"))
+                fail(
+                    "the DTLS handshake did not finish within \(dtlsTimeoutMicros / 1_000_000) s of ICE connecting: the peer "
+                        + (dtls.role == .server ? "never sent a ClientHello" : "does not answer DTLS"))
             } else {
                 dtlsWake = min(dtlsWake ?? deadline, deadline)
             }
@@ -150,7 +151,8 @@ public final class WebRTCTransport {
     func emit(_ bytes: [UInt8], from local: STUNAddress, to remote: STUNAddress) {
         if let turn, let relay = turn.relay, local == relay {
             guard let wrapped = turn.send(bytes, to: remote) else { return }
-            while let b = turn.pollTransmit() { outbox.append(Transmit(bytes: b, from: turn.base, to: turn.server)) } // the permission first
+            // The permission first.
+            while let b = turn.pollTransmit() { outbox.append(Transmit(bytes: b, from: turn.base, to: turn.server)) }
             outbox.append(Transmit(bytes: wrapped, from: turn.base, to: turn.server))
         } else {
             outbox.append(Transmit(bytes: bytes, from: local, to: remote))

@@ -3,7 +3,7 @@ import CAllocCounter
 import Stats
 import Transport
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `pubbot-bench [packetize|srtp|send|pipeline|dtls|all] [--json] [--runs N] [--smoke]`
@@ -48,12 +48,17 @@ func fmt(_ v: Double) -> String {
     return Units.fixed(v, 2)
 }
 if json {
-    print(JSONValue.object([("machine", .string(machine())), ("runs", .int(Int64(runs))), ("results", .array(results.map(\.json)))]).serialized(pretty: true))
+    print(
+        JSONValue.object([("machine", .string(machine())), ("runs", .int(Int64(runs))), ("results", .array(results.map(\.json)))])
+            .serialized(pretty: true))
 } else {
-    var t = TextTable(headers: ["benchmark", "median", "min", "max", "unit", "baseline median", "ratio", "allocs/op"], rightAligned: [1, 2, 3, 5, 6, 7])
+    var t = TextTable(
+        headers: ["benchmark", "median", "min", "max", "unit", "baseline median", "ratio", "allocs/op"], rightAligned: [1, 2, 3, 5, 6, 7])
     for r in results {
-        t.add([r.name, fmt(r.median), fmt(r.runs.min() ?? 0), fmt(r.runs.max() ?? 0), r.unit, r.baselineMedian.map(fmt) ?? "-",
-               r.ratio.map { Units.fixed($0, 2) + "×" } ?? "-", r.allocationsPerOp.map { Units.fixed($0, 2) } ?? "-"])
+        t.add([
+            r.name, fmt(r.median), fmt(r.runs.min() ?? 0), fmt(r.runs.max() ?? 0), r.unit, r.baselineMedian.map(fmt) ?? "-",
+            r.ratio.map { Units.fixed($0, 2) + "×" } ?? "-", r.allocationsPerOp.map { Units.fixed($0, 2) } ?? "-"
+        ])
     }
     print("pubbot-bench — \(machine()), \(runs) runs each, medians; ratio = Swift ÷ baseline throughput in the same runs")
     print(t.render(), terminator: "")

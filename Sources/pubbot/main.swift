@@ -1,6 +1,6 @@
 import BotCLI
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 exit(BotCLI.main(CommandLine.arguments))

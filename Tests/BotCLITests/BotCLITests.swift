@@ -10,7 +10,9 @@ import Transport
         #expect(try ValueParsers.duration("15s", option: "d") == 15_000_000)
         #expect(try ValueParsers.duration("2m", option: "d") == 120_000_000)
         #expect(try ValueParsers.duration("1.5", option: "d") == 1_500_000)
-        for bad in ["", "s", "-1s", "10x", "nan", "1e300s"] { #expect(throws: UsageError.self, "\(bad)") { try ValueParsers.duration(bad, option: "d") } }
+        for bad in ["", "s", "-1s", "10x", "nan", "1e300s"] {
+            #expect(throws: UsageError.self, "\(bad)") { try ValueParsers.duration(bad, option: "d") }
+        }
     }
 
     @Test func rates() throws {
@@ -18,7 +20,9 @@ import Transport
         #expect(try ValueParsers.bitrate("2.5mbit", option: "r") == 2_500_000)
         #expect(try ValueParsers.bitrate("4M", option: "r") == 4_000_000)
         #expect(try ValueParsers.bitrate("2500k", option: "r") == 2_500_000)
-        for bad in ["", "k", "0", "-5k", "fast"] { #expect(throws: UsageError.self, "\(bad)") { try ValueParsers.bitrate(bad, option: "r") } }
+        for bad in ["", "k", "0", "-5k", "fast"] {
+            #expect(throws: UsageError.self, "\(bad)") { try ValueParsers.bitrate(bad, option: "r") }
+        }
     }
 
     @Test func ladders() throws {
@@ -41,14 +45,17 @@ import Transport
         let o = try ParsedOptions.parse(["--fps", "15", "--to", "a:1"], spec: PublishCommand.spec, command: "publish")
         #expect(try CommonOptions.layers(o).map(\.targetBitrate) == [75_000, 250_000, 1_250_000])
         #expect(try CommonOptions.layers(o, relayed: true).map(\.targetBitrate) == [150_000, 500_000, 2_500_000])
-        let given = try ParsedOptions.parse(["--fps", "7", "--layers", "640x360:400k,320x180"], spec: PublishCommand.spec, command: "publish")
+        let given = try ParsedOptions.parse(
+            ["--fps", "7", "--layers", "640x360:400k,320x180"], spec: PublishCommand.spec, command: "publish")
         #expect(try CommonOptions.layers(given).map(\.targetBitrate) == [35_000, 400_000])
         var c = PublisherConfig(destination: try SocketAddress(host: "127.0.0.1", port: 9), key: .random(suite: .aesCm))
         let kfi = try ParsedOptions.parse(["--keyframe-interval", "2s"], spec: PublishCommand.spec, command: "publish")
         try CommonOptions.apply(kfi, to: &c)
         #expect(c.keyFrameIntervalMicros == 2_000_000)
         #expect(VP8Encoder.frames(in: 2_000_000, fps: 7) == 14 && VP8Encoder.frames(in: 0, fps: 30) == 0)
-        #expect(throws: UsageError.self) { try CommonOptions.layers(try ParsedOptions.parse(["--fps", "13"], spec: PublishCommand.spec, command: "publish")) }
+        #expect(throws: UsageError.self) {
+            try CommonOptions.layers(try ParsedOptions.parse(["--fps", "13"], spec: PublishCommand.spec, command: "publish"))
+        }
     }
 
     @Test func options() throws {
@@ -91,7 +98,9 @@ import Transport
         #expect(BotCLI.main(["pubbot", "preflight", "--whep-token", "t"]) == 64)
         #expect(BotCLI.main(["pubbot", "load", "--subscribers", "3"]) == 64)
         #expect(BotCLI.main(["pubbot", "load", "--whip", "http://127.0.0.1:9/whip", "--rooms", "2"]) == 64) // no {room}
-        #expect(BotCLI.main(["pubbot", "load", "--whip", "http://127.0.0.1:9/whip", "--whep", "http://127.0.0.1:9/whep", "--subscribers", "0"]) == 64)
+        #expect(
+            BotCLI.main(["pubbot", "load", "--whip", "http://127.0.0.1:9/whip", "--whep", "http://127.0.0.1:9/whep", "--subscribers", "0"])
+                == 64)
         #expect(BotCLI.main(["pubbot", "load", "--bots", "2", "--publishers", "2"]) == 64)
         #expect(BotCLI.main(["pubbot", "--version"]) == 0)
         #expect(BotCLI.main(["pubbot", "help", "publish"]) == 0)
@@ -117,7 +126,9 @@ import Transport
         #expect(covered == Array(0..<200))
         #expect(try LoadCommand.shardOption(nil, environment: "2", total: "4") == LoadCommand.Shard(index: 2, count: 4))
         #expect(try LoadCommand.shardOption(nil, environment: nil, total: nil) == LoadCommand.Shard(index: 0, count: 1))
-        for bad in ["3/3", "-1/2", "1", "a/b", "0/0"] { #expect(throws: UsageError.self, "\(bad)") { try LoadCommand.shardOption(bad, environment: nil, total: nil) } }
+        for bad in ["3/3", "-1/2", "1", "a/b", "0/0"] {
+            #expect(throws: UsageError.self, "\(bad)") { try LoadCommand.shardOption(bad, environment: nil, total: nil) }
+        }
         #expect(throws: UsageError.self) { try LoadCommand.shardOption(nil, environment: "5", total: "4") }
     }
 }
@@ -128,14 +139,20 @@ import Transport
     @Test func seededMutationsNeverCrash() {
         var rng = SplitMix64(seed: 0xC11)
         func next() -> UInt64 { rng.next() }
-        let seeds = ["15s", "2.5mbit", "1280x720@30:2500k,640x360@30:700k,320x180@15:150k", "loss<1%,rtt<200ms,bitrate>300kbit", "3/8", "500ms"].map { Array($0.utf8) }
+        let seeds = [
+            "15s", "2.5mbit", "1280x720@30:2500k,640x360@30:700k,320x180@15:150k", "loss<1%,rtt<200ms,bitrate>300kbit", "3/8", "500ms"
+        ].map { Array($0.utf8) }
         let alphabet = Array("0123456789.%<>=,:@x/kmsbitKM -".utf8)
         var ok = 0, failed = 0
         for i in 0..<100_000 {
             var input = seeds[i % seeds.count]
             for _ in 0..<Int(1 + next() % 3) {
                 let at = Int(next() % UInt64(input.count))
-                if next() % 2 == 0 { input[at] = alphabet[Int(next() % UInt64(alphabet.count))] } else if input.count > 1 { input.remove(at: at) }
+                if next() % 2 == 0 {
+                    input[at] = alphabet[Int(next() % UInt64(alphabet.count))]
+                } else if input.count > 1 {
+                    input.remove(at: at)
+                }
             }
             let text = String(decoding: input, as: UTF8.self)
             do {

@@ -3,8 +3,10 @@ import Testing
 import RTPCore
 
 @Suite struct AllocatorTests {
-    let layers = [LayerLimits(min: 30_000, target: 150_000, max: 200_000), LayerLimits(min: 150_000, target: 500_000, max: 700_000),
-                  LayerLimits(min: 600_000, target: 2_500_000, max: 2_500_000)]
+    let layers = [
+        LayerLimits(min: 30_000, target: 150_000, max: 200_000), LayerLimits(min: 150_000, target: 500_000, max: 700_000),
+        LayerLimits(min: 600_000, target: 2_500_000, max: 2_500_000)
+    ]
 
     @Test func audioFirstThenLayersBottomUp() {
         var a = BitrateAllocator(audioBitrate: 32_000, layers: layers)
@@ -23,7 +25,7 @@ import RTPCore
         var a = BitrateAllocator(audioBitrate: 32_000, layers: layers)
         _ = a.allocate(700_000) // top layer off
         // 682k for video: 150 + 500 leaves 32k; the top layer needs 600k × 1.2 to come back.
-        #expect(a.allocate(1_350_000).layers[2] == 0)   // 668k left < 720k
+        #expect(a.allocate(1_350_000).layers[2] == 0) // 668k left < 720k
         #expect(a.allocate(1_420_000).layers[2] == 738_000)
         #expect(a.allocate(1_300_000).layers[2] == 618_000) // once on, its plain minimum keeps it on
     }
@@ -40,15 +42,18 @@ extension AllocatorTests {
         #expect(LayerLimits.singlecastStartBitrate(width: 1280, height: 720) == 900_000)
         #expect(LayerLimits.singlecastStartBitrate(width: 1920, height: 1080) == 900_000)
         let sizes = [(320, 180), (640, 360), (1280, 720)]
-        var a = BitrateAllocator(audioBitrate: 32_000, layers: zip(layers, sizes).map {
-            LayerLimits(min: $0.min, target: $0.target, max: $0.max, start: LayerLimits.singlecastStartBitrate(width: $1.0, height: $1.1))
-        })
+        var a = BitrateAllocator(
+            audioBitrate: 32_000,
+            layers: zip(layers, sizes).map {
+                LayerLimits(
+                    min: $0.min, target: $0.target, max: $0.max, start: LayerLimits.singlecastStartBitrate(width: $1.0, height: $1.1))
+            })
         a.singleEncoding = true
-        #expect(a.allocate(300_000).layers == [200_000, 0, 0])       // 268k < 360p's 300k start
-        #expect(a.allocate(800_000).layers == [0, 700_000, 0])       // 360p; 768k < 720p's 900k
-        #expect(a.allocate(940_000).layers == [0, 0, 908_000])       // up at 908k ≥ 900k
-        #expect(a.allocate(700_000).layers == [0, 0, 668_000])       // held down to its 600k minimum
-        #expect(a.allocate(600_000).layers == [0, 568_000, 0])       // below it: down to 360p
+        #expect(a.allocate(300_000).layers == [200_000, 0, 0]) // 268k < 360p's 300k start
+        #expect(a.allocate(800_000).layers == [0, 700_000, 0]) // 360p; 768k < 720p's 900k
+        #expect(a.allocate(940_000).layers == [0, 0, 908_000]) // up at 908k ≥ 900k
+        #expect(a.allocate(700_000).layers == [0, 0, 668_000]) // held down to its 600k minimum
+        #expect(a.allocate(600_000).layers == [0, 568_000, 0]) // below it: down to 360p
     }
 }
 
@@ -63,14 +68,19 @@ extension AllocatorTests {
         // 1 s with a 10 ms base delay and no queue; every 20th packet lost at random.
         for i in 0..<200 {
             let send = Int64(i) * 5_000
-            results.append(PacketResult(sequence: n, sendMicros: send, size: 1_000, receiveMicros: i % 20 == 19 ? nil : send + 10_000, probeCluster: nil))
+            results.append(
+                PacketResult(
+                    sequence: n, sendMicros: send, size: 1_000, receiveMicros: i % 20 == 19 ? nil : send + 10_000, probeCluster: nil))
             n += 1
         }
         // Then a queue that fills to 150 ms over 1 s and overflows: its last 10 packets are lost.
         for i in 0..<200 {
             let send = 1_000_000 + Int64(i) * 5_000
             let full = i >= 190
-            results.append(PacketResult(sequence: n, sendMicros: send, size: 1_000, receiveMicros: full ? nil : send + 10_000 + Int64(i) * 750, probeCluster: nil))
+            results.append(
+                PacketResult(
+                    sequence: n, sendMicros: send, size: 1_000, receiveMicros: full ? nil : send + 10_000 + Int64(i) * 750,
+                    probeCluster: nil))
             n += 1
         }
         var est = NetworkEstimate(bitrate: 0, delayBased: 0, lossBased: 0, acknowledged: nil, usage: .normal, lossFraction: 0, rttMicros: 0)
@@ -147,7 +157,8 @@ extension AllocatorTests {
         var results: [PacketResult] = []
         for i in 0..<20 {
             let send = Int64(i) * 2_000 // 4 Mbps offered
-            results.append(PacketResult(sequence: Int64(i), sendMicros: send, size: 1_000, receiveMicros: 10_000 + Int64(i) * 8_000, probeCluster: 1))
+            results.append(
+                PacketResult(sequence: Int64(i), sendMicros: send, size: 1_000, receiveMicros: 10_000 + Int64(i) * 8_000, probeCluster: 1))
         }
         e.onPacketResults(results, now: 200_000)
         #expect(e.estimate.delayBased < 1_050_000 && e.estimate.delayBased > 850_000, "\(e.estimate)")
@@ -173,10 +184,13 @@ extension AllocatorTests {
         var a = AcknowledgedBitrateEstimator()
         var results: [PacketResult] = []
         for i in 0..<50 { // 1 000 bytes every 10 ms: 800 kbps of media
-            results.append(PacketResult(sequence: Int64(i), sendMicros: Int64(i) * 10_000, size: 1_000, receiveMicros: Int64(i) * 10_000, probeCluster: nil))
+            results.append(
+                PacketResult(
+                    sequence: Int64(i), sendMicros: Int64(i) * 10_000, size: 1_000, receiveMicros: Int64(i) * 10_000, probeCluster: nil))
         }
         for i in 0..<10 { // a probe's 10 kB arriving at once in the middle
-            results.append(PacketResult(sequence: Int64(100 + i), sendMicros: 250_000, size: 1_000, receiveMicros: 250_000, probeCluster: 1))
+            results.append(
+                PacketResult(sequence: Int64(100 + i), sendMicros: 250_000, size: 1_000, receiveMicros: 250_000, probeCluster: 1))
         }
         results.sort { $0.receiveMicros! < $1.receiveMicros! }
         a.add(results)
@@ -250,7 +264,9 @@ extension AllocatorTests {
         for seq in UInt16(12)..<20 { gen.onPacket(transportSequence: seq, arrivalMicros: Int64(seq) * 1_000, ssrc: 0x2222) }
         let second = gen.makeFeedback()
         #expect(second.count == 1 && second[0].baseSequence == 10 && second[0].arrivals.count == 10, "\(second)")
-        #expect(second.first?.arrivals.prefix(2).allSatisfy { $0 == nil } == true && second.first?.arrivals.dropFirst(2).allSatisfy { $0 != nil } == true)
+        #expect(
+            second.first?.arrivals.prefix(2).allSatisfy { $0 == nil } == true
+                && second.first?.arrivals.dropFirst(2).allSatisfy { $0 != nil } == true)
         #expect(second.first?.mediaSSRC == 0x2222)
         // Through the wire and back, the two losses are still there.
         let bytes = try [UInt8].writing(capacity: 500) { w throws(RTPWriteError) in try second[0].write(to: &w) }
@@ -267,10 +283,14 @@ extension AllocatorTests {
     @Test func trendlineSeesAGrowingQueue() {
         var t = TrendlineEstimator()
         // Groups every 10 ms, arrivals spreading 2 ms more each time: the queue grows.
-        for i in 1...60 { t.update(deltas: .init(sendMicros: 10_000, arrivalMicros: 12_000, sizeBytes: 0), arrivalMicros: Int64(i) * 12_000) }
+        for i in 1...60 {
+            t.update(deltas: .init(sendMicros: 10_000, arrivalMicros: 12_000, sizeBytes: 0), arrivalMicros: Int64(i) * 12_000)
+        }
         #expect(t.state == .overusing)
         var steady = TrendlineEstimator()
-        for i in 1...60 { steady.update(deltas: .init(sendMicros: 10_000, arrivalMicros: 10_000, sizeBytes: 0), arrivalMicros: Int64(i) * 10_000) }
+        for i in 1...60 {
+            steady.update(deltas: .init(sendMicros: 10_000, arrivalMicros: 10_000, sizeBytes: 0), arrivalMicros: Int64(i) * 10_000)
+        }
         #expect(steady.state == .normal)
     }
 
@@ -294,7 +314,9 @@ extension AllocatorTests {
         for n in 0..<20 {
             now = Int64(n) * 1_000_000
             e.onPacketSent(transportSequence: UInt16(n), sendMicros: now, size: 1_000, probeCluster: nil)
-            e.onPacketResults([PacketResult(sequence: Int64(n), sendMicros: now, size: 1_000, receiveMicros: now + 20_000, probeCluster: nil)], now: now + 50_000)
+            e.onPacketResults(
+                [PacketResult(sequence: Int64(n), sendMicros: now, size: 1_000, receiveMicros: now + 20_000, probeCluster: nil)],
+                now: now + 50_000)
             for t in stride(from: now + 60_000, to: now + 1_000_000, by: 100_000) { e.onTimer(now: t) }
         }
         #expect(e.estimate.lossFraction == 0)

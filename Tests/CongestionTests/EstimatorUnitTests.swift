@@ -84,11 +84,16 @@ import Testing
         for g in 0..<4 {
             for k in 0..<3 { // 3 packets 1 ms apart per group; groups 20 ms apart, arriving 25 ms apart
                 let send = Int64(g) * 20_000 + Int64(k) * 1_000
-                if let d = ia.add(sendMicros: send, arrivalMicros: 100_000 + Int64(g) * 25_000 + Int64(k) * 1_000, size: 1_000) { out.append(d) }
+                if let d = ia.add(sendMicros: send, arrivalMicros: 100_000 + Int64(g) * 25_000 + Int64(k) * 1_000, size: 1_000) {
+                    out.append(d)
+                }
             }
         }
-        #expect(out == [InterArrival.Deltas(sendMicros: 20_000, arrivalMicros: 25_000, sizeBytes: 0),
-                        InterArrival.Deltas(sendMicros: 20_000, arrivalMicros: 25_000, sizeBytes: 0)])
+        #expect(
+            out == [
+                InterArrival.Deltas(sendMicros: 20_000, arrivalMicros: 25_000, sizeBytes: 0),
+                InterArrival.Deltas(sendMicros: 20_000, arrivalMicros: 25_000, sizeBytes: 0)
+            ])
     }
 
     @Test func aPacketFromAnEarlierGroupIsIgnored() {

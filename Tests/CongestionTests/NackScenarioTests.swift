@@ -29,7 +29,8 @@ import RTPCore
                 let key = nextFrame == 0
                 var frame: [UInt8] = key ? [0x10, 0x02, 0x00, 0x9d, 0x01, 0x2a, 0x40, 0x01, 0xb4, 0x00] : [0x31, 0x02, 0x00]
                 frame += [UInt8](repeating: UInt8(truncatingIfNeeded: nextFrame), count: 4_000)
-                var p = try VP8Packetizer(frameSize: frame.count, maxPayloadSize: 1_100, descriptor: VP8PayloadDescriptor(pictureID: UInt16(nextFrame)))
+                var p = try VP8Packetizer(
+                    frameSize: frame.count, maxPayloadSize: 1_100, descriptor: VP8PayloadDescriptor(pictureID: UInt16(nextFrame)))
                 var buffer = [UInt8](repeating: 0, count: 1_200)
                 while p.index < p.packetCount {
                     var n = 0, marker = false

@@ -3,7 +3,9 @@ import DTLS
 import Transport
 
 /// Two DTLS endpoints joined in memory: datagrams are handed over until both sides are quiet.
-func exchange(_ a: DTLSEndpoint, _ b: DTLSEndpoint, drop: (Int, [UInt8]) -> Bool = { _, _ in false }) -> (a: [DTLSEndpoint.Event], b: [DTLSEndpoint.Event], datagrams: [[UInt8]]) {
+func exchange(_ a: DTLSEndpoint, _ b: DTLSEndpoint, drop: (Int, [UInt8]) -> Bool = { _, _ in false }) -> (
+    a: [DTLSEndpoint.Event], b: [DTLSEndpoint.Event], datagrams: [[UInt8]]
+) {
     var ea: [DTLSEndpoint.Event] = [], eb: [DTLSEndpoint.Event] = [], all: [[UInt8]] = []
     var n = 0
     for _ in 0..<50 {
@@ -45,7 +47,9 @@ func failure(_ events: [DTLSEndpoint.Event]) -> String? {
         #expect(datagrams.allSatisfy { $0.count <= 1200 && DTLSEndpoint.looksLikeDTLS($0[0]) })
         for (send, receive) in [(cSend, sReceive), (sSend, cReceive)] {
             let tx = try SRTPSession(key: send, direction: .outbound), rx = try SRTPSession(key: receive, direction: .inbound)
-            var packet: [UInt8] = [0x80, 0x60, 0x00, 0x01, 0, 0, 0, 1, 0xDE, 0xAD, 0xBE, 0xEF] + Array(repeating: 7, count: 100) + Array(repeating: 0, count: 160)
+            var packet: [UInt8] =
+                [0x80, 0x60, 0x00, 0x01, 0, 0, 0, 1, 0xDE, 0xAD, 0xBE, 0xEF] + Array(repeating: 7, count: 100)
+                + Array(repeating: 0, count: 160)
             let protected = try packet.withUnsafeMutableBytes { try tx.protectRTP($0.baseAddress!, length: 112, capacity: $0.count) }
             let plain = try packet.withUnsafeMutableBytes { try rx.unprotectRTP($0.baseAddress!, length: protected) }
             #expect(plain == 112 && packet[12..<112].allSatisfy { $0 == 7 })
@@ -66,7 +70,9 @@ func failure(_ events: [DTLSEndpoint.Event]) -> String? {
         let (ec, _, _) = exchange(client, server)
         #expect(client.state == .failed && keys(ec) == nil)
         let reason = try #require(failure(ec))
-        #expect(reason.contains("is not the one the answer's a=fingerprint names") && reason.contains(DTLSCertificate.hex(cb.fingerprint)), "\(reason)")
+        #expect(
+            reason.contains("is not the one the answer's a=fingerprint names") && reason.contains(DTLSCertificate.hex(cb.fingerprint)),
+            "\(reason)")
     }
 
     /// Fingerprints in their SDP form, and what is refused.

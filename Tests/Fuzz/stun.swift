@@ -6,7 +6,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
     _ = STUNMessage.verifyFingerprint(bytes)
     // A stand-in MAC (libFuzzer builds RTPCore alone): exercises the integrity bookkeeping.
-    _ = STUNMessage.verifyIntegrity(bytes, key: [1, 2, 3]) { key, data in Array(repeating: UInt8(truncatingIfNeeded: data.count &+ key.count), count: 20) }
+    _ = STUNMessage.verifyIntegrity(bytes, key: [1, 2, 3]) { key, data in
+        Array(repeating: UInt8(truncatingIfNeeded: data.count &+ key.count), count: 20)
+    }
     guard let m = try? STUNMessage.parse(bytes.span) else { return 0 }
     do {
         let written = try m.encode()

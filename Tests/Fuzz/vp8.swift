@@ -21,7 +21,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         let ts = UInt32(bytes[i + 2] & 0x0F)
         let marker = bytes[i + 2] & 0x80 != 0
         let len = min(Int(bytes[i + 3]), bytes.count - i - 4)
-        assembler.insert(sequenceNumber: seq, timestamp: ts, marker: marker, payload: Span(_unsafeStart: data + i + 4, count: len), now: now)
+        assembler.insert(
+            sequenceNumber: seq, timestamp: ts, marker: marker, payload: Span(_unsafeStart: data + i + 4, count: len), now: now)
         while let f = assembler.pop(now: now) { precondition(f.bytes.count <= 1 << 24) }
         precondition(assembler.fragmentCount <= assembler.maxFragments)
         i += 4 + len

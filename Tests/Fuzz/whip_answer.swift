@@ -24,8 +24,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
             var strings: [(UInt8, String)] = []
             if let id = ids.mid { strings.append((id, "1")) }
             if let id = ids.rid { strings.append((id, "f")) }
-            let t = RTPHeaderTemplate(payloadType: s.payloadType, ssrc: 0x1234_5678, strings: strings, transportSequence: ids.transportSequence != nil,
-                                      absSendTime: ids.absSendTime != nil, transportSequenceID: ids.transportSequence ?? 3, absSendTimeID: ids.absSendTime ?? 2)
+            let t = RTPHeaderTemplate(
+                payloadType: s.payloadType, ssrc: 0x1234_5678, strings: strings, transportSequence: ids.transportSequence != nil,
+                absSendTime: ids.absSendTime != nil, transportSequenceID: ids.transportSequence ?? 3, absSendTimeID: ids.absSendTime ?? 2)
             precondition(t.headerSize >= 12, "header size \(t.headerSize)")
         }
     }

@@ -7,9 +7,12 @@
 public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let text = String(decoding: UnsafeBufferPointer(start: data, count: size), as: UTF8.self)
     let host = ICECandidate.host(STUNAddress(ip: [127, 0, 0, 1], port: 40_000))
-    guard let a = try? WHIPAnswer.answer(offer: text, iceUfrag: "lUfr", icePassword: "local-ice-password-0123",
-                                         fingerprint: "sha-256 " + Array(repeating: "AB", count: 32).joined(separator: ":"),
-                                         candidates: [host], sessionID: 1) else { return 0 }
+    guard
+        let a = try? WHIPAnswer.answer(
+            offer: text, iceUfrag: "lUfr", icePassword: "local-ice-password-0123",
+            fingerprint: "sha-256 " + Array(repeating: "AB", count: 32).joined(separator: ":"),
+            candidates: [host], sessionID: 1)
+    else { return 0 }
     precondition(!a.streams.isEmpty, "an answer without streams")
     for s in a.streams {
         precondition(s.payloadType < 128 && s.rtxPayloadType.map { $0 < 128 } != false, "payload type out of range")

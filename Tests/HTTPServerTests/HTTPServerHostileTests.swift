@@ -106,7 +106,9 @@ import TestSupport
     @Test func unreadAnswersDelayNobody() throws {
         var limits = HTTPServer.Limits()
         limits.writeDeadlineMicros = 600_000
-        let big = try HTTPServer(host: "127.0.0.1", port: 0, limits: limits) { _ in HTTPResponse(status: 200, body: [UInt8](repeating: 65, count: 8 << 20)) }
+        let big = try HTTPServer(host: "127.0.0.1", port: 0, limits: limits) { _ in
+            HTTPResponse(status: 200, body: [UInt8](repeating: 65, count: 8 << 20))
+        }
         defer { big.stop() }
         let lazy = try #require(RawClient(port: big.port))
         lazy.send("GET /big HTTP/1.1\r\nHost: x\r\n\r\n")

@@ -3,10 +3,14 @@ import HTTPServer
 
 @Suite struct HTTPRequestTests {
     @Test func parsesAPostWithBody() {
-        let raw = Array("POST /whip?room=1 HTTP/1.1\r\nHost: x\r\nContent-Type: application/sdp\r\nContent-Length: 5\r\nAuthorization:  Bearer t \r\n\r\nv=0\r\n".utf8)
+        let raw = Array(
+            "POST /whip?room=1 HTTP/1.1\r\nHost: x\r\nContent-Type: application/sdp\r\nContent-Length: 5\r\nAuthorization:  Bearer t \r\n\r\nv=0\r\n"
+                .utf8)
         guard case let .complete(r, consumed) = HTTPRequest.parse(raw) else { Issue.record("not parsed"); return }
         #expect(r.method == "POST" && r.path == "/whip" && r.query == "room=1" && r.body == Array("v=0\r\n".utf8))
-        #expect(r.header("content-type") == "application/sdp" && r.header("authorization") == "Bearer t" && consumed == raw.count && r.keepAlive)
+        #expect(
+            r.header("content-type") == "application/sdp" && r.header("authorization") == "Bearer t" && consumed == raw.count && r.keepAlive
+        )
         // Every prefix is incomplete, never invalid.
         for n in 0..<raw.count { #expect(HTTPRequest.parse(Array(raw[0..<n])) == .needMore, "prefix \(n)") }
     }
@@ -20,7 +24,9 @@ import HTTPServer
         #expect(status("POST /whip HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n\r\n") == 413)
         #expect(status("POST /whip HTTP/1.1\r\nHost: x\r\nBad Header: x\r\n\r\n") == 400)
         #expect(status("GET whip HTTP/1.1\r\n\r\n") == 400)
-        #expect(HTTPRequest.parse(Array(repeating: UInt8(ascii: "a"), count: 20_000)) == .invalid(status: 431, reason: "request header too large"))
+        #expect(
+            HTTPRequest.parse(Array(repeating: UInt8(ascii: "a"), count: 20_000))
+                == .invalid(status: 431, reason: "request header too large"))
         // RFC 9110 §8.6: Content-Length is 1*DIGIT — no sign, no spaces inside, no list.
         for bad in ["+1782", "1 2", "1,1", "0x10", "", "١٢"] {
             #expect(status("POST /whip HTTP/1.1\r\nHost: x\r\nContent-Length: \(bad)\r\n\r\n") == 400, "Content-Length: \(bad)")
@@ -36,8 +42,16 @@ import HTTPServer
         #expect(status("GET /metrics HTTP/1.1\r\nHost: x\u{1b}[2J\r\n\r\n") == 400)
         #expect(status("GET /metrics HTTP/2.0\r\nHost: x\r\n\r\n") == 400)
         #expect(status("GET  /metrics HTTP/1.1\r\nHost: x\r\n\r\n") == 400)
-        if case let .complete(r, _) = HTTPRequest.parse(Array("GET /metrics HTTP/1.0\r\n\r\n".utf8)) { #expect(!r.keepAlive) } else { Issue.record("HTTP/1.0 without Host refused") }
-        if case let .complete(r, _) = HTTPRequest.parse(Array("GET /m HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)) { #expect(!r.keepAlive) } else { Issue.record("not parsed") }
+        if case let .complete(r, _) = HTTPRequest.parse(Array("GET /metrics HTTP/1.0\r\n\r\n".utf8)) {
+            #expect(!r.keepAlive)
+        } else {
+            Issue.record("HTTP/1.0 without Host refused")
+        }
+        if case let .complete(r, _) = HTTPRequest.parse(Array("GET /m HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)) {
+            #expect(!r.keepAlive)
+        } else {
+            Issue.record("not parsed")
+        }
     }
 
     /// Random bytes and mutated requests: parsed, incomplete or refused — never a crash.

@@ -7,11 +7,13 @@ import HTTPServer
 @Suite struct WHIPEndpointRouteTests {
     let token = Array("s3cret-token".utf8)
 
-    func answer(_ method: String, _ path: String, auth: [String] = [], token: [UInt8]? = nil, known: Set<String> = ["abc"]) -> HTTPResponse {
+    func answer(_ method: String, _ path: String, auth: [String] = [], token: [UInt8]? = nil, known: Set<String> = ["abc"]) -> HTTPResponse
+    {
         var r = HTTPRequest(method: method, path: path, headers: [("host", "x")] + auth.map { ("authorization", $0) })
         r.body = Array("v=0\r\n".utf8)
-        var response = WHIPEndpoint.route(r, expected: token, create: { _ in HTTPResponse(status: 201) }, delete: { known.contains($0) },
-                                          exists: { known.contains($0) })
+        var response = WHIPEndpoint.route(
+            r, expected: token, create: { _ in HTTPResponse(status: 201) }, delete: { known.contains($0) },
+            exists: { known.contains($0) })
         response.headers += WHIPEndpoint.corsHeaders(r)
         return response
     }
@@ -37,8 +39,10 @@ import HTTPServer
         // The scheme is case-insensitive (RFC 9110 §11.1).
         #expect(answer("POST", "/whip", auth: ["bearer s3cret-token"], token: token).status == 201)
         #expect(answer("POST", "/whip", auth: ["BEARER  s3cret-token"], token: token).status == 201)
-        for wrong in ["Bearer s3cret-toke", "Bearer s3cret-token2", "Basic s3cret-token", "Bearers3cret-token", "Bearer ", "s3cret-token",
-                      "Bearer S3cret-token"] {
+        for wrong in [
+            "Bearer s3cret-toke", "Bearer s3cret-token2", "Basic s3cret-token", "Bearers3cret-token", "Bearer ", "s3cret-token",
+            "Bearer S3cret-token"
+        ] {
             #expect(answer("POST", "/whip", auth: [wrong], token: token).status == 401, "\(wrong)")
         }
         // Unicode-equivalent is not equal: "é" precomposed vs e + combining acute (NFD).
@@ -47,7 +51,8 @@ import HTTPServer
         #expect(answer("POST", "/whip", auth: ["Bearer cafe\u{301}"], token: nfc).status == 401)
         #expect(answer("DELETE", "/whip/abc", token: token).status == 401, "a session is ended only with the token")
         #expect(answer("DELETE", "/whip/nope", token: token).status == 401, "without the token no session's existence is told")
-        #expect(WHIPEndpoint.constantTimeEqual([1, 2, 3], [1, 2, 3]) && !WHIPEndpoint.constantTimeEqual([1, 2], [1, 2, 3])
+        #expect(
+            WHIPEndpoint.constantTimeEqual([1, 2, 3], [1, 2, 3]) && !WHIPEndpoint.constantTimeEqual([1, 2], [1, 2, 3])
                 && !WHIPEndpoint.constantTimeEqual([1, 2, 3, 4], [1, 2, 3]) && !WHIPEndpoint.constantTimeEqual([], [0]))
     }
 
@@ -57,13 +62,16 @@ import HTTPServer
         let preflight = answer("OPTIONS", "/whip", token: token)
         let h = Dictionary(preflight.headers, uniquingKeysWith: { a, _ in a })
         #expect(preflight.status == 204 && h["Access-Control-Allow-Origin"] == "*")
-        #expect(h["Access-Control-Allow-Methods"]?.contains("POST") == true && h["Access-Control-Allow-Methods"]?.contains("DELETE") == true)
+        #expect(
+            h["Access-Control-Allow-Methods"]?.contains("POST") == true && h["Access-Control-Allow-Methods"]?.contains("DELETE") == true)
         #expect(h["Access-Control-Allow-Headers"] == "Authorization, Content-Type, If-Match")
         #expect(h["Access-Control-Expose-Headers"] == "Location, Link, ETag, Accept-Patch")
         #expect(answer("OPTIONS", "/whip/abc", token: token).status == 204)
         #expect(answer("OPTIONS", "/elsewhere", token: token).status == 401)
         let post = answer("POST", "/whip", auth: ["Bearer s3cret-token"], token: token)
         #expect(post.headers.contains { $0 == ("Access-Control-Expose-Headers", "Location, Link, ETag, Accept-Patch") })
-        #expect(answer("POST", "/whip", token: token).headers.contains { $0.0 == "Access-Control-Allow-Origin" }, "a 401 is readable by the page too")
+        #expect(
+            answer("POST", "/whip", token: token).headers.contains { $0.0 == "Access-Control-Allow-Origin" },
+            "a 401 is readable by the page too")
     }
 }

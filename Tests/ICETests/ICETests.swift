@@ -55,7 +55,8 @@ func publisher(seed: UInt64 = 1, remote: ICEAgent.Credentials = serverCredential
 }
 
 func liteServer() -> ICEAgent {
-    let s = ICEAgent(role: .controlled, local: serverCredentials, remote: publisherCredentials, tieBreaker: 0x99, lite: true, seed: 2, hmacSHA1: hmac)
+    let s = ICEAgent(
+        role: .controlled, local: serverCredentials, remote: publisherCredentials, tieBreaker: 0x99, lite: true, seed: 2, hmacSHA1: hmac)
     s.addLocal(.host(serverAddress))
     return s
 }
@@ -63,13 +64,18 @@ func liteServer() -> ICEAgent {
 @Suite struct ICECandidateTests {
     @Test func parsesAndWritesCandidateLines() throws {
         let c = try ICECandidate.parse("a=candidate:1467250027 1 udp 2122260223 192.168.0.196 46243 typ host generation 0")
-        #expect(c.priority == 2_122_260_223 && c.address.description == "192.168.0.196:46243" && c.kind == .host && c.foundation == "1467250027")
+        #expect(
+            c.priority == 2_122_260_223 && c.address.description == "192.168.0.196:46243" && c.kind == .host && c.foundation == "1467250027"
+        )
         #expect(try ICECandidate.parse(Substring(c.description)) == c)
         let v6 = try ICECandidate.parse("candidate:2 1 UDP 1694498815 2001:db8::7:1 50000 typ srflx raddr :: rport 0")
         #expect(v6.address.ip == [0x20, 0x01, 0x0d, 0xb8] + [UInt8](repeating: 0, count: 8) + [0, 7, 0, 1] && v6.kind == .srflx)
         #expect(try ICECandidate.parse(Substring(v6.description)) == v6)
-        for bad in ["candidate:1 1 tcp 1 10.0.0.1 9 typ host tcptype active", "candidate:1 1 udp 1 abcd.local 9 typ host",
-                    "candidate:1 1 udp 1 10.0.0.1 70000 typ host", "candidate:1 1 udp 1 10.0.0.1 9 typ weird", "candidate:1 1 udp 1 1::2::3 9 typ host"] {
+        for bad in [
+            "candidate:1 1 tcp 1 10.0.0.1 9 typ host tcptype active", "candidate:1 1 udp 1 abcd.local 9 typ host",
+            "candidate:1 1 udp 1 10.0.0.1 70000 typ host", "candidate:1 1 udp 1 10.0.0.1 9 typ weird",
+            "candidate:1 1 udp 1 1::2::3 9 typ host"
+        ] {
             #expect(throws: ICECandidate.ParseError.self) { try ICECandidate.parse(Substring(bad)) }
         }
         // RFC 8445 §5.1.2.1 with the recommended preferences.
@@ -150,7 +156,8 @@ func liteServer() -> ICEAgent {
     @Test func roleConflictIsResolvedByTieBreaker() {
         let net = VirtualNet()
         let a = publisher()
-        let b = ICEAgent(role: .controlling, local: serverCredentials, remote: publisherCredentials, tieBreaker: 0xFFFF_0000, seed: 3, hmacSHA1: hmac)
+        let b = ICEAgent(
+            role: .controlling, local: serverCredentials, remote: publisherCredentials, tieBreaker: 0xFFFF_0000, seed: 3, hmacSHA1: hmac)
         b.addLocal(.host(serverAddress))
         b.addRemote(.host(publisherAddress))
         net.add(a, [publisherAddress])
@@ -208,15 +215,23 @@ func liteServer() -> ICEAgent {
                 sent += 1
                 if sent == 1 { continue } // the first request is lost
                 let request = try STUNMessage.parse(t.bytes.span)
-                let answer = STUNMessage(class: .success, transactionID: request.transactionID, attributes: [.xorMappedAddress(publicAddress)])
+                let answer = STUNMessage(
+                    class: .success, transactionID: request.transactionID, attributes: [.xorMappedAddress(publicAddress)])
                 g.handle(try answer.encode(fingerprint: true), from: server, to: t.from, now: now + 30_000)
             }
             while let r = g.pollResult() { results.append(r) }
             now = wake ?? now + 1
         }
-        #expect(results.contains(.reflexive(ICECandidate(foundation: String(CRC32.checksum(host.ip + server.ip), radix: 16), priority: ICECandidate.priority(kind: .srflx),
-                                                         address: publicAddress, kind: .srflx), base: host, server: server, redundant: false, roundTripMicros: 280_000)), "\(results)")
-        #expect(results.contains { if case let .failed(_, s, reason) = $0 { s == silent && reason.contains("no answer") } else { false } }, "\(results)")
+        #expect(
+            results.contains(
+                .reflexive(
+                    ICECandidate(
+                        foundation: String(CRC32.checksum(host.ip + server.ip), radix: 16), priority: ICECandidate.priority(kind: .srflx),
+                        address: publicAddress, kind: .srflx), base: host, server: server, redundant: false, roundTripMicros: 280_000)),
+            "\(results)")
+        #expect(
+            results.contains { if case let .failed(_, s, reason) = $0 { s == silent && reason.contains("no answer") } else { false } },
+            "\(results)")
         #expect(now < 5_000_000) // the silent server is given up after ~3.75 s
     }
 }

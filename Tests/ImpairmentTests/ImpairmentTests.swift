@@ -17,11 +17,15 @@ import Testing
         let last = s.settings(at: 25_000_000)
         #expect(last.rateBps == 600_000 && last.lossPercent == 100) // earlier parameters carry over
         let late = try ImpairmentSchedule.parse("5s:loss=100%;10s:loss=0%")
-        #expect(late.settings(at: 0).isNeutral && late.settings(at: 6_000_000).lossPercent == 100 && late.settings(at: 11_000_000).lossPercent == 0)
+        #expect(
+            late.settings(at: 0).isNeutral && late.settings(at: 6_000_000).lossPercent == 100
+                && late.settings(at: 11_000_000).lossPercent == 0)
     }
 
-    @Test(arguments: ["", "loss", "loss=200%", "speed=1", "rate=fast", "delay=-1s", "burst=0", "10s:loss=1%;5s:loss=2%",
-                      "loss=1%;loss=2%", "queue=0ms", "delay=1h"])
+    @Test(arguments: [
+        "", "loss", "loss=200%", "speed=1", "rate=fast", "delay=-1s", "burst=0", "10s:loss=1%;5s:loss=2%",
+        "loss=1%;loss=2%", "queue=0ms", "delay=1h"
+    ])
     func rejectsBadSpecs(_ text: String) {
         #expect(throws: ImpairmentSchedule.ParseError.self) { try ImpairmentSchedule.parse(text) }
     }
@@ -141,7 +145,9 @@ import Testing
         let s = try ImpairmentSchedule.parse("loss=10%,burst=3,jitter=5ms,rate=2mbit")
         var a = LinkEmulator(schedule: s, seed: 9, startMicros: 0), b = LinkEmulator(schedule: s, seed: 9, startMicros: 0)
         var same = 0
-        for i in 0..<5000 { let x = a.admit(size: 500, now: Int64(i) * 300), y = b.admit(size: 500, now: Int64(i) * 300); if x == y { same += 1 } }
+        for i in 0..<5000 {
+            let x = a.admit(size: 500, now: Int64(i) * 300), y = b.admit(size: 500, now: Int64(i) * 300); if x == y { same += 1 }
+        }
         #expect(same == 5000)
     }
 }
@@ -151,7 +157,8 @@ import Testing
     @Test func seededMutationsNeverCrash() {
         var rng = SplitMix(0x5EED) // the emulator's own generator
         func next() -> UInt64 { rng.next() }
-        let seeds = ["loss=2%,burst=4,delay=40ms,jitter=10ms,rate=800kbit,queue=200ms", "0s:rate=3mbit;10s:rate=600kbit;20s:loss=100%"].map { Array($0.utf8) }
+        let seeds = ["loss=2%,burst=4,delay=40ms,jitter=10ms,rate=800kbit,queue=200ms", "0s:rate=3mbit;10s:rate=600kbit;20s:loss=100%"].map
+        { Array($0.utf8) }
         let alphabet = Array("0123456789.%;:=,-kmbitsgx ".utf8)
         var ok = 0, failed = 0
         for i in 0..<100_000 {
@@ -170,7 +177,9 @@ import Testing
                 #expect((try? ImpairmentSchedule.parse(s.spec)) == s, "\(String(decoding: input, as: UTF8.self)) → \(s.spec)")
                 var link = LinkEmulator(schedule: s, seed: 1, startMicros: 0)
                 for k in 0..<5 { _ = link.admit(size: 1_000, now: Int64(k) * 1_000) }
-            } else { failed += 1 }
+            } else {
+                failed += 1
+            }
         }
         #expect(ok > 1_000 && failed > 1_000)
     }

@@ -18,7 +18,8 @@ struct ChromiumInteropTests {
     func start(_ args: [String]) throws -> (PeerProcess, Int) {
         let peer = try PeerProcess("/usr/bin/python3", [Self.shim] + args)
         guard peer.wait(for: "LISTENING ", micros: 10_000_000),
-              let line = peer.text.split(separator: "\n").first(where: { $0.hasPrefix("LISTENING ") }), let port = Int(line.dropFirst(10)) else {
+            let line = peer.text.split(separator: "\n").first(where: { $0.hasPrefix("LISTENING ") }), let port = Int(line.dropFirst(10))
+        else {
             peer.stop()
             throw Failure(description: "the Chromium peer did not start: \(peer.text)")
         }
@@ -28,7 +29,9 @@ struct ChromiumInteropTests {
     /// The peer's JSON lines of one event kind.
     func events(_ peer: PeerProcess, _ kind: String) -> [[String: Any]] {
         peer.text.split(separator: "\n").compactMap { line in
-            guard line.hasPrefix("{"), let o = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], o["event"] as? String == kind else { return nil }
+            guard line.hasPrefix("{"), let o = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                o["event"] as? String == kind
+            else { return nil }
             return o
         }
     }
@@ -58,13 +61,19 @@ struct ChromiumInteropTests {
             try #require(sent.count == 1 && got.count == 1, "\(kind): pubbot \(sent.count) streams, Chromium \(got.count)")
             let s = sent[0], g = got[0]
             #expect(g["ssrc"] as? Int == s["ssrc"] as? Int)
-            #expect(g["bytesReceived"] as? Int == s["bytesSent"] as? Int, "\(kind) bytes: Chromium \(g["bytesReceived"] ?? "-"), pubbot \(s["bytesSent"] ?? "-")")
+            #expect(
+                g["bytesReceived"] as? Int == s["bytesSent"] as? Int,
+                "\(kind) bytes: Chromium \(g["bytesReceived"] ?? "-"), pubbot \(s["bytesSent"] ?? "-")")
             #expect(g["packetsLost"] as? Int == 0)
             let packets = (s["packetsSent"] as? Int ?? 0) + (kind == "video" ? padding : 0)
-            #expect(g["packetsReceived"] as? Int == packets, "\(kind) packets: Chromium \(g["packetsReceived"] ?? "-"), pubbot \(s["packetsSent"] ?? "-") + \(padding) padding")
+            #expect(
+                g["packetsReceived"] as? Int == packets,
+                "\(kind) packets: Chromium \(g["packetsReceived"] ?? "-"), pubbot \(s["packetsSent"] ?? "-") + \(padding) padding")
             if kind == "video" {
                 let frames = s["framesSent"] as? Int ?? 0, decoded = g["framesDecoded"] as? Int ?? 0
-                #expect(frames > 150 && decoded * 100 >= frames * 95 && decoded <= frames, "frames: sent \(frames), Chromium decoded \(decoded)")
+                #expect(
+                    frames > 150 && decoded * 100 >= frames * 95 && decoded <= frames, "frames: sent \(frames), Chromium decoded \(decoded)"
+                )
                 #expect(g["frameHeight"] as? Int == 720 && g["freezeCount"] as? Int == 0, "\(g)")
             }
         }
@@ -113,7 +122,8 @@ struct ChromiumInteropTests {
     /// NACKs reach its RTP module (its outbound nackCount and retransmissions), its PLIs too
     /// (pliCount), and its receiver reports are read (remote-inbound-rtp: loss and RTT).
     @Test func chromiumTakesPubbotsNACKPLIAndReceiverReports() throws {
-        let receiver = try PeerProcess(Self.binary, ["receive", "--whip-listen", "127.0.0.1:0", "--impair", "loss=5%", "--duration", "60s", "--json"])
+        let receiver = try PeerProcess(
+            Self.binary, ["receive", "--whip-listen", "127.0.0.1:0", "--impair", "loss=5%", "--duration", "60s", "--json"])
         defer { receiver.stop() }
         try #require(receiver.wait(for: "/whip (media", micros: 10_000_000), "\(receiver.text)")
         let url = try #require(receiver.text.split(separator: " ").first { $0.hasPrefix("http://") }.map(String.init))
@@ -125,14 +135,17 @@ struct ChromiumInteropTests {
         kill(receiver.process.processIdentifier, SIGINT)
         receiver.wait(for: "\"whipEndpoint\"", micros: 5_000_000)
         let text = receiver.text
-        let summary = try #require(text.firstIndex(of: "{").flatMap { try? JSONSerialization.jsonObject(with: Data(text[$0...].utf8)) as? [String: Any] })
+        let summary = try #require(
+            text.firstIndex(of: "{").flatMap { try? JSONSerialization.jsonObject(with: Data(text[$0...].utf8)) as? [String: Any] })
         let fb = try #require(summary["feedback"] as? [String: Any])
-        let nackSent = fb["nackSent"] as? Int ?? 0, pliSent = fb["pliSent"] as? Int ?? 0, rtxGot = fb["retransmissionsReceived"] as? Int ?? 0
+        let nackSent = fb["nackSent"] as? Int ?? 0, pliSent = fb["pliSent"] as? Int ?? 0,
+            rtxGot = fb["retransmissionsReceived"] as? Int ?? 0
         let video = (done["outbound"] as? [[String: Any]] ?? []).filter { $0["kind"] as? String == "video" }
         let nacks = video.reduce(0) { $0 + ($1["nackCount"] as? Int ?? 0) }, plis = video.reduce(0) { $0 + ($1["pliCount"] as? Int ?? 0) }
         let resent = video.reduce(0) { $0 + ($1["retransmittedPacketsSent"] as? Int ?? 0) }
-        print("Chromium → pubbot at 5 % loss: NACK pubbot sent \(nackSent), Chromium counted \(nacks); PLI \(pliSent) / \(plis); "
-              + "retransmissions Chromium sent \(resent), pubbot received \(rtxGot); remote-inbound \(done["remoteInbound"] ?? "-")")
+        print(
+            "Chromium → pubbot at 5 % loss: NACK pubbot sent \(nackSent), Chromium counted \(nacks); PLI \(pliSent) / \(plis); "
+                + "retransmissions Chromium sent \(resent), pubbot received \(rtxGot); remote-inbound \(done["remoteInbound"] ?? "-")")
         // Chromium's counters are read just before its DELETE; pubbot's run to its end. Its RTX
         // probes (old packets resent as padding) are not in retransmittedPacketsSent.
         #expect(nackSent >= 3 && nacks >= nackSent - 2 && nacks <= nackSent, "NACK: pubbot sent \(nackSent), Chromium counted \(nacks)")
@@ -146,8 +159,9 @@ struct ChromiumInteropTests {
         }
         #expect(plis <= pliSent && (pliSent == 0 || plis >= 1), "PLI: pubbot sent \(pliSent), Chromium counted \(plis)")
         let remote = (done["remoteInbound"] as? [[String: Any]] ?? []).first { $0["kind"] as? String == "video" }
-        #expect((remote?["packetsLost"] as? Int ?? 0) > 0 && (remote?["roundTripTime"] as? Double).map { $0 > 0 && $0 < 0.5 } == true,
-                "Chromium's view of pubbot's receiver reports: \(String(describing: remote))")
+        #expect(
+            (remote?["packetsLost"] as? Int ?? 0) > 0 && (remote?["roundTripTime"] as? Double).map { $0 > 0 && $0 < 0.5 } == true,
+            "Chromium's view of pubbot's receiver reports: \(String(describing: remote))")
     }
 
     /// (c) Chromium as the source of a WHEP subscription behind an emulated 800 kbit/s downlink:
@@ -157,20 +171,31 @@ struct ChromiumInteropTests {
         let (peer, port) = try start(["endpoint", "--limit", "60"])
         defer { peer.stop(grace: 2_000_000) }
         try #require(peer.wait(for: "READY", micros: 20_000_000), "Chromium's page did not load: \(peer.text)")
-        let r = try runPubbot(Self.binary, ["receive", "--whep", "http://127.0.0.1:\(port)/whep", "--duration", "15s",
-                                            "--downlink-impair", "rate=800kbit", "--json"])
+        let r = try runPubbot(
+            Self.binary,
+            [
+                "receive", "--whep", "http://127.0.0.1:\(port)/whep", "--duration", "15s",
+                "--downlink-impair", "rate=800kbit", "--json"
+            ])
         #expect(r.code == 0, "\(r.err)")
         #expect(peer.wait(for: "\"event\": \"final\"", micros: 5_000_000), "\(peer.text.suffix(500))")
         let stats = events(peer, "stats")
         let late = stats.filter { ($0["t"] as? Double ?? 0) >= 8 }
         let estimates = late.compactMap { $0["availableOutgoingBitrate"] as? Double }
-        let targets = late.flatMap { ($0["outbound"] as? [[String: Any]] ?? []).filter { $0["kind"] as? String == "video" }.compactMap { $0["targetBitrate"] as? Double } }
-        print("Chromium as WHEP source behind 800 kbit/s: availableOutgoingBitrate \(estimates.map { Int($0 / 1000) }) kbps, target \(targets.map { Int($0 / 1000) }) kbps")
+        let targets = late.flatMap {
+            ($0["outbound"] as? [[String: Any]] ?? []).filter { $0["kind"] as? String == "video" }.compactMap {
+                $0["targetBitrate"] as? Double
+            }
+        }
+        print(
+            "Chromium as WHEP source behind 800 kbit/s: availableOutgoingBitrate \(estimates.map { Int($0 / 1000) }) kbps, target \(targets.map { Int($0 / 1000) }) kbps"
+        )
         #expect(!estimates.isEmpty && estimates.allSatisfy { (400_000...1_040_000).contains($0) }, "\(estimates)")
         #expect(!targets.isEmpty && targets.allSatisfy { $0 <= 1_040_000 }, "\(targets)")
         let summary = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
         let video = try #require((summary["streams"] as? [[String: Any]])?.first { $0["kind"] as? String == "video" })
-        let decoded = video["framesDecoded"] as? Int ?? 0, lost = video["packetsLost"] as? Int ?? 0, got = video["packetsReceived"] as? Int ?? 1
+        let decoded = video["framesDecoded"] as? Int ?? 0, lost = video["packetsLost"] as? Int ?? 0,
+            got = video["packetsReceived"] as? Int ?? 1
         #expect(decoded >= 300 && Double(lost) / Double(got) < 0.02, "decoded \(decoded), lost \(lost) of \(got)")
     }
 
@@ -178,7 +203,9 @@ struct ChromiumInteropTests {
     /// kernel bottleneck (two network namespaces, tbf on Chromium's egress): once past its
     /// start-up, Chromium's estimate — from pubbot's transport-cc — stays within 0.5–1.3× the
     /// link, as it does toward another Chromium. Needs root (skipped, saying so, without).
-    @Test(.enabled(if: getuid() == 0, "network namespaces need root"), arguments: [("800kbit", 800_000), ("1500kbit", 1_500_000), ("3mbit", 3_000_000)])
+    @Test(
+        .enabled(if: getuid() == 0, "network namespaces need root"),
+        arguments: [("800kbit", 800_000), ("1500kbit", 1_500_000), ("3mbit", 3_000_000)])
     func chromiumBehindAKernelBottleneck(_ rate: String, _ bps: Int) throws {
         let script = WHIPInteropTests.root.appendingPathComponent("Tests/Peers/chromium/chromium_tbf.sh").path
         let r = try runPubbot("/bin/bash", [script, Self.binary, rate, "20"])
@@ -186,7 +213,9 @@ struct ChromiumInteropTests {
         #expect(r.code == 0, "\(r.err)")
         let lines = r.out.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         let stats = lines.filter { $0["event"] as? String == "stats" }
-        print("Chromium behind tbf \(rate): availableOutgoingBitrate per second \(stats.compactMap { ($0["availableOutgoingBitrate"] as? Double).map { Int($0 / 1000) } }) kbps")
+        print(
+            "Chromium behind tbf \(rate): availableOutgoingBitrate per second \(stats.compactMap { ($0["availableOutgoingBitrate"] as? Double).map { Int($0 / 1000) } }) kbps"
+        )
         // Past the start-up: where the link limits Chromium (a layer held back for bandwidth) its
         // estimate is within 0.5–1.3× the link; where its encoders undershoot the link (the fake
         // camera at 3 Mbit/s sends ~1.9) it is application-limited — nothing to estimate against —
@@ -195,19 +224,24 @@ struct ChromiumInteropTests {
         for (prev, cur) in zip(stats, stats.dropFirst()) where (cur["t"] as? Double ?? 0) >= 8 {
             guard let e = cur["availableOutgoingBitrate"] as? Double else { continue }
             samples += 1
-            let bandwidth = (cur["layers"] as? [String: [String: Any]] ?? [:]).values.contains { $0["qualityLimitationReason"] as? String == "bandwidth" }
+            let bandwidth = (cur["layers"] as? [String: [String: Any]] ?? [:]).values.contains {
+                $0["qualityLimitationReason"] as? String == "bandwidth"
+            }
             let sent = Double((cur["bytesSent"] as? Int ?? 0) - (prev["bytesSent"] as? Int ?? 0)) * 8
             #expect(e >= 0.5 * Double(bps), "\(rate): estimate \(Int(e / 1000)) kbps below half the link")
             if bandwidth || sent >= 0.9 * Double(bps) {
                 limited += 1
-                #expect(e <= 1.3 * Double(bps), "\(rate): estimate \(Int(e / 1000)) kbps while the link limits (sent \(Int(sent / 1000)) kbps)")
+                #expect(
+                    e <= 1.3 * Double(bps), "\(rate): estimate \(Int(e / 1000)) kbps while the link limits (sent \(Int(sent / 1000)) kbps)")
             }
         }
         #expect(samples >= 8, "\(r.out.suffix(400)) \(r.err)")
         if bps <= 1_500_000 { #expect(limited >= 8, "\(rate) should limit Chromium's simulcast: \(limited) of \(samples) samples limited") }
         let receiver = try #require(r.out.split(separator: "\n").first { $0.hasPrefix("RECEIVER ") })
         let summary = try #require(try JSONSerialization.jsonObject(with: Data(receiver.dropFirst(9).utf8)) as? [String: Any])
-        let decoded = (summary["streams"] as? [[String: Any]] ?? []).filter { $0["kind"] as? String == "video" }.reduce(0) { $0 + ($1["framesDecoded"] as? Int ?? 0) }
+        let decoded = (summary["streams"] as? [[String: Any]] ?? []).filter { $0["kind"] as? String == "video" }.reduce(0) {
+            $0 + ($1["framesDecoded"] as? Int ?? 0)
+        }
         #expect(decoded > 300, "pubbot decoded \(decoded) frames")
     }
 }

@@ -24,10 +24,15 @@ import Platform
     /// A key and certificate made by openssl itself, and its SHA-256 fingerprint.
     func peerCertificate(in dir: URL) throws -> (key: String, cert: String, fingerprint: [UInt8]) {
         let key = dir.appendingPathComponent("k.pem").path, cert = dir.appendingPathComponent("c.pem").path
-        _ = try openssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert,
-                         "-subj", "/CN=openssl-peer", "-days", "1"])
+        _ = try openssl([
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key, "-out", cert,
+            "-subj", "/CN=openssl-peer", "-days", "1"
+        ])
         let fpLine = try openssl(["x509", "-noout", "-fingerprint", "-sha256", "-in", cert])
-        let fingerprint = try #require(DTLSCertificate.parseFingerprint("sha-256 " + (fpLine.split(separator: "=").last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? "")), "\(fpLine)")
+        let fingerprint = try #require(
+            DTLSCertificate.parseFingerprint(
+                "sha-256 " + (fpLine.split(separator: "=").last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? "")),
+            "\(fpLine)")
         return (key, cert, fingerprint)
     }
 
@@ -40,7 +45,9 @@ import Platform
 
     /// Drives `endpoint` over a real socket until the handshake ends (5 s at most): datagrams
     /// in, datagrams out to `peer` (a server learns it from the first datagram), events read.
-    func handshake(_ endpoint: DTLSEndpoint, over socket: UDPSocket, peer: SocketAddress?) throws -> (keys: (SRTPSuite, SRTPKey, SRTPKey)?, failure: String?) {
+    func handshake(_ endpoint: DTLSEndpoint, over socket: UDPSocket, peer: SocketAddress?) throws -> (
+        keys: (SRTPSuite, SRTPKey, SRTPKey)?, failure: String?
+    ) {
         let batch = PacketBatch(capacity: 8)
         var peer = peer
         var keys: (SRTPSuite, SRTPKey, SRTPKey)?
@@ -78,9 +85,13 @@ import Platform
         let socket = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0))
         let ours = try DTLSCertificate()
         let server = try DTLSEndpoint(role: .server, certificate: ours, remoteFingerprint: peer.fingerprint)
-        let client = try PeerProcess("/usr/bin/openssl", ["s_client", "-dtls1_2", "-connect", "127.0.0.1:\(socket.localAddress.port)", "-cert", peer.cert,
-                                                         "-key", peer.key, "-use_srtp", "SRTP_AEAD_AES_128_GCM", "-keymatexport", "EXTRACTOR-dtls_srtp",
-                                                         "-keymatexportlen", "56"])
+        let client = try PeerProcess(
+            "/usr/bin/openssl",
+            [
+                "s_client", "-dtls1_2", "-connect", "127.0.0.1:\(socket.localAddress.port)", "-cert", peer.cert,
+                "-key", peer.key, "-use_srtp", "SRTP_AEAD_AES_128_GCM", "-keymatexport", "EXTRACTOR-dtls_srtp",
+                "-keymatexportlen", "56"
+            ])
         defer { client.stop(grace: 2_000_000) } // s_client ends on end of input
         let (keys, failure) = try handshake(server, over: socket, peer: nil)
         #expect(failure == nil, "\(failure ?? "")")
@@ -104,9 +115,13 @@ import Platform
         defer { try? FileManager.default.removeItem(at: dir) }
         let (key, cert, fingerprint) = try peerCertificate(in: dir)
         let port = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port // a free port, released
-        let server = try PeerProcess("/usr/bin/openssl", ["s_server", "-dtls1_2", "-accept", "127.0.0.1:\(port)", "-cert", cert, "-key", key,
-                                                         "-use_srtp", "SRTP_AES128_CM_SHA1_80", "-keymatexport", "EXTRACTOR-dtls_srtp", "-keymatexportlen", "60",
-                                                         "-verify", "1", "-naccept", "1"])
+        let server = try PeerProcess(
+            "/usr/bin/openssl",
+            [
+                "s_server", "-dtls1_2", "-accept", "127.0.0.1:\(port)", "-cert", cert, "-key", key,
+                "-use_srtp", "SRTP_AES128_CM_SHA1_80", "-keymatexport", "EXTRACTOR-dtls_srtp", "-keymatexportlen", "60",
+                "-verify", "1", "-naccept", "1"
+            ])
         defer { server.stop() }
         #expect(server.wait(for: "ACCEPT", micros: 5_000_000), "s_server did not start: \(server.text)")
 

@@ -33,7 +33,9 @@ import Platform
         }
         p.wait(); r.stop(); r.wait()
         let sources = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").compactMap { line -> String? in
-            guard let o = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], o["type"] as? String == "subscriberMediaLinkStats" else { return nil }
+            guard let o = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                o["type"] as? String == "subscriberMediaLinkStats"
+            else { return nil }
             return ((o["stats"] as? [[String: Any]])?.first?["networkDegradationSource"]) as? String
         }
         // Once both sides have scored a few seconds of loss (after the start-up ramp), the blame is settled.

@@ -10,8 +10,11 @@ import Platform
 
 /// Publisher → 127.0.0.1 → receiver, in process: the walking skeleton end to end.
 @Suite(.serialized) struct EndToEndTests {
-    func run(suite: SRTPSuite, seconds: Double, receiverKey: SRTPKey? = nil, layers: [VideoLayerConfig] = VideoLayerConfig.ladder(top: 1280, 720))
-        throws -> (PublisherSnapshot, ReceiverSnapshot) {
+    func run(
+        suite: SRTPSuite, seconds: Double, receiverKey: SRTPKey? = nil, layers: [VideoLayerConfig] = VideoLayerConfig.ladder(top: 1280, 720)
+    )
+        throws -> (PublisherSnapshot, ReceiverSnapshot)
+    {
         let key = SRTPKey.random(suite: suite)
         let r = try LoopbackReceiver(config: ReceiverConfig(listen: SocketAddress(host: "127.0.0.1", port: 0), key: receiverKey ?? key))
         var c = PublisherConfig(destination: r.localAddress, layers: layers, key: key)
@@ -27,9 +30,11 @@ import Platform
     }
 
     /// A receiver (optionally behind an emulated uplink) and a publisher aimed at it, not started.
-    func makePair(impair: String? = nil, layers: [VideoLayerConfig] = VideoLayerConfig.ladder(top: 640, 360, layers: 2), seconds: Double,
-                  receiver tweakReceiver: (inout ReceiverConfig) -> Void = { _ in },
-                  publisher tweakPublisher: (inout PublisherConfig) -> Void = { _ in }) throws -> (LoopbackReceiver, Publisher) {
+    func makePair(
+        impair: String? = nil, layers: [VideoLayerConfig] = VideoLayerConfig.ladder(top: 640, 360, layers: 2), seconds: Double,
+        receiver tweakReceiver: (inout ReceiverConfig) -> Void = { _ in },
+        publisher tweakPublisher: (inout PublisherConfig) -> Void = { _ in }
+    ) throws -> (LoopbackReceiver, Publisher) {
         let key = SRTPKey.random(suite: .aesCm)
         var rc = ReceiverConfig(listen: try SocketAddress(host: "127.0.0.1", port: 0), key: key)
         if let impair { rc.impairment = try ImpairmentSchedule.parse(impair) }
@@ -88,7 +93,11 @@ import Platform
     /// wire minus the SRTP tag; uplink loss equals the packets a seeded emulator dropped.
     @Test func statsMatchTheirDefinitions() throws {
         // No congestion control (no probing): the sent counts are media packets only.
-        let (r, p) = try makePair(impair: "loss=5%", seconds: 3) { $0.impairmentSeed = 1234 } publisher: { $0.congestionControl = false }
+        let (r, p) = try makePair(impair: "loss=5%", seconds: 3) {
+            $0.impairmentSeed = 1234
+        } publisher: {
+            $0.congestionControl = false
+        }
         r.start(); p.start(); p.wait()
         Clock.sleep(micros: 300_000)
         r.stop(); r.wait()
@@ -98,7 +107,9 @@ import Platform
             let dropped = rs.uplinkDropsBySSRC[out.ssrc] ?? 0
             // Loss (RFC 3550: expected − received) is exactly what the emulator dropped on this
             // SSRC, but for drops after the last packet that arrived (not yet "expected").
-            #expect(inb.uplinkPacketsLost <= dropped && dropped - inb.uplinkPacketsLost <= 3, "\(out.ssrc): lost \(inb.uplinkPacketsLost), dropped \(dropped)")
+            #expect(
+                inb.uplinkPacketsLost <= dropped && dropped - inb.uplinkPacketsLost <= 3,
+                "\(out.ssrc): lost \(inb.uplinkPacketsLost), dropped \(dropped)")
             #expect(dropped > 0)
             // Every packet sent was either dropped or received (retransmissions travel on the RTX SSRC).
             #expect(out.packetsSent - dropped == inb.packetsReceived)
@@ -115,7 +126,8 @@ import Platform
         Clock.sleep(micros: 300_000)
         r.stop(); r.wait()
         let videos = r.snapshot().streams.filter { $0.kind == .video }
-        let byHeight = Dictionary(videos.compactMap { s -> (Int, Int)? in s.height > 0 ? (s.height, s.framesDecoded) : nil }, uniquingKeysWith: max)
+        let byHeight = Dictionary(
+            videos.compactMap { s -> (Int, Int)? in s.height > 0 ? (s.height, s.framesDecoded) : nil }, uniquingKeysWith: max)
         #expect((byHeight[360] ?? 0) > 60)
         #expect(byHeight[720] == nil) // never decoded: never forwarded
     }
@@ -140,7 +152,8 @@ import Platform
     /// comes back once the link recovers.
     @Test func gcmSuiteWorksEndToEnd() throws {
         let (p, r) = try run(suite: .gcm, seconds: 1.5, layers: [.defaults(width: 320, height: 180, rid: "q")])
-        #expect(r.packetsAccepted == p.streams.reduce(0) { $0 + $1.packetsSent } + p.network.paddingPacketsSent + p.network.retransmissionsSent)
+        #expect(
+            r.packetsAccepted == p.streams.reduce(0) { $0 + $1.packetsSent } + p.network.paddingPacketsSent + p.network.retransmissionsSent)
         #expect(r.streams.allSatisfy { $0.framesDecoded > 20 })
     }
 
@@ -278,7 +291,9 @@ import Platform
         let sdp = dir.appendingPathComponent("x.sdp").path
         // Pick a free port for the receiver.
         let port = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port
-        let pub = try run(["publish", "--to", "127.0.0.1:\(port)", "--sdp-out", sdp, "--duration", "100ms", "--no-audio", "--layers", "320x180"])
+        let pub = try run([
+            "publish", "--to", "127.0.0.1:\(port)", "--sdp-out", sdp, "--duration", "100ms", "--no-audio", "--layers", "320x180"
+        ])
         #expect(pub.code == 0, "\(pub.err)")
         let text = try String(contentsOfFile: sdp, encoding: .utf8)
         #expect(text.contains("a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:"))
@@ -314,7 +329,10 @@ import Platform
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let schema = try SchemaValidator(path: root.appendingPathComponent("Sources/BotCLI/stats.schema.json").path)
         // The validator itself rejects what breaks the schema.
-        #expect(!schema.validateLine(["type": "publisherMediaLinkStats", "timestamp": 1, "stats": [["transport": ["networkCondition": "great"]]]]).isEmpty)
+        #expect(
+            !schema.validateLine([
+                "type": "publisherMediaLinkStats", "timestamp": 1, "stats": [["transport": ["networkCondition": "great"]]]
+            ]).isEmpty)
         #expect(!schema.validateLine(["type": "subscriberEvent", "timestamp": 1]).isEmpty)
         #expect(!schema.validateLine(["type": "nonsense", "timestamp": 1]).isEmpty)
         #expect(schema.validateLine(["type": "subscriberEvent", "timestamp": 1, "event": "reconnected"]).isEmpty)
@@ -325,14 +343,18 @@ import Platform
         let key = SRTPKey.random(suite: .aesCm).revealBase64()
         let recv = Process()
         recv.executableURL = Self.binary
-        recv.arguments = ["receive", "--listen", "127.0.0.1:\(port)", "--key", key, "--duration", "8s", "--impair", "rate=700kbit",
-                          "--stats", dir.appendingPathComponent("sub.jsonl").path]
+        recv.arguments = [
+            "receive", "--listen", "127.0.0.1:\(port)", "--key", key, "--duration", "8s", "--impair", "rate=700kbit",
+            "--stats", dir.appendingPathComponent("sub.jsonl").path
+        ]
         recv.standardOutput = Pipe()
         recv.standardError = Pipe()
         try recv.run()
         Thread.sleep(forTimeInterval: 0.3)
-        let pub = try run(["publish", "--to", "127.0.0.1:\(port)", "--key", key, "--duration", "6s", "--sender-stats", "--vitals",
-                           "--stats", dir.appendingPathComponent("pub.jsonl").path])
+        let pub = try run([
+            "publish", "--to", "127.0.0.1:\(port)", "--key", key, "--duration", "6s", "--sender-stats", "--vitals",
+            "--stats", dir.appendingPathComponent("pub.jsonl").path
+        ])
         #expect(pub.code == 0, "\(pub.err)")
         recv.waitUntilExit()
         var types: [String: Int] = [:]
@@ -346,8 +368,10 @@ import Platform
                 lines.append(obj)
             }
         }
-        for t in ["publisherVideoStats", "publisherAudioStats", "publisherMediaLinkStats", "subscriberVideoStats", "subscriberAudioStats",
-                  "subscriberMediaLinkStats", "subscriberEvent", "videoQualityChanged", "vitals"] {
+        for t in [
+            "publisherVideoStats", "publisherAudioStats", "publisherMediaLinkStats", "subscriberVideoStats", "subscriberAudioStats",
+            "subscriberMediaLinkStats", "subscriberEvent", "videoQualityChanged", "vitals"
+        ] {
             #expect((types[t] ?? 0) > 0, "no \(t) line")
         }
         // The publisher's uplink is the constrained one: the subscriber blames the remote side.
@@ -355,7 +379,11 @@ import Platform
             .compactMap { (($0["stats"] as? [[String: Any]])?.first?["networkDegradationSource"]) as? String }
         #expect(sources.contains("remote"))
         #expect(!sources.contains("local"))
-        #expect(lines.contains { $0["type"] as? String == "subscriberEvent" && $0["event"] as? String == "streamDestroyed" && $0["reason"] as? String == "bye" })
+        #expect(
+            lines.contains {
+                $0["type"] as? String == "subscriberEvent" && $0["event"] as? String == "streamDestroyed"
+                    && $0["reason"] as? String == "bye"
+            })
         // The last line of each kind is marked final and carries the run's averages: no layer
         // that was sending reads 0 there (rates over the last few milliseconds did).
         for (type, rateKey) in [("publisherVideoStats", "encodedFrameRate"), ("subscriberVideoStats", "decodedFrameRate")] {
@@ -389,7 +417,9 @@ import Platform
         for (i, port) in ports.enumerated() {
             let r = Process()
             r.executableURL = Self.binary
-            r.arguments = ["receive", "--listen", "127.0.0.1:\(port)", "--key", key, "--duration", "9s"] + (i == 1 ? ["--impair", "rate=600kbit"] : [])
+            r.arguments =
+                ["receive", "--listen", "127.0.0.1:\(port)", "--key", key, "--duration", "9s"]
+                + (i == 1 ? ["--impair", "rate=600kbit"] : [])
             r.standardOutput = Pipe()
             r.standardError = Pipe()
             try r.run()
@@ -397,12 +427,16 @@ import Platform
         }
         Thread.sleep(forTimeInterval: 0.3)
         let stats = dir.appendingPathComponent("pub.jsonl").path
-        let pub = try run(["publish", "--to", "127.0.0.1:\(ports[0])", "--to", "127.0.0.1:\(ports[1])", "--key", key, "--duration", "7s",
-                           "--layers", "640x360,320x180", "--stats", stats])
+        let pub = try run([
+            "publish", "--to", "127.0.0.1:\(ports[0])", "--to", "127.0.0.1:\(ports[1])", "--key", key, "--duration", "7s",
+            "--layers", "640x360,320x180", "--stats", stats
+        ])
         #expect(pub.code == 0, "\(pub.err)")
         for r in receivers { r.waitUntilExit() }
         let links = try String(contentsOfFile: stats, encoding: .utf8).split(separator: "\n").compactMap { line -> [[String: Any]]? in
-            guard let o = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], o["type"] as? String == "publisherMediaLinkStats" else { return nil }
+            guard let o = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                o["type"] as? String == "publisherMediaLinkStats"
+            else { return nil }
             return o["stats"] as? [[String: Any]]
         }
         let late = try #require(links.dropLast().last) // the last interval while publishing
@@ -413,9 +447,13 @@ import Platform
         // a saw-tooth estimate can sit above a 600 kbit/s cap after a probe).
         let recent = links.dropLast().suffix(3)
         let estimates = (0..<2).map { i in
-            recent.compactMap { ($0.count > i ? $0[i]["transport"] as? [String: Any] : nil)?["connectionEstimatedBandwidth"] as? Int }.reduce(0, +) / max(1, recent.count)
+            recent.compactMap { ($0.count > i ? $0[i]["transport"] as? [String: Any] : nil)?["connectionEstimatedBandwidth"] as? Int }
+                .reduce(0, +) / max(1, recent.count)
         }
-        #expect(estimates[0] > 700_000 && estimates[1] < 700_000, "\(estimates) from \(recent.map { $0.compactMap { ($0["transport"] as? [String: Any])?["connectionEstimatedBandwidth"] as? Int } })")
+        #expect(
+            estimates[0] > 700_000 && estimates[1] < 700_000,
+            "\(estimates) from \(recent.map { $0.compactMap { ($0["transport"] as? [String: Any])?["connectionEstimatedBandwidth"] as? Int } })"
+        )
     }
 
     /// `--rtc-stats`: a W3C-shaped report whose ids cross-reference, written on SIGUSR1 and at the end.
@@ -434,7 +472,9 @@ import Platform
         let path = dir.appendingPathComponent("rtc.json").path
         let pub = Process()
         pub.executableURL = Self.binary
-        pub.arguments = ["publish", "--to", "127.0.0.1:\(port)", "--key", key, "--duration", "4s", "--layers", "640x360,320x180", "--rtc-stats", path]
+        pub.arguments = [
+            "publish", "--to", "127.0.0.1:\(port)", "--key", key, "--duration", "4s", "--layers", "640x360,320x180", "--rtc-stats", path
+        ]
         pub.standardOutput = Pipe(); pub.standardError = Pipe()
         try pub.run()
         Thread.sleep(forTimeInterval: 2.5)
@@ -469,7 +509,9 @@ import Platform
         try recv.run()
         let pub = Process()
         pub.executableURL = Self.binary
-        pub.arguments = ["publish", "--to", "127.0.0.1:\(port)", "--key", key, "--duration", "4s", "--layers", "320x180", "--metrics", "127.0.0.1:0"]
+        pub.arguments = [
+            "publish", "--to", "127.0.0.1:\(port)", "--key", key, "--duration", "4s", "--layers", "320x180", "--metrics", "127.0.0.1:0"
+        ]
         let pubErr = Pipe()
         pub.standardOutput = Pipe(); pub.standardError = pubErr
         try pub.run()
@@ -479,8 +521,9 @@ import Platform
         while !said.contains("/metrics"), Date() < deadline {
             said += String(decoding: pubErr.fileHandleForReading.availableData, as: UTF8.self)
         }
-        let metricsPort = try #require(said.split(separator: "\n").first { $0.contains("metrics on http://") }
-            .flatMap { $0.split(separator: ":").last?.split(separator: "/").first }.flatMap { Int($0) }, "\(said)")
+        let metricsPort = try #require(
+            said.split(separator: "\n").first { $0.contains("metrics on http://") }
+                .flatMap { $0.split(separator: ":").last?.split(separator: "/").first }.flatMap { Int($0) }, "\(said)")
         Thread.sleep(forTimeInterval: 2.5)
         let curl = Process()
         curl.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
@@ -503,7 +546,9 @@ import Platform
         let port = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port
         let recv = Process()
         recv.executableURL = Self.binary
-        recv.arguments = ["receive", "--listen", "127.0.0.1:\(port)", "--key", SRTPKey.random(suite: .aesCm).revealBase64(), "--duration", "2s"]
+        recv.arguments = [
+            "receive", "--listen", "127.0.0.1:\(port)", "--key", SRTPKey.random(suite: .aesCm).revealBase64(), "--duration", "2s"
+        ]
         let err = Pipe()
         recv.standardError = err
         recv.standardOutput = Pipe()

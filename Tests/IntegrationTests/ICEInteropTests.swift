@@ -34,12 +34,16 @@ import Crypto
 
         let socket = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0))
         let local = STUNAddress(ip: [127, 0, 0, 1], port: UInt16(socket.localAddress.port))
-        let agent = ICEAgent(role: .controlling, local: .init(ufrag: "pbt1", password: "pubbot-ice-password-0123"),
-                             remote: .init(ufrag: ufrag, password: pwd), tieBreaker: 0x0123_4567_89AB_CDEF, seed: 42,
-                             hmacSHA1: { Crypto.hmacSHA1(key: $0, data: $1) })
+        let agent = ICEAgent(
+            role: .controlling, local: .init(ufrag: "pbt1", password: "pubbot-ice-password-0123"),
+            remote: .init(ufrag: ufrag, password: pwd), tieBreaker: 0x0123_4567_89AB_CDEF, seed: 42,
+            hmacSHA1: { Crypto.hmacSHA1(key: $0, data: $1) })
         agent.addLocal(.host(local))
         for c in candidates { agent.addRemote(c) }
-        let ours: [String: Any] = ["ufrag": "pbt1", "pwd": "pubbot-ice-password-0123", "candidates": [String(ICECandidate.host(local).description.dropFirst("candidate:".count))]]
+        let ours: [String: Any] = [
+            "ufrag": "pbt1", "pwd": "pubbot-ice-password-0123",
+            "candidates": [String(ICECandidate.host(local).description.dropFirst("candidate:".count))]
+        ]
         peer.send(String(decoding: try JSONSerialization.data(withJSONObject: ours), as: UTF8.self))
 
         let batch = PacketBatch(capacity: 16)

@@ -11,7 +11,9 @@ import Platform
 @Suite(.serialized, .enabled(if: getuid() == 0, "network namespaces need root")) struct JanusInteropTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static let script = root.appendingPathComponent("Tests/Peers/janus/janus_netns.sh").path
-    static var binary: String { URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("pubbot").path }
+    static var binary: String {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("pubbot").path
+    }
 
     /// Runs the script with its output in a file: Janus and the shim it leaves running inherit
     /// the descriptors Foundation opened for the child, so a pipe would never reach its end.
@@ -56,18 +58,28 @@ import Platform
         let summary = try #require(try JSONSerialization.jsonObject(with: o) as? [String: Any])
         let whip = try #require(summary["whip"] as? [String: Any])
         let negotiated = try #require(whip["negotiated"] as? [String: String])
-        #expect(negotiated["simulcast"] == "q;h;f" && negotiated["congestionControl"] == "transportCC" && negotiated["dtlsRole"]?.hasPrefix("server") == true,
-                "\(negotiated)")
+        #expect(
+            negotiated["simulcast"] == "q;h;f" && negotiated["congestionControl"] == "transportCC"
+                && negotiated["dtlsRole"]?.hasPrefix("server") == true,
+            "\(negotiated)")
         let feedback = try #require(summary["feedback"] as? [String: Int])
-        #expect((feedback["transportFeedbackReceived"] ?? 0) > 10 && (summary["estimate"] as? Int ?? 0) > 1_000_000, "\(feedback) \(summary["estimate"] ?? "")")
-        #expect((feedback["nackReceived"] ?? 0) > 0 && (feedback["retransmissionsSent"] ?? 0) > 0, "2 % loss: Janus NACKs, pubbot retransmits: \(feedback)")
+        #expect(
+            (feedback["transportFeedbackReceived"] ?? 0) > 10 && (summary["estimate"] as? Int ?? 0) > 1_000_000,
+            "\(feedback) \(summary["estimate"] ?? "")")
+        #expect(
+            (feedback["nackReceived"] ?? 0) > 0 && (feedback["retransmissionsSent"] ?? 0) > 0,
+            "2 % loss: Janus NACKs, pubbot retransmits: \(feedback)")
 
         // Janus's side: the shim printed handle_info at DELETE.
         let log = try String(contentsOfFile: dir + "/shim.log", encoding: .utf8)
-        let line = try #require(log.split(separator: "\n").first { $0.contains("\"event\": \"stats\"") }, "no DELETE reached the shim: \(log)")
+        let line = try #require(
+            log.split(separator: "\n").first { $0.contains("\"event\": \"stats\"") }, "no DELETE reached the shim: \(log)")
         let event = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
-        let media = try #require(((event["handle_info"] as? [String: Any])?["info"] as? [String: Any]).flatMap { ($0["webrtc"] as? [String: Any])?["media"] as? [String: Any] },
-                                 "\(line.prefix(500))")
+        let media = try #require(
+            ((event["handle_info"] as? [String: Any])?["info"] as? [String: Any]).flatMap {
+                ($0["webrtc"] as? [String: Any])?["media"] as? [String: Any]
+            },
+            "\(line.prefix(500))")
         func inbound(_ type: String) -> [String: Any] {
             let m = media.values.compactMap { $0 as? [String: Any] }.first { $0["type"] as? String == type }
             return (m?["stats"] as? [String: Any])?["in"] as? [String: Any] ?? [:]
@@ -76,7 +88,7 @@ import Platform
         let janus: [String: Int] = [
             "audio": audioIn["packets"] as? Int ?? 0, "q": videoIn["packets"] as? Int ?? 0,
             "h": (videoIn["video-simulcast-1"] as? [String: Any])?["packets"] as? Int ?? 0,
-            "f": (videoIn["video-simulcast-2"] as? [String: Any])?["packets"] as? Int ?? 0,
+            "f": (videoIn["video-simulcast-2"] as? [String: Any])?["packets"] as? Int ?? 0
         ]
         for s in try #require(summary["streams"] as? [[String: Any]]) {
             let name = s["rid"] as? String ?? "audio"
@@ -98,10 +110,13 @@ import Platform
         let pdata = pout.fileHandleForReading.readDataToEndOfFile()
         pre.waitUntilExit()
         #expect(pre.terminationStatus == 0)
-        let verdict = try #require(try JSONSerialization.jsonObject(with: pdata) as? [String: Any], "\(String(decoding: pdata, as: UTF8.self))")
+        let verdict = try #require(
+            try JSONSerialization.jsonObject(with: pdata) as? [String: Any], "\(String(decoding: pdata, as: UTF8.self))")
         #expect(verdict["type"] as? String == "verdict" && (verdict["recommended"] as? [String: Any])?["name"] != nil, "\(verdict)")
         let pw = try #require(verdict["whip"] as? [String: Any])
-        #expect(pw["srtpCipher"] as? String == "AEAD_AES_128_GCM" && (pw["selectedCandidatePair"] as? [String: Any])?["remoteAddress"] != nil, "\(pw)")
+        #expect(
+            pw["srtpCipher"] as? String == "AEAD_AES_128_GCM" && (pw["selectedCandidatePair"] as? [String: Any])?["remoteAddress"] != nil,
+            "\(pw)")
     }
 
     /// WHEP subscribers through Janus (the shim translates: Janus's VideoRoom only offers to
@@ -125,7 +140,9 @@ import Platform
         Clock.sleep(micros: 1_500_000) // its first key frames reach Janus
         let tmp = FileManager.default.temporaryDirectory.path
         var subscribers: [(name: String, process: Process, out: String, stats: String)] = []
-        for (name, query, extra) in [("A", "substream=2", [String]()), ("B", "substream=0", []), ("C", "substream=2", ["--downlink-impair", "rate=600kbit"])] {
+        for (name, query, extra) in [
+            ("A", "substream=2", [String]()), ("B", "substream=0", []), ("C", "substream=2", ["--downlink-impair", "rate=600kbit"])
+        ] {
             let p = Process()
             p.executableURL = URL(fileURLWithPath: Self.binary)
             let out = "\(tmp)/pubbot-whep-\(getpid())-\(name).json", stats = "\(tmp)/pubbot-whep-\(getpid())-\(name).stats"
@@ -139,21 +156,29 @@ import Platform
         }
         let deadline = Clock.monotonicMicros() + 40_000_000
         while subscribers.contains(where: { $0.process.isRunning }) && Clock.monotonicMicros() < deadline { Clock.sleep(micros: 50_000) }
-        defer { for s in subscribers { try? FileManager.default.removeItem(atPath: s.out); try? FileManager.default.removeItem(atPath: s.out + ".err"); try? FileManager.default.removeItem(atPath: s.stats) } }
+        defer {
+            for s in subscribers {
+                try? FileManager.default.removeItem(atPath: s.out); try? FileManager.default.removeItem(atPath: s.out + ".err");
+                try? FileManager.default.removeItem(atPath: s.stats)
+            }
+        }
 
         var video: [String: [String: Any]] = [:], summaries: [String: [String: Any]] = [:], lines: [String: [[String: Any]]] = [:]
         for s in subscribers {
             let err = (try? String(contentsOfFile: s.out + ".err", encoding: .utf8)) ?? ""
             #expect(!s.process.isRunning && s.process.terminationStatus == 0, "subscriber \(s.name): \(err)")
             let text = (try? String(contentsOfFile: s.out, encoding: .utf8)) ?? ""
-            let summary = try #require((try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any], "\(s.name): \(err) \(text.prefix(300))")
+            let summary = try #require(
+                (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any], "\(s.name): \(err) \(text.prefix(300))")
             summaries[s.name] = summary
             video[s.name] = (summary["streams"] as? [[String: Any]])?.first { $0["kind"] as? String == "video" }
             lines[s.name] = ((try? String(contentsOfFile: s.stats, encoding: .utf8)) ?? "").split(separator: "\n")
                 .compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
             // Janus's numbers, not pubbot's: Opus 111, VP8 96, RTX 97.
             let w = summary["whep"] as? [String: Any]
-            #expect(w?["audio"] as? String == "opus/111" && w?["video"] as? String == "VP8/96 rtx/97" && w?["state"] as? String == "connected", "\(s.name): \(w ?? [:])")
+            #expect(
+                w?["audio"] as? String == "opus/111" && w?["video"] as? String == "VP8/96 rtx/97" && w?["state"] as? String == "connected",
+                "\(s.name): \(w ?? [:])")
         }
         func finalVideo(_ name: String) -> [String: Any] {
             let line = lines[name]?.last { $0["type"] as? String == "subscriberVideoStats" && $0["final"] as? Bool == true }
@@ -162,8 +187,10 @@ import Platform
         for (name, height) in [("A", 720), ("B", 180)] {
             let v = try #require(video[name], "\(name) received no video")
             let f = finalVideo(name)
-            #expect(v["height"] as? Int == height && (v["framesDecoded"] as? Int ?? 0) >= 250 && (v["packetsLost"] as? Int ?? 1) <= (v["packetsReceived"] as? Int ?? 0) / 100,
-                    "\(name): \(v)")
+            #expect(
+                v["height"] as? Int == height && (v["framesDecoded"] as? Int ?? 0) >= 250
+                    && (v["packetsLost"] as? Int ?? 1) <= (v["packetsReceived"] as? Int ?? 0) / 100,
+                "\(name): \(v)")
             #expect(f["freezeCount"] as? Int == 0 && (f["decodedFrameRate"] as? Double ?? 0) >= 25, "\(name): \(f)")
             let latency = try #require(v["latencyMeanMs"] as? Double, "\(name): no glass-to-glass latency (stamps through Janus)")
             #expect(latency > 0 && latency < 150, "\(name): \(latency) ms")
@@ -183,14 +210,19 @@ import Platform
         let log = try String(contentsOfFile: dir + "/shim.log", encoding: .utf8)
         let resource = try #require((summaries["A"]?["whep"] as? [String: Any])?["resource"] as? String)
         let id = String(resource.split(separator: "/").last ?? "")
-        let line = try #require(log.split(separator: "\n").first { $0.contains("\"event\": \"stats\"") && $0.contains("\"id\": \"\(id)\"") }, "A's DELETE did not reach the shim")
-        let e = try #require((try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any], "A's stats line is not JSON: \(line.prefix(300))…")
-        let media = try #require((((e["handle_info"] as? [String: Any])?["info"] as? [String: Any])?["webrtc"] as? [String: Any])?["media"] as? [String: Any])
+        let line = try #require(
+            log.split(separator: "\n").first { $0.contains("\"event\": \"stats\"") && $0.contains("\"id\": \"\(id)\"") },
+            "A's DELETE did not reach the shim")
+        let e = try #require(
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any], "A's stats line is not JSON: \(line.prefix(300))…"
+        )
+        let media = try #require(
+            (((e["handle_info"] as? [String: Any])?["info"] as? [String: Any])?["webrtc"] as? [String: Any])?["media"] as? [String: Any])
         let v = media.values.compactMap { $0 as? [String: Any] }.first { $0["type"] as? String == "video" }
         let sentByJanus = ((v?["stats"] as? [String: Any])?["out"] as? [String: Any])?["packets"] as? Int ?? 0
         let aGot = video["A"]?["packetsReceived"] as? Int ?? 0
         #expect(aGot > 1000 && abs(sentByJanus - aGot) * 100 <= aGot * 3, "Janus sent A \(sentByJanus) video packets; A received \(aGot)")
-    
+
         // The round trip in one command: publish and subscribe to itself through Janus.
         // Ctrl-C: the publisher DELETEs its session (the shim then hands its feed out no more).
         kill(publisher.process.processIdentifier, SIGINT)
@@ -201,23 +233,33 @@ import Platform
         #expect(pre.code == 0, "\(pre.err)")
         let verdict = try #require(try JSONSerialization.jsonObject(with: Data(pre.out.utf8)) as? [String: Any], "\(pre.out)")
         let sub = try #require(verdict["subscriber"] as? [String: Any], "\(verdict)")
-        #expect(sub["error"] == nil && (sub["height"] as? Int ?? 0) >= 180 && (sub["framesDecoded"] as? Int ?? 0) > 30
+        #expect(
+            sub["error"] == nil && (sub["height"] as? Int ?? 0) >= 180 && (sub["framesDecoded"] as? Int ?? 0) > 30
                 && (sub["decodedFrameRate"] as? Double ?? 0) > 15 && (sub["latencyMeanMs"] as? Double ?? 0) > 0, "\(sub)")
         #expect((sub["negotiated"] as? [String: String])?["video"] == "VP8/96 rtx/97", "\(sub)")
         let preSchema = try SchemaValidator(path: Self.root.appendingPathComponent("Sources/BotCLI/preflight.schema.json").path)
         #expect(preSchema.validateDocument(verdict).isEmpty, "\(preSchema.validateDocument(verdict))")
         let statsSchema = try SchemaValidator(path: Self.root.appendingPathComponent("Sources/BotCLI/stats.schema.json").path)
-        for name in ["A", "C"] { for line in lines[name] ?? [] { #expect(statsSchema.validateLine(line).isEmpty, "\(name): \(statsSchema.validateLine(line))") } }
-    
+        for name in ["A", "C"] {
+            for line in lines[name] ?? [] { #expect(statsSchema.validateLine(line).isEmpty, "\(name): \(statsSchema.validateLine(line))") }
+        }
+
         // Rooms: 4 publisher bots and 12 subscriber bots in 2 Janus rooms (the shim's ?room=).
-        let load = try runPubbot(Self.binary, ["load", "--whip", whip + "?room={room}", "--whep", base + "/whep?room={room}",
-                                               "--publishers", "4", "--subscribers", "12", "--rooms", "2", "--duration", "14s", "--json"])
+        let load = try runPubbot(
+            Self.binary,
+            [
+                "load", "--whip", whip + "?room={room}", "--whep", base + "/whep?room={room}",
+                "--publishers", "4", "--subscribers", "12", "--rooms", "2", "--duration", "14s", "--json"
+            ])
         #expect(load.code == 0, "\(load.err)")
-        let report = try #require(try JSONSerialization.jsonObject(with: Data(load.out.utf8)) as? [String: Any], "\(load.out.prefix(400)) \(load.err)")
+        let report = try #require(
+            try JSONSerialization.jsonObject(with: Data(load.out.utf8)) as? [String: Any], "\(load.out.prefix(400)) \(load.err)")
         let subs = try #require(report["subscribers"] as? [String: Any], "\(report.keys)")
         let fleet = try #require(subs["fleet"] as? [String: Any])
         #expect(fleet["ok"] as? Int == 12, "\(fleet)")
-        #expect(((fleet["latencyMs"] as? [String: Any])?["p50"] as? Double ?? 0) > 0 && ((fleet["decodedFrameRate"] as? [String: Any])?["p5"] as? Double ?? 0) >= 20, "\(fleet)")
+        #expect(
+            ((fleet["latencyMs"] as? [String: Any])?["p50"] as? Double ?? 0) > 0
+                && ((fleet["decodedFrameRate"] as? [String: Any])?["p5"] as? Double ?? 0) >= 20, "\(fleet)")
         let loadSchema = try SchemaValidator(path: Self.root.appendingPathComponent("Sources/BotCLI/load-report.schema.json").path)
         #expect(loadSchema.validateDocument(report).isEmpty, "\(loadSchema.validateDocument(report))")
         let perRoom = try #require(subs["rooms"] as? [[String: Any]])

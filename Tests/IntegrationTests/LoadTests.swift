@@ -33,8 +33,10 @@ import Transport
     @Test func fleetAgainstTheEmbeddedReceiverReachesEveryBot() throws {
         try buildMedia()
         let path = NSTemporaryDirectory() + "load-\(getpid()).json"
-        let r = try bin.run(["load", "--media", Self.media, "--bots", "24", "--duration", "6s", "--ramp", "1s", "--report", path,
-                             "--require", "loss<1%,started>=100%,feedback>=100%"])
+        let r = try bin.run([
+            "load", "--media", Self.media, "--bots", "24", "--duration", "6s", "--ramp", "1s", "--report", path,
+            "--require", "loss<1%,started>=100%,feedback>=100%"
+        ])
         #expect(r.code == 0, "\(r.out)\(r.err)")
         #expect(r.out.contains("p95") && r.out.contains("bots per core"))
         let doc = try report(path)
@@ -55,7 +57,9 @@ import Transport
 
     @Test func lossAtTheReceiverFailsALossRequirement() throws {
         try buildMedia()
-        let r = try bin.run(["load", "--media", Self.media, "--bots", "8", "--duration", "5s", "--impair", "loss=3%", "--require", "loss<1%", "--json"])
+        let r = try bin.run([
+            "load", "--media", Self.media, "--bots", "8", "--duration", "5s", "--impair", "loss=3%", "--require", "loss<1%", "--json"
+        ])
         #expect(r.code == 1, "\(r.out)\(r.err)")
         let doc = try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as! [String: Any]
         let req = (doc["requirements"] as! [[String: Any]])[0]
@@ -72,7 +76,9 @@ import Transport
         let key = "WbTBosdVUZqEb6Htqhn+m3z7wUh4RelR/rCp7rY2"
         let recv = Process()
         recv.executableURL = BinaryTests.binary
-        recv.arguments = ["receive", "--listen", "127.0.0.1:\(port)", "--key", key, "--decode-publishers", "1", "--duration", "9s", "--json"]
+        recv.arguments = [
+            "receive", "--listen", "127.0.0.1:\(port)", "--key", key, "--decode-publishers", "1", "--duration", "9s", "--json"
+        ]
         let recvOut = Pipe()
         recv.standardOutput = recvOut
         recv.standardError = FileHandle.nullDevice
@@ -85,8 +91,10 @@ import Transport
             paths.append(path)
             let p = Process()
             p.executableURL = BinaryTests.binary
-            p.arguments = ["load", "--to", "127.0.0.1:\(port)", "--key", key, "--media", Self.media, "--bots", "10", "--shard", "\(i)/2",
-                           "--duration", "4s", "--report", path]
+            p.arguments = [
+                "load", "--to", "127.0.0.1:\(port)", "--key", key, "--media", Self.media, "--bots", "10", "--shard", "\(i)/2",
+                "--duration", "4s", "--report", path
+            ]
             p.standardOutput = FileHandle.nullDevice
             p.standardError = FileHandle.nullDevice
             try p.run()
@@ -131,7 +139,8 @@ import Transport
             #expect(b["room"] as? Int == (b["bot"] as! Int) % 3)
             #expect((b["framesReceived"] as? Int ?? 0) > 100)
         }
-        #expect(try bin.run(["load", "--to", "127.0.0.1:9", "--key", "WbTBosdVUZqEb6Htqhn+m3z7wUh4RelR/rCp7rY2", "--rooms", "2"]).code == 64)
+        #expect(
+            try bin.run(["load", "--to", "127.0.0.1:9", "--key", "WbTBosdVUZqEb6Htqhn+m3z7wUh4RelR/rCp7rY2", "--rooms", "2"]).code == 64)
     }
 
     /// `--encode`: one live encoder shared by every bot; each bot starts on a key frame.

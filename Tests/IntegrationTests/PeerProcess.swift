@@ -49,7 +49,9 @@ final class PeerProcess {
 
 /// Runs the built `pubbot` with `args` (and `env` on top of ours) to its end; `interruptAfter`
 /// seconds sends SIGINT first. Output, exit code and wall time.
-func runPubbot(_ binary: String, _ args: [String], env: [String: String] = [:], interruptAfter: Double? = nil) throws -> (code: Int32, out: String, err: String, seconds: Double) {
+func runPubbot(_ binary: String, _ args: [String], env: [String: String] = [:], interruptAfter: Double? = nil) throws -> (
+    code: Int32, out: String, err: String, seconds: Double
+) {
     let p = Process()
     p.executableURL = URL(fileURLWithPath: binary)
     p.arguments = args
@@ -65,5 +67,8 @@ func runPubbot(_ binary: String, _ args: [String], env: [String: String] = [:], 
     }
     let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
     p.waitUntilExit()
-    return (p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self), Double(Clock.monotonicMicros() - start) / 1e6)
+    return (
+        p.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self),
+        Double(Clock.monotonicMicros() - start) / 1e6
+    )
 }

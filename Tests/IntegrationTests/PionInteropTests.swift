@@ -7,7 +7,11 @@ let pionEndpoint = WHIPInteropTests.root.appendingPathComponent(".build/peers/pi
 /// pion/webrtc v3 (Debian's 3.1.56) as a WHIP endpoint (Tests/Peers/pion, built by scripts/setup):
 /// strict about attribution — a stream it cannot map to a track (no `a=ssrc`, no MID + RID) never
 /// fires OnTrack. pion's own OnTrack and packet counts are the judge.
-@Suite(.serialized, .enabled(if: FileManager.default.isExecutableFile(atPath: pionEndpoint), "no pion endpoint at .build/peers/pion_whip (scripts/setup builds it)"))
+@Suite(
+    .serialized,
+    .enabled(
+        if: FileManager.default.isExecutableFile(atPath: pionEndpoint),
+        "no pion endpoint at .build/peers/pion_whip (scripts/setup builds it)"))
 struct PionInteropTests {
     /// Simulcast publish: OnTrack fires for the audio (announced by `a=ssrc`) and for q, h and f
     /// (by MID + RID), each with packets; pion's SSRCs are pubbot's.
@@ -30,7 +34,9 @@ struct PionInteropTests {
             let ssrc = t["ssrc"] as? Int ?? -1, packets = t["packets"] as? Int ?? 0
             let sent = streams.first { $0["ssrc"] as? Int == ssrc }?["packetsSent"] as? Int ?? 0
             // pion reads a stream's first packet to find its track before OnTrack: one may not be counted.
-            #expect(sent > 20 && packets >= sent - 1 && packets <= sent, "\(t["kind"] ?? "") \(t["rid"] ?? ""): pion \(packets), pubbot sent \(sent)")
+            #expect(
+                sent > 20 && packets >= sent - 1 && packets <= sent,
+                "\(t["kind"] ?? "") \(t["rid"] ?? ""): pion \(packets), pubbot sent \(sent)")
         }
     }
 
@@ -42,12 +48,17 @@ struct PionInteropTests {
         defer { pion.stop() }
         try #require(pion.wait(for: "LISTENING ", micros: 10_000_000), "\(pion.text)")
         let port = try #require(pion.text.split(separator: "\n").first { $0.hasPrefix("LISTENING ") }.flatMap { Int($0.dropFirst(10)) })
-        let r = try runPubbot(WHIPInteropTests.binary, ["publish", "--whip", "http://127.0.0.1:\(port)/whip", "--layers", "640x360@30:700k",
-                                                        "--duration", "5s", "--json"])
+        let r = try runPubbot(
+            WHIPInteropTests.binary,
+            [
+                "publish", "--whip", "http://127.0.0.1:\(port)/whip", "--layers", "640x360@30:700k",
+                "--duration", "5s", "--json"
+            ])
         #expect(r.code == 0, "\(r.err)")
         #expect(pion.wait(for: "\"event\":\"stats\"", micros: 5_000_000), "\(pion.text)")
         let lines = pion.text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
-        let fired = Set(lines.filter { $0["event"] as? String == "track" }.map { "\($0["kind"] as? String ?? "")/\($0["rid"] as? String ?? "")" })
+        let fired = Set(
+            lines.filter { $0["event"] as? String == "track" }.map { "\($0["kind"] as? String ?? "")/\($0["rid"] as? String ?? "")" })
         #expect(fired == ["audio/", "video/"], "OnTrack fired for \(fired): \(pion.text)")
         let stats = try #require(lines.first { $0["event"] as? String == "stats" }?["tracks"] as? [[String: Any]])
         let published = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
@@ -69,14 +80,17 @@ struct PionInteropTests {
         defer { pion.stop() }
         try #require(pion.wait(for: "LISTENING ", micros: 10_000_000), "\(pion.text)")
         let port = try #require(pion.text.split(separator: "\n").first { $0.hasPrefix("LISTENING ") }.flatMap { Int($0.dropFirst(10)) })
-        let publisher = try PeerProcess(WHIPInteropTests.binary, ["publish", "--whip", "http://127.0.0.1:\(port)/whip", "--duration", "16s"])
+        let publisher = try PeerProcess(
+            WHIPInteropTests.binary, ["publish", "--whip", "http://127.0.0.1:\(port)/whip", "--duration", "16s"])
         defer { publisher.stop(grace: 3_000_000) }
-        try #require(pion.wait(for: "\"rid\":\"f\"", micros: 8_000_000), "the 720p layer did not reach pion: \(pion.text) \(publisher.text)")
+        try #require(
+            pion.wait(for: "\"rid\":\"f\"", micros: 8_000_000), "the 720p layer did not reach pion: \(pion.text) \(publisher.text)")
         let r = try runPubbot(WHIPInteropTests.binary, ["receive", "--whep", "http://127.0.0.1:\(port)/whep", "--duration", "8s", "--json"])
         #expect(r.code == 0, "\(r.err)")
         try #require(pion.wait(for: "\"event\":\"whep-stats\"", micros: 5_000_000), "no DELETE reached pion: \(pion.text)")
-        let stats = try #require(pion.text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
-            .first { $0["event"] as? String == "whep-stats" })
+        let stats = try #require(
+            pion.text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+                .first { $0["event"] as? String == "whep-stats" })
         let summary = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
         let streams = try #require(summary["streams"] as? [[String: Any]])
         let w = summary["whep"] as? [String: Any]
@@ -86,8 +100,9 @@ struct PionInteropTests {
             let written = stats[kind] as? Int ?? 0, got = s["packetsReceived"] as? Int ?? 0
             // pion counts what it wrote while connected, including what it wrote between pubbot's
             // last read and its DELETE (a loaded CI once: more than 5 packets of it): ≥ 97 %.
-            #expect(written > (kind == "audio" ? 300 : 1_000) && got <= written && got * 100 >= written * 97,
-                    "\(kind): pion wrote \(written), pubbot received \(got)")
+            #expect(
+                written > (kind == "audio" ? 300 : 1_000) && got <= written && got * 100 >= written * 97,
+                "\(kind): pion wrote \(written), pubbot received \(got)")
             #expect(s["packetsLost"] as? Int == 0, "\(kind): \(s)")
             if kind == "video" {
                 // 8 s at 30 fps is 240 frames; a loaded CI decoded 174 of 187 (13 dropped by the
@@ -101,6 +116,8 @@ struct PionInteropTests {
         // once got it before pubbot's first PLI was due).
         let pliSent = (summary["feedback"] as? [String: Any])?["pliSent"] as? Int ?? -1
         let pliCounted = stats["pli"] as? Int ?? -1
-        #expect(pliSent >= 0 && pliCounted <= pliSent && (pliSent == 0 || pliCounted >= 1), "pubbot sent \(pliSent) PLIs, pion counted: \(stats)")
+        #expect(
+            pliSent >= 0 && pliCounted <= pliSent && (pliSent == 0 || pliCounted >= 1),
+            "pubbot sent \(pliSent) PLIs, pion counted: \(stats)")
     }
 }

@@ -26,8 +26,11 @@ extension EndToEndTests {
     static func measure(fps: Int, temporalLayers: Int, relayed: Bool = false, seconds: Double = 10, warmUp: Double = 2) throws -> Outcome {
         let key = SRTPKey.random(suite: .aesCm)
         let r = try LoopbackReceiver(config: ReceiverConfig(listen: SocketAddress(host: "127.0.0.1", port: 0), key: key))
-        var c = PublisherConfig(destination: r.localAddress, layers: VideoLayerConfig.ladder(top: 1280, 720, fps: fps, temporalLayers: temporalLayers,
-                                                                                                     scaledByFrameRate: !relayed), key: key)
+        var c = PublisherConfig(
+            destination: r.localAddress,
+            layers: VideoLayerConfig.ladder(
+                top: 1280, 720, fps: fps, temporalLayers: temporalLayers,
+                scaledByFrameRate: !relayed), key: key)
         c.durationMicros = Int64(seconds * 1e6)
         let p = try Publisher(config: c)
         r.start()
@@ -37,9 +40,12 @@ extension EndToEndTests {
         while Clock.monotonicMicros() - start < Int64(seconds * 1e6) - 100_000 {
             Clock.sleep(micros: 250_000)
             let ps = p.snapshot(), rs = r.snapshot()
-            samples.append(Sample(micros: Clock.monotonicMicros() - start,
-                                  received: Dictionary(rs.streams.map { ($0.ssrc, $0.payloadBytesReceived) }, uniquingKeysWith: max),
-                                  targets: Dictionary(ps.streams.filter { $0.kind == .video }.map { ($0.ssrc, $0.targetBitrate) }, uniquingKeysWith: max)))
+            samples.append(
+                Sample(
+                    micros: Clock.monotonicMicros() - start,
+                    received: Dictionary(rs.streams.map { ($0.ssrc, $0.payloadBytesReceived) }, uniquingKeysWith: max),
+                    targets: Dictionary(ps.streams.filter { $0.kind == .video }.map { ($0.ssrc, $0.targetBitrate) }, uniquingKeysWith: max))
+            )
         }
         p.wait()
         r.stop()

@@ -27,7 +27,8 @@ import MediaCodecs
         let wrongKey = try SRTPSession(key: .random(suite: .aesCm), direction: .outbound)
         func protect(_ session: SRTPSession, _ plain: [UInt8]) -> [UInt8] {
             var buf = plain + [UInt8](repeating: 0, count: 64)
-            let n = (try? buf.withUnsafeMutableBytes { try session.protectRTCP($0.baseAddress!, length: plain.count, capacity: $0.count) }) ?? 0
+            let n =
+                (try? buf.withUnsafeMutableBytes { try session.protectRTCP($0.baseAddress!, length: plain.count, capacity: $0.count) }) ?? 0
             return Array(buf[0..<n])
         }
         func rtcp(_ write: (inout ByteWriter) throws(RTPWriteError) -> Void) -> [UInt8] {
@@ -47,21 +48,31 @@ import MediaCodecs
         let attacker: UInt32 = 0xDEAD_BEEF
         for round in 0..<20 {
             // Not RTP/RTCP, truncated, oversized, RTCP with garbage tags, and the wrong key.
-            for _ in 0..<10 { send((0..<Int.random(in: 1...60, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }); junk += 1 }
+            for _ in 0..<10 {
+                send((0..<Int.random(in: 1...60, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }); junk += 1
+            }
             send([0x81]); send([0x80, 0xC9, 0x00]); junk += 2
             send([UInt8](repeating: 0x80, count: 3000)); junk += 1
             for _ in 0..<5 { send([0x81, 0xC9, 0x00, 0x07] + (0..<40).map { _ in UInt8.random(in: 0...255, using: &rng) }); junk += 1 }
-            send(protect(wrongKey, rtcp { w throws(RTPWriteError) in try ReceiverReport(ssrc: attacker, reports: []).write(to: &w) })); junk += 1
+            send(protect(wrongKey, rtcp { w throws(RTPWriteError) in try ReceiverReport(ssrc: attacker, reports: []).write(to: &w) }));
+            junk += 1
             // Properly protected but absurd: a NACK storm for every video stream…
             for ssrc in videoSSRCs {
                 let lost = (0..<300).map { UInt16(truncatingIfNeeded: round * 300 + $0) }
-                send(protect(spoof, rtcp { w throws(RTPWriteError) in try GenericNACK(senderSSRC: attacker, mediaSSRC: ssrc, lost: lost).write(to: &w) }))
+                send(
+                    protect(
+                        spoof,
+                        rtcp { w throws(RTPWriteError) in try GenericNACK(senderSSRC: attacker, mediaSSRC: ssrc, lost: lost).write(to: &w) }
+                    ))
             }
             // …REMB of 0 and of 2⁶³…
             for bitrate in [UInt64(0), UInt64(1) << 63] {
-                send(protect(spoof, rtcp { w throws(RTPWriteError) in
-                    try ReceiverEstimatedMaxBitrate(senderSSRC: attacker, bitrate: bitrate, ssrcs: videoSSRCs).write(to: &w)
-                }))
+                send(
+                    protect(
+                        spoof,
+                        rtcp { w throws(RTPWriteError) in
+                            try ReceiverEstimatedMaxBitrate(senderSSRC: attacker, bitrate: bitrate, ssrcs: videoSSRCs).write(to: &w)
+                        }))
             }
             // …transport-cc claiming 65 535 packets with no chunks, and a length field past the end.
             var twcc: [UInt8] = [0x8F, 205, 0x00, 0x04] + [0xDE, 0xAD, 0xBE, 0xEF] + [0, 0, 0, 1] + [0x00, 0x10, 0xFF, 0xFF] + [0, 0, 0, 0]
@@ -85,7 +96,9 @@ import MediaCodecs
         #expect(rtx < media / 2, "\(rtx) RTX for \(media) media packets")
         let rs = r.snapshot()
         #expect(rs.streams.filter { $0.kind == .video }.allSatisfy { $0.framesDecoded > 60 })
-        #expect(after.network.estimate.map { $0.bitrate > 100_000 && $0.bitrate < 100_000_000 } ?? false, "\(String(describing: after.network.estimate))")
+        #expect(
+            after.network.estimate.map { $0.bitrate > 100_000 && $0.bitrate < 100_000_000 } ?? false,
+            "\(String(describing: after.network.estimate))")
     }
 }
 
@@ -98,8 +111,11 @@ import MediaCodecs
         let p = Process()
         p.executableURL = BinaryTests.binary
         p.arguments = args
-        if let stdout { _ = FileManager.default.createFile(atPath: stdout.path, contents: nil); p.standardOutput = try FileHandle(forWritingTo: stdout) }
-        else { p.standardOutput = FileHandle.nullDevice }
+        if let stdout {
+            _ = FileManager.default.createFile(atPath: stdout.path, contents: nil); p.standardOutput = try FileHandle(forWritingTo: stdout)
+        } else {
+            p.standardOutput = FileHandle.nullDevice
+        }
         p.standardError = FileHandle.nullDevice
         try p.run()
         return p
@@ -115,8 +131,11 @@ import MediaCodecs
         let stats = dir.appendingPathComponent("pub.jsonl"), summary = dir.appendingPathComponent("pub.json")
         let a = try spawn(["receive", "--listen", "127.0.0.1:\(port)", "--key", key, "--duration", "30s"])
         Thread.sleep(forTimeInterval: 0.3)
-        let pub = try spawn(["publish", "--to", "127.0.0.1:\(port)", "--key", key, "--duration", "15s", "--layers", "640x360@30:500k,320x180@30:150k",
-                             "--stats", stats.path, "--stats-interval", "500ms", "--json"], stdout: summary)
+        let pub = try spawn(
+            [
+                "publish", "--to", "127.0.0.1:\(port)", "--key", key, "--duration", "15s", "--layers", "640x360@30:500k,320x180@30:150k",
+                "--stats", stats.path, "--stats-interval", "500ms", "--json"
+            ], stdout: summary)
         let t0 = Date()
         Thread.sleep(forTimeInterval: 4)
         kill(a.processIdentifier, SIGKILL)
@@ -134,15 +153,17 @@ import MediaCodecs
         let start = (lines.first?["timestamp"] as? Int64).map(Double.init) ?? 0
         let conditions: [(Double, String)] = lines.compactMap { l in
             guard let ts = l["timestamp"] as? Double ?? (l["timestamp"] as? Int64).map(Double.init),
-                  let s = (l["stats"] as? [[String: Any]])?.first ?? l["stats"] as? [String: Any],
-                  let c = (s["transport"] as? [String: Any])?["networkCondition"] as? String else { return nil }
+                let s = (l["stats"] as? [[String: Any]])?.first ?? l["stats"] as? [String: Any],
+                let c = (s["transport"] as? [String: Any])?["networkCondition"] as? String
+            else { return nil }
             return ((ts - start) / 1000, c)
         }
         #expect(conditions.contains { $0.0 > killedAt + 0.5 && $0.0 < backAt && $0.1 == "critical" }, "\(conditions)")
         let late = conditions.filter { $0.0 > backAt + 5 && $0.0 < 14.5 }
         #expect(!late.isEmpty && late.allSatisfy { $0.1 != "critical" }, "\(conditions)")
         let doc = try JSONSerialization.jsonObject(with: Data(contentsOf: summary)) as? [String: Any]
-        let unreachable = (doc?["connections"] as? [[String: Any]])?.compactMap { $0["portUnreachable"] as? Int }.reduce(0, +)
+        let unreachable =
+            (doc?["connections"] as? [[String: Any]])?.compactMap { $0["portUnreachable"] as? Int }.reduce(0, +)
             ?? (doc?["portUnreachable"] as? Int) ?? 0
         #expect(unreachable > 0, "\(String(describing: doc))")
     }
@@ -152,10 +173,13 @@ import MediaCodecs
         let port = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port // a free port, released
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pubbot-sig-\(getpid())")
         try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        let recvOut = dir.appendingPathComponent("recv.json"), pubOut = dir.appendingPathComponent("pub.json"), stats = dir.appendingPathComponent("pub.jsonl")
+        let recvOut = dir.appendingPathComponent("recv.json"), pubOut = dir.appendingPathComponent("pub.json"),
+            stats = dir.appendingPathComponent("pub.jsonl")
         let recv = try spawn(["receive", "--listen", "127.0.0.1:\(port)", "--key", key, "--json"], stdout: recvOut)
         Thread.sleep(forTimeInterval: 0.3)
-        let pub = try spawn(["publish", "--to", "127.0.0.1:\(port)", "--key", key, "--layers", "320x180@30:150k", "--stats", stats.path, "--json"], stdout: pubOut)
+        let pub = try spawn(
+            ["publish", "--to", "127.0.0.1:\(port)", "--key", key, "--layers", "320x180@30:150k", "--stats", stats.path, "--json"],
+            stdout: pubOut)
         Thread.sleep(forTimeInterval: 3)
         kill(pub.processIdentifier, SIGTERM)
         pub.waitUntilExit()

@@ -15,8 +15,12 @@ import Platform
             return
         }
         let port = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port // a free port, released
-        let server = try PeerProcess("/usr/bin/turnserver", ["-n", "--no-auth", "-L", "127.0.0.1", "-p", "\(port)", "--no-tcp", "--no-tls", "--no-dtls",
-                                                             "--no-cli", "--log-file=stdout"])
+        let server = try PeerProcess(
+            "/usr/bin/turnserver",
+            [
+                "-n", "--no-auth", "-L", "127.0.0.1", "-p", "\(port)", "--no-tcp", "--no-tls", "--no-dtls",
+                "--no-cli", "--log-file=stdout"
+            ])
         defer { server.stop(grace: 0) }
         #expect(server.wait(for: "IO method", micros: 5_000_000), "turnserver did not start: \(server.text.suffix(400))")
 
@@ -44,7 +48,9 @@ import Platform
             }
             result = g.pollResult()
         }
-        guard case let .reflexive(candidate, b, s, redundant, rtt) = try #require(result, "no answer from coturn: \(server.text.suffix(400))") else {
+        guard
+            case let .reflexive(candidate, b, s, redundant, rtt) = try #require(result, "no answer from coturn: \(server.text.suffix(400))")
+        else {
             Issue.record("coturn's answer was refused: \(String(describing: result))")
             return
         }

@@ -24,7 +24,9 @@ struct SchemaValidator {
     }
 
     func resolve(_ schema: [String: Any]) -> [String: Any] {
-        guard let ref = schema["$ref"] as? String, ref.hasPrefix("#/$defs/"), let defs = root["$defs"] as? [String: Any] else { return schema }
+        guard let ref = schema["$ref"] as? String, ref.hasPrefix("#/$defs/"), let defs = root["$defs"] as? [String: Any] else {
+            return schema
+        }
         return resolve(defs[String(ref.dropFirst("#/$defs/".count))] as! [String: Any])
     }
 
@@ -49,7 +51,9 @@ struct SchemaValidator {
             if !ok { return ["\(path): \(t), expected \(types)"] }
         }
         if let c = s["const"], "\(c)" != "\(value)" { out.append("\(path): \(value) ≠ const \(c)") }
-        if let e = s["enum"] as? [Any], !e.contains(where: { ($0 is NSNull && value is NSNull) || (!($0 is NSNull) && "\($0)" == "\(value)") }) {
+        if let e = s["enum"] as? [Any],
+            !e.contains(where: { ($0 is NSNull && value is NSNull) || (!($0 is NSNull) && "\($0)" == "\(value)") })
+        {
             out.append("\(path): \(value) not in \(e)")
         }
         if let m = s["minimum"] as? Double, let n = value as? NSNumber, n.doubleValue < m { out.append("\(path): \(n) < \(m)") }

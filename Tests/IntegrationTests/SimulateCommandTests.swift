@@ -6,7 +6,9 @@ extension BinaryTests {
     /// Both sides' stats on standard output, byte-identical for the same arguments and seed,
     /// valid against the stats schema; the 800 kbit/s link takes the top layer off.
     @Test func simulateIsDeterministicAndFollowsTheSchema() throws {
-        let args = ["simulate", "--impair", "rate=800kbit", "--duration", "20s", "--seed", "3", "--stats", "-", "--no-decode", "--media", "replay"]
+        let args = [
+            "simulate", "--impair", "rate=800kbit", "--duration", "20s", "--seed", "3", "--stats", "-", "--no-decode", "--media", "replay"
+        ]
         let a = try run(args), b = try run(args)
         #expect(a.code == 0, "\(a.err)")
         #expect(a.out == b.out)
@@ -24,11 +26,15 @@ extension BinaryTests {
                 topTargets.append(layers.last?["targetBitrate"] as? Int ?? -1)
             }
         }
-        for t in ["publisherVideoStats", "publisherAudioStats", "publisherMediaLinkStats", "subscriberVideoStats", "subscriberMediaLinkStats"] {
+        for t in [
+            "publisherVideoStats", "publisherAudioStats", "publisherMediaLinkStats", "subscriberVideoStats", "subscriberMediaLinkStats"
+        ] {
             #expect(types[t] == 21, "\(t): \(types[t] ?? 0) lines (20 intervals + the final one)")
         }
         #expect(topTargets.suffix(10).allSatisfy { $0 == 0 })
-        let other = try run(["simulate", "--impair", "rate=800kbit", "--duration", "20s", "--seed", "4", "--stats", "-", "--no-decode", "--media", "replay"])
+        let other = try run([
+            "simulate", "--impair", "rate=800kbit", "--duration", "20s", "--seed", "4", "--stats", "-", "--no-decode", "--media", "replay"
+        ])
         #expect(other.out != a.out)
         // The default media (live encoders) is deterministic too, summary included.
         let live = ["simulate", "--impair", "rate=1mbit,loss=1%", "--duration", "4s", "--seed", "5", "--json"]
@@ -55,8 +61,11 @@ extension BinaryTests {
     }
 
     @Test func simulateRefusesBadArguments() throws {
-        for bad in [["--duration", "0s"], ["--media", "tape"], ["--seed", "-1"], ["--impair", "rate=fast"], ["--media", "replay", "--temporal-layers", "L1T3"],
-                    ["--require", "720p"], ["--preflight", "--require", "4k"], ["--preflight", "--duration", "1s"]] {
+        for bad in [
+            ["--duration", "0s"], ["--media", "tape"], ["--seed", "-1"], ["--impair", "rate=fast"],
+            ["--media", "replay", "--temporal-layers", "L1T3"],
+            ["--require", "720p"], ["--preflight", "--require", "4k"], ["--preflight", "--duration", "1s"]
+        ] {
             let r = try run(["simulate"] + bad)
             #expect(r.code == 64, "\(bad): \(r.err)")
             #expect(r.err.hasPrefix("Error: ") && r.err.contains("Usage: pubbot simulate"), "\(bad): \(r.err)")

@@ -16,16 +16,21 @@ import Crypto
         let port: Int
         init(extra: [String] = [], tls: Bool = false) throws {
             port = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port // a free port, released
-            server = try PeerProcess("/usr/bin/turnserver", ["-n", "-L", "127.0.0.1", "-E", "127.0.0.1", "-p", "\(port)", "--no-dtls"] + (tls ? [] : ["--no-tcp", "--no-tls"]) + [
-                                                            "--no-cli", "--log-file=stdout", "--lt-cred-mech", "--user=bot:s3cret", "--realm=pubbot.test",
-                                                            "--allow-loopback-peers", "--min-port=49152", "--max-port=65535"] + extra)
+            server = try PeerProcess(
+                "/usr/bin/turnserver",
+                ["-n", "-L", "127.0.0.1", "-E", "127.0.0.1", "-p", "\(port)", "--no-dtls"] + (tls ? [] : ["--no-tcp", "--no-tls"]) + [
+                    "--no-cli", "--log-file=stdout", "--lt-cred-mech", "--user=bot:s3cret", "--realm=pubbot.test",
+                    "--allow-loopback-peers", "--min-port=49152", "--max-port=65535"
+                ] + extra)
             #expect(server.wait(for: "IO method", micros: 5_000_000), "turnserver did not start: \(server.text.suffix(400))")
         }
     }
 
     /// Drives the client on `socket` until `done` or `micros`; peer datagrams through the relay
     /// are handed to `received`.
-    func drive(_ c: TURNClient, _ socket: UDPSocket, micros: Int64, received: (STUNAddress, [UInt8]) -> Void = { _, _ in }, done: () -> Bool) throws {
+    func drive(
+        _ c: TURNClient, _ socket: UDPSocket, micros: Int64, received: (STUNAddress, [UInt8]) -> Void = { _, _ in }, done: () -> Bool
+    ) throws {
         let batch = PacketBatch(capacity: 8)
         let server = try SocketAddress(host: c.server.ipText, port: Int(c.server.port))
         let deadline = Clock.monotonicMicros() + micros
@@ -45,9 +50,11 @@ import Crypto
     }
 
     func client(_ socket: UDPSocket, port: Int, password: String) -> TURNClient {
-        TURNClient(server: STUNAddress(ip: [127, 0, 0, 1], port: UInt16(port)), base: STUNAddress(ip: [127, 0, 0, 1], port: UInt16(socket.localAddress.port)),
-                   username: "bot", password: password, seed: 9, hmacSHA1: { Crypto.hmacSHA1(key: $0, data: $1) },
-                   longTermKey: { Crypto.stunLongTermKey(username: $0, realm: $1, password: $2) })
+        TURNClient(
+            server: STUNAddress(ip: [127, 0, 0, 1], port: UInt16(port)),
+            base: STUNAddress(ip: [127, 0, 0, 1], port: UInt16(socket.localAddress.port)),
+            username: "bot", password: password, seed: 9, hmacSHA1: { Crypto.hmacSHA1(key: $0, data: $1) },
+            longTermKey: { Crypto.stunLongTermKey(username: $0, realm: $1, password: $2) })
     }
 
     @Test func relaysBothWaysThroughCoturn() throws {
@@ -92,15 +99,23 @@ import Crypto
             while got == nil && Clock.monotonicMicros() < end {
                 var ready = [UInt8](repeating: 0, count: 1)
                 if waitReadable([peer.fd], ready: &ready, timeoutMicros: 10_000) > 0, try peer.receive(into: pb) > 0 {
-                    got = (String(decoding: UnsafeRawBufferPointer(start: pb.slot(0).baseAddress!, count: Int(pb.lengths[0])), as: UTF8.self), pb.source(0))
+                    got = (
+                        String(decoding: UnsafeRawBufferPointer(start: pb.slot(0).baseAddress!, count: Int(pb.lengths[0])), as: UTF8.self),
+                        pb.source(0)
+                    )
                 }
                 _ = c.step(now: Clock.monotonicMicros())
                 while let b = c.pollTransmit() { try b.withUnsafeBytes { try socket.send($0, to: server) } }
             }
             let (arrived, from) = try #require(got, "the peer got nothing (\(text))")
             #expect(arrived == text && from?.port == Int(relay.port), "\(arrived) from \(String(describing: from))")
-            try Array("echo: \(text)".utf8).withUnsafeBytes { try peer.send($0, to: SocketAddress(host: relay.ipText, port: Int(relay.port))) }
-            try drive(c, socket, micros: 2_000_000, received: { p, d in if p == peerAddress { echoed.append(String(decoding: d, as: UTF8.self)) } }) {
+            try Array("echo: \(text)".utf8).withUnsafeBytes {
+                try peer.send($0, to: SocketAddress(host: relay.ipText, port: Int(relay.port)))
+            }
+            try drive(
+                c, socket, micros: 2_000_000,
+                received: { p, d in if p == peerAddress { echoed.append(String(decoding: d, as: UTF8.self)) } }
+            ) {
                 echoed.count > round
             }
         }
@@ -126,7 +141,8 @@ import Crypto
     @Test func quotaIsSaidByName() throws {
         let rig = try Rig(extra: ["--user-quota=1"])
         defer { rig.server.stop(grace: 0) }
-        let s1 = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)), s2 = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0))
+        let s1 = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)),
+            s2 = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0))
         let first = client(s1, port: rig.port, password: "s3cret"), second = client(s2, port: rig.port, password: "s3cret")
         first.start(now: Clock.monotonicMicros())
         try drive(first, s1, micros: 5_000_000) { first.state != .allocating }
@@ -149,12 +165,16 @@ import Crypto
         try drive(c, socket, micros: 5_000_000) { c.state != .allocating }
         #expect(c.state == .allocated && c.lifetime == 20, "lifetime \(c.lifetime)")
         try drive(c, socket, micros: 24_000_000) { c.state != .allocated }
-        #expect(c.state == .allocated && c.refreshes >= 1, "lost the allocation (\(c.refreshes) refreshes): \(String(describing: c.pollEvent()))")
+        #expect(
+            c.state == .allocated && c.refreshes >= 1,
+            "lost the allocation (\(c.refreshes) refreshes): \(String(describing: c.pollEvent()))")
         // Past its first lifetime, the relay still carries traffic.
         #expect(try exchange(c, socket, port: rig.port, rounds: 1) == ["echo: via a Send indication"])
     }
 
-    static var binary: String { URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("pubbot").path }
+    static var binary: String {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("pubbot").path
+    }
 
     func pubbot(_ args: [String], env: [String: String] = [:]) throws -> (code: Int32, out: String, err: String, seconds: Double) {
         try runPubbot(Self.binary, args, env: env)
@@ -170,8 +190,11 @@ import Crypto
         defer { receiver.stop() }
         try #require(receiver.wait(for: "/whip (media", micros: 10_000_000), "\(receiver.text)")
         let url = try #require(receiver.text.split(separator: " ").first { $0.hasPrefix("http://") }.map(String.init))
-        let r = try pubbot(["publish", "--whip", url, "--ice-server", "turn:127.0.0.1:\(rig.port)?transport=udp", "--turn-username", "bot",
-                            "--ice-policy", "relay", "--duration", "5s", "--json"], env: ["PUBBOT_TURN_CREDENTIAL": "s3cret"])
+        let r = try pubbot(
+            [
+                "publish", "--whip", url, "--ice-server", "turn:127.0.0.1:\(rig.port)?transport=udp", "--turn-username", "bot",
+                "--ice-policy", "relay", "--duration", "5s", "--json"
+            ], env: ["PUBBOT_TURN_CREDENTIAL": "s3cret"])
         #expect(r.code == 0, "\(r.err)")
         #expect(!(r.out + r.err).contains("s3cret"))
         let summary = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any], "\(r.out)")
@@ -180,9 +203,13 @@ import Crypto
         kill(receiver.process.processIdentifier, SIGINT)
         receiver.wait(for: "\"byes\"", micros: 5_000_000)
         let text = receiver.text
-        let recv = try #require(text.firstIndex(of: "{").flatMap { try? JSONSerialization.jsonObject(with: Data(text[$0...].utf8)) as? [String: Any] }, "\(text)")
+        let recv = try #require(
+            text.firstIndex(of: "{").flatMap { try? JSONSerialization.jsonObject(with: Data(text[$0...].utf8)) as? [String: Any] },
+            "\(text)")
         let publishers = try #require(recv["publishers"] as? [[String: Any]])
-        #expect(publishers.count == 1 && (publishers.first?["address"] as? String) == (pair["localAddress"] as? String), "\(publishers) vs \(pair)")
+        #expect(
+            publishers.count == 1 && (publishers.first?["address"] as? String) == (pair["localAddress"] as? String),
+            "\(publishers) vs \(pair)")
         let received = try #require(recv["streams"] as? [[String: Any]])
         for s in try #require(summary["streams"] as? [[String: Any]]) {
             let sent = s["framesSent"] as? Int ?? 0
@@ -202,14 +229,20 @@ import Crypto
         defer { receiver.stop() }
         try #require(receiver.wait(for: "/whip (media", micros: 10_000_000), "\(receiver.text)")
         let url = try #require(receiver.text.split(separator: " ").first { $0.hasPrefix("http://") }.map(String.init))
-        let wrong = try pubbot(["publish", "--whip", url, "--ice-server", "turn:127.0.0.1:\(rig.port)", "--turn-username", "bot",
-                                "--turn-credential", "not-the-secret", "--ice-policy", "relay", "--duration", "5s"])
+        let wrong = try pubbot([
+            "publish", "--whip", url, "--ice-server", "turn:127.0.0.1:\(rig.port)", "--turn-username", "bot",
+            "--turn-credential", "not-the-secret", "--ice-policy", "relay", "--duration", "5s"
+        ])
         #expect(wrong.code == 2 && wrong.seconds < 5 && wrong.err.contains("credentials"), "\(wrong.code) \(wrong.seconds) s: \(wrong.err)")
         #expect(!(wrong.out + wrong.err).contains("not-the-secret"))
         let dead = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port // nothing listens there
-        let silent = try pubbot(["publish", "--whip", url, "--ice-server", "turn:127.0.0.1:\(dead)", "--turn-username", "bot",
-                                 "--turn-credential", "x", "--ice-policy", "relay", "--duration", "5s"])
-        #expect(silent.code == 2 && silent.seconds < 10 && silent.err.contains("does not answer"), "\(silent.code) \(silent.seconds) s: \(silent.err)")
+        let silent = try pubbot([
+            "publish", "--whip", url, "--ice-server", "turn:127.0.0.1:\(dead)", "--turn-username", "bot",
+            "--turn-credential", "x", "--ice-policy", "relay", "--duration", "5s"
+        ])
+        #expect(
+            silent.code == 2 && silent.seconds < 10 && silent.err.contains("does not answer"),
+            "\(silent.code) \(silent.seconds) s: \(silent.err)")
     }
 
     /// The connectivity pre-flight where only the relay gets through (Tests/Peers/turn_required.sh:
@@ -218,7 +251,9 @@ import Crypto
     /// reachable with its time and RTT, `turnRequired`, and the verdict measured over the relay.
     @Test(.enabled(if: getuid() == 0, "network namespaces need root"), arguments: ["media", "udp"])
     func onlyTheRelayGetsThrough(block: String) throws {
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Peers/turn_required.sh").path
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
+            "Peers/turn_required.sh"
+        ).path
         let log = FileManager.default.temporaryDirectory.appendingPathComponent("pubbot-turn-required-\(getpid()).json").path
         _ = FileManager.default.createFile(atPath: log, contents: nil)
         defer { try? FileManager.default.removeItem(atPath: log) }
@@ -243,10 +278,14 @@ import Crypto
         // All UDP dropped: the relay over UDP cannot be reached either; over TCP it can.
         let relayUDP = paths.first { $0["path"] as? String == "relay-udp" }
         if block == "udp" {
-            #expect(relayUDP?["reachable"] as? Bool == false && (relayUDP?["detail"] as? String ?? "").contains("does not answer"), "\(String(describing: relayUDP))")
+            #expect(
+                relayUDP?["reachable"] as? Bool == false && (relayUDP?["detail"] as? String ?? "").contains("does not answer"),
+                "\(String(describing: relayUDP))")
         }
         let relay = paths.first { $0["path"] as? String == (block == "udp" ? "relay-tcp" : "relay-udp") }
-        #expect(relay?["reachable"] as? Bool == true && relay?["connectMs"] is Double && relay?["roundTripTimeMs"] is Double, "\(String(describing: relay))")
+        #expect(
+            relay?["reachable"] as? Bool == true && relay?["connectMs"] is Double && relay?["roundTripTimeMs"] is Double,
+            "\(String(describing: relay))")
         #expect(d["turnRequired"] as? Bool == true && (d["path"] as? String)?.hasPrefix("relay") == true, "\(d["path"] ?? "")")
         #expect(d["type"] as? String == "verdict" && (d["estimate"] as? Int ?? 0) > 1_000_000)
     }
@@ -258,9 +297,13 @@ import Crypto
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pubbot-turns-\(getpid())").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let make = try PeerProcess("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                                                        "-keyout", dir + "/key.pem", "-out", dir + "/cert.pem", "-days", "1", "-subj", "/CN=127.0.0.1",
-                                                        "-addext", "subjectAltName=IP:127.0.0.1"])
+        let make = try PeerProcess(
+            "/usr/bin/openssl",
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                "-keyout", dir + "/key.pem", "-out", dir + "/cert.pem", "-days", "1", "-subj", "/CN=127.0.0.1",
+                "-addext", "subjectAltName=IP:127.0.0.1"
+            ])
         let end = Clock.monotonicMicros() + 10_000_000
         while make.process.isRunning && Clock.monotonicMicros() < end { Clock.sleep(micros: 20_000) }
         make.stop()
@@ -272,8 +315,10 @@ import Crypto
         defer { receiver.stop() }
         try #require(receiver.wait(for: "/whip (media", micros: 10_000_000), "\(receiver.text)")
         let url = try #require(receiver.text.split(separator: " ").first { $0.hasPrefix("http://") }.map(String.init))
-        let args = ["publish", "--whip", url, "--ice-server", "turns:127.0.0.1:\(tlsPort)", "--turn-username", "bot", "--turn-credential", "s3cret",
-                    "--ice-policy", "relay", "--duration", "3s", "--json"]
+        let args = [
+            "publish", "--whip", url, "--ice-server", "turns:127.0.0.1:\(tlsPort)", "--turn-username", "bot", "--turn-credential", "s3cret",
+            "--ice-policy", "relay", "--duration", "3s", "--json"
+        ]
         let ok = try pubbot(args + ["--turn-ca", dir + "/cert.pem"])
         #expect(ok.code == 0, "\(ok.err)")
         let summary = try #require(try JSONSerialization.jsonObject(with: Data(ok.out.utf8)) as? [String: Any], "\(ok.out)")

@@ -51,7 +51,10 @@ import TestSupport
     }
 
     func post(_ e: Endpoint, _ offer: String, headers: String = "") -> String {
-        exchange(e.port, "POST /whip HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/sdp\r\n\(headers)Content-Length: \(offer.utf8.count)\r\nConnection: close\r\n\r\n\(offer)")
+        exchange(
+            e.port,
+            "POST /whip HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/sdp\r\n\(headers)Content-Length: \(offer.utf8.count)\r\nConnection: close\r\n\r\n\(offer)"
+        )
     }
 
     func status(_ response: String) -> Int? { httpStatus(response) }
@@ -62,8 +65,10 @@ import TestSupport
         let e = try startEndpoint()
         defer { e.process.stop() }
         let crash = try String(contentsOf: Self.crashOffer, encoding: .utf8)
-        for broken in [crash, crash.replacingOccurrences(of: "a=extmap:/", with: "a=extmap:"),
-                       crash.replacingOccurrences(of: "a=extmap:/", with: "a=extmap:99999999999999999999")] {
+        for broken in [
+            crash, crash.replacingOccurrences(of: "a=extmap:/", with: "a=extmap:"),
+            crash.replacingOccurrences(of: "a=extmap:/", with: "a=extmap:99999999999999999999")
+        ] {
             #expect(status(post(e, broken)) == 201)
         }
         #expect(status(post(e, "v=0\r\nm=audio 9 X\r\na=\u{1b}[2J\r\n")) == 400)
@@ -103,7 +108,8 @@ import TestSupport
         let answer = held[0].read(micros: 9_000_000)
         #expect(status(answer) == 408, "\(answer.prefix(60))")
         let deadline = Clock.monotonicMicros() + 10_000_000
-        let answered = held.dropFirst().prefix(199).filter { status($0.read(micros: max(0, deadline - Clock.monotonicMicros()))) == 408 }.count
+        let answered = held.dropFirst().prefix(199).filter { status($0.read(micros: max(0, deadline - Clock.monotonicMicros()))) == 408 }
+            .count
         #expect(answered >= 189, "\(answered) of the other 199 held requests answered 408")
         t.join()
         let s = try summary(e)
@@ -139,7 +145,9 @@ import TestSupport
         while Clock.monotonicMicros() - last < 17_000_000 { Clock.sleep(micros: 200_000) }
         Clock.sleep(micros: 1_500_000)
         let after = rss(pid)
-        print("abandonedOffersAreFreed: RSS \(before) kB → \(peak) kB with 1000 sessions → \(after) kB freed; accepted again after \(seconds ?? -1) s")
+        print(
+            "abandonedOffersAreFreed: RSS \(before) kB → \(peak) kB with 1000 sessions → \(after) kB freed; accepted again after \(seconds ?? -1) s"
+        )
         #expect(Double(after) <= Double(before) * 1.10, "RSS \(before) kB → \(peak) kB → \(after) kB")
         let r = try runPubbot(Self.binary, ["publish", "--whip", e.url, "--duration", "2s"])
         #expect(r.code == 0, "\(r.err)")
@@ -154,8 +162,10 @@ import TestSupport
         let e = try startEndpoint(["--token", "t0ken-for-hostile-test"])
         defer { e.process.stop() }
         let offer = try String(contentsOf: Self.offer, encoding: .utf8)
-        let options = exchange(e.port, "OPTIONS /whip HTTP/1.1\r\nHost: x\r\nOrigin: http://page.example\r\nAccess-Control-Request-Method: POST\r\n\r\n")
-        #expect(status(options) == 204 && options.contains("Access-Control-Allow-Origin: *")
+        let options = exchange(
+            e.port, "OPTIONS /whip HTTP/1.1\r\nHost: x\r\nOrigin: http://page.example\r\nAccess-Control-Request-Method: POST\r\n\r\n")
+        #expect(
+            status(options) == 204 && options.contains("Access-Control-Allow-Origin: *")
                 && options.contains("Access-Control-Allow-Headers: Authorization, Content-Type, If-Match")
                 && options.contains("Access-Control-Expose-Headers: Location, Link, ETag, Accept-Patch"), "\(options)")
         let created = post(e, offer, headers: "Authorization: bearer t0ken-for-hostile-test\r\nOrigin: http://page.example\r\n")
@@ -233,7 +243,8 @@ import TestSupport
         let fillers = (0..<3).compactMap { _ in RawClient(port: port, nonBlocking: true) }
         defer { fillers.forEach { $0.close() } }
         let stalled = try runPubbot(Self.binary, ["publish", "--whip", "http://127.0.0.1:\(port)/whip", "--duration", "2s"])
-        #expect(stalled.code == 2 && stalled.err.contains("cannot connect") && stalled.err.contains("within 5 s") && stalled.seconds < 9,
-                "\(stalled.seconds) s: \(stalled.err)")
+        #expect(
+            stalled.code == 2 && stalled.err.contains("cannot connect") && stalled.err.contains("within 5 s") && stalled.seconds < 9,
+            "\(stalled.seconds) s: \(stalled.err)")
     }
 }

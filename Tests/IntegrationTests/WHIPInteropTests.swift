@@ -10,7 +10,9 @@ import Platform
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static let python = root.appendingPathComponent(".build/peers-venv/bin/python").path
     static let endpoint = root.appendingPathComponent("Tests/Peers/whip_aiortc.py").path
-    static var binary: String { URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("pubbot").path }
+    static var binary: String {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("pubbot").path
+    }
 
     /// Starts the aiortc endpoint; returns it and its URL.
     func startEndpoint(_ extra: [String] = []) throws -> (PeerProcess, String) {
@@ -29,11 +31,14 @@ import Platform
     /// The peer's stats line (printed when the session is DELETEd).
     func peerStats(_ peer: PeerProcess) throws -> [String: Any] {
         peer.wait(for: "\"event\": \"stats\"", micros: 5_000_000)
-        let line = try #require(peer.text.split(separator: "\n").first { $0.contains("\"event\": \"stats\"") }, "no DELETE seen by aiortc: \(peer.text)")
+        let line = try #require(
+            peer.text.split(separator: "\n").first { $0.contains("\"event\": \"stats\"") }, "no DELETE seen by aiortc: \(peer.text)")
         return try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
     }
 
-    func run(_ args: [String], env: [String: String] = [:], interruptAfter: Double? = nil) throws -> (code: Int32, out: String, err: String, seconds: Double) {
+    func run(_ args: [String], env: [String: String] = [:], interruptAfter: Double? = nil) throws -> (
+        code: Int32, out: String, err: String, seconds: Double
+    ) {
         try runPubbot(Self.binary, args, env: env, interruptAfter: interruptAfter)
     }
 
@@ -63,7 +68,9 @@ import Platform
         #expect(audioOK, "audio sent \(audioSent), decoded \(audioDecoded)")
         // Simulcast refused: one stream, at a size of the ladder the estimate carries.
         let sizes = try #require(stats["sizes"] as? [String: Int])
-        #expect(!sizes.isEmpty && Set(sizes.keys).isSubset(of: ["320x180", "640x360", "1280x720"]) && stats["dtlsRole"] as? String == "client", "\(stats)")
+        #expect(
+            !sizes.isEmpty && Set(sizes.keys).isSubset(of: ["320x180", "640x360", "1280x720"]) && stats["dtlsRole"] as? String == "client",
+            "\(stats)")
     }
 
     /// Ctrl-C: the session is DELETEd before pubbot leaves (exit 130).
@@ -168,7 +175,8 @@ import Platform
         #expect(recvonly.code == 2 && recvonly.err.contains("Error:") && recvonly.err.contains("sends neither"), "\(recvonly.err)")
         #expect(mock.wait(for: "DELETE /session/2", micros: 2_000_000), "\(mock.text)")
         let token = try run(["receive", "--whep", base + "/auth", "--duration", "5s"], env: ["PUBBOT_WHEP_TOKEN": "wrong-token-s3cret"])
-        #expect(token.code == 2 && token.err.contains("Error:") && token.err.contains("token") && token.err.contains("WHEP"), "\(token.err)")
+        #expect(
+            token.code == 2 && token.err.contains("Error:") && token.err.contains("token") && token.err.contains("WHEP"), "\(token.err)")
         #expect(!(token.out + token.err).contains("wrong-token-s3cret"))
         let usage = try run(["receive", "--whep", base + "/whep-silent", "--key", "AAAA"])
         #expect(usage.code == 64 && usage.err.contains("--key"), "\(usage.err)")
@@ -192,7 +200,9 @@ import Platform
         let received = try #require(summary["streams"] as? [[String: Any]])
         let published = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
         let negotiated = (published["whip"] as? [String: Any])?["negotiated"] as? [String: String]
-        #expect(negotiated?["simulcast"] == "q;h;f" && negotiated?["congestionControl"] == "transportCC" && negotiated?["iceLite"] == "yes", "\(String(describing: negotiated))")
+        #expect(
+            negotiated?["simulcast"] == "q;h;f" && negotiated?["congestionControl"] == "transportCC" && negotiated?["iceLite"] == "yes",
+            "\(String(describing: negotiated))")
         let streams = try #require(published["streams"] as? [[String: Any]])
         #expect(streams.count == 4)
         for s in streams {

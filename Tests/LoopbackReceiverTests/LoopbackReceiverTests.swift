@@ -17,7 +17,9 @@ import Platform
         // 50 datagrams that are not RTP at all (version 0).
         for _ in 0..<50 { try send([0x00] + (0..<40).map { _ in UInt8.random(in: 0...255, using: &rng) }) }
         // 50 RTP-looking packets with garbage tags (wrong key / tampering).
-        for i in 0..<50 { try send([0x80, 0x60, 0, UInt8(i), 0, 0, 0, 0, 1, 2, 3, 4] + (0..<60).map { _ in UInt8.random(in: 0...255, using: &rng) }) }
+        for i in 0..<50 {
+            try send([0x80, 0x60, 0, UInt8(i), 0, 0, 0, 0, 1, 2, 3, 4] + (0..<60).map { _ in UInt8.random(in: 0...255, using: &rng) })
+        }
         // 10 oversized datagrams.
         for _ in 0..<10 { try send([UInt8](repeating: 0x80, count: 2000)) }
         // 20 RTCP-looking garbage packets.
@@ -54,14 +56,14 @@ import Platform
         let s = ReceiveStream(ssrc: 1, kind: .video, payloadType: 96, decodeVideo: true)
         var t: Int64 = 0
         func frames(_ n: Int, every ms: Int64) { for _ in 0..<n { t += ms * 1000; s.rendered(at: t) } }
-        frames(60, every: 33)           // steady 30 fps
-        t += 300_000; s.rendered(at: t)  // a 300 ms gap: ≥ max(3 × 33, 33 + 150) → a freeze
+        frames(60, every: 33) // steady 30 fps
+        t += 300_000; s.rendered(at: t) // a 300 ms gap: ≥ max(3 × 33, 33 + 150) → a freeze
         frames(60, every: 33)
-        t += 150_000; s.rendered(at: t)  // 150 ms: ≥ 3 × 33 but < 33 + 150: not a freeze
+        t += 150_000; s.rendered(at: t) // 150 ms: ≥ 3 × 33 but < 33 + 150: not a freeze
         frames(60, every: 33)
         t += 6_000_000; s.rendered(at: t) // > 5 s: a pause, not a freeze
         frames(60, every: 33)
-        t += 250_000; s.rendered(at: t)  // another freeze (250 ms)
+        t += 250_000; s.rendered(at: t) // another freeze (250 ms)
         #expect(s.stats.freezeCount == 2)
         #expect(abs(s.stats.totalFreezesDurationMillis - (300 + 250)) < 1)
         #expect(s.stats.pauseCount == 1)
@@ -72,9 +74,9 @@ import Platform
         let s = ReceiveStream(ssrc: 1, kind: .video, payloadType: 96, decodeVideo: true)
         var t: Int64 = 0
         for _ in 0..<100 { t += 200_000; s.rendered(at: t) } // 5 fps, steady
-        t += 500_000; s.rendered(at: t)                      // 500 ms < max(600, 350): no freeze
+        t += 500_000; s.rendered(at: t) // 500 ms < max(600, 350): no freeze
         #expect(s.stats.freezeCount == 0)
-        t += 700_000; s.rendered(at: t)                      // 700 ms ≥ 3 × ~203: a freeze
+        t += 700_000; s.rendered(at: t) // 700 ms ≥ 3 × ~203: a freeze
         #expect(s.stats.freezeCount == 1)
     }
 }
@@ -85,15 +87,18 @@ import Platform
     /// an SSRC collision, not taken into the first one's stream nor called malformed.
     @Test func ssrcCollisionIsCountedAsSuch() throws {
         let key = SRTPKey.random(suite: .aesCm)
-        let session = try ReceiverSession(config: ReceiverConfig(listen: SocketAddress(host: "127.0.0.1", port: 5004), key: key),
-                                          startMicros: 0, wallOffsetMicros: 0, seed: 1)
+        let session = try ReceiverSession(
+            config: ReceiverConfig(listen: SocketAddress(host: "127.0.0.1", port: 5004), key: key),
+            startMicros: 0, wallOffsetMicros: 0, seed: 1)
         let a = try SocketAddress(host: "127.0.0.1", port: 40_000), b = try SocketAddress(host: "127.0.0.1", port: 40_001)
         // Each publisher has its own SRTP context (same key); B is further on in the sequence
         // space, so its packets are new to the receiver's replay window, not replays.
         let outA = try SRTPSession(key: key, direction: .outbound), outB = try SRTPSession(key: key, direction: .outbound)
         func packet(_ srtp: SRTPSession, seq: UInt16) throws -> [UInt8] {
             // Opus (PT 111), SSRC 0x01020304.
-            var p = [0x80, 111, UInt8(seq >> 8), UInt8(seq & 0xFF), 0, 0, 0, UInt8(seq & 0xFF), 1, 2, 3, 4] + [UInt8](repeating: 0xAB, count: 40)
+            var p =
+                [0x80, 111, UInt8(seq >> 8), UInt8(seq & 0xFF), 0, 0, 0, UInt8(seq & 0xFF), 1, 2, 3, 4]
+                + [UInt8](repeating: 0xAB, count: 40)
                 + [UInt8](repeating: 0, count: SRTPSession.maxTrailer)
             let n = try p.withUnsafeMutableBytes { try srtp.protectRTP($0.baseAddress!, length: 52, capacity: $0.count) }
             return Array(p[0..<n])
@@ -122,7 +127,8 @@ import Platform
         for i in 0..<200 {
             let out = try SRTPSession(key: key, direction: .outbound)
             // Opus with a transport-wide sequence number (one-byte extension id 3).
-            var p: [UInt8] = [0x90, 111, 0, 1, 0, 0, 0, 1, 0, 0, UInt8(i >> 8), UInt8(i & 0xFF), 0xBE, 0xDE, 0, 1, 0x31, 0, 1, 0]
+            var p: [UInt8] =
+                [0x90, 111, 0, 1, 0, 0, 0, 1, 0, 0, UInt8(i >> 8), UInt8(i & 0xFF), 0xBE, 0xDE, 0, 1, 0x31, 0, 1, 0]
                 + [UInt8](repeating: 0xAB, count: 40) + [UInt8](repeating: 0, count: SRTPSession.maxTrailer)
             let n = try p.withUnsafeMutableBytes { try out.protectRTP($0.baseAddress!, length: 60, capacity: $0.count) }
             let from = try SocketAddress(host: "127.0.0.1", port: 30_000 + i)

@@ -18,19 +18,22 @@ import Crypto
     @Test(arguments: [UInt64(1), UInt64.max]) func connectsToAFullICEServerAndFollowsItsNumbers(serverTieBreaker: UInt64) throws {
         let hmac: @Sendable ([UInt8], [UInt8]) -> [UInt8] = { Crypto.hmacSHA1(key: $0, data: $1) }
         let subCert = try DTLSCertificate(commonName: "sub"), srvCert = try DTLSCertificate(commonName: "srv")
-        let subCreds = ICEAgent.Credentials(ufrag: "subu", password: "subscriber-password-22"), srvCreds = ICEAgent.Credentials(ufrag: "srvu", password: "server-password-24-chars")
+        let subCreds = ICEAgent.Credentials(ufrag: "subu", password: "subscriber-password-22"),
+            srvCreds = ICEAgent.Credentials(ufrag: "srvu", password: "server-password-24-chars")
         // The server offered to Janus-style: full ICE, controlling.
         let sIce = ICEAgent(role: .controlling, local: srvCreds, remote: subCreds, tieBreaker: serverTieBreaker, seed: 4, hmacSHA1: hmac)
         sIce.addLocal(.host(Self.srv))
         sIce.addRemote(.host(Self.sub))
-        let server = WebRTCTransport(ice: sIce, dtls: try DTLSEndpoint(role: .server, certificate: srvCert, remoteFingerprint: subCert.fingerprint))
+        let server = WebRTCTransport(
+            ice: sIce, dtls: try DTLSEndpoint(role: .server, certificate: srvCert, remoteFingerprint: subCert.fingerprint))
 
         var config = ReceiverConfig(listen: SocketAddress(Self.sub)!, key: .random(suite: .gcm))
         config.webrtc = WebRTCListenConfig(certificate: subCert, local: Self.sub)
         let session = try ReceiverSession(config: config, startMicros: 0, wallOffsetMicros: 0, seed: 9)
-        var spec = WebRTCPublisherSpec(resource: "/whep/1", localUfrag: subCreds.ufrag, localPassword: subCreds.password, remoteUfrag: srvCreds.ufrag,
-                                       remotePassword: srvCreds.password, remoteFingerprint: srvCert.fingerprint, audioPayloadTypes: [109],
-                                       videoPayloadTypes: [100], rtxPayloadTypes: [101], extensions: RTPExtensionIDs(negotiated: [:]))
+        var spec = WebRTCPublisherSpec(
+            resource: "/whep/1", localUfrag: subCreds.ufrag, localPassword: subCreds.password, remoteUfrag: srvCreds.ufrag,
+            remotePassword: srvCreds.password, remoteFingerprint: srvCert.fingerprint, audioPayloadTypes: [109],
+            videoPayloadTypes: [100], rtxPayloadTypes: [101], extensions: RTPExtensionIDs(negotiated: [:]))
         spec.offerer = true
         spec.dtlsServer = false
         spec.remoteCandidates = [.host(Self.srv)]
@@ -42,7 +45,9 @@ import Crypto
         func deliver() {
             for x in toSubscriber where x.at <= now {
                 var b = x.bytes
-                b.withUnsafeMutableBytes { session.handleDatagram($0.baseAddress!, length: $0.count, from: SocketAddress(Self.srv), now: now) }
+                b.withUnsafeMutableBytes {
+                    session.handleDatagram($0.baseAddress!, length: $0.count, from: SocketAddress(Self.srv), now: now)
+                }
             }
             toSubscriber.removeAll { $0.at <= now }
             for x in toServer where x.at <= now { _ = server.handle(x.bytes, from: Self.sub, to: Self.srv, now: now) }
@@ -66,7 +71,9 @@ import Crypto
         // The server's media with its own payload type (109 for Opus, not pubbot's 111) is taken.
         let out = try SRTPSession(key: try #require(serverKeys), direction: .outbound)
         for seq in UInt16(1)...5 {
-            var p = [0x80, 109, 0, UInt8(seq), 0, 0, 0, UInt8(seq), 0, 0, 0, 7] + [UInt8](repeating: 0xFC, count: 40) + [UInt8](repeating: 0, count: SRTPSession.maxTrailer)
+            var p =
+                [0x80, 109, 0, UInt8(seq), 0, 0, 0, UInt8(seq), 0, 0, 0, 7] + [UInt8](repeating: 0xFC, count: 40)
+                + [UInt8](repeating: 0, count: SRTPSession.maxTrailer)
             let n = try p.withUnsafeMutableBytes { try out.protectRTP($0.baseAddress!, length: 52, capacity: $0.count) }
             p.withUnsafeMutableBytes { session.handleDatagram($0.baseAddress!, length: n, from: SocketAddress(Self.srv), now: now) }
             now += 20_000
@@ -81,13 +88,16 @@ import Crypto
 @Suite struct ReceiverFeedbackShapeTests {
     @Test func reportsPerMediaKindAndCompoundNacks() throws {
         let key = SRTPKey.random(suite: .aesCm)
-        let session = try ReceiverSession(config: ReceiverConfig(listen: try SocketAddress(host: "127.0.0.1", port: 5004), key: key),
-                                          startMicros: 0, wallOffsetMicros: 0, seed: 1)
+        let session = try ReceiverSession(
+            config: ReceiverConfig(listen: try SocketAddress(host: "127.0.0.1", port: 5004), key: key),
+            startMicros: 0, wallOffsetMicros: 0, seed: 1)
         let from = try SocketAddress(host: "127.0.0.1", port: 40_000)
         let out = try SRTPSession(key: key, direction: .outbound)
         func send(pt: UInt8, ssrc: UInt8, seq: UInt16, now: Int64) throws {
             let payload: [UInt8] = pt == 96 ? [0x10, 0x00] + [UInt8](repeating: 0x55, count: 30) : [0xFC] + [UInt8](repeating: 1, count: 30)
-            var p = [0x80, pt, UInt8(seq >> 8), UInt8(seq & 0xFF), 0, 0, 0, UInt8(seq & 0xFF), 0, 0, 0, ssrc] + payload + [UInt8](repeating: 0, count: SRTPSession.maxTrailer)
+            var p =
+                [0x80, pt, UInt8(seq >> 8), UInt8(seq & 0xFF), 0, 0, 0, UInt8(seq & 0xFF), 0, 0, 0, ssrc] + payload
+                + [UInt8](repeating: 0, count: SRTPSession.maxTrailer)
             let n = try p.withUnsafeMutableBytes { try out.protectRTP($0.baseAddress!, length: 12 + payload.count, capacity: $0.count) }
             p.withUnsafeMutableBytes { session.handleDatagram($0.baseAddress!, length: n, from: from, now: now) }
         }
@@ -150,8 +160,12 @@ import Crypto
         }
         // The freeze shows once the gap reaches max(3 × 33 ms, 33 ms + 150 ms); the key frame is
         // asked for after five hold times (1 s) without a frame.
-        #expect(frozeAt.map { $0 - lastRender } ?? 0 >= 183_000 && frozeAt.map { $0 - lastRender } ?? .max <= 220_000, "\(String(describing: frozeAt))")
-        #expect(askedAt.map { $0 - lastRender } ?? 0 >= 1_000_000 && askedAt.map { $0 - lastRender } ?? .max <= 1_040_000, "\(String(describing: askedAt))")
+        #expect(
+            frozeAt.map { $0 - lastRender } ?? 0 >= 183_000 && frozeAt.map { $0 - lastRender } ?? .max <= 220_000,
+            "\(String(describing: frozeAt))")
+        #expect(
+            askedAt.map { $0 - lastRender } ?? 0 >= 1_000_000 && askedAt.map { $0 - lastRender } ?? .max <= 1_040_000,
+            "\(String(describing: askedAt))")
         #expect(s.stats.freezeCount == 1 && s.stats.totalFreezesDurationMillis == 0)
         // The next rendered frame ends it: one freeze, its whole length.
         t += 10_000
@@ -165,8 +179,9 @@ import Crypto
 @Suite struct ReceiverRembTests {
     @Test func sendsRembWhenThatIsWhatWasNegotiated() throws {
         let key = SRTPKey.random(suite: .aesCm)
-        let session = try ReceiverSession(config: ReceiverConfig(listen: try SocketAddress(host: "127.0.0.1", port: 5004), key: key),
-                                          startMicros: 0, wallOffsetMicros: 0, seed: 1)
+        let session = try ReceiverSession(
+            config: ReceiverConfig(listen: try SocketAddress(host: "127.0.0.1", port: 5004), key: key),
+            startMicros: 0, wallOffsetMicros: 0, seed: 1)
         let from = try SocketAddress(host: "127.0.0.1", port: 40_000)
         let out = try SRTPSession(key: key, direction: .outbound), inbound = try SRTPSession(key: key, direction: .inbound)
         var rembs: [ReceiverEstimatedMaxBitrate] = []
@@ -176,7 +191,10 @@ import Crypto
         for seq in UInt16(1)...160 {
             let abs = UInt32((now << 18) / 1_000_000) & 0xFF_FFFF
             let payload: [UInt8] = [0x10, 0x00] + [UInt8](repeating: 0x55, count: 1178)
-            var p: [UInt8] = [0x90, 96, UInt8(seq >> 8), UInt8(seq & 0xFF), 0, 0, 0, 1, 0, 0, 0, 0x0B, 0xBE, 0xDE, 0, 1, 0x22, UInt8(abs >> 16), UInt8((abs >> 8) & 0xFF), UInt8(abs & 0xFF)]
+            var p: [UInt8] = [
+                0x90, 96, UInt8(seq >> 8), UInt8(seq & 0xFF), 0, 0, 0, 1, 0, 0, 0, 0x0B, 0xBE, 0xDE, 0, 1, 0x22, UInt8(abs >> 16),
+                UInt8((abs >> 8) & 0xFF), UInt8(abs & 0xFF)
+            ]
             p += payload + [UInt8](repeating: 0, count: SRTPSession.maxTrailer)
             let n = try p.withUnsafeMutableBytes { try out.protectRTP($0.baseAddress!, length: 20 + payload.count, capacity: $0.count) }
             p.withUnsafeMutableBytes { session.handleDatagram($0.baseAddress!, length: n, from: from, now: now + 5_000) }

@@ -25,9 +25,10 @@ import Crypto
     }
 
     func spec(_ n: Int, remoteFingerprint: [UInt8]) -> WebRTCPublisherSpec {
-        WebRTCPublisherSpec(resource: "r\(n)", localUfrag: "lu\(n)", localPassword: "endpoint-password-\(n)-0123456", remoteUfrag: "pu\(n)",
-                            remotePassword: "publisher-password-\(n)-01234", remoteFingerprint: remoteFingerprint, audioPayloadTypes: [111],
-                            videoPayloadTypes: [96], rtxPayloadTypes: [97], extensions: RTPExtensionIDs())
+        WebRTCPublisherSpec(
+            resource: "r\(n)", localUfrag: "lu\(n)", localPassword: "endpoint-password-\(n)-0123456", remoteUfrag: "pu\(n)",
+            remotePassword: "publisher-password-\(n)-01234", remoteFingerprint: remoteFingerprint, audioPayloadTypes: [111],
+            videoPayloadTypes: [96], rtxPayloadTypes: [97], extensions: RTPExtensionIDs())
     }
 
     /// An endpoint that answered publisher `n`, and that publisher's transport (full ICE,
@@ -37,11 +38,16 @@ import Crypto
         let pubCert = try DTLSCertificate(commonName: "publisher")
         let s = spec(n, remoteFingerprint: pubCert.fingerprint)
         session.addPublisher(s, seed: seed, now: 0)
-        let ice = ICEAgent(role: .controlling, local: .init(ufrag: s.remoteUfrag, password: s.remotePassword),
-                           remote: .init(ufrag: s.localUfrag, password: s.localPassword), tieBreaker: 5, seed: 5, hmacSHA1: hmac)
+        let ice = ICEAgent(
+            role: .controlling, local: .init(ufrag: s.remoteUfrag, password: s.remotePassword),
+            remote: .init(ufrag: s.localUfrag, password: s.localPassword), tieBreaker: 5, seed: 5, hmacSHA1: hmac)
         ice.addLocal(.host(Self.publisher))
         ice.addRemote(.host(Self.endpoint))
-        return (session, WebRTCTransport(ice: ice, dtls: try DTLSEndpoint(role: .server, certificate: pubCert, remoteFingerprint: endpointCert.fingerprint)))
+        return (
+            session,
+            WebRTCTransport(
+                ice: ice, dtls: try DTLSEndpoint(role: .server, certificate: pubCert, remoteFingerprint: endpointCert.fingerprint))
+        )
     }
 
     @Test func sessionsThatNeverConnectAreFreed() throws {
@@ -50,7 +56,8 @@ import Crypto
         for n in 0..<3 { session.addPublisher(spec(n, remoteFingerprint: other.fingerprint), seed: UInt64(n + 1), now: 0) }
         var now: Int64 = 0
         while now < 14_900_000 { now = min(session.step(now: now), now + 1_000_000) + 1 }
-        #expect(session.snapshot(final: false).webrtcEndings.abandoned == 0 && session.takeEndedResources().isEmpty, "still waiting at 14.9 s")
+        #expect(
+            session.snapshot(final: false).webrtcEndings.abandoned == 0 && session.takeEndedResources().isEmpty, "still waiting at 14.9 s")
         while now < 15_100_000 { now = min(session.step(now: now), now + 100_000) + 1 }
         let snap = session.snapshot(final: false)
         #expect(snap.webrtcEndings.abandoned == 3, "\(snap.webrtcEndings)")
@@ -59,7 +66,9 @@ import Crypto
         #expect(session.rtcPeers.isEmpty && session.rtcPending.isEmpty, "the transports (DTLS contexts) are released")
         // A ufrag of a freed session no longer finds anything.
         var request = bindingRequest(user: "lu0:pu0", password: "endpoint-password-0-0123456")
-        request.withUnsafeMutableBytes { session.handleDatagram($0.baseAddress!, length: $0.count, from: SocketAddress(Self.publisher), now: now) }
+        request.withUnsafeMutableBytes {
+            session.handleDatagram($0.baseAddress!, length: $0.count, from: SocketAddress(Self.publisher), now: now)
+        }
         #expect(session.snapshot(final: false).rejected.unknownSource == 1)
     }
 
@@ -72,12 +81,16 @@ import Crypto
         func run(until end: Int64) {
             while now < end {
                 _ = session.step(now: now)
-                session.pollTransmit { b, _ throws(SocketError) in if publisherAlive { _ = pub.handle([UInt8](b), from: Self.endpoint, to: Self.publisher, now: now) } }
+                session.pollTransmit { b, _ throws(SocketError) in
+                    if publisherAlive { _ = pub.handle([UInt8](b), from: Self.endpoint, to: Self.publisher, now: now) }
+                }
                 _ = pub.step(now: now)
                 while let x = pub.pollTransmit() {
                     guard publisherAlive else { continue }
                     var b = x.bytes
-                    b.withUnsafeMutableBytes { session.handleDatagram($0.baseAddress!, length: $0.count, from: SocketAddress(Self.publisher), now: now) }
+                    b.withUnsafeMutableBytes {
+                        session.handleDatagram($0.baseAddress!, length: $0.count, from: SocketAddress(Self.publisher), now: now)
+                    }
                 }
                 while pub.pollEvent() != nil {}
                 now += 5_000
@@ -106,18 +119,22 @@ import Crypto
         var now: Int64 = 0
         while now < 12_000_000 {
             _ = session.step(now: now)
-            session.pollTransmit { b, _ throws(SocketError) in _ = pub.handle([UInt8](b), from: Self.endpoint, to: Self.publisher, now: now) }
+            session.pollTransmit { b, _ throws(SocketError) in _ = pub.handle([UInt8](b), from: Self.endpoint, to: Self.publisher, now: now)
+            }
             _ = pub.step(now: now)
             while let x = pub.pollTransmit() {
                 guard let first = x.bytes.first, !(20...63).contains(first) else { continue } // DTLS lost on the way
                 var b = x.bytes
-                b.withUnsafeMutableBytes { session.handleDatagram($0.baseAddress!, length: $0.count, from: SocketAddress(Self.publisher), now: now) }
+                b.withUnsafeMutableBytes {
+                    session.handleDatagram($0.baseAddress!, length: $0.count, from: SocketAddress(Self.publisher), now: now)
+                }
             }
             while pub.pollEvent() != nil {}
             now += 5_000
         }
         let snap = session.snapshot(final: false)
-        #expect(snap.webrtcEndings.failed == 1 && snap.webrtcPublishers.first?.failure?.contains("DTLS") == true, "\(snap.webrtcPublishers)")
+        #expect(
+            snap.webrtcEndings.failed == 1 && snap.webrtcPublishers.first?.failure?.contains("DTLS") == true, "\(snap.webrtcPublishers)")
         #expect(session.takeEndedResources() == ["r3"] && session.rtcPeers.isEmpty)
     }
 
@@ -128,20 +145,27 @@ import Crypto
         let other = try DTLSCertificate(commonName: "publisher")
         session.addPublisher(spec(1, remoteFingerprint: other.fingerprint), seed: 1, now: 0)
         var forged = bindingRequest(user: "lu1:pu1", password: "not-the-password-at-all")
-        forged.withUnsafeMutableBytes { session.handleDatagram($0.baseAddress!, length: $0.count, from: SocketAddress(Self.attacker), now: 1000) }
+        forged.withUnsafeMutableBytes {
+            session.handleDatagram($0.baseAddress!, length: $0.count, from: SocketAddress(Self.attacker), now: 1000)
+        }
         #expect(session.rtcByAddress[SocketAddress(Self.attacker)!] == nil)
         var dtls: [UInt8] = [22, 254, 253] + [UInt8](repeating: 0, count: 40)
-        dtls.withUnsafeMutableBytes { session.handleDatagram($0.baseAddress!, length: $0.count, from: SocketAddress(Self.attacker), now: 2000) }
+        dtls.withUnsafeMutableBytes {
+            session.handleDatagram($0.baseAddress!, length: $0.count, from: SocketAddress(Self.attacker), now: 2000)
+        }
         #expect(session.snapshot(final: false).rejected.unknownSource == 1)
         // The real password binds the source.
         var real = bindingRequest(user: "lu1:pu1", password: "endpoint-password-1-0123456")
-        real.withUnsafeMutableBytes { session.handleDatagram($0.baseAddress!, length: $0.count, from: SocketAddress(Self.publisher), now: 3000) }
+        real.withUnsafeMutableBytes {
+            session.handleDatagram($0.baseAddress!, length: $0.count, from: SocketAddress(Self.publisher), now: 3000)
+        }
         #expect(session.rtcByAddress[SocketAddress(Self.publisher)!] != nil)
     }
 
     func bindingRequest(user: String, password: String) -> [UInt8] {
-        let m = STUNMessage(class: .request, transactionID: [UInt8](repeating: 7, count: 12),
-                            attributes: [.username(user), .priority(1 << 24), .iceControlling(9), .useCandidate])
+        let m = STUNMessage(
+            class: .request, transactionID: [UInt8](repeating: 7, count: 12),
+            attributes: [.username(user), .priority(1 << 24), .iceControlling(9), .useCandidate])
         return (try? m.encode(integrityKey: Array(password.utf8), hmacSHA1: hmac, fingerprint: true)) ?? []
     }
 }

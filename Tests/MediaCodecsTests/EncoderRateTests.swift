@@ -16,7 +16,9 @@ import Testing
             let capture = Int64(n) * 1_000_000 / Int64(config.fps)
             let number = UInt32(capture / 33_333)
             source.fill(&picture, frameNumber: number, captureMillis: UInt32(capture / 1000))
-            if let f = try encoder.encode(&picture, layer: 0, frameNumber: number, captureMicros: capture, forceKeyFrame: false, clock: { 0 }) {
+            if let f = try encoder.encode(
+                &picture, layer: 0, frameNumber: number, captureMicros: capture, forceKeyFrame: false, clock: { 0 })
+            {
                 perSecond[Int(capture / 1_000_000)] += f.bytes.count * 8
                 frames += 1
             }
@@ -39,8 +41,10 @@ import Testing
             let config = VideoLayerConfig.defaults(width: w, height: h, fps: fps, temporalLayers: temporalLayers, rid: "x")
             let (perSecond, _) = try Self.encode(config, seconds: 10)
             let shares = Self.windows(perSecond, target: config.targetBitrate)
-            #expect(shares.allSatisfy { (0.85...1.15).contains($0) },
-                    "\(h)p@\(fps) L1T\(temporalLayers) target \(config.targetBitrate): 5 s windows \(shares.map { ($0 * 100).rounded() / 100 })")
+            #expect(
+                shares.allSatisfy { (0.85...1.15).contains($0) },
+                "\(h)p@\(fps) L1T\(temporalLayers) target \(config.targetBitrate): 5 s windows \(shares.map { ($0 * 100).rounded() / 100 })"
+            )
         }
     }
 
@@ -59,7 +63,9 @@ import Testing
         let routed = VideoLayerConfig.defaults(width: 1280, height: 720, fps: 15, rid: "f")
         let relayed = VideoLayerConfig.defaults(width: 1280, height: 720, fps: 15, rid: "f", scaledByFrameRate: false)
         let full = VideoLayerConfig.defaults(width: 1280, height: 720, fps: 30, rid: "f")
-        #expect(routed.targetBitrate == full.targetBitrate / 2 && routed.maxBitrate == full.maxBitrate / 2 && routed.minBitrate == full.minBitrate / 2)
+        #expect(
+            routed.targetBitrate == full.targetBitrate / 2 && routed.maxBitrate == full.maxBitrate / 2
+                && routed.minBitrate == full.minBitrate / 2)
         #expect(relayed.targetBitrate == full.targetBitrate && relayed.maxBitrate == full.maxBitrate)
         #expect(VideoLayerConfig.defaults(width: 320, height: 180, fps: 7, rid: "q").targetBitrate == 35_000)
         #expect(VideoLayerConfig.defaults(width: 320, height: 180, fps: 60, rid: "q").targetBitrate == 150_000)

@@ -6,7 +6,9 @@ import Testing
     func drawsAndReadsBack(_ w: Int, _ h: Int) throws {
         var f = I420Frame(width: w, height: h)
         SyntheticVideoSource(seed: 3).fill(&f, frameNumber: 123_456, captureMillis: 0xDEAD_BEEF)
-        let stamp = f.data.withUnsafeBufferPointer { FrameStamp.read(luma: UnsafeBufferPointer(rebasing: $0[0..<(w * h)]), width: w, height: h, stride: w) }
+        let stamp = f.data.withUnsafeBufferPointer {
+            FrameStamp.read(luma: UnsafeBufferPointer(rebasing: $0[0..<(w * h)]), width: w, height: h, stride: w)
+        }
         #expect(stamp == FrameStamp(frameNumber: 123_456, captureMillis: 0xDEAD_BEEF))
     }
 
@@ -16,7 +18,9 @@ import Testing
         let c = FrameStamp.cellSize(width: 320)
         // Invert one cell of the frame-number field: the check byte no longer matches.
         for row in c..<(2 * c) { for x in c..<(2 * c) { f.data[row * 320 + x] = 255 - f.data[row * 320 + x] } }
-        let stamp = f.data.withUnsafeBufferPointer { FrameStamp.read(luma: UnsafeBufferPointer(rebasing: $0[0..<(320 * 180)]), width: 320, height: 180, stride: 320) }
+        let stamp = f.data.withUnsafeBufferPointer {
+            FrameStamp.read(luma: UnsafeBufferPointer(rebasing: $0[0..<(320 * 180)]), width: 320, height: 180, stride: 320)
+        }
         #expect(stamp == nil)
     }
 
@@ -43,13 +47,17 @@ import Testing
 }
 
 @Suite(.serialized) struct CodecTests {
-    func encodeFrames(_ config: VideoLayerConfig, count: Int, keyEvery: Int = 0, forceAt: Set<Int> = [], kfInterval: Int = 0) throws -> [EncodedVideoFrame] {
+    func encodeFrames(_ config: VideoLayerConfig, count: Int, keyEvery: Int = 0, forceAt: Set<Int> = [], kfInterval: Int = 0) throws
+        -> [EncodedVideoFrame]
+    {
         let enc = try VP8Encoder(config: config, keyFrameInterval: kfInterval)
         var pic = I420Frame(width: config.width, height: config.height)
         var out: [EncodedVideoFrame] = []
         for i in 0..<count {
             SyntheticVideoSource().fill(&pic, frameNumber: UInt32(i), captureMillis: UInt32(i * 33))
-            if let f = try enc.encode(&pic, layer: 0, frameNumber: UInt32(i), captureMicros: Int64(i) * 33_333, forceKeyFrame: forceAt.contains(i), clock: { 0 }) {
+            if let f = try enc.encode(
+                &pic, layer: 0, frameNumber: UInt32(i), captureMicros: Int64(i) * 33_333, forceKeyFrame: forceAt.contains(i), clock: { 0 })
+            {
                 out.append(f)
             }
         }
@@ -107,7 +115,10 @@ import Testing
             var total = 0
             for i in frames {
                 SyntheticVideoSource().fill(&pic, frameNumber: UInt32(i), captureMillis: 0)
-                total += try enc.encode(&pic, layer: 0, frameNumber: UInt32(i), captureMicros: Int64(i) * 33_333, forceKeyFrame: false, clock: { 0 })?.bytes.count ?? 0
+                total +=
+                    try enc.encode(
+                        &pic, layer: 0, frameNumber: UInt32(i), captureMicros: Int64(i) * 33_333, forceKeyFrame: false, clock: { 0 })?.bytes
+                    .count ?? 0
             }
             return total
         }

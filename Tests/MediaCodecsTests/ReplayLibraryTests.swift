@@ -1,6 +1,6 @@
 import Testing
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 @testable import MediaCodecs
 
@@ -30,7 +30,8 @@ import Glibc
     }
 
     @Test func damagedFilesAreErrorsNotCrashes() throws {
-        let lib = try ReplayLibrary.build(layers: [VideoLayerConfig.ladder(top: 320, 180, layers: 1)[0]], seconds: 1, keyFrameIntervalMicros: 1_000_000)
+        let lib = try ReplayLibrary.build(
+            layers: [VideoLayerConfig.ladder(top: 320, 180, layers: 1)[0]], seconds: 1, keyFrameIntervalMicros: 1_000_000)
         let dir = tempDir()
         try lib.write(directory: dir)
         #expect(throws: ReplayLibrary.FileError.self) { try ReplayLibrary.load(directory: dir + "/missing") }

@@ -19,11 +19,15 @@ import Testing
     }
 
     func m(_ estimate: Int, loss: Double = 0, rtt: Double = 20) -> Measurement {
-        Measurement(estimate: estimate, lossFraction: loss, roundTripTimeMillis: rtt, jitterMillis: 1, videoBitrate: estimate * 8 / 10, durationMillis: 5_000)
+        Measurement(
+            estimate: estimate, lossFraction: loss, roundTripTimeMillis: rtt, jitterMillis: 1, videoBitrate: estimate * 8 / 10,
+            durationMillis: 5_000)
     }
 
-    @Test(arguments: [(10_000_000, "1080p"), (4_200_000, "1080p"), (4_000_000, "720p"), (2_400_000, "720p"), (800_000, "360p"),
-                      (600_000, "360p"), (480_000, "270p"), (270_000, "270p"), (200_000, "180p"), (112_500, "180p")])
+    @Test(arguments: [
+        (10_000_000, "1080p"), (4_200_000, "1080p"), (4_000_000, "720p"), (2_400_000, "720p"), (800_000, "360p"),
+        (600_000, "360p"), (480_000, "270p"), (270_000, "270p"), (200_000, "180p"), (112_500, "180p")
+    ])
     func recommendsTheHighestTierAtThreeQuartersOfTheSimulcastNeed(_ estimate: Int, _ tier: String) {
         let v = Verdict.decide(m(estimate))
         #expect(v.recommended?.name == tier)
@@ -47,11 +51,14 @@ import Testing
     /// The audio-only phase after video did not fit: its own loss and RTT, the path's estimate.
     @Test func audioOnlyPhaseIsJudgedOnThePath() {
         #expect(Verdict.audioWireBitrate(32_000) == 60_800)
-        let path = Measurement(estimate: 100_000, lossFraction: 0.01, roundTripTimeMillis: 40, jitterMillis: 2, videoBitrate: 30_000, durationMillis: 6_000)
+        let path = Measurement(
+            estimate: 100_000, lossFraction: 0.01, roundTripTimeMillis: 40, jitterMillis: 2, videoBitrate: 30_000, durationMillis: 6_000)
         var v = Verdict.decide(path)
-        #expect(!v.video.supported && v.recommendation == (v.audio.supported ? "audio only" : "none: neither video nor audio fits this path"))
+        #expect(
+            !v.video.supported && v.recommendation == (v.audio.supported ? "audio only" : "none: neither video nor audio fits this path"))
         // The audio phase alone carried 32 kbps of its 60.8 (a fixed rate is not an estimate).
-        let audio = Measurement(estimate: 32_000, lossFraction: 0, roundTripTimeMillis: 30, jitterMillis: 1, videoBitrate: 0, durationMillis: 3_000)
+        let audio = Measurement(
+            estimate: 32_000, lossFraction: 0, roundTripTimeMillis: 30, jitterMillis: 1, videoBitrate: 0, durationMillis: 3_000)
         v.judgeAudio(audio, pathEstimate: 100_000, thresholds: VerdictThresholds())
         #expect(v.audio.supported && v.recommendation == "audio only", "\(v.audio)")
         v.judgeAudio(audio, pathEstimate: nil, thresholds: VerdictThresholds())
@@ -114,9 +121,15 @@ import Testing
         var status = PreflightProbe.Status.measuring
         while status == .measuring && i < 80 {
             i += 1
-            status = probe.add(.init(now: Int64(i) * 250_000, answered: true, estimate: (1_000_000, 1_000_000, 0.3), reportedLoss: 0.25, roundTripMicros: 20_000,
-                                     videoBytesSent: i * 25_000, feedback: (reported: i * 100, lost: i <= 16 ? i * 20 : 320 + (i - 16) * 2,
-                                                                            highest: Int64(1_000 + i * 100 - 1), lostAtFullQueue: 0, reportedAtFullQueue: 0)))
+            status = probe.add(
+                .init(
+                    now: Int64(i) * 250_000, answered: true, estimate: (1_000_000, 1_000_000, 0.3), reportedLoss: 0.25,
+                    roundTripMicros: 20_000,
+                    videoBytesSent: i * 25_000,
+                    feedback: (
+                        reported: i * 100, lost: i <= 16 ? i * 20 : 320 + (i - 16) * 2,
+                        highest: Int64(1_000 + i * 100 - 1), lostAtFullQueue: 0, reportedAtFullQueue: 0
+                    )))
         }
         // Settled at 4 s (two quiet 2 s windows), then measured for 2.5 s.
         #expect(status == .steady && probe.settledAt == 4_000_000 && i == 26, "\(status) \(String(describing: probe.settledAt)) \(i)")
@@ -126,19 +139,32 @@ import Testing
         // The packets it was counted from, by transport-wide sequence number, for a capture to
         // count again: those after the settling sample (1 600 reported) up to the last (2 600),
         // offset by the first number sent (1 000); the start-up's are the ones before.
-        #expect(m.lossCount == LossCount(reported: 1_000, lost: 20, firstSequence: 2_600, lastSequence: 3_599), "\(String(describing: m.lossCount))")
-        #expect(m.startupLoss == LossCount(reported: 1_600, lost: 320, firstSequence: 1_000, lastSequence: 2_599), "\(String(describing: m.startupLoss))")
+        #expect(
+            m.lossCount == LossCount(reported: 1_000, lost: 20, firstSequence: 2_600, lastSequence: 3_599),
+            "\(String(describing: m.lossCount))")
+        #expect(
+            m.startupLoss == LossCount(reported: 1_600, lost: 320, firstSequence: 1_000, lastSequence: 2_599),
+            "\(String(describing: m.startupLoss))")
         // A run that ends before the estimate settles: the last window, said so.
         var short = PreflightProbe(start: 0)
         for k in 1...12 {
-            _ = short.add(.init(now: Int64(k) * 250_000, answered: true, estimate: (k % 2 == 0 ? 500_000 : 1_500_000, nil, 0), reportedLoss: 0,
-                                roundTripMicros: 20_000, videoBytesSent: 0, feedback: (reported: k * 100, lost: k * 10, highest: Int64(k * 100 - 1), lostAtFullQueue: 0, reportedAtFullQueue: 0)))
+            _ = short.add(
+                .init(
+                    now: Int64(k) * 250_000, answered: true, estimate: (k % 2 == 0 ? 500_000 : 1_500_000, nil, 0), reportedLoss: 0,
+                    roundTripMicros: 20_000, videoBytesSent: 0,
+                    feedback: (reported: k * 100, lost: k * 10, highest: Int64(k * 100 - 1), lostAtFullQueue: 0, reportedAtFullQueue: 0)))
         }
         let sm = short.measurement(now: 3_000_000, roundTripTimeMillis: nil, jitterMillis: nil)
-        #expect(short.settledAt == nil && !sm.lossAfterSettling && sm.lossWindowMillis == 2_500 && abs(sm.lossFraction - 0.1) < 1e-9, "\(sm)")
+        #expect(
+            short.settledAt == nil && !sm.lossAfterSettling && sm.lossWindowMillis == 2_500 && abs(sm.lossFraction - 0.1) < 1e-9, "\(sm)")
         // Without feedback counts (REMB or loss-only): the receiver reports' fraction, as before.
         var plain = PreflightProbe(start: 0)
-        for i in 1...40 { _ = plain.add(.init(now: Int64(i) * 250_000, answered: true, estimate: (1_000_000, nil, 0.05), reportedLoss: 0.05, roundTripMicros: nil, videoBytesSent: 0)) }
+        for i in 1...40 {
+            _ = plain.add(
+                .init(
+                    now: Int64(i) * 250_000, answered: true, estimate: (1_000_000, nil, 0.05), reportedLoss: 0.05, roundTripMicros: nil,
+                    videoBytesSent: 0))
+        }
         let p = plain.measurement(now: 10_000_000, roundTripTimeMillis: nil, jitterMillis: nil)
         #expect(abs(p.lossFraction - 0.05) < 1e-9 && !p.lossCountedFromFeedback)
     }
@@ -152,8 +178,9 @@ import Testing
             var t: Int64 = 0
             while t < 20_000_000 {
                 t += 250_000
-                var s = PreflightProbe.Sample(now: t, answered: answerAt.map { t >= $0 } ?? false, estimate: (500_000, nil, 0), reportedLoss: 0,
-                                              roundTripMicros: nil, videoBytesSent: 0)
+                var s = PreflightProbe.Sample(
+                    now: t, answered: answerAt.map { t >= $0 } ?? false, estimate: (500_000, nil, 0), reportedLoss: 0,
+                    roundTripMicros: nil, videoBytesSent: 0)
                 s.connected = connectAt.map { t >= $0 } ?? false
                 let status = probe.add(s)
                 if status != .measuring { return (status, t) }
@@ -169,7 +196,9 @@ import Testing
     /// at a full queue while packets that met none lost 15 % is a lossy path (video NO); the
     /// same 20 % all at a full queue, with none elsewhere, is the sender's overshoot (video yes).
     @Test func lossAtAFullQueueIsNotJudged() {
-        var lossy = Measurement(estimate: 1_400_000, lossFraction: 0.20, roundTripTimeMillis: 40, jitterMillis: 5, videoBitrate: 1_000_000, durationMillis: 7_000)
+        var lossy = Measurement(
+            estimate: 1_400_000, lossFraction: 0.20, roundTripTimeMillis: 40, jitterMillis: 5, videoBitrate: 1_000_000,
+            durationMillis: 7_000)
         lossy.lossAtFullQueue = 0.09
         lossy.randomLoss = 0.15
         let a = Verdict.decide(lossy)
@@ -190,8 +219,10 @@ import Testing
         var probe = PreflightProbe(start: 0)
         for i in 1...40 {
             let rtt: Int64 = i == 40 ? 900_000 : (i % 2 == 0 ? 30_000 : 50_000)
-            _ = probe.add(.init(now: Int64(i) * 250_000, answered: true, estimate: (1_000_000, 1_000_000, 0), reportedLoss: 0,
-                                roundTripMicros: rtt, videoBytesSent: i * 25_000))
+            _ = probe.add(
+                .init(
+                    now: Int64(i) * 250_000, answered: true, estimate: (1_000_000, 1_000_000, 0), reportedLoss: 0,
+                    roundTripMicros: rtt, videoBytesSent: i * 25_000))
         }
         let m = probe.measurement(now: 10_000_000, roundTripTimeMillis: 900, jitterMillis: nil)
         #expect(m.roundTripTimeMillis == 50, "\(String(describing: m.roundTripTimeMillis))")

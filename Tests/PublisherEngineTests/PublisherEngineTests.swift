@@ -53,7 +53,8 @@ import Platform
     @Test func sendsWellFormedSRTP() throws {
         let sink = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0))
         let key = SRTPKey.random(suite: .aesCm)
-        var c = PublisherConfig(destination: sink.localAddress, layers: [.defaults(width: 320, height: 180, temporalLayers: 3, rid: "q")], key: key)
+        var c = PublisherConfig(
+            destination: sink.localAddress, layers: [.defaults(width: 320, height: 180, temporalLayers: 3, rid: "q")], key: key)
         c.durationMicros = 1_500_000
         c.reportIntervalMicros = 300_000
         c.congestionControl = false // a plain socket sends no feedback: test the wire format alone
@@ -146,7 +147,9 @@ import Platform
         Clock.sleep(micros: 600_000)
         try send { w throws(RTPWriteError) in try PictureLossIndication(senderSSRC: 77, mediaSSRC: media).write(to: &w) }
         Clock.sleep(micros: 600_000)
-        try send { w throws(RTPWriteError) in try FullIntraRequest(senderSSRC: 77, entries: [(ssrc: media, sequenceNumber: 1)]).write(to: &w) }
+        try send { w throws(RTPWriteError) in
+            try FullIntraRequest(senderSSRC: 77, entries: [(ssrc: media, sequenceNumber: 1)]).write(to: &w)
+        }
         p.wait()
         let video = try #require(p.snapshot().streams.first { $0.ssrc == media })
         #expect(video.pliReceived == 1 && video.firReceived == 1)
@@ -176,8 +179,9 @@ import Platform
 @Suite struct PublisherSessionTests {
     /// One 360p layer, no audio, no congestion control, begun at 0.
     static func videoOnlySession() throws -> PublisherSession {
-        var c = PublisherConfig(destination: try SocketAddress(host: "127.0.0.1", port: 5004), layers: [.defaults(width: 640, height: 360, rid: "h")],
-                                key: SRTPKey.random(suite: .aesCm))
+        var c = PublisherConfig(
+            destination: try SocketAddress(host: "127.0.0.1", port: 5004), layers: [.defaults(width: 640, height: 360, rid: "h")],
+            key: SRTPKey.random(suite: .aesCm))
         c.sendAudio = false
         c.congestionControl = false
         let session = try PublisherSession(config: c, plan: StreamPlan(config: c), startMicros: 0, wallOffsetMicros: 0)
@@ -199,9 +203,14 @@ import Platform
         var refuse = true
         var now: Int64 = 0
         for frame in 0..<6 {
-            session.handle(.video(EncodedVideoFrame(layer: 0, bytes: [0x10, 0x02, 0x00, 0x9D, 0x01, 0x2A, 0x80, 0x02, 0x68, 0x01] + [UInt8](repeating: UInt8(frame), count: 6_000),
-                                                    isKeyFrame: frame == 0, width: 640, height: 360, frameNumber: UInt32(frame), captureMicros: now,
-                                                    temporalID: nil, layerSync: false, encodeMicros: 0)))
+            session.handle(
+                .video(
+                    EncodedVideoFrame(
+                        layer: 0,
+                        bytes: [0x10, 0x02, 0x00, 0x9D, 0x01, 0x2A, 0x80, 0x02, 0x68, 0x01]
+                            + [UInt8](repeating: UInt8(frame), count: 6_000),
+                        isKeyFrame: frame == 0, width: 640, height: 360, frameNumber: UInt32(frame), captureMicros: now,
+                        temporalID: nil, layerSync: false, encodeMicros: 0)))
             for _ in 0..<5 {
                 _ = session.step(now: now)
                 session.pollTransmit { ptrs, _, n, _ throws(SocketError) in
@@ -223,7 +232,9 @@ import Platform
             now += 5_000
         }
         let stats = session.statistics
-        #expect(stats.1.sendDeferred > 0 && stats.1.sendBlocked > 0 && stats.1.sendErrors == 0 && stats.1.sendBufferDrops == 0, "\(stats.1) sent \(sent.count) of \(stats.0[0].packetsSent)")
+        #expect(
+            stats.1.sendDeferred > 0 && stats.1.sendBlocked > 0 && stats.1.sendErrors == 0 && stats.1.sendBufferDrops == 0,
+            "\(stats.1) sent \(sent.count) of \(stats.0[0].packetsSent)")
         #expect(Set(sent).count == sent.count, "a datagram went twice")
         #expect(zip(sent, sent.dropFirst()).allSatisfy { $1 == $0 &+ 1 }, "out of order or missing: \(sent.prefix(40))")
         #expect(sent.count == stats.0[0].packetsSent && sent.count >= 30, "\(sent.count) \(stats.0[0].packetsSent) \(sent)")
@@ -238,9 +249,14 @@ import Platform
         var order: [Bool] = [] // true: RTCP
         // The socket refuses everything for 3 s of frames: media piles up, reports fall due.
         for frame in 0..<90 {
-            session.handle(.video(EncodedVideoFrame(layer: 0, bytes: [0x10, 0x02, 0x00, 0x9D, 0x01, 0x2A, 0x80, 0x02, 0x68, 0x01] + [UInt8](repeating: UInt8(frame & 0xFF), count: 600),
-                                                    isKeyFrame: frame == 0, width: 640, height: 360, frameNumber: UInt32(frame), captureMicros: now,
-                                                    temporalID: nil, layerSync: false, encodeMicros: 0)))
+            session.handle(
+                .video(
+                    EncodedVideoFrame(
+                        layer: 0,
+                        bytes: [0x10, 0x02, 0x00, 0x9D, 0x01, 0x2A, 0x80, 0x02, 0x68, 0x01]
+                            + [UInt8](repeating: UInt8(frame & 0xFF), count: 600),
+                        isKeyFrame: frame == 0, width: 640, height: 360, frameNumber: UInt32(frame), captureMicros: now,
+                        temporalID: nil, layerSync: false, encodeMicros: 0)))
             _ = session.step(now: now)
             session.pollTransmit { _, _, _, _ throws(SocketError) in 0 }
             now += 33_333
@@ -263,16 +279,20 @@ import Platform
     /// the configured packet size: the packetizer reserves the RTX overhead.
     @Test func retransmissionsFitThePacketSize() throws {
         let key = SRTPKey.random(suite: .aesCm)
-        var c = PublisherConfig(destination: try SocketAddress(host: "127.0.0.1", port: 5004), layers: [.defaults(width: 640, height: 360, rid: "h")], key: key)
+        var c = PublisherConfig(
+            destination: try SocketAddress(host: "127.0.0.1", port: 5004), layers: [.defaults(width: 640, height: 360, rid: "h")], key: key)
         c.sendAudio = false
         c.maxPacketSize = 600
         c.congestionControl = false
         let plan = StreamPlan(config: c)
         let session = try PublisherSession(config: c, plan: plan, startMicros: 0, wallOffsetMicros: 0)
         session.begin(now: 0)
-        session.handle(.video(EncodedVideoFrame(layer: 0, bytes: [0x10, 0x02, 0x00, 0x9D, 0x01, 0x2A, 0x80, 0x02, 0x68, 0x01] + [UInt8](repeating: 7, count: 9_000),
-                                                isKeyFrame: true, width: 640, height: 360, frameNumber: 0, captureMicros: 0,
-                                                temporalID: nil, layerSync: false, encodeMicros: 0)))
+        session.handle(
+            .video(
+                EncodedVideoFrame(
+                    layer: 0, bytes: [0x10, 0x02, 0x00, 0x9D, 0x01, 0x2A, 0x80, 0x02, 0x68, 0x01] + [UInt8](repeating: 7, count: 9_000),
+                    isKeyFrame: true, width: 640, height: 360, frameNumber: 0, captureMicros: 0,
+                    temporalID: nil, layerSync: false, encodeMicros: 0)))
         var now: Int64 = 0
         var lengths: [Int] = []
         func drain() {

@@ -33,7 +33,9 @@ import CAllocCounter
             var frames: [EncodedVideoFrame] = []
             for i in 0..<10 {
                 SyntheticVideoSource().fill(&picture, frameNumber: UInt32(i), captureMillis: 0)
-                if let f = try encoder.encode(&picture, layer: 2, frameNumber: UInt32(i), captureMicros: Int64(i) * 33_333, forceKeyFrame: false, clock: { 0 }) {
+                if let f = try encoder.encode(
+                    &picture, layer: 2, frameNumber: UInt32(i), captureMicros: Int64(i) * 33_333, forceKeyFrame: false, clock: { 0 })
+                {
                     frames.append(f)
                 }
             }
@@ -84,7 +86,10 @@ import CAllocCounter
         let direct = try SRTPSession(key: .random(suite: suite), direction: .outbound)
         var buf = [UInt8](repeating: 0, count: 1400)
         buf[0] = 0x80; buf[1] = 96; buf[8] = 1
-        for i in 0..<20 { buf[3] = UInt8(i); _ = try buf.withUnsafeMutableBytes { try direct.protectRTP($0.baseAddress!, length: 1100, capacity: $0.count) } }
+        for i in 0..<20 {
+            buf[3] = UInt8(i);
+            _ = try buf.withUnsafeMutableBytes { try direct.protectRTP($0.baseAddress!, length: 1100, capacity: $0.count) }
+        }
         let before = alloc_counter_thread_allocations()
         for i in 0..<packets {
             buf[2] = UInt8(truncatingIfNeeded: (i + 20) >> 8); buf[3] = UInt8(truncatingIfNeeded: i + 20)

@@ -32,22 +32,26 @@ import Crypto
         init(configure: (inout PublisherConfig) -> Void = { _ in }) throws {
             let hmac: @Sendable ([UInt8], [UInt8]) -> [UInt8] = { Crypto.hmacSHA1(key: $0, data: $1) }
             let pc = try DTLSCertificate(commonName: "pub"), sc = try DTLSCertificate(commonName: "srv")
-            let pCreds = ICEAgent.Credentials(ufrag: "pubu", password: "publisher-password-22ch"), sCreds = ICEAgent.Credentials(ufrag: "srvu", password: "server-password-24-chars")
+            let pCreds = ICEAgent.Credentials(ufrag: "pubu", password: "publisher-password-22ch"),
+                sCreds = ICEAgent.Credentials(ufrag: "srvu", password: "server-password-24-chars")
             let pIce = ICEAgent(role: .controlling, local: pCreds, remote: sCreds, tieBreaker: 1, seed: 3, hmacSHA1: hmac)
             pIce.addLocal(.host(WebRTCSessionTests.pub))
             pIce.addRemote(.host(WebRTCSessionTests.srv))
             let sIce = ICEAgent(role: .controlled, local: sCreds, remote: pCreds, tieBreaker: 2, lite: true, seed: 4, hmacSHA1: hmac)
             sIce.addLocal(.host(WebRTCSessionTests.srv))
             server = WebRTCTransport(ice: sIce, dtls: try DTLSEndpoint(role: .client, certificate: sc, remoteFingerprint: pc.fingerprint))
-            let transport = WebRTCTransport(ice: pIce, dtls: try DTLSEndpoint(role: .server, certificate: pc, remoteFingerprint: sc.fingerprint))
+            let transport = WebRTCTransport(
+                ice: pIce, dtls: try DTLSEndpoint(role: .server, certificate: pc, remoteFingerprint: sc.fingerprint))
             // Placeholder destination and key: the transport replaces both.
-            var c = PublisherConfig(destination: try SocketAddress(host: "10.0.0.1", port: 8189), layers: [.defaults(width: 320, height: 180, rid: "q")],
-                                    key: .random(suite: .gcm))
+            var c = PublisherConfig(
+                destination: try SocketAddress(host: "10.0.0.1", port: 8189), layers: [.defaults(width: 320, height: 180, rid: "q")],
+                key: .random(suite: .gcm))
             c.seed = 5
             configure(&c)
             var seed = SplitMix64(seed: 5)
             plan = StreamPlan(config: c, ssrcs: [11, 22, 33], random: { seed.next() })
-            session = try PublisherSession(config: c, plan: plan, startMicros: 0, wallOffsetMicros: 0, webrtc: (transport, WebRTCSessionTests.pub))
+            session = try PublisherSession(
+                config: c, plan: plan, startMicros: 0, wallOffsetMicros: 0, webrtc: (transport, WebRTCSessionTests.pub))
             session.begin(now: 0)
         }
 
@@ -56,15 +60,23 @@ import Crypto
             var nextAudio = now, nextVideo = now, frame: UInt32 = 0
             while now < until {
                 if frames && now >= nextAudio {
-                    session.handle(.audio(EncodedAudioFrame(bytes: [0xFC] + [UInt8](repeating: 1, count: 60), frameNumber: UInt32(now / 20_000), captureMicros: now)))
+                    session.handle(
+                        .audio(
+                            EncodedAudioFrame(
+                                bytes: [0xFC] + [UInt8](repeating: 1, count: 60), frameNumber: UInt32(now / 20_000), captureMicros: now)))
                     nextAudio += 20_000
                 }
                 if frames && now >= nextVideo {
                     // Every layer the media side would encode (all key frames: any may start a switch).
                     for (layer, l) in session.config.layers.enumerated() {
-                        session.handle(.video(EncodedVideoFrame(layer: layer, bytes: [0x10, 0x02, 0x00, 0x9D, 0x01, 0x2A, 0x40, 0x01, 0xB4, 0x00] + [UInt8](repeating: UInt8(layer), count: 1500),
-                                                                isKeyFrame: true, width: l.width, height: l.height, frameNumber: frame, captureMicros: now,
-                                                                temporalID: nil, layerSync: false, encodeMicros: 0)))
+                        session.handle(
+                            .video(
+                                EncodedVideoFrame(
+                                    layer: layer,
+                                    bytes: [0x10, 0x02, 0x00, 0x9D, 0x01, 0x2A, 0x40, 0x01, 0xB4, 0x00]
+                                        + [UInt8](repeating: UInt8(layer), count: 1500),
+                                    isKeyFrame: true, width: l.width, height: l.height, frameNumber: frame, captureMicros: now,
+                                    temporalID: nil, layerSync: false, encodeMicros: 0)))
                     }
                     frame += 1
                     nextVideo += 33_333
@@ -74,7 +86,9 @@ import Crypto
                 let t = now
                 session.pollTransmit { ptrs, lens, n, to throws(SocketError) in
                     #expect(to.description == "10.0.0.1:8189")
-                    for i in 0..<n { inFlight.append((t + 5_000, [UInt8](UnsafeRawBufferPointer(start: ptrs[i]!, count: Int(lens[i]))), true)) }
+                    for i in 0..<n {
+                        inFlight.append((t + 5_000, [UInt8](UnsafeRawBufferPointer(start: ptrs[i]!, count: Int(lens[i]))), true))
+                    }
                     return n
                 }
                 if let w = server.step(now: now) { wake = min(wake, w) }
@@ -88,10 +102,14 @@ import Crypto
                 while let f = inFlight.first, f.at <= now {
                     inFlight.removeFirst()
                     if f.toServer {
-                        if let m = server.handle(f.bytes, from: WebRTCSessionTests.pub, to: WebRTCSessionTests.srv, now: now) { media.append(m) }
+                        if let m = server.handle(f.bytes, from: WebRTCSessionTests.pub, to: WebRTCSessionTests.srv, now: now) {
+                            media.append(m)
+                        }
                     } else {
                         var b = f.bytes
-                        b.withUnsafeMutableBytes { session.handleDatagram($0.baseAddress!, length: $0.count, from: SocketAddress(WebRTCSessionTests.srv), now: now) }
+                        b.withUnsafeMutableBytes {
+                            session.handleDatagram($0.baseAddress!, length: $0.count, from: SocketAddress(WebRTCSessionTests.srv), now: now)
+                        }
                     }
                 }
                 while let e = server.pollEvent() { serverEvents.append(e) }
@@ -217,9 +235,13 @@ import Crypto
         var rig = try Rig()
         rig.silentFrom = 2_000_000
         rig.run(until: 1_000_000)
-        for junk: [UInt8] in [[0x40, 1, 2, 3], [0xFF] + Array(repeating: 0, count: 40), [2, 0, 0, 8] + Array(repeating: 0xAA, count: 20), [23, 254, 253, 0, 0]] {
+        for junk: [UInt8] in [
+            [0x40, 1, 2, 3], [0xFF] + Array(repeating: 0, count: 40), [2, 0, 0, 8] + Array(repeating: 0xAA, count: 20), [23, 254, 253, 0, 0]
+        ] {
             var b = junk
-            b.withUnsafeMutableBytes { rig.session.handleDatagram($0.baseAddress!, length: $0.count, from: SocketAddress(WebRTCSessionTests.srv), now: rig.now) }
+            b.withUnsafeMutableBytes {
+                rig.session.handleDatagram($0.baseAddress!, length: $0.count, from: SocketAddress(WebRTCSessionTests.srv), now: rig.now)
+            }
         }
         // Each where it belongs (RFC 7983): not-RTP bytes at the session, ChannelData-range bytes
         // without TURN and STUN-range bytes that are not STUN at the transport.
@@ -239,7 +261,8 @@ import Crypto
         rig.server.dtlsTimeoutMicros = 60_000_000
         rig.run(until: 12_000_000)
         let net = rig.session.statistics.1
-        #expect(net.transport?.failure?.contains("DTLS handshake did not finish within 10 s") == true, "\(String(describing: net.transport))")
+        #expect(
+            net.transport?.failure?.contains("DTLS handshake did not finish within 10 s") == true, "\(String(describing: net.transport))")
         #expect(rig.session.step(now: rig.now) == nil)
         #expect(rig.session.statistics.0.allSatisfy { $0.packetsSent == 0 })
     }

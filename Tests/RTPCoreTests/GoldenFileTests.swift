@@ -12,8 +12,9 @@ import Foundation
     @Test func publisherGoodbyeCompound() throws {
         let bytes = try Self.load("rtcp-sr-sdes-bye.hex")
         #expect(bytes.count == 68)
-        let sr = SenderReport(ssrc: 0x1234_5678, ntpTime: NTPTime.ntp(unixMicros: 1_704_067_200_250_000), rtpTimestamp: 90_000,
-                              packetCount: 1000, octetCount: 1_000_000)
+        let sr = SenderReport(
+            ssrc: 0x1234_5678, ntpTime: NTPTime.ntp(unixMicros: 1_704_067_200_250_000), rtpTimestamp: 90_000,
+            packetCount: 1000, octetCount: 1_000_000)
         let sdes = SourceDescription(chunks: [.init(ssrc: 0x1234_5678, cname: "pubbot")])
         let bye = Goodbye(ssrcs: [0x1234_5678], reason: "pubbot done")
         var it = RTCPCompoundIterator()

@@ -13,15 +13,16 @@ import Testing
         return out
     }
 
-    let srBytes = hex("""
-    80 c8 00 06   // V=2 RC=0 PT=200 (SR) length 6 words
-    00 00 00 01   // SSRC of sender
-    83 aa 7e 80   // NTP seconds (1970-01-01 in NTP time)
-    80 00 00 00   // NTP fraction (0.5 s)
-    00 00 03 e8   // RTP timestamp 1000
-    00 00 00 0a   // packet count 10
-    00 00 01 f4   // octet count 500
-    """)
+    let srBytes = hex(
+        """
+        80 c8 00 06   // V=2 RC=0 PT=200 (SR) length 6 words
+        00 00 00 01   // SSRC of sender
+        83 aa 7e 80   // NTP seconds (1970-01-01 in NTP time)
+        80 00 00 00   // NTP fraction (0.5 s)
+        00 00 03 e8   // RTP timestamp 1000
+        00 00 00 0a   // packet count 10
+        00 00 01 f4   // octet count 500
+        """)
 
     @Test func senderReportGolden() throws {
         let sr = SenderReport(ssrc: 1, ntpTime: NTPTime.ntp(unixMicros: 500_000), rtpTimestamp: 1000, packetCount: 10, octetCount: 500)
@@ -30,34 +31,42 @@ import Testing
     }
 
     @Test func receiverReportGolden() throws {
-        let bytes = hex("""
-        81 c9 00 07   // V=2 RC=1 PT=201 (RR) length 7
-        00 00 00 02   // SSRC of packet sender
-        00 00 00 01   // SSRC_1
-        40 ff ff ff   // fraction lost 64/256, cumulative lost -1
-        00 01 00 10   // extended highest seq (1 cycle, seq 16)
-        00 00 00 20   // jitter
-        11 22 33 44   // LSR
-        00 01 00 00   // DLSR (1 s)
-        """)
-        let rr = ReceiverReport(ssrc: 2, reports: [ReportBlock(ssrc: 1, fractionLost: 64, cumulativeLost: -1, extendedHighestSequence: 0x10010,
-                                                               jitter: 32, lastSenderReport: 0x1122_3344, delaySinceLastSenderReport: 0x10000)])
+        let bytes = hex(
+            """
+            81 c9 00 07   // V=2 RC=1 PT=201 (RR) length 7
+            00 00 00 02   // SSRC of packet sender
+            00 00 00 01   // SSRC_1
+            40 ff ff ff   // fraction lost 64/256, cumulative lost -1
+            00 01 00 10   // extended highest seq (1 cycle, seq 16)
+            00 00 00 20   // jitter
+            11 22 33 44   // LSR
+            00 01 00 00   // DLSR (1 s)
+            """)
+        let rr = ReceiverReport(
+            ssrc: 2,
+            reports: [
+                ReportBlock(
+                    ssrc: 1, fractionLost: 64, cumulativeLost: -1, extendedHighestSequence: 0x10010,
+                    jitter: 32, lastSenderReport: 0x1122_3344, delaySinceLastSenderReport: 0x10000)
+            ])
         #expect(try write { w throws(RTPWriteError) in try rr.write(to: &w) } == bytes)
         #expect(try packets(bytes) == [.receiverReport(rr)])
     }
 
     @Test func sdesAndByeGolden() throws {
-        let sdes = hex("""
-        81 ca 00 03   // V=2 SC=1 PT=202 (SDES) length 3
-        00 00 00 01   // SSRC
-        01 02 61 62   // CNAME, length 2, "ab"
-        00 00 00 00   // END + padding to 32 bits
-        """)
-        let bye = hex("""
-        81 cb 00 02   // V=2 SC=1 PT=203 (BYE) length 2
-        00 00 00 01   // SSRC
-        01 78 00 00   // reason length 1, "x", padding
-        """)
+        let sdes = hex(
+            """
+            81 ca 00 03   // V=2 SC=1 PT=202 (SDES) length 3
+            00 00 00 01   // SSRC
+            01 02 61 62   // CNAME, length 2, "ab"
+            00 00 00 00   // END + padding to 32 bits
+            """)
+        let bye = hex(
+            """
+            81 cb 00 02   // V=2 SC=1 PT=203 (BYE) length 2
+            00 00 00 01   // SSRC
+            01 78 00 00   // reason length 1, "x", padding
+            """)
         let s = SourceDescription(chunks: [.init(ssrc: 1, cname: "ab")])
         let b = Goodbye(ssrcs: [1], reason: "x")
         #expect(try write { w throws(RTPWriteError) in try s.write(to: &w) } == sdes)
@@ -116,8 +125,8 @@ import Testing
 
     @Test func opusTOC() throws {
         #expect(try OpusPayload.parse(hex("78 00").span) == 960) // config 15 (hybrid FB 20 ms), code 0
-        #expect(try OpusPayload.parse(hex("f0").span) == 480)   // config 30 (CELT FB 10 ms), code 0
-        #expect(try OpusPayload.parse(hex("f9").span) == 1920)  // config 31 (CELT FB 20 ms), code 1: two frames
+        #expect(try OpusPayload.parse(hex("f0").span) == 480) // config 30 (CELT FB 10 ms), code 0
+        #expect(try OpusPayload.parse(hex("f9").span) == 1920) // config 31 (CELT FB 20 ms), code 1: two frames
         #expect(throws: RTPParseError.badPayload) { try OpusPayload.parse([UInt8]().span) }
         #expect(throws: RTPParseError.badPayload) { try OpusPayload.parse(hex("fb 00").span) } // code 3 with count 0
     }

@@ -2,14 +2,21 @@ import Testing
 @testable import RTPCore
 
 @Suite struct SessionDescriptionTests {
-    let sample = SessionDescription(sessionID: 42, address: "127.0.0.1", bundle: true, media: [
-        .init(kind: "audio", port: 5004, payloadType: 111, codec: "opus", clockRate: 48000, channels: 2, fmtp: "minptime=10;useinbandfec=1",
-              mid: "0", rtcpMux: true, crypto: .init(suite: "AES_CM_128_HMAC_SHA1_80", inlineKey: "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVoxMjM0"),
-              extensions: [(UInt8(4), RTPExtension.mid.uri)], ssrcs: [(UInt32(1111), "bot")]),
-        .init(kind: "video", port: 5004, payloadType: 96, codec: "VP8", clockRate: 90000, mid: "1", rtcpMux: true,
-              crypto: .init(suite: "AES_CM_128_HMAC_SHA1_80", inlineKey: "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVoxMjM0"),
-              extensions: [(UInt8(4), RTPExtension.mid.uri), (UInt8(10), RTPExtension.rid.uri)], ssrcs: [(UInt32(1), "bot"), (UInt32(2), "bot"), (UInt32(3), "bot")], rids: ["q", "h", "f"]),
-    ])
+    let sample = SessionDescription(
+        sessionID: 42, address: "127.0.0.1", bundle: true,
+        media: [
+            .init(
+                kind: "audio", port: 5004, payloadType: 111, codec: "opus", clockRate: 48000, channels: 2,
+                fmtp: "minptime=10;useinbandfec=1",
+                mid: "0", rtcpMux: true,
+                crypto: .init(suite: "AES_CM_128_HMAC_SHA1_80", inlineKey: "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVoxMjM0"),
+                extensions: [(UInt8(4), RTPExtension.mid.uri)], ssrcs: [(UInt32(1111), "bot")]),
+            .init(
+                kind: "video", port: 5004, payloadType: 96, codec: "VP8", clockRate: 90000, mid: "1", rtcpMux: true,
+                crypto: .init(suite: "AES_CM_128_HMAC_SHA1_80", inlineKey: "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVoxMjM0"),
+                extensions: [(UInt8(4), RTPExtension.mid.uri), (UInt8(10), RTPExtension.rid.uri)],
+                ssrcs: [(UInt32(1), "bot"), (UInt32(2), "bot"), (UInt32(3), "bot")], rids: ["q", "h", "f"])
+        ])
 
     @Test func rendersWhatIsSent() {
         let text = sample.render()
@@ -18,7 +25,8 @@ import Testing
         #expect(text.contains("m=video 5004 RTP/SAVPF 96\r\n"))
         #expect(text.contains("a=rtpmap:111 opus/48000/2\r\n"))
         #expect(text.contains("a=simulcast:send q;h;f\r\n"))
-        #expect(text.split(separator: "\r\n").filter { $0.hasPrefix("a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:") }.count == 2) // on every m-line
+        // On every m-line.
+        #expect(text.split(separator: "\r\n").filter { $0.hasPrefix("a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:") }.count == 2)
     }
 
     @Test func roundTrips() throws {
@@ -55,7 +63,11 @@ import Testing
             var input = seed
             for _ in 0..<Int(1 + rng.next() % 6) {
                 let i = Int(rng.next() % UInt64(input.count))
-                input[i] = [UInt8(ascii: ":"), UInt8(ascii: " "), UInt8(ascii: "\n"), UInt8(ascii: "="), UInt8(ascii: "/"), UInt8(truncatingIfNeeded: rng.next())][Int(rng.next() % 6)]
+                input[i] =
+                    [
+                        UInt8(ascii: ":"), UInt8(ascii: " "), UInt8(ascii: "\n"), UInt8(ascii: "="), UInt8(ascii: "/"),
+                        UInt8(truncatingIfNeeded: rng.next())
+                    ][Int(rng.next() % 6)]
             }
             if let sd = try? SessionDescription.parse(String(decoding: input, as: UTF8.self)) {
                 ok += 1
@@ -66,7 +78,9 @@ import Testing
                 } catch {
                     Issue.record("what parsed rendered to an SDP that does not: \(error)\n\(sd.render())")
                 }
-            } else { failed += 1 }
+            } else {
+                failed += 1
+            }
         }
         #expect(ok > 100 && failed > 100)
     }

@@ -35,7 +35,10 @@ func mutate(_ base: [UInt8], _ rng: inout SeededRNG) -> [UInt8] {
     case 0: if !b.isEmpty { let i = Int(rng.next() % UInt64(b.count)); b[i] ^= UInt8(1 << (rng.next() % 8)) }
     case 1: b = Array(b.prefix(Int(rng.next() % UInt64(b.count + 1))))
     case 2: for _ in 0..<Int(rng.next() % 8) { b.append(UInt8(truncatingIfNeeded: rng.next())) }
-    case 3: if !b.isEmpty { for _ in 0..<Int(1 + rng.next() % 4) { b[Int(rng.next() % UInt64(b.count))] = UInt8(truncatingIfNeeded: rng.next()) } }
+    case 3:
+        if !b.isEmpty {
+            for _ in 0..<Int(1 + rng.next() % 4) { b[Int(rng.next() % UInt64(b.count))] = UInt8(truncatingIfNeeded: rng.next()) }
+        }
     default: b = (0..<Int(rng.next() % 64)).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
     }
     return b

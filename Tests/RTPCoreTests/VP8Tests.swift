@@ -5,9 +5,12 @@ import Testing
     @Test(arguments: [
         ("10", VP8PayloadDescriptor(startOfPartition: true), 1),
         ("90 80 81 23", VP8PayloadDescriptor(startOfPartition: true, pictureID: 0x123), 4),
-        ("90 e0 81 23 05 a0", VP8PayloadDescriptor(startOfPartition: true, pictureID: 0x123, tl0PicIdx: 5, temporalID: 2, layerSync: true), 6),
+        (
+            "90 e0 81 23 05 a0",
+            VP8PayloadDescriptor(startOfPartition: true, pictureID: 0x123, tl0PicIdx: 5, temporalID: 2, layerSync: true), 6
+        ),
         ("a0 20 40", VP8PayloadDescriptor(nonReference: true, temporalID: 1), 3),
-        ("80 10 05", VP8PayloadDescriptor(keyIndex: 5), 3),
+        ("80 10 05", VP8PayloadDescriptor(keyIndex: 5), 3)
     ])
     func roundTrips(_ bytes: String, _ value: VP8PayloadDescriptor, _ size: Int) throws {
         let (parsed, n) = try VP8PayloadDescriptor.parse(hex(bytes).span)
@@ -48,9 +51,14 @@ import Testing
                 // Round trip: written back, it parses to the same descriptor (the bytes may be fewer:
                 // an extension byte with no field set, reserved bits, are not written back).
                 let bytes = try? [UInt8].writing(capacity: 8) { w throws(RTPWriteError) in try d.write(to: &w) }
-                #expect(bytes.map { $0.count <= size } == true && bytes.flatMap { try? VP8PayloadDescriptor.parse($0.span).0 } == d, "\(input)")
-            } else { failed += 1 }
-            assembler.insert(sequenceNumber: UInt16(truncatingIfNeeded: i), timestamp: UInt32(i / 3), marker: i % 3 == 2, payload: input.span, now: Int64(i) * 1000)
+                #expect(
+                    bytes.map { $0.count <= size } == true && bytes.flatMap { try? VP8PayloadDescriptor.parse($0.span).0 } == d, "\(input)")
+            } else {
+                failed += 1
+            }
+            assembler.insert(
+                sequenceNumber: UInt16(truncatingIfNeeded: i), timestamp: UInt32(i / 3), marker: i % 3 == 2, payload: input.span,
+                now: Int64(i) * 1000)
             while assembler.pop(now: Int64(i) * 1000) != nil {}
         }
         #expect(ok > 1000 && failed > 1000)
@@ -103,7 +111,9 @@ import Testing
     }
 
     @Test func refusesRoomSmallerThanDescriptor() {
-        #expect(throws: RTPWriteError.self) { try VP8Packetizer(frameSize: 10, maxPayloadSize: 3, descriptor: VP8PayloadDescriptor(pictureID: 1)) }
+        #expect(throws: RTPWriteError.self) {
+            try VP8Packetizer(frameSize: 10, maxPayloadSize: 3, descriptor: VP8PayloadDescriptor(pictureID: 1))
+        }
     }
 
     @Test func assemblerRebuildsFramesInAnyArrivalOrder() throws {
@@ -131,9 +141,13 @@ import Testing
         let p2 = try packetize(key, maxPayload: 600, descriptor: VP8PayloadDescriptor())
         var a = VP8FrameAssembler()
         var seq: UInt16 = 65530 // crosses the wrap
-        for (i, p) in p1.enumerated() where i != 1 { a.insert(sequenceNumber: seq &+ UInt16(i), timestamp: 1, marker: i == p1.count - 1, payload: p.span, now: 0) }
+        for (i, p) in p1.enumerated() where i != 1 {
+            a.insert(sequenceNumber: seq &+ UInt16(i), timestamp: 1, marker: i == p1.count - 1, payload: p.span, now: 0)
+        }
         seq &+= UInt16(p1.count)
-        for (i, p) in p2.enumerated() { a.insert(sequenceNumber: seq &+ UInt16(i), timestamp: 2, marker: i == p2.count - 1, payload: p.span, now: 0) }
+        for (i, p) in p2.enumerated() {
+            a.insert(sequenceNumber: seq &+ UInt16(i), timestamp: 2, marker: i == p2.count - 1, payload: p.span, now: 0)
+        }
         // The second frame is a key frame: released at once, and the incomplete first one is dropped.
         let popped = a.pop(now: 0)
         let f = try #require(popped)
@@ -150,7 +164,9 @@ import Testing
         var a = VP8FrameAssembler()
         var seq: UInt16 = 10
         func feed(_ ps: [[UInt8]], ts: UInt32, skip: Int? = nil, now: Int64) {
-            for (i, p) in ps.enumerated() where i != skip { a.insert(sequenceNumber: seq &+ UInt16(i), timestamp: ts, marker: i == ps.count - 1, payload: p.span, now: now) }
+            for (i, p) in ps.enumerated() where i != skip {
+                a.insert(sequenceNumber: seq &+ UInt16(i), timestamp: ts, marker: i == ps.count - 1, payload: p.span, now: now)
+            }
             seq &+= UInt16(ps.count)
         }
         feed(k, ts: 1, now: 0)
@@ -176,8 +192,12 @@ import Testing
         a.insert(sequenceNumber: 0, timestamp: 1, marker: true, payload: only.span, now: 0)
         _ = a.pop(now: 0)
         let d = try packetize(delta, maxPayload: 600, descriptor: VP8PayloadDescriptor())
-        for (i, p) in d.enumerated() where i != 0 { a.insert(sequenceNumber: UInt16(1 + i), timestamp: 2, marker: i == d.count - 1, payload: p.span, now: 0) }
-        for (i, p) in d.enumerated() { a.insert(sequenceNumber: UInt16(1 + d.count + i), timestamp: 3, marker: i == d.count - 1, payload: p.span, now: 0) }
+        for (i, p) in d.enumerated() where i != 0 {
+            a.insert(sequenceNumber: UInt16(1 + i), timestamp: 2, marker: i == d.count - 1, payload: p.span, now: 0)
+        }
+        for (i, p) in d.enumerated() {
+            a.insert(sequenceNumber: UInt16(1 + d.count + i), timestamp: 3, marker: i == d.count - 1, payload: p.span, now: 0)
+        }
         #expect(a.pop(now: 100_000) == nil)
         let released = a.pop(now: a.holdMicros)
         let late = try #require(released)

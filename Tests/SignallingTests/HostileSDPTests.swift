@@ -10,18 +10,23 @@ import RTPCore
 /// mutated by byte and by field. Every input ends in a typed error or a result whose invariants
 /// hold — never a trap (a trap ends the test process, and `scripts/test` with it).
 @Suite struct HostileSDPTests {
-    static let seeds = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fuzz/seeds")
+    static let seeds = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
+        "Fuzz/seeds")
     static let host = ICECandidate.host(STUNAddress(ip: [127, 0, 0, 1], port: 40_000))
     static let fingerprint = "sha-256 " + Array(repeating: "AB", count: 32).joined(separator: ":")
 
     static func load(_ dir: String) throws -> [(String, String)] {
         let d = seeds.appendingPathComponent(dir)
-        return try FileManager.default.contentsOfDirectory(atPath: d.path).sorted().map { ($0, try String(contentsOf: d.appendingPathComponent($0), encoding: .utf8)) }
+        return try FileManager.default.contentsOfDirectory(atPath: d.path).sorted().map {
+            ($0, try String(contentsOf: d.appendingPathComponent($0), encoding: .utf8))
+        }
     }
 
     /// Field values that broke parsers elsewhere: empty, separators alone, signs, huge numbers,
     /// non-ASCII digits, a terminal escape.
-    static let hostileFields = ["", "/", "//", "+1", "-1", "0", "15", "255", "256", "99999999999999999999", "1/", "/1", "١", "\u{1b}[2J", ":", " ", "~", ";;", ",,"]
+    static let hostileFields = [
+        "", "/", "//", "+1", "-1", "0", "15", "255", "256", "99999999999999999999", "1/", "/1", "١", "\u{1b}[2J", ":", " ", "~", ";;", ",,"
+    ]
 
     struct Mutator {
         var state: UInt64
@@ -73,8 +78,9 @@ import RTPCore
             let (name, seed) = seeds[n % seeds.count]
             let text = n < seeds.count ? seed : m.mutate(seed)
             do {
-                let a = try WHIPAnswer.answer(offer: text, iceUfrag: "lUfr", icePassword: "local-ice-password-0123", fingerprint: Self.fingerprint,
-                                              candidates: [Self.host], sessionID: 1)
+                let a = try WHIPAnswer.answer(
+                    offer: text, iceUfrag: "lUfr", icePassword: "local-ice-password-0123", fingerprint: Self.fingerprint,
+                    candidates: [Self.host], sessionID: 1)
                 answered += 1
                 for s in a.streams {
                     #expect(s.payloadType < 128 && s.extensions.values.allSatisfy { (1...14).contains($0) }, "\(name): \(s)")
@@ -94,7 +100,8 @@ import RTPCore
     @Test func answersNeverTrapTheClient() throws {
         let seeds = try Self.load("whip-answer")
         #expect(seeds.count >= 7 && seeds.contains { $0.0.hasPrefix("janus") } && seeds.contains { $0.0.hasPrefix("crash-") })
-        var send = WHIPOffer(iceUfrag: "pUfr", icePassword: "publisher-ice-password-1", fingerprint: Self.fingerprint, candidates: [Self.host])
+        var send = WHIPOffer(
+            iceUfrag: "pUfr", icePassword: "publisher-ice-password-1", fingerprint: Self.fingerprint, candidates: [Self.host])
         var receive = send
         receive.direction = .receive
         send.audio = true
@@ -110,9 +117,11 @@ import RTPCore
                     for st in [s.audio, s.video].compactMap({ $0 }) {
                         #expect(st.payloadType < 128 && st.mid.utf8.count <= 16, "\(name): \(st)")
                         let ids = RTPExtensionIDs(negotiated: st.extensions)
-                        let t = RTPHeaderTemplate(payloadType: st.payloadType, ssrc: 1, strings: [ids.mid.map { ($0, "1") }, ids.rid.map { ($0, "f") }].compactMap { $0 },
-                                                  transportSequence: ids.transportSequence != nil, absSendTime: ids.absSendTime != nil,
-                                                  transportSequenceID: ids.transportSequence ?? 3, absSendTimeID: ids.absSendTime ?? 2)
+                        let t = RTPHeaderTemplate(
+                            payloadType: st.payloadType, ssrc: 1,
+                            strings: [ids.mid.map { ($0, "1") }, ids.rid.map { ($0, "f") }].compactMap { $0 },
+                            transportSequence: ids.transportSequence != nil, absSendTime: ids.absSendTime != nil,
+                            transportSequenceID: ids.transportSequence ?? 3, absSendTimeID: ids.absSendTime ?? 2)
                         #expect(t.bytes.count >= 12)
                     }
                 } catch {
@@ -130,13 +139,19 @@ import RTPCore
         let offer = try #require(Self.load("whip-offer").first { $0.0 == "pubbot-whip" }?.1)
         let answer = try #require(Self.load("whip-answer").first { $0.0 == "janus112" }?.1)
         for id in ["", "/", "/sendonly", "+4", "-4", "4x", "99999999999999999999", "0", "256", "٤"] {
-            let o = offer.replacingOccurrences(of: "a=extmap:4 urn:ietf:params:rtp-hdrext:sdes:mid", with: "a=extmap:\(id) urn:ietf:params:rtp-hdrext:sdes:mid")
-            let a = try WHIPAnswer.answer(offer: o, iceUfrag: "lUfr", icePassword: "local-ice-password-0123", fingerprint: Self.fingerprint,
-                                          candidates: [Self.host], sessionID: 1)
+            let o = offer.replacingOccurrences(
+                of: "a=extmap:4 urn:ietf:params:rtp-hdrext:sdes:mid", with: "a=extmap:\(id) urn:ietf:params:rtp-hdrext:sdes:mid")
+            let a = try WHIPAnswer.answer(
+                offer: o, iceUfrag: "lUfr", icePassword: "local-ice-password-0123", fingerprint: Self.fingerprint,
+                candidates: [Self.host], sessionID: 1)
             #expect(a.streams.allSatisfy { $0.extensions["urn:ietf:params:rtp-hdrext:sdes:mid"] == nil }, "extmap:\(id)")
-            let j = answer.replacingOccurrences(of: "a=extmap:4 urn:ietf:params:rtp-hdrext:sdes:mid", with: "a=extmap:\(id) urn:ietf:params:rtp-hdrext:sdes:mid")
-            let n = try NegotiatedSession.from(answer: j, offer: WHIPOffer(iceUfrag: "pUfr", icePassword: "publisher-ice-password-1",
-                                                                       fingerprint: Self.fingerprint, candidates: [Self.host]))
+            let j = answer.replacingOccurrences(
+                of: "a=extmap:4 urn:ietf:params:rtp-hdrext:sdes:mid", with: "a=extmap:\(id) urn:ietf:params:rtp-hdrext:sdes:mid")
+            let n = try NegotiatedSession.from(
+                answer: j,
+                offer: WHIPOffer(
+                    iceUfrag: "pUfr", icePassword: "publisher-ice-password-1",
+                    fingerprint: Self.fingerprint, candidates: [Self.host]))
             let mid = n.video?.extensions["urn:ietf:params:rtp-hdrext:sdes:mid"]
             #expect(mid == nil || (1...255).contains(mid!), "extmap:\(id) → \(String(describing: mid))")
         }

@@ -5,57 +5,59 @@ import RTPCore
 
 let host = ICECandidate.host(STUNAddress(ip: [192, 168, 1, 20], port: 50_000))
 func offer() -> WHIPOffer {
-    WHIPOffer(iceUfrag: "pUfr", icePassword: "publisher-ice-password-1", fingerprint: "sha-256 " + Array(repeating: "AB", count: 32).joined(separator: ":"),
-              candidates: [host])
+    WHIPOffer(
+        iceUfrag: "pUfr", icePassword: "publisher-ice-password-1",
+        fingerprint: "sha-256 " + Array(repeating: "AB", count: 32).joined(separator: ":"),
+        candidates: [host])
 }
 
 /// An answer shaped like Janus's (ICE-lite, `setup:active`, its own extension IDs, REMB but no
 /// transport-cc, simulcast accepted as `recv`), written by hand from its documented behaviour.
 let janusLikeAnswer = """
-v=0
-o=- 4215 1 IN IP4 10.0.0.1
-s=VideoRoom 1234
-t=0 0
-a=group:BUNDLE 0 1
-a=ice-lite
-a=msid-semantic: WMS janus
-m=audio 9 UDP/TLS/RTP/SAVPF 111
-c=IN IP4 10.0.0.1
-a=recvonly
-a=mid:0
-a=rtcp-mux
-a=ice-ufrag:jAnU
-a=ice-pwd:janus-ice-password-abcdef
-a=ice-options:trickle
-a=fingerprint:sha-256 11:22:33:44:55:66:77:88:99:00:AA:BB:CC:DD:EE:FF:11:22:33:44:55:66:77:88:99:00:AA:BB:CC:DD:EE:FF
-a=setup:active
-a=rtpmap:111 opus/48000/2
-a=extmap:4 urn:ietf:params:rtp-hdrext:sdes:mid
-a=candidate:1 1 udp 2015363327 10.0.0.1 20000 typ host
-a=end-of-candidates
-m=video 9 UDP/TLS/RTP/SAVPF 96 97
-c=IN IP4 10.0.0.1
-a=recvonly
-a=mid:1
-a=rtcp-mux
-a=rtpmap:96 VP8/90000
-a=rtcp-fb:96 ccm fir
-a=rtcp-fb:96 nack
-a=rtcp-fb:96 nack pli
-a=rtcp-fb:96 goog-remb
-a=rtpmap:97 rtx/90000
-a=fmtp:97 apt=96
-a=extmap:4 urn:ietf:params:rtp-hdrext:sdes:mid
-a=extmap:9 urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id
-a=extmap:10 urn:ietf:params:rtp-hdrext:sdes:repaired-rtp-stream-id
-a=rid:q recv
-a=rid:h recv
-a=rid:f recv
-a=simulcast:recv q;h;f
-a=candidate:1 1 udp 2015363327 10.0.0.1 20000 typ host
-a=end-of-candidates
+    v=0
+    o=- 4215 1 IN IP4 10.0.0.1
+    s=VideoRoom 1234
+    t=0 0
+    a=group:BUNDLE 0 1
+    a=ice-lite
+    a=msid-semantic: WMS janus
+    m=audio 9 UDP/TLS/RTP/SAVPF 111
+    c=IN IP4 10.0.0.1
+    a=recvonly
+    a=mid:0
+    a=rtcp-mux
+    a=ice-ufrag:jAnU
+    a=ice-pwd:janus-ice-password-abcdef
+    a=ice-options:trickle
+    a=fingerprint:sha-256 11:22:33:44:55:66:77:88:99:00:AA:BB:CC:DD:EE:FF:11:22:33:44:55:66:77:88:99:00:AA:BB:CC:DD:EE:FF
+    a=setup:active
+    a=rtpmap:111 opus/48000/2
+    a=extmap:4 urn:ietf:params:rtp-hdrext:sdes:mid
+    a=candidate:1 1 udp 2015363327 10.0.0.1 20000 typ host
+    a=end-of-candidates
+    m=video 9 UDP/TLS/RTP/SAVPF 96 97
+    c=IN IP4 10.0.0.1
+    a=recvonly
+    a=mid:1
+    a=rtcp-mux
+    a=rtpmap:96 VP8/90000
+    a=rtcp-fb:96 ccm fir
+    a=rtcp-fb:96 nack
+    a=rtcp-fb:96 nack pli
+    a=rtcp-fb:96 goog-remb
+    a=rtpmap:97 rtx/90000
+    a=fmtp:97 apt=96
+    a=extmap:4 urn:ietf:params:rtp-hdrext:sdes:mid
+    a=extmap:9 urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id
+    a=extmap:10 urn:ietf:params:rtp-hdrext:sdes:repaired-rtp-stream-id
+    a=rid:q recv
+    a=rid:h recv
+    a=rid:f recv
+    a=simulcast:recv q;h;f
+    a=candidate:1 1 udp 2015363327 10.0.0.1 20000 typ host
+    a=end-of-candidates
 
-"""
+    """
 
 @Suite struct SignallingTests {
     /// The audio section has no RIDs: its SSRC is announced as browsers do (`a=ssrc … cname`,
@@ -102,14 +104,16 @@ a=end-of-candidates
         var o = offer()
         o.rids = []
         o.videoSSRC = (22, 33)
-        let a = try WHIPAnswer.answer(offer: o.sdp, iceUfrag: "lUfr", icePassword: "local-ice-password-0123",
-                                      fingerprint: "sha-256 " + Array(repeating: "AB", count: 32).joined(separator: ":"), candidates: [], sessionID: 1)
+        let a = try WHIPAnswer.answer(
+            offer: o.sdp, iceUfrag: "lUfr", icePassword: "local-ice-password-0123",
+            fingerprint: "sha-256 " + Array(repeating: "AB", count: 32).joined(separator: ":"), candidates: [], sessionID: 1)
         #expect(a.streams.first { $0.kind == "video" }?.rtxToMedia == [33: 22])
         #expect(a.streams.first { $0.kind == "audio" }?.rtxToMedia == [:])
         // A malformed or self-referencing group is not a pair.
         let bad = o.sdp.replacingOccurrences(of: "a=ssrc-group:FID 22 33", with: "a=ssrc-group:FID 22 22\r\na=ssrc-group:FID x 5")
-        let b = try WHIPAnswer.answer(offer: bad, iceUfrag: "lUfr", icePassword: "local-ice-password-0123",
-                                      fingerprint: "sha-256 " + Array(repeating: "AB", count: 32).joined(separator: ":"), candidates: [], sessionID: 1)
+        let b = try WHIPAnswer.answer(
+            offer: bad, iceUfrag: "lUfr", icePassword: "local-ice-password-0123",
+            fingerprint: "sha-256 " + Array(repeating: "AB", count: 32).joined(separator: ":"), candidates: [], sessionID: 1)
         #expect(b.streams.first { $0.kind == "video" }?.rtxToMedia == [:])
     }
 
@@ -117,9 +121,13 @@ a=end-of-candidates
         let text = offer().sdp
         let doc = try SDPDocument.parse(text)
         #expect(doc.sessionAttributes.contains(.init("group", "BUNDLE 0 1")))
-        #expect(doc.media.map(\.kind) == ["audio", "video"] && doc.media.allSatisfy { $0.has("sendonly") && $0.has("rtcp-mux") && $0.value("setup") == "actpass" })
+        #expect(
+            doc.media.map(\.kind) == ["audio", "video"]
+                && doc.media.allSatisfy { $0.has("sendonly") && $0.has("rtcp-mux") && $0.value("setup") == "actpass" })
         let video = doc.media[1]
-        #expect(video.formats == ["96", "97"] && video.values("rid") == ["q send", "h send", "f send"] && video.value("simulcast") == "send q;h;f")
+        #expect(
+            video.formats == ["96", "97"] && video.values("rid") == ["q send", "h send", "f send"]
+                && video.value("simulcast") == "send q;h;f")
         #expect(video.values("rtcp-fb").contains("96 transport-cc") && video.values("fmtp").contains("97 apt=96"))
         #expect(video.values("extmap").contains("10 urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id"))
         #expect(doc.media[0].values("candidate") == [String(host.description.dropFirst("candidate:".count))])
@@ -135,7 +143,8 @@ a=end-of-candidates
         let v = try #require(n.video)
         #expect(v.payloadType == 96 && v.rtxPayloadType == 97 && v.simulcast == ["q", "h", "f"])
         // Its numbers, not ours: the header template must use them.
-        #expect(v.extensions["urn:ietf:params:rtp-hdrext:sdes:mid"] == 4 && v.extensions["urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id"] == 9)
+        #expect(
+            v.extensions["urn:ietf:params:rtp-hdrext:sdes:mid"] == 4 && v.extensions["urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id"] == 9)
         #expect(!v.transportCC && v.remb && v.nack && v.pli) // REMB only: the estimator must be REMB-driven
         #expect(n.audio?.payloadType == 111 && n.audio?.mid == "0")
     }
@@ -155,8 +164,10 @@ a=end-of-candidates
     }
 
     @Test func brokenAnswersSaySo() {
-        for (change, expected) in [("a=fingerprint:sha-256", "no DTLS fingerprint"), ("a=setup:active", "must choose a DTLS role"),
-                                   ("a=ice-pwd:janus-ice-password-abcdef", "no ICE credentials"), ("a=rtpmap:96 VP8/90000", "no vp8 payload type")] {
+        for (change, expected) in [
+            ("a=fingerprint:sha-256", "no DTLS fingerprint"), ("a=setup:active", "must choose a DTLS role"),
+            ("a=ice-pwd:janus-ice-password-abcdef", "no ICE credentials"), ("a=rtpmap:96 VP8/90000", "no vp8 payload type")
+        ] {
             var broken = janusLikeAnswer
             switch change {
             case "a=fingerprint:sha-256": broken = broken.split(separator: "\n").filter { !$0.hasPrefix(change) }.joined(separator: "\n")
@@ -164,75 +175,81 @@ a=end-of-candidates
             default: broken = broken.split(separator: "\n").filter { !$0.hasPrefix(change) }.joined(separator: "\n")
             }
             #expect(throws: NegotiatedSession.AnswerError.self) { try NegotiatedSession.from(answer: broken, offer: offer()) }
-            do { _ = try NegotiatedSession.from(answer: broken, offer: offer()) } catch { #expect(error.description.contains(expected), "\(change): \(error)") }
+            do { _ = try NegotiatedSession.from(answer: broken, offer: offer()) } catch {
+                #expect(error.description.contains(expected), "\(change): \(error)")
+            }
         }
         #expect(throws: NegotiatedSession.AnswerError.self) { try NegotiatedSession.from(answer: "HTTP/1.1 500", offer: offer()) }
     }
 }
 
 extension String {
-    func replacingOccurrences(_ a: String, _ b: String) -> String { split(separator: a, omittingEmptySubsequences: false).joined(separator: b) }
+    func replacingOccurrences(_ a: String, _ b: String) -> String {
+        split(separator: a, omittingEmptySubsequences: false).joined(separator: b)
+    }
 }
 
 /// The client's answer the test tree's WHEP shim writes from Janus 1.1.2's subscriber offer (the
 /// offer as Janus's handle_info showed it: sendonly, its own SSRCs with an RTX FID group, no
 /// rtcp-rsize, full ICE).
 let janusSubscriberAnswer = """
-v=0
-o=- 365625126436 2 IN IP4 127.0.0.1
-s=-
-t=0 0
-a=group:BUNDLE 0 1
-m=audio 9 UDP/TLS/RTP/SAVPF 111
-c=IN IP4 0.0.0.0
-a=mid:0
-a=sendonly
-a=ice-ufrag:/eCD
-a=ice-pwd:5KLl372uv3pdoJV3pGT1jN
-a=fingerprint:sha-256 30:64:D1:E8:C8:2A:1A:58:09:03:F9:50:3B:26:24:FF:19:15:1A:EA:2E:C3:8F:99:21:58:14:01:27:ED:AB:2B
-a=setup:passive
-a=rtcp-mux
-a=extmap:4 urn:ietf:params:rtp-hdrext:sdes:mid
-a=rtpmap:111 opus/48000/2
-a=rtcp-fb:111 transport-cc
-a=fmtp:111 useinbandfec=1
-a=ssrc:2659805433 cname:janus
-a=candidate:1 1 udp 2015363327 10.78.33.2 36022 typ host
-a=end-of-candidates
-m=video 9 UDP/TLS/RTP/SAVPF 96 97
-c=IN IP4 0.0.0.0
-a=mid:1
-a=sendonly
-a=ice-ufrag:/eCD
-a=ice-pwd:5KLl372uv3pdoJV3pGT1jN
-a=fingerprint:sha-256 30:64:D1:E8:C8:2A:1A:58:09:03:F9:50:3B:26:24:FF:19:15:1A:EA:2E:C3:8F:99:21:58:14:01:27:ED:AB:2B
-a=setup:passive
-a=rtcp-mux
-a=extmap:2 http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time
-a=extmap:3 http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01
-a=extmap:4 urn:ietf:params:rtp-hdrext:sdes:mid
-a=rtpmap:96 VP8/90000
-a=rtcp-fb:96 ccm fir
-a=rtcp-fb:96 nack
-a=rtcp-fb:96 nack pli
-a=rtcp-fb:96 goog-remb
-a=rtcp-fb:96 transport-cc
-a=rtpmap:97 rtx/90000
-a=fmtp:97 apt=96
-a=ssrc-group:FID 3683104090 1057313614
-a=ssrc:3683104090 cname:janus
-a=ssrc:1057313614 cname:janus
-a=candidate:1 1 udp 2015363327 10.78.33.2 36022 typ host
-a=end-of-candidates
+    v=0
+    o=- 365625126436 2 IN IP4 127.0.0.1
+    s=-
+    t=0 0
+    a=group:BUNDLE 0 1
+    m=audio 9 UDP/TLS/RTP/SAVPF 111
+    c=IN IP4 0.0.0.0
+    a=mid:0
+    a=sendonly
+    a=ice-ufrag:/eCD
+    a=ice-pwd:5KLl372uv3pdoJV3pGT1jN
+    a=fingerprint:sha-256 30:64:D1:E8:C8:2A:1A:58:09:03:F9:50:3B:26:24:FF:19:15:1A:EA:2E:C3:8F:99:21:58:14:01:27:ED:AB:2B
+    a=setup:passive
+    a=rtcp-mux
+    a=extmap:4 urn:ietf:params:rtp-hdrext:sdes:mid
+    a=rtpmap:111 opus/48000/2
+    a=rtcp-fb:111 transport-cc
+    a=fmtp:111 useinbandfec=1
+    a=ssrc:2659805433 cname:janus
+    a=candidate:1 1 udp 2015363327 10.78.33.2 36022 typ host
+    a=end-of-candidates
+    m=video 9 UDP/TLS/RTP/SAVPF 96 97
+    c=IN IP4 0.0.0.0
+    a=mid:1
+    a=sendonly
+    a=ice-ufrag:/eCD
+    a=ice-pwd:5KLl372uv3pdoJV3pGT1jN
+    a=fingerprint:sha-256 30:64:D1:E8:C8:2A:1A:58:09:03:F9:50:3B:26:24:FF:19:15:1A:EA:2E:C3:8F:99:21:58:14:01:27:ED:AB:2B
+    a=setup:passive
+    a=rtcp-mux
+    a=extmap:2 http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time
+    a=extmap:3 http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01
+    a=extmap:4 urn:ietf:params:rtp-hdrext:sdes:mid
+    a=rtpmap:96 VP8/90000
+    a=rtcp-fb:96 ccm fir
+    a=rtcp-fb:96 nack
+    a=rtcp-fb:96 nack pli
+    a=rtcp-fb:96 goog-remb
+    a=rtcp-fb:96 transport-cc
+    a=rtpmap:97 rtx/90000
+    a=fmtp:97 apt=96
+    a=ssrc-group:FID 3683104090 1057313614
+    a=ssrc:3683104090 cname:janus
+    a=ssrc:1057313614 cname:janus
+    a=candidate:1 1 udp 2015363327 10.78.33.2 36022 typ host
+    a=end-of-candidates
 
-"""
+    """
 
 @Suite struct WHEPSignallingTests {
     @Test func subscriberOfferIsRecvonly() throws {
         var o = offer()
         o.direction = .receive
         let doc = try SDPDocument.parse(o.sdp)
-        #expect(doc.media.map(\.kind) == ["audio", "video"] && doc.media.allSatisfy { $0.has("recvonly") && !$0.has("sendonly") && !$0.has("msid") })
+        #expect(
+            doc.media.map(\.kind) == ["audio", "video"]
+                && doc.media.allSatisfy { $0.has("recvonly") && !$0.has("sendonly") && !$0.has("msid") })
         let video = doc.media[1]
         // The server chooses what it sends: no RIDs, no simulcast; RTX and the feedback offered.
         #expect(video.values("rid").isEmpty && video.value("simulcast") == nil && video.formats == ["96", "97"])
@@ -297,8 +314,9 @@ a=end-of-candidates
 
     @Test func answersPubbotsOwnOffer() throws {
         let o = offer()
-        let a = try WHIPAnswer.answer(offer: o.sdp, iceUfrag: "rcvr", icePassword: "receiver-ice-password-22", fingerprint: fp,
-                                      candidates: [endpoint], sessionID: 7)
+        let a = try WHIPAnswer.answer(
+            offer: o.sdp, iceUfrag: "rcvr", icePassword: "receiver-ice-password-22", fingerprint: fp,
+            candidates: [endpoint], sessionID: 7)
         #expect(a.remoteUfrag == "pUfr" && a.remotePassword == "publisher-ice-password-1")
         #expect(a.streams.map(\.kind) == ["audio", "video"])
         let v = try #require(a.streams.last)
@@ -317,18 +335,23 @@ a=end-of-candidates
         o.rids = []
         let h264 = o.sdp.replacing("opus/48000/2", with: "PCMU/8000")
         #expect(throws: WHIPAnswer.OfferError.self) {
-            try WHIPAnswer.answer(offer: h264, iceUfrag: "rcvr", icePassword: "receiver-ice-password-22", fingerprint: fp, candidates: [endpoint], sessionID: 1)
+            try WHIPAnswer.answer(
+                offer: h264, iceUfrag: "rcvr", icePassword: "receiver-ice-password-22", fingerprint: fp, candidates: [endpoint],
+                sessionID: 1)
         }
         let noCreds = offer().sdp.split(separator: "\r\n").filter { !$0.hasPrefix("a=ice-pwd") }.joined(separator: "\r\n")
         do {
-            _ = try WHIPAnswer.answer(offer: noCreds, iceUfrag: "rcvr", icePassword: "receiver-ice-password-22", fingerprint: fp, candidates: [endpoint], sessionID: 1)
+            _ = try WHIPAnswer.answer(
+                offer: noCreds, iceUfrag: "rcvr", icePassword: "receiver-ice-password-22", fingerprint: fp, candidates: [endpoint],
+                sessionID: 1)
             Issue.record("accepted an offer without ICE credentials")
         } catch {
             #expect(error.description.contains("ICE credentials"))
         }
         // Audio in PCMU, video in VP8: the audio section is refused with port 0, video answered.
         let mixed = offer().sdp.replacing("opus/48000/2", with: "PCMU/8000")
-        let a = try WHIPAnswer.answer(offer: mixed, iceUfrag: "rcvr", icePassword: "receiver-ice-password-22", fingerprint: fp, candidates: [endpoint], sessionID: 1)
+        let a = try WHIPAnswer.answer(
+            offer: mixed, iceUfrag: "rcvr", icePassword: "receiver-ice-password-22", fingerprint: fp, candidates: [endpoint], sessionID: 1)
         let doc = try SDPDocument.parse(a.sdp)
         #expect(doc.media.map(\.port) == [0, 9] && a.streams.map(\.kind) == ["video"])
     }
@@ -348,8 +371,9 @@ a=end-of-candidates
                 default: b.insert(b[Int(next() % UInt64(b.count))], at: i)
                 }
             }
-            _ = try? WHIPAnswer.answer(offer: String(decoding: b, as: UTF8.self), iceUfrag: "rcvr", icePassword: "receiver-ice-password-22",
-                                       fingerprint: fp, candidates: [endpoint], sessionID: 1)
+            _ = try? WHIPAnswer.answer(
+                offer: String(decoding: b, as: UTF8.self), iceUfrag: "rcvr", icePassword: "receiver-ice-password-22",
+                fingerprint: fp, candidates: [endpoint], sessionID: 1)
         }
     }
 }

@@ -22,7 +22,9 @@ import Stats
     /// configured as `preflight` does (padding up to the estimate, probing to 12 Mbps), sampled
     /// every 250 ms into the same `PreflightProbe` the command uses, stopped once steady.
     /// `single`: one encoding, as toward a server that refuses simulcast.
-    static func preflight(_ impair: String, limit: Int = 15, pad: Bool = true, seed: UInt64 = 7, single: Bool = false) throws -> (Verdict, PreflightRunner.Phase, Simulation) {
+    static func preflight(_ impair: String, limit: Int = 15, pad: Bool = true, seed: UInt64 = 7, single: Bool = false) throws -> (
+        Verdict, PreflightRunner.Phase, Simulation
+    ) {
         var c = try S.config(impair: impair, seconds: limit, seed: seed) { p in
             p.probeCeiling = 12_000_000
             p.padToEstimate = pad
@@ -35,8 +37,10 @@ import Stats
 
     /// The accuracy matrix's CI subset: the estimate settles, the probe sees it steady before
     /// the 15 s limit, and the verdict recommends the tier 0.75 × capacity supports.
-    @Test(arguments: [("300kbit", 300_000, "270p"), ("800kbit", 800_000, "360p"), ("2mbit", 2_000_000, "540p"),
-                      ("800kbit,loss=2%,delay=100ms", 800_000, "360p")])
+    @Test(arguments: [
+        ("300kbit", 300_000, "270p"), ("800kbit", 800_000, "360p"), ("2mbit", 2_000_000, "540p"),
+        ("800kbit,loss=2%,delay=100ms", 800_000, "360p")
+    ])
     func preflightVerdictMatchesTheCapacity(_ spec: String, _ capacity: Int, _ tier: String) throws {
         let (v, phase, _) = try Self.preflight("rate=\(spec),queue=200ms")
         #expect(phase.steady && phase.elapsedMicros < 15_000_000, "\(spec): not steady after \(phase.elapsedMicros / 1000) ms")
@@ -58,8 +62,10 @@ import Stats
             for seed: UInt64 in [1, 2, 3] {
                 let (v, phase, _) = try Self.preflight("rate=\(rate),queue=50ms,bucket=20kb", seed: seed, single: single)
                 let m = v.measurement
-                runs.append("\(single ? "one" : "simulcast") seed \(seed): \(v.recommended?.name ?? "none"), estimate \(m.estimate / 1000)k, "
-                            + "loss \(Units.fixed(m.lossFraction * 100, 1)) %, start-up loss \(Units.fixed((m.startupLoss?.fraction ?? 0) * 100, 1)) %, \(phase.elapsedMicros / 1000) ms")
+                runs.append(
+                    "\(single ? "one" : "simulcast") seed \(seed): \(v.recommended?.name ?? "none"), estimate \(m.estimate / 1000)k, "
+                        + "loss \(Units.fixed(m.lossFraction * 100, 1)) %, start-up loss \(Units.fixed((m.startupLoss?.fraction ?? 0) * 100, 1)) %, \(phase.elapsedMicros / 1000) ms"
+                )
                 #expect(v.recommended?.name == tier && phase.steady && m.lossAfterSettling, "\(rate): \(runs.last!) — \(v.video.reason)")
                 // Start-up that probes like a browser does not drive the link into heavy loss
                 // (19–22 % before probes through the bucket were read by their tail).
@@ -86,13 +92,18 @@ import Stats
         let (v, _, _) = try Self.preflight("rate=100kbit,queue=200ms")
         #expect(!v.video.supported && v.audio.supported && v.recommendation == "audio only", "\(v.audio) \(v.video)")
         let (slow, _, _) = try Self.preflight("rate=25kbit,queue=200ms")
-        #expect(!slow.video.supported && !slow.audio.supported && slow.recommendation.hasPrefix("none"), "\(slow.audio) \(slow.recommendation)")
+        #expect(
+            !slow.video.supported && !slow.audio.supported && slow.recommendation.hasPrefix("none"), "\(slow.audio) \(slow.recommendation)")
         // --audio-only on a clean link: audio passes, video is not judged.
-        var c = try S.config(impair: nil, seconds: 6, seed: 7) { p in p.sendVideo = false; p.layers = [] }
+        var c = try S.config(impair: nil, seconds: 6, seed: 7) { p in
+            p.sendVideo = false; p.layers = []
+        }
         c.media = .encode
         let (outcome, _) = try PreflightRunner.simulate(c, thresholds: VerdictThresholds())
         let a = try #require(outcome.verdict)
-        #expect(a.audio.supported && a.measurement.estimate >= 40_000 && a.video.reason.hasPrefix("not measured"), "\(a.audio) \(a.measurement)")
+        #expect(
+            a.audio.supported && a.measurement.estimate >= 40_000 && a.video.reason.hasPrefix("not measured"), "\(a.audio) \(a.measurement)"
+        )
     }
 
     /// Nothing answers (the receiver is gone the whole time): the probe gives up after 3 s.
@@ -114,7 +125,9 @@ import Stats
         for out in p.streams where out.kind == .video {
             let inb = try #require(r.streams.first { $0.ssrc == out.ssrc })
             #expect(inb.packetsRecovered > 0, "\(out.rid ?? ""): nothing recovered")
-            #expect(Double(inb.framesDecoded) >= 0.99 * Double(out.framesSent), "\(out.rid ?? ""): \(inb.framesDecoded) of \(out.framesSent) decoded")
+            #expect(
+                Double(inb.framesDecoded) >= 0.99 * Double(out.framesSent),
+                "\(out.rid ?? ""): \(inb.framesDecoded) of \(out.framesSent) decoded")
         }
     }
 
@@ -134,7 +147,8 @@ import Stats
         // No flapping: once the spell starts the condition only goes down, then only up.
         let spell = events.filter { $0.wallMillis - 1_767_225_600_000 >= 10_000 }.compactMap(\.condition)
         let turn = spell.firstIndex { $0 == spell.min() } ?? 0
-        #expect(spell.count >= 2 && zip(spell[..<turn], spell[1...turn]).allSatisfy { $0 > $1 }
+        #expect(
+            spell.count >= 2 && zip(spell[..<turn], spell[1...turn]).allSatisfy { $0 > $1 }
                 && zip(spell[turn...], spell[(turn + 1)...]).allSatisfy { $0 < $1 }, "\(described)")
         #expect(events.contains { $0.condition == .fair && $0.reason == "packetLoss" }, "\(described)")
     }

@@ -9,14 +9,17 @@ import Impairment
 /// The real publisher and receiver sessions in virtual time, no socket, no sleep.
 @Suite(.serialized) struct SimulationTests {
     /// Replay loops of the default ladder, built once for the suite (4 s, a key frame a second).
-    static let library: ReplayLibrary = try! ReplayLibrary.build(layers: VideoLayerConfig.ladder(top: 1280, 720), seconds: 4,
-                                                                 keyFrameIntervalMicros: 1_000_000)
+    static let library: ReplayLibrary = try! ReplayLibrary.build(
+        layers: VideoLayerConfig.ladder(top: 1280, 720), seconds: 4,
+        keyFrameIntervalMicros: 1_000_000)
 
     /// `sized`: frames that follow the allocator's targets exactly (replay loops keep their
     /// sizes whatever the target, so a closed loop between a layer's minimum and target
     /// overloads the link — only suspension reaches them); not decodable, so no decoding.
-    static func config(impair: String?, seconds: Int, seed: UInt64 = 7, sized: Bool = false,
-                       publisher tweak: (inout PublisherConfig) -> Void = { _ in }) throws -> SimulationConfig {
+    static func config(
+        impair: String?, seconds: Int, seed: UInt64 = 7, sized: Bool = false,
+        publisher tweak: (inout PublisherConfig) -> Void = { _ in }
+    ) throws -> SimulationConfig {
         let key = SRTPKey.random(suite: .aesCm)
         var r = ReceiverConfig(listen: try SocketAddress(host: "127.0.0.1", port: 5004), key: key)
         if let impair { r.impairment = try ImpairmentSchedule.parse(impair) }
@@ -104,7 +107,8 @@ import Impairment
     // before; now the real sessions).
 
     @Test func followsCapacitySteps4M800k4M() throws {
-        let (t, _) = try Self.run(try Self.config(impair: "0s:rate=4mbit,delay=20ms,queue=500ms;20s:rate=800kbit;40s:rate=4mbit", seconds: 60, sized: true))
+        let (t, _) = try Self.run(
+            try Self.config(impair: "0s:rate=4mbit,delay=20ms,queue=500ms;20s:rate=800kbit;40s:rate=4mbit", seconds: 60, sized: true))
         // The ladder sends at most 3.2 Mbps and the estimate may claim 1.25 × that (4.29 Mbps):
         // on the 4 Mbps link the estimate sits between.
         for (from, to, low, high) in [(5, 20, 3_000_000, 4_300_000), (25, 40, 640_000, 920_000), (45, 60, 3_000_000, 4_300_000)] {
@@ -123,7 +127,9 @@ import Impairment
         #expect(p.network.retransmissionsSent > 100)
         for out in p.streams where out.kind == .video {
             let inb = try #require(r.streams.first { $0.ssrc == out.ssrc })
-            #expect(Double(inb.framesAssembled) >= 0.97 * Double(out.framesSent), "\(out.rid ?? ""): \(inb.framesAssembled) of \(out.framesSent)")
+            #expect(
+                Double(inb.framesAssembled) >= 0.97 * Double(out.framesSent),
+                "\(out.rid ?? ""): \(inb.framesAssembled) of \(out.framesSent)")
         }
     }
 
@@ -139,7 +145,8 @@ import Impairment
     /// critical, all video goes off (`videoQualityChanged`, reason `audioFallback`) while the
     /// audio goes on, and video comes back once the loss is gone.
     @Test func audioFallbackDropsVideoOnACriticalLinkAndRecovers() throws {
-        let sim = try Simulation(config: try Self.config(impair: "0s:loss=0%;2s:loss=30%;6s:loss=0%", seconds: 16) { $0.audioFallback = true })
+        let sim = try Simulation(
+            config: try Self.config(impair: "0s:loss=0%;2s:loss=30%;6s:loss=0%", seconds: 16) { $0.audioFallback = true })
         var sawFallback = false, conditions: [String] = []
         sim.run(intervalMicros: 250_000) { final in
             let n = sim.publisherSnapshot.network
@@ -149,7 +156,9 @@ import Impairment
         let p = sim.publisherSnapshot
         let events = p.network.events.filter { $0.reason == "audioFallback" }
         #expect(sawFallback)
-        #expect(events.contains { $0.change == "layerSuspended" } && events.contains { $0.change == "layerResumed" }, "\(events.map { $0.change ?? "" })")
+        #expect(
+            events.contains { $0.change == "layerSuspended" } && events.contains { $0.change == "layerResumed" },
+            "\(events.map { $0.change ?? "" })")
         #expect(!p.network.audioFallbackActive) // recovered by the end
         #expect(conditions.contains("critical") && conditions.last != "critical", "\(conditions)")
         let audio = try #require(sim.receiverSnapshot(final: true).streams.first { $0.kind == .audio })

@@ -44,8 +44,10 @@ import Stats
 
 @Suite struct JSONParserTests {
     @Test func parsesWhatTheSerializerWrites() throws {
-        let v = JSONValue.object([("a", .int(-3)), ("b", .double(1.5)), ("c", .string("q\"\\\n\u{1}é")), ("d", .array([.null, .bool(true), .bool(false)])),
-                                  ("e", .object([]))])
+        let v = JSONValue.object([
+            ("a", .int(-3)), ("b", .double(1.5)), ("c", .string("q\"\\\n\u{1}é")), ("d", .array([.null, .bool(true), .bool(false)])),
+            ("e", .object([]))
+        ])
         #expect(try JSONValue.parse(v.serialized(pretty: true)) == v)
         #expect(try JSONValue.parse(" [1e3, -0.25, \"\\u00e9\"] ") == .array([.double(1000), .double(-0.25), .string("é")]))
     }

@@ -3,8 +3,10 @@ import Testing
 
 @Suite struct StatsTests {
     @Test func jsonSerializesInOrderAndEscapes() {
-        let v: JSONValue = .object([("type", .string("summary")), ("n", .int(-3)), ("x", .double(1.5)), ("ok", .bool(true)),
-                                    ("s", .string("a\"b\\c\n\u{1}")), ("list", .array([.null, .int(1)]))])
+        let v: JSONValue = .object([
+            ("type", .string("summary")), ("n", .int(-3)), ("x", .double(1.5)), ("ok", .bool(true)),
+            ("s", .string("a\"b\\c\n\u{1}")), ("list", .array([.null, .int(1)]))
+        ])
         #expect(v.serialized() == #"{"type":"summary","n":-3,"x":1.5,"ok":true,"s":"a\"b\\c\n\u0001","list":[null,1]}"#)
         #expect(v["n"] == .int(-3))
         #expect(JSONValue.double(.nan).serialized() == "null")

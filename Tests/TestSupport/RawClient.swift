@@ -22,7 +22,9 @@ public final class RawClient: @unchecked Sendable {
         fd = s
     }
 
-    public func send(_ text: String) { _ = Array(text.utf8).withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
+    public func send(_ text: String) {
+        _ = Array(text.utf8).withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
 
     /// What arrives until the peer closes, one whole response (by its Content-Length) has come,
     /// or `micros` pass.
@@ -38,9 +40,10 @@ public final class RawClient: @unchecked Sendable {
             got += buf[0..<n]
             let text = String(decoding: got, as: UTF8.self)
             if let h = text.firstRange(of: "\r\n\r\n"),
-               let l = text[..<h.lowerBound].split(separator: "\r\n").first(where: { $0.lowercased().hasPrefix("content-length:") }),
-               let length = Int(l.dropFirst("content-length:".count).trimmingPrefix(" ")),
-               text.utf8.count >= text.utf8.distance(from: text.startIndex, to: h.upperBound) + length {
+                let l = text[..<h.lowerBound].split(separator: "\r\n").first(where: { $0.lowercased().hasPrefix("content-length:") }),
+                let length = Int(l.dropFirst("content-length:".count).trimmingPrefix(" ")),
+                text.utf8.count >= text.utf8.distance(from: text.startIndex, to: h.upperBound) + length
+            {
                 break
             }
         }

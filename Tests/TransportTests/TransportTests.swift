@@ -17,7 +17,8 @@ import RTPCore
 
 @Suite struct SRTPTests {
     func packet(seq: UInt16, payload: Int = 100) -> [UInt8] {
-        [0x80, 0x60, UInt8(seq >> 8), UInt8(seq & 0xFF), 0, 0, 0, 1, 0xCA, 0xFE, 0xBA, 0xBE] + (0..<payload).map { UInt8(truncatingIfNeeded: $0) }
+        [0x80, 0x60, UInt8(seq >> 8), UInt8(seq & 0xFF), 0, 0, 0, 1, 0xCA, 0xFE, 0xBA, 0xBE]
+            + (0..<payload).map { UInt8(truncatingIfNeeded: $0) }
             + [UInt8](repeating: 0, count: 160)
     }
 
@@ -44,7 +45,9 @@ import RTPCore
         let rx = try SRTPSession(key: .random(suite: .aesCm), direction: .inbound)
         var buf = packet(seq: 7)
         let n = try buf.withUnsafeMutableBytes { try tx.protectRTP($0.baseAddress!, length: 112, capacity: $0.count) }
-        #expect(throws: SRTPError.authenticationFailed) { try buf.withUnsafeMutableBytes { try rx.unprotectRTP($0.baseAddress!, length: n) } }
+        #expect(throws: SRTPError.authenticationFailed) {
+            try buf.withUnsafeMutableBytes { try rx.unprotectRTP($0.baseAddress!, length: n) }
+        }
     }
 
     @Test func protectsRTCP() throws {
@@ -166,8 +169,10 @@ import RTPCore
 /// Addresses built from their bytes — what the sessions convert every transport datagram's
 /// address with — agree with the resolver's, with no text and no `getaddrinfo` between.
 @Suite struct SocketAddressBytesTests {
-    @Test(arguments: [("192.0.2.7", 5004, [UInt8]([192, 0, 2, 7])),
-                      ("2001:db8::1", 443, [UInt8]([0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]))])
+    @Test(arguments: [
+        ("192.0.2.7", 5004, [UInt8]([192, 0, 2, 7])),
+        ("2001:db8::1", 443, [UInt8]([0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]))
+    ])
     func bytesRoundTripAndMatchTheResolver(_ host: String, _ port: Int, _ ip: [UInt8]) throws {
         let resolved = try SocketAddress(host: host, port: port)
         let built = try #require(SocketAddress(ip: ip, port: port))

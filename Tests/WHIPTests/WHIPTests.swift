@@ -13,7 +13,9 @@ import Platform
     let offer = "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\n"
 
     init() throws {
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Peers/whip_mock.py").path
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
+            "Peers/whip_mock.py"
+        ).path
         server = Process()
         server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         server.arguments = [script]
@@ -48,8 +50,11 @@ import Platform
         #expect(s.answer.hasPrefix("v=0"))
         #expect(s.resourceURL.hasPrefix(base + "/session/"), "\(s.resourceURL)") // the relative Location made absolute
         #expect(s.etag?.hasPrefix("\"e") == true)
-        #expect(s.iceServers == [ICEServerLink(url: "stun:stun.example.net:3478", username: nil, credential: nil),
-                                 ICEServerLink(url: "turn:turn.example.net:3478?transport=udp", username: "u1", credential: "c1")])
+        #expect(
+            s.iceServers == [
+                ICEServerLink(url: "stun:stun.example.net:3478", username: nil, credential: nil),
+                ICEServerLink(url: "turn:turn.example.net:3478?transport=udp", username: "u1", credential: "c1")
+            ])
         try WHIPClient.delete(s, token: nil)
 
         let path = s.resourceURL.dropFirst(base.count)
@@ -66,10 +71,14 @@ import Platform
     @Test func tokens() throws {
         let s = try WHIPClient.publish(endpoint: base + "/auth", offer: offer, token: "s3cret", sleep: noSleep)
         #expect(s.answer.hasPrefix("v=0"))
-        let refused = #expect(throws: WHIPError.self) { try WHIPClient.publish(endpoint: self.base + "/auth", offer: self.offer, token: "wrong-token-123", sleep: self.noSleep) }
+        let refused = #expect(throws: WHIPError.self) {
+            try WHIPClient.publish(endpoint: self.base + "/auth", offer: self.offer, token: "wrong-token-123", sleep: self.noSleep)
+        }
         #expect(refused?.kind == .unauthorized && refused?.status == 401 && refused?.message.contains("refused the token") == true)
         #expect(refused?.message.contains("wrong-token-123") == false) // a secret never appears
-        let missing = #expect(throws: WHIPError.self) { try WHIPClient.publish(endpoint: self.base + "/auth", offer: self.offer, token: nil, sleep: self.noSleep) }
+        let missing = #expect(throws: WHIPError.self) {
+            try WHIPClient.publish(endpoint: self.base + "/auth", offer: self.offer, token: nil, sleep: self.noSleep)
+        }
         #expect(missing?.message.contains("PUBBOT_WHIP_TOKEN") == true)
     }
 
@@ -80,10 +89,14 @@ import Platform
     }
 
     @Test func errorsSayWhatHappened() throws {
-        let cases: [(String, WHIPError.Kind, String)] = [("/missing", .notFound, "no WHIP endpoint"), ("/bad", .rejected, "simulcast refused: too many layers"),
-                                                          ("/noloc", .protocolViolation, "without a Location")]
+        let cases: [(String, WHIPError.Kind, String)] = [
+            ("/missing", .notFound, "no WHIP endpoint"), ("/bad", .rejected, "simulcast refused: too many layers"),
+            ("/noloc", .protocolViolation, "without a Location")
+        ]
         for (path, kind, text) in cases {
-            let e = #expect(throws: WHIPError.self) { try WHIPClient.publish(endpoint: self.base + path, offer: self.offer, token: nil, sleep: self.noSleep) }
+            let e = #expect(throws: WHIPError.self) {
+                try WHIPClient.publish(endpoint: self.base + path, offer: self.offer, token: nil, sleep: self.noSleep)
+            }
             #expect(e?.kind == kind && e?.message.contains(text) == true, "\(path): \(String(describing: e))")
         }
     }
@@ -91,11 +104,15 @@ import Platform
     /// A server that never answers, and one that is not there: bounded time, clear message.
     @Test func stalledAndUnreachableServers() throws {
         let t0 = Clock.monotonicMicros()
-        let stalled = #expect(throws: WHIPError.self) { try WHIPClient.publish(endpoint: self.base + "/stall", offer: self.offer, token: nil, timeoutMillis: 1_000, sleep: self.noSleep) }
+        let stalled = #expect(throws: WHIPError.self) {
+            try WHIPClient.publish(endpoint: self.base + "/stall", offer: self.offer, token: nil, timeoutMillis: 1_000, sleep: self.noSleep)
+        }
         #expect(stalled?.kind == .timeout && (1_000_000...3_000_000).contains(Clock.monotonicMicros() - t0))
         let closed = try closedPort()
         let t1 = Clock.monotonicMicros()
-        let unreachable = #expect(throws: WHIPError.self) { try WHIPClient.publish(endpoint: "http://127.0.0.1:\(closed)/whip", offer: self.offer, token: nil, sleep: self.noSleep) }
+        let unreachable = #expect(throws: WHIPError.self) {
+            try WHIPClient.publish(endpoint: "http://127.0.0.1:\(closed)/whip", offer: self.offer, token: nil, sleep: self.noSleep)
+        }
         #expect(unreachable?.kind == .unreachable && unreachable?.message.contains("cannot reach") == true)
         #expect(Clock.monotonicMicros() - t1 < 5_000_000)
     }
@@ -107,7 +124,9 @@ import Platform
         var a = sockaddr_in()
         a.sin_family = sa_family_t(AF_INET)
         a.sin_addr.s_addr = inet_addr("127.0.0.1")
-        _ = withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+        _ = withUnsafePointer(to: &a) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
         var len = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
         return Int(UInt16(bigEndian: a.sin_port))

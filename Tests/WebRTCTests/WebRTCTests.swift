@@ -22,13 +22,17 @@ func pair(serverFingerprintSeenByPublisher: [UInt8]? = nil) throws -> (WebRTCTra
     pIce.addRemote(.host(serverAddress))
     let sIce = ICEAgent(role: .controlled, local: srvCreds, remote: pubCreds, tieBreaker: 6, lite: true, seed: 2, hmacSHA1: hmac)
     sIce.addLocal(.host(serverAddress))
-    let p = WebRTCTransport(ice: pIce, dtls: try DTLSEndpoint(role: .server, certificate: pc, remoteFingerprint: serverFingerprintSeenByPublisher ?? sc.fingerprint))
+    let p = WebRTCTransport(
+        ice: pIce,
+        dtls: try DTLSEndpoint(role: .server, certificate: pc, remoteFingerprint: serverFingerprintSeenByPublisher ?? sc.fingerprint))
     let s = WebRTCTransport(ice: sIce, dtls: try DTLSEndpoint(role: .client, certificate: sc, remoteFingerprint: pc.fingerprint))
     return (p, s, pc, sc)
 }
 
 /// Runs both transports over a virtual wire (10 ms one way) until `stop` or `until` µs.
-func run(_ a: WebRTCTransport, _ b: WebRTCTransport, until: Int64, stop: () -> Bool) -> (events: [(Int, WebRTCTransport.Event)], media: [[UInt8]], now: Int64) {
+func run(_ a: WebRTCTransport, _ b: WebRTCTransport, until: Int64, stop: () -> Bool) -> (
+    events: [(Int, WebRTCTransport.Event)], media: [[UInt8]], now: Int64
+) {
     var now: Int64 = 0
     var inFlight: [(Int64, WebRTCTransport.Transmit)] = []
     var events: [(Int, WebRTCTransport.Event)] = []
@@ -46,7 +50,9 @@ func run(_ a: WebRTCTransport, _ b: WebRTCTransport, until: Int64, stop: () -> B
         while let f = inFlight.first, f.0 <= now {
             inFlight.removeFirst()
             delivered = true
-            if let (t, _) = ends.first(where: { $0.1 == f.1.to }), let m = t.handle(f.1.bytes, from: f.1.from, to: f.1.to, now: now) { media.append(m) }
+            if let (t, _) = ends.first(where: { $0.1 == f.1.to }), let m = t.handle(f.1.bytes, from: f.1.from, to: f.1.to, now: now) {
+                media.append(m)
+            }
         }
         for (k, (t, _)) in ends.enumerated() { while let e = t.pollEvent() { events.append((k, e)) } }
         if delivered { continue }
@@ -57,7 +63,9 @@ func run(_ a: WebRTCTransport, _ b: WebRTCTransport, until: Int64, stop: () -> B
 }
 
 func connected(_ events: [(Int, WebRTCTransport.Event)], _ k: Int) -> (STUNAddress, SRTPSuite, SRTPKey, SRTPKey)? {
-    for (i, e) in events where i == k { if case let .connected(_, remote, suite, send, receive) = e { return (remote, suite, send, receive) } }
+    for (i, e) in events where i == k {
+        if case let .connected(_, remote, suite, send, receive) = e { return (remote, suite, send, receive) }
+    }
     return nil
 }
 
