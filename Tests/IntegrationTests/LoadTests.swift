@@ -72,18 +72,9 @@ import Transport
     /// bot numbers cover the fleet once, and the receiver saw every bot as its own publisher.
     @Test func shardsAgainstOneReceiverMergeExactly() throws {
         try buildMedia()
-        let port = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port // a free port, released
         let key = "WbTBosdVUZqEb6Htqhn+m3z7wUh4RelR/rCp7rY2"
-        let recv = Process()
-        recv.executableURL = BinaryTests.binary
-        recv.arguments = [
-            "receive", "--listen", "127.0.0.1:\(port)", "--key", key, "--decode-publishers", "1", "--duration", "9s", "--json"
-        ]
         let recvOut = Pipe()
-        recv.standardOutput = recvOut
-        recv.standardError = FileHandle.nullDevice
-        try recv.run()
-        Thread.sleep(forTimeInterval: 0.5)
+        let (recv, port) = try startReceiver(["--key", key, "--decode-publishers", "1", "--duration", "9s", "--json"], stdout: recvOut)
         var paths: [String] = []
         var shards: [Process] = []
         for i in 0..<2 {

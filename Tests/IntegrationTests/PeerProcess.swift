@@ -72,3 +72,37 @@ func runPubbot(_ binary: String, _ args: [String], env: [String: String] = [:], 
         Double(Clock.monotonicMicros() - start) / 1e6
     )
 }
+
+/// Starts `pubbot receive --listen 127.0.0.1:0` with `arguments`: the kernel picks the port and
+/// the receiver's own "listening on 127.0.0.1:PORT" line says which — never a port found free,
+/// released and handed over (another test can take it in between). Stdout goes to `stdout`.
+func startReceiver(_ arguments: [String], stdout: Any? = nil) throws -> (process: Process, port: Int) {
+    let p = Process()
+    p.executableURL = BinaryTests.binary
+    p.arguments = ["receive", "--listen", "127.0.0.1:0"] + arguments
+    p.standardOutput = stdout ?? FileHandle.nullDevice
+    let err = Pipe(), text = Locked("")
+    p.standardError = err
+    err.fileHandleForReading.readabilityHandler = { h in
+        let d = h.availableData
+        text.withLock { $0 += String(decoding: d, as: UTF8.self) }
+    }
+    try p.run()
+    let end = Clock.monotonicMicros() + 10_000_000
+    while Clock.monotonicMicros() < end {
+        let t = text.value
+        if let r = t.range(of: "listening on 127.0.0.1:") {
+            let digits = t[r.upperBound...].prefix { $0.isNumber }
+            if let port = Int(digits), t[r.upperBound...].dropFirst(digits.count).first == ";" { return (p, port) }
+        }
+        if !p.isRunning { break }
+        Clock.sleep(micros: 10_000)
+    }
+    p.terminate()
+    throw ReceiverDidNotStart(output: text.value)
+}
+
+struct ReceiverDidNotStart: Error, CustomStringConvertible {
+    var output: String
+    var description: String { "pubbot receive did not say where it listens: \(output)" }
+}

@@ -125,12 +125,11 @@ import MediaCodecs
     /// port-unreachable answers, reports `critical` while nothing comes back, and is out of
     /// `critical` within 5 s of the receiver's return.
     @Test func receiverKilledAndRestarted() throws {
-        let port = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port // a free port, released
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pubbot-fault-\(getpid())")
         try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let stats = dir.appendingPathComponent("pub.jsonl"), summary = dir.appendingPathComponent("pub.json")
-        let a = try spawn(["receive", "--listen", "127.0.0.1:\(port)", "--key", key, "--duration", "30s"])
-        Thread.sleep(forTimeInterval: 0.3)
+        // The kernel's port, read back from the receiver; the restarted one takes the same port.
+        let (a, port) = try startReceiver(["--key", key, "--duration", "30s"])
         let pub = try spawn(
             [
                 "publish", "--to", "127.0.0.1:\(port)", "--key", key, "--duration", "15s", "--layers", "640x360@30:500k,320x180@30:150k",
@@ -170,13 +169,12 @@ import MediaCodecs
 
     /// SIGTERM / SIGINT: BYE sent, the final summary and stats written, exit 130.
     @Test func signalsEndRunsCleanly() throws {
-        let port = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port // a free port, released
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pubbot-sig-\(getpid())")
         try? FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let recvOut = dir.appendingPathComponent("recv.json"), pubOut = dir.appendingPathComponent("pub.json"),
             stats = dir.appendingPathComponent("pub.jsonl")
-        let recv = try spawn(["receive", "--listen", "127.0.0.1:\(port)", "--key", key, "--json"], stdout: recvOut)
-        Thread.sleep(forTimeInterval: 0.3)
+        _ = FileManager.default.createFile(atPath: recvOut.path, contents: nil)
+        let (recv, port) = try startReceiver(["--key", key, "--json"], stdout: try FileHandle(forWritingTo: recvOut))
         let pub = try spawn(
             ["publish", "--to", "127.0.0.1:\(port)", "--key", key, "--layers", "320x180@30:150k", "--stats", stats.path, "--json"],
             stdout: pubOut)
