@@ -34,34 +34,49 @@ public struct WHIPError: Error, CustomStringConvertible, Sendable, Equatable {
     public var description: String { message }
 }
 
-/// The WHIP client side (RFC 9725): POST the offer, read the answer and headers, DELETE at the
-/// end. HTTP(S) through libcurl: redirects (307/308 keep the POST), TLS, timeouts.
+/// Which exchange the client runs: the same HTTP shape (POST an offer, DELETE the resource)
+/// serves WHIP (RFC 9725) and WHEP (draft-ietf-wish-whep); errors name the one the user asked for.
+public enum SignalingExchange: Sendable {
+    case whip, whep
+
+    /// "WHIP" or "WHEP", as errors name the endpoint.
+    public var name: String { self == .whip ? "WHIP" : "WHEP" }
+    /// How the user passes this endpoint's token.
+    var tokenHint: String { self == .whip ? "pass --token or set PUBBOT_WHIP_TOKEN" : "pass --whep-token or set PUBBOT_WHEP_TOKEN" }
+}
+
+/// The WHIP client side (RFC 9725) — and WHEP's, the same exchange: POST the offer, read the
+/// answer and headers, DELETE at the end. HTTP(S) through libcurl: redirects (307/308 keep the
+/// POST), TLS, timeouts.
 public enum WHIPClient {
     /// POSTs `offer` to `endpoint`. A 429/503 with `Retry-After` is retried once after waiting
     /// (`sleep` is the caller's, in µs; at most 10 s).
     public static func publish(
-        endpoint: String, offer: String, token: String?, connectTimeoutMillis: Int = 5_000, timeoutMillis: Int = 10_000,
-        sleep: (Int64) -> Void
+        endpoint: String, offer: String, token: String?, exchange: SignalingExchange = .whip, connectTimeoutMillis: Int = 5_000,
+        timeoutMillis: Int = 10_000, sleep: (Int64) -> Void
     ) throws(WHIPError) -> WHIPSession {
+        let name = exchange.name
         var retried = false
         while true {
             let r = request(
                 "POST", endpoint, body: offer, headers: ["Content-Type: application/sdp", "Accept: application/sdp"], token: token,
                 connectTimeoutMillis: connectTimeoutMillis, timeoutMillis: timeoutMillis)
-            try r.transportError(endpoint: endpoint, connectTimeoutMillis: connectTimeoutMillis, timeoutMillis: timeoutMillis)
+            try r.transportError(
+                endpoint: endpoint, exchange: exchange, connectTimeoutMillis: connectTimeoutMillis, timeoutMillis: timeoutMillis)
             switch r.status {
             case 201:
                 guard let location = r.header("location") else {
                     throw WHIPError(
                         kind: .protocolViolation, status: 201,
                         message:
-                            "the WHIP endpoint answered 201 without a Location header: the session could not be ended later (RFC 9725 §4.2)"
+                            "the \(name) endpoint answered 201 without a Location header: the session could not be ended later (RFC 9725 §4.2)"
                     )
                 }
                 guard r.header("content-type")?.lowercased().hasPrefix("application/sdp") == true, r.body.hasPrefix("v=0") else {
                     throw WHIPError(
                         kind: .protocolViolation, status: 201,
-                        message: "the WHIP endpoint answered 201 without an SDP answer (Content-Type \(r.header("content-type") ?? "none"))"
+                        message:
+                            "the \(name) endpoint answered 201 without an SDP answer (Content-Type \(r.header("content-type") ?? "none"))"
                     )
                 }
                 return WHIPSession(
@@ -77,21 +92,24 @@ public enum WHIPClient {
                 throw WHIPError(
                     kind: .busy, status: r.status,
                     message:
-                        "the WHIP endpoint is busy (HTTP \(r.status))\(r.header("retry-after").map { ", Retry-After \($0)" } ?? ""): try again later"
+                        "the \(name) endpoint is busy (HTTP \(r.status))\(r.header("retry-after").map { ", Retry-After \($0)" } ?? ""): try again later"
                 )
             default:
-                throw r.httpError(endpoint: endpoint, token: token)
+                throw r.httpError(endpoint: endpoint, token: token, exchange: exchange)
             }
         }
     }
 
     /// Ends the session (DELETE on its URL, RFC 9725 §4.3).
-    public static func delete(_ session: WHIPSession, token: String?, timeoutMillis: Int = 5_000) throws(WHIPError) {
+    public static func delete(
+        _ session: WHIPSession, token: String?, exchange: SignalingExchange = .whip, timeoutMillis: Int = 5_000
+    ) throws(WHIPError) {
         let r = request(
             "DELETE", session.resourceURL, body: nil, headers: [], token: token, connectTimeoutMillis: timeoutMillis,
             timeoutMillis: timeoutMillis)
-        try r.transportError(endpoint: session.resourceURL, connectTimeoutMillis: timeoutMillis, timeoutMillis: timeoutMillis)
-        guard (200..<300).contains(r.status) else { throw r.httpError(endpoint: session.resourceURL, token: token) }
+        try r.transportError(
+            endpoint: session.resourceURL, exchange: exchange, connectTimeoutMillis: timeoutMillis, timeoutMillis: timeoutMillis)
+        guard (200..<300).contains(r.status) else { throw r.httpError(endpoint: session.resourceURL, token: token, exchange: exchange) }
     }
 
     struct Response {
@@ -107,37 +125,40 @@ public enum WHIPClient {
         func header(_ name: String) -> String? { headerLines.first { $0.0 == name }?.1 }
         func headers(_ name: String) -> [String] { headerLines.filter { $0.0 == name }.map(\.1) }
 
-        func transportError(endpoint: String, connectTimeoutMillis: Int, timeoutMillis: Int) throws(WHIPError) {
+        func transportError(endpoint: String, exchange: SignalingExchange, connectTimeoutMillis: Int, timeoutMillis: Int) throws(WHIPError)
+        {
             guard curlCode != 0 else { return }
+            let name = exchange.name
             let where_ = WHIPClient.redacted(endpoint)
             if ccurl_is_timeout(curlCode) != 0 {
                 // Which timer fired: the connection's (nothing answered) or the whole request's.
                 throw WHIPError(
                     kind: .timeout, status: nil,
                     message: connected
-                        ? "the WHIP endpoint \(where_) did not answer within \(seconds(timeoutMillis))"
-                        : "cannot connect to the WHIP endpoint \(where_) within \(seconds(connectTimeoutMillis))")
+                        ? "the \(name) endpoint \(where_) did not answer within \(seconds(timeoutMillis))"
+                        : "cannot connect to the \(name) endpoint \(where_) within \(seconds(connectTimeoutMillis))")
             }
             if ccurl_is_unsupported_protocol(curlCode) != 0 {
                 throw WHIPError(
                     kind: .protocolViolation, status: nil,
-                    message: "the WHIP endpoint \(where_) redirected to a URL that is not http or https (not followed)")
+                    message: "the \(name) endpoint \(where_) redirected to a URL that is not http or https (not followed)")
             }
             let said = WHIPClient.sanitized(curlMessage, secrets: [])
             if ccurl_is_unreachable(curlCode) != 0 {
-                throw WHIPError(kind: .unreachable, status: nil, message: "cannot reach the WHIP endpoint \(where_): \(said)")
+                throw WHIPError(kind: .unreachable, status: nil, message: "cannot reach the \(name) endpoint \(where_): \(said)")
             }
             if ccurl_is_tls(curlCode) != 0 {
-                throw WHIPError(kind: .tls, status: nil, message: "TLS with the WHIP endpoint \(where_) failed: \(said)")
+                throw WHIPError(kind: .tls, status: nil, message: "TLS with the \(name) endpoint \(where_) failed: \(said)")
             }
-            throw WHIPError(kind: .unreachable, status: nil, message: "the WHIP request to \(where_) failed: \(said)")
+            throw WHIPError(kind: .unreachable, status: nil, message: "the \(name) request to \(where_) failed: \(said)")
         }
 
         func seconds(_ millis: Int) -> String { millis % 1000 == 0 ? "\(millis / 1000) s" : "\(millis) ms" }
 
         /// An error status as one message; the server's body is shown sanitized (`sanitized`):
         /// a server that echoes the request must not print the token.
-        func httpError(endpoint: String, token: String?) -> WHIPError {
+        func httpError(endpoint: String, token: String?, exchange: SignalingExchange) -> WHIPError {
+            let name = exchange.name
             let text = WHIPClient.sanitized(body, secrets: [token].compactMap { $0 } + WHIPClient.secrets(in: endpoint))
             let said = text.isEmpty ? "" : ": \(text)"
             switch status {
@@ -145,15 +166,15 @@ public enum WHIPClient {
                 return WHIPError(
                     kind: .unauthorized, status: status,
                     message: token != nil
-                        ? "the WHIP endpoint refused the token (HTTP \(status))\(said)"
-                        : "the WHIP endpoint wants a token (HTTP \(status)): pass --token or set PUBBOT_WHIP_TOKEN")
+                        ? "the \(name) endpoint refused the token (HTTP \(status))\(said)"
+                        : "the \(name) endpoint wants a token (HTTP \(status)): \(exchange.tokenHint)")
             case 404:
                 return WHIPError(
-                    kind: .notFound, status: status, message: "no WHIP endpoint at \(WHIPClient.redacted(endpoint)) (HTTP 404)")
+                    kind: .notFound, status: status, message: "no \(name) endpoint at \(WHIPClient.redacted(endpoint)) (HTTP 404)")
             case 400..<500:
-                return WHIPError(kind: .rejected, status: status, message: "the WHIP endpoint refused the offer (HTTP \(status))\(said)")
+                return WHIPError(kind: .rejected, status: status, message: "the \(name) endpoint refused the offer (HTTP \(status))\(said)")
             default:
-                return WHIPError(kind: .server, status: status, message: "the WHIP endpoint failed (HTTP \(status))\(said)")
+                return WHIPError(kind: .server, status: status, message: "the \(name) endpoint failed (HTTP \(status))\(said)")
             }
         }
     }

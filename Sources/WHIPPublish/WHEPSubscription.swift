@@ -36,11 +36,14 @@ public final class WHEPSubscription: @unchecked Sendable {
         offer.receiveVideo = video
         offer.sessionID = UInt64(SecureRandom.uint32()) << 16 | 1
         let resource: WHIPSession
-        do { resource = try WHIPClient.publish(endpoint: options.endpoint, offer: offer.sdp, token: options.token, sleep: sleep) } catch {
-            throw WHIPConnectError(error.description.replacing("WHIP endpoint", with: "WHEP endpoint"))
+        do {
+            resource = try WHIPClient.publish(
+                endpoint: options.endpoint, offer: offer.sdp, token: options.token, exchange: .whep, sleep: sleep)
+        } catch {
+            throw WHIPConnectError(error.description)
         }
         func refuse(_ message: String) -> WHIPConnectError {
-            _ = try? WHIPClient.delete(resource, token: options.token)
+            _ = try? WHIPClient.delete(resource, token: options.token, exchange: .whep)
             return WHIPConnectError(message)
         }
         let n: NegotiatedSession
@@ -96,7 +99,7 @@ public final class WHEPSubscription: @unchecked Sendable {
         self.negotiated = negotiated
         self.spec = spec
         self.summary = summary
-        ending = SessionEnd(resource, token: token)
+        ending = SessionEnd(resource, token: token, exchange: .whep)
     }
 
     /// Ends the session on the server (DELETE); once. Returns the failure, if any.

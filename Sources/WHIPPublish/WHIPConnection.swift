@@ -1,3 +1,4 @@
+import Synchronization
 public import WHIP
 public import Signalling
 public import WebRTC
@@ -18,19 +19,21 @@ public struct WHIPConnectError: Error, CustomStringConvertible, Sendable {
 
 /// A session the server holds (a WHIP or WHEP resource), ended once: DELETE on its URL (RFC 9725
 /// §4.3), whichever way out comes first.
-final class SessionEnd: @unchecked Sendable {
+final class SessionEnd: Sendable {
     let resource: WHIPSession
     let token: String?
-    var ended = false
-    init(_ resource: WHIPSession, token: String?) {
+    let exchange: SignalingExchange
+    /// Set by the first `end()`: a signal handler's and the run's own end may race.
+    let ended = Atomic<Bool>(false)
+    init(_ resource: WHIPSession, token: String?, exchange: SignalingExchange = .whip) {
         self.resource = resource
         self.token = token
+        self.exchange = exchange
     }
 
     func end() -> WHIPError? {
-        guard !ended else { return nil }
-        ended = true
-        do { try WHIPClient.delete(resource, token: token) } catch { return error }
+        guard !ended.exchange(true, ordering: .acquiringAndReleasing) else { return nil }
+        do { try WHIPClient.delete(resource, token: token, exchange: exchange) } catch { return error }
         return nil
     }
 }

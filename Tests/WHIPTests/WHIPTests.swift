@@ -101,6 +101,22 @@ import Platform
         }
     }
 
+    /// The same exchange as a WHEP subscriber: errors name the WHEP endpoint and its own token
+    /// option (they were made by replacing "WHIP endpoint" in the text, which left "no WHIP
+    /// endpoint" and the WHIP token's hint).
+    @Test func whepErrorsNameWHEP() throws {
+        let missing = #expect(throws: WHIPError.self) {
+            try WHIPClient.publish(endpoint: self.base + "/missing", offer: self.offer, token: nil, exchange: .whep, sleep: self.noSleep)
+        }
+        #expect(missing?.message.contains("no WHEP endpoint") == true, "\(String(describing: missing))")
+        let token = #expect(throws: WHIPError.self) {
+            try WHIPClient.publish(endpoint: self.base + "/auth", offer: self.offer, token: nil, exchange: .whep, sleep: self.noSleep)
+        }
+        #expect(
+            token?.message.contains("WHEP endpoint wants a token") == true && token?.message.contains("PUBBOT_WHEP_TOKEN") == true
+                && token?.message.contains("WHIP") == false, "\(String(describing: token))")
+    }
+
     /// A server that never answers, and one that is not there: bounded time, clear message.
     @Test func stalledAndUnreachableServers() throws {
         let t0 = Clock.monotonicMicros()
