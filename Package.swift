@@ -100,7 +100,8 @@ let package = Package(
             name: "BotCLI",
             dependencies: [
                 "WHIP", "WHIPEndpoint", "HTTPServer", "WHIPPublish", "DTLS", "Platform", "Fleet", "PreflightRunner", "PublisherEngine",
-                "LoopbackReceiver", "Simulation", "Transport", "Stats", "RTPCore", "MediaCodecs", "Impairment", "Congestion", "Preflight"
+                "LoopbackReceiver", "Simulation", "Transport", "Stats", "RTPCore", "MediaCodecs", "Impairment", "Congestion", "Preflight",
+                "ICE"
             ],
             // Output schemas, beside the code that emits them.
             exclude: ["stats.schema.json", "preflight.schema.json", "load-report.schema.json"]),

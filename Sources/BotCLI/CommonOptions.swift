@@ -1,5 +1,6 @@
 import WHIP
 import WHIPPublish
+import ICE
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -155,10 +156,8 @@ enum CommonOptions {
         }
         func env(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
         var w = WHIPOptions(endpoint: url, token: o.value("token") ?? env("PUBBOT_WHIP_TOKEN"))
-        w.iceServers = o.all("ice-server")
-        for s in w.iceServers
-        where !(s.lowercased().hasPrefix("stun:") || s.lowercased().hasPrefix("turn:") || s.lowercased().hasPrefix("turns:")) {
-            throw UsageError("invalid --ice-server '\(s)' (stun:HOST[:PORT], turn:HOST[:PORT][?transport=udp|tcp] or turns:HOST[:PORT])")
+        for s in o.all("ice-server") {
+            do { w.iceServers.append(try ICEServerURL.parse(s)) } catch { throw UsageError("invalid --ice-server \(error)") }
         }
         w.turnCAFile = o.value("turn-ca")
         w.interface = o.value("ice-interface")
@@ -170,7 +169,7 @@ enum CommonOptions {
             }
             w.policy = policy
         }
-        let hasTURN = w.iceServers.contains { $0.lowercased().hasPrefix("turn:") || $0.lowercased().hasPrefix("turns:") }
+        let hasTURN = w.iceServers.contains(where: \.isTURN)
         if hasTURN && (w.turnUsername == nil || w.turnCredential == nil) {
             throw UsageError("a turn: --ice-server needs --turn-username and --turn-credential (or PUBBOT_TURN_CREDENTIAL)")
         }

@@ -34,13 +34,11 @@ public enum ConnectivityCheck {
         host.policy = .host
         host.iceServers = []
         results.append(session("host-udp", host, base: base, certificate: certificate, sleep: sleep))
-        let stun = options.iceServers.filter { $0.lowercased().hasPrefix("stun:") }
-        for s in stun { results.append(reflexive(s)) }
-        let turn = options.iceServers.filter { $0.lowercased().hasPrefix("turn:") }
-        let kinds: [(String, [String])] = [
-            ("relay-udp", turn.filter { !$0.lowercased().hasSuffix("transport=tcp") }),
-            ("relay-tcp", turn.filter { $0.lowercased().hasSuffix("transport=tcp") }),
-            ("relay-tls", options.iceServers.filter { $0.lowercased().hasPrefix("turns:") })
+        for s in options.iceServers where !s.isTURN { results.append(reflexive(s)) }
+        let turn = options.iceServers.filter(\.isTURN)
+        let kinds: [(String, [ICEServerURL])] = [
+            ("relay-udp", turn.filter { $0.transport == .udp }), ("relay-tcp", turn.filter { $0.transport == .tcp }),
+            ("relay-tls", turn.filter { $0.transport == .tls })
         ]
         for (name, servers) in kinds where !servers.isEmpty {
             var relay = options
@@ -112,11 +110,9 @@ public enum ConnectivityCheck {
     }
 
     /// A STUN server: reachable, and the address it maps the media socket to.
-    static func reflexive(_ server: String) -> PathResult {
-        var hp = String(server.dropFirst(5))
-        if let q = hp.firstIndex(of: "?") { hp = String(hp[..<q]) }
-        guard let (h, p) = try? SocketAddress.split(hp.contains(":") ? hp : hp + ":3478"), let a = try? SocketAddress(host: h, port: p),
-            let sa = STUNAddress(a), let source = try? a.routeSource(), let socket = try? UDPSocket(bind: source),
+    static func reflexive(_ server: ICEServerURL) -> PathResult {
+        guard let a = try? SocketAddress(host: server.host, port: server.port), let sa = STUNAddress(a), let source = try? a.routeSource(),
+            let socket = try? UDPSocket(bind: source),
             let base = STUNAddress(socket.localAddress)
         else {
             return PathResult(

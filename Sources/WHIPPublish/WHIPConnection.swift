@@ -43,7 +43,7 @@ public struct WHIPOptions: Sendable {
     public var endpoint: String
     public var token: String?
     /// `stun:HOST:PORT` servers for server-reflexive candidates (besides the endpoint's Link headers).
-    public var iceServers: [String] = []
+    public var iceServers: [ICEServerURL] = []
     /// Offer host candidates of this interface only.
     public var interface: String?
     /// Long-term credentials for the `turn:` servers (RFC 8656 §9.2; never printed).
@@ -102,27 +102,10 @@ public final class WHIPConnection: @unchecked Sendable {
         var stunServers: [STUNAddress] = []
         var turnServers: [(address: STUNAddress, tcp: Bool, tls: Bool, host: String)] = []
         for s in options.iceServers {
-            let lower = s.lowercased()
-            let tls = lower.hasPrefix("turns:")
-            guard lower.hasPrefix("stun:") || lower.hasPrefix("turn:") || tls else {
-                throw WHIPConnectError("--ice-server '\(s)': stun:HOST[:PORT], turn:HOST[:PORT][?transport=udp|tcp] or turns:HOST[:PORT]")
-            }
-            var hp = String(s.dropFirst(tls ? 6 : 5))
-            var tcp = tls
-            if let q = hp.firstIndex(of: "?") {
-                let query = hp[hp.index(after: q)...].lowercased()
-                guard query == "transport=tcp" || (!tls && query == "transport=udp") else {
-                    throw WHIPConnectError("--ice-server '\(s)': transport=udp or transport=tcp (turns: is TLS over TCP)")
-                }
-                tcp = query == "transport=tcp"
-                hp = String(hp[..<q])
-            }
-            guard let (h, p) = try? SocketAddress.split(hp.contains(":") ? hp : hp + (tls ? ":5349" : ":3478")),
-                let a = try? SocketAddress(host: h, port: p), let sa = STUNAddress(a)
-            else {
+            guard let a = try? SocketAddress(host: s.host, port: s.port), let sa = STUNAddress(a) else {
                 throw WHIPConnectError("--ice-server '\(s)': cannot resolve it")
             }
-            if lower.hasPrefix("stun:") { stunServers.append(sa) } else { turnServers.append((sa, tcp, tls, h)) }
+            if s.isTURN { turnServers.append((sa, s.transport != .udp, s.transport == .tls, s.host)) } else { stunServers.append(sa) }
         }
         if options.policy == .relay && turnServers.isEmpty {
             throw WHIPConnectError(

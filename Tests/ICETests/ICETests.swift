@@ -248,3 +248,26 @@ func liteServer() -> ICEAgent {
         #expect(sent == 0 && a.counters.encodeFailures > 0 && a.counters.checksSent == 0, "\(a.counters)")
     }
 }
+
+@Suite struct ICEServerURLTests {
+    @Test func parsesWhatRFC7064And7065Allow() throws {
+        let s = try ICEServerURL.parse("stun:stun.example.org")
+        #expect(s.scheme == .stun && s.host == "stun.example.org" && s.port == 3478 && s.transport == .udp && !s.isTURN)
+        let t = try ICEServerURL.parse("TURN:192.0.2.1:3479?Transport=TCP")
+        #expect(t.scheme == .turn && t.host == "192.0.2.1" && t.port == 3479 && t.transport == .tcp && t.isTURN)
+        #expect(t.description == "turn:192.0.2.1:3479?transport=tcp")
+        let v6 = try ICEServerURL.parse("turns:[2001:db8::1]")
+        #expect(v6.host == "2001:db8::1" && v6.port == 5349 && v6.transport == .tls && v6.description == "turns:[2001:db8::1]:5349")
+        #expect(try ICEServerURL.parse("turn:h:1?transport=udp").transport == .udp)
+        #expect(try ICEServerURL.parse(t.description) == t)
+    }
+
+    @Test func refusesWithOneClearReason() {
+        for bad in [
+            "http://x", "stun:", "stun:host:0", "stun:host:70000", "stun:host?transport=udp", "turns:h?transport=udp",
+            "turn:h?transport=sctp", "turn:[::1", "turn:[::1]x", "turn:user@host", "stun", "stun:2001:db8::1"
+        ] {
+            #expect(throws: ICEServerURL.ParseError.self, "\(bad)") { try ICEServerURL.parse(bad) }
+        }
+    }
+}
