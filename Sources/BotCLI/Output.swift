@@ -121,7 +121,7 @@ enum Report {
             ("packetsSent", .int(Int64(s.packetsSent))), ("bytesSent", .int(Int64(s.payloadBytesSent))),
             ("headerBytesSent", .int(Int64(s.headerBytesSent))), ("framesSent", .int(Int64(s.framesSent))),
             ("framesEncoded", .int(Int64(s.framesEncoded))), ("keyFramesSent", .int(Int64(s.keyFramesSent))),
-            ("targetBitrate", .int(Int64(s.targetBitrate))), ("qualityLimitationReason", .string(s.qualityLimitationReason)),
+            ("targetBitrate", .int(Int64(s.targetBitrate))), ("qualityLimitationReason", .string(s.qualityLimitationReason.rawValue)),
             ("roundTripTimeMs", s.roundTripTimeMillis.map { .double(($0 * 10).rounded() / 10) } ?? .null),
             ("fractionLost", .double(s.fractionLost)), ("pliReceived", .int(Int64(s.pliReceived))),
             ("firReceived", .int(Int64(s.firReceived)))

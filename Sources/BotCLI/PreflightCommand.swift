@@ -520,7 +520,7 @@ enum PreflightCommand {
             let n = Report.streamName(kind: o.kind, rid: o.rid, width: o.width, height: o.height)
             sentOnly.add([
                 n, o.kind == .audio ? "opus" : "\(o.width)x\(o.height)", String(o.framesSent), String(o.packetsSent),
-                String(max(0, o.packetsLostReported)), o.kind == .audio ? "-" : o.qualityLimitationReason
+                String(max(0, o.packetsLostReported)), o.kind == .audio ? "-" : o.qualityLimitationReason.rawValue
             ])
         }
         for o in p.streams {
@@ -545,7 +545,7 @@ enum PreflightCommand {
                         out.problems.append("\(name): decoded \(inb.width)x\(inb.height), sent \(o.width)x\(o.height)")
                     }
                     if o.kind == .video && inb.stampsRead == 0 { out.problems.append("\(name): no stamp read back") }
-                } else if o.packetsSent == 0 && o.qualityLimitationReason == "bandwidth" {
+                } else if o.packetsSent == 0 && o.qualityLimitationReason == .bandwidth {
                     out.suspended.append(name) // the allocator switched it off: the link cannot carry it
                 } else {
                     out.problems.append("\(name): nothing received")

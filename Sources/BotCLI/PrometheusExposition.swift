@@ -30,8 +30,8 @@ enum PrometheusExposition {
                 plis.append("pubbot_pli_received_total\(l) \(s.pliReceived)")
                 if s.kind == .video {
                     target.append("pubbot_layer_target_bitrate_bps\(l) \(s.targetBitrate)")
-                    for reason in ["bandwidth", "cpu"] {
-                        let ll = labels(conn + [("ssrc", String(s.ssrc)), ("rid", s.rid ?? ""), ("reason", reason)])
+                    for reason in [QualityLimitationReason.bandwidth, .cpu] {
+                        let ll = labels(conn + [("ssrc", String(s.ssrc)), ("rid", s.rid ?? ""), ("reason", reason.rawValue)])
                         limited.append("pubbot_layer_quality_limited\(ll) \(s.qualityLimitationReason == reason ? 1 : 0)")
                     }
                 }

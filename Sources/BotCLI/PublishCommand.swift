@@ -308,7 +308,7 @@ enum PublishCommand {
                     s.kind == .audio ? "opus" : "\(s.width)x\(s.height)",
                     s.kind == .audio ? "-" : (s.targetBitrate == 0 ? "off" : Units.bitrate(s.targetBitrate)),
                     String(s.framesSent), String(s.packetsSent), "\(s.nackReceived)/\(s.pliReceived)",
-                    s.kind == .audio ? "-" : s.qualityLimitationReason
+                    s.kind == .audio ? "-" : s.qualityLimitationReason.rawValue
                 ])
             }
             out += t.render()

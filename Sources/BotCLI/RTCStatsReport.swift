@@ -58,12 +58,7 @@ enum RTCStatsReport {
                     ("frameHeight", .int(Int64(s.height))),
                     ("framesEncoded", .int(Int64(s.framesEncoded))), ("framesSent", .int(Int64(s.framesSent))),
                     ("keyFramesEncoded", .int(Int64(s.keyFramesSent))), ("targetBitrate", .int(Int64(s.targetBitrate))),
-                    (
-                        "qualityLimitationReason",
-                        .string(
-                            s.qualityLimitationReason == "none" || s.qualityLimitationReason == "bandwidth"
-                                || s.qualityLimitationReason == "cpu" ? s.qualityLimitationReason : "other")
-                    ),
+                    ("qualityLimitationReason", .string(s.qualityLimitationReason.rawValue)),
                     ("pliCount", .int(Int64(s.pliReceived))), ("firCount", .int(Int64(s.firReceived)))
                 ]
                 if let m = s.scalabilityMode { fields.append(("scalabilityMode", .string(m))) }

@@ -62,7 +62,7 @@ final class StatsStream {
                     ("bitrate", .int(Int64(Double(payload * 8) / seconds))),
                     ("totalBitrate", .int(Int64(Double((payload + header) * 8) / seconds))),
                     ("scalabilityMode", .string(s.scalabilityMode ?? "L1T1")),
-                    ("qualityLimitationReason", .string(s.qualityLimitationReason)),
+                    ("qualityLimitationReason", .string(s.qualityLimitationReason.rawValue)),
                     ("codec", .string("VP8")), ("rid", s.rid.map { .string($0) } ?? .null), ("targetBitrate", .int(Int64(s.targetBitrate)))
                 ])
             }

@@ -403,11 +403,11 @@ public final class PublisherSession {
         if config.singleEncoding, let idx = videoIndex.first, let chosen = a.layers.lastIndex(where: { $0 > 0 }) {
             singleWanted = chosen
             senders[idx].stats.targetBitrate = a.layers[chosen]
-            senders[idx].stats.qualityLimitationReason = a.bandwidthLimited[chosen...].contains(true) ? "bandwidth" : "none"
+            senders[idx].stats.qualityLimitationReason = a.bandwidthLimited[chosen...].contains(true) ? .bandwidth : .none
         } else {
             for (i, idx) in videoIndex.enumerated() where i < a.layers.count {
                 senders[idx].stats.targetBitrate = a.layers[i]
-                senders[idx].stats.qualityLimitationReason = a.bandwidthLimited[i] ? "bandwidth" : "none"
+                senders[idx].stats.qualityLimitationReason = a.bandwidthLimited[i] ? .bandwidth : .none
             }
         }
         pacer.pacingRate = Int(2.5 * Double(max(e.bitrate, allocator.audioBitrate)))

@@ -113,8 +113,8 @@ public final class Publisher: Sendable {
         for i in out.indices where out[i].kind == .video {
             if let layer = plan.streams.first(where: { $0.ssrc == out[i].ssrc })?.layer, layer < m.framesEncoded.count {
                 // bandwidth > cpu > other (W3C): cpu when this layer's encoder fell behind real time lately.
-                if out[i].qualityLimitationReason == "none" && layer < lateChanged.count && now - lateChanged[layer] < 2_000_000 {
-                    out[i].qualityLimitationReason = "cpu"
+                if out[i].qualityLimitationReason == .none && layer < lateChanged.count && now - lateChanged[layer] < 2_000_000 {
+                    out[i].qualityLimitationReason = .cpu
                 }
                 // One stream for every layer when simulcast was refused: all their frames.
                 out[i].framesEncoded = config.singleEncoding ? m.framesEncoded.reduce(0, +) : m.framesEncoded[layer]

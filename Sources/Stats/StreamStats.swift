@@ -29,7 +29,7 @@ public struct OutboundStreamStats: Sendable, Equatable {
     public var remoteJitterSeconds: Double?
     /// `none` or `bandwidth` (the allocator holds the layer below target or off); `cpu` when
     /// encoding falls behind real time.
-    public var qualityLimitationReason = "none"
+    public var qualityLimitationReason = QualityLimitationReason.none
     public var pliReceived = 0
     public var nackReceived = 0
     public var retransmittedPacketsSent = 0
@@ -133,4 +133,15 @@ public struct RejectedPackets: Sendable, Equatable {
     public var total: Int {
         authenticationFailed + replayed + malformed + oversized + unknownPayloadType + notRTP + ssrcCollision + unknownSource
     }
+}
+
+/// Why a video layer is held below what it would send (W3C webrtc-stats
+/// `RTCQualityLimitationReason`; pubbot has no `other`).
+public enum QualityLimitationReason: String, Sendable, Equatable, CaseIterable {
+    /// Not limited.
+    case none
+    /// The allocator holds the layer below its target, or off, for the estimate.
+    case bandwidth
+    /// Encoding falls behind real time.
+    case cpu
 }
