@@ -55,7 +55,7 @@ let package = Package(
         // The publisher session, sans-IO: frames, datagrams and time in; datagrams, events and
         // deadlines out. No clock, thread, socket or OS random can be imported here.
         .target(
-            name: "PublisherCore", dependencies: ["RTPCore", "MediaCodecs", "Net", "SRTP", "Stats", "Congestion", "WebRTC", "ICE"],
+            name: "PublisherCore", dependencies: ["RTPCore", "MediaCodecs", "Net", "SRTP", "Stats", "Congestion", "WebRTC", "ICE", "DTLS"],
             swiftSettings: hot),
         // Its drivers: the media and network threads of one publisher, the mailbox between them,
         // the socket side. Re-exports PublisherCore.

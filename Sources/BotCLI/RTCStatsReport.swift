@@ -83,13 +83,13 @@ enum RTCStatsReport {
             ("bytesSent", .int(Int64(sent))), ("packetsSent", .int(Int64(packets))),
             ("selectedCandidatePairId", .string(pairID)),
             ("srtpCipher", .string(t == nil ? config.key.suite.sdesName : t?.srtpCipher ?? "")),
-            ("dtlsState", .string(t?.dtlsState ?? "new")), ("iceRole", .string(t?.iceRole ?? "controlling"))
+            ("dtlsState", .string(t?.dtlsState.rawValue ?? "new")), ("iceRole", .string(t?.iceRole.rawValue ?? "controlling"))
         ]
         if let t {
-            transport.append(("iceState", .string(t.iceState)))
+            transport.append(("iceState", .string(t.iceState.rawValue)))
             if let d = t.dtlsDurationMs { transport.append(("dtlsDurationMs", .int(Int64(d)))) }
             if let d = t.iceDurationMs { transport.append(("iceDurationMs", .int(Int64(d)))) }
-            transport.append(("dtlsRole", .string(t.dtlsRole)))
+            transport.append(("dtlsRole", .string(t.dtlsRole?.rawValue ?? "unknown")))
         }
         out.append(obj(transportID, "transport", transport))
         var pair: [(String, JSONValue)] = [

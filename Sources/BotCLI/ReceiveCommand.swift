@@ -215,7 +215,7 @@ enum ReceiveCommand {
                     whepConnected = true
                     Output.endProgress()
                     Output.err(
-                        "connected: ICE \(t.iceMillis.map { Units.fixed($0, 1) } ?? "?") ms (\(t.iceRole ?? "?")), DTLS \(t.dtlsMillis.map { Units.fixed($0, 1) } ?? "?") ms, \(t.srtpCipher ?? "?"), server \(t.remote ?? "?")\n"
+                        "connected: ICE \(t.iceMillis.map { Units.fixed($0, 1) } ?? "?") ms (\(t.iceRole?.rawValue ?? "?")), DTLS \(t.dtlsMillis.map { Units.fixed($0, 1) } ?? "?") ms, \(t.srtpCipher ?? "?"), server \(t.remote ?? "?")\n"
                     )
                 }
             }
@@ -322,7 +322,7 @@ enum ReceiveCommand {
             [("resource", .string(WHIPClient.redacted(w.resource.resourceURL)))] + w.summary.map { ($0.0, JSONValue.string($0.1)) } + [
                 ("state", .string(t?.state ?? "new")), ("failure", t?.failure.map { .string($0) } ?? .null),
                 ("server", t?.remote.map { .string($0) } ?? .null),
-                ("iceRole", t?.iceRole.map { .string($0) } ?? .null), ("iceDurationMs", ms(t?.iceMillis)),
+                ("iceRole", t?.iceRole.map { .string($0.rawValue) } ?? .null), ("iceDurationMs", ms(t?.iceMillis)),
                 ("dtlsDurationMs", ms(t?.dtlsMillis)),
                 ("srtpCipher", t?.srtpCipher.map { .string($0) } ?? .null), ("roundTripTimeMs", ms(t?.roundTripMillis)),
                 ("rtcpSent", .int(Int64(r.rtcpSent))), ("nackSent", .int(Int64(r.nackSent))), ("pliSent", .int(Int64(r.pliSent))),
@@ -336,7 +336,7 @@ enum ReceiveCommand {
         let t = r.webrtcPublishers.first
         var out = "WHEP: " + w.summary.map { "\($0.0) \($0.1)" }.joined(separator: ", ") + "\n"
         out +=
-            "transport: \(t?.state ?? "new"), server \(t?.remote ?? "-"), ICE \(t?.iceMillis.map { Units.fixed($0, 1) } ?? "-") ms as \(t?.iceRole ?? "-"), "
+            "transport: \(t?.state ?? "new"), server \(t?.remote ?? "-"), ICE \(t?.iceMillis.map { Units.fixed($0, 1) } ?? "-") ms as \(t?.iceRole?.rawValue ?? "-"), "
         out +=
             "DTLS \(t?.dtlsMillis.map { Units.fixed($0, 1) } ?? "-") ms, RTT \(t?.roundTripMillis.map { Units.fixed($0, 2) } ?? "-") ms; "
         out += "feedback sent: \(r.nackSent) NACK, \(r.pliSent) PLI, \(r.transportFeedbackSent) transport-cc, \(r.rembSent) REMB"

@@ -188,7 +188,7 @@ enum TransportFields {
             pair = .null
         }
         return [
-            ("iceState", .string(t.iceState)), ("dtlsState", .string(t.dtlsState)),
+            ("iceState", .string(t.iceState.rawValue)), ("dtlsState", .string(t.dtlsState.rawValue)),
             ("srtpCipher", t.srtpCipher.map { .string($0) } ?? .null),
             ("iceDurationMs", t.iceDurationMs.map { .int(Int64($0)) } ?? .null),
             ("dtlsDurationMs", t.dtlsDurationMs.map { .int(Int64($0)) } ?? .null),

@@ -110,7 +110,7 @@ final class WHEPProbe: @unchecked Sendable {
             let t = snap.webrtcPublishers.first
             f += [
                 ("iceDurationMs", ms(t?.iceMillis)), ("dtlsDurationMs", ms(t?.dtlsMillis)),
-                ("iceRole", t?.iceRole.map { .string($0) } ?? .null)
+                ("iceRole", t?.iceRole.map { .string($0.rawValue) } ?? .null)
             ]
             if let v = snap.streams.first(where: { $0.kind == .video }) {
                 f += [

@@ -63,7 +63,8 @@ public final class DTLSCertificate: @unchecked Sendable {
 /// left into a deadline on the caller's clock.
 public final class DTLSEndpoint {
     /// RFC 5763 §5: `a=setup:active` is the DTLS client, `passive` the server.
-    public enum Role: Sendable { case client, server }
+    /// The raw value is W3C `RTCDtlsRole`'s.
+    public enum Role: String, Sendable { case client, server }
 
     public enum Event: Sendable {
         /// The handshake is done and the peer's certificate matches: SRTP keys for each direction.

@@ -23,7 +23,8 @@ public import RTPCore
 /// - consent freshness once connected (RFC 7675): a check on the selected pair every 4–6 s; no
 ///   answer for 30 s ends the session (`.failed`).
 public final class ICEAgent {
-    public enum Role: Sendable, Equatable { case controlling, controlled }
+    /// RFC 8445 §6.1.1; the raw value is W3C `RTCIceRole`'s.
+    public enum Role: String, Sendable, Equatable { case controlling, controlled }
 
     public struct Credentials: Sendable, Equatable {
         public var ufrag: String

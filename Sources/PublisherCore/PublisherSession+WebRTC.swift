@@ -1,17 +1,18 @@
 import RTPCore
 import Net
 import SRTP
-import WebRTC
-import ICE
+public import WebRTC
+public import ICE
+public import DTLS
 
 /// The WebRTC transport's figures for stats (W3C `RTCIceTransport`/`RTCDtlsTransport`/the
 /// selected `RTCIceCandidatePair`).
 public struct TransportStatus: Sendable, Equatable {
-    public var iceState = "new"
-    public var dtlsState = "new"
-    public var iceRole = "controlling"
-    /// W3C `RTCDtlsRole`: "client" or "server" (the answer's a=setup decided).
-    public var dtlsRole = "unknown"
+    public var iceState = ICETransportState.new
+    public var dtlsState = DTLSTransportState.new
+    public var iceRole = ICEAgent.Role.controlling
+    /// W3C `RTCDtlsRole` (the answer's a=setup decided).
+    public var dtlsRole: DTLSEndpoint.Role?
     /// `AEAD_AES_128_GCM` or `AES_CM_128_HMAC_SHA1_80` once DTLS exported the keys.
     public var srtpCipher: String?
     public var localCandidateType: String?
@@ -35,8 +36,8 @@ public struct TransportStatus: Sendable, Equatable {
     mutating func update(_ t: WebRTCTransport) {
         iceState = t.iceState
         dtlsState = t.dtlsState
-        iceRole = t.ice.role == .controlling ? "controlling" : "controlled"
-        dtlsRole = t.dtls.role == .client ? "client" : "server"
+        iceRole = t.ice.role
+        dtlsRole = t.dtls.role
         if let (l, r) = t.ice.selectedPair {
             localCandidateType = l.kind.rawValue
             localAddress = l.address.description

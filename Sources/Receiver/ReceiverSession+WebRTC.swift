@@ -92,7 +92,7 @@ public struct WebRTCPublisherState: Sendable, Equatable {
     /// ICE and DTLS times (ms from the first check; the offerer's own, a WHEP subscriber's).
     public var iceMillis: Double?
     public var dtlsMillis: Double?
-    public var iceRole: String?
+    public var iceRole: ICEAgent.Role?
     public var roundTripMillis: Double?
 }
 
@@ -274,7 +274,7 @@ extension ReceiverSession {
                         peer.state.iceMillis = t.iceConnectedMicros.map { Double($0 - s0) / 1000 }
                         peer.state.dtlsMillis = t.dtlsConnectedMicros.map { Double($0 - (t.iceConnectedMicros ?? s0)) / 1000 }
                     }
-                    peer.state.iceRole = t.ice.role == .controlling ? "controlling" : "controlled"
+                    peer.state.iceRole = t.ice.role
                 } catch {
                     fail(peer, "libsrtp2 refused the keys DTLS exported: \(error)")
                 }

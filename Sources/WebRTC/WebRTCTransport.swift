@@ -64,22 +64,22 @@ public final class WebRTCTransport {
     }
 
     /// ICE's state in W3C terms (`RTCIceTransportState`).
-    public var iceState: String {
-        if failed && iceConnectedMicros == nil { return "failed" }
+    public var iceState: ICETransportState {
+        if failed && iceConnectedMicros == nil { return .failed }
         switch ice.state {
-        case .checking: return startedMicros == nil ? "new" : "checking"
-        case .connected: return "connected"
-        case .failed: return "failed"
+        case .checking: return startedMicros == nil ? .new : .checking
+        case .connected: return .connected
+        case .failed: return .failed
         }
     }
 
     /// DTLS's state in W3C terms (`RTCDtlsTransportState`).
-    public var dtlsState: String {
+    public var dtlsState: DTLSTransportState {
         switch dtls.state {
-        case .handshaking: return failed ? "failed" : (dtlsStarted ? "connecting" : "new")
-        case .connected: return "connected"
-        case .closed: return "closed"
-        case .failed: return "failed"
+        case .handshaking: return failed ? .failed : (dtlsStarted ? .connecting : .new)
+        case .connected: return .connected
+        case .closed: return .closed
+        case .failed: return .failed
         }
     }
 
@@ -222,3 +222,9 @@ extension SocketAddress {
         self.init(ip: address.ip, port: Int(address.port))
     }
 }
+
+/// W3C webrtc-pc `RTCIceTransportState`, the states pubbot's agent reaches.
+public enum ICETransportState: String, Sendable, Equatable { case new, checking, connected, failed }
+
+/// W3C webrtc-pc `RTCDtlsTransportState`.
+public enum DTLSTransportState: String, Sendable, Equatable { case new, connecting, connected, closed, failed }

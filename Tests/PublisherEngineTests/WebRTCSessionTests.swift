@@ -137,7 +137,7 @@ import Crypto
         }
         rig.run(until: 1_500_000)
         let status = try #require(rig.session.statistics.1.transport)
-        #expect(status.iceState == "connected" && status.dtlsState == "connected" && status.srtpCipher == "AEAD_AES_128_GCM", "\(status)")
+        #expect(status.iceState == .connected && status.dtlsState == .connected && status.srtpCipher == "AEAD_AES_128_GCM", "\(status)")
         #expect(status.localCandidateType == "host" && status.remoteAddress == "10.0.0.1:8189")
         let ice = try #require(status.iceDurationMs), dtls = try #require(status.dtlsDurationMs)
         #expect(ice >= 10 && ice < 100 && dtls >= 10 && dtls < 100, "ICE \(ice) ms, DTLS \(dtls) ms")
