@@ -144,6 +144,9 @@ let package = Package(
             ]),
         .testTarget(name: "BotCLITests", dependencies: ["BotCLI"]),
         .testTarget(
+            name: "WHIPPublishTests",
+            dependencies: ["WHIPPublish", "Signalling", "PublisherEngine", "MediaCodecs", "ICE", "Transport", "RTPCore"]),
+        .testTarget(
             name: "IntegrationTests",
             dependencies: ["DTLS", "ICE", "Crypto", "Platform", "PublisherEngine", "LoopbackReceiver", "Transport", "BotCLI", "TestSupport"]
         ),

@@ -174,61 +174,10 @@ public final class WHIPConnection: @unchecked Sendable {
         guard n.audio != nil || n.video != nil else {
             throw refuse("the answer accepts neither Opus audio nor VP8 video (no common codec): nothing to publish")
         }
-        var c = base
-        c.audioSSRC = audioSSRC
-        if oneEncoding { (c.videoSSRC, c.videoRTXSSRC) = (videoSSRC, videoRTXSSRC) }
-        var summary: [(String, String)] = []
-        c.sendAudio = base.sendAudio && n.audio != nil
-        c.sendVideo = base.sendVideo && n.video != nil
-        if let a = n.audio {
-            c.audioPayloadType = a.payloadType
-            c.audioExtensions = RTPExtensionIDs(negotiated: a.extensions)
-            summary.append(("audio", "opus/\(a.payloadType)"))
-        } else if base.sendAudio {
-            summary.append(("audio", "rejected by the answer"))
-        }
-        if let v = n.video {
-            c.videoPayloadType = v.payloadType
-            c.videoExtensions = RTPExtensionIDs(negotiated: v.extensions)
-            c.rtx = v.rtxPayloadType != nil
-            if let r = v.rtxPayloadType { c.rtxPayloadType = r }
-            let accepted = v.simulcast ?? []
-            if accepted.count >= 2 {
-                c.layers = base.layers.filter { accepted.contains($0.rid) }
-                summary.append(("simulcast", accepted.joined(separator: ";")))
-            } else if oneEncoding {
-                c.singleEncoding = true
-                c.sendRIDs = false
-                summary.append(("simulcast", "off: one encoding, \(base.layers[0].height)p (a=ssrc \(videoSSRC))"))
-            } else {
-                // Simulcast refused: one RTP stream carrying the best layer the estimate allows.
-                c.layers = base.layers
-                c.singleEncoding = true
-                c.sendRIDs = accepted.count == 1
-                summary.append(
-                    (
-                        "simulcast",
-                        "refused: one encoding, the best of \(base.layers.map { "\($0.height)p" }.joined(separator: "/")) the estimate carries"
-                    ))
-            }
-            summary.append(("video", "VP8/\(v.payloadType)" + (v.rtxPayloadType.map { " rtx/\($0)" } ?? " no rtx")))
-        } else if base.sendVideo {
-            summary.append(("video", "rejected by the answer"))
-        }
-        let streams = [n.audio, n.video].compactMap { $0 }
-        let transportCC =
-            streams.contains(where: \.transportCC)
-            && (c.videoExtensions.transportSequence != nil || c.audioExtensions.transportSequence != nil)
-        if transportCC {
-            c.feedback = .transportCC
-        } else {
-            // Without transport-cc the packets carry no transport-wide sequence numbers.
-            c.audioExtensions.transportSequence = nil
-            c.videoExtensions.transportSequence = nil
-            c.feedback = streams.contains(where: \.remb) ? .remb : .lossOnly
-        }
-        summary.append(("congestionControl", c.feedback.rawValue))
-        summary.append(("iceLite", n.iceLite ? "yes" : "no"))
+        var configured = base
+        configured.audioSSRC = audioSSRC
+        if oneEncoding { (configured.videoSSRC, configured.videoRTXSSRC) = (videoSSRC, videoRTXSSRC) }
+        var (c, summary) = configured.applying(n, oneEncoding: oneEncoding)
         if let t = turn, let relay = t.relay {
             summary.append(
                 (
