@@ -306,11 +306,18 @@ int clinux_gso_supported(int fd) {
     return getsockopt(fd, SOL_UDP, UDP_SEGMENT, &size, &len) == 0;
 }
 
-int clinux_recvmmsg(int fd, void *const *bufs, uint32_t capacity, uint32_t *lens, clinux_addr *froms, int n) {
+int clinux_enable_rx_timestamps(int fd) {
+    int on = 1;
+    return setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof(on)) == 0 ? 0 : -errno;
+}
+
+int clinux_recvmmsg(int fd, void *const *bufs, uint32_t capacity, uint32_t *lens, clinux_addr *froms, int64_t *arrivals, int n) {
     if (n <= 0) return 0;
     if (n > 64) n = 64;
     struct mmsghdr msgs[64];
     struct iovec iovs[64];
+    /* room for one SCM_TIMESTAMPNS per datagram */
+    union { char buf[CMSG_SPACE(sizeof(struct timespec))]; struct cmsghdr align; } control[64];
     for (int i = 0; i < n; i++) {
         iovs[i].iov_base = bufs[i];
         iovs[i].iov_len = capacity;
@@ -320,6 +327,10 @@ int clinux_recvmmsg(int fd, void *const *bufs, uint32_t capacity, uint32_t *lens
         if (froms) {
             msgs[i].msg_hdr.msg_name = froms[i].storage;
             msgs[i].msg_hdr.msg_namelen = sizeof(froms[i].storage);
+        }
+        if (arrivals) {
+            msgs[i].msg_hdr.msg_control = control[i].buf;
+            msgs[i].msg_hdr.msg_controllen = sizeof(control[i].buf);
         }
     }
     for (;;) {
@@ -331,10 +342,31 @@ int clinux_recvmmsg(int fd, void *const *bufs, uint32_t capacity, uint32_t *lens
             drain_error_queue(fd);
             return -e;
         }
+        /* The kernel stamps with CLOCK_REALTIME; the caller's clock is CLOCK_MONOTONIC: shift by
+           their difference now (a step of the wall clock between arrival and now shifts it too;
+           the caller clamps). */
+        int64_t shift = 0;
+        if (arrivals) {
+            struct timespec mono, real;
+            clock_gettime(CLOCK_MONOTONIC, &mono);
+            clock_gettime(CLOCK_REALTIME, &real);
+            shift = ((int64_t)mono.tv_sec - (int64_t)real.tv_sec) * 1000000000 + ((int64_t)mono.tv_nsec - (int64_t)real.tv_nsec);
+        }
         for (int i = 0; i < rc; i++) {
             /* a datagram longer than the buffer is truncated: report its real size (> capacity) */
             lens[i] = (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) ? capacity + 1 : msgs[i].msg_len;
             if (froms) froms[i].length = msgs[i].msg_hdr.msg_namelen;
+            if (arrivals) {
+                arrivals[i] = 0;
+                for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msgs[i].msg_hdr); cm; cm = CMSG_NXTHDR(&msgs[i].msg_hdr, cm)) {
+                    if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS) {
+                        struct timespec ts;
+                        memcpy(&ts, CMSG_DATA(cm), sizeof(ts));
+                        int64_t ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + shift;
+                        arrivals[i] = ns / 1000;
+                    }
+                }
+            }
         }
         return rc;
     }

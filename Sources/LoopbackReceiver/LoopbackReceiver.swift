@@ -94,6 +94,11 @@ public final class LoopbackReceiver: Sendable {
         ended: Locked<[String]>
     ) {
         let batch = PacketBatch(capacity: 32)
+        // The kernel's arrival time of each datagram, not the time this thread got to read it: a
+        // receiver starved of the CPU for a while (a loaded test machine, a fleet) still reports
+        // the path's delays in transport-cc and REMB, and the emulated links see the real spacing.
+        try? socket.enableArrivalTimestamps()
+        var lastStep = Clock.monotonicMicros()
         func read() {
             for _ in 0..<64 {
                 let n: Int
@@ -104,9 +109,14 @@ public final class LoopbackReceiver: Sendable {
                 }
                 if n == 0 { return }
                 let now = Clock.monotonicMicros()
+                var at = lastStep
                 for i in 0..<n {
-                    session.handleDatagram(batch.slot(i).baseAddress!, length: Int(batch.lengths[i]), from: batch.source(i), now: now)
+                    // In order, never before what the session was last told nor after now (the
+                    // wall clock the kernel stamps with may have stepped).
+                    at = min(now, max(at, batch.arrival(i) ?? now))
+                    session.handleDatagram(batch.slot(i).baseAddress!, length: Int(batch.lengths[i]), from: batch.source(i), now: at)
                 }
+                lastStep = at
             }
         }
         func flush() {
@@ -127,6 +137,7 @@ public final class LoopbackReceiver: Sendable {
             }
             read()
             let now = Clock.monotonicMicros()
+            lastStep = now
             wake = min(session.step(now: now), now + 20_000)
             flush()
             let gone = session.takeEndedResources()

@@ -16,6 +16,9 @@ public final class PacketBatch {
     public var lengths: [UInt32]
     /// Sender of each received datagram.
     package var sources: [SocketAddress]
+    /// When the kernel took each received datagram in (monotonic µs), on a socket with arrival
+    /// timestamps on; 0 where none was given.
+    public var arrivals: [Int64]
     /// Number of slots in use.
     public var count = 0
 
@@ -28,6 +31,7 @@ public final class PacketBatch {
         pointers = (0..<capacity).map { base + $0 * Self.slotSize }
         lengths = [UInt32](repeating: 0, count: capacity)
         sources = []
+        arrivals = [Int64](repeating: 0, count: capacity)
     }
 
     deinit { storage.deallocate() }
@@ -45,6 +49,9 @@ public final class PacketBatch {
     public func packet(_ i: Int) -> UnsafeMutableRawBufferPointer {
         UnsafeMutableRawBufferPointer(start: pointer(i), count: Int(lengths[i]))
     }
+
+    /// When the kernel took slot `i`'s datagram in (monotonic µs), or nil when it did not say.
+    public func arrival(_ i: Int) -> Int64? { i < arrivals.count && arrivals[i] != 0 ? arrivals[i] : nil }
 
     /// Where slot `i`'s datagram came from (receive batches only).
     public func source(_ i: Int) -> SocketAddress? { i < sources.count ? sources[i] : nil }

@@ -38,10 +38,10 @@ final class DelayLine {
 
     var nextDue: Int64? { count > 0 ? due[head] : nil }
 
-    /// The oldest packet if it is due; its bytes stay valid until the next `push`.
-    func popDue(now: Int64) -> (UnsafeMutableRawPointer, Int, SocketAddress?)? {
+    /// The oldest packet if it is due, with its due time; its bytes stay valid until the next `push`.
+    func popDue(now: Int64) -> (UnsafeMutableRawPointer, Int, SocketAddress?, Int64)? {
         guard count > 0, due[head] <= now else { return nil }
-        let out = (storage + head * Self.slotSize, lengths[head], sources[head])
+        let out = (storage + head * Self.slotSize, lengths[head], sources[head], due[head])
         head = (head + 1) % capacity
         count -= 1
         return out

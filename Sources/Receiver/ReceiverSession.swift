@@ -145,18 +145,20 @@ public final class ReceiverSession {
         }
     }
 
-    /// Hands on what the emulated uplink delivers by `now` (the driver calls it before waiting).
+    /// Hands on what the emulated uplink delivers by `now` (the driver calls it before waiting),
+    /// each packet at the time the emulated link delivered it: a driver that woke late does not
+    /// bunch the arrivals the link spaced.
     public func deliverDue(now: Int64) {
         guard let line = delayLine else { return }
-        let wall = now + wallOffsetMicros
-        while let (p, len, from) = line.popDue(now: now) { handle(p, length: len, now: now, wall: wall, from: from) }
+        while let (p, len, from, due) = line.popDue(now: now) { handle(p, length: len, now: due, wall: due + wallOffsetMicros, from: from) }
     }
 
     func deliverDownlink(now: Int64) {
         guard let line = downlinkLine else { return }
-        let wall = now + wallOffsetMicros
-        while let (p, len, from) = line.popDue(now: now) {
-            if let from, let i = peerIndex[from] { subscriberReceive(p, length: len, now: now, wall: wall, peer: peers[i]) }
+        while let (p, len, from, due) = line.popDue(now: now) {
+            if let from, let i = peerIndex[from] {
+                subscriberReceive(p, length: len, now: due, wall: due + wallOffsetMicros, peer: peers[i])
+            }
         }
     }
 

@@ -25,6 +25,18 @@ public final class UDPSocket {
         usesGSO = clinux_gso_supported(fd) != 0
     }
 
+    /// Whether receives report the kernel's arrival time of each datagram (`PacketBatch.arrivals`).
+    public private(set) var timestampsArrivals = false
+
+    /// Has the kernel stamp each datagram's arrival (SO_TIMESTAMPNS), so a driver that reads late
+    /// still hands its session when the datagram arrived — as libwebrtc's
+    /// `rtc_base/physical_socket_server.cc` does with SO_TIMESTAMP.
+    public func enableArrivalTimestamps() throws(SocketError) {
+        let rc = clinux_enable_rx_timestamps(fd)
+        guard rc == 0 else { throw SocketError("SO_TIMESTAMPNS", errno: -rc) }
+        timestampsArrivals = true
+    }
+
     /// Turns GSO off (benchmarks compare both ways; a refusal turns it off by itself).
     public func disableGSO() { usesGSO = false }
 
@@ -91,8 +103,11 @@ public final class UDPSocket {
         let rc = batch.pointers.withUnsafeBufferPointer { ptrs in
             batch.lengths.withUnsafeMutableBufferPointer { lens in
                 rawSources.withUnsafeMutableBufferPointer { froms in
-                    clinux_recvmmsg(
-                        fd, ptrs.baseAddress!, UInt32(PacketBatch.maxPacketSize), lens.baseAddress!, froms.baseAddress!, Int32(n))
+                    batch.arrivals.withUnsafeMutableBufferPointer { arrivals in
+                        clinux_recvmmsg(
+                            fd, ptrs.baseAddress!, UInt32(PacketBatch.maxPacketSize), lens.baseAddress!, froms.baseAddress!,
+                            timestampsArrivals ? arrivals.baseAddress : nil, Int32(n))
+                    }
                 }
             }
         }

@@ -161,6 +161,41 @@ import Platform
         #expect(median >= 550_000 && median <= 950_000 && targets.last! <= 1_100_000, "aiortc's target after 8 s: \(targets)")
     }
 
+    /// A subscriber that does not get the CPU — stopped for 250 ms of every 750 ms, as a loaded
+    /// machine or a fleet can do to it — still measures the path and not itself: each datagram
+    /// carries the kernel's arrival time, so the emulated 800 kbit/s downlink spaces aiortc's
+    /// packets as a real one would and the receiver reports no freeze (reading the time at the
+    /// late read instead, it reported 21 and REMB fell to ~400 kbit/s at the first stop).
+    @Test func aStarvedSubscriberMeasuresThePathNotItself() throws {
+        let (peer, url) = try startEndpoint()
+        defer { peer.stop() }
+        let whep = String(url.dropLast("/whip".count)) + "/whep"
+        let receiver = try PeerProcess(
+            Self.binary, ["receive", "--whep", whep, "--duration", "12s", "--downlink-impair", "rate=800kbit", "--json"])
+        defer { receiver.stop() }
+        try #require(receiver.wait(for: "connected:", micros: 10_000_000), "\(receiver.text)")
+        let pid = receiver.process.processIdentifier
+        var stops = 0
+        let end = Clock.monotonicMicros() + 30_000_000
+        while receiver.process.isRunning && Clock.monotonicMicros() < end {
+            Clock.sleep(micros: 500_000)
+            guard receiver.process.isRunning else { break }
+            kill(pid, SIGSTOP)
+            Clock.sleep(micros: 250_000)
+            kill(pid, SIGCONT)
+            stops += 1
+        }
+        receiver.process.waitUntilExit()
+        #expect(stops >= 8 && receiver.process.terminationStatus == 0, "\(stops) stops; \(receiver.text)")
+        let text = receiver.text
+        let json = try #require(text.range(of: "\n{\n").map { String(text[$0.lowerBound...]) }, "\(text)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any], "\(json)")
+        let v = try #require((summary["streams"] as? [[String: Any]])?.first { $0["kind"] as? String == "video" })
+        let got = v["packetsReceived"] as? Int ?? 0, lost = v["packetsLost"] as? Int ?? 0
+        #expect((v["framesDecoded"] as? Int ?? 0) >= 250 && lost * 50 <= got, "\(v)")
+        #expect((v["freezeCount"] as? Int ?? 99) <= 2, "\(v)")
+    }
+
     /// `receive --whep` against hostile WHEP servers: a silent one (ICE fails in bounded time),
     /// one that answers recvonly (sends nothing), a refused token — each one message, exit 2, the
     /// session DELETEd when one was created, the token never printed.

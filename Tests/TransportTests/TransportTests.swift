@@ -130,6 +130,34 @@ import RTPCore
         #expect(Int(inbox.lengths[0]) > PacketBatch.maxPacketSize)
     }
 
+    /// A datagram read 50 ms after it arrived carries its arrival time, not the read's: the
+    /// kernel's stamp, on the monotonic clock the drivers use. Without timestamps on, none. (The
+    /// kernel turns arrival stamping on asynchronously — until then it stamps at the read — so
+    /// the first few datagrams may carry the read's time; within a second they must not.)
+    @Test func arrivalTimestampIsTheKernelsNotTheReads() throws {
+        let rx = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0))
+        let tx = try UDPSocket(for: rx.localAddress)
+        let inbox = PacketBatch(capacity: 4)
+        let one: [UInt8] = [1, 2, 3]
+        try one.withUnsafeBytes { try tx.send($0, to: rx.localAddress) }
+        _ = rx.wait(timeoutMicros: 1_000_000)
+        #expect(try rx.receive(into: inbox) == 1 && inbox.arrival(0) == nil)
+        try rx.enableArrivalTimestamps()
+        var seen: [(sent: Int64, arrival: Int64, read: Int64)] = []
+        for _ in 0..<20 {
+            let sent = Clock.monotonicMicros()
+            try one.withUnsafeBytes { try tx.send($0, to: rx.localAddress) }
+            Clock.sleep(micros: 50_000) // the late reader this is about
+            let read = Clock.monotonicMicros()
+            #expect(try rx.receive(into: inbox) == 1)
+            let arrival = try #require(inbox.arrival(0))
+            #expect(arrival >= sent - 2_000 && arrival <= Clock.monotonicMicros(), "sent \(sent), arrived \(arrival), read \(read)")
+            seen.append((sent, arrival, read))
+            if arrival < read - 40_000 { break }
+        }
+        #expect(seen.contains { $0.arrival < $0.read - 40_000 }, "\(seen)")
+    }
+
     @Test func eventSignalWakesTheWait() throws {
         let s = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0))
         let e = try EventSignal()

@@ -58,8 +58,13 @@ int clinux_send_gso(int fd, const clinux_addr *dst, const void *buf, uint32_t le
 int clinux_gso_supported(int fd);
 
 /// Receives up to n datagrams without blocking. lens[i] get the sizes, froms[i] the senders
-/// (froms may be NULL). Returns the count (0 when nothing is waiting) or -errno.
-int clinux_recvmmsg(int fd, void *const *bufs, uint32_t capacity, uint32_t *lens, clinux_addr *froms, int n);
+/// (froms may be NULL). With `arrivals` (may be NULL) on a socket with receive timestamps on,
+/// arrivals[i] gets when the kernel took datagram i in, on CLOCK_MONOTONIC in µs (0 when the
+/// kernel attached none). Returns the count (0 when nothing is waiting) or -errno.
+int clinux_recvmmsg(int fd, void *const *bufs, uint32_t capacity, uint32_t *lens, clinux_addr *froms, int64_t *arrivals, int n);
+/// Asks the kernel to stamp each received datagram with its arrival time (SO_TIMESTAMPNS).
+/// Returns 0 or -errno.
+int clinux_enable_rx_timestamps(int fd);
 
 /// Waits until fd_a or fd_b (-1 to ignore) is readable or timeout_us elapses (negative: forever).
 /// Returns a bitmask: 1 = fd_a readable, 2 = fd_b readable, 0 = timeout; or -errno.
