@@ -32,10 +32,29 @@ enum PublishCommand {
         let o = try ParsedOptions.parse(args, spec: spec, command: "publish")
         if o.helpRequested { Output.out(Help.help("publish")! + "\n"); return 0 }
         Output.stdoutIsStats = o.value("stats") == "-"
+        return execute(try plan(o))
+    }
+
+    /// What the command line asks for, validated: nothing is opened or sent yet but the stats
+    /// output.
+    struct Plan {
+        var config: PublisherConfig
+        /// One per receiver (a relayed session); with WHIP, the answer's.
+        var destinations: [SocketAddress]
+        var whip: WHIPOptions?
+        var cnameGiven: Bool
+        var stats: (StatsStream, Int64)?
+        var vitals: Bool
+        var sdpOut: String?
+        var metrics: (host: String, port: Int, text: String)?
+        var rtcStatsPath: String?
+        var json: Bool
+    }
+
+    static func plan(_ o: ParsedOptions) throws(UsageError) -> Plan {
         let tos = o.all("to")
         let whipOptions = try CommonOptions.whipOptions(o)
-        let whipURL = whipOptions?.endpoint
-        if whipURL != nil {
+        if whipOptions != nil {
             guard tos.isEmpty else { throw UsageError("--whip and --to exclude each other (WHIP negotiates where media goes)") }
             for flag in ["key", "sdp-out", "no-bundle", "srtp-suite"] where o.has(flag) || o.value(flag) != nil {
                 throw UsageError("--\(flag) is for SDES publishing (--to); with --whip the keys come from DTLS and everything is bundled")
@@ -47,7 +66,7 @@ enum PublishCommand {
         if o.has("no-audio") && o.has("no-video") { throw UsageError("--no-audio and --no-video together leave nothing to send") }
         var destinations: [SocketAddress] = []
         for to in tos { destinations.append(try CommonOptions.address(to, option: "to")) }
-        if whipURL != nil { destinations = [try CommonOptions.address("127.0.0.1:9", option: "to")] } // replaced by the answer's
+        if whipOptions != nil { destinations = [try CommonOptions.address("127.0.0.1:9", option: "to")] } // replaced by the answer's
         let suite = try CommonOptions.suite(o)
         var pc = PublisherConfig(destination: destinations[0], key: try CommonOptions.key(o, suite: suite))
         try CommonOptions.apply(o, to: &pc, relayed: destinations.count > 1)
@@ -61,69 +80,43 @@ enum PublishCommand {
         for d in destinations where !pc.bundle && d.port + 2 * (pc.layers.count + 1) > 65535 {
             throw UsageError("--no-bundle needs \(2 * (pc.layers.count + 1)) ports from \(d.port)")
         }
-
-        // A relayed session: one publisher per receiver, each with its own transport, feedback,
-        // estimate and encoders (as a browser has one peer connection per remote peer).
         let stats = try CommonOptions.stats(o)
         if o.has("vitals") && stats == nil { throw UsageError("--vitals writes into the stats stream: add --stats FILE|-") }
-        var vitals: VitalsRecorder? = o.has("vitals") ? VitalsRecorder(intervalMicros: stats!.1) : nil
-        var sampler = ProcessVitals()
-        var previousEncode: [Int64] = []
-        var publishers: [Publisher] = []
+        return Plan(
+            config: pc, destinations: destinations, whip: whipOptions, cnameGiven: o.value("cname") != nil, stats: stats,
+            vitals: o.has("vitals"), sdpOut: o.value("sdp-out"), metrics: try o.value("metrics").map(metricsAddress),
+            rtcStatsPath: o.value("rtc-stats"), json: o.has("json"))
+    }
+
+    /// "9100" or ":9100" binds to loopback; a host must be given to listen elsewhere.
+    static func metricsAddress(_ m: String) throws(UsageError) -> (host: String, port: Int, text: String) {
+        let text = m.hasPrefix(":") ? String(m.dropFirst()) : m
+        let (host, portText): (String, String) =
+            text.contains(":")
+            ? (String(text[..<text.lastIndex(of: ":")!]), String(text[text.index(after: text.lastIndex(of: ":")!)...]))
+            : ("127.0.0.1", text)
+        guard let port = Int(portText), (0...65535).contains(port) else {
+            throw UsageError("invalid --metrics '\(m)' (e.g. 9100 or 127.0.0.1:9100)")
+        }
+        return (host, port, m)
+    }
+
+    /// Connects (WHIP) or opens the sockets (SDES), publishes until the duration ends, Ctrl-C or
+    /// a failure, and reports. 0, 130 (interrupted) or 2 (a peer or the machine failed).
+    static func execute(_ plan: Plan) -> Int32 {
+        var plan = plan
         var whip: WHIPConnection?
         // Every way out after the server made a session DELETEs it (RFC 9725 §4.3).
         defer { if let w = whip, let e = w.end() { Output.err("warning: could not end the WHIP session: \(e)\n") } }
-        if let url = whipURL, let options = whipOptions {
-            if o.value("cname") == nil { pc.cname = WHIPConnection.randomCNAME() }
-            Output.err("WHIP: offering to \(WHIPClient.redacted(url))\n")
-            do {
-                let certificate = try DTLSCertificate()
-                let w = try WHIPConnection.open(options, base: pc, certificate: certificate, sleep: { Clock.sleep(micros: $0) })
-                whip = w
-                destinations = [w.config.destination]
-                pc = w.config
-                publishers.append(try Publisher(config: w.config, socket: w.socket, webrtc: (w.transport, w.local), tcp: w.turnTCP))
-                Output.err(
-                    "WHIP session \(WHIPClient.redacted(w.resource.resourceURL)): "
-                        + w.summary.map { "\($0.0) \($0.1)" }.joined(separator: ", ") + "\n")
-            } catch let e as WHIPConnectError {
-                Output.err("Error: \(e)\n")
-                return 2
-            } catch {
-                Output.err("Error: \(error)\n")
-                return 2
-            }
+        let publishers: [Publisher]
+        do { (publishers, whip) = try connect(&plan) } catch {
+            Output.err("Error: \(error)\n")
+            return 2
         }
-        for d in destinations where whip == nil {
-            var c = pc
-            c.destination = d
-            do { publishers.append(try Publisher(config: c)) } catch {
-                Output.err("Error: \(error)\n")
-                return 2
-            }
-        }
-        if let path = o.value("sdp-out") {
-            for (i, publisher) in publishers.enumerated() {
-                let file = i == 0 ? path : "\(path).\(i + 1)"
-                guard writeFile(file, publisher.plan.sessionDescription().render()) else {
-                    Output.err("Error: cannot write the SDP to '\(file)'\n")
-                    return 2
-                }
-                Output.err("SDP for \(destinations[i]) written to \(file) (it contains the SRTP key)\n")
-            }
-        }
+        if let path = plan.sdpOut, !writeSDP(path, publishers, plan.destinations) { return 2 }
         var metrics: MetricsServer?
-        if let m = o.value("metrics") {
-            // "9100" or ":9100" binds to loopback; a host must be given to listen elsewhere.
-            let text = m.hasPrefix(":") ? String(m.dropFirst()) : m
-            let (host, portText): (String, String) =
-                text.contains(":")
-                ? (String(text[..<text.lastIndex(of: ":")!]), String(text[text.index(after: text.lastIndex(of: ":")!)...]))
-                : ("127.0.0.1", text)
-            guard let port = Int(portText), (0...65535).contains(port) else {
-                throw UsageError("invalid --metrics '\(m)' (e.g. 9100 or 127.0.0.1:9100)")
-            }
-            let pubs = publishers, dests = destinations
+        if let (host, port, _) = plan.metrics {
+            let pubs = publishers, dests = plan.destinations
             do {
                 metrics = try MetricsServer(host: host, port: port) {
                     PrometheusExposition.render(zip(pubs, dests).map { ($0.snapshot(), $1.description) })
@@ -135,32 +128,105 @@ enum PublishCommand {
             Output.err("metrics on http://\(host):\(metrics!.port)/metrics\n")
         }
         defer { metrics?.stop() }
+        let monitor = Monitor(plan: plan, publishers: publishers, whip: whip)
         for publisher in publishers { publisher.start() }
-        vitals?.startSession()
-        _ = sampler.sample()
-        for (d, publisher) in zip(destinations, publishers) where whip == nil {
+        monitor.started()
+        for (d, publisher) in zip(plan.destinations, publishers) where whip == nil {
             Output.err(
-                "publishing to \(d)\(pc.bundle ? " (bundle)" : " (one port per stream)") from \(publisher.localAddress); Ctrl-C to stop\n")
+                "publishing to \(d)\(plan.config.bundle ? " (bundle)" : " (one port per stream)") from \(publisher.localAddress); Ctrl-C to stop\n"
+            )
         }
-        var announcedConnection = false
-        let relayed = publishers.count > 1
-        let rtcStatsPath = o.value("rtc-stats")
-        func writeRTCStats() {
-            guard let path = rtcStatsPath else { return }
-            let report: JSONValue =
-                relayed
-                ? .array(
-                    publishers.enumerated().map { i, pub in RTCStatsReport.build(pub.snapshot(), config: pub.config, connection: i + 1) })
-                : RTCStatsReport.build(publishers[0].snapshot(), config: publishers[0].config)
-            if !writeFile(path, report.serialized(pretty: true) + "\n") {
-                Output.err("warning: cannot write the RTC stats report to '\(path)'\n")
-            }
-        }
-        var warnedUnreachable = Set<Int>()
-        var warnedNoFeedback = Set<Int>()
-        var nextStats = Clock.monotonicMicros() + (stats?.1 ?? 0)
         while !publishers.allSatisfy({ $0.control.stopRequested }) && !Signals.isInterrupted {
             Clock.sleep(micros: 100_000)
+            monitor.tick()
+        }
+        let interrupted = Signals.isInterrupted
+        for publisher in publishers { publisher.stop() }
+        for publisher in publishers { publisher.wait() }
+        Output.endProgress()
+        let snaps = publishers.map { $0.snapshot() }
+        monitor.finish(snaps)
+        report(snaps, plan: plan, whip: whip)
+        if let e = snaps.compactMap(\.media.error).first { Output.err("Error: encoder failed: \(e)\n"); return 2 }
+        if let failure = snaps.compactMap(\.network.transport?.failure).first {
+            Output.err("Error: \(failure)\n")
+            return 2
+        }
+        return interrupted ? 130 : 0
+    }
+
+    /// The publishers: one per receiver (a relayed session: each with its own transport,
+    /// feedback, estimate and encoders, as a browser has one peer connection per remote peer),
+    /// or the one a WHIP server answered for (`plan` then takes the answer's configuration).
+    static func connect(_ plan: inout Plan) throws -> ([Publisher], WHIPConnection?) {
+        guard let options = plan.whip else {
+            return (
+                try plan.destinations.map { d in
+                    var c = plan.config
+                    c.destination = d
+                    return try Publisher(config: c)
+                }, nil
+            )
+        }
+        if !plan.cnameGiven { plan.config.cname = WHIPConnection.randomCNAME() }
+        Output.err("WHIP: offering to \(WHIPClient.redacted(options.endpoint))\n")
+        let certificate = try DTLSCertificate()
+        let w = try WHIPConnection.open(options, base: plan.config, certificate: certificate, sleep: { Clock.sleep(micros: $0) })
+        plan.destinations = [w.config.destination]
+        plan.config = w.config
+        let publisher: Publisher
+        do { publisher = try Publisher(config: w.config, socket: w.socket, webrtc: (w.transport, w.local), tcp: w.turnTCP) } catch {
+            if let e = w.end() { Output.err("warning: could not end the WHIP session: \(e)\n") }
+            throw error
+        }
+        Output.err(
+            "WHIP session \(WHIPClient.redacted(w.resource.resourceURL)): " + w.summary.map { "\($0.0) \($0.1)" }.joined(separator: ", ")
+                + "\n")
+        return ([publisher], w)
+    }
+
+    /// `--sdp-out`: each publisher's session description (the second receiver's in `path.2`, …).
+    static func writeSDP(_ path: String, _ publishers: [Publisher], _ destinations: [SocketAddress]) -> Bool {
+        for (i, publisher) in publishers.enumerated() {
+            let file = i == 0 ? path : "\(path).\(i + 1)"
+            guard writeFile(file, publisher.plan.sessionDescription().render()) else {
+                Output.err("Error: cannot write the SDP to '\(file)'\n")
+                return false
+            }
+            Output.err("SDP for \(destinations[i]) written to \(file) (it contains the SRTP key)\n")
+        }
+        return true
+    }
+
+    /// What runs every 100 ms while publishing: the live table, the stats stream and vitals, the
+    /// connection line, the warnings (each once per connection); and the final stats records.
+    final class Monitor {
+        let plan: Plan
+        let publishers: [Publisher]
+        let whip: WHIPConnection?
+        var vitals: VitalsRecorder?
+        var sampler = ProcessVitals()
+        var previousEncode: [Int64] = []
+        var announcedConnection = false
+        var warnedUnreachable = Set<Int>()
+        var warnedNoFeedback = Set<Int>()
+        var nextStats: Int64
+        var relayed: Bool { publishers.count > 1 }
+
+        init(plan: Plan, publishers: [Publisher], whip: WHIPConnection?) {
+            self.plan = plan
+            self.publishers = publishers
+            self.whip = whip
+            vitals = plan.vitals ? VitalsRecorder(intervalMicros: plan.stats!.1) : nil
+            nextStats = Clock.monotonicMicros() + (plan.stats?.1 ?? 0)
+        }
+
+        func started() {
+            vitals?.startSession()
+            _ = sampler.sample()
+        }
+
+        func tick() {
             let snaps = publishers.map { $0.snapshot() }
             if Signals.takeReportRequest() { writeRTCStats() }
             if whip != nil, !announcedConnection, let t = snaps[0].network.transport, t.srtpCipher != nil {
@@ -170,26 +236,33 @@ enum PublishCommand {
                     "connected: ICE \(t.iceDurationMs ?? 0) ms (\(t.localCandidateType ?? "?") \(t.localAddress ?? "?") → \(t.remoteCandidateType ?? "?") \(t.remoteAddress ?? "?")), DTLS \(t.dtlsDurationMs ?? 0) ms, \(t.srtpCipher!); Ctrl-C to stop\n"
                 )
             }
-            if let (stream, interval) = stats, Clock.monotonicMicros() >= nextStats {
-                stream.emit(zip(snaps, destinations).map { ($0, relayed ? $1.description : nil) })
-                if vitals != nil {
-                    let wall = Clock.wallMicros() / 1000
-                    let (cpu, rss) = sampler.sample()
-                    vitals!.add(.init(wallMillis: wall, cpuPercent: cpu, rssBytes: rss))
-                    // Encoder time per layer in this tick (ms), summed over the connections.
-                    var encode = [Int64](repeating: 0, count: snaps[0].media.encodeMicros.count)
-                    for p in snaps { for (i, e) in p.media.encodeMicros.enumerated() where i < encode.count { encode[i] += e } }
-                    let delta = encode.enumerated().map { i, e in e - (i < previousEncode.count ? previousEncode[i] : 0) }
-                    previousEncode = encode
-                    vitals!.log("encoderTimeMs", .array(delta.map { .int($0 / 1000) }), wallMillis: wall)
-                    for chunk in vitals!.flush() { stream.out.writeRaw(chunk) }
-                }
+            if let (stream, interval) = plan.stats, Clock.monotonicMicros() >= nextStats {
+                stream.emit(zip(snaps, plan.destinations).map { ($0, relayed ? $1.description : nil) })
+                if vitals != nil { sampleVitals(snaps, into: stream) }
                 nextStats += interval
             }
             let sent = snaps.reduce(0) { $0 + $1.streams.reduce(0) { $0 + $1.packetsSent } }
             let bytes = snaps.reduce(0) { $0 + $1.streams.reduce(0) { $0 + $1.payloadBytesSent + $1.headerBytesSent } }
             let secs = max(0.001, Double(snaps[0].elapsedMicros) / 1e6)
-            Output.screen(liveTable(snaps, destinations, seconds: secs, sent: sent, bytes: bytes))
+            Output.screen(liveTable(snaps, plan.destinations, seconds: secs, sent: sent, bytes: bytes))
+            warn(snaps)
+        }
+
+        func sampleVitals(_ snaps: [PublisherSnapshot], into stream: StatsStream) {
+            let wall = Clock.wallMicros() / 1000
+            let (cpu, rss) = sampler.sample()
+            vitals!.add(.init(wallMillis: wall, cpuPercent: cpu, rssBytes: rss))
+            // Encoder time per layer in this tick (ms), summed over the connections.
+            var encode = [Int64](repeating: 0, count: snaps[0].media.encodeMicros.count)
+            for p in snaps { for (i, e) in p.media.encodeMicros.enumerated() where i < encode.count { encode[i] += e } }
+            let delta = encode.enumerated().map { i, e in e - (i < previousEncode.count ? previousEncode[i] : 0) }
+            previousEncode = encode
+            vitals!.log("encoderTimeMs", .array(delta.map { .int($0 / 1000) }), wallMillis: wall)
+            for chunk in vitals!.flush() { stream.out.writeRaw(chunk) }
+        }
+
+        func warn(_ snaps: [PublisherSnapshot]) {
+            let pc = plan.config
             for (i, p) in snaps.enumerated() {
                 if pc.congestionControl && pc.bundle && pc.feedback == .transportCC && !warnedNoFeedback.contains(i)
                     && p.elapsedMicros > 3_000_000
@@ -198,96 +271,100 @@ enum PublishCommand {
                     warnedNoFeedback.insert(i)
                     Output.endProgress()
                     Output.err(
-                        "warning: no transport-cc feedback from \(destinations[i]) after 3 s: the estimate is backing off and upper layers stay off. If the receiver does not send transport-cc (ffmpeg, gst-launch), use --no-congestion-control\n"
+                        "warning: no transport-cc feedback from \(plan.destinations[i]) after 3 s: the estimate is backing off and upper layers stay off. If the receiver does not send transport-cc (ffmpeg, gst-launch), use --no-congestion-control\n"
                     )
                 }
                 if p.network.portUnreachable > 0 && !warnedUnreachable.contains(i) {
                     warnedUnreachable.insert(i)
                     Output.endProgress()
-                    Output.err("warning: \(destinations[i]) answers 'port unreachable' — is a receiver listening there?\n")
+                    Output.err("warning: \(plan.destinations[i]) answers 'port unreachable' — is a receiver listening there?\n")
                 }
             }
         }
-        let interrupted = Signals.isInterrupted
-        for publisher in publishers { publisher.stop() }
-        for publisher in publishers { publisher.wait() }
-        Output.endProgress()
-        let snaps = publishers.map { $0.snapshot() }
-        writeRTCStats()
-        if let (stream, _) = stats {
-            stream.emit(zip(snaps, destinations).map { ($0, relayed ? $1.description : nil) }, final: true)
+
+        /// `--rtc-stats FILE`: the W3C report, at SIGUSR1 and at the end.
+        func writeRTCStats() {
+            guard let path = plan.rtcStatsPath else { return }
+            let report: JSONValue =
+                relayed
+                ? .array(
+                    publishers.enumerated().map { i, pub in RTCStatsReport.build(pub.snapshot(), config: pub.config, connection: i + 1) })
+                : RTCStatsReport.build(publishers[0].snapshot(), config: publishers[0].config)
+            if !writeFile(path, report.serialized(pretty: true) + "\n") {
+                Output.err("warning: cannot write the RTC stats report to '\(path)'\n")
+            }
+        }
+
+        /// The last records: the RTC stats report, the final stats line and the vitals summary.
+        func finish(_ snaps: [PublisherSnapshot]) {
+            writeRTCStats()
+            guard let (stream, _) = plan.stats else { return }
+            stream.emit(zip(snaps, plan.destinations).map { ($0, relayed ? $1.description : nil) }, final: true)
             if vitals != nil {
                 vitals!.endSession()
                 for chunk in vitals!.flush() { stream.out.writeRaw(chunk) }
                 stream.out.write([vitals!.summary(wallMillis: Clock.wallMicros() / 1000)])
             }
         }
-        if o.has("json") {
-            let docs: [JSONValue] = zip(snaps, destinations).map { p, d in
-                .object(
-                    [
-                        ("to", .string(d.description)), ("durationMs", .int(p.elapsedMicros / 1000)),
-                        ("streams", .array(p.streams.map(Report.outboundJSON))),
-                        (
-                            "encodeMs",
-                            .object([
-                                ("videoLayers", .array(p.media.encodeMicros.map { .int($0 / 1000) })),
-                                ("audio", .int(p.media.audioEncodeMicros / 1000))
-                            ])
-                        ),
-                        ("framesSkipped", .int(Int64(p.media.framesSkipped))),
-                        ("estimate", p.network.estimate.map { .int(Int64($0.bitrate)) } ?? .null),
-                        ("networkCondition", .string(p.network.networkCondition.rawValue)),
-                        ("portUnreachable", .int(Int64(p.network.portUnreachable))),
-                        (
-                            "feedback",
-                            .object([
-                                ("rtcpReceived", .int(Int64(p.network.rtcpReceived))),
-                                ("transportFeedbackReceived", .int(Int64(p.network.transportFeedbackReceived))),
-                                ("rembReceived", .int(Int64(p.network.rembReceived))),
-                                ("nackReceived", .int(Int64(p.network.nackReceived))),
-                                ("retransmissionsSent", .int(Int64(p.network.retransmissionsSent))),
-                                ("paddingPacketsSent", .int(Int64(p.network.paddingPacketsSent))),
-                                ("pliReceived", .int(Int64(p.streams.reduce(0) { $0 + $1.pliReceived })))
-                            ])
-                        ),
-                        ("sendErrors", .int(Int64(p.network.sendErrors))),
-                        // Back-pressure from the socket or qdisc (ENOBUFS): datagrams that waited, not lost.
-                        ("sendDeferred", .int(Int64(p.network.sendDeferred)))
-                    ]
-                        + (whip.map { w in
-                            [
-                                (
-                                    "whip",
-                                    JSONValue.object(
-                                        [
-                                            ("resource", .string(WHIPClient.redacted(w.resource.resourceURL))),
-                                            ("negotiated", .object(w.summary.map { ($0.0, .string($0.1)) }))
-                                        ]
-                                            + (p.network.transport.map { TransportFields.json($0, rttMillis: nil) } ?? []))
-                                )
-                            ]
-                        } ?? []))
-            }
-            var fields: [(String, JSONValue)] = [("type", .string("summary")), ("command", .string("publish"))]
-            if relayed {
-                fields.append(("connections", .array(docs)))
-            } else if case let .object(f) = docs[0] {
-                fields += f.filter { $0.0 != "to" }
-            }
-            Output.out(JSONValue.object(fields).serialized(pretty: true) + "\n")
-        } else {
-            for (p, d) in zip(snaps, destinations) {
+    }
+
+    /// The summary on stdout: JSON (`--json`) or a table per connection.
+    static func report(_ snaps: [PublisherSnapshot], plan: Plan, whip: WHIPConnection?) {
+        let relayed = snaps.count > 1
+        guard plan.json else {
+            for (p, d) in zip(snaps, plan.destinations) {
                 if relayed { Output.out("to \(d):\n") }
                 Output.out(Report.publisherTable(PublisherSnapshotView(streams: p.streams, elapsedMicros: p.elapsedMicros)))
             }
+            return
         }
-        if let e = snaps.compactMap(\.media.error).first { Output.err("Error: encoder failed: \(e)\n"); return 2 }
-        if let failure = snaps.compactMap(\.network.transport?.failure).first {
-            Output.err("Error: \(failure)\n")
-            return 2
+        let docs = zip(snaps, plan.destinations).map { p, d in summaryJSON(p, to: d, whip: whip) }
+        var fields: [(String, JSONValue)] = [("type", .string("summary")), ("command", .string("publish"))]
+        if relayed {
+            fields.append(("connections", .array(docs)))
+        } else if case let .object(f) = docs[0] {
+            fields += f.filter { $0.0 != "to" }
         }
-        return interrupted ? 130 : 0
+        Output.out(JSONValue.object(fields).serialized(pretty: true) + "\n")
+    }
+
+    /// One connection's summary object.
+    static func summaryJSON(_ p: PublisherSnapshot, to d: SocketAddress, whip: WHIPConnection?) -> JSONValue {
+        let feedback: JSONValue = .object([
+            ("rtcpReceived", .int(Int64(p.network.rtcpReceived))),
+            ("transportFeedbackReceived", .int(Int64(p.network.transportFeedbackReceived))),
+            ("rembReceived", .int(Int64(p.network.rembReceived))),
+            ("nackReceived", .int(Int64(p.network.nackReceived))),
+            ("retransmissionsSent", .int(Int64(p.network.retransmissionsSent))),
+            ("paddingPacketsSent", .int(Int64(p.network.paddingPacketsSent))),
+            ("pliReceived", .int(Int64(p.streams.reduce(0) { $0 + $1.pliReceived })))
+        ])
+        var fields: [(String, JSONValue)] = [
+            ("to", .string(d.description)), ("durationMs", .int(p.elapsedMicros / 1000)),
+            ("streams", .array(p.streams.map(Report.outboundJSON))),
+            (
+                "encodeMs",
+                .object([
+                    ("videoLayers", .array(p.media.encodeMicros.map { .int($0 / 1000) })), ("audio", .int(p.media.audioEncodeMicros / 1000))
+                ])
+            ),
+            ("framesSkipped", .int(Int64(p.media.framesSkipped))),
+            ("estimate", p.network.estimate.map { .int(Int64($0.bitrate)) } ?? .null),
+            ("networkCondition", .string(p.network.networkCondition.rawValue)),
+            ("portUnreachable", .int(Int64(p.network.portUnreachable))),
+            ("feedback", feedback),
+            ("sendErrors", .int(Int64(p.network.sendErrors))),
+            // Back-pressure from the socket or qdisc (ENOBUFS): datagrams that waited, not lost.
+            ("sendDeferred", .int(Int64(p.network.sendDeferred)))
+        ]
+        if let w = whip {
+            let negotiated: [(String, JSONValue)] = [
+                ("resource", .string(WHIPClient.redacted(w.resource.resourceURL))),
+                ("negotiated", .object(w.summary.map { ($0.0, .string($0.1)) }))
+            ]
+            fields.append(("whip", .object(negotiated + (p.network.transport.map { TransportFields.json($0, rttMillis: nil) } ?? []))))
+        }
+        return .object(fields)
     }
 
     /// The live view on a terminal: per connection, the estimate and condition, then per stream
