@@ -17,6 +17,75 @@ import DTLS
 /// What `pubbot preflight` prints: the JSON document (schema: preflight.schema.json), the
 /// human verdict, the JUnit report and the per-stream table.
 extension PreflightCommand {
+    /// A finished pre-flight, as printed: the verdict with, through a WHIP server, what was
+    /// negotiated, each connectivity path and what the WHEP subscriber saw.
+    struct Summary {
+        var outcome: PreflightRunner.Outcome
+        var verdict: Verdict
+        var met: Bool?
+        var connectivity: [PathResult]
+        var whip: WHIPConnection?
+        var subscriber: WHEPProbe.Result?
+
+        func json(_ plan: Plan) -> JSONValue {
+            let phase = outcome.phase
+            let doc = PreflightCommand.json(
+                verdict, phase: phase, audioOnly: outcome.audioOnly, requirement: plan.requirement, met: met, thresholds: plan.thresholds)
+            guard case var .object(f) = doc, let w = whip else { return doc }
+            let t = phase.publisher?.network.transport
+            let negotiated: [(String, JSONValue)] = [
+                ("endpoint", .string(WHIPClient.redacted(w.resource.resourceURL))),
+                ("negotiated", .object(w.summary.map { ($0.0, .string($0.1)) }))
+            ]
+            f.append(
+                ("whip", .object(negotiated + (t.map { TransportFields.json($0, rttMillis: phase.measurement.roundTripTimeMillis) } ?? [])))
+            )
+            let paths: [JSONValue] = connectivity.map { r in
+                .object([
+                    ("path", .string(r.path)), ("reachable", .bool(r.reachable)),
+                    ("connectMs", r.connectMs.map { .double(($0 * 10).rounded() / 10) } ?? .null),
+                    ("roundTripTimeMs", r.rttMs.map { .double(($0 * 100).rounded() / 100) } ?? .null),
+                    ("detail", .string(r.detail))
+                ])
+            }
+            f.append(("connectivity", .array(paths)))
+            // No direct path worked: only a relay can carry this client's media.
+            f.append(("turnRequired", .bool(!connectivity.contains { $0.path == "host-udp" && $0.reachable })))
+            let path = t.flatMap { t in t.localCandidateType.map { "\($0) → \(t.remoteCandidateType ?? "?")" } }
+            f.append(("path", path.map { .string($0) } ?? .null))
+            if let subscriber { f.append(("subscriber", WHEPProbe.json(subscriber))) }
+            return .object(f)
+        }
+
+        func text(_ plan: Plan, destination: SocketAddress, embedded: Bool) -> String {
+            let phase = outcome.phase
+            let target =
+                plan.whipOptions.map { WHIPClient.redacted($0.endpoint) } ?? (embedded ? "embedded loopback receiver" : "\(destination)")
+            var text = PreflightCommand.human(
+                verdict, phase: phase, audioOnly: outcome.audioOnly, target: target, requirement: plan.requirement, met: met)
+            if !connectivity.isEmpty {
+                var table = TextTable(headers: ["path", "reachable", "connect", "RTT", "detail"], rightAligned: [2, 3])
+                for r in connectivity {
+                    table.add([
+                        r.path, r.reachable ? "yes" : "NO", r.connectMs.map { Units.fixed($0, 1) + " ms" } ?? "-",
+                        r.rttMs.map { Units.fixed($0, 2) + " ms" } ?? "-", r.detail
+                    ])
+                }
+                text += "\nconnectivity (each path on its own):\n" + table.render()
+                if !connectivity.contains(where: { $0.path == "host-udp" && $0.reachable }) {
+                    text += "TURN required: no direct path worked\n"
+                }
+            }
+            if let w = whip, let t = phase.publisher?.network.transport {
+                text += "\nWHIP: " + w.summary.map { "\($0.0) \($0.1)" }.joined(separator: ", ") + "\n"
+                text +=
+                    "ICE \(t.iceDurationMs ?? 0) ms (\(t.localCandidateType ?? "?") \(t.localAddress ?? "?") → \(t.remoteCandidateType ?? "?") \(t.remoteAddress ?? "?")), DTLS \(t.dtlsDurationMs ?? 0) ms, \(t.srtpCipher ?? "-")\n"
+            }
+            if let subscriber { text += WHEPProbe.text(subscriber) }
+            return text
+        }
+    }
+
     static func json(
         _ v: Verdict, phase: PreflightRunner.Phase, audioOnly: Measurement?, requirement: String?, met: Bool?,
         thresholds: VerdictThresholds,
