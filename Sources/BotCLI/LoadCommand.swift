@@ -3,6 +3,7 @@
     import Glibc
 #endif
 import MediaCodecs
+import Impairment
 import PublisherEngine
 import Fleet
 import LoopbackReceiver
@@ -28,16 +29,38 @@ enum LoadCommand {
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
         let o = try ParsedOptions.parse(args, spec: spec, command: "load")
         if o.helpRequested { Output.out(Help.help("load")! + "\n"); return 0 }
-        if o.value("publishers") != nil && o.value("bots") != nil {
-            throw UsageError("give --bots or --publishers (the same: publisher bots), not both")
-        }
-        let total =
-            try (o.value("publishers") ?? o.value("bots")).map { b throws(UsageError) in
-                guard let n = Int(b), (1...20_000).contains(n) else {
-                    throw UsageError("invalid --\(o.value("publishers") != nil ? "publishers" : "bots") '\(b)' (1…20000)")
-                }
-                return n
-            } ?? 10
+        return execute(try plan(o))
+    }
+
+    /// What the command line asks for, validated: nothing is opened or started yet.
+    struct Plan {
+        var total: Int
+        var shard: Shard
+        /// This process's bots.
+        var range: Range<Int>
+        var duration: Int64
+        var rampPerSecond: Double
+        var loops: Int
+        var requirements: [LoadRequirement]
+        var suite: SRTPSuite
+        /// Remote receivers, one per room.
+        var tos: [SocketAddress]
+        var whip: WHIPOptions?
+        var whep: WHIPOptions?
+        var subscriberCount: Int
+        var roomCount: Int
+        var sharedKey: SRTPKey?
+        var impairment: ImpairmentSchedule?
+        var decode: Bool
+        /// Live encoders (`--encode`, or subscribers measuring latency), else replay loops.
+        var liveLayers: [VideoLayerConfig]?
+        var mediaDirectory: String?
+        var reportPath: String?
+        var json: Bool
+    }
+
+    static func plan(_ o: ParsedOptions) throws(UsageError) -> Plan {
+        let total = try botCount(o)
         let shard = try shardOption(
             o.value("shard"), environment: getenv("JOB_COMPLETION_INDEX").map { String(cString: $0) },
             total: getenv("PUBBOT_SHARDS").map { String(cString: $0) })
@@ -60,10 +83,8 @@ enum LoadCommand {
         // Never "ok" on a lossy or silent run unless asked: a default that fails on 5 % loss.
         let requirements = try LoadRequirement.parseList(o.value("require") ?? "loss<5%,feedback>=100%")
         let suite = try CommonOptions.suite(o)
-        let tos = o.all("to")
         let whipOptions = try CommonOptions.whipOptions(o)
-        let whipURL = whipOptions?.endpoint
-        if whipURL != nil {
+        if whipOptions != nil {
             for flag in ["to", "key", "impair", "decode", "srtp-suite"] where o.value(flag) != nil || o.has(flag) {
                 throw UsageError("--\(flag) does not go with --whip (each bot negotiates with the server; keys come from DTLS)")
             }
@@ -71,43 +92,14 @@ enum LoadCommand {
         // Subscribers through the server (WHEP): real subscriber bots beside the publishers.
         let whepOptions = try CommonOptions.whepOptions(
             o, whip: whipOptions, needs: "the subscribers watch the publisher bots through the server")
-        var subscriberCount = 0
-        if whepOptions != nil {
-            subscriberCount =
-                try o.value("subscribers").map { v throws(UsageError) in
-                    guard let n = Int(v), (1...256).contains(n) else {
-                        throw UsageError("invalid --subscribers '\(v)' (1…256: each is a receiver thread)")
-                    }
-                    return n
-                } ?? total
-            if o.value("shard") != nil || getenv("PUBBOT_SHARDS") != nil {
-                throw UsageError("--whep runs the subscribers in one process: not with --shard")
-            }
-        } else {
-            for flag in ["subscribers", "publishers"] where o.value(flag) != nil {
-                throw UsageError("--\(flag) needs --whep URL (with --whip URL)")
-            }
-        }
+        let subscriberCount = try subscribers(o, whep: whepOptions != nil, total: total)
+        let tos = o.all("to")
         if !tos.isEmpty && o.value("impair") != nil {
             throw UsageError("--impair applies to the embedded receivers; with --to, impair at `pubbot receive --impair`")
         }
         if !tos.isEmpty && o.value("key") == nil { throw UsageError("--to needs the receivers' --key B64") }
         if !tos.isEmpty && o.has("decode") { throw UsageError("--decode applies to the embedded receivers") }
-        var roomCount =
-            try o.value("rooms").map { r throws(UsageError) in
-                guard let n = Int(r), (1...1_000).contains(n) else { throw UsageError("invalid --rooms '\(r)' (1…1000)") }
-                return n
-            } ?? max(1, tos.count)
-        if !tos.isEmpty {
-            guard o.value("rooms") == nil || roomCount == tos.count else {
-                throw UsageError("with --to, each room is one --to: give \(roomCount) of them or drop --rooms")
-            }
-            roomCount = tos.count
-        }
-        if let url = whipURL, roomCount > 1, !url.contains("{room}") {
-            throw UsageError(
-                "--rooms \(roomCount) with --whip: put {room} (and optionally {publisher}) in the URL, e.g. http://host/whip?room={room}")
-        }
+        let roomCount = try rooms(o, tos: tos.count, whip: whipOptions?.endpoint)
         let sharedKey: SRTPKey? = o.value("key") == nil ? nil : try CommonOptions.key(o, suite: suite)
         let impairment = try o.value("impair").map { t throws(UsageError) in try ValueParsers.impairment(t, option: "impair") }
         if o.has("encode") && o.value("media") != nil { throw UsageError("--encode encodes live; --media is for replay") }
@@ -117,51 +109,164 @@ enum LoadCommand {
         if !encodeLive && o.value("layers") != nil {
             throw UsageError("--layers is for --encode; replay loops have theirs (pubbot media build --layers)")
         }
-        var library = ReplayLibrary(layers: [], audio: [], audioBitrate: 32_000)
-        var live: SharedEncoder?
-        if encodeLive {
-            let layers =
-                try o.value("layers").map { l throws(UsageError) in try ValueParsers.ladder(l, temporalLayers: 1, defaultFps: 30) }
+        let liveLayers =
+            !encodeLive
+            ? nil
+            : try o.value("layers").map { l throws(UsageError) in try ValueParsers.ladder(l, temporalLayers: 1, defaultFps: 30) }
                 ?? VideoLayerConfig.ladder(top: 640, 360, layers: 2)
-            live = SharedEncoder(layers: layers)
-        } else if let dir = o.value("media") {
-            do { library = try ReplayLibrary.load(directory: dir) } catch {
-                Output.err("Error: \(error)\n")
-                return 2
-            }
-        } else {
-            guard let (dir, lib) = DefaultMedia.find() else { return 2 }
-            library = lib
-            Output.err("media: replay loops from \(dir)\n")
-        }
-        raiseFileLimit(to: range.count + 256)
+        var addresses: [SocketAddress] = []
+        for to in tos { addresses.append(try CommonOptions.address(to, option: "to")) }
+        return Plan(
+            total: total, shard: shard, range: range, duration: duration, rampPerSecond: rampPerSecond, loops: loops,
+            requirements: requirements, suite: suite, tos: addresses, whip: whipOptions, whep: whepOptions,
+            subscriberCount: subscriberCount,
+            roomCount: roomCount, sharedKey: sharedKey, impairment: impairment, decode: o.has("decode"), liveLayers: liveLayers,
+            mediaDirectory: o.value("media"), reportPath: o.value("report"), json: o.has("json"))
+    }
 
-        // The receivers: remote `pubbot receive`s (one per room), or one embedded per room, each
-        // with its own key unless --key gives one for all.
-        var receivers: [LoopbackReceiver] = []
-        var rooms: [(SocketAddress, SRTPKey)] = []
-        if whipURL != nil {
-            rooms.append((try CommonOptions.address("127.0.0.1:9", option: "whip"), .random(suite: .gcm))) // each bot's answer decides
-        } else if !tos.isEmpty {
-            for to in tos { rooms.append((try CommonOptions.address(to, option: "to"), sharedKey!)) }
-        } else {
-            let perRoom = range.count / roomCount + 1
-            for _ in 0..<roomCount {
-                let key = sharedKey ?? .random(suite: suite)
-                var rc = ReceiverConfig(listen: try CommonOptions.address("127.0.0.1:0", option: "listen"), key: key)
-                rc.impairment = impairment
-                rc.decodeVideo = o.has("decode")
-                rc.maxPublishers = perRoom + 8
-                rc.maxStreams = (perRoom + 8) * 8
-                do { receivers.append(try LoopbackReceiver(config: rc)) } catch {
-                    Output.err("Error: cannot start an embedded receiver: \(error)\n")
+    /// `--bots N` or `--publishers N` (the same), 10 by default.
+    static func botCount(_ o: ParsedOptions) throws(UsageError) -> Int {
+        if o.value("publishers") != nil && o.value("bots") != nil {
+            throw UsageError("give --bots or --publishers (the same: publisher bots), not both")
+        }
+        return try (o.value("publishers") ?? o.value("bots")).map { b throws(UsageError) in
+            guard let n = Int(b), (1...20_000).contains(n) else {
+                throw UsageError("invalid --\(o.value("publishers") != nil ? "publishers" : "bots") '\(b)' (1…20000)")
+            }
+            return n
+        } ?? 10
+    }
+
+    /// `--subscribers N` with `--whep` (one per publisher by default), 0 without.
+    static func subscribers(_ o: ParsedOptions, whep: Bool, total: Int) throws(UsageError) -> Int {
+        guard whep else {
+            for flag in ["subscribers", "publishers"] where o.value(flag) != nil {
+                throw UsageError("--\(flag) needs --whep URL (with --whip URL)")
+            }
+            return 0
+        }
+        if o.value("shard") != nil || getenv("PUBBOT_SHARDS") != nil {
+            throw UsageError("--whep runs the subscribers in one process: not with --shard")
+        }
+        return try o.value("subscribers").map { v throws(UsageError) in
+            guard let n = Int(v), (1...256).contains(n) else {
+                throw UsageError("invalid --subscribers '\(v)' (1…256: each is a receiver thread)")
+            }
+            return n
+        } ?? total
+    }
+
+    /// `--rooms N`: with `--to`, one per receiver; with `--whip`, the URL must say where `{room}` goes.
+    static func rooms(_ o: ParsedOptions, tos: Int, whip url: String?) throws(UsageError) -> Int {
+        var roomCount =
+            try o.value("rooms").map { r throws(UsageError) in
+                guard let n = Int(r), (1...1_000).contains(n) else { throw UsageError("invalid --rooms '\(r)' (1…1000)") }
+                return n
+            } ?? max(1, tos)
+        if tos > 0 {
+            guard o.value("rooms") == nil || roomCount == tos else {
+                throw UsageError("with --to, each room is one --to: give \(roomCount) of them or drop --rooms")
+            }
+            roomCount = tos
+        }
+        if let url, roomCount > 1, !url.contains("{room}") {
+            throw UsageError(
+                "--rooms \(roomCount) with --whip: put {room} (and optionally {publisher}) in the URL, e.g. http://host/whip?room={room}")
+        }
+        return roomCount
+    }
+
+    /// Starts the receivers and the fleet, runs it to its end (or Ctrl-C) and reports: the
+    /// report's exit code, 130 (interrupted) or 2 (the media, a receiver or the report failed).
+    static func execute(_ plan: Plan) -> Int32 {
+        var library = ReplayLibrary(layers: [], audio: [], audioBitrate: 32_000)
+        let live = plan.liveLayers.map { SharedEncoder(layers: $0) }
+        if live == nil {
+            if let dir = plan.mediaDirectory {
+                do { library = try ReplayLibrary.load(directory: dir) } catch {
+                    Output.err("Error: \(error)\n")
                     return 2
                 }
-                rooms.append((receivers.last!.localAddress, key))
+            } else {
+                guard let (dir, lib) = DefaultMedia.find() else { return 2 }
+                library = lib
+                Output.err("media: replay loops from \(dir)\n")
             }
-            for r in receivers { r.start() }
         }
+        raiseFileLimit(to: plan.range.count + 256)
+        let receivers: [LoopbackReceiver], rooms: [(SocketAddress, SRTPKey)]
+        do { (receivers, rooms) = try startRooms(plan) } catch {
+            Output.err("Error: cannot start an embedded receiver: \(error)\n")
+            return 2
+        }
+        let fleet: Fleet
+        do { fleet = Fleet(config: try fleetConfig(plan, rooms: rooms, live: live, library: library), library: library) } catch {
+            Output.err("Error: \(error)\n")
+            return 2
+        }
+        announce(plan, rooms: rooms, embedded: !receivers.isEmpty)
+        live?.start()
+        fleet.start()
+        let watch = Watch(plan: plan, fleet: fleet, live: live)
+        watch.run()
+        let interrupted = Signals.isInterrupted
+        watch.stopSubscribers()
+        fleet.stop()
+        fleet.wait()
+        live?.stop()
+        if let e = live?.error { Output.err("Error: the shared encoder failed: \(e)\n") }
+        Clock.sleep(micros: 300_000) // the last RTCP and BYEs reach the embedded receiver
+        for r in receivers { r.stop() }
+        for r in receivers { r.wait() }
+        Output.endProgress()
+        var report = LoadReport(
+            bots: fleet.snapshot(), receivers: receivers.map { $0.snapshot() },
+            rooms: plan.whip.map { w in (0..<plan.roomCount).map { WHIPClient.redacted(w.endpoint.replacing("{room}", with: String($0))) } }
+                ?? rooms.map { $0.0.description }, requested: plan.range.count, shard: plan.shard,
+            durationMicros: Clock.monotonicMicros() - watch.start, cost: watch.cost,
+            suite: plan.whip == nil
+                ? plan.suite.rawValue
+                : (fleet.snapshot().lazy.compactMap { $0.network.transport?.srtpCipher }.first.flatMap { SRTPSuite(sdesName: $0)?.rawValue }
+                    ?? "dtls"),
+            loops: plan.loops)
+        if let subscribers = watch.subscribers { report.subscribers = SubscriberSummary(subscribers.members.value, rooms: plan.roomCount) }
+        report.evaluate(plan.requirements)
+        guard report.emit(to: plan.reportPath, json: plan.json) else { return 2 }
+        // Not one bot could start: one line that says why (the report has each bot's reason).
+        let bots = fleet.snapshot()
+        if !bots.isEmpty, bots.allSatisfy({ $0.state == .failed }), let why = bots.lazy.compactMap(\.error).first {
+            Output.err("Error: no bot could start (\(bots.count) failed); the first: \(why)\n")
+        }
+        if interrupted { return 130 }
+        return report.exitCode
+    }
 
+    /// The receivers: remote `pubbot receive`s (one per room), or one embedded per room (started),
+    /// each with its own key unless --key gives one for all; with WHIP each bot's answer decides.
+    static func startRooms(_ plan: Plan) throws -> ([LoopbackReceiver], [(SocketAddress, SRTPKey)]) {
+        if plan.whip != nil { return ([], [(try SocketAddress(host: "127.0.0.1", port: 9), .random(suite: .gcm))]) }
+        if !plan.tos.isEmpty { return ([], plan.tos.map { ($0, plan.sharedKey!) }) }
+        var receivers: [LoopbackReceiver] = []
+        var rooms: [(SocketAddress, SRTPKey)] = []
+        let perRoom = plan.range.count / plan.roomCount + 1
+        for _ in 0..<plan.roomCount {
+            let key = plan.sharedKey ?? .random(suite: plan.suite)
+            var rc = ReceiverConfig(listen: try SocketAddress(host: "127.0.0.1", port: 0), key: key)
+            rc.impairment = plan.impairment
+            rc.decodeVideo = plan.decode
+            rc.maxPublishers = perRoom + 8
+            rc.maxStreams = (perRoom + 8) * 8
+            receivers.append(try LoopbackReceiver(config: rc))
+            rooms.append((receivers.last!.localAddress, key))
+        }
+        for r in receivers { r.start() }
+        return (receivers, rooms)
+    }
+
+    /// The fleet: every bot a copy of one template (replay or live media), per room where there are several.
+    static func fleetConfig(
+        _ plan: Plan, rooms: [(SocketAddress, SRTPKey)], live: SharedEncoder?, library: ReplayLibrary
+    ) throws -> FleetConfig {
         var template = PublisherConfig(destination: rooms[0].0, key: rooms[0].1)
         template.layers = live?.layers ?? library.layers.map(\.config)
         template.audioBitrate = live?.audioBitrate ?? library.audioBitrate
@@ -170,16 +275,13 @@ enum LoadCommand {
         template.packetSlots = 512
         template.retransmissionHistory = 512
         template.publishIntervalMicros = 500_000
-        let destination = rooms[0].0
-        var fc = FleetConfig(template: template, bots: range.count, loops: loops, rampPerSecond: rampPerSecond, durationMicros: duration)
-        fc.firstBot = range.lowerBound
+        var fc = FleetConfig(
+            template: template, bots: plan.range.count, loops: plan.loops, rampPerSecond: plan.rampPerSecond, durationMicros: plan.duration)
+        fc.firstBot = plan.range.lowerBound
         fc.live = live
-        if let options = whipOptions {
-            do { fc.whip = (options, try DTLSCertificate()) } catch {
-                Output.err("Error: \(error)\n")
-                return 2
-            }
-            fc.whipRooms = roomCount
+        if let options = plan.whip {
+            fc.whip = (options, try DTLSCertificate())
+            fc.whipRooms = plan.roomCount
         }
         if rooms.count > 1 {
             fc.rooms = rooms.map { room in
@@ -189,92 +291,93 @@ enum LoadCommand {
                 return c
             }
         }
-        let fleet = Fleet(config: fc, library: library)
+        return fc
+    }
+
+    static func announce(_ plan: Plan, rooms: [(SocketAddress, SRTPKey)], embedded: Bool) {
+        let (range, shard) = (plan.range, plan.shard)
+        let target =
+            rooms.count > 1
+            ? "\(rooms.count) rooms (\(embedded ? "embedded receivers" : "receivers") \(rooms.map { $0.0.description }.joined(separator: ", ")))"
+            : (plan.whip.map { WHIPClient.redacted($0.endpoint) }
+                ?? (embedded ? "embedded receiver \(rooms[0].0)" : rooms[0].0.description))
         Output.err(
-            "load: \(range.count) bots\(shard.count > 1 ? " (shard \(shard.index)/\(shard.count): bots \(range.lowerBound)…\(range.upperBound - 1) of \(total))" : "") on \(loops) event loop\(loops == 1 ? "" : "s") → \(rooms.count > 1 ? "\(rooms.count) rooms (\(receivers.isEmpty ? "receivers" : "embedded receivers") \(rooms.map { $0.0.description }.joined(separator: ", ")))" : (whipURL.map(WHIPClient.redacted) ?? (receivers.isEmpty ? destination.description : "embedded receiver \(destination)"))), \(Units.fixed(Double(duration) / 1e6, 0)) s\n"
+            "load: \(range.count) bots\(shard.count > 1 ? " (shard \(shard.index)/\(shard.count): bots \(range.lowerBound)…\(range.upperBound - 1) of \(plan.total))" : "") on \(plan.loops) event loop\(plan.loops == 1 ? "" : "s") → \(target), \(Units.fixed(Double(plan.duration) / 1e6, 0)) s\n"
         )
-        live?.start()
-        fleet.start()
+    }
+
+    /// The 250 ms loop while the fleet runs: progress, the steady-state CPU window (from a second
+    /// after the ramp to a second before the end), the subscribers' join and leave.
+    final class Watch {
+        let plan: Plan
+        let fleet: Fleet
+        let live: SharedEncoder?
         let start = Clock.monotonicMicros()
-        let rampEnd = start + Int64(Double(range.count) * 1e6 / rampPerSecond)
-        // Subscribers join 2 s after the last publisher started and leave a second before the
-        // publishers end (what they see is the steady room, not its start or end).
-        let subscribers = whepOptions.map {
-            SubscriberFleet(
-                options: $0, count: subscriberCount, rooms: roomCount, publishersPerRoom: (range.count + roomCount - 1) / roomCount)
-        }
+        let rampEnd: Int64
+        /// Subscribers join 2 s after the last publisher started and leave a second before the
+        /// publishers end (what they see is the steady room, not its start or end).
+        let subscribers: SubscriberFleet?
         var subscribersStarted = false, subscribersStopped = false
-        if subscribers != nil && rampEnd + 2_000_000 + 3_000_000 > start + duration - 1_000_000 {
-            Output.err(
-                "warning: --duration leaves the subscribers less than 3 s after the ramp (they join 2 s after it and leave 1 s before the end)\n"
-            )
-        }
         var steadyFrom: (wall: Int64, cpu: Int64, encoder: Int64)?
         var steadyTo: (wall: Int64, cpu: Int64, encoder: Int64)?
         var peakRSS = 0
         var vitals = ProcessVitals()
-        while !Signals.isInterrupted {
-            Clock.sleep(micros: 250_000)
-            let now = Clock.monotonicMicros()
-            let snaps = fleet.snapshot()
-            let running = snaps.filter { $0.state == .running }.count
-            let done = snaps.filter { $0.state == .done }.count
-            let failed = snaps.filter { $0.state == .failed }.count
-            peakRSS = max(peakRSS, vitals.sample().rssBytes)
-            // Steady CPU: from a second after the ramp until a second before the end.
-            if steadyFrom == nil && now >= rampEnd + 1_000_000 && now < start + duration - 1_000_000 {
-                steadyFrom = (now, fleet.loopsCPUMicros, live?.encoderCPUMicros ?? 0)
+
+        init(plan: Plan, fleet: Fleet, live: SharedEncoder?) {
+            self.plan = plan
+            self.fleet = fleet
+            self.live = live
+            rampEnd = start + Int64(Double(plan.range.count) * 1e6 / plan.rampPerSecond)
+            subscribers = plan.whep.map {
+                SubscriberFleet(
+                    options: $0, count: plan.subscriberCount, rooms: plan.roomCount,
+                    publishersPerRoom: (plan.range.count + plan.roomCount - 1) / plan.roomCount)
             }
-            if steadyFrom != nil && now < start + duration - 1_000_000 {
-                steadyTo = (now, fleet.loopsCPUMicros, live?.encoderCPUMicros ?? 0)
+            if subscribers != nil && rampEnd + 2_000_000 + 3_000_000 > start + plan.duration - 1_000_000 {
+                Output.err(
+                    "warning: --duration leaves the subscribers less than 3 s after the ramp (they join 2 s after it and leave 1 s before the end)\n"
+                )
             }
-            if let subscribers, !subscribersStarted, now >= rampEnd + 2_000_000 { subscribersStarted = true; subscribers.start() }
-            if let subscribers, subscribersStarted, !subscribersStopped, now >= start + duration - 1_000_000 {
-                subscribersStopped = true; subscribers.stop()
-            }
-            Output.progress(
-                "load \(Units.fixed(Double(now - start) / 1e6, 1))s  started \(running + done + failed)/\(range.count)  running \(running)  failed \(failed)"
-                    + (subscribers.map { "  subscribers \($0.connected)/\(subscriberCount)" } ?? ""))
-            if done + failed == range.count { break }
-            if now - start > duration + 10_000_000 { break } // the loops should have ended by now
         }
-        let interrupted = Signals.isInterrupted
-        if let subscribers, !subscribersStopped { subscribersStopped = true; subscribers.stop() }
-        fleet.stop()
-        fleet.wait()
-        live?.stop()
-        if let e = live?.error { Output.err("Error: the shared encoder failed: \(e)\n") }
-        Clock.sleep(micros: 300_000) // the last RTCP and BYEs reach the embedded receiver
-        for r in receivers { r.stop() }
-        for r in receivers { r.wait() }
-        Output.endProgress()
-        var cpu: LoadReport.Cost?
-        if let a = steadyFrom, let b = steadyTo, b.wall - a.wall >= 1_000_000 {
-            cpu = LoadReport.Cost(
+
+        func run() {
+            let end = start + plan.duration
+            while !Signals.isInterrupted {
+                Clock.sleep(micros: 250_000)
+                let now = Clock.monotonicMicros()
+                let snaps = fleet.snapshot()
+                let running = snaps.filter { $0.state == .running }.count
+                let done = snaps.filter { $0.state == .done }.count
+                let failed = snaps.filter { $0.state == .failed }.count
+                peakRSS = max(peakRSS, vitals.sample().rssBytes)
+                if steadyFrom == nil && now >= rampEnd + 1_000_000 && now < end - 1_000_000 {
+                    steadyFrom = (now, fleet.loopsCPUMicros, live?.encoderCPUMicros ?? 0)
+                }
+                if steadyFrom != nil && now < end - 1_000_000 { steadyTo = (now, fleet.loopsCPUMicros, live?.encoderCPUMicros ?? 0) }
+                if let subscribers, !subscribersStarted, now >= rampEnd + 2_000_000 { subscribersStarted = true; subscribers.start() }
+                if subscribersStarted, now >= end - 1_000_000 { stopSubscribers() }
+                Output.progress(
+                    "load \(Units.fixed(Double(now - start) / 1e6, 1))s  started \(running + done + failed)/\(plan.range.count)  running \(running)  failed \(failed)"
+                        + (subscribers.map { "  subscribers \($0.connected)/\(plan.subscriberCount)" } ?? ""))
+                if done + failed == plan.range.count { break }
+                if now - start > plan.duration + 10_000_000 { break } // the loops should have ended by now
+            }
+        }
+
+        func stopSubscribers() {
+            guard let subscribers, !subscribersStopped else { return }
+            subscribersStopped = true
+            subscribers.stop()
+        }
+
+        /// The steady state's cost, when it lasted at least a second.
+        var cost: LoadReport.Cost? {
+            guard let a = steadyFrom, let b = steadyTo, b.wall - a.wall >= 1_000_000 else { return nil }
+            return LoadReport.Cost(
                 loopCPUPercent: Double(b.cpu - a.cpu) * 100 / Double(b.wall - a.wall), peakRSSBytes: peakRSS,
                 seconds: Double(b.wall - a.wall) / 1e6,
                 encoderCPUPercent: live == nil ? nil : Double(b.encoder - a.encoder) * 100 / Double(b.wall - a.wall))
         }
-        var report = LoadReport(
-            bots: fleet.snapshot(), receivers: receivers.map { $0.snapshot() },
-            rooms: whipURL.map { u in (0..<roomCount).map { WHIPClient.redacted(u.replacing("{room}", with: String($0))) } }
-                ?? rooms.map { $0.0.description }, requested: range.count, shard: shard,
-            durationMicros: Clock.monotonicMicros() - start, cost: cpu,
-            suite: whipURL == nil
-                ? suite.rawValue
-                : (fleet.snapshot().lazy.compactMap { $0.network.transport?.srtpCipher }.first.flatMap { SRTPSuite(sdesName: $0)?.rawValue }
-                    ?? "dtls"),
-            loops: loops)
-        if let subscribers { report.subscribers = SubscriberSummary(subscribers.members.value, rooms: roomCount) }
-        report.evaluate(requirements)
-        guard report.emit(to: o.value("report"), json: o.has("json")) else { return 2 }
-        // Not one bot could start: one line that says why (the report has each bot's reason).
-        let bots = fleet.snapshot()
-        if !bots.isEmpty, bots.allSatisfy({ $0.state == .failed }), let why = bots.lazy.compactMap(\.error).first {
-            Output.err("Error: no bot could start (\(bots.count) failed); the first: \(why)\n")
-        }
-        if interrupted { return 130 }
-        return report.exitCode
     }
 
     struct Shard: Equatable {

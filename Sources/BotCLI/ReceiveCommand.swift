@@ -25,13 +25,54 @@ enum ReceiveCommand {
         let o = try ParsedOptions.parse(args, spec: spec, command: "receive")
         if o.helpRequested { Output.out(Help.help("receive")! + "\n"); return 0 }
         Output.stdoutIsStats = o.value("stats") == "-"
-        var listenText = o.value("listen")
-        let whipListen = o.value("whip-listen")
-        let key: SRTPKey
-        let whepURL = o.value("whep")
-        var whepOptions: WHIPOptions?
-        if let url = whepURL {
-            // A WHEP subscriber: the server's keys come from DTLS, its numbers from its answer.
+        return execute(try plan(o))
+    }
+
+    /// How the media arrives.
+    enum Mode {
+        /// One SDES stream (or a fleet's) on `--listen`, keyed by `--key` or `--sdp`.
+        case sdes
+        /// A WHIP endpoint: each publisher's keys from its DTLS handshake.
+        case whipListen(token: String?)
+        /// A WHEP subscriber: the server's keys from DTLS, its numbers from its answer.
+        case whep(WHIPOptions)
+    }
+
+    /// What the command line asks for, validated: nothing is opened yet but the stats output.
+    struct Plan {
+        var mode: Mode
+        var config: ReceiverConfig
+        var duration: Int64?
+        var stats: (SubscriberStatsStream, Int64)?
+        var json: Bool
+        var whep: WHIPOptions? { if case let .whep(w) = mode { w } else { nil } }
+        var isWHIPListen: Bool { if case .whipListen = mode { true } else { false } }
+    }
+
+    static func plan(_ o: ParsedOptions) throws(UsageError) -> Plan {
+        let (mode, key, listenText) = try modeAndKey(o)
+        let whipListen = o.value("whip-listen") != nil
+        let listen = try CommonOptions.address(listenText, option: whipListen ? "whip-listen" : "listen")
+        if whipListen && (listen.isIPv6 || listen.host.contains(":")) { throw UsageError("--whip-listen takes an IPv4 HOST:PORT") }
+        let duration = try o.value("duration").map { d throws(UsageError) in try ValueParsers.duration(d, option: "duration") }
+        var rc = try receiverConfig(o, listen: listen, key: key)
+        var whep: WHIPOptions?
+        if case let .whep(w) = mode {
+            whep = w
+            // Everything from the server arrives over the subscriber's downlink: emulated before
+            // the transport sees it (the server's retransmissions and ICE/DTLS cross it too).
+            rc.impairment = rc.downlinkImpairment
+            rc.downlinkImpairment = nil
+            rc.decodedPublishers = Int.max
+        }
+        let stats = try CommonOptions.statsWriter(o).map { (SubscriberStatsStream($0.0, viaServer: whep != nil), $0.1) }
+        return Plan(mode: mode, config: rc, duration: duration, stats: stats, json: o.has("json"))
+    }
+
+    /// The mode, the SRTP key (SDES; a placeholder where DTLS gives the keys) and where to listen.
+    static func modeAndKey(_ o: ParsedOptions) throws(UsageError) -> (Mode, SRTPKey, String) {
+        func env(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
+        if let url = o.value("whep") {
             for flag in ["key", "sdp", "listen", "srtp-suite", "whip-listen", "impair", "prefer", "max-publishers", "decode-publishers"]
             where o.value(flag) != nil {
                 throw UsageError(
@@ -40,46 +81,41 @@ enum ReceiveCommand {
             guard url.lowercased().hasPrefix("http://") || url.lowercased().hasPrefix("https://"), url.count > 8 else {
                 throw UsageError("invalid --whep '\(WHIPClient.redacted(url))' (an http:// or https:// URL of a WHEP endpoint)")
             }
-            var w = WHIPOptions(endpoint: url, token: o.value("token") ?? getenv("PUBBOT_WHEP_TOKEN").map { String(cString: $0) })
+            var w = WHIPOptions(endpoint: url, token: o.value("token") ?? env("PUBBOT_WHEP_TOKEN"))
             w.interface = o.value("ice-interface")
-            whepOptions = w
-            key = .random(suite: .gcm)
-            listenText = "0.0.0.0:0" // WHEPReceiver.open binds toward the server
-        } else if o.value("ice-interface") != nil {
-            throw UsageError("--ice-interface needs --whep URL")
-        } else if whipListen != nil {
-            // WebRTC: each publisher's keys come from its DTLS handshake.
+            return (.whep(w), .random(suite: .gcm), "0.0.0.0:0") // WHEPReceiver.open binds toward the server
+        }
+        if o.value("ice-interface") != nil { throw UsageError("--ice-interface needs --whep URL") }
+        if let whipListen = o.value("whip-listen") {
             for flag in ["key", "sdp", "listen", "srtp-suite"] where o.value(flag) != nil {
                 throw UsageError("--\(flag) is for SDES receiving; --whip-listen negotiates ICE, DTLS and keys per publisher")
             }
-            key = .random(suite: .gcm)
-            listenText = whipListen
-        } else if o.value("token") != nil {
-            throw UsageError("--token needs --whip-listen HOST:PORT or --whep URL")
-        } else if let path = o.value("sdp") {
-            if o.value("key") != nil { throw UsageError("give either --key or --sdp, not both") }
-            guard let text = readFile(path) else { throw UsageError("cannot read the SDP file '\(path)'") }
-            let sd: SessionDescription
-            do { sd = try SessionDescription.parse(text) } catch { throw UsageError("invalid SDP '\(path)': \(error)") }
-            guard let crypto = sd.media.first(where: { $0.crypto != nil })?.crypto else {
-                throw UsageError("the SDP '\(path)' has no a=crypto line")
-            }
-            guard let suite = SRTPSuite(sdesName: crypto.suite) else {
-                throw UsageError("the SDP uses the unsupported SRTP suite \(crypto.suite)")
-            }
-            do { key = try SRTPKey(base64: crypto.inlineKey, suite: suite) } catch {
-                throw UsageError("the SDP's key is invalid: \(error)")
-            }
-            if listenText == nil { listenText = (sd.address.contains(":") ? "[\(sd.address)]" : sd.address) + ":\(sd.media[0].port)" }
-        } else {
-            guard o.value("key") != nil else { throw UsageError("missing --key B64 or --sdp FILE (the publisher's SRTP key)") }
-            key = try CommonOptions.key(o, suite: try CommonOptions.suite(o))
+            return (.whipListen(token: o.value("token") ?? env("PUBBOT_WHIP_TOKEN")), .random(suite: .gcm), whipListen)
         }
-        guard let listenText else { throw UsageError("missing --listen HOST:PORT") }
-        let listen = try CommonOptions.address(listenText, option: whipListen == nil ? "listen" : "whip-listen")
-        if whipListen != nil && (listen.isIPv6 || listen.host.contains(":")) { throw UsageError("--whip-listen takes an IPv4 HOST:PORT") }
-        let duration = try o.value("duration").map { d throws(UsageError) in try ValueParsers.duration(d, option: "duration") }
+        if o.value("token") != nil { throw UsageError("--token needs --whip-listen HOST:PORT or --whep URL") }
+        guard let path = o.value("sdp") else {
+            guard o.value("key") != nil else { throw UsageError("missing --key B64 or --sdp FILE (the publisher's SRTP key)") }
+            let key = try CommonOptions.key(o, suite: try CommonOptions.suite(o))
+            guard let listen = o.value("listen") else { throw UsageError("missing --listen HOST:PORT") }
+            return (.sdes, key, listen)
+        }
+        if o.value("key") != nil { throw UsageError("give either --key or --sdp, not both") }
+        guard let text = readFile(path) else { throw UsageError("cannot read the SDP file '\(path)'") }
+        let sd: SessionDescription
+        do { sd = try SessionDescription.parse(text) } catch { throw UsageError("invalid SDP '\(path)': \(error)") }
+        guard let crypto = sd.media.first(where: { $0.crypto != nil })?.crypto else {
+            throw UsageError("the SDP '\(path)' has no a=crypto line")
+        }
+        guard let suite = SRTPSuite(sdesName: crypto.suite) else {
+            throw UsageError("the SDP uses the unsupported SRTP suite \(crypto.suite)")
+        }
+        let key: SRTPKey
+        do { key = try SRTPKey(base64: crypto.inlineKey, suite: suite) } catch { throw UsageError("the SDP's key is invalid: \(error)") }
+        return (.sdes, key, o.value("listen") ?? (sd.address.contains(":") ? "[\(sd.address)]" : sd.address) + ":\(sd.media[0].port)")
+    }
 
+    /// The receiver's limits, decoding, emulated links and layer preference from the options.
+    static func receiverConfig(_ o: ParsedOptions, listen: SocketAddress, key: SRTPKey) throws(UsageError) -> ReceiverConfig {
         var rc = ReceiverConfig(listen: listen, key: key)
         // One port serves a whole fleet of publishers (`pubbot load --to`), each by its source address.
         rc.maxPublishers =
@@ -114,178 +150,189 @@ enum ReceiveCommand {
         rc.downlinkImpairment = try o.value("downlink-impair").map { t throws(UsageError) in
             try ValueParsers.impairment(t, option: "downlink-impair")
         }
-        if whepOptions != nil {
-            // Everything from the server arrives over the subscriber's downlink: emulated before
-            // the transport sees it (the server's retransmissions and ICE/DTLS cross it too).
-            rc.impairment = rc.downlinkImpairment
-            rc.downlinkImpairment = nil
-            rc.decodedPublishers = Int.max
-        }
-        let stats = try CommonOptions.statsWriter(o).map { (SubscriberStatsStream($0.0, viaServer: whepOptions != nil), $0.1) }
+        return rc
+    }
+
+    /// What runs while receiving: the receiver, and the WHIP endpoint or WHEP session around it.
+    struct Running {
+        var receiver: LoopbackReceiver
         var endpoint: WHIPEndpoint?
-        defer { endpoint?.stop() }
-        var candidates: [ICECandidate] = []
-        if whipListen != nil {
-            // The media socket takes the same port number as the HTTP endpoint (UDP and TCP apart).
-            let ips =
-                listen.host == "0.0.0.0"
-                ? LocalInterfaces.hostAddresses(ipv6: false).map(\.ip) : [STUNAddress.parseIP(Substring(listen.host)) ?? []]
-            guard let first = ips.first, first.count == 4 else {
-                Output.err("Error: no IPv4 address to offer as an ICE candidate for \(listen.host)\n")
-                return 2
-            }
-            do {
-                let certificate = try DTLSCertificate()
-                candidates = ips.map { ICECandidate.host(STUNAddress(ip: $0, port: UInt16(listen.port))) }
-                rc.webrtc = WebRTCListenConfig(certificate: certificate, local: candidates[0].address)
-            } catch {
-                Output.err("Error: \(error)\n")
-                return 2
-            }
-        }
-        let receiver: LoopbackReceiver
         var whep: WHEPSubscription?
-        defer { whep?.end() }
-        if let w = whepOptions {
-            // Bound toward the server, the subscription offered from it, the receiver started.
-            do {
-                let (r, subscription) = try WHEPReceiver.open(w, config: rc)
-                receiver = r
-                whep = subscription
-            } catch {
-                Output.err("Error: \(error)\n")
-                return 2
-            }
-        } else {
-            // Port 0: the kernel gives the media socket (UDP) a port and the endpoint (TCP) takes the
-            // same number — which another process may hold on TCP: then another UDP port is tried.
-            var attempt = 0
-            while true {
-                let r: LoopbackReceiver
-                do { r = try LoopbackReceiver(config: rc) } catch {
-                    Output.err("Error: \(error)\n")
-                    return 2
-                }
-                guard whipListen != nil, let w = rc.webrtc else { receiver = r; break }
-                let port = r.localAddress.port
-                let here = candidates.map { ICECandidate.host(STUNAddress(ip: $0.address.ip, port: UInt16(port))) }
-                do {
-                    endpoint = try WHIPEndpoint(
-                        receiver: r, host: listen.host, port: port,
-                        token: o.value("token") ?? getenv("PUBBOT_WHIP_TOKEN").map { String(cString: $0) },
-                        certificate: w.certificate, candidates: here, maxSessions: rc.maxPublishers)
-                    candidates = here
-                    receiver = r
-                    break
-                } catch {
-                    attempt += 1
-                    guard listen.port == 0, attempt < 20, error.description.contains("in use") else {
-                        Output.err("Error: \(error)\n")
-                        return 2
-                    }
-                }
-            }
-            receiver.start()
+    }
+
+    /// Receives until the duration ends, Ctrl-C or the WHEP session fails, and reports: 0, 130
+    /// (interrupted) or 2 (nothing arrived, the key does not match, a peer or the machine failed).
+    static func execute(_ plan: Plan) -> Int32 {
+        var plan = plan
+        let running: Running
+        do { running = try start(&plan) } catch {
+            Output.err("Error: \(error)\n")
+            return 2
         }
-        if let whep {
+        defer { running.endpoint?.stop() }
+        defer { running.whep?.end() }
+        let receiver = running.receiver
+        if let whep = running.whep {
             Output.err(
                 "WHEP session \(WHIPClient.redacted(whep.resource.resourceURL)) (media on UDP \(receiver.localAddress)); Ctrl-C to stop\n")
-        } else if whipListen != nil {
+        } else if plan.isWHIPListen {
             Output.err(
-                "WHIP endpoint http://\(listen.host):\(receiver.localAddress.port)/whip (media on UDP \(receiver.localAddress)); Ctrl-C to stop\n"
+                "WHIP endpoint http://\(plan.config.listen.host):\(receiver.localAddress.port)/whip (media on UDP \(receiver.localAddress)); Ctrl-C to stop\n"
             )
         } else {
             Output.err("listening on \(receiver.localAddress); Ctrl-C to stop\n")
         }
-        let start = Clock.monotonicMicros()
-        var warned = false
-        var firstAuthFailure: Int64?
-        var nextStats = start + (stats?.1 ?? 0)
-        var whepFailure: String?
-        var whepConnected = false
-        while !Signals.isInterrupted {
-            let now = Clock.monotonicMicros()
-            if let duration, now - start >= duration { break }
-            Clock.sleep(micros: 100_000)
-            let r = receiver.snapshot()
-            if whep != nil, let t = r.webrtcPublishers.first {
-                if t.state == "failed" { whepFailure = t.failure ?? "the transport failed"; break }
-                if t.state == "closed" { whepFailure = "the server closed the session (DTLS close_notify)"; break }
-                if t.state == "connected" && !whepConnected {
-                    whepConnected = true
-                    Output.endProgress()
-                    Output.err(
-                        "connected: ICE \(t.iceMillis.map { Units.fixed($0, 1) } ?? "?") ms (\(t.iceRole?.rawValue ?? "?")), DTLS \(t.dtlsMillis.map { Units.fixed($0, 1) } ?? "?") ms, \(t.srtpCipher ?? "?"), server \(t.remote ?? "?")\n"
-                    )
-                }
-            }
-            if let (stream, interval) = stats, Clock.monotonicMicros() >= nextStats { stream.emit(r); nextStats += interval }
-            if r.rejected.authenticationFailed > 0 && firstAuthFailure == nil { firstAuthFailure = now }
-            if let f = firstAuthFailure, !warned, r.keyMismatchSuspected, Clock.monotonicMicros() - f >= 500_000 {
-                warned = true
-                Output.endProgress()
-                Output.err("Error: \(r.keyMismatchMessage)\n")
-            }
-            let bytes = r.streams.reduce(0) { $0 + $1.payloadBytesReceived }
-            Output.progress(
-                "receive \(Units.fixed(Double(Clock.monotonicMicros() - start) / 1e6, 1))s  \(r.packetsAccepted) pkts  \(bytes) bytes  \(r.streams.count) streams"
-            )
-        }
+        let watch = Watch(plan: plan, receiver: receiver, whep: running.whep != nil)
+        watch.run()
         let interrupted = Signals.isInterrupted
         receiver.stop()
         receiver.wait()
         Output.endProgress()
-        let deleteError = whep?.end()
+        let deleteError = running.whep?.end()
         let r = receiver.snapshot()
-        stats?.0.emit(r, final: true) // the run's averages, with BYE events
-        if o.has("json") {
-            Output.out(
-                JSONValue.object(
-                    [
-                        ("type", .string("summary")), ("command", .string("receive")),
-                        ("packetsAccepted", .int(Int64(r.packetsAccepted))), ("streams", .array(r.streams.map(Report.inboundJSON))),
-                        (
-                            "publishers",
-                            .array(
-                                publisherSummaries(r).map { p in
-                                    .object([
-                                        ("address", .string(p.address)), ("streams", .int(Int64(p.streams))),
-                                        ("packetsReceived", .int(Int64(p.packets))),
-                                        ("packetsLost", .int(Int64(p.lost))), ("framesReceived", .int(Int64(p.frames))),
-                                        ("byeReceived", .bool(p.bye))
-                                    ])
-                                })
-                        ), ("refusedOverCapacity", .int(Int64(r.refusedOverCapacity))),
-                        ("rejected", Report.rejectedJSON(r.rejected)), ("senderReports", .int(Int64(r.senderReports))),
-                        ("byes", .int(Int64(r.byes))),
-                        (
-                            "feedback",
-                            .object([
-                                ("rtcpSent", .int(Int64(r.rtcpSent))), ("nackSent", .int(Int64(r.nackSent))),
-                                ("pliSent", .int(Int64(r.pliSent))), ("transportFeedbackSent", .int(Int64(r.transportFeedbackSent))),
-                                ("rembSent", .int(Int64(r.rembSent))),
-                                ("retransmissionsReceived", .int(Int64(r.retransmissionsReceived)))
-                            ])
-                        )
-                    ] + (whep.map { [("whep", whepJSON($0, r))] } ?? [])
-                        + (endpoint.map { [("whipEndpoint", endpointJSON($0, r))] } ?? [])
-                ).serialized(pretty: true) + "\n")
-        } else if whepFailure == nil || !r.streams.isEmpty {
+        plan.stats?.0.emit(r, final: true) // the run's averages, with BYE events
+        if plan.json {
+            Output.out(summaryJSON(r, running).serialized(pretty: true) + "\n")
+        } else if watch.whepFailure == nil || !r.streams.isEmpty {
             Output.out(table(r))
-            if let endpoint { Output.out(endpointText(endpoint, r)) }
-            if let whep { Output.out(whepText(whep, r)) }
+            if let endpoint = running.endpoint { Output.out(endpointText(endpoint, r)) }
+            if let whep = running.whep { Output.out(whepText(whep, r)) }
         }
         if let e = deleteError { Output.err("warning: the WHEP session was not ended on the server: \(e)\n") }
-        if let whepFailure {
-            Output.err("Error: WHEP: \(whepFailure)\n")
+        if let f = watch.whepFailure {
+            Output.err("Error: WHEP: \(f)\n")
             return 2
         }
         if r.keyMismatchSuspected {
-            if !warned { Output.err("Error: \(r.keyMismatchMessage)\n") }
+            if !watch.warned { Output.err("Error: \(r.keyMismatchMessage)\n") }
             return 2
         }
         if interrupted { return 130 }
         return r.packetsAccepted > 0 ? 0 : 2
+    }
+
+    /// Opens the receiver: subscribed to the WHEP server, behind a WHIP endpoint, or alone.
+    static func start(_ plan: inout Plan) throws -> Running {
+        if let w = plan.whep {
+            // Bound toward the server, the subscription offered from it, the receiver started.
+            let (r, subscription) = try WHEPReceiver.open(w, config: plan.config)
+            return Running(receiver: r, whep: subscription)
+        }
+        guard case let .whipListen(token) = plan.mode else {
+            let r = try LoopbackReceiver(config: plan.config)
+            r.start()
+            return Running(receiver: r)
+        }
+        // The media socket takes the same port number as the HTTP endpoint (UDP and TCP apart).
+        let listen = plan.config.listen
+        let ips =
+            listen.host == "0.0.0.0"
+            ? LocalInterfaces.hostAddresses(ipv6: false).map(\.ip) : [STUNAddress.parseIP(Substring(listen.host)) ?? []]
+        guard let first = ips.first, first.count == 4 else { throw NoCandidate(host: listen.host) }
+        let certificate = try DTLSCertificate()
+        plan.config.webrtc = WebRTCListenConfig(certificate: certificate, local: STUNAddress(ip: ips[0], port: UInt16(listen.port)))
+        // Port 0: the kernel gives the media socket (UDP) a port and the endpoint (TCP) takes the
+        // same number — which another process may hold on TCP: then another UDP port is tried.
+        var attempt = 0
+        while true {
+            let r = try LoopbackReceiver(config: plan.config)
+            let port = r.localAddress.port
+            let candidates = ips.map { ICECandidate.host(STUNAddress(ip: $0, port: UInt16(port))) }
+            do {
+                let endpoint = try WHIPEndpoint(
+                    receiver: r, host: listen.host, port: port, token: token, certificate: certificate, candidates: candidates,
+                    maxSessions: plan.config.maxPublishers)
+                r.start()
+                return Running(receiver: r, endpoint: endpoint)
+            } catch {
+                attempt += 1
+                guard listen.port == 0, attempt < 20, error.description.contains("in use") else { throw error }
+            }
+        }
+    }
+
+    struct NoCandidate: Error, CustomStringConvertible {
+        var host: String
+        var description: String { "no IPv4 address to offer as an ICE candidate for \(host)" }
+    }
+
+    /// The 100 ms loop while receiving: the progress line, the stats stream, the WHEP
+    /// connection line and its failure, the key-mismatch error (once).
+    final class Watch {
+        let plan: Plan
+        let receiver: LoopbackReceiver
+        let whep: Bool
+        var warned = false
+        var whepFailure: String?
+        var whepConnected = false
+        var firstAuthFailure: Int64?
+
+        init(plan: Plan, receiver: LoopbackReceiver, whep: Bool) {
+            self.plan = plan
+            self.receiver = receiver
+            self.whep = whep
+        }
+
+        func run() {
+            let start = Clock.monotonicMicros()
+            var nextStats = start + (plan.stats?.1 ?? 0)
+            while !Signals.isInterrupted {
+                let now = Clock.monotonicMicros()
+                if let duration = plan.duration, now - start >= duration { break }
+                Clock.sleep(micros: 100_000)
+                let r = receiver.snapshot()
+                if whep, let t = r.webrtcPublishers.first, !followWHEP(t) { break }
+                if let (stream, interval) = plan.stats, Clock.monotonicMicros() >= nextStats { stream.emit(r); nextStats += interval }
+                if r.rejected.authenticationFailed > 0 && firstAuthFailure == nil { firstAuthFailure = now }
+                if let f = firstAuthFailure, !warned, r.keyMismatchSuspected, Clock.monotonicMicros() - f >= 500_000 {
+                    warned = true
+                    Output.endProgress()
+                    Output.err("Error: \(r.keyMismatchMessage)\n")
+                }
+                let bytes = r.streams.reduce(0) { $0 + $1.payloadBytesReceived }
+                Output.progress(
+                    "receive \(Units.fixed(Double(Clock.monotonicMicros() - start) / 1e6, 1))s  \(r.packetsAccepted) pkts  \(bytes) bytes  \(r.streams.count) streams"
+                )
+            }
+        }
+
+        /// Says when the WHEP transport connected; false when it failed or the server closed it.
+        func followWHEP(_ t: WebRTCPublisherState) -> Bool {
+            if t.state == "failed" { whepFailure = t.failure ?? "the transport failed"; return false }
+            if t.state == "closed" { whepFailure = "the server closed the session (DTLS close_notify)"; return false }
+            if t.state == "connected" && !whepConnected {
+                whepConnected = true
+                Output.endProgress()
+                Output.err(
+                    "connected: ICE \(t.iceMillis.map { Units.fixed($0, 1) } ?? "?") ms (\(t.iceRole?.rawValue ?? "?")), DTLS \(t.dtlsMillis.map { Units.fixed($0, 1) } ?? "?") ms, \(t.srtpCipher ?? "?"), server \(t.remote ?? "?")\n"
+                )
+            }
+            return true
+        }
+    }
+
+    /// The summary document (`--json`).
+    static func summaryJSON(_ r: ReceiverSnapshot, _ running: Running) -> JSONValue {
+        let publishers: [JSONValue] = publisherSummaries(r).map { p in
+            .object([
+                ("address", .string(p.address)), ("streams", .int(Int64(p.streams))), ("packetsReceived", .int(Int64(p.packets))),
+                ("packetsLost", .int(Int64(p.lost))), ("framesReceived", .int(Int64(p.frames))), ("byeReceived", .bool(p.bye))
+            ])
+        }
+        let feedback: JSONValue = .object([
+            ("rtcpSent", .int(Int64(r.rtcpSent))), ("nackSent", .int(Int64(r.nackSent))), ("pliSent", .int(Int64(r.pliSent))),
+            ("transportFeedbackSent", .int(Int64(r.transportFeedbackSent))), ("rembSent", .int(Int64(r.rembSent))),
+            ("retransmissionsReceived", .int(Int64(r.retransmissionsReceived)))
+        ])
+        var fields: [(String, JSONValue)] = [
+            ("type", .string("summary")), ("command", .string("receive")), ("packetsAccepted", .int(Int64(r.packetsAccepted))),
+            ("streams", .array(r.streams.map(Report.inboundJSON))), ("publishers", .array(publishers)),
+            ("refusedOverCapacity", .int(Int64(r.refusedOverCapacity))), ("rejected", Report.rejectedJSON(r.rejected)),
+            ("senderReports", .int(Int64(r.senderReports))), ("byes", .int(Int64(r.byes))), ("feedback", feedback)
+        ]
+        if let whep = running.whep { fields.append(("whep", whepJSON(whep, r))) }
+        if let endpoint = running.endpoint { fields.append(("whipEndpoint", endpointJSON(endpoint, r))) }
+        return .object(fields)
     }
 
     /// The WHIP endpoint's sessions (answered, live, and how the others ended: their slots were

@@ -26,9 +26,28 @@ enum SimulateCommand {
         let o = try ParsedOptions.parse(args, spec: spec, command: "simulate")
         if o.helpRequested { Output.out(Help.help("simulate")! + "\n"); return 0 }
         Output.stdoutIsStats = o.value("stats") == "-"
+        return execute(try plan(o))
+    }
+
+    /// What the command line asks for, validated: nothing is built or run yet but the stats output.
+    struct Plan {
+        /// The publisher and receiver configurations, the duration and the seed; media not chosen yet.
+        var config: SimulationConfig
+        /// encode, replay or sized.
+        var mediaKind: String
+        var preflight: Bool
+        var thresholds: VerdictThresholds
+        var requirement: String?
+        var junit: String?
+        /// The impairment as given (the pre-flight's text names the link by it).
+        var impairText: String?
+        var stats: (JSONLinesWriter, Int64)?
+        var json: Bool
+    }
+
+    static func plan(_ o: ParsedOptions) throws(UsageError) -> Plan {
         let key = SRTPKey.random(suite: .aesCm)
-        let destination: SocketAddress
-        do { destination = try SocketAddress(host: "127.0.0.1", port: 5004) } catch { Output.err("Error: \(error)\n"); return 2 }
+        let destination = try CommonOptions.address("127.0.0.1:5004", option: "to")
         var pc = PublisherConfig(destination: destination, key: key)
         try CommonOptions.apply(o, to: &pc)
         pc.sendAudio = !o.has("no-audio")
@@ -73,43 +92,56 @@ enum SimulateCommand {
             throw UsageError("invalid --media '\(mediaKind)' (encode, replay or sized)")
         }
         if mediaKind == "sized" { rc.decodeVideo = false }
-        let stats = try CommonOptions.statsWriter(o)
-
-        let media: SimulationConfig.Media
-        if mediaKind == "replay" {
-            if pc.layers.contains(where: { $0.temporalLayers > 1 }) {
-                throw UsageError("--media replay loops have no temporal layers: use --media encode with --temporal-layers")
-            }
-            // Loops of the ladder asked for, built in memory (deterministic; nothing to find on disk).
-            let t0 = Clock.monotonicMicros()
-            guard
-                let library = MediaCommand.buildLoops(
-                    pc.layers, seconds: 4, keyFrameIntervalMicros: 1_000_000, label: "building replay loops")
-            else { return 2 }
-            Output.err(
-                "media: replay (frames keep their encoded sizes whatever the layer targets; only suspension reaches them): 4 s loops of \(pc.layers.map { "\($0.width)x\($0.height)@\($0.fps)" }.joined(separator: ", ")) built in memory in \(Units.fixed(Double(Clock.monotonicMicros() - t0) / 1e6, 1)) s (key frame every 1 s)\n"
-            )
-            media = .replay(library)
-        } else if mediaKind == "sized" {
-            media = .sized
-            Output.err("media: frames sized to the layer targets (an ideal encoder; video is reassembled, not decoded)\n")
-        } else {
-            media = .encode
-            Output.err("media: live VP8/Opus encoders at simulated time\n")
+        if mediaKind == "replay" && pc.layers.contains(where: { $0.temporalLayers > 1 }) {
+            throw UsageError("--media replay loops have no temporal layers: use --media encode with --temporal-layers")
         }
-
-        var config = SimulationConfig(publisher: pc, receiver: rc, media: media)
+        var config = SimulationConfig(publisher: pc, receiver: rc, media: .encode)
         config.durationMicros = duration
         config.seed = seed
-        if preflight { return runPreflight(o, config: config, thresholds: thresholds, stats: stats) }
+        return Plan(
+            config: config, mediaKind: mediaKind, preflight: preflight, thresholds: thresholds, requirement: o.value("require"),
+            junit: o.value("junit"), impairText: o.value("impair"), stats: try CommonOptions.statsWriter(o), json: o.has("json"))
+    }
+
+    /// The media the publisher sends: replay loops (built in memory), frames sized to the
+    /// targets, or live encoders. Nil when the loops could not be built (said).
+    static func media(_ plan: Plan) -> SimulationConfig.Media? {
+        switch plan.mediaKind {
+        case "replay":
+            // Loops of the ladder asked for, built in memory (deterministic; nothing to find on disk).
+            let layers = plan.config.publisher.layers
+            let t0 = Clock.monotonicMicros()
+            guard
+                let library = MediaCommand.buildLoops(layers, seconds: 4, keyFrameIntervalMicros: 1_000_000, label: "building replay loops")
+            else { return nil }
+            Output.err(
+                "media: replay (frames keep their encoded sizes whatever the layer targets; only suspension reaches them): 4 s loops of \(layers.map { "\($0.width)x\($0.height)@\($0.fps)" }.joined(separator: ", ")) built in memory in \(Units.fixed(Double(Clock.monotonicMicros() - t0) / 1e6, 1)) s (key frame every 1 s)\n"
+            )
+            return .replay(library)
+        case "sized":
+            Output.err("media: frames sized to the layer targets (an ideal encoder; video is reassembled, not decoded)\n")
+            return .sized
+        default:
+            Output.err("media: live VP8/Opus encoders at simulated time\n")
+            return .encode
+        }
+    }
+
+    /// Builds the media, runs the simulation (or the simulated pre-flight) and reports.
+    static func execute(_ plan: Plan) -> Int32 {
+        guard let media = media(plan) else { return 2 }
+        var config = plan.config
+        config.media = media
+        if plan.preflight { return runPreflight(plan, config: config) }
         let sim: Simulation
         do { sim = try Simulation(config: config) } catch {
             Output.err("Error: \(error)\n")
             return 2
         }
-        let interval = stats?.1 ?? 1_000_000
-        let publisherStream = stats.map { StatsStream($0.0, startMillis: config.epochMicros / 1000) }
-        let subscriberStream = stats.map { SubscriberStatsStream($0.0) }
+        let duration = config.durationMicros
+        let interval = plan.stats?.1 ?? 1_000_000
+        let publisherStream = plan.stats.map { StatsStream($0.0, startMillis: config.epochMicros / 1000) }
+        let subscriberStream = plan.stats.map { SubscriberStatsStream($0.0) }
         let started = Clock.monotonicMicros()
         var lastProgress: Int64 = 0
         sim.run(intervalMicros: interval) { final in
@@ -131,46 +163,47 @@ enum SimulateCommand {
         Output.err(
             "simulated \(Units.fixed(simulated, 1)) s in \(Units.fixed(wallSeconds, 2)) s of wall time (\(Units.fixed(simulated / max(wallSeconds, 0.001), 0))× real time)\n"
         )
-
-        let p = sim.publisherSnapshot
         let r = sim.receiverSnapshot(final: true)
-        if o.has("json") {
-            let doc: JSONValue = .object([
-                ("type", .string("summary")), ("command", .string("simulate")), ("seed", .int(Int64(seed))),
-                ("simulatedMs", .int(duration / 1000)), ("media", .string(mediaKind)),
-                (
-                    "publisher",
-                    .object([
-                        ("streams", .array(p.streams.map(Report.outboundJSON))),
-                        ("estimate", p.network.estimate.map { .int(Int64($0.bitrate)) } ?? .null),
-                        ("networkCondition", .string(p.network.networkCondition.rawValue))
-                    ])
-                ),
-                (
-                    "receiver",
-                    .object([
-                        ("packetsAccepted", .int(Int64(r.packetsAccepted))), ("streams", .array(r.streams.map(Report.inboundJSON))),
-                        ("byes", .int(Int64(r.byes)))
-                    ])
-                )
-            ])
-            Output.out(doc.serialized(pretty: true) + "\n")
-        } else {
+        report(sim.publisherSnapshot, r, plan: plan)
+        return r.packetsAccepted > 0 ? 0 : 2
+    }
+
+    /// The summary: JSON (`--json`) or the publisher's and the receiver's tables.
+    static func report(_ p: PublisherSnapshot, _ r: ReceiverSnapshot, plan: Plan) {
+        guard plan.json else {
             Output.out(
                 "publisher (estimate \(p.network.estimate.map { Units.bitrate($0.bitrate) } ?? "-"), condition \(p.network.networkCondition.rawValue)):\n"
             )
             Output.out(Report.publisherTable(PublisherSnapshotView(streams: p.streams, elapsedMicros: p.elapsedMicros)))
-            Output.out("receiver:\n" + ReceiveCommand.table(r, latency: mediaKind == "encode"))
+            Output.out("receiver:\n" + ReceiveCommand.table(r, latency: plan.mediaKind == "encode"))
+            return
         }
-        return r.packetsAccepted > 0 ? 0 : 2
+        let doc: JSONValue = .object([
+            ("type", .string("summary")), ("command", .string("simulate")), ("seed", .int(Int64(plan.config.seed))),
+            ("simulatedMs", .int(plan.config.durationMicros / 1000)), ("media", .string(plan.mediaKind)),
+            (
+                "publisher",
+                .object([
+                    ("streams", .array(p.streams.map(Report.outboundJSON))),
+                    ("estimate", p.network.estimate.map { .int(Int64($0.bitrate)) } ?? .null),
+                    ("networkCondition", .string(p.network.networkCondition.rawValue))
+                ])
+            ),
+            (
+                "receiver",
+                .object([
+                    ("packetsAccepted", .int(Int64(r.packetsAccepted))), ("streams", .array(r.streams.map(Report.inboundJSON))),
+                    ("byes", .int(Int64(r.byes)))
+                ])
+            )
+        ])
+        Output.out(doc.serialized(pretty: true) + "\n")
     }
 
     /// `simulate --preflight`: the pre-flight over the emulated link in virtual time, reported as
     /// `preflight` reports it (same JSON, JUnit, --require and exit codes).
-    static func runPreflight(
-        _ o: ParsedOptions, config: SimulationConfig, thresholds: VerdictThresholds,
-        stats: (JSONLinesWriter, Int64)?
-    ) -> Int32 {
+    static func runPreflight(_ plan: Plan, config: SimulationConfig) -> Int32 {
+        let stats = plan.stats, thresholds = plan.thresholds
         let publisherStream = stats.map { StatsStream($0.0, startMillis: config.epochMicros / 1000) }
         let subscriberStream = stats.map { SubscriberStatsStream($0.0) }
         let interval = stats?.1 ?? 1_000_000
@@ -210,22 +243,22 @@ enum SimulateCommand {
         guard let verdict = outcome.verdict else {
             Output.err("Error: no answer from the simulated receiver within 3 s (the link lost everything)\n")
             PreflightCommand.writeJUnit(
-                o.value("junit"), verdict: nil, requirement: o.value("require"), failure: "no answer from the receiver")
+                plan.junit, verdict: nil, requirement: plan.requirement, failure: "no answer from the receiver")
             return 2
         }
-        let met = o.value("require").map { verdict.meets($0) }
-        PreflightCommand.writeJUnit(o.value("junit"), verdict: verdict, requirement: o.value("require"), failure: nil)
-        if o.has("json") {
+        let met = plan.requirement.map { verdict.meets($0) }
+        PreflightCommand.writeJUnit(plan.junit, verdict: verdict, requirement: plan.requirement, failure: nil)
+        if plan.json {
             Output.out(
                 PreflightCommand.json(
-                    verdict, phase: phase, audioOnly: outcome.audioOnly, requirement: o.value("require"), met: met,
+                    verdict, phase: phase, audioOnly: outcome.audioOnly, requirement: plan.requirement, met: met,
                     thresholds: thresholds, timestampMillis: sim.wallMicros / 1000
                 ).serialized(pretty: true) + "\n")
         } else {
-            let link = o.value("impair").map { "simulated link \($0)" } ?? "simulated unimpaired link"
+            let link = plan.impairText.map { "simulated link \($0)" } ?? "simulated unimpaired link"
             Output.out(
                 PreflightCommand.human(
-                    verdict, phase: phase, audioOnly: outcome.audioOnly, target: link, requirement: o.value("require"), met: met))
+                    verdict, phase: phase, audioOnly: outcome.audioOnly, target: link, requirement: plan.requirement, met: met))
         }
         if let met { return met ? 0 : 1 }
         return 0
