@@ -42,296 +42,303 @@ enum Help {
         }
     }
 
-    static func help(_ command: String) -> String? {
-        switch command {
-        case "publish":
-            return usage(command) + """
+    static func help(_ command: String) -> String? { details[command].map { usage(command) + $0 } }
+
+    /// What follows each command's usage line in `pubbot help <command>`.
+    static let details: [String: String] = [
+        "publish": publishDetails,
+        "receive": receiveDetails,
+        "preflight": preflightDetails,
+        "load": loadDetails,
+        "media": mediaDetails,
+        "simulate": simulateDetails,
+        "report": reportDetails
+    ]
+
+    static let publishDetails = """
 
 
-                Publishes synthetic video (VP8, one SSRC per simulcast layer) and audio (Opus 48 kHz, 20 ms,
-                in-band FEC) over SRTP to HOST:PORT. By default everything is BUNDLEd on one port with
-                rtcp-mux and MID/RID header extensions; --no-bundle sends audio to PORT and video layer i
-                to PORT+2(i+1), RTCP on the next port up, so that `ffmpeg -i x.sdp` can open it.
+        Publishes synthetic video (VP8, one SSRC per simulcast layer) and audio (Opus 48 kHz, 20 ms,
+        in-band FEC) over SRTP to HOST:PORT. By default everything is BUNDLEd on one port with
+        rtcp-mux and MID/RID header extensions; --no-bundle sends audio to PORT and video layer i
+        to PORT+2(i+1), RTCP on the next port up, so that `ffmpeg -i x.sdp` can open it.
 
-                With --whip URL it publishes to a WebRTC server instead (WHIP, RFC 9725): the offer is
-                POSTed, ICE (full agent, controlling) and DTLS-SRTP run on the media socket, and the answer
-                decides payload types, header-extension IDs, RTX, simulcast (refused: one encoding) and
-                the congestion control (transport-cc, else REMB, else receiver-report loss). The session
-                is DELETEd on every way out. Exit 2 with one message if the server refuses, ICE or DTLS
-                fail, or consent is lost.
+        With --whip URL it publishes to a WebRTC server instead (WHIP, RFC 9725): the offer is
+        POSTed, ICE (full agent, controlling) and DTLS-SRTP run on the media socket, and the answer
+        decides payload types, header-extension IDs, RTX, simulcast (refused: one encoding) and
+        the congestion control (transport-cc, else REMB, else receiver-report loss). The session
+        is DELETEd on every way out. Exit 2 with one message if the server refuses, ICE or DTLS
+        fail, or consent is lost.
 
-                Options:
-                  --to HOST:PORT            destination (SDES-SRTP; repeat for a relayed session)
-                  --whip URL                WHIP endpoint (http:// or https://)
-                  --token TOKEN             WHIP bearer token (or PUBBOT_WHIP_TOKEN; never printed)
-                  --ice-server URL          stun:HOST[:PORT] (a server-reflexive candidate),
-                                            turn:HOST[:PORT][?transport=udp|tcp] or turns:HOST[:PORT]
-                                            (a relayed candidate, TURN over UDP, TCP or TLS); repeatable
-                  --turn-username U         TURN long-term credentials (the credential also from
-                  --turn-credential C       PUBBOT_TURN_CREDENTIAL; never printed)
-                  --turn-ca FILE            CA certificates (PEM) for a turns: server (default: the
-                                            system's store)
-                  --ice-policy POLICY       all (default), relay (only the TURN relay) or no-host (keep
-                                            the host address out of the offer)
-                  --ice-interface NAME      offer this interface's address (default: the one routed
-                                            toward the endpoint)
-                  --key B64                 SRTP master key‖salt, base64 (default: a random key per run)
-                  --srtp-suite SUITE        aes-cm (AES_CM_128_HMAC_SHA1_80, default) or gcm (AEAD_AES_128_GCM)
-                  --sdp-out FILE            write an SDP describing exactly what is sent (contains the key)
-                  --no-bundle               one port per stream (for stock players)
-                  --duration D              stop after D (500ms, 15s, 2m); default: until Ctrl-C
-                  --layers LADDER           e.g. 1280x720@30:2500k,640x360@30:700k,320x180@15:150k
-                                            (default: 1280x720, 640x360, 320x180 at 30 fps)
-                  --fps N                   frame rate of layers that do not give one (default 30)
-                  --temporal-layers MODE    L1T1 (default), L1T2 or L1T3 on every layer
-                  --keyframe-interval D     automatic key frames every D (default: only at start)
-                  --no-audio / --no-video   send only one kind of media
-                  --cname NAME              RTCP CNAME (default pubbot; with --whip a random one)
-                  --rtc-stats FILE          write a W3C webrtc-stats report (JSON) at the end, and on SIGUSR1
-                  --sender-stats            send the sender-side stats track (RTCP APP "SSTS")
-                  --audio-fallback          drop video while the network condition is critical
-                  --vitals                  add process CPU, RSS and encoder time per layer to the
-                                            stats stream (type "vitals"), with a final summary
-                  --metrics [HOST:]PORT     Prometheus text exposition at /metrics (loopback unless a
-                                            host is given)
-                  --stats FILE|-            publisher stats as JSON Lines every --stats-interval (1s)
-                  --no-congestion-control   send every layer at its target, no estimation or probing
-                                            (for receivers that send no transport-cc feedback;
-                                            --no-bundle implies it)
-                  --json                    print the final summary as JSON
+        Options:
+          --to HOST:PORT            destination (SDES-SRTP; repeat for a relayed session)
+          --whip URL                WHIP endpoint (http:// or https://)
+          --token TOKEN             WHIP bearer token (or PUBBOT_WHIP_TOKEN; never printed)
+          --ice-server URL          stun:HOST[:PORT] (a server-reflexive candidate),
+                                    turn:HOST[:PORT][?transport=udp|tcp] or turns:HOST[:PORT]
+                                    (a relayed candidate, TURN over UDP, TCP or TLS); repeatable
+          --turn-username U         TURN long-term credentials (the credential also from
+          --turn-credential C       PUBBOT_TURN_CREDENTIAL; never printed)
+          --turn-ca FILE            CA certificates (PEM) for a turns: server (default: the
+                                    system's store)
+          --ice-policy POLICY       all (default), relay (only the TURN relay) or no-host (keep
+                                    the host address out of the offer)
+          --ice-interface NAME      offer this interface's address (default: the one routed
+                                    toward the endpoint)
+          --key B64                 SRTP master key‖salt, base64 (default: a random key per run)
+          --srtp-suite SUITE        aes-cm (AES_CM_128_HMAC_SHA1_80, default) or gcm (AEAD_AES_128_GCM)
+          --sdp-out FILE            write an SDP describing exactly what is sent (contains the key)
+          --no-bundle               one port per stream (for stock players)
+          --duration D              stop after D (500ms, 15s, 2m); default: until Ctrl-C
+          --layers LADDER           e.g. 1280x720@30:2500k,640x360@30:700k,320x180@15:150k
+                                    (default: 1280x720, 640x360, 320x180 at 30 fps)
+          --fps N                   frame rate of layers that do not give one (default 30)
+          --temporal-layers MODE    L1T1 (default), L1T2 or L1T3 on every layer
+          --keyframe-interval D     automatic key frames every D (default: only at start)
+          --no-audio / --no-video   send only one kind of media
+          --cname NAME              RTCP CNAME (default pubbot; with --whip a random one)
+          --rtc-stats FILE          write a W3C webrtc-stats report (JSON) at the end, and on SIGUSR1
+          --sender-stats            send the sender-side stats track (RTCP APP "SSTS")
+          --audio-fallback          drop video while the network condition is critical
+          --vitals                  add process CPU, RSS and encoder time per layer to the
+                                    stats stream (type "vitals"), with a final summary
+          --metrics [HOST:]PORT     Prometheus text exposition at /metrics (loopback unless a
+                                    host is given)
+          --stats FILE|-            publisher stats as JSON Lines every --stats-interval (1s)
+          --no-congestion-control   send every layer at its target, no estimation or probing
+                                    (for receivers that send no transport-cc feedback;
+                                    --no-bundle implies it)
+          --json                    print the final summary as JSON
 
-                Exit codes: 0 done, 2 runtime failure, 64 usage error, 130 interrupted.
-                """
-        case "receive":
-            return usage(command) + """
+        Exit codes: 0 done, 2 runtime failure, 64 usage error, 130 interrupted.
+        """
 
-
-                Listens on HOST:PORT for a BUNDLEd pubbot (or compatible) SRTP stream, decrypts it,
-                reassembles and decodes every layer and the audio, reads the video stamps back and reports
-                per stream: packets/bytes received, lost, frames decoded, resolution, decode errors,
-                latency. Packets that fail authentication are counted; if nothing authenticates within a
-                second, it says the key does not match.
-
-                With --whip-listen it is a WHIP endpoint (RFC 9725) instead: POST /whip with an SDP offer
-                creates a session (ICE-lite, DTLS client, the offer's payload types and extension IDs,
-                simulcast as offered), DELETE /whip/<id> ends it; media arrives on UDP at the same port
-                number, each publisher with its own DTLS keys. OPTIONS (CORS) needs no token. A session
-                whose ICE has not connected 15 s after the answer, or whose publisher stops its consent
-                checks for 30 s, is closed and its slot freed. The HTTP server serves every connection at
-                once: 10 s for a whole request (408), 512 connections, 64 per source address (503).
-
-                With --whep URL it is a WHEP subscriber (draft-ietf-wish-whep) to a media server: it POSTs
-                a recvonly offer, follows the server's answer (its payload types, extension IDs and RTX
-                SSRCs), runs full ICE (controlling; a role conflict is settled by tie-breaker) and DTLS
-                in the role the answer left, sends NACK, PLI, receiver reports and transport-cc, decodes
-                what the server forwards and reports it: resolution, frame rate, freezes, layer changes the
-                server made (videoQualityChanged events), glass-to-glass latency from the video stamps
-                (publisher and subscriber on one clock), and the local link's condition
-                (networkDegradationSource). DELETEs the session on every way out.
-
-                Options:
-                  --listen HOST:PORT        where to listen (SDES), e.g. 127.0.0.1:5004
-                  --whip-listen HOST:PORT   serve WHIP (HTTP) and WebRTC media (UDP) on HOST:PORT
-                  --token TOKEN             with --whip-listen: require this bearer token (or
-                                            PUBBOT_WHIP_TOKEN); with --whep: send it (or PUBBOT_WHEP_TOKEN)
-                  --whep URL                subscribe through a server's WHEP endpoint (http:// or https://)
-                  --ice-interface IF        with --whep: the host candidate from this interface
-                  --key B64                 SRTP master key‖salt, base64
-                  --sdp FILE                read the key and suite from the publisher's --sdp-out file
-                  --srtp-suite SUITE        aes-cm (default) or gcm, with --key
-                  --downlink-impair SPEC    emulate the subscriber's own downlink (after the router
-                                            has answered the publisher; with --whep: everything from the
-                                            server), same syntax as --impair
-                  --stats FILE|-            subscriber stats as JSON Lines every --stats-interval (1s)
-                  --impair SPEC             emulate the uplink on arriving packets, no root needed:
-                                            loss=2%,burst=4,delay=40ms,jitter=10ms,rate=800kbit,queue=200ms
-                                            or a schedule 0s:rate=3mbit;10s:rate=600kbit;20s:loss=100%;
-                                            bucket=20kb adds a token bucket at the rate (tbf's burst)
-                  --duration D              stop after D; default: until Ctrl-C
-                  --no-decode               reassemble video frames without decoding them (fleets)
-                  --decode-publishers N     VP8-decode the video of the first N publishers only (default 4;
-                                            `all`); everyone's frames are still reassembled and checked
-                  --max-publishers N        publishers served on this port, by source address (default 1024)
-                  --json                    print the final summary as JSON
-
-                Exit codes: 0 media received, 2 no media (or wrong key), 64 usage error, 130 interrupted.
-                """
-        case "preflight":
-            return usage(command) + """
+    static let receiveDetails = """
 
 
-                Answers "can this network publish, and at what quality?": publishes simulcast video and
-                audio, probes and fills the link up to the estimate, stops when the estimate is steady (or
-                at --duration), and prints a verdict for audio and video with the measured cause, MOS,
-                the recommended tier and the per-layer results (a progress bar on a terminal). When video
-                is not supported, a short audio-only phase follows.
+        Listens on HOST:PORT for a BUNDLEd pubbot (or compatible) SRTP stream, decrypts it,
+        reassembles and decodes every layer and the audio, reads the video stamps back and reports
+        per stream: packets/bytes received, lost, frames decoded, resolution, decode errors,
+        latency. Packets that fail authentication are counted; if nothing authenticates within a
+        second, it says the key does not match.
 
-                Target (default: the embedded loopback receiver in this process):
-                  --to HOST:PORT            a remote `pubbot receive` (its feedback crosses the real network)
-                  --key KEY                 its SRTP key (base64 master key+salt), with --to
-                  --sdp FILE                or read destination and key from the SDP `receive --sdp-out` wrote
-                  --whip URL                a WebRTC server's WHIP endpoint: first each path on its own
-                                            (host-udp, srflx-udp per STUN server, relay-udp/-tcp/-tls
-                                            per TURN server: reachable, connect time, RTT, turnRequired),
-                                            then the verdict from the server's feedback over ICE/DTLS;
-                                            WHIP/TURN options as for publish; --require also takes a path
-                  --whep URL                with --whip: also subscribe to itself through the server (WHEP)
-                                            and report what arrived: resolution, frame rate, freezes,
-                                            glass-to-glass latency, layer changes
-                  --whep-token TOKEN        its bearer token (or PUBBOT_WHEP_TOKEN; default: the WHIP one)
-                  --impair SPEC             emulate the uplink at the embedded receiver (rehearsal):
-                                            loss=2%,burst=4,delay=40ms,jitter=10ms,rate=800kbit,queue=200ms
+        With --whip-listen it is a WHIP endpoint (RFC 9725) instead: POST /whip with an SDP offer
+        creates a session (ICE-lite, DTLS client, the offer's payload types and extension IDs,
+        simulcast as offered), DELETE /whip/<id> ends it; media arrives on UDP at the same port
+        number, each publisher with its own DTLS keys. OPTIONS (CORS) needs no token. A session
+        whose ICE has not connected 15 s after the answer, or whose publisher stops its consent
+        checks for 30 s, is closed and its slot freed. The HTTP server serves every connection at
+        once: 10 s for a whole request (408), 512 connections, 64 per source address (503).
 
-                Verdict:
-                  --require TIER            1080p, 720p, 540p, 360p, 270p, 180p or audio; sets the exit code
-                  --verdict-thresholds LIST share=75%,audio-mos=2.4,audio-bitrate=40kbit,video-loss=10%,simulcast=on
-                  --duration D              hard limit (default 15s; 2s…10m)
+        With --whep URL it is a WHEP subscriber (draft-ietf-wish-whep) to a media server: it POSTs
+        a recvonly offer, follows the server's answer (its payload types, extension IDs and RTX
+        SSRCs), runs full ICE (controlling; a role conflict is settled by tie-breaker) and DTLS
+        in the role the answer left, sends NACK, PLI, receiver reports and transport-cc, decodes
+        what the server forwards and reports it: resolution, frame rate, freezes, layer changes the
+        server made (videoQualityChanged events), glass-to-glass latency from the video stamps
+        (publisher and subscriber on one clock), and the local link's condition
+        (networkDegradationSource). DELETEs the session on every way out.
 
-                Output:
-                  --json                    one JSON document (schema: Sources/BotCLI/preflight.schema.json)
-                  --junit FILE              JUnit XML, one test case per requirement
-                  --stats FILE|-            the publisher stats stream while it runs (JSON lines)
-                  --stats-interval D        default 1s
+        Options:
+          --listen HOST:PORT        where to listen (SDES), e.g. 127.0.0.1:5004
+          --whip-listen HOST:PORT   serve WHIP (HTTP) and WebRTC media (UDP) on HOST:PORT
+          --token TOKEN             with --whip-listen: require this bearer token (or
+                                    PUBBOT_WHIP_TOKEN); with --whep: send it (or PUBBOT_WHEP_TOKEN)
+          --whep URL                subscribe through a server's WHEP endpoint (http:// or https://)
+          --ice-interface IF        with --whep: the host candidate from this interface
+          --key B64                 SRTP master key‖salt, base64
+          --sdp FILE                read the key and suite from the publisher's --sdp-out file
+          --srtp-suite SUITE        aes-cm (default) or gcm, with --key
+          --downlink-impair SPEC    emulate the subscriber's own downlink (after the router
+                                    has answered the publisher; with --whep: everything from the
+                                    server), same syntax as --impair
+          --stats FILE|-            subscriber stats as JSON Lines every --stats-interval (1s)
+          --impair SPEC             emulate the uplink on arriving packets, no root needed:
+                                    loss=2%,burst=4,delay=40ms,jitter=10ms,rate=800kbit,queue=200ms
+                                    or a schedule 0s:rate=3mbit;10s:rate=600kbit;20s:loss=100%;
+                                    bucket=20kb adds a token bucket at the rate (tbf's burst)
+          --duration D              stop after D; default: until Ctrl-C
+          --no-decode               reassemble video frames without decoding them (fleets)
+          --decode-publishers N     VP8-decode the video of the first N publishers only (default 4;
+                                    `all`); everyone's frames are still reassembled and checked
+          --max-publishers N        publishers served on this port, by source address (default 1024)
+          --json                    print the final summary as JSON
 
-                Media options: --layers LADDER, --srtp-suite aes-cm|gcm, --temporal-layers L1T1|L1T2|L1T3,
-                --fps N, --audio-only (as for publish).
+        Exit codes: 0 media received, 2 no media (or wrong key), 64 usage error, 130 interrupted.
+        """
 
-                Exit codes: 0 verdict given (and --require met), 1 --require not met, 2 no answer from the
-                receiver within 3 s or no media (check address, port, key, firewall), 64 usage error,
-                130 interrupted.
-                """
-        case "load":
-            return usage(command) + """
-
-
-                Runs N publisher bots in this process on a few event loops (one per core by default, never
-                a thread per bot). Each bot is a whole publisher — its own UDP socket, SSRCs, SRTP
-                sessions, transport-cc feedback, estimator, pacer and allocator — sending the replay loops
-                `pubbot media build` wrote (packetized and protected afresh per bot). A PLI jumps the layer
-                to its next key frame; a low estimate suspends layers. Prints fleet percentiles and exits
-                with a verdict.
-
-                Options:
-                  --to HOST:PORT            a `pubbot receive` (default: a receiver embedded in this process);
-                                            repeat it for rooms: bot n publishes to the (n mod rooms)-th
-                  --whip URL                a WebRTC server's WHIP endpoint: every bot POSTs its own offer
-                                            and runs its own ICE and DTLS (WHIP/TURN options as for
-                                            publish: each bot its own allocation and, over TCP or TLS,
-                                            its own connection); the report adds ICE/DTLS times
-                                            and, through TURN, allocations and the relay RTT
-                  --whep URL                with --whip: subscriber bots too, each a real WHEP subscriber on
-                                            its own receive thread (socket, ICE, DTLS, feedback, VP8
-                                            decoding); they join 2 s after the ramp, leave 1 s before
-                                            the end; the report adds per-room and fleet percentiles of
-                                            glass-to-glass latency, freezes and decoded frame rate.
-                                            The publishers encode live (stamps) unless --media is given
-                  --subscribers S           subscriber bots in all (default: as many as publishers; ≤ 256)
-                  --publishers N            the publisher bots, as --bots
-                  --whep-token TOKEN        the subscribers' token (or PUBBOT_WHEP_TOKEN; default the WHIP one)
-                  --rooms M                 M rooms of embedded receivers, each with its own random key;
-                                            with --whip, URL templates: {room} (0…M-1) and {publisher}
-                                            (a publisher's index in its room) are filled in per bot;
-                                            publisher n and subscriber k are in room n (k) mod M
-                  --key B64                 the receivers' SRTP key (needed with --to; default: random per
-                                            run, or per room with --rooms)
-                  --bots N                  bots (default 10); with --shard, the total over all shards
-                  --duration D              from the first start to every bot's BYE (default 30s)
-                  --ramp D                  start all bots within D (default: 50 bots a second; at most 500/s)
-                  --loops N                 event loops (threads; default: one per core)
-                  --impair SPEC             emulate the link in front of the embedded receiver (as for receive)
-                  --decode                  the embedded receiver also decodes video (default: reassembles
-                                            every frame, decodes audio; VP8 decoding of hundreds of streams
-                                            does not fit a small machine)
-                  --require LIST            loss<1%,rtt<200ms (fleet p95), bitrate>300kbit,estimate>500kbit
-                                            (fleet p5), started>=100%,feedback>=100% (share of bots);
-                                            default loss<5%,feedback>=100%
-                  --report FILE             the JSON report (per bot, totals, percentiles, histograms)
-                  --shard I/N               run this process's slice of the bots (or JOB_COMPLETION_INDEX
-                                            with PUBBOT_SHARDS=N, as in a Kubernetes Indexed Job)
-                  --media DIR               replay loops (default Media/replay)
-                  --encode                  live instead of replay: one encoder in this process, shared by
-                                            every bot (a PLI or a resumed layer forces a key frame for all)
-                  --layers LADDER           with --encode (default 640x360 + 320x180)
-                  --srtp-suite SUITE        aes-cm (default) or gcm
-                  --json                    print the report as JSON
-
-                Exit codes: 0 every bot started, heard back and every requirement is met; 1 a bot failed
-                or never heard back, or a requirement is not met; 2 no bot heard from the receiver (or no
-                replay media); 64 usage error; 130 interrupted.
-                """
-        case "media":
-            return usage(command) + """
+    static let preflightDetails = """
 
 
-                Encodes the synthetic video (each simulcast layer) and audio once with the project's own
-                VP8 and Opus encoders into DIR (default Media/replay): manifest.txt, one IVF file per layer
-                and the Opus frames. Load bots replay these loops.
+        Answers "can this network publish, and at what quality?": publishes simulcast video and
+        audio, probes and fills the link up to the estimate, stops when the estimate is steady (or
+        at --duration), and prints a verdict for audio and video with the measured cause, MOS,
+        the recommended tier and the per-layer results (a progress bar on a terminal). When video
+        is not supported, a short audio-only phase follows.
 
-                Options:
-                  --out DIR                 where to write (default Media/replay)
-                  --seconds N               loop length (default 4)
-                  --keyframe-interval D     a key frame every D (default 1s; PLIs are answered at the next one)
-                  --layers LADDER           simulcast ladder (default 640x360 + 320x180, the usual load-test
-                                            publisher; e.g. 1280x720@30:2500k,640x360@30:500k,320x180@30:150k)
-                  --fps N                   frame rate (default 30)
-                """
-        case "simulate":
-            return usage(command) + """
+        Target (default: the embedded loopback receiver in this process):
+          --to HOST:PORT            a remote `pubbot receive` (its feedback crosses the real network)
+          --key KEY                 its SRTP key (base64 master key+salt), with --to
+          --sdp FILE                or read destination and key from the SDP `receive --sdp-out` wrote
+          --whip URL                a WebRTC server's WHIP endpoint: first each path on its own
+                                    (host-udp, srflx-udp per STUN server, relay-udp/-tcp/-tls
+                                    per TURN server: reachable, connect time, RTT, turnRequired),
+                                    then the verdict from the server's feedback over ICE/DTLS;
+                                    WHIP/TURN options as for publish; --require also takes a path
+          --whep URL                with --whip: also subscribe to itself through the server (WHEP)
+                                    and report what arrived: resolution, frame rate, freezes,
+                                    glass-to-glass latency, layer changes
+          --whep-token TOKEN        its bearer token (or PUBBOT_WHEP_TOKEN; default: the WHIP one)
+          --impair SPEC             emulate the uplink at the embedded receiver (rehearsal):
+                                    loss=2%,burst=4,delay=40ms,jitter=10ms,rate=800kbit,queue=200ms
 
+        Verdict:
+          --require TIER            1080p, 720p, 540p, 360p, 270p, 180p or audio; sets the exit code
+          --verdict-thresholds LIST share=75%,audio-mos=2.4,audio-bitrate=40kbit,video-loss=10%,simulcast=on
+          --duration D              hard limit (default 15s; 2s…10m)
 
-                Runs a publisher and a receiver over an emulated link in virtual time: the same sessions
-                `publish` and `receive --impair` run (packetizer, pacer, SRTP, bandwidth estimator,
-                allocator, condition scoring; feedback, NACK/RTX, PLI, reassembly, decoding), with a
-                manual clock instead of sockets and sleeps. Writes the same JSON Lines as both sides
-                (timestamps on a simulated clock starting 2026-01-01T00:00:00Z) and a summary. The same
-                arguments and seed give byte-identical output. Uses: reproduce a field trace as a
-                schedule, tune --condition-thresholds and alerts, regression-test the congestion
-                controller, see what a network does to the stats before deploying.
+        Output:
+          --json                    one JSON document (schema: Sources/BotCLI/preflight.schema.json)
+          --junit FILE              JUnit XML, one test case per requirement
+          --stats FILE|-            the publisher stats stream while it runs (JSON lines)
+          --stats-interval D        default 1s
 
-                Options:
-                  --impair SPEC|SCHEDULE    the uplink, as for receive: rate=800kbit,loss=2%,delay=40ms
-                                            or 0s:rate=4mbit;20s:rate=800kbit;40s:rate=4mbit
-                  --downlink-impair SPEC    the subscriber's own downlink (as for receive)
-                  --duration D              simulated time (default 60s)
-                  --layers LADDER, --fps N, --temporal-layers MODE, --keyframe-interval D, --no-audio,
-                  --condition-thresholds LIST, --audio-fallback   as for publish
-                  --media encode|replay|sized
-                                            encode (default): live VP8/Opus encoders at simulated time,
-                                            real rate control (≈ 8× real time for the default ladder);
-                                            replay: 4 s loops encoded once, replayed (≈ 40×; frames keep
-                                            their sizes whatever the targets, as fleet bots' do); sized:
-                                            frames exactly the targets, not decodable (fastest)
-                  --one-encoding            one video encoding instead of simulcast, as toward a server
-                                            that refuses simulcast (it moves between the ladder's sizes)
-                  --seed N                  seeds the link emulator and the sessions (default 1)
-                  --no-decode               reassemble video without VP8-decoding it (faster)
-                  --preflight               a pre-flight in virtual time: the publisher pads up to its
-                                            estimate as `preflight` does, stops when the estimate is
-                                            steady (--duration is the limit, default 15s) and prints the
-                                            verdict exactly as `preflight` does (--json, --require,
-                                            --verdict-thresholds, --junit as for preflight)
-                  --stats FILE|-            both sides' stats as JSON Lines every --stats-interval
-                  --json                    print the summary (or the verdict) as JSON
+        Media options: --layers LADDER, --srtp-suite aes-cm|gcm, --temporal-layers L1T1|L1T2|L1T3,
+        --fps N, --audio-only (as for publish).
 
-                Exit codes: 0 media arrived (with --preflight: verdict given, --require met), 1 --require
-                not met, 2 nothing arrived, 64 usage error.
-                """
-        case "report":
-            return usage(command) + """
+        Exit codes: 0 verdict given (and --require met), 1 --require not met, 2 no answer from the
+        receiver within 3 s or no media (check address, port, key, firewall), 64 usage error,
+        130 interrupted.
+        """
+
+    static let loadDetails = """
 
 
-                Merges the JSON reports of load shards: bot counts and totals add up, histograms merge
-                bucket by bucket, and the percentiles are recomputed from the merged buckets (never
-                averaged). Requirements are those of the shards unless --require is given.
+        Runs N publisher bots in this process on a few event loops (one per core by default, never
+        a thread per bot). Each bot is a whole publisher — its own UDP socket, SSRCs, SRTP
+        sessions, transport-cc feedback, estimator, pacer and allocator — sending the replay loops
+        `pubbot media build` wrote (packetized and protected afresh per bot). A PLI jumps the layer
+        to its next key frame; a low estimate suspends layers. Prints fleet percentiles and exits
+        with a verdict.
 
-                Options:
-                  --report OUT              write the merged report
-                  --require LIST            requirements to check (as for load)
-                  --json                    print the merged report as JSON
+        Options:
+          --to HOST:PORT            a `pubbot receive` (default: a receiver embedded in this process);
+                                    repeat it for rooms: bot n publishes to the (n mod rooms)-th
+          --whip URL                a WebRTC server's WHIP endpoint: every bot POSTs its own offer
+                                    and runs its own ICE and DTLS (WHIP/TURN options as for
+                                    publish: each bot its own allocation and, over TCP or TLS,
+                                    its own connection); the report adds ICE/DTLS times
+                                    and, through TURN, allocations and the relay RTT
+          --whep URL                with --whip: subscriber bots too, each a real WHEP subscriber on
+                                    its own receive thread (socket, ICE, DTLS, feedback, VP8
+                                    decoding); they join 2 s after the ramp, leave 1 s before
+                                    the end; the report adds per-room and fleet percentiles of
+                                    glass-to-glass latency, freezes and decoded frame rate.
+                                    The publishers encode live (stamps) unless --media is given
+          --subscribers S           subscriber bots in all (default: as many as publishers; ≤ 256)
+          --publishers N            the publisher bots, as --bots
+          --whep-token TOKEN        the subscribers' token (or PUBBOT_WHEP_TOKEN; default the WHIP one)
+          --rooms M                 M rooms of embedded receivers, each with its own random key;
+                                    with --whip, URL templates: {room} (0…M-1) and {publisher}
+                                    (a publisher's index in its room) are filled in per bot;
+                                    publisher n and subscriber k are in room n (k) mod M
+          --key B64                 the receivers' SRTP key (needed with --to; default: random per
+                                    run, or per room with --rooms)
+          --bots N                  bots (default 10); with --shard, the total over all shards
+          --duration D              from the first start to every bot's BYE (default 30s)
+          --ramp D                  start all bots within D (default: 50 bots a second; at most 500/s)
+          --loops N                 event loops (threads; default: one per core)
+          --impair SPEC             emulate the link in front of the embedded receiver (as for receive)
+          --decode                  the embedded receiver also decodes video (default: reassembles
+                                    every frame, decodes audio; VP8 decoding of hundreds of streams
+                                    does not fit a small machine)
+          --require LIST            loss<1%,rtt<200ms (fleet p95), bitrate>300kbit,estimate>500kbit
+                                    (fleet p5), started>=100%,feedback>=100% (share of bots);
+                                    default loss<5%,feedback>=100%
+          --report FILE             the JSON report (per bot, totals, percentiles, histograms)
+          --shard I/N               run this process's slice of the bots (or JOB_COMPLETION_INDEX
+                                    with PUBBOT_SHARDS=N, as in a Kubernetes Indexed Job)
+          --media DIR               replay loops (default Media/replay)
+          --encode                  live instead of replay: one encoder in this process, shared by
+                                    every bot (a PLI or a resumed layer forces a key frame for all)
+          --layers LADDER           with --encode (default 640x360 + 320x180)
+          --srtp-suite SUITE        aes-cm (default) or gcm
+          --json                    print the report as JSON
 
-                Exit codes as for load.
-                """
-        default: return nil
-        }
-    }
+        Exit codes: 0 every bot started, heard back and every requirement is met; 1 a bot failed
+        or never heard back, or a requirement is not met; 2 no bot heard from the receiver (or no
+        replay media); 64 usage error; 130 interrupted.
+        """
+
+    static let mediaDetails = """
+
+
+        Encodes the synthetic video (each simulcast layer) and audio once with the project's own
+        VP8 and Opus encoders into DIR (default Media/replay): manifest.txt, one IVF file per layer
+        and the Opus frames. Load bots replay these loops.
+
+        Options:
+          --out DIR                 where to write (default Media/replay)
+          --seconds N               loop length (default 4)
+          --keyframe-interval D     a key frame every D (default 1s; PLIs are answered at the next one)
+          --layers LADDER           simulcast ladder (default 640x360 + 320x180, the usual load-test
+                                    publisher; e.g. 1280x720@30:2500k,640x360@30:500k,320x180@30:150k)
+          --fps N                   frame rate (default 30)
+        """
+
+    static let simulateDetails = """
+
+
+        Runs a publisher and a receiver over an emulated link in virtual time: the same sessions
+        `publish` and `receive --impair` run (packetizer, pacer, SRTP, bandwidth estimator,
+        allocator, condition scoring; feedback, NACK/RTX, PLI, reassembly, decoding), with a
+        manual clock instead of sockets and sleeps. Writes the same JSON Lines as both sides
+        (timestamps on a simulated clock starting 2026-01-01T00:00:00Z) and a summary. The same
+        arguments and seed give byte-identical output. Uses: reproduce a field trace as a
+        schedule, tune --condition-thresholds and alerts, regression-test the congestion
+        controller, see what a network does to the stats before deploying.
+
+        Options:
+          --impair SPEC|SCHEDULE    the uplink, as for receive: rate=800kbit,loss=2%,delay=40ms
+                                    or 0s:rate=4mbit;20s:rate=800kbit;40s:rate=4mbit
+          --downlink-impair SPEC    the subscriber's own downlink (as for receive)
+          --duration D              simulated time (default 60s)
+          --layers LADDER, --fps N, --temporal-layers MODE, --keyframe-interval D, --no-audio,
+          --condition-thresholds LIST, --audio-fallback   as for publish
+          --media encode|replay|sized
+                                    encode (default): live VP8/Opus encoders at simulated time,
+                                    real rate control (≈ 8× real time for the default ladder);
+                                    replay: 4 s loops encoded once, replayed (≈ 40×; frames keep
+                                    their sizes whatever the targets, as fleet bots' do); sized:
+                                    frames exactly the targets, not decodable (fastest)
+          --one-encoding            one video encoding instead of simulcast, as toward a server
+                                    that refuses simulcast (it moves between the ladder's sizes)
+          --seed N                  seeds the link emulator and the sessions (default 1)
+          --no-decode               reassemble video without VP8-decoding it (faster)
+          --preflight               a pre-flight in virtual time: the publisher pads up to its
+                                    estimate as `preflight` does, stops when the estimate is
+                                    steady (--duration is the limit, default 15s) and prints the
+                                    verdict exactly as `preflight` does (--json, --require,
+                                    --verdict-thresholds, --junit as for preflight)
+          --stats FILE|-            both sides' stats as JSON Lines every --stats-interval
+          --json                    print the summary (or the verdict) as JSON
+
+        Exit codes: 0 media arrived (with --preflight: verdict given, --require met), 1 --require
+        not met, 2 nothing arrived, 64 usage error.
+        """
+
+    static let reportDetails = """
+
+
+        Merges the JSON reports of load shards: bot counts and totals add up, histograms merge
+        bucket by bucket, and the percentiles are recomputed from the merged buckets (never
+        averaged). Requirements are those of the shards unless --require is given.
+
+        Options:
+          --report OUT              write the merged report
+          --require LIST            requirements to check (as for load)
+          --json                    print the merged report as JSON
+
+        Exit codes as for load.
+        """
 }
