@@ -55,6 +55,18 @@ final class SubscriberStatsStream {
                     ("stats", .array(elements))
                 ])
         }
+        var lines = mediaLines(r, now: now, before: before, seconds: seconds, line: line)
+        lines.append(line("subscriberMediaLinkStats", [mediaLink(r, mono: mono)]))
+        lines += events(r, now: now, mono: mono)
+        out.write(lines)
+        previous = (r.streams, mono, r.downlinkImpairment)
+    }
+
+    /// `subscriberVideoStats` (one element per video stream) and one `subscriberAudioStats` per audio stream.
+    func mediaLines(
+        _ r: ReceiverSnapshot, now: Int64, before: (InboundStreamStats) -> InboundStreamStats?, seconds: (InboundStreamStats) -> Double,
+        line: (String, [JSONValue]) -> JSONValue
+    ) -> [JSONValue] {
         var lines: [JSONValue] = []
         // Each stream carries its own publisher's sender-side stats.
         func sender(_ s: InboundStreamStats) -> JSONValue {
@@ -103,6 +115,13 @@ final class SubscriberStatsStream {
                     ]))
         }
 
+        return lines
+    }
+
+    /// The `subscriberMediaLinkStats` element: the local downlink scored, the publisher's side
+    /// from its sender-side stats, and which of the two degrades the media.
+    func mediaLink(_ r: ReceiverSnapshot, mono: Int64) -> JSONValue {
+        let prev = previous
         // Local transport = the subscriber's own downlink (router → subscriber): the loss the
         // downlink emulator caused in this interval; none on plain loopback. Losses on the
         // publisher's uplink are the publisher's (remotePublisherTransport).
@@ -141,24 +160,23 @@ final class SubscriberStatsStream {
             // bad local link is (the server repaired what the publisher's uplink lost).
             source = local < .good ? .string("local") : .null
         }
-        lines.append(
-            line(
-                "subscriberMediaLinkStats",
-                [
-                    .object([
-                        (
-                            "transport",
-                            .object([
-                                ("networkCondition", .string(local.rawValue)),
-                                ("networkConditionReason", .string(localScorer.reason.rawValue)),
-                                ("packetLoss", localLoss.map { .double($0) } ?? .null)
-                            ])
-                        ),
-                        ("remotePublisherTransport", remote), ("networkDegradationSource", source)
-                    ])
-                ]))
+        return .object([
+            (
+                "transport",
+                .object([
+                    ("networkCondition", .string(local.rawValue)),
+                    ("networkConditionReason", .string(localScorer.reason.rawValue)),
+                    ("packetLoss", localLoss.map { .double($0) } ?? .null)
+                ])
+            ),
+            ("remotePublisherTransport", remote), ("networkDegradationSource", source)
+        ])
+    }
 
-        // Events: BYE or silence.
+    /// `subscriberEvent`s: BYE or silence, video disabled and enabled, resolution changes.
+    func events(_ r: ReceiverSnapshot, now: Int64, mono: Int64) -> [JSONValue] {
+        let prev = previous
+        var lines: [JSONValue] = []
         func event(_ name: String, _ fields: [(String, JSONValue)] = []) {
             lines.append(.object([("type", .string("subscriberEvent")), ("timestamp", .int(now)), ("event", .string(name))] + fields))
         }
@@ -204,7 +222,6 @@ final class SubscriberStatsStream {
             destroyed.insert(s.ssrc)
             event("streamDestroyed", [("reason", .string("bye")), ("ssrc", .int(Int64(s.ssrc)))])
         }
-        out.write(lines)
-        previous = (r.streams, mono, r.downlinkImpairment)
+        return lines
     }
 }
