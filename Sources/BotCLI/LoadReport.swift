@@ -314,6 +314,20 @@ struct LoadReport {
                 "conditions",
                 .object(conditions.sorted { $0.key.rawValue < $1.key.rawValue }.map { ($0.key.rawValue, .int(Int64($0.value))) })
             ))
+        f.append(("metrics", metricsJSON))
+        f.append(("cost", costJSON))
+        f.append(("rooms", roomsJSON))
+        f.append(("receiverRejected", receiverRejected.map { .int(Int64($0)) } ?? .null))
+        if let w = handshakes { f.append(("webrtc", webrtcJSON(w))) }
+        if let subscribers { f.append(("subscribers", subscribers.json)) }
+        f.append(("requirements", requirementsJSON))
+        f.append(("ok", .bool(exitCode == 0)))
+        f.append(("perBot", .array(bots.map(\.json))))
+        return .object(f)
+    }
+
+    /// Each metric's percentiles, mean and histogram.
+    var metricsJSON: JSONValue {
         var m: [(String, JSONValue)] = []
         for (k, path) in Metrics.fields {
             let h = metrics[keyPath: path]
@@ -327,89 +341,80 @@ struct LoadReport {
                     ])
                 ))
         }
-        f.append(("metrics", .object(m)))
-        if let c = cost {
-            let perCore = c.loopCPUPercent > 0 ? Double(started) / (c.loopCPUPercent / 100) : nil
-            f.append(
-                (
-                    "cost",
-                    .object([
-                        ("eventLoopCPUPercent", .double((c.loopCPUPercent * 10).rounded() / 10)),
-                        ("botsPerCore", perCore.map { .double($0.rounded()) } ?? .null),
-                        ("peakRSSBytes", .int(Int64(c.peakRSSBytes))),
-                        ("rssPerBotBytes", .int(Int64(started > 0 ? c.peakRSSBytes / started : 0))),
-                        ("steadySeconds", .double((c.seconds * 10).rounded() / 10)),
-                        ("encoderCPUPercent", c.encoderCPUPercent.map { .double(($0 * 10).rounded() / 10) } ?? .null)
-                    ])
-                ))
-        } else {
-            f.append(("cost", .null))
-        }
-        f.append(
-            (
-                "rooms",
-                .array(
-                    roomSummaries().map { r in
-                        .object([
-                            ("room", .int(Int64(r.room))), ("destination", r.destination.map { .string($0) } ?? .null),
-                            ("bots", .int(Int64(r.bots))),
-                            ("withFeedback", .int(Int64(r.withFeedback))),
-                            ("lossP95", r.loss.percentile(0.95).map { .double(($0 * 10_000).rounded() / 10_000) } ?? .null),
-                            ("rttP95", r.rtt.percentile(0.95).map { .double(($0 * 10).rounded() / 10) } ?? .null)
-                        ])
-                    })
-            ))
-        f.append(("receiverRejected", receiverRejected.map { .int(Int64($0)) } ?? .null))
-        if let w = handshakes {
-            func stats(_ v: [Int]) -> JSONValue {
+        return .object(m)
+    }
+
+    /// What the steady state cost (CPU, memory), when it lasted.
+    var costJSON: JSONValue {
+        guard let c = cost else { return .null }
+        let perCore = c.loopCPUPercent > 0 ? Double(started) / (c.loopCPUPercent / 100) : nil
+        return .object([
+            ("eventLoopCPUPercent", .double((c.loopCPUPercent * 10).rounded() / 10)),
+            ("botsPerCore", perCore.map { .double($0.rounded()) } ?? .null),
+            ("peakRSSBytes", .int(Int64(c.peakRSSBytes))),
+            ("rssPerBotBytes", .int(Int64(started > 0 ? c.peakRSSBytes / started : 0))),
+            ("steadySeconds", .double((c.seconds * 10).rounded() / 10)),
+            ("encoderCPUPercent", c.encoderCPUPercent.map { .double(($0 * 10).rounded() / 10) } ?? .null)
+        ])
+    }
+
+    var roomsJSON: JSONValue {
+        .array(
+            roomSummaries().map { r in
                 .object([
-                    ("p50", .int(Int64(Self.percentile(v, 0.5)))), ("p95", .int(Int64(Self.percentile(v, 0.95)))),
-                    ("max", .int(Int64(v.max() ?? 0)))
+                    ("room", .int(Int64(r.room))), ("destination", r.destination.map { .string($0) } ?? .null),
+                    ("bots", .int(Int64(r.bots))),
+                    ("withFeedback", .int(Int64(r.withFeedback))),
+                    ("lossP95", r.loss.percentile(0.95).map { .double(($0 * 10_000).rounded() / 10_000) } ?? .null),
+                    ("rttP95", r.rtt.percentile(0.95).map { .double(($0 * 10).rounded() / 10) } ?? .null)
                 ])
-            }
-            let allocations = bots.compactMap(\.turnAllocateMicros)
-            let relayRTT = bots.filter(\.relayed).compactMap(\.rtt)
-            f.append(
-                (
-                    "webrtc",
-                    .object([
-                        ("connected", .int(Int64(w.ice.count))), ("iceMs", stats(w.ice)), ("dtlsMs", stats(w.dtls)),
-                        (
-                            "turn",
-                            allocations.isEmpty
-                                ? .null
-                                : .object([
-                                    ("allocated", .int(Int64(allocations.count))), ("relayed", .int(Int64(relayRTT.count))),
-                                    ("allocateMicros", stats(allocations)),
-                                    (
-                                        "relayRTTMsP50",
-                                        relayRTT.isEmpty ? .null : .double((Self.percentileD(relayRTT, 0.5) * 10).rounded() / 10)
-                                    ),
-                                    (
-                                        "relayRTTMsP95",
-                                        relayRTT.isEmpty ? .null : .double((Self.percentileD(relayRTT, 0.95) * 10).rounded() / 10)
-                                    )
-                                ])
-                        ),
-                        ("negotiated", .object(negotiated.map { ($0.0, .string($0.1)) }))
-                    ])
-                ))
+            })
+
+    }
+
+    /// WHIP bots: ICE, DTLS and TURN times, and what the server negotiated.
+    func webrtcJSON(_ w: (ice: [Int], dtls: [Int])) -> JSONValue {
+        func stats(_ v: [Int]) -> JSONValue {
+            .object([
+                ("p50", .int(Int64(Self.percentile(v, 0.5)))), ("p95", .int(Int64(Self.percentile(v, 0.95)))),
+                ("max", .int(Int64(v.max() ?? 0)))
+            ])
         }
-        if let subscribers { f.append(("subscribers", subscribers.json)) }
-        f.append(
+        let allocations = bots.compactMap(\.turnAllocateMicros)
+        let relayRTT = bots.filter(\.relayed).compactMap(\.rtt)
+        return .object([
+            ("connected", .int(Int64(w.ice.count))), ("iceMs", stats(w.ice)), ("dtlsMs", stats(w.dtls)),
             (
-                "requirements",
-                .array(
-                    results.map { r in
-                        .object([
-                            ("require", .string(r.0.text)), ("value", r.1.map { .double(($0 * 10_000).rounded() / 10_000) } ?? .null),
-                            ("met", .bool(r.2))
-                        ])
-                    })
-            ))
-        f.append(("ok", .bool(exitCode == 0)))
-        f.append(("perBot", .array(bots.map(\.json))))
-        return .object(f)
+                "turn",
+                allocations.isEmpty
+                    ? .null
+                    : .object([
+                        ("allocated", .int(Int64(allocations.count))), ("relayed", .int(Int64(relayRTT.count))),
+                        ("allocateMicros", stats(allocations)),
+                        (
+                            "relayRTTMsP50",
+                            relayRTT.isEmpty ? .null : .double((Self.percentileD(relayRTT, 0.5) * 10).rounded() / 10)
+                        ),
+                        (
+                            "relayRTTMsP95",
+                            relayRTT.isEmpty ? .null : .double((Self.percentileD(relayRTT, 0.95) * 10).rounded() / 10)
+                        )
+                    ])
+            ),
+            ("negotiated", .object(negotiated.map { ($0.0, .string($0.1)) }))
+        ])
+
+    }
+
+    var requirementsJSON: JSONValue {
+        .array(
+            results.map { r in
+                .object([
+                    ("require", .string(r.0.text)), ("value", r.1.map { .double(($0 * 10_000).rounded() / 10_000) } ?? .null),
+                    ("met", .bool(r.2))
+                ])
+            })
+
     }
 
     /// WHIP: the bots' ICE and DTLS times (ms), for those that connected.
