@@ -48,32 +48,10 @@ final class StatsStream {
         for (index, (p, subscriber)) in connections.enumerated() {
             let prev = final ? nil : previous[index]
             let seconds = prev.map { max(0.001, Double(mono - $0.micros) / 1e6) } ?? max(0.001, Double(p.elapsedMicros) / 1e6)
-            func delta(_ s: OutboundStreamStats, _ key: KeyPath<OutboundStreamStats, Int>) -> Int {
-                s[keyPath: key] - (prev?.streams.first { $0.ssrc == s.ssrc }?[keyPath: key] ?? 0)
-            }
             let ids: [(String, JSONValue)] =
                 subscriber.map { [("connectionId", .string("connection-\(index + 1)")), ("subscriberId", .string($0))] } ?? []
-            let video = p.streams.filter { $0.kind == .video }
-            let layers: [JSONValue] = video.map { s in
-                let payload = delta(s, \.payloadBytesSent), header = delta(s, \.headerBytesSent), frames = delta(s, \.framesSent)
-                return .object([
-                    ("width", .int(Int64(s.width))), ("height", .int(Int64(s.height))),
-                    ("encodedFrameRate", .double((Double(frames) / seconds * 10).rounded() / 10)),
-                    ("bitrate", .int(Int64(Double(payload * 8) / seconds))),
-                    ("totalBitrate", .int(Int64(Double((payload + header) * 8) / seconds))),
-                    ("scalabilityMode", .string(s.scalabilityMode ?? "L1T1")),
-                    ("qualityLimitationReason", .string(s.qualityLimitationReason.rawValue)),
-                    ("codec", .string("VP8")), ("rid", s.rid.map { .string($0) } ?? .null), ("targetBitrate", .int(Int64(s.targetBitrate)))
-                ])
-            }
-            let videoStats: JSONValue = .object(
-                [
-                    ("videoPacketsLost", .int(Int64(video.reduce(0) { $0 + max(0, $1.packetsLostReported) }))),
-                    ("videoPacketsSent", .int(Int64(video.reduce(0) { $0 + $1.packetsSent }))),
-                    ("videoBytesSent", .int(Int64(video.reduce(0) { $0 + $1.payloadBytesSent }))),
-                    ("timestamp", .int(now)), ("startTime", .int(startMillis)), ("videoLayers", .array(layers))
-                ] + ids)
-            if !video.isEmpty { videoElements.append(videoStats) }
+            let videoStats = Self.videoStats(p, prev: prev, seconds: seconds, now: now, startMillis: startMillis, ids: ids)
+            if let videoStats { videoElements.append(videoStats) }
             if let a = p.streams.first(where: { $0.kind == .audio }) {
                 audioElements.append(
                     .object(
@@ -83,38 +61,9 @@ final class StatsStream {
                             ("audioBytesSent", .int(Int64(a.payloadBytesSent))), ("timestamp", .int(now)), ("startTime", .int(startMillis))
                         ] + ids))
             }
-            let rtt = p.streams.compactMap(\.roundTripTimeMillis).max()
-            let transport: JSONValue = .object(
-                [
-                    ("connectionEstimatedBandwidth", p.network.estimate.map { .int(Int64($0.bitrate)) } ?? .null),
-                    ("networkCondition", .string(p.network.networkCondition.rawValue)),
-                    ("networkConditionValue", .int(Int64(p.network.networkCondition.value))),
-                    ("networkConditionReason", .string(p.network.networkConditionReason.rawValue)),
-                    ("roundTripTime", rtt.map { .double(($0 * 10).rounded() / 10) } ?? .null),
-                    ("packetLoss", p.network.estimate.map { .double($0.lossFraction) } ?? .null)
-                ] + (p.network.transport.map { TransportFields.json($0, rttMillis: rtt) } ?? []))
-            let link: JSONValue = .object([("transport", transport)] + ids)
+            let link: JSONValue = .object([("transport", Self.transport(p))] + ids)
             linkElements.append(link)
-            for e in p.network.events where e.number > (lastEvents[index] ?? 0) {
-                lastEvents[index] = e.number
-                switch e.kind {
-                case .networkConditionChanged:
-                    events.append(
-                        .object([
-                            ("type", .string("networkConditionChanged")), ("timestamp", .int(e.wallMillis)),
-                            ("networkCondition", .string(e.condition?.rawValue ?? "unknown")), ("reason", .string(e.reason)),
-                            ("mediaLinkStats", .array([link]))
-                        ]))
-                case .videoQualityChanged:
-                    events.append(
-                        .object([
-                            ("type", .string("videoQualityChanged")), ("timestamp", .int(e.wallMillis)), ("reason", .string(e.reason)),
-                            ("change", .string(e.change ?? "")), ("rid", e.rid.map { .string($0) } ?? .null),
-                            ("width", .int(Int64(e.width ?? 0))), ("height", .int(Int64(e.height ?? 0))),
-                            ("stats", .array([videoStats]))
-                        ]))
-                }
-            }
+            events += newEvents(p, connection: index, link: link, videoStats: videoStats)
             previous[index] = (p.streams, mono)
         }
         func line(_ type: String, _ elements: [JSONValue]) -> JSONValue {
@@ -128,6 +77,76 @@ final class StatsStream {
         if !audioElements.isEmpty { lines.append(line("publisherAudioStats", audioElements)) }
         lines.append(line("publisherMediaLinkStats", linkElements))
         out.write(lines + events)
+    }
+
+    /// One connection's `publisherVideoStats` element (rates over `seconds` since `prev`), nil without video.
+    static func videoStats(
+        _ p: PublisherSnapshot, prev: (streams: [OutboundStreamStats], micros: Int64)?, seconds: Double, now: Int64, startMillis: Int64,
+        ids: [(String, JSONValue)]
+    ) -> JSONValue? {
+        func delta(_ s: OutboundStreamStats, _ key: KeyPath<OutboundStreamStats, Int>) -> Int {
+            s[keyPath: key] - (prev?.streams.first { $0.ssrc == s.ssrc }?[keyPath: key] ?? 0)
+        }
+        let video = p.streams.filter { $0.kind == .video }
+        let layers: [JSONValue] = video.map { s in
+            let payload = delta(s, \.payloadBytesSent), header = delta(s, \.headerBytesSent), frames = delta(s, \.framesSent)
+            return .object([
+                ("width", .int(Int64(s.width))), ("height", .int(Int64(s.height))),
+                ("encodedFrameRate", .double((Double(frames) / seconds * 10).rounded() / 10)),
+                ("bitrate", .int(Int64(Double(payload * 8) / seconds))),
+                ("totalBitrate", .int(Int64(Double((payload + header) * 8) / seconds))),
+                ("scalabilityMode", .string(s.scalabilityMode ?? "L1T1")),
+                ("qualityLimitationReason", .string(s.qualityLimitationReason.rawValue)),
+                ("codec", .string("VP8")), ("rid", s.rid.map { .string($0) } ?? .null), ("targetBitrate", .int(Int64(s.targetBitrate)))
+            ])
+        }
+        return .object(
+            [
+                ("videoPacketsLost", .int(Int64(video.reduce(0) { $0 + max(0, $1.packetsLostReported) }))),
+                ("videoPacketsSent", .int(Int64(video.reduce(0) { $0 + $1.packetsSent }))),
+                ("videoBytesSent", .int(Int64(video.reduce(0) { $0 + $1.payloadBytesSent }))),
+                ("timestamp", .int(now)), ("startTime", .int(startMillis)), ("videoLayers", .array(layers))
+            ] + ids)
+    }
+
+    /// One connection's media-link `transport`: the estimate, the condition, RTT and loss, and the WebRTC transport's fields.
+    static func transport(_ p: PublisherSnapshot) -> JSONValue {
+        let rtt = p.streams.compactMap(\.roundTripTimeMillis).max()
+        return .object(
+            [
+                ("connectionEstimatedBandwidth", p.network.estimate.map { .int(Int64($0.bitrate)) } ?? .null),
+                ("networkCondition", .string(p.network.networkCondition.rawValue)),
+                ("networkConditionValue", .int(Int64(p.network.networkCondition.value))),
+                ("networkConditionReason", .string(p.network.networkConditionReason.rawValue)),
+                ("roundTripTime", rtt.map { .double(($0 * 10).rounded() / 10) } ?? .null),
+                ("packetLoss", p.network.estimate.map { .double($0.lossFraction) } ?? .null)
+            ] + (p.network.transport.map { TransportFields.json($0, rttMillis: rtt) } ?? []))
+    }
+
+    /// The connection's network events since the last line, each with the stats it concerns.
+    func newEvents(_ p: PublisherSnapshot, connection index: Int, link: JSONValue, videoStats: JSONValue?) -> [JSONValue] {
+        var events: [JSONValue] = []
+        for e in p.network.events where e.number > (lastEvents[index] ?? 0) {
+            lastEvents[index] = e.number
+            switch e.kind {
+            case .networkConditionChanged:
+                events.append(
+                    .object([
+                        ("type", .string("networkConditionChanged")), ("timestamp", .int(e.wallMillis)),
+                        ("networkCondition", .string(e.condition?.rawValue ?? "unknown")), ("reason", .string(e.reason)),
+                        ("mediaLinkStats", .array([link]))
+                    ]))
+            case .videoQualityChanged:
+                events.append(
+                    .object([
+                        ("type", .string("videoQualityChanged")), ("timestamp", .int(e.wallMillis)), ("reason", .string(e.reason)),
+                        ("change", .string(e.change ?? "")), ("rid", e.rid.map { .string($0) } ?? .null),
+                        ("width", .int(Int64(e.width ?? 0))), ("height", .int(Int64(e.height ?? 0))),
+                        ("stats", .array(videoStats.map { [$0] } ?? []))
+                    ]))
+            }
+        }
+        return events
     }
 
 }
