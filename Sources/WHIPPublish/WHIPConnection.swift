@@ -98,68 +98,12 @@ public final class WHIPConnection: @unchecked Sendable {
         let socket: UDPSocket
         do { socket = try UDPSocket(bind: bindAddress) } catch { throw WHIPConnectError("cannot open the media socket: \(error)") }
         guard let local = STUNAddress(socket.localAddress) else { throw WHIPConnectError("the media socket has no usable address") }
-        var candidates = [ICECandidate.host(local)]
-        var stunServers: [STUNAddress] = []
-        var turnServers: [(address: STUNAddress, tcp: Bool, tls: Bool, host: String)] = []
-        for s in options.iceServers {
-            guard let a = try? SocketAddress(host: s.host, port: s.port), let sa = STUNAddress(a) else {
-                throw WHIPConnectError("--ice-server '\(s)': cannot resolve it")
-            }
-            if s.isTURN { turnServers.append((sa, s.transport != .udp, s.transport == .tls, s.host)) } else { stunServers.append(sa) }
-        }
-        if options.policy == .relay && turnServers.isEmpty {
-            throw WHIPConnectError(
-                "--ice-policy relay needs a TURN server (--ice-server turn:HOST:PORT with --turn-username and --turn-credential)")
-        }
-        if !turnServers.isEmpty && (options.turnUsername == nil || options.turnCredential == nil) {
-            throw WHIPConnectError("a turn: server needs --turn-username and --turn-credential (or PUBBOT_TURN_CREDENTIAL)")
-        }
-        if options.policy != .relay && options.policy != .host {
-            candidates += gatherReflexive(socket: socket, host: candidates[0], servers: stunServers)
-        }
-        // A relayed candidate from the first TURN server that allocates (RFC 8656), on this socket.
-        var turn: TURNClient?
-        var turnTCP: (any TURNStream)?
-        var turnFailures: [String] = []
-        for server in turnServers where turn == nil && options.policy != .host {
-            switch allocate(
-                socket: socket, base: local, server: server.address, tcp: server.tcp,
-                tls: server.tls ? (server.host, options.turnCAFile) : nil,
-                username: options.turnUsername!, password: options.turnCredential!)
-            {
-            case let .success((t, stream)): turn = t; turnTCP = stream
-            case let .failure(e): turnFailures.append(e.description)
-            }
-        }
-        if let t = turn, let relay = t.relay {
-            candidates.append(
-                ICECandidate(
-                    foundation: "relay" + String(CRC32.checksum(relay.ip), radix: 16), priority: ICECandidate.priority(kind: .relay),
-                    address: relay, kind: .relay))
-        }
-        if options.policy == .relay {
-            guard turn != nil else { throw WHIPConnectError("no relay candidate: " + turnFailures.joined(separator: "; ")) }
-            candidates.removeAll { $0.kind != .relay }
-        }
+        let g = try gather(options, socket: socket, local: local)
+        let (candidates, turn, turnTCP, turnFailures) = (g.candidates, g.turn, g.turnTCP, g.turnFailures)
         let offered = options.policy == .noHost ? candidates.filter { $0.kind != .host } : candidates
-
-        let credentials = ICEAgent.Credentials(random: SecureRandom.bytes(32))
-        let ufrag = credentials.ufrag, password = credentials.password
-        var offer = WHIPOffer(iceUfrag: ufrag, icePassword: password, fingerprint: certificate.sdpFingerprint, candidates: offered)
-        offer.audio = base.sendAudio
-        // One layer goes as one encoding without RIDs, as a browser sends one; more as simulcast.
-        let oneEncoding = base.sendVideo && base.layers.count == 1
-        offer.rids = base.sendVideo && !oneEncoding ? base.layers.map(\.rid) : []
-        // A section without RIDs announces its SSRCs (and then uses them).
-        let audioSSRC = base.audioSSRC ?? (SecureRandom.uint32() | 1)
-        offer.audioSSRC = base.sendAudio ? audioSSRC : nil
-        var videoSSRC = base.videoSSRC ?? (SecureRandom.uint32() | 2)
-        while videoSSRC == audioSSRC { videoSSRC = SecureRandom.uint32() | 2 }
-        var videoRTXSSRC = base.videoRTXSSRC ?? (SecureRandom.uint32() | 4)
-        while videoRTXSSRC == audioSSRC || videoRTXSSRC == videoSSRC { videoRTXSSRC = SecureRandom.uint32() | 4 }
-        if oneEncoding { offer.videoSSRC = (videoSSRC, base.rtx ? videoRTXSSRC : nil) }
-        offer.cname = base.cname
-        offer.sessionID = UInt64(SecureRandom.uint32()) << 16 | 1
+        let (offer, ssrcs) = makeOffer(base, candidates: offered, certificate: certificate)
+        let (audioSSRC, videoSSRC, videoRTXSSRC, oneEncoding) = (ssrcs.audio, ssrcs.video, ssrcs.videoRTX, ssrcs.oneEncoding)
+        let (ufrag, password) = (offer.iceUfrag, offer.icePassword)
         let resource: WHIPSession
         do { resource = try WHIPClient.publish(endpoint: options.endpoint, offer: offer.sdp, token: options.token, sleep: sleep) } catch {
             throw WHIPConnectError(error.description)
@@ -216,6 +160,82 @@ public final class WHIPConnection: @unchecked Sendable {
         return WHIPConnection(
             resource: resource, negotiated: n, config: c, socket: socket, local: local,
             transport: WebRTCTransport(ice: ice, dtls: dtls, turn: turn), turnTCP: turnTCP, summary: summary, token: options.token)
+    }
+
+    /// This socket's candidates: the host one, server-reflexive ones from the STUN servers, and a
+    /// relayed one from the first TURN server that allocates (RFC 8656) — as the policy allows.
+    static func gather(
+        _ options: WHIPOptions, socket: UDPSocket, local: STUNAddress
+    ) throws(WHIPConnectError) -> (candidates: [ICECandidate], turn: TURNClient?, turnTCP: (any TURNStream)?, turnFailures: [String]) {
+        var candidates = [ICECandidate.host(local)]
+        var stunServers: [STUNAddress] = []
+        var turnServers: [(address: STUNAddress, tcp: Bool, tls: Bool, host: String)] = []
+        for s in options.iceServers {
+            guard let a = try? SocketAddress(host: s.host, port: s.port), let sa = STUNAddress(a) else {
+                throw WHIPConnectError("--ice-server '\(s)': cannot resolve it")
+            }
+            if s.isTURN { turnServers.append((sa, s.transport != .udp, s.transport == .tls, s.host)) } else { stunServers.append(sa) }
+        }
+        if options.policy == .relay && turnServers.isEmpty {
+            throw WHIPConnectError(
+                "--ice-policy relay needs a TURN server (--ice-server turn:HOST:PORT with --turn-username and --turn-credential)")
+        }
+        if !turnServers.isEmpty && (options.turnUsername == nil || options.turnCredential == nil) {
+            throw WHIPConnectError("a turn: server needs --turn-username and --turn-credential (or PUBBOT_TURN_CREDENTIAL)")
+        }
+        if options.policy != .relay && options.policy != .host {
+            candidates += gatherReflexive(socket: socket, host: candidates[0], servers: stunServers)
+        }
+        // A relayed candidate from the first TURN server that allocates (RFC 8656), on this socket.
+        var turn: TURNClient?
+        var turnTCP: (any TURNStream)?
+        var turnFailures: [String] = []
+        for server in turnServers where turn == nil && options.policy != .host {
+            switch allocate(
+                socket: socket, base: local, server: server.address, tcp: server.tcp,
+                tls: server.tls ? (server.host, options.turnCAFile) : nil,
+                username: options.turnUsername!, password: options.turnCredential!)
+            {
+            case let .success((t, stream)): turn = t; turnTCP = stream
+            case let .failure(e): turnFailures.append(e.description)
+            }
+        }
+        if let t = turn, let relay = t.relay {
+            candidates.append(
+                ICECandidate(
+                    foundation: "relay" + String(CRC32.checksum(relay.ip), radix: 16), priority: ICECandidate.priority(kind: .relay),
+                    address: relay, kind: .relay))
+        }
+        if options.policy == .relay {
+            guard turn != nil else { throw WHIPConnectError("no relay candidate: " + turnFailures.joined(separator: "; ")) }
+            candidates.removeAll { $0.kind != .relay }
+        }
+        return (candidates, turn, turnTCP, turnFailures)
+    }
+
+    /// The offer (fresh ICE credentials, the certificate's fingerprint, audio, simulcast RIDs or
+    /// one encoding's SSRCs) and the SSRCs it announces.
+    static func makeOffer(
+        _ base: PublisherConfig, candidates offered: [ICECandidate], certificate: DTLSCertificate
+    ) -> (WHIPOffer, (audio: UInt32, video: UInt32, videoRTX: UInt32, oneEncoding: Bool)) {
+        let credentials = ICEAgent.Credentials(random: SecureRandom.bytes(32))
+        var offer = WHIPOffer(
+            iceUfrag: credentials.ufrag, icePassword: credentials.password, fingerprint: certificate.sdpFingerprint, candidates: offered)
+        offer.audio = base.sendAudio
+        // One layer goes as one encoding without RIDs, as a browser sends one; more as simulcast.
+        let oneEncoding = base.sendVideo && base.layers.count == 1
+        offer.rids = base.sendVideo && !oneEncoding ? base.layers.map(\.rid) : []
+        // A section without RIDs announces its SSRCs (and then uses them).
+        let audioSSRC = base.audioSSRC ?? (SecureRandom.uint32() | 1)
+        offer.audioSSRC = base.sendAudio ? audioSSRC : nil
+        var videoSSRC = base.videoSSRC ?? (SecureRandom.uint32() | 2)
+        while videoSSRC == audioSSRC { videoSSRC = SecureRandom.uint32() | 2 }
+        var videoRTXSSRC = base.videoRTXSSRC ?? (SecureRandom.uint32() | 4)
+        while videoRTXSSRC == audioSSRC || videoRTXSSRC == videoSSRC { videoRTXSSRC = SecureRandom.uint32() | 4 }
+        if oneEncoding { offer.videoSSRC = (videoSSRC, base.rtx ? videoRTXSSRC : nil) }
+        offer.cname = base.cname
+        offer.sessionID = UInt64(SecureRandom.uint32()) << 16 | 1
+        return (offer, (audioSSRC, videoSSRC, videoRTXSSRC, oneEncoding))
     }
 
     /// Where the media socket binds: the address the kernel routes toward the endpoint from, or
