@@ -225,98 +225,114 @@ public final class ReceiverSession {
             inbound = s
         }
         switch RTPDemux.classify(Span(_unsafeStart: bytes, count: len)) {
-        case .other:
-            snap.rejected.notRTP += 1
-        case .rtcp:
-            do {
-                let plain = try inbound.unprotectRTCP(p, length: len)
-                guard let peer = known ?? session(from) else { snap.refusedOverCapacity += 1; return }
-                var it = RTCPCompoundIterator()
-                let span = Span(_unsafeStart: bytes, count: plain)
-                while let packet = try it.next(in: span) {
-                    switch packet {
-                    case let .senderReport(sr):
-                        snap.senderReports += 1
-                        if let st = streams[sr.ssrc], st.peer == peer.index { st.lastSenderReport = (NTPTime.compact(sr.ntpTime), now) }
-                    case let .application(app):
-                        if let sst = SenderSideStats(app) {
-                            // Per publisher: a fleet's publishers each have their own.
-                            while snap.senderStatsByPublisher.count <= peer.index { snap.senderStatsByPublisher.append(nil) }
-                            snap.senderStatsByPublisher[peer.index] = sst
-                            snap.senderStatsReceived += 1
-                        }
-                    case let .goodbye(bye):
-                        snap.byes += 1
-                        for s in bye.ssrcs where streams[s]?.peer == peer.index { streams[s]?.stats.byeReceived = true }
-                    default: break
-                    }
-                }
-                snap.rtcpReceived += 1
-            } catch let e as SRTPError {
-                count(e)
-            } catch {
-                snap.rejected.malformed += 1
-            }
-        case .rtp:
-            let plain: Int
-            do { plain = try inbound.unprotectRTP(p, length: len) } catch { count(error); return }
-            let span = Span(_unsafeStart: bytes, count: plain)
-            let header: RTPHeader
-            let ext: RTPExtensionValues
-            do {
-                header = try RTPHeader.parse(span)
-                ext = try RTPExtensionValues.parse(span, header: header, ids: known?.extensionIDs)
-            } catch {
-                snap.rejected.malformed += 1
-                return
-            }
+        case .other: snap.rejected.notRTP += 1
+        case .rtcp: handleRTCP(p, length: len, inbound: inbound, peer: known, from: from, now: now)
+        case .rtp: handleRTP(p, length: len, inbound: inbound, peer: known, from: from, now: now, wall: wall)
+        }
+    }
+
+    /// A compound RTCP packet from a publisher: sender reports (for the round trip), its
+    /// sender-side stats, BYEs.
+    func handleRTCP(
+        _ p: UnsafeMutableRawPointer, length len: Int, inbound: SRTPSession, peer known: PeerSession?, from: SocketAddress?, now: Int64
+    ) {
+        let bytes = p.assumingMemoryBound(to: UInt8.self)
+        do {
+            let plain = try inbound.unprotectRTCP(p, length: len)
             guard let peer = known ?? session(from) else { snap.refusedOverCapacity += 1; return }
-            if let ast = ext.absSendTime, peer.remoteEstimator != nil {
-                peer.remoteEstimator?.onPacket(absSendTime: ast, arrivalMicros: now, size: len)
-            }
-            if (peer.rtxPayloadTypes ?? config.rtxPayloadTypes).contains(header.payloadType) {
-                if let tw = ext.transportSequenceNumber {
-                    peer.feedback.onPacket(transportSequence: tw, arrivalMicros: now, ssrc: header.ssrc)
+            var it = RTCPCompoundIterator()
+            let span = Span(_unsafeStart: bytes, count: plain)
+            while let packet = try it.next(in: span) {
+                switch packet {
+                case let .senderReport(sr):
+                    snap.senderReports += 1
+                    if let st = streams[sr.ssrc], st.peer == peer.index { st.lastSenderReport = (NTPTime.compact(sr.ntpTime), now) }
+                case let .application(app):
+                    if let sst = SenderSideStats(app) {
+                        // Per publisher: a fleet's publishers each have their own.
+                        while snap.senderStatsByPublisher.count <= peer.index { snap.senderStatsByPublisher.append(nil) }
+                        snap.senderStatsByPublisher[peer.index] = sst
+                        snap.senderStatsReceived += 1
+                    }
+                case let .goodbye(bye):
+                    snap.byes += 1
+                    for s in bye.ssrcs where streams[s]?.peer == peer.index { streams[s]?.stats.byeReceived = true }
+                default: break
                 }
-                snap.packetsAccepted += 1
-                forward(p, length: plain, now: now, wall: wall, peer: peer)
-                return
             }
-            let kind: MediaKind
-            if (peer.videoPayloadTypes ?? config.videoPayloadTypes).contains(header.payloadType) {
-                kind = .video
-            } else if (peer.audioPayloadTypes ?? config.audioPayloadTypes).contains(header.payloadType) {
-                kind = .audio
-            } else {
-                snap.rejected.unknownPayloadType += 1; return
-            }
-            let stream: ReceiveStream
-            if let s = streams[header.ssrc] {
-                // The same SSRC from another publisher: a collision (or a spoof), not this stream.
-                guard s.peer == peer.index else { snap.rejected.ssrcCollision += 1; return }
-                stream = s
-            } else {
-                guard streams.count < config.maxStreams, peer.order.count < 32 else { snap.refusedOverCapacity += 1; return }
-                stream = ReceiveStream(
-                    ssrc: header.ssrc, kind: kind, payloadType: header.payloadType,
-                    decodeVideo: config.decodeVideo && peer.index < config.decodedPublishers)
-                stream.preferredFrameRate = config.preferredFrameRate
-                stream.peer = peer.index
-                streams[header.ssrc] = stream
-                order.append(header.ssrc)
-                peer.order.append(header.ssrc)
+            snap.rtcpReceived += 1
+        } catch let e as SRTPError {
+            count(e)
+        } catch {
+            snap.rejected.malformed += 1
+        }
+    }
+
+    /// An RTP packet from a publisher: to its stream (made on its first packet, within the
+    /// limits), the feedback and the estimators, then on to the subscribers.
+    func handleRTP(
+        _ p: UnsafeMutableRawPointer, length len: Int, inbound: SRTPSession, peer known: PeerSession?, from: SocketAddress?, now: Int64,
+        wall: Int64
+    ) {
+        let bytes = p.assumingMemoryBound(to: UInt8.self)
+        let plain: Int
+        do { plain = try inbound.unprotectRTP(p, length: len) } catch { count(error); return }
+        let span = Span(_unsafeStart: bytes, count: plain)
+        let header: RTPHeader
+        let ext: RTPExtensionValues
+        do {
+            header = try RTPHeader.parse(span)
+            ext = try RTPExtensionValues.parse(span, header: header, ids: known?.extensionIDs)
+        } catch {
+            snap.rejected.malformed += 1
+            return
+        }
+        guard let peer = known ?? session(from) else { snap.refusedOverCapacity += 1; return }
+        if let ast = ext.absSendTime, peer.remoteEstimator != nil {
+            peer.remoteEstimator?.onPacket(absSendTime: ast, arrivalMicros: now, size: len)
+        }
+        if (peer.rtxPayloadTypes ?? config.rtxPayloadTypes).contains(header.payloadType) {
+            if let tw = ext.transportSequenceNumber {
+                peer.feedback.onPacket(transportSequence: tw, arrivalMicros: now, ssrc: header.ssrc)
             }
             snap.packetsAccepted += 1
-            if snap.firstPacketMicros == nil { snap.firstPacketMicros = now }
-            snap.lastPacketMicros = now
-            if let tw = ext.transportSequenceNumber { peer.feedback.onPacket(transportSequence: tw, arrivalMicros: now, ssrc: header.ssrc) }
-            if let mid = ext.mid, stream.stats.mid == nil { stream.stats.mid = mid }
-            if let rid = ext.rid, stream.stats.rid == nil { stream.stats.rid = rid }
-            stream.routerObserve(header: header, nowMicros: now)
-            if kind == .video && stream.routerHeight == nil { stream.learnResolution(span.extracting(header.payloadRange)) }
-            stream.stats.wireBytesReceived += len
             forward(p, length: plain, now: now, wall: wall, peer: peer)
+            return
         }
+        let kind: MediaKind
+        if (peer.videoPayloadTypes ?? config.videoPayloadTypes).contains(header.payloadType) {
+            kind = .video
+        } else if (peer.audioPayloadTypes ?? config.audioPayloadTypes).contains(header.payloadType) {
+            kind = .audio
+        } else {
+            snap.rejected.unknownPayloadType += 1; return
+        }
+        let stream: ReceiveStream
+        if let s = streams[header.ssrc] {
+            // The same SSRC from another publisher: a collision (or a spoof), not this stream.
+            guard s.peer == peer.index else { snap.rejected.ssrcCollision += 1; return }
+            stream = s
+        } else {
+            guard streams.count < config.maxStreams, peer.order.count < 32 else { snap.refusedOverCapacity += 1; return }
+            stream = ReceiveStream(
+                ssrc: header.ssrc, kind: kind, payloadType: header.payloadType,
+                decodeVideo: config.decodeVideo && peer.index < config.decodedPublishers)
+            stream.preferredFrameRate = config.preferredFrameRate
+            stream.peer = peer.index
+            streams[header.ssrc] = stream
+            order.append(header.ssrc)
+            peer.order.append(header.ssrc)
+        }
+        snap.packetsAccepted += 1
+        if snap.firstPacketMicros == nil { snap.firstPacketMicros = now }
+        snap.lastPacketMicros = now
+        if let tw = ext.transportSequenceNumber { peer.feedback.onPacket(transportSequence: tw, arrivalMicros: now, ssrc: header.ssrc) }
+        if let mid = ext.mid, stream.stats.mid == nil { stream.stats.mid = mid }
+        if let rid = ext.rid, stream.stats.rid == nil { stream.stats.rid = rid }
+        stream.routerObserve(header: header, nowMicros: now)
+        if kind == .video && stream.routerHeight == nil { stream.learnResolution(span.extracting(header.payloadRange)) }
+        stream.stats.wireBytesReceived += len
+        forward(p, length: plain, now: now, wall: wall, peer: peer)
     }
 
     // MARK: feedback
