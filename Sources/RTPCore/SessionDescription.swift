@@ -165,57 +165,7 @@ public struct SessionDescription: Equatable, Sendable {
                 let (name, arg) = splitAttribute(value)
                 if name == "group", arg.hasPrefix("BUNDLE") { sd.bundle = true; continue }
                 guard !sd.media.isEmpty else { continue }
-                var m = sd.media[sd.media.count - 1]
-                switch name {
-                case "mid": m.mid = arg
-                case "rtcp-mux": m.rtcpMux = true
-                case "sendonly", "recvonly", "sendrecv", "inactive": m.direction = name
-                case "rtpmap":
-                    let parts = arg.split(separator: " ")
-                    guard parts.count == 2 else { throw ParseError(line: no, reason: "bad rtpmap") }
-                    let enc = parts[1].split(separator: "/")
-                    guard enc.count >= 2, let rate = Int(enc[1]), rate > 0 else { throw ParseError(line: no, reason: "bad rtpmap") }
-                    if enc[0].lowercased() == "rtx", let pt = UInt8(parts[0]) {
-                        guard pt != m.payloadType else { throw ParseError(line: no, reason: "the RTX payload type is the media's own") }
-                        m.rtxPayloadType = pt
-                        m.rtxClockRate = rate
-                    } else if UInt8(parts[0]) == m.payloadType {
-                        m.codec = String(enc[0])
-                        m.clockRate = rate
-                        m.channels = enc.count > 2 ? Int(enc[2]) : nil
-                    }
-                case "fmtp":
-                    // The media format's own parameters (the RTX format's `apt=` line is not them).
-                    if let sp = arg.firstIndex(of: " "), UInt8(arg[..<sp]) == m.payloadType {
-                        m.fmtp = String(arg[arg.index(after: sp)...])
-                    }
-                case "extmap":
-                    let parts = arg.split(separator: " ")
-                    guard parts.count >= 2, let idText = parts[0].split(separator: "/").first, let id = UInt8(idText), id > 0 else {
-                        throw ParseError(line: no, reason: "bad extmap")
-                    }
-                    m.extensions.append((id, String(parts[1])))
-                case "crypto":
-                    let parts = arg.split(separator: " ")
-                    guard parts.count >= 3, let tag = Int(parts[0]), parts[2].hasPrefix("inline:") else {
-                        throw ParseError(line: no, reason: "bad crypto")
-                    }
-                    let key = parts[2].dropFirst("inline:".count).split(separator: "|").first ?? ""
-                    if m.crypto == nil { m.crypto = Crypto(tag: tag, suite: String(parts[1]), inlineKey: String(key)) }
-                case "rid":
-                    if let r = arg.split(separator: " ").first { m.rids.append(String(r)) }
-                case "ssrc":
-                    let parts = arg.split(separator: " ", maxSplits: 1)
-                    guard parts.count == 2, let ssrc = UInt32(parts[0]) else { throw ParseError(line: no, reason: "bad ssrc") }
-                    if parts[1].hasPrefix("cname:") && !m.rtxSSRCs.contains(where: { $0.rtx == ssrc }) {
-                        m.ssrcs.append((ssrc, String(parts[1].dropFirst(6))))
-                    }
-                case "ssrc-group":
-                    let parts = arg.split(separator: " ")
-                    if parts.count == 3, parts[0] == "FID", let a = UInt32(parts[1]), let b = UInt32(parts[2]) { m.rtxSSRCs.append((a, b)) }
-                default: break
-                }
-                sd.media[sd.media.count - 1] = m
+                try apply(attribute: name, arg, to: &sd.media[sd.media.count - 1], line: no)
             default: break
             }
         }
@@ -224,6 +174,59 @@ public struct SessionDescription: Equatable, Sendable {
         // RFC 8866 §5.2, §5.7: the origin and a connection address are required.
         guard !sd.address.isEmpty else { throw ParseError(line: lines.count, reason: "no address (o= or c= line)") }
         return sd
+    }
+
+    /// One media-level attribute (`a=name:arg`) into `m`.
+    static func apply(attribute name: String, _ arg: String, to m: inout Media, line no: Int) throws(ParseError) {
+        switch name {
+        case "mid": m.mid = arg
+        case "rtcp-mux": m.rtcpMux = true
+        case "sendonly", "recvonly", "sendrecv", "inactive": m.direction = name
+        case "rtpmap":
+            let parts = arg.split(separator: " ")
+            guard parts.count == 2 else { throw ParseError(line: no, reason: "bad rtpmap") }
+            let enc = parts[1].split(separator: "/")
+            guard enc.count >= 2, let rate = Int(enc[1]), rate > 0 else { throw ParseError(line: no, reason: "bad rtpmap") }
+            if enc[0].lowercased() == "rtx", let pt = UInt8(parts[0]) {
+                guard pt != m.payloadType else { throw ParseError(line: no, reason: "the RTX payload type is the media's own") }
+                m.rtxPayloadType = pt
+                m.rtxClockRate = rate
+            } else if UInt8(parts[0]) == m.payloadType {
+                m.codec = String(enc[0])
+                m.clockRate = rate
+                m.channels = enc.count > 2 ? Int(enc[2]) : nil
+            }
+        case "fmtp":
+            // The media format's own parameters (the RTX format's `apt=` line is not them).
+            if let sp = arg.firstIndex(of: " "), UInt8(arg[..<sp]) == m.payloadType {
+                m.fmtp = String(arg[arg.index(after: sp)...])
+            }
+        case "extmap":
+            let parts = arg.split(separator: " ")
+            guard parts.count >= 2, let idText = parts[0].split(separator: "/").first, let id = UInt8(idText), id > 0 else {
+                throw ParseError(line: no, reason: "bad extmap")
+            }
+            m.extensions.append((id, String(parts[1])))
+        case "crypto":
+            let parts = arg.split(separator: " ")
+            guard parts.count >= 3, let tag = Int(parts[0]), parts[2].hasPrefix("inline:") else {
+                throw ParseError(line: no, reason: "bad crypto")
+            }
+            let key = parts[2].dropFirst("inline:".count).split(separator: "|").first ?? ""
+            if m.crypto == nil { m.crypto = Crypto(tag: tag, suite: String(parts[1]), inlineKey: String(key)) }
+        case "rid":
+            if let r = arg.split(separator: " ").first { m.rids.append(String(r)) }
+        case "ssrc":
+            let parts = arg.split(separator: " ", maxSplits: 1)
+            guard parts.count == 2, let ssrc = UInt32(parts[0]) else { throw ParseError(line: no, reason: "bad ssrc") }
+            if parts[1].hasPrefix("cname:") && !m.rtxSSRCs.contains(where: { $0.rtx == ssrc }) {
+                m.ssrcs.append((ssrc, String(parts[1].dropFirst(6))))
+            }
+        case "ssrc-group":
+            let parts = arg.split(separator: " ")
+            if parts.count == 3, parts[0] == "FID", let a = UInt32(parts[1]), let b = UInt32(parts[2]) { m.rtxSSRCs.append((a, b)) }
+        default: break
+        }
     }
 
     /// An IPv4 or IPv6 address or a host name (RFC 8866 §9: unicast-address, FQDN).
