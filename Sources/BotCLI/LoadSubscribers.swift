@@ -20,7 +20,7 @@ final class SubscriberFleet: @unchecked Sendable {
 
     let options: WHIPOptions
     let members: Locked<[Member]>
-    var threads: [JoinableThread] = []
+    let threads = Locked<[JoinableThread]>([])
 
     init(options: WHIPOptions, count: Int, rooms: Int, publishersPerRoom: Int) {
         self.options = options
@@ -40,8 +40,8 @@ final class SubscriberFleet: @unchecked Sendable {
             var each = options
             each.endpoint = endpoints[k]
             let o = each, members = self.members, delay = Int64(k) * spacingMicros
-            threads.append(
-                JoinableThread(name: "pubbot-sub-\(k)") {
+            let t =
+                (JoinableThread(name: "pubbot-sub-\(k)") {
                     Clock.sleep(micros: delay)
                     do throws(WHIPConnectError) {
                         let (receiver, subscription) = try WHEPReceiver.open(o)
@@ -52,6 +52,7 @@ final class SubscriberFleet: @unchecked Sendable {
                         members.withLock { $0[k].error = error.description }
                     }
                 })
+            threads.withLock { $0.append(t) }
         }
     }
 
@@ -59,8 +60,11 @@ final class SubscriberFleet: @unchecked Sendable {
 
     /// Ends every subscription (DELETE) and keeps what each saw.
     func stop() {
-        for t in threads { t.join() }
-        threads = []
+        for t in threads.withLock({ t in
+            let all = t
+            t = []
+            return all
+        }) { t.join() }
         let snapshot = members.value
         for m in snapshot { m.receiver?.stop() }
         for (k, m) in snapshot.enumerated() {

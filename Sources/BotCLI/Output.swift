@@ -4,12 +4,17 @@
 import Stats
 import Transport
 import Platform
+import Synchronization
 
 /// Writing to the terminal: results to stdout, progress and errors to stderr.
 enum Output {
     /// With `--stats -` standard output carries only the JSON Lines stream: results for people
     /// (and `--json` summaries) go to standard error instead.
-    nonisolated(unsafe) static var stdoutIsStats = false
+    static var stdoutIsStats: Bool {
+        get { stdoutIsStatsFlag.load(ordering: .relaxed) }
+        set { stdoutIsStatsFlag.store(newValue, ordering: .relaxed) }
+    }
+    static let stdoutIsStatsFlag = Atomic<Bool>(false)
 
     static func out(_ s: String) { writeAll(stdoutIsStats ? 2 : 1, s) }
     static func err(_ s: String) { writeAll(2, s) }
@@ -44,7 +49,12 @@ enum Output {
         err("\r\u{1B}[2K")
     }
 
-    nonisolated(unsafe) static var screenLines = 0
+    /// Lines the live table occupies on the terminal (0: none drawn).
+    static var screenLines: Int {
+        get { screenLinesCount.load(ordering: .relaxed) }
+        set { screenLinesCount.store(newValue, ordering: .relaxed) }
+    }
+    static let screenLinesCount = Atomic<Int>(0)
 
     /// A block of lines redrawn in place on a terminal (a live table), silent otherwise.
     static func screen(_ text: String) {

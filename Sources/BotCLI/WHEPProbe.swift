@@ -54,7 +54,7 @@ final class WHEPProbe: @unchecked Sendable {
     let options: WHIPOptions
     let state = Locked<(receiver: LoopbackReceiver?, subscription: WHEPSubscription?, error: String?, stopped: Bool)>(
         (nil, nil, nil, false))
-    var thread: JoinableThread?
+    let thread = Locked<JoinableThread?>(nil)
 
     init(_ options: WHIPOptions) { self.options = options }
 
@@ -62,7 +62,7 @@ final class WHEPProbe: @unchecked Sendable {
     /// thread of its own (the HTTP exchange blocks).
     func start(delayMicros: Int64) {
         let options = self.options, state = self.state
-        thread = JoinableThread(name: "pubbot-whep") {
+        thread.value = JoinableThread(name: "pubbot-whep") {
             let until = Clock.monotonicMicros() + delayMicros
             while Clock.monotonicMicros() < until && !state.value.stopped { Clock.sleep(micros: 20_000) }
             if state.value.stopped { return }
@@ -80,8 +80,11 @@ final class WHEPProbe: @unchecked Sendable {
     /// Ends the subscription (DELETE) and returns what the subscriber saw.
     func stop() -> Result {
         state.withLock { $0.stopped = true }
-        thread?.join()
-        thread = nil
+        thread.withLock { t in
+            let taken = t
+            t = nil
+            return taken
+        }?.join()
         let s = state.value
         guard let receiver = s.receiver else { return Result(error: s.error ?? "the subscriber did not start") }
         receiver.stop()

@@ -14,7 +14,7 @@ public final class HTTPServer: @unchecked Sendable {
     public let port: Int
     let fd: Int32
     let stopFlag = Locked(false)
-    var thread: JoinableThread?
+    let thread = Locked<JoinableThread?>(nil)
     let counters = Locked(Counters())
 
     public struct StartError: Error, CustomStringConvertible {
@@ -80,7 +80,7 @@ public final class HTTPServer: @unchecked Sendable {
         fd = s
         self.port = Int(UInt16(bigEndian: bound.sin_port))
         let stop = stopFlag, counters = self.counters
-        thread = JoinableThread(name: name) {
+        thread.value = JoinableThread(name: name) {
             var loop = Loop(listener: s, limits: limits, handler: handler, counters: counters)
             while !stop.value { loop.turn(now: Clock.monotonicMicros()) }
             loop.closeAll()
@@ -89,8 +89,11 @@ public final class HTTPServer: @unchecked Sendable {
 
     public func stop() {
         stopFlag.value = true
-        thread?.join()
-        thread = nil
+        thread.withLock { t in
+            let taken = t
+            t = nil
+            return taken
+        }?.join()
         close(fd)
     }
 

@@ -19,11 +19,13 @@ public final class Locked<Value: Sendable>: Sendable {
 /// A value handed to another thread exactly once (for non-Sendable resources such as a socket
 /// created on the caller's thread so its errors surface there, then owned by the loop thread).
 public final class Handoff<Value>: @unchecked Sendable {
+    /// Guarded by `lock` (the value itself need not be Sendable: it crosses once).
     private var value: Value?
+    private let lock = Mutex<Void>(())
     public init(_ value: Value) { self.value = value }
     public func take() -> Value {
-        guard let v = value else { preconditionFailure("Handoff taken twice") }
-        value = nil
+        let v = lock.withLock { _ in value.take() }
+        guard let v else { preconditionFailure("Handoff taken twice") }
         return v
     }
 }
