@@ -35,8 +35,9 @@ let package = Package(
         .target(name: "Signalling", dependencies: ["ICE"]),
         // One WebRTC transport, sans-IO: ICE and DTLS behind one socket (RFC 7983 demux).
         .target(name: "WebRTC", dependencies: ["ICE", "DTLS", "RTPCore", "Net", "SRTP"]),
-        // WHIP (RFC 9725) client: the HTTP exchange through libcurl.
-        .target(name: "WHIP", dependencies: ["CCurl"]),
+        // The HTTP exchange of WHIP (RFC 9725) and WHEP, both directions, through libcurl: POST the
+        // offer, the answer and Location back, DELETE; one clear message per failure.
+        .target(name: "HTTPSignaling", dependencies: ["CCurl"]),
         // ICE (RFC 8445) agent, sans-IO: candidates, checks, nomination, consent (RFC 7675).
         .target(name: "ICE", dependencies: ["RTPCore"]),
         .target(name: "Stats"),
@@ -82,14 +83,15 @@ let package = Package(
         // `pubbot load`: many replay bots (whole publisher sessions) on a few event loops.
         .target(
             name: "Fleet",
-            dependencies: ["Platform", "PublisherEngine", "Transport", "MediaCodecs", "Stats", "WHIPPublish", "DTLS", "WebRTC", "RTPCore"]),
+            dependencies: ["Platform", "PublisherEngine", "Transport", "MediaCodecs", "Stats", "WebRTCClient", "DTLS", "WebRTC", "RTPCore"]),
         // The publisher and receiver sessions connected in virtual time (`pubbot simulate`, scenario tests).
         .target(name: "Simulation", dependencies: ["PublisherCore", "Receiver", "MediaCodecs", "Net", "SRTP", "Stats"]),
-        // A WHIP publish set up: socket and candidates, the offer POSTed, the answer applied.
+        // A WebRTC client's set-up drivers: a WHIP publish (socket and candidates, the offer POSTed,
+        // the answer applied), a WHEP subscription and the per-path connectivity check.
         .target(
-            name: "WHIPPublish",
+            name: "WebRTCClient",
             dependencies: [
-                "WHIP", "Signalling", "WebRTC", "ICE", "DTLS", "Crypto", "Transport", "PublisherEngine", "RTPCore", "Platform",
+                "HTTPSignaling", "Signalling", "WebRTC", "ICE", "DTLS", "Crypto", "Transport", "PublisherEngine", "RTPCore", "Platform",
                 "MediaCodecs", "LoopbackReceiver"
             ]),
         // pubbot's small HTTP/1.1 server (metrics, the WHIP endpoint of `receive --whip-listen`).
@@ -99,7 +101,8 @@ let package = Package(
         .target(
             name: "BotCLI",
             dependencies: [
-                "WHIP", "WHIPEndpoint", "HTTPServer", "WHIPPublish", "DTLS", "Platform", "Fleet", "PreflightRunner", "PublisherEngine",
+                "HTTPSignaling", "WHIPEndpoint", "HTTPServer", "WebRTCClient", "DTLS", "Platform", "Fleet", "PreflightRunner",
+                "PublisherEngine",
                 "LoopbackReceiver", "Simulation", "Transport", "Stats", "RTPCore", "MediaCodecs", "Impairment", "Congestion", "Preflight",
                 "ICE"
             ],
@@ -120,7 +123,7 @@ let package = Package(
         .testTarget(name: "STUNTests", dependencies: ["RTPCore", "Crypto"]),
         .testTarget(name: "ICETests", dependencies: ["ICE", "RTPCore", "Crypto"]),
         .testTarget(name: "DTLSTests", dependencies: ["DTLS", "Transport", "RTPCore"]),
-        .testTarget(name: "WHIPTests", dependencies: ["WHIP", "Platform"]),
+        .testTarget(name: "HTTPSignalingTests", dependencies: ["HTTPSignaling", "Platform"]),
         .testTarget(name: "SignallingTests", dependencies: ["Signalling", "ICE", "RTPCore"]),
         // Shared by the test targets: loopback clients and helpers (no product code).
         .target(name: "TestSupport", dependencies: ["Platform"], path: "Tests/TestSupport"),
@@ -144,8 +147,8 @@ let package = Package(
             ]),
         .testTarget(name: "BotCLITests", dependencies: ["BotCLI"]),
         .testTarget(
-            name: "WHIPPublishTests",
-            dependencies: ["WHIPPublish", "Signalling", "PublisherEngine", "MediaCodecs", "ICE", "Transport", "RTPCore"]),
+            name: "WebRTCClientTests",
+            dependencies: ["WebRTCClient", "Signalling", "PublisherEngine", "MediaCodecs", "ICE", "Transport", "RTPCore"]),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["DTLS", "ICE", "Crypto", "Platform", "PublisherEngine", "LoopbackReceiver", "Transport", "BotCLI", "TestSupport"]

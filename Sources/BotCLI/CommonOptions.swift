@@ -1,5 +1,5 @@
-import WHIP
-import WHIPPublish
+import HTTPSignaling
+import WebRTCClient
 import ICE
 #if canImport(Glibc)
     import Glibc
@@ -135,7 +135,7 @@ enum CommonOptions {
         }
         guard let w = whip else { throw UsageError("--whep needs --whip URL (\(needs))") }
         guard url.lowercased().hasPrefix("http://") || url.lowercased().hasPrefix("https://"), url.count > 8 else {
-            throw UsageError("invalid --whep '\(WHIPClient.redacted(url))' (an http:// or https:// URL of a WHEP endpoint)")
+            throw UsageError("invalid --whep '\(SignalingClient.redacted(url))' (an http:// or https:// URL of a WHEP endpoint)")
         }
         var s = WHIPOptions(
             endpoint: url, token: o.value("whep-token") ?? getenv("PUBBOT_WHEP_TOKEN").map { String(cString: $0) } ?? w.token)
@@ -152,7 +152,7 @@ enum CommonOptions {
             return nil
         }
         guard url.lowercased().hasPrefix("http://") || url.lowercased().hasPrefix("https://"), url.count > 8 else {
-            throw UsageError("invalid --whip '\(WHIPClient.redacted(url))' (an http:// or https:// URL of a WHIP endpoint)")
+            throw UsageError("invalid --whip '\(SignalingClient.redacted(url))' (an http:// or https:// URL of a WHIP endpoint)")
         }
         func env(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
         var w = WHIPOptions(endpoint: url, token: o.value("token") ?? env("PUBBOT_WHIP_TOKEN"))

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-    import WHIP
+    import HTTPSignaling
     import Glibc
 #endif
 import MediaCodecs
@@ -10,7 +10,7 @@ import LoopbackReceiver
 import Transport
 import Stats
 import Platform
-import WHIPPublish
+import WebRTCClient
 import DTLS
 
 /// `pubbot load`: many replay bots in one process against a receiver, a fleet report with
@@ -221,7 +221,9 @@ enum LoadCommand {
         Output.endProgress()
         var report = LoadReport(
             bots: fleet.snapshot(), receivers: receivers.map { $0.snapshot() },
-            rooms: plan.whip.map { w in (0..<plan.roomCount).map { WHIPClient.redacted(w.endpoint.replacing("{room}", with: String($0))) } }
+            rooms: plan.whip.map { w in
+                (0..<plan.roomCount).map { SignalingClient.redacted(w.endpoint.replacing("{room}", with: String($0))) }
+            }
                 ?? rooms.map { $0.0.description }, requested: plan.range.count, shard: plan.shard,
             durationMicros: Clock.monotonicMicros() - watch.start, cost: watch.cost,
             suite: plan.whip == nil
@@ -299,7 +301,7 @@ enum LoadCommand {
         let target =
             rooms.count > 1
             ? "\(rooms.count) rooms (\(embedded ? "embedded receivers" : "receivers") \(rooms.map { $0.0.description }.joined(separator: ", ")))"
-            : (plan.whip.map { WHIPClient.redacted($0.endpoint) }
+            : (plan.whip.map { SignalingClient.redacted($0.endpoint) }
                 ?? (embedded ? "embedded receiver \(rooms[0].0)" : rooms[0].0.description))
         Output.err(
             "load: \(range.count) bots\(shard.count > 1 ? " (shard \(shard.index)/\(shard.count): bots \(range.lowerBound)…\(range.upperBound - 1) of \(plan.total))" : "") on \(plan.loops) event loop\(plan.loops == 1 ? "" : "s") → \(target), \(Units.fixed(Double(plan.duration) / 1e6, 0)) s\n"

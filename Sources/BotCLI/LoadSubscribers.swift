@@ -1,5 +1,5 @@
 import LoopbackReceiver
-import WHIPPublish
+import WebRTCClient
 import Transport
 import Stats
 import Platform

@@ -1,4 +1,4 @@
-import WHIP
+import HTTPSignaling
 import Impairment
 import MediaCodecs
 import PublisherEngine
@@ -9,7 +9,7 @@ import Preflight
 import PreflightRunner
 import RTPCore
 import Platform
-import WHIPPublish
+import WebRTCClient
 import DTLS
 #if canImport(Glibc)
     import Glibc
@@ -264,10 +264,10 @@ enum PreflightCommand {
         } else if let url = plan.whipOptions?.endpoint {
             if let t = phase.publisher?.network.transport, t.srtpCipher == nil {
                 message =
-                    "Error: no media path to the WHIP server at \(WHIPClient.redacted(url)): ICE and DTLS did not finish\(t.failure.map { " (\($0))" } ?? " within 12 s")\n"
+                    "Error: no media path to the WHIP server at \(SignalingClient.redacted(url)): ICE and DTLS did not finish\(t.failure.map { " (\($0))" } ?? " within 12 s")\n"
             } else {
                 message =
-                    "Error: no RTCP from the WHIP server at \(WHIPClient.redacted(url)) within 3 s of ICE and DTLS finishing: it does not send receiver feedback\n"
+                    "Error: no RTCP from the WHIP server at \(SignalingClient.redacted(url)) within 3 s of ICE and DTLS finishing: it does not send receiver feedback\n"
             }
             failure = "no feedback from the WHIP server"
         } else {

@@ -1,4 +1,4 @@
-import WHIP
+import HTTPSignaling
 import MediaCodecs
 import PublisherEngine
 import LoopbackReceiver
@@ -8,7 +8,7 @@ import Preflight
 import PreflightRunner
 import RTPCore
 import Platform
-import WHIPPublish
+import WebRTCClient
 import DTLS
 #if canImport(Glibc)
     import Glibc
@@ -34,7 +34,7 @@ extension PreflightCommand {
             guard case var .object(f) = doc, let w = whip else { return doc }
             let t = phase.publisher?.network.transport
             let negotiated: [(String, JSONValue)] = [
-                ("endpoint", .string(WHIPClient.redacted(w.resource.resourceURL))),
+                ("endpoint", .string(SignalingClient.redacted(w.resource.resourceURL))),
                 ("negotiated", .object(w.summary.map { ($0.0, .string($0.1)) }))
             ]
             f.append(
@@ -60,7 +60,8 @@ extension PreflightCommand {
         func text(_ plan: Plan, destination: SocketAddress, embedded: Bool) -> String {
             let phase = outcome.phase
             let target =
-                plan.whipOptions.map { WHIPClient.redacted($0.endpoint) } ?? (embedded ? "embedded loopback receiver" : "\(destination)")
+                plan.whipOptions.map { SignalingClient.redacted($0.endpoint) }
+                ?? (embedded ? "embedded loopback receiver" : "\(destination)")
             var text = PreflightCommand.human(
                 verdict, phase: phase, audioOnly: outcome.audioOnly, target: target, requirement: plan.requirement, met: met)
             if !connectivity.isEmpty {

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-    import WHIP
+    import HTTPSignaling
     import Glibc
 #endif
 import MediaCodecs
@@ -7,7 +7,7 @@ import PublisherEngine
 import Transport
 import Stats
 import Platform
-import WHIPPublish
+import WebRTCClient
 import DTLS
 
 /// `pubbot publish`: send to a receiver until the duration ends or Ctrl-C.
@@ -169,7 +169,7 @@ enum PublishCommand {
             )
         }
         if !plan.cnameGiven { plan.config.cname = WHIPConnection.randomCNAME() }
-        Output.err("WHIP: offering to \(WHIPClient.redacted(options.endpoint))\n")
+        Output.err("WHIP: offering to \(SignalingClient.redacted(options.endpoint))\n")
         let certificate = try DTLSCertificate()
         let w = try WHIPConnection.open(options, base: plan.config, certificate: certificate, sleep: { Clock.sleep(micros: $0) })
         plan.destinations = [w.config.destination]
@@ -180,7 +180,8 @@ enum PublishCommand {
             throw error
         }
         Output.err(
-            "WHIP session \(WHIPClient.redacted(w.resource.resourceURL)): " + w.summary.map { "\($0.0) \($0.1)" }.joined(separator: ", ")
+            "WHIP session \(SignalingClient.redacted(w.resource.resourceURL)): "
+                + w.summary.map { "\($0.0) \($0.1)" }.joined(separator: ", ")
                 + "\n")
         return ([publisher], w)
     }
@@ -359,7 +360,7 @@ enum PublishCommand {
         ]
         if let w = whip {
             let negotiated: [(String, JSONValue)] = [
-                ("resource", .string(WHIPClient.redacted(w.resource.resourceURL))),
+                ("resource", .string(SignalingClient.redacted(w.resource.resourceURL))),
                 ("negotiated", .object(w.summary.map { ($0.0, .string($0.1)) }))
             ]
             fields.append(("whip", .object(negotiated + (p.network.transport.map { TransportFields.json($0, rttMillis: nil) } ?? []))))

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-    import WHIP
+    import HTTPSignaling
     import Glibc
 #endif
 import LoopbackReceiver
@@ -10,7 +10,7 @@ import Platform
 import WHIPEndpoint
 import DTLS
 import ICE
-import WHIPPublish
+import WebRTCClient
 
 /// `pubbot receive`: decrypt, reassemble, decode and report.
 enum ReceiveCommand {
@@ -79,7 +79,7 @@ enum ReceiveCommand {
                     "--\(flag) does not apply to --whep (a subscriber to one server session; its downlink is --downlink-impair)")
             }
             guard url.lowercased().hasPrefix("http://") || url.lowercased().hasPrefix("https://"), url.count > 8 else {
-                throw UsageError("invalid --whep '\(WHIPClient.redacted(url))' (an http:// or https:// URL of a WHEP endpoint)")
+                throw UsageError("invalid --whep '\(SignalingClient.redacted(url))' (an http:// or https:// URL of a WHEP endpoint)")
             }
             var w = WHIPOptions(endpoint: url, token: o.value("token") ?? env("PUBBOT_WHEP_TOKEN"))
             w.interface = o.value("ice-interface")
@@ -174,7 +174,8 @@ enum ReceiveCommand {
         let receiver = running.receiver
         if let whep = running.whep {
             Output.err(
-                "WHEP session \(WHIPClient.redacted(whep.resource.resourceURL)) (media on UDP \(receiver.localAddress)); Ctrl-C to stop\n")
+                "WHEP session \(SignalingClient.redacted(whep.resource.resourceURL)) (media on UDP \(receiver.localAddress)); Ctrl-C to stop\n"
+            )
         } else if plan.isWHIPListen {
             Output.err(
                 "WHIP endpoint http://\(plan.config.listen.host):\(receiver.localAddress.port)/whip (media on UDP \(receiver.localAddress)); Ctrl-C to stop\n"
@@ -366,7 +367,7 @@ enum ReceiveCommand {
         let t = r.webrtcPublishers.first
         func ms(_ v: Double?) -> JSONValue { v.map { .double(($0 * 10).rounded() / 10) } ?? .null }
         return .object(
-            [("resource", .string(WHIPClient.redacted(w.resource.resourceURL)))] + w.summary.map { ($0.0, JSONValue.string($0.1)) } + [
+            [("resource", .string(SignalingClient.redacted(w.resource.resourceURL)))] + w.summary.map { ($0.0, JSONValue.string($0.1)) } + [
                 ("state", .string(t?.state ?? "new")), ("failure", t?.failure.map { .string($0) } ?? .null),
                 ("server", t?.remote.map { .string($0) } ?? .null),
                 ("iceRole", t?.iceRole.map { .string($0.rawValue) } ?? .null), ("iceDurationMs", ms(t?.iceMillis)),

@@ -1,6 +1,6 @@
-import WHIP
+import HTTPSignaling
 import LoopbackReceiver
-import WHIPPublish
+import WebRTCClient
 import Transport
 import DTLS
 import RTPCore
@@ -105,7 +105,7 @@ final class WHEPProbe: @unchecked Sendable {
         func ms(_ v: Double?) -> JSONValue { v.map { .double(($0 * 10).rounded() / 10) } ?? .null }
         var f: [(String, JSONValue)] = []
         if let w = r.subscription {
-            f.append(("endpoint", .string(WHIPClient.redacted(w.resource.resourceURL))))
+            f.append(("endpoint", .string(SignalingClient.redacted(w.resource.resourceURL))))
             f.append(("negotiated", .object(w.summary.map { ($0.0, .string($0.1)) })))
         }
         if let e = r.error { f.append(("error", .string(e))) }

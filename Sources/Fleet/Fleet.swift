@@ -4,7 +4,7 @@ public import MediaCodecs
 public import Stats
 public import PublisherEngine
 public import Platform
-public import WHIPPublish
+public import WebRTCClient
 public import DTLS
 
 /// A load test in one process (`pubbot load`): many replay bots on a few event loops (threads),

@@ -3,7 +3,7 @@ import Platform
 import Transport
 import MediaCodecs
 import Stats
-import WHIPPublish
+import WebRTCClient
 
 /// One event loop: starts its bots on the ramp, feeds them replay frames on their clocks, runs
 /// their network turns when due or when their socket is readable, and polls all their sockets

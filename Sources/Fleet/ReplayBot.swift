@@ -5,7 +5,7 @@ import MediaCodecs
 import Stats
 import WebRTC
 import RTPCore
-import WHIPPublish
+import WebRTCClient
 
 /// A replay bot: a PublisherSession driven by its fleet loop, and a cursor per layer into the replay
 /// loops. It still reacts: a PLI jumps the layer to its next key frame, the allocator suspends

@@ -1,4 +1,4 @@
-public import WHIP
+public import HTTPSignaling
 public import Signalling
 public import DTLS
 import Transport
@@ -37,13 +37,13 @@ public final class WHEPSubscription: @unchecked Sendable {
         offer.sessionID = UInt64(SecureRandom.uint32()) << 16 | 1
         let resource: WHIPSession
         do {
-            resource = try WHIPClient.publish(
+            resource = try SignalingClient.publish(
                 endpoint: options.endpoint, offer: offer.sdp, token: options.token, exchange: .whep, sleep: sleep)
         } catch {
             throw WHIPConnectError(error.description)
         }
         func refuse(_ message: String) -> WHIPConnectError {
-            _ = try? WHIPClient.delete(resource, token: options.token, exchange: .whep)
+            _ = try? SignalingClient.delete(resource, token: options.token, exchange: .whep)
             return WHIPConnectError(message)
         }
         let n: NegotiatedSession
@@ -66,7 +66,7 @@ public final class WHEPSubscription: @unchecked Sendable {
         var ext: [String: Int] = [:]
         for s in [a, v].compactMap({ $0 }) { ext.merge(s.extensions) { old, _ in old } }
         var spec = WebRTCPublisherSpec(
-            resource: WHIPClient.redacted(resource.resourceURL), localUfrag: credentials.ufrag, localPassword: credentials.password,
+            resource: SignalingClient.redacted(resource.resourceURL), localUfrag: credentials.ufrag, localPassword: credentials.password,
             remoteUfrag: n.iceUfrag, remotePassword: n.icePassword, remoteFingerprint: fingerprint,
             audioPayloadTypes: a.map { [$0.payloadType] } ?? [], videoPayloadTypes: v.map { [$0.payloadType] } ?? [],
             rtxPayloadTypes: v?.rtxPayloadType.map { [$0] } ?? [], extensions: RTPExtensionIDs(negotiated: ext))

@@ -48,7 +48,7 @@ public enum SignalingExchange: Sendable {
 /// The WHIP client side (RFC 9725) — and WHEP's, the same exchange: POST the offer, read the
 /// answer and headers, DELETE at the end. HTTP(S) through libcurl: redirects (307/308 keep the
 /// POST), TLS, timeouts.
-public enum WHIPClient {
+public enum SignalingClient {
     /// POSTs `offer` to `endpoint`. A 429/503 with `Retry-After` is retried once after waiting
     /// (`sleep` is the caller's, in µs; at most 10 s).
     public static func publish(
@@ -129,7 +129,7 @@ public enum WHIPClient {
         {
             guard curlCode != 0 else { return }
             let name = exchange.name
-            let where_ = WHIPClient.redacted(endpoint)
+            let where_ = SignalingClient.redacted(endpoint)
             if ccurl_is_timeout(curlCode) != 0 {
                 // Which timer fired: the connection's (nothing answered) or the whole request's.
                 throw WHIPError(
@@ -143,7 +143,7 @@ public enum WHIPClient {
                     kind: .protocolViolation, status: nil,
                     message: "the \(name) endpoint \(where_) redirected to a URL that is not http or https (not followed)")
             }
-            let said = WHIPClient.sanitized(curlMessage, secrets: [])
+            let said = SignalingClient.sanitized(curlMessage, secrets: [])
             if ccurl_is_unreachable(curlCode) != 0 {
                 throw WHIPError(kind: .unreachable, status: nil, message: "cannot reach the \(name) endpoint \(where_): \(said)")
             }
@@ -159,7 +159,7 @@ public enum WHIPClient {
         /// a server that echoes the request must not print the token.
         func httpError(endpoint: String, token: String?, exchange: SignalingExchange) -> WHIPError {
             let name = exchange.name
-            let text = WHIPClient.sanitized(body, secrets: [token].compactMap { $0 } + WHIPClient.secrets(in: endpoint))
+            let text = SignalingClient.sanitized(body, secrets: [token].compactMap { $0 } + SignalingClient.secrets(in: endpoint))
             let said = text.isEmpty ? "" : ": \(text)"
             switch status {
             case 401, 403:
@@ -170,7 +170,7 @@ public enum WHIPClient {
                         : "the \(name) endpoint wants a token (HTTP \(status)): \(exchange.tokenHint)")
             case 404:
                 return WHIPError(
-                    kind: .notFound, status: status, message: "no \(name) endpoint at \(WHIPClient.redacted(endpoint)) (HTTP 404)")
+                    kind: .notFound, status: status, message: "no \(name) endpoint at \(SignalingClient.redacted(endpoint)) (HTTP 404)")
             case 400..<500:
                 return WHIPError(kind: .rejected, status: status, message: "the \(name) endpoint refused the offer (HTTP \(status))\(said)")
             default:

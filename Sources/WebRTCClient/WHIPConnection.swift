@@ -1,5 +1,5 @@
 import Synchronization
-public import WHIP
+public import HTTPSignaling
 public import Signalling
 public import WebRTC
 import ICE
@@ -33,7 +33,7 @@ final class SessionEnd: Sendable {
 
     func end() -> WHIPError? {
         guard !ended.exchange(true, ordering: .acquiringAndReleasing) else { return nil }
-        do { try WHIPClient.delete(resource, token: token, exchange: exchange) } catch { return error }
+        do { try SignalingClient.delete(resource, token: token, exchange: exchange) } catch { return error }
         return nil
     }
 }
@@ -105,12 +105,14 @@ public final class WHIPConnection: @unchecked Sendable {
         let (audioSSRC, videoSSRC, videoRTXSSRC, oneEncoding) = (ssrcs.audio, ssrcs.video, ssrcs.videoRTX, ssrcs.oneEncoding)
         let (ufrag, password) = (offer.iceUfrag, offer.icePassword)
         let resource: WHIPSession
-        do { resource = try WHIPClient.publish(endpoint: options.endpoint, offer: offer.sdp, token: options.token, sleep: sleep) } catch {
+        do {
+            resource = try SignalingClient.publish(endpoint: options.endpoint, offer: offer.sdp, token: options.token, sleep: sleep)
+        } catch {
             throw WHIPConnectError(error.description)
         }
         // From here on the server holds a session: end it whatever goes wrong next.
         func refuse(_ message: String) -> WHIPConnectError {
-            _ = try? WHIPClient.delete(resource, token: options.token)
+            _ = try? SignalingClient.delete(resource, token: options.token)
             return WHIPConnectError(message)
         }
         let n: NegotiatedSession
@@ -243,7 +245,7 @@ public final class WHIPConnection: @unchecked Sendable {
     /// datagram left from). Port 0.
     public static func bindAddress(_ options: WHIPOptions) throws(WHIPConnectError) -> SocketAddress {
         guard let (host, port) = endpointHostPort(options.endpoint) else {
-            throw WHIPConnectError("'\(WHIPClient.redacted(options.endpoint))' is not an http:// or https:// URL")
+            throw WHIPConnectError("'\(SignalingClient.redacted(options.endpoint))' is not an http:// or https:// URL")
         }
         let server: SocketAddress
         do { server = try SocketAddress(host: host, port: port) } catch {

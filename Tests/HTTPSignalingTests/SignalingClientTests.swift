@@ -1,12 +1,12 @@
 import Testing
 import Foundation
-import WHIP
+import HTTPSignaling
 import Platform
 
 /// The WHIP client against a scripted endpoint (`whip_mock.py`, Python's standard library) on
 /// 127.0.0.1: success with relative Location, ETag and ICE servers, redirects, tokens, 503 with
 /// Retry-After, 404/400, a missing Location, a stalled server, an unreachable one, DELETE.
-@Suite(.serialized) final class WHIPClientTests {
+@Suite(.serialized) final class SignalingClientTests {
     let server: Process
     let output: Locked<String>
     let port: Int
@@ -46,7 +46,7 @@ import Platform
 
     @Test func createsASessionAndEndsIt() throws {
         #expect(port > 0)
-        let s = try WHIPClient.publish(endpoint: base + "/whip", offer: offer, token: nil, sleep: noSleep)
+        let s = try SignalingClient.publish(endpoint: base + "/whip", offer: offer, token: nil, sleep: noSleep)
         #expect(s.answer.hasPrefix("v=0"))
         #expect(s.resourceURL.hasPrefix(base + "/session/"), "\(s.resourceURL)") // the relative Location made absolute
         #expect(s.etag?.hasPrefix("\"e") == true)
@@ -55,7 +55,7 @@ import Platform
                 ICEServerLink(url: "stun:stun.example.net:3478", username: nil, credential: nil),
                 ICEServerLink(url: "turn:turn.example.net:3478?transport=udp", username: "u1", credential: "c1")
             ])
-        try WHIPClient.delete(s, token: nil)
+        try SignalingClient.delete(s, token: nil)
 
         let path = s.resourceURL.dropFirst(base.count)
         let deadline = Clock.monotonicMicros() + 2_000_000
@@ -64,27 +64,27 @@ import Platform
     }
 
     @Test func followsA307AndKeepsThePOST() throws {
-        let s = try WHIPClient.publish(endpoint: base + "/redirect", offer: offer, token: nil, sleep: noSleep)
+        let s = try SignalingClient.publish(endpoint: base + "/redirect", offer: offer, token: nil, sleep: noSleep)
         #expect(s.resourceURL.hasPrefix(base + "/session/"))
     }
 
     @Test func tokens() throws {
-        let s = try WHIPClient.publish(endpoint: base + "/auth", offer: offer, token: "s3cret", sleep: noSleep)
+        let s = try SignalingClient.publish(endpoint: base + "/auth", offer: offer, token: "s3cret", sleep: noSleep)
         #expect(s.answer.hasPrefix("v=0"))
         let refused = #expect(throws: WHIPError.self) {
-            try WHIPClient.publish(endpoint: self.base + "/auth", offer: self.offer, token: "wrong-token-123", sleep: self.noSleep)
+            try SignalingClient.publish(endpoint: self.base + "/auth", offer: self.offer, token: "wrong-token-123", sleep: self.noSleep)
         }
         #expect(refused?.kind == .unauthorized && refused?.status == 401 && refused?.message.contains("refused the token") == true)
         #expect(refused?.message.contains("wrong-token-123") == false) // a secret never appears
         let missing = #expect(throws: WHIPError.self) {
-            try WHIPClient.publish(endpoint: self.base + "/auth", offer: self.offer, token: nil, sleep: self.noSleep)
+            try SignalingClient.publish(endpoint: self.base + "/auth", offer: self.offer, token: nil, sleep: self.noSleep)
         }
         #expect(missing?.message.contains("PUBBOT_WHIP_TOKEN") == true)
     }
 
     @Test func busyIsRetriedOnceAfterRetryAfter() throws {
         var waited: [Int64] = []
-        let s = try WHIPClient.publish(endpoint: base + "/busy", offer: offer, token: nil, sleep: { waited.append($0) })
+        let s = try SignalingClient.publish(endpoint: base + "/busy", offer: offer, token: nil, sleep: { waited.append($0) })
         #expect(waited == [1_000_000] && s.answer.hasPrefix("v=0"))
     }
 
@@ -95,7 +95,7 @@ import Platform
         ]
         for (path, kind, text) in cases {
             let e = #expect(throws: WHIPError.self) {
-                try WHIPClient.publish(endpoint: self.base + path, offer: self.offer, token: nil, sleep: self.noSleep)
+                try SignalingClient.publish(endpoint: self.base + path, offer: self.offer, token: nil, sleep: self.noSleep)
             }
             #expect(e?.kind == kind && e?.message.contains(text) == true, "\(path): \(String(describing: e))")
         }
@@ -106,11 +106,12 @@ import Platform
     /// endpoint" and the WHIP token's hint).
     @Test func whepErrorsNameWHEP() throws {
         let missing = #expect(throws: WHIPError.self) {
-            try WHIPClient.publish(endpoint: self.base + "/missing", offer: self.offer, token: nil, exchange: .whep, sleep: self.noSleep)
+            try SignalingClient.publish(
+                endpoint: self.base + "/missing", offer: self.offer, token: nil, exchange: .whep, sleep: self.noSleep)
         }
         #expect(missing?.message.contains("no WHEP endpoint") == true, "\(String(describing: missing))")
         let token = #expect(throws: WHIPError.self) {
-            try WHIPClient.publish(endpoint: self.base + "/auth", offer: self.offer, token: nil, exchange: .whep, sleep: self.noSleep)
+            try SignalingClient.publish(endpoint: self.base + "/auth", offer: self.offer, token: nil, exchange: .whep, sleep: self.noSleep)
         }
         #expect(
             token?.message.contains("WHEP endpoint wants a token") == true && token?.message.contains("PUBBOT_WHEP_TOKEN") == true
@@ -121,13 +122,14 @@ import Platform
     @Test func stalledAndUnreachableServers() throws {
         let t0 = Clock.monotonicMicros()
         let stalled = #expect(throws: WHIPError.self) {
-            try WHIPClient.publish(endpoint: self.base + "/stall", offer: self.offer, token: nil, timeoutMillis: 1_000, sleep: self.noSleep)
+            try SignalingClient.publish(
+                endpoint: self.base + "/stall", offer: self.offer, token: nil, timeoutMillis: 1_000, sleep: self.noSleep)
         }
         #expect(stalled?.kind == .timeout && (1_000_000...3_000_000).contains(Clock.monotonicMicros() - t0))
         let closed = try closedPort()
         let t1 = Clock.monotonicMicros()
         let unreachable = #expect(throws: WHIPError.self) {
-            try WHIPClient.publish(endpoint: "http://127.0.0.1:\(closed)/whip", offer: self.offer, token: nil, sleep: self.noSleep)
+            try SignalingClient.publish(endpoint: "http://127.0.0.1:\(closed)/whip", offer: self.offer, token: nil, sleep: self.noSleep)
         }
         #expect(unreachable?.kind == .unreachable && unreachable?.message.contains("cannot reach") == true)
         #expect(Clock.monotonicMicros() - t1 < 5_000_000)

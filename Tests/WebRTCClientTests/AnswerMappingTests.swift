@@ -4,7 +4,7 @@ import ICE
 import MediaCodecs
 import PublisherEngine
 import Signalling
-import WHIPPublish
+import WebRTCClient
 import RTPCore
 import Transport
 
