@@ -60,9 +60,7 @@ public enum ConnectivityCheck {
         }
         defer { w.end() }
         let t = w.transport
-        let batch = PacketBatch(capacity: 8)
         var failure: String?
-        let deadline = Clock.monotonicMicros() + 12_000_000
         let tcp = w.turnTCP
         func flush() {
             while let x = t.pollTransmit() {
@@ -73,29 +71,14 @@ public enum ConnectivityCheck {
                     x.bytes.withUnsafeBytes { try? w.socket.send($0, to: to) }
                 }
             }
-        }
-        while !t.isConnected && failure == nil && Clock.monotonicMicros() < deadline {
-            let now = Clock.monotonicMicros()
-            let wake = t.step(now: now) ?? now + 20_000
-            flush()
-            while let e = t.pollEvent() { if case let .failed(r) = e { failure = r } }
-            let left = max(0, min(wake, deadline) - Clock.monotonicMicros())
-            if let tcp {
-                var ready = [UInt8](repeating: 0, count: 2)
-                _ = waitReadable([w.socket.fd, tcp.fd], ready: &ready, timeoutMicros: left)
-                tcp.read { m in _ = t.handle(m, from: t.turn!.server, to: w.local, now: Clock.monotonicMicros()) }
-            } else {
-                _ = w.socket.wait(timeoutMicros: left)
-            }
-            if let n = try? w.socket.receive(into: batch) {
-                for i in 0..<n {
-                    guard let from = batch.source(i).flatMap(STUNAddress.init) else { continue }
-                    _ = t.handle([UInt8](UnsafeRawBufferPointer(batch.packet(i))), from: from, to: w.local, now: Clock.monotonicMicros())
-                }
-            }
-            flush()
             while let e = t.pollEvent() { if case let .failed(r) = e { failure = r } }
         }
+        SetUpLoop(socket: w.socket, stream: tcp).run(
+            for: 12_000_000, idle: 20_000, done: { t.isConnected || failure != nil }, step: { t.step(now: $0) }, flush: flush,
+            datagram: { bytes, from, now in
+                if let from = STUNAddress(from) { _ = t.handle(bytes, from: from, to: w.local, now: now) }
+            },
+            message: { m, now in _ = t.handle(m, from: t.turn!.server, to: w.local, now: now) })
         let connected = t.isConnected
         let connectMs = connected ? t.dtlsConnectedMicros.flatMap { d in t.startedMicros.map { Double(d - $0) / 1000 } } : nil
         let pair = t.ice.selectedPair.map {

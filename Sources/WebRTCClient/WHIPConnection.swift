@@ -338,32 +338,19 @@ public final class WHIPConnection: @unchecked Sendable {
             hmacSHA1: { Crypto.hmacSHA1(key: $0, data: $1) },
             longTermKey: { Crypto.stunLongTermKey(username: $0, realm: $1, password: $2) },
             overTCP: tcp)
-        let batch = PacketBatch(capacity: 8)
         func send() {
             while let b = t.pollTransmit() {
                 if let stream { b.withUnsafeBytes { stream.write($0) } } else { b.withUnsafeBytes { try? socket.send($0, to: to) } }
             }
         }
         t.start(now: Clock.monotonicMicros())
-        let deadline = Clock.monotonicMicros() + 7_000_000
-        while t.state == .allocating && Clock.monotonicMicros() < deadline {
-            let wake = t.step(now: Clock.monotonicMicros()) ?? Clock.monotonicMicros() + 50_000
-            send()
-            let left = max(0, min(wake, deadline) - Clock.monotonicMicros())
-            if let stream {
-                var ready = [UInt8](repeating: 0, count: 1)
-                _ = waitReadable([stream.fd], ready: &ready, timeoutMicros: left)
-                stream.read { m in _ = t.handle(m, now: Clock.monotonicMicros()) }
-                if stream.closed { break }
-            } else {
-                _ = socket.wait(timeoutMicros: left)
-                if let n = try? socket.receive(into: batch) {
-                    for i in 0..<n where batch.source(i) == to {
-                        _ = t.handle([UInt8](UnsafeRawBufferPointer(batch.packet(i))), now: Clock.monotonicMicros())
-                    }
-                }
-            }
-        }
+        SetUpLoop(socket: socket, stream: stream).run(
+            for: 7_000_000, idle: 50_000, done: { t.state != .allocating || stream?.closed == true }, step: { t.step(now: $0) },
+            flush: send,
+            datagram: { bytes, from, now in
+                if stream == nil && from == to { _ = t.handle(bytes, now: now) }
+            },
+            message: { m, now in _ = t.handle(m, now: now) })
         send()
         var reason =
             stream?.closed == true ? "the TURN server \(server) closed the TCP connection" : "the TURN server \(server) does not answer"
@@ -387,25 +374,18 @@ public final class WHIPConnection: @unchecked Sendable {
         guard !servers.isEmpty else { return [] }
         let seed = SecureRandom.bytes(8).reduce(0) { $0 << 8 | UInt64($1) }
         let g = ICEGatherer(hosts: [host], servers: servers, seed: seed)
-        let batch = PacketBatch(capacity: 8)
         var results: [ICEGatherer.Result] = []
-        let deadline = Clock.monotonicMicros() + 4_500_000
-        while !g.isDone && Clock.monotonicMicros() < deadline {
-            let now = Clock.monotonicMicros()
-            let wake = g.step(now: now) ?? now + 50_000
-            while let t = g.pollTransmit() {
-                if let to = SocketAddress(t.to) { t.bytes.withUnsafeBytes { try? socket.send($0, to: to) } }
-            }
-            _ = socket.wait(timeoutMicros: max(0, min(wake, deadline) - Clock.monotonicMicros()))
-            if let n = try? socket.receive(into: batch) {
-                for i in 0..<n {
-                    guard let from = batch.source(i).flatMap(STUNAddress.init) else { continue }
-                    _ = g.handle(
-                        [UInt8](UnsafeRawBufferPointer(batch.packet(i))), from: from, to: host.address, now: Clock.monotonicMicros())
+        SetUpLoop(socket: socket).run(
+            for: 4_500_000, idle: 50_000, done: { g.isDone }, step: { g.step(now: $0) },
+            flush: {
+                while let t = g.pollTransmit() {
+                    if let to = SocketAddress(t.to) { t.bytes.withUnsafeBytes { try? socket.send($0, to: to) } }
                 }
-            }
-            while let r = g.pollResult() { results.append(r) }
-        }
+                while let r = g.pollResult() { results.append(r) }
+            },
+            datagram: { bytes, from, now in
+                if let from = STUNAddress(from) { _ = g.handle(bytes, from: from, to: host.address, now: now) }
+            })
         return results
     }
 }
