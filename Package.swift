@@ -52,7 +52,8 @@ let package = Package(
         .target(name: "SRTP", dependencies: ["CSRTP", "RTPCore"], swiftSettings: hot),
         // The drivers' network edge: UDP sockets (sendmmsg/recvmmsg, GSO), TCP and TLS streams to
         // TURN servers, the machine's interfaces, random SRTP keys. Re-exports Net and SRTP.
-        .target(name: "Transport", dependencies: ["Net", "SRTP", "CLinuxNet", "COpenSSL", "RTPCore", "Platform"], swiftSettings: hot),
+        .target(
+            name: "Transport", dependencies: ["Net", "SRTP", "CLinuxNet", "COpenSSL", "RTPCore", "ICE", "Platform"], swiftSettings: hot),
         // The publisher session, sans-IO: frames, datagrams and time in; datagrams, events and
         // deadlines out. No clock, thread, socket or OS random can be imported here.
         .target(
@@ -120,7 +121,7 @@ let package = Package(
 
         .testTarget(name: "RTPCoreTests", dependencies: ["RTPCore"]),
         .testTarget(name: "StatsTests", dependencies: ["Stats"]),
-        .testTarget(name: "STUNTests", dependencies: ["RTPCore", "Crypto"]),
+        .testTarget(name: "STUNTests", dependencies: ["RTPCore", "ICE", "Crypto"]),
         .testTarget(name: "ICETests", dependencies: ["ICE", "RTPCore", "Crypto"]),
         .testTarget(name: "DTLSTests", dependencies: ["DTLS", "Transport", "RTPCore"]),
         .testTarget(name: "HTTPSignalingTests", dependencies: ["HTTPSignaling", "Platform"]),

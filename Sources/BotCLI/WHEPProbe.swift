@@ -4,6 +4,7 @@ import WebRTCClient
 import Transport
 import DTLS
 import RTPCore
+import ICE
 import Stats
 import Platform
 

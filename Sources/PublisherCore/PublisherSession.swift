@@ -5,6 +5,7 @@ import SRTP
 import Congestion
 public import WebRTC
 public import RTPCore
+public import ICE
 
 /// Counters the network thread publishes.
 public struct NetworkCounters: Sendable, Equatable {

@@ -2,6 +2,7 @@ public import Transport
 import Stats
 public import WebRTC
 public import RTPCore
+public import ICE
 import MediaCodecs
 import Platform
 

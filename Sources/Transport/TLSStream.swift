@@ -1,4 +1,5 @@
 internal import COpenSSL
+import ICE
 #if canImport(Glibc)
     import Glibc
 #endif

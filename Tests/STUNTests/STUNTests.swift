@@ -1,5 +1,6 @@
 import Testing
 import RTPCore
+import ICE
 import Crypto
 
 /// Hex with spaces and line breaks, as the RFCs print it.

@@ -1,5 +1,7 @@
+public import RTPCore
+
 /// STUN messages (RFC 8489): the header, the attributes ICE and TURN need, MESSAGE-INTEGRITY
-/// (HMAC-SHA1, computed by a function the caller passes: RTPCore stays free of crypto) and
+/// (HMAC-SHA1, computed by a function the caller passes: ICE stays free of crypto) and
 /// FINGERPRINT (CRC-32).
 ///
 /// ```
