@@ -1,4 +1,4 @@
-public import RTPCore
+import RTPCore
 
 /// An ICE agent (RFC 8445), sans-IO: datagrams and the time go in (`handle`, `step`), datagrams,
 /// timeouts and events come out (`pollTransmit`, `step`'s return, `pollEvent`). No clock, socket
@@ -44,13 +44,6 @@ public final class ICEAgent {
             let chars = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
             return String(bytes.map { chars[Int($0) & 63] })
         }
-    }
-
-    public struct Transmit: Sendable, Equatable {
-        public var bytes: [UInt8]
-        /// The local address to send from (the candidate's base).
-        public var from: STUNAddress
-        public var to: STUNAddress
     }
 
     public enum Event: Sendable, Equatable {

@@ -1,4 +1,4 @@
-public import RTPCore
+import RTPCore
 
 /// An ICE candidate (RFC 8445 §5.1) as SDP carries it (RFC 8839 §5.1):
 /// `candidate:<foundation> <component> UDP <priority> <address> <port> typ <type> [raddr … rport …]`.

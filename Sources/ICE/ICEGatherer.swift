@@ -1,4 +1,4 @@
-public import RTPCore
+import RTPCore
 
 /// Server-reflexive candidates (RFC 8445 §5.1.1.2), sans-IO: a STUN Binding request (RFC 8489
 /// §6, no credentials) from each host candidate's address to each STUN server; the answer's
@@ -25,7 +25,7 @@ public final class ICEGatherer {
 
     public static let maxSends = 6
     var queries: [Query] = []
-    var outbox: [ICEAgent.Transmit] = []
+    var outbox: [Transmit] = []
     var results: [Result] = []
     var random: ICERandom
 
@@ -40,7 +40,7 @@ public final class ICEGatherer {
     /// All queries answered or given up.
     public var isDone: Bool { queries.allSatisfy(\.done) }
 
-    public func pollTransmit() -> ICEAgent.Transmit? { outbox.isEmpty ? nil : outbox.removeFirst() }
+    public func pollTransmit() -> Transmit? { outbox.isEmpty ? nil : outbox.removeFirst() }
     public func pollResult() -> Result? { results.isEmpty ? nil : results.removeFirst() }
 
     public func step(now: Int64) -> Int64? {
@@ -58,7 +58,7 @@ public final class ICEGatherer {
                 if queries[i].sends == 0 { queries[i].firstSent = now }
                 let request = STUNMessage(class: .request, transactionID: queries[i].transaction, attributes: [.software("pubbot")])
                 if let bytes = try? request.encode(fingerprint: true) {
-                    outbox.append(ICEAgent.Transmit(bytes: bytes, from: queries[i].base, to: queries[i].server))
+                    outbox.append(Transmit(bytes: bytes, from: queries[i].base, to: queries[i].server))
                 }
                 queries[i].sends += 1
                 queries[i].next = now + min(250_000 << Int64(queries[i].sends - 1), 1_000_000)

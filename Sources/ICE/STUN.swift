@@ -1,4 +1,4 @@
-public import RTPCore
+import RTPCore
 
 /// STUN messages (RFC 8489): the header, the attributes ICE and TURN need, MESSAGE-INTEGRITY
 /// (HMAC-SHA1, computed by a function the caller passes: ICE stays free of crypto) and

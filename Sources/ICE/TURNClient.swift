@@ -1,4 +1,4 @@
-public import RTPCore
+import RTPCore
 
 /// A TURN client (RFC 8656) over UDP, sans-IO: one allocation on one server from one local base.
 /// Allocate with long-term credentials (the 401 realm/nonce exchange, 438 stale nonce),
@@ -45,7 +45,7 @@ public final class TURNClient {
         var next: Int64 = 0
     }
     var pending: [[UInt8]: Pending] = [:]
-    var outbox: [[UInt8]] = []
+    var outbox: [Transmit] = []
     var events: [Event] = []
     /// Peer IP → when its permission must be refreshed (nil until installed).
     var permissions: [[UInt8]: Int64] = [:]
@@ -79,7 +79,7 @@ public final class TURNClient {
         random = ICERandom(seed: seed)
     }
 
-    public func pollTransmit() -> [UInt8]? { outbox.isEmpty ? nil : outbox.removeFirst() }
+    public func pollTransmit() -> Transmit? { outbox.isEmpty ? nil : outbox.removeFirst() }
     public func pollEvent() -> Event? { events.isEmpty ? nil : events.removeFirst() }
 
     /// Asks for an allocation (first without credentials: the server's 401 names the realm and nonce).
@@ -292,7 +292,7 @@ public final class TURNClient {
             bytes = try? p.message.encode(fingerprint: true)
         }
         guard let bytes else { pending[txid] = nil; return }
-        outbox.append(bytes)
+        outbox.append(Transmit(bytes: bytes, from: base, to: server))
         p.sends += 1
         p.next = now + min(Self.firstRetransmit << Int64(p.sends - 1), 2_000_000) // 250, 500, 1000, 2000, 2000 ms
         pending[txid] = p

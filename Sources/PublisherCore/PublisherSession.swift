@@ -4,7 +4,7 @@ import Net
 import SRTP
 import Congestion
 public import WebRTC
-public import RTPCore
+import RTPCore
 public import ICE
 
 /// Counters the network thread publishes.

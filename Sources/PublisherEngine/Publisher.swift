@@ -1,7 +1,7 @@
 public import Transport
 import Stats
 public import WebRTC
-public import RTPCore
+import RTPCore
 public import ICE
 import MediaCodecs
 import Platform

@@ -1,6 +1,6 @@
 public import ICE
 public import DTLS
-public import RTPCore
+import RTPCore
 public import Net
 public import SRTP
 
@@ -17,12 +17,6 @@ public final class WebRTCTransport {
         case failed(String)
         /// The peer closed DTLS (close_notify).
         case closed
-    }
-
-    public struct Transmit: Sendable, Equatable {
-        public var bytes: [UInt8]
-        public var from: STUNAddress
-        public var to: STUNAddress
     }
 
     public let ice: ICEAgent
@@ -152,7 +146,7 @@ public final class WebRTCTransport {
         if let turn, let relay = turn.relay, local == relay {
             guard let wrapped = turn.send(bytes, to: remote) else { return }
             // The permission first.
-            while let b = turn.pollTransmit() { outbox.append(Transmit(bytes: b, from: turn.base, to: turn.server)) }
+            while let t = turn.pollTransmit() { outbox.append(t) }
             outbox.append(Transmit(bytes: wrapped, from: turn.base, to: turn.server))
         } else {
             outbox.append(Transmit(bytes: bytes, from: local, to: remote))
@@ -180,7 +174,7 @@ public final class WebRTCTransport {
             pendingDTLS = []
         }
         if let turn {
-            while let b = turn.pollTransmit() { outbox.append(Transmit(bytes: b, from: turn.base, to: turn.server)) }
+            while let t = turn.pollTransmit() { outbox.append(t) }
             while let e = turn.pollEvent() {
                 // A failed refresh matters only when the selected path runs through the relay.
                 if case let .failed(reason) = e, isRelayed { fail("TURN: \(reason)") }

@@ -3,8 +3,8 @@ public import Signalling
 public import DTLS
 import Transport
 public import LoopbackReceiver
-public import RTPCore
-import ICE
+import RTPCore
+public import ICE
 import Platform
 
 /// One WHEP subscription set up (draft-ietf-wish-whep §4.2, the same HTTP rules as WHIP, RFC

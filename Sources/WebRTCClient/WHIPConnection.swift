@@ -2,11 +2,11 @@ import Synchronization
 public import HTTPSignaling
 public import Signalling
 public import WebRTC
-import ICE
+public import ICE
 public import DTLS
 public import Transport
 public import PublisherEngine
-public import RTPCore
+import RTPCore
 import Crypto
 import Platform
 import MediaCodecs
@@ -340,7 +340,11 @@ public final class WHIPConnection: @unchecked Sendable {
             overTCP: tcp)
         func send() {
             while let b = t.pollTransmit() {
-                if let stream { b.withUnsafeBytes { stream.write($0) } } else { b.withUnsafeBytes { try? socket.send($0, to: to) } }
+                if let stream {
+                    b.bytes.withUnsafeBytes { stream.write($0) }
+                } else {
+                    b.bytes.withUnsafeBytes { try? socket.send($0, to: to) }
+                }
             }
         }
         t.start(now: Clock.monotonicMicros())

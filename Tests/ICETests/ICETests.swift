@@ -9,10 +9,10 @@ func hmac(_ key: [UInt8], _ data: [UInt8]) -> [UInt8] { Crypto.hmacSHA1(key: key
 /// address, after `delay`, unless `drop` says otherwise. No socket, no sleep.
 final class VirtualNet {
     var agents: [(ICEAgent, [STUNAddress])] = []
-    var inFlight: [(due: Int64, t: ICEAgent.Transmit)] = []
+    var inFlight: [(due: Int64, t: Transmit)] = []
     var now: Int64 = 0
     var delay: Int64 = 10_000
-    var drop: (ICEAgent.Transmit, Int64) -> Bool = { _, _ in false }
+    var drop: (Transmit, Int64) -> Bool = { _, _ in false }
     var events: [(Int64, Int, ICEAgent.Event)] = []
 
     func add(_ a: ICEAgent, _ addresses: [STUNAddress]) { agents.append((a, addresses)) }

@@ -36,7 +36,7 @@ import Crypto
         let deadline = Clock.monotonicMicros() + micros
         while !done() && Clock.monotonicMicros() < deadline {
             _ = c.step(now: Clock.monotonicMicros())
-            while let b = c.pollTransmit() { try b.withUnsafeBytes { try socket.send($0, to: server) } }
+            while let b = c.pollTransmit() { try b.bytes.withUnsafeBytes { try socket.send($0, to: server) } }
             var ready = [UInt8](repeating: 0, count: 1)
             if waitReadable([socket.fd], ready: &ready, timeoutMicros: 10_000) > 0 && ready[0] != 0 {
                 var n = 0
@@ -91,7 +91,7 @@ import Crypto
             }
             let wrapped = try #require(c.send(Array(text.utf8), to: peerAddress))
             // send() asked for the permission first: it leaves before the data.
-            while let b = c.pollTransmit() { try b.withUnsafeBytes { try socket.send($0, to: server) } }
+            while let b = c.pollTransmit() { try b.bytes.withUnsafeBytes { try socket.send($0, to: server) } }
             #expect(round == 0 ? wrapped[0] < 4 : (wrapped[0] & 0xC0) == 0x40, "round \(round): first byte \(wrapped[0])")
             try wrapped.withUnsafeBytes { try socket.send($0, to: server) }
             var got: (String, SocketAddress?)?
@@ -105,7 +105,7 @@ import Crypto
                     )
                 }
                 _ = c.step(now: Clock.monotonicMicros())
-                while let b = c.pollTransmit() { try b.withUnsafeBytes { try socket.send($0, to: server) } }
+                while let b = c.pollTransmit() { try b.bytes.withUnsafeBytes { try socket.send($0, to: server) } }
             }
             let (arrived, from) = try #require(got, "the peer got nothing (\(text))")
             #expect(arrived == text && from?.port == Int(relay.port), "\(arrived) from \(String(describing: from))")

@@ -34,7 +34,7 @@ func run(_ a: WebRTCTransport, _ b: WebRTCTransport, until: Int64, stop: () -> B
     events: [(Int, WebRTCTransport.Event)], media: [[UInt8]], now: Int64
 ) {
     var now: Int64 = 0
-    var inFlight: [(Int64, WebRTCTransport.Transmit)] = []
+    var inFlight: [(Int64, Transmit)] = []
     var events: [(Int, WebRTCTransport.Event)] = []
     var media: [[UInt8]] = []
     let ends = [(a, publisherAddress), (b, serverAddress)]
