@@ -162,3 +162,9 @@ let package = Package(
             ])
     ]
 )
+
+// Every import is internal unless it says `public import` (SE-0409): a module's public API
+// names exactly the modules it exposes.
+for target in package.targets where target.type != .system {
+    target.swiftSettings = (target.swiftSettings ?? []) + [.enableUpcomingFeature("InternalImportsByDefault")]
+}

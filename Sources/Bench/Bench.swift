@@ -1,9 +1,9 @@
 import CBenchBaseline
 public import DTLS
 import RTPCore
-import Transport
-import MediaCodecs
-import Stats
+public import Transport
+public import MediaCodecs
+public import Stats
 #if canImport(Glibc)
     import Glibc
     import Platform

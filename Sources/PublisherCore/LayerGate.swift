@@ -1,4 +1,4 @@
-import MediaCodecs
+public import MediaCodecs
 
 /// What each layer's media source must do after the session's requests, with one copy of the
 /// rules for every source (the live encoders, fleet replay bots, the simulation's feeders): a

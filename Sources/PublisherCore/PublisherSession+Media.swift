@@ -1,7 +1,7 @@
 import RTPCore
-import MediaCodecs
+public import MediaCodecs
 import Stats
-import Net
+public import Net
 import SRTP
 import Congestion
 

@@ -1,6 +1,6 @@
 import RTPCore
 import Stats
-import Net
+public import Net
 import SRTP
 import Congestion
 

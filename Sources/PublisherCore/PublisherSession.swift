@@ -1,8 +1,8 @@
 import MediaCodecs
-import Stats
+public import Stats
 import Net
-import SRTP
-import Congestion
+public import SRTP
+public import Congestion
 public import WebRTC
 import RTPCore
 public import ICE

@@ -1,4 +1,4 @@
-import Synchronization
+public import Synchronization
 
 /// The few values that cross into the media loop while it runs: stop, key-frame requests and
 /// per-layer target bitrates.

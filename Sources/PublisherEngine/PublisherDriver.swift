@@ -1,4 +1,4 @@
-import Transport
+public import Transport
 import Stats
 import Platform
 public import PublisherCore

@@ -1,5 +1,5 @@
-import Net
-import SRTP
+public import Net
+public import SRTP
 import Stats
 import Impairment
 import RTPCore

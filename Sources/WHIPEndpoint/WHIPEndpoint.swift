@@ -1,7 +1,7 @@
 public import LoopbackReceiver
 public import DTLS
 public import ICE
-import HTTPServer
+public import HTTPServer
 import Signalling
 import RTPCore
 import Platform
