@@ -74,8 +74,8 @@ final class SubscriberFleet: @unchecked Sendable {
             let snap = r.snapshot()
             members.withLock {
                 $0[k].snapshot = snap
-                if let t = snap.webrtcPublishers.first, t.state == "failed" {
-                    $0[k].error = t.failure ?? "the transport failed"
+                if let t = snap.webrtcPublishers.first, t.state == .failed {
+                    $0[k].error = t.failure?.reason ?? "the transport failed"
                 } else if !snap.streams.contains(where: { $0.kind == .video && $0.framesDecoded > 0 }) {
                     $0[k].error = "no video frame decoded"
                 }

@@ -256,7 +256,7 @@ enum PreflightCommand {
         Output.endProgress()
         let message: String, failure: String
         if let f = phase.publisher?.network.transport?.failure {
-            (message, failure) = ("Error: \(f)\n", f)
+            (message, failure) = ("Error: \(f)\n", f.reason)
         } else if let e = phase.startError {
             // The receiver was never asked anything.
             message = plan.whipOptions == nil ? "Error: the publisher could not start: \(e)\n" : "Error: \(e)\n"

@@ -299,9 +299,9 @@ enum ReceiveCommand {
 
         /// Says when the WHEP transport connected; false when it failed or the server closed it.
         func followWHEP(_ t: WebRTCPublisherState) -> Bool {
-            if t.state == "failed" { whepFailure = t.failure ?? "the transport failed"; return false }
-            if t.state == "closed" { whepFailure = "the server closed the session (DTLS close_notify)"; return false }
-            if t.state == "connected" && !whepConnected {
+            if t.state == .failed { whepFailure = t.failure?.reason ?? "the transport failed"; return false }
+            if t.state == .closed { whepFailure = "the server closed the session (DTLS close_notify)"; return false }
+            if t.state == .connected && !whepConnected {
                 whepConnected = true
                 Output.endProgress()
                 Output.err(
@@ -368,7 +368,8 @@ enum ReceiveCommand {
         func ms(_ v: Double?) -> JSONValue { v.map { .double(($0 * 10).rounded() / 10) } ?? .null }
         return .object(
             [("resource", .string(SignalingClient.redacted(w.resource.resourceURL)))] + w.summary.map { ($0.0, JSONValue.string($0.1)) } + [
-                ("state", .string(t?.state ?? "new")), ("failure", t?.failure.map { .string($0) } ?? .null),
+                ("state", .string(t?.state.rawValue ?? "new")), ("failure", t?.failure.map { .string($0.reason) } ?? .null),
+                ("failureLayer", t?.failure.map { .string($0.layer.rawValue) } ?? .null),
                 ("server", t?.remote.map { .string($0) } ?? .null),
                 ("iceRole", t?.iceRole.map { .string($0.rawValue) } ?? .null), ("iceDurationMs", ms(t?.iceMillis)),
                 ("dtlsDurationMs", ms(t?.dtlsMillis)),
@@ -384,7 +385,7 @@ enum ReceiveCommand {
         let t = r.webrtcPublishers.first
         var out = "WHEP: " + w.summary.map { "\($0.0) \($0.1)" }.joined(separator: ", ") + "\n"
         out +=
-            "transport: \(t?.state ?? "new"), server \(t?.remote ?? "-"), ICE \(t?.iceMillis.map { Units.fixed($0, 1) } ?? "-") ms as \(t?.iceRole?.rawValue ?? "-"), "
+            "transport: \(t?.state.rawValue ?? "new"), server \(t?.remote ?? "-"), ICE \(t?.iceMillis.map { Units.fixed($0, 1) } ?? "-") ms as \(t?.iceRole?.rawValue ?? "-"), "
         out +=
             "DTLS \(t?.dtlsMillis.map { Units.fixed($0, 1) } ?? "-") ms, RTT \(t?.roundTripMillis.map { Units.fixed($0, 2) } ?? "-") ms; "
         out += "feedback sent: \(r.nackSent) NACK, \(r.pliSent) PLI, \(r.transportFeedbackSent) transport-cc, \(r.rembSent) REMB"

@@ -211,7 +211,7 @@ enum TransportFields {
             ("srtpCipher", t.srtpCipher.map { .string($0) } ?? .null),
             ("iceDurationMs", t.iceDurationMs.map { .int(Int64($0)) } ?? .null),
             ("dtlsDurationMs", t.dtlsDurationMs.map { .int(Int64($0)) } ?? .null),
-            ("selectedCandidatePair", pair), ("transportFailure", t.failure.map { .string($0) } ?? .null)
+            ("selectedCandidatePair", pair), ("transportFailure", t.failure.map { .string($0.reason) } ?? .null)
         ]
     }
 }

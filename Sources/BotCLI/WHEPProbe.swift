@@ -93,10 +93,10 @@ final class WHEPProbe: @unchecked Sendable {
         s.subscription?.end()
         let snapshot = receiver.snapshot()
         var error = s.error
-        if let t = snapshot.webrtcPublishers.first, t.state == "failed" {
-            error = t.failure ?? "the transport failed"
+        if let t = snapshot.webrtcPublishers.first, t.state == .failed {
+            error = t.failure?.reason ?? "the transport failed"
         } else if snapshot.streams.isEmpty {
-            error = "connected (\(snapshot.webrtcPublishers.first?.state ?? "new")) but no media arrived from the server"
+            error = "connected (\(snapshot.webrtcPublishers.first?.state.rawValue ?? "new")) but no media arrived from the server"
         }
         return Result(snapshot: snapshot, subscription: s.subscription, error: error)
     }

@@ -81,7 +81,7 @@ final class FleetLoop {
                     let failure = b.network.statistics.1.transport?.failure
                     fleet.slots[b.slot].withLock {
                         $0.state = failure == nil ? .done : .failed
-                        if let failure { $0.error = failure }
+                        if let failure { $0.error = failure.reason }
                         $0.stoppedMicros = Clock.monotonicMicros()
                         $0.keyFramesSent = b.keyFramesSent
                     }

@@ -23,7 +23,7 @@ public struct TransportStatus: Sendable, Equatable {
     public var iceDurationMs: Int?
     public var dtlsDurationMs: Int?
     /// Why the transport failed (ICE, DTLS, consent), once it has.
-    public var failure: String?
+    public var failure: TransportFailure?
     public var closedByPeer = false
     /// TURN: how long the allocation took (µs) and how many refreshes the server accepted.
     public var turnAllocateMicros: Int64?
@@ -110,12 +110,14 @@ extension PublisherSession {
             changed = true
             switch e {
             case let .connected(_, remote, suite, send, receive):
-                guard let destination = SocketAddress(remote) else { fail("the selected remote \(remote) is not a usable address"); break }
+                guard let destination = SocketAddress(remote) else {
+                    fail(TransportFailure(.ice, "the selected remote \(remote) is not a usable address")); break
+                }
                 do throws(SRTPError) {
                     srtpOut = try SRTPSession(key: send, direction: .outbound)
                     srtpIn = try SRTPSession(key: receive, direction: .inbound)
                 } catch {
-                    fail("libsrtp2 refused the keys DTLS exported: \(error)")
+                    fail(TransportFailure(.srtp, "libsrtp2 refused the keys DTLS exported: \(error)"))
                     break
                 }
                 connectedRemote = destination
@@ -125,7 +127,7 @@ extension PublisherSession {
             case let .failed(reason): fail(reason)
             case .closed:
                 counters.transport?.closedByPeer = true
-                if !stopRequested { fail("the server closed the DTLS connection (close_notify)") }
+                if !stopRequested { fail(TransportFailure(.peer, "the server closed the DTLS connection (close_notify)")) }
             }
         }
         // The figures are text (addresses): refreshed on events and once a second, not per turn.
@@ -135,9 +137,9 @@ extension PublisherSession {
         }
     }
 
-    func fail(_ reason: String) {
-        if counters.transport != nil && counters.transport!.failure == nil { counters.transport!.failure = reason }
-        counters.lastError = reason
+    func fail(_ failure: TransportFailure) {
+        if counters.transport != nil && counters.transport!.failure == nil { counters.transport!.failure = failure }
+        counters.lastError = failure.reason
         stop()
     }
 

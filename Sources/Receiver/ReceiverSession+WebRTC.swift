@@ -1,7 +1,7 @@
 public import RTPCore
 public import DTLS
 public import ICE
-import WebRTC
+public import WebRTC
 import Net
 import SRTP
 import Crypto
@@ -84,11 +84,25 @@ public struct WebRTCEndings: Sendable, Equatable {
 
 /// What became of a WebRTC publisher's transport (for the snapshot).
 public struct WebRTCPublisherState: Sendable, Equatable {
+    /// Where one WebRTC publisher's (or a WHEP server's) session stands.
+    public enum State: String, Sendable, Equatable {
+        /// Answered; ICE and DTLS under way.
+        case new
+        /// DTLS gave the keys: media flows.
+        case connected
+        /// ICE never connected within the deadline after the answer: its slot was freed.
+        case abandoned
+        /// The transport failed (ICE, DTLS, consent, the keys): `failure` says why.
+        case failed
+        /// Ended in order: DELETE, BYE or the peer's DTLS close_notify.
+        case closed
+    }
+
     public var resource: String
-    public var state: String
+    public var state: State
     public var remote: String?
     public var srtpCipher: String?
-    public var failure: String?
+    public var failure: TransportFailure?
     /// ICE and DTLS times (ms from the first check; the offerer's own, a WHEP subscriber's).
     public var iceMillis: Double?
     public var dtlsMillis: Double?
@@ -111,7 +125,7 @@ final class WebRTCPeer {
         self.spec = spec
         self.transport = transport
         addedMicros = now
-        state = WebRTCPublisherState(resource: spec.resource, state: "new")
+        state = WebRTCPublisherState(resource: spec.resource, state: .new)
     }
 }
 
@@ -147,7 +161,7 @@ extension ReceiverSession {
     public func removePublisher(resource: String) {
         guard let peer = rtcPeers.first(where: { $0.spec.resource == resource }) else { return }
         peer.transport.close()
-        if peer.state.state != "failed" { peer.state.state = "closed" }
+        if peer.state.state != .failed { peer.state.state = .closed }
         release(peer)
     }
 
@@ -159,32 +173,34 @@ extension ReceiverSession {
         var wake: Int64?
         var ended: [WebRTCPeer] = []
         for peer in rtcPeers {
-            if peer.state.state == "new" || peer.state.state == "connected" {
+            if peer.state.state == .new || peer.state.state == .connected {
                 if let t = peer.transport.step(now: now) { wake = min(wake ?? t, t) }
                 after(peer, now: now)
             }
             switch peer.state.state {
-            case "new" where peer.transport.iceConnectedMicros == nil:
+            case .new where peer.transport.iceConnectedMicros == nil:
                 let deadline = peer.addedMicros + w.iceTimeoutMicros
                 if now >= deadline {
-                    peer.state.state = "abandoned"
-                    peer.state.failure = "ICE did not connect within \(w.iceTimeoutMicros / 1_000_000) s of the answer"
+                    peer.state.state = .abandoned
+                    peer.state.failure = TransportFailure(
+                        .timeout, "ICE did not connect within \(w.iceTimeoutMicros / 1_000_000) s of the answer")
                 } else {
                     wake = min(wake ?? deadline, deadline)
                 }
-            case "connected" where peer.transport.ice.lite:
+            case .connected where peer.transport.ice.lite:
                 let deadline = (peer.transport.ice.lastRequestMicros ?? peer.addedMicros) + w.consentTimeoutMicros
                 if now >= deadline {
                     peer.transport.close()
-                    peer.state.state = "failed"
-                    peer.state.failure = "consent lost: no ICE consent check for \(w.consentTimeoutMicros / 1_000_000) s (RFC 7675)"
+                    peer.state.state = .failed
+                    peer.state.failure = TransportFailure(
+                        .ice, "consent lost: no ICE consent check for \(w.consentTimeoutMicros / 1_000_000) s (RFC 7675)")
                     peer.consentLost = true
                 } else {
                     wake = min(wake ?? deadline, deadline)
                 }
             default: break
             }
-            if peer.state.state != "new" && peer.state.state != "connected" { ended.append(peer) }
+            if peer.state.state != .new && peer.state.state != .connected { ended.append(peer) }
         }
         for peer in ended { release(peer) }
         return wake
@@ -195,8 +211,8 @@ extension ReceiverSession {
     func release(_ peer: WebRTCPeer) {
         drain(peer)
         switch peer.state.state {
-        case "abandoned": snap.webrtcEndings.abandoned += 1
-        case "closed": snap.webrtcEndings.closed += 1
+        case .abandoned: snap.webrtcEndings.abandoned += 1
+        case .closed: snap.webrtcEndings.closed += 1
         default: if peer.consentLost { snap.webrtcEndings.consentLost += 1 } else { snap.webrtcEndings.failed += 1 }
         }
         rtcPending[peer.spec.localUfrag] = nil
@@ -204,7 +220,7 @@ extension ReceiverSession {
         rtcPeers.removeAll { $0 === peer }
         // Abandoned sessions (offers that never ran ICE: what a flood leaves) are only counted;
         // keeping their records would keep the flood's memory too.
-        if peer.state.state != "abandoned" {
+        if peer.state.state != .abandoned {
             rtcEnded.append(peer.state)
             if rtcEnded.count > Self.endedKept { rtcEnded.removeFirst(rtcEnded.count - Self.endedKept) }
         }
@@ -249,7 +265,7 @@ extension ReceiverSession {
             switch e {
             case let .connected(_, remote, suite, send, receive):
                 guard let address = SocketAddress(remote) else {
-                    fail(peer, "the selected remote \(remote) is not a usable address"); continue
+                    fail(peer, TransportFailure(.ice, "the selected remote \(remote) is not a usable address")); continue
                 }
                 do throws(SRTPError) {
                     peer.srtpIn = try SRTPSession(key: receive, direction: .inbound)
@@ -266,7 +282,7 @@ extension ReceiverSession {
                     peerIndex[address] = session.index
                     peer.peer = session
                     rtcByAddress[address] = peer
-                    peer.state.state = "connected"
+                    peer.state.state = .connected
                     peer.state.remote = remote.description
                     peer.state.srtpCipher = suite.sdesName
                     let t = peer.transport
@@ -276,18 +292,18 @@ extension ReceiverSession {
                     }
                     peer.state.iceRole = t.ice.role
                 } catch {
-                    fail(peer, "libsrtp2 refused the keys DTLS exported: \(error)")
+                    fail(peer, TransportFailure(.srtp, "libsrtp2 refused the keys DTLS exported: \(error)"))
                 }
             case let .failed(reason): fail(peer, reason)
-            case .closed: peer.state.state = "closed"
+            case .closed: peer.state.state = .closed
             }
         }
     }
 
-    func fail(_ peer: WebRTCPeer, _ reason: String) {
-        peer.state.state = "failed"
-        peer.state.failure = reason
-        snap.lastError = "publisher \(peer.spec.resource): \(reason)"
+    func fail(_ peer: WebRTCPeer, _ failure: TransportFailure) {
+        peer.state.state = .failed
+        peer.state.failure = failure
+        snap.lastError = "publisher \(peer.spec.resource): \(failure)"
     }
 
     /// The transport's datagrams into the outbox, in order with the feedback.

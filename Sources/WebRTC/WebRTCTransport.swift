@@ -14,7 +14,7 @@ public final class WebRTCTransport {
         /// ICE and DTLS are done: send SRTP to `remote` from `local` with `send`, unprotect what
         /// arrives with `receive`.
         case connected(local: STUNAddress, remote: STUNAddress, suite: SRTPSuite, send: SRTPKey, receive: SRTPKey)
-        case failed(String)
+        case failed(TransportFailure)
         /// The peer closed DTLS (close_notify).
         case closed
     }
@@ -118,6 +118,7 @@ public final class WebRTCTransport {
             let deadline = ice + dtlsTimeoutMicros
             if now >= deadline {
                 fail(
+                    .dtls,
                     "the DTLS handshake did not finish within \(dtlsTimeoutMicros / 1_000_000) s of ICE connecting: the peer "
                         + (dtls.role == .server ? "never sent a ClientHello" : "does not answer DTLS"))
             } else {
@@ -164,7 +165,7 @@ public final class WebRTCTransport {
                     dtls.start() // the client's ClientHello; a server waits
                 }
             case .roleChanged: break
-            case let .failed(reason): fail(reason)
+            case let .failed(reason): fail(.ice, reason)
             }
         }
         while let t = ice.pollTransmit() { emit(t.bytes, from: t.from, to: t.to) }
@@ -177,26 +178,54 @@ public final class WebRTCTransport {
             while let t = turn.pollTransmit() { outbox.append(t) }
             while let e = turn.pollEvent() {
                 // A failed refresh matters only when the selected path runs through the relay.
-                if case let .failed(reason) = e, isRelayed { fail("TURN: \(reason)") }
+                if case let .failed(reason) = e, isRelayed { fail(.turn, "TURN: \(reason)") }
             }
         }
         while let e = dtls.pollEvent() {
             switch e {
             case let .connected(suite, send, receive):
-                guard let (local, remote) = path else { fail("DTLS finished before ICE selected a path"); return }
+                guard let (local, remote) = path else { fail(.dtls, "DTLS finished before ICE selected a path"); return }
                 isConnected = true
                 dtlsConnectedMicros = nowMicros
                 events.append(.connected(local: local, remote: remote, suite: suite, send: send, receive: receive))
-            case let .failed(reason): fail(reason)
+            case let .failed(reason): fail(.dtls, reason)
             case .closed: events.append(.closed)
             }
         }
     }
 
-    func fail(_ reason: String) {
+    func fail(_ layer: TransportFailure.Layer, _ reason: String) {
         guard !failed else { return }
         failed = true
-        events.append(.failed(reason))
+        events.append(.failed(TransportFailure(layer, reason)))
+    }
+}
+
+/// Why a WebRTC transport failed: the layer that gave up, typed (for scripts and tests), and the
+/// reason in words a person can act on (what the CLI prints; never a secret).
+public struct TransportFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    public enum Layer: String, Sendable, Equatable {
+        /// No candidate pair answered, or consent was lost (RFC 8445, RFC 7675).
+        case ice
+        /// The handshake failed, did not finish, or gave no usable keys (RFC 5764).
+        case dtls
+        /// The relay the selected path runs through failed (RFC 8656).
+        case turn
+        /// libsrtp2 refused the keys DTLS exported.
+        case srtp
+        /// The peer ended it: DTLS close_notify.
+        case peer
+        /// A deadline of the session's own passed (ICE never connected after the answer).
+        case timeout
+    }
+
+    public var layer: Layer
+    public var reason: String
+    public var description: String { reason }
+
+    public init(_ layer: Layer, _ reason: String) {
+        self.layer = layer
+        self.reason = reason
     }
 }
 

@@ -71,7 +71,7 @@ public enum ConnectivityCheck {
                     x.bytes.withUnsafeBytes { try? w.socket.send($0, to: to) }
                 }
             }
-            while let e = t.pollEvent() { if case let .failed(r) = e { failure = r } }
+            while let e = t.pollEvent() { if case let .failed(r) = e { failure = r.reason } }
         }
         SetUpLoop(socket: w.socket, stream: tcp).run(
             for: 12_000_000, idle: 20_000, done: { t.isConnected || failure != nil }, step: { t.step(now: $0) }, flush: flush,

@@ -53,7 +53,7 @@ import Crypto
             for x in toServer where x.at <= now { _ = server.handle(x.bytes, from: Self.sub, to: Self.srv, now: now) }
             toServer.removeAll { $0.at <= now }
         }
-        while now < 5_000_000 && (serverKeys == nil || session.snapshot(final: false).webrtcPublishers.first?.state != "connected") {
+        while now < 5_000_000 && (serverKeys == nil || session.snapshot(final: false).webrtcPublishers.first?.state != .connected) {
             deliver()
             _ = session.step(now: now)
             session.pollTransmit { b, _ throws(SocketError) in toServer.append((now + 2_000, [UInt8](b))) }
@@ -63,7 +63,7 @@ import Crypto
             now += 1_000
         }
         let state = try #require(session.snapshot(final: false).webrtcPublishers.first)
-        #expect(state.state == "connected" && serverKeys != nil, "\(state)")
+        #expect(state.state == .connected && serverKeys != nil, "\(state)")
         // Exactly one side ended up controlling, whichever the tie-breakers chose.
         #expect(state.iceRole != nil && state.iceRole != sIce.role, "subscriber \(String(describing: state.iceRole)), server \(sIce.role)")
         #expect(state.iceMillis != nil && state.dtlsMillis != nil)

@@ -97,9 +97,9 @@ import Crypto
             }
         }
         run(until: 2_000_000)
-        #expect(session.snapshot(final: false).webrtcPublishers.first?.state == "connected")
+        #expect(session.snapshot(final: false).webrtcPublishers.first?.state == .connected)
         run(until: 60_000_000)
-        #expect(session.snapshot(final: false).webrtcPublishers.first?.state == "connected", "consent checks every 4–6 s keep it")
+        #expect(session.snapshot(final: false).webrtcPublishers.first?.state == .connected, "consent checks every 4–6 s keep it")
         publisherAlive = false
         let silentFrom = now
         // The last check came at most 6 s before the silence: the session lives 30 s after it.
@@ -108,7 +108,7 @@ import Crypto
         run(until: silentFrom + 36_000_000)
         let snap = session.snapshot(final: false)
         #expect(snap.webrtcEndings.consentLost == 1 && snap.webrtcEndings.failed == 0, "\(snap.webrtcEndings)")
-        #expect(snap.webrtcPublishers.first?.failure?.contains("consent") == true && session.takeEndedResources() == ["r7"])
+        #expect(snap.webrtcPublishers.first?.failure?.reason.contains("consent") == true && session.takeEndedResources() == ["r7"])
         #expect(session.rtcPeers.isEmpty && session.rtcByAddress.isEmpty)
     }
 
@@ -134,7 +134,8 @@ import Crypto
         }
         let snap = session.snapshot(final: false)
         #expect(
-            snap.webrtcEndings.failed == 1 && snap.webrtcPublishers.first?.failure?.contains("DTLS") == true, "\(snap.webrtcPublishers)")
+            snap.webrtcEndings.failed == 1 && snap.webrtcPublishers.first?.failure?.layer == .dtls
+                && snap.webrtcPublishers.first?.failure?.reason.contains("DTLS") == true, "\(snap.webrtcPublishers)")
         #expect(session.takeEndedResources() == ["r3"] && session.rtcPeers.isEmpty)
     }
 

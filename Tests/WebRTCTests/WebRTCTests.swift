@@ -98,8 +98,8 @@ func connected(_ events: [(Int, WebRTCTransport.Event)], _ k: Int) -> (STUNAddre
         var events: [(Int, WebRTCTransport.Event)] = []
         let r = run(p, s, until: 5_000_000) { p.failed }
         events = r.events
-        let reason = events.compactMap { e -> String? in if e.0 == 0, case let .failed(x) = e.1 { x } else { nil } }.first ?? ""
-        #expect(p.failed && reason.contains("a=fingerprint"), "\(events)")
+        let failure = events.compactMap { e -> TransportFailure? in if e.0 == 0, case let .failed(x) = e.1 { x } else { nil } }.first
+        #expect(p.failed && failure?.layer == .dtls && failure?.reason.contains("a=fingerprint") == true, "\(events)")
         #expect(connected(events, 0) == nil)
     }
 
@@ -108,12 +108,13 @@ func connected(_ events: [(Int, WebRTCTransport.Event)], _ k: Int) -> (STUNAddre
         let (p, _, _, _) = try pair()
         var now: Int64 = 0
         var reason = ""
+        var layer: TransportFailure.Layer?
         while now < 20_000_000 && !p.failed {
             let wake = p.step(now: now)
             while p.pollTransmit() != nil {}
-            while let e = p.pollEvent() { if case let .failed(r) = e { reason = r } }
+            while let e = p.pollEvent() { if case let .failed(r) = e { reason = r.reason; layer = r.layer } }
             now = max(now + 1, wake ?? now + 100_000)
         }
-        #expect(p.failed && now < 7_000_000 && reason.contains("no candidate pair answered"), "\(now) \(reason)")
+        #expect(p.failed && now < 7_000_000 && layer == .ice && reason.contains("no candidate pair answered"), "\(now) \(reason)")
     }
 }
