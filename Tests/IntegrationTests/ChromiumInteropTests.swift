@@ -16,7 +16,7 @@ struct ChromiumInteropTests {
     struct Failure: Error, CustomStringConvertible { var description: String }
 
     func start(_ args: [String]) throws -> (PeerProcess, Int) {
-        let peer = try PeerProcess("/usr/bin/python3", [Self.shim] + args)
+        let peer = try PeerProcess("/usr/bin/python3", [Self.shim, "--end-on-stdin-eof"] + args)
         guard peer.wait(for: "LISTENING ", micros: 10_000_000),
             let line = peer.text.split(separator: "\n").first(where: { $0.hasPrefix("LISTENING ") }), let port = Int(line.dropFirst(10))
         else {

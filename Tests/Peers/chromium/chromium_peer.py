@@ -23,7 +23,7 @@ Prints "LISTENING <port>" once the HTTP server runs and "READY" once Chromium's 
 work. Exit 77 when Chromium is not installed. Never outlives its parent nor --limit seconds, and
 takes Chromium (its own process group) with it.
 """
-import argparse, ctypes, http.server, json, os, queue, signal, shutil, socketserver, stat, subprocess, sys, tempfile, threading, time
+import argparse, ctypes, http.server, json, os, queue, signal, shutil, socketserver, subprocess, sys, tempfile, threading, time
 
 here = os.path.dirname(os.path.abspath(__file__))
 args = argparse.ArgumentParser()
@@ -32,6 +32,7 @@ args.add_argument("url", nargs="?")
 args.add_argument("--simulcast", action="store_true")
 args.add_argument("--seconds", type=float, default=10)
 args.add_argument("--limit", type=float, default=120)
+args.add_argument("--end-on-stdin-eof", action="store_true", help="stop the browser and exit when stdin closes (PeerProcess)")
 args.add_argument("--bind", default="127.0.0.1", help="the HTTP server's address (0.0.0.0: reachable from another network namespace)")
 opts = args.parse_args()
 
@@ -69,10 +70,11 @@ def watchdog(limit):
         stop_browser()
         os._exit(0)
     threading.Thread(target=watch, daemon=True).start()
-    # A test harness ends its peer by closing the pipe to its stdin (then SIGKILL): the browser
-    # goes first, or its processes outlive the test (five Chromiums were found still running 15
-    # minutes after a suite). Only a pipe counts: a background job's /dev/null is not an end.
-    if stat.S_ISFIFO(os.fstat(0).st_mode):
+    # --end-on-stdin-eof: the harness (PeerProcess) ends its peer by closing the pipe to its
+    # stdin, then SIGKILL: the browser goes first, or its processes outlive the test (five
+    # Chromiums were found still running 15 minutes after a suite). Opt-in: a peer run by a
+    # script may have a stdin that is already at its end.
+    if opts.end_on_stdin_eof:
         def on_eof():
             while sys.stdin.buffer.read(4096):
                 pass
