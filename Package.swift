@@ -41,10 +41,10 @@ let package = Package(
         // ICE (RFC 8445) agent, sans-IO: candidates, checks, nomination, consent (RFC 7675).
         .target(name: "ICE", dependencies: ["RTPCore"]),
         .target(name: "Stats"),
-        .target(name: "Impairment"),
+        .target(name: "Impairment", dependencies: ["RTPCore"]),
         .target(name: "Congestion", dependencies: ["RTPCore"]),
         .target(name: "Preflight"),
-        .target(name: "MediaCodecs", dependencies: ["CVPX", "COpus"]),
+        .target(name: "MediaCodecs", dependencies: ["CVPX", "COpus", "RTPCore"]),
         // Addresses and packet buffers (the arena the send path fills, the batch `recvmmsg` fills):
         // values the sessions hold; no socket is opened here.
         .target(name: "Net", dependencies: ["CLinuxNet"], swiftSettings: hot),
@@ -57,7 +57,8 @@ let package = Package(
         // The publisher session, sans-IO: frames, datagrams and time in; datagrams, events and
         // deadlines out. No clock, thread, socket or OS random can be imported here.
         .target(
-            name: "PublisherCore", dependencies: ["RTPCore", "MediaCodecs", "Net", "SRTP", "Stats", "Congestion", "WebRTC", "ICE", "DTLS"],
+            name: "PublisherCore",
+            dependencies: ["RTPCore", "MediaCodecs", "Net", "SRTP", "Stats", "Congestion", "WebRTC", "ICE", "DTLS", "Signalling"],
             swiftSettings: hot),
         // Its drivers: the media and network threads of one publisher, the mailbox between them,
         // the socket side. Re-exports PublisherCore.
@@ -86,7 +87,7 @@ let package = Package(
             name: "Fleet",
             dependencies: ["Platform", "PublisherEngine", "Transport", "MediaCodecs", "Stats", "WebRTCClient", "DTLS", "WebRTC", "RTPCore"]),
         // The publisher and receiver sessions connected in virtual time (`pubbot simulate`, scenario tests).
-        .target(name: "Simulation", dependencies: ["PublisherCore", "Receiver", "MediaCodecs", "Net", "SRTP", "Stats"]),
+        .target(name: "Simulation", dependencies: ["PublisherCore", "Receiver", "MediaCodecs", "Net", "SRTP", "Stats", "RTPCore"]),
         // A WebRTC client's set-up drivers: a WHIP publish (socket and candidates, the offer POSTed,
         // the answer applied), a WHEP subscription and the per-path connectivity check.
         .target(
@@ -105,7 +106,7 @@ let package = Package(
                 "HTTPSignaling", "WHIPEndpoint", "HTTPServer", "WebRTCClient", "DTLS", "Platform", "Fleet", "PreflightRunner",
                 "PublisherEngine",
                 "LoopbackReceiver", "Simulation", "Transport", "Stats", "RTPCore", "MediaCodecs", "Impairment", "Congestion", "Preflight",
-                "ICE"
+                "ICE", "Signalling"
             ],
             // Output schemas, beside the code that emits them.
             exclude: ["stats.schema.json", "preflight.schema.json", "load-report.schema.json"]),
@@ -130,7 +131,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["Platform"], path: "Tests/TestSupport"),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "WHIPEndpoint", "Platform", "TestSupport"]),
         .testTarget(name: "WebRTCTests", dependencies: ["WebRTC", "ICE", "DTLS", "RTPCore", "Transport", "Crypto"]),
-        .testTarget(name: "ImpairmentTests", dependencies: ["Impairment"]),
+        .testTarget(name: "ImpairmentTests", dependencies: ["Impairment", "RTPCore"]),
         .testTarget(name: "PreflightTests", dependencies: ["Preflight"]),
         .testTarget(name: "CongestionTests", dependencies: ["Congestion", "Impairment", "RTPCore", "Preflight"]),
         .testTarget(name: "MediaCodecsTests", dependencies: ["MediaCodecs"]),

@@ -8,6 +8,7 @@ import Stats
 import Preflight
 import PreflightRunner
 import RTPCore
+import Signalling
 import Platform
 import WebRTCClient
 import DTLS

@@ -6,6 +6,7 @@ import LoopbackReceiver
 import Transport
 import Stats
 import RTPCore
+import Signalling
 import Platform
 import WHIPEndpoint
 import DTLS

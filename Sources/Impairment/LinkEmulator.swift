@@ -1,3 +1,5 @@
+import RTPCore
+
 /// A pure, seeded model of a network path with time passed in: decides for each packet whether it
 /// is lost and when it is delivered. Used on real sockets (the receiver delays what it reads) and
 /// by in-memory tests.
@@ -16,7 +18,7 @@ public struct LinkEmulator: Sendable {
 
     public let schedule: ImpairmentSchedule
     let startMicros: Int64
-    var rng: SplitMix
+    var rng: SplitMix64
     var badState = false
     var linkFreeAt: Int64 = .min
     /// Token bucket (`bucket=`): bytes of credit at `tokensAt`; starts full, as tbf's does.
@@ -28,7 +30,7 @@ public struct LinkEmulator: Sendable {
     public init(schedule: ImpairmentSchedule, seed: UInt64, startMicros: Int64) {
         self.schedule = schedule
         self.startMicros = startMicros
-        rng = SplitMix(seed)
+        rng = SplitMix64(seed: seed)
     }
 
     /// How long a packet arriving now would wait at the rate cap (the bottleneck queue), µs.
@@ -89,18 +91,4 @@ public struct LinkEmulator: Sendable {
         badState = badState ? rng.unit() >= leaveBad : rng.unit() < enterBad
         return badState
     }
-}
-
-/// SplitMix64: small, fast and seedable.
-struct SplitMix: Sendable {
-    var state: UInt64
-    init(_ seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
 }

@@ -1,3 +1,5 @@
+import RTPCore
+
 /// Deterministic synthetic video: a moving diagonal gradient, bouncing boxes, a patch of fresh
 /// noise every frame (so the encoder always has work at any bitrate) and a `FrameStamp`.
 ///
@@ -85,18 +87,5 @@ public struct SyntheticVideoSource: Sendable {
         guard range > 0 else { return 0 }
         let m = p % (2 * range)
         return m < range ? m : 2 * range - m
-    }
-}
-
-/// A small, fast, seedable generator (SplitMix64) for deterministic media.
-public struct SplitMix64: RandomNumberGenerator, Sendable {
-    var state: UInt64
-    public init(seed: UInt64) { state = seed }
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

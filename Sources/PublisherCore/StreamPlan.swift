@@ -1,6 +1,7 @@
 import MediaCodecs
 public import Net
-public import RTPCore
+import RTPCore
+public import Signalling
 public import Stats
 
 /// The RTP streams a publisher sends: one per simulcast layer plus the audio, each with its own
@@ -108,7 +109,7 @@ public struct StreamPlan: Sendable {
         }
         var media: [SessionDescription.Media] = []
         for s in streams {
-            if bundle && s.kind == .video && media.contains(where: { $0.kind == "video" }) {
+            if bundle && s.kind == .video && media.contains(where: { $0.kind == .video }) {
                 media[media.count - 1].ssrcs.append((s.ssrc, config.cname))
                 if let rtx = s.rtxSSRC { media[media.count - 1].rtxSSRCs.append((s.ssrc, rtx)) }
                 if let rid = s.rid { media[media.count - 1].rids.append(rid) }
@@ -117,7 +118,8 @@ public struct StreamPlan: Sendable {
             let audio = s.kind == .audio
             media.append(
                 SessionDescription.Media(
-                    kind: s.kind.rawValue, port: s.port, payloadType: s.payloadType, codec: audio ? "opus" : "VP8", clockRate: s.clockRate,
+                    kind: SDPMediaKind(s.kind.rawValue), port: s.port, payloadType: s.payloadType, codec: audio ? "opus" : "VP8",
+                    clockRate: s.clockRate,
                     channels: audio ? 2 : nil, fmtp: audio ? "minptime=10;useinbandfec=1" : nil, mid: s.mid, rtcpMux: bundle,
                     crypto: crypto,
                     extensions: bundle ? ext : [], ssrcs: [(s.ssrc, config.cname)], rids: s.rid.map { [$0] } ?? []))

@@ -1,124 +1,5 @@
 public import ICE
 
-/// A general SDP document (RFC 8866): session lines and media sections with their attributes,
-/// kept in order — what WebRTC offers and answers need, unlike pubbot's SDES description.
-public struct SDPDocument: Sendable, Equatable {
-    /// An `a=name[:value]` line — or, inside a media section, another line kept in place
-    /// (`c=`, `b=` …: `lineType` set, the whole value in `value`).
-    public struct Attribute: Sendable, Equatable {
-        public var name: String
-        public var value: String?
-        public var lineType: Character?
-        public init(_ name: String, _ value: String? = nil) { self.name = name; self.value = value; lineType = nil }
-        public init(line type: Character, _ value: String) { name = ""; self.value = value; lineType = type }
-    }
-
-    public struct Media: Sendable, Equatable {
-        public var kind: String
-        public var port: Int
-        public var proto: String
-        public var formats: [String]
-        public var attributes: [Attribute]
-
-        public func values(_ name: String) -> [String] { attributes.filter { $0.name == name }.compactMap(\.value) }
-        public func value(_ name: String) -> String? { values(name).first }
-        public func has(_ name: String) -> Bool { attributes.contains { $0.name == name } }
-    }
-
-    /// v=, o=, s=, t=, c= … in order (type, value).
-    public var sessionLines: [(type: Character, value: String)]
-    public var sessionAttributes: [Attribute]
-    public var media: [Media]
-
-    public static func == (a: SDPDocument, b: SDPDocument) -> Bool {
-        a.sessionLines.map(\.type) == b.sessionLines.map(\.type) && a.sessionLines.map(\.value) == b.sessionLines.map(\.value)
-            && a.sessionAttributes == b.sessionAttributes && a.media == b.media
-    }
-
-    public struct ParseError: Error, Equatable, Sendable, CustomStringConvertible {
-        public var line: Int
-        public var reason: String
-        public var description: String { "SDP line \(line): \(reason)" }
-    }
-
-    public static func parse(_ text: String) throws(ParseError) -> SDPDocument {
-        var doc = SDPDocument(sessionLines: [], sessionAttributes: [], media: [])
-        var sawVersion = false
-        for (n, raw) in text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" }).enumerated() {
-            var line = Substring(raw)
-            while line.last == "\r" || line.last == " " { line = line.dropLast() }
-            if line.isEmpty { continue }
-            guard line.count >= 2, let type = line.first, line.dropFirst().first == "=" else {
-                throw ParseError(line: n + 1, reason: "expected <type>=<value>")
-            }
-            // RFC 8866 §9: values are byte strings without NUL, CR or LF; other controls (terminal
-            // escapes a peer could plant in a message we print) are refused too.
-            guard !line.unicodeScalars.contains(where: { ($0.value < 32 && $0 != "\t") || $0.value == 127 }) else {
-                throw ParseError(line: n + 1, reason: "control character")
-            }
-            let value = String(line.dropFirst(2))
-            if n == 0 || !sawVersion {
-                guard type == "v", value == "0" else { throw ParseError(line: n + 1, reason: "not an SDP (it must start with v=0)") }
-                sawVersion = true
-            }
-            switch type {
-            case "m":
-                let f = value.split(separator: " ")
-                guard f.count >= 3, let port = Int(f[1]), (0...65535).contains(port) else {
-                    throw ParseError(line: n + 1, reason: "bad m= line")
-                }
-                doc.media.append(
-                    Media(kind: String(f[0]), port: port, proto: String(f[2]), formats: f.dropFirst(3).map(String.init), attributes: []))
-            case "a":
-                let attribute: Attribute
-                if let colon = value.firstIndex(of: ":") {
-                    attribute = Attribute(String(value[..<colon]), String(value[value.index(after: colon)...]))
-                } else {
-                    attribute = Attribute(value)
-                }
-                if doc.media.isEmpty {
-                    doc.sessionAttributes.append(attribute)
-                } else {
-                    doc.media[doc.media.count - 1].attributes.append(attribute)
-                }
-            default:
-                if doc.media.isEmpty {
-                    doc.sessionLines.append((type, value))
-                } else {
-                    doc.media[doc.media.count - 1].attributes.append(Attribute(line: type, value)) // c=, b= inside a section
-                }
-            }
-        }
-        guard sawVersion else { throw ParseError(line: 1, reason: "empty SDP") }
-        return doc
-    }
-
-    /// The ID of an `a=extmap:<id>[/<direction>] <uri>` value's first field (RFC 8285 §8: 1–255,
-    /// digits only); nil for anything else — an empty field, `/`, a sign or a number out of range.
-    public static func extmapID(_ field: Substring) -> Int? {
-        let digits = field.prefix { $0 != "/" }
-        guard (1...3).contains(digits.count), digits.allSatisfy({ $0.isASCII && $0.isNumber }), let id = Int(digits), (1...255).contains(id)
-        else { return nil }
-        return id
-    }
-
-    public func render() -> String {
-        var l = sessionLines.map { "\($0.type)=\($0.value)" }
-        l += sessionAttributes.map { "a=" + $0.name + ($0.value.map { ":" + $0 } ?? "") }
-        for m in media {
-            l.append("m=\(m.kind) \(m.port) \(m.proto) " + m.formats.joined(separator: " "))
-            for a in m.attributes {
-                if let t = a.lineType {
-                    l.append("\(t)=" + (a.value ?? ""))
-                } else {
-                    l.append("a=" + a.name + (a.value.map { ":" + $0 } ?? ""))
-                }
-            }
-        }
-        return l.joined(separator: "\r\n") + "\r\n"
-    }
-}
-
 /// The offer a WHIP publisher POSTs (RFC 9725 §4.2, RFC 8829 shapes): BUNDLE and rtcp-mux, one
 /// `sendonly` audio and one video m-line, simulcast by RID (RFC 8853), RTX, the feedback and
 /// header extensions pubbot uses, `a=setup:actpass`, ICE credentials and host candidates, the
@@ -171,7 +52,7 @@ public struct WHIPOffer: Sendable {
         if audio { mids.append("0") }
         if hasVideo { mids.append(audio ? "1" : "0") }
         var doc = SDPDocument(
-            sessionLines: [("v", "0"), ("o", "- \(sessionID) 2 IN IP4 127.0.0.1"), ("s", "pubbot"), ("t", "0 0")],
+            sessionLines: [.init("v", "0"), .init("o", "- \(sessionID) 2 IN IP4 127.0.0.1"), .init("s", "pubbot"), .init("t", "0 0")],
             sessionAttributes: [
                 .init("group", "BUNDLE " + mids.joined(separator: " ")), .init("extmap-allow-mixed"),
                 .init("msid-semantic", " WMS pubbot")
@@ -198,7 +79,7 @@ public struct WHIPOffer: Sendable {
             }
             a += candidates.map { .init("candidate", String($0.description.dropFirst("candidate:".count))) }
             a.append(.init("end-of-candidates"))
-            doc.media.append(.init(kind: "audio", port: 9, proto: "UDP/TLS/RTP/SAVPF", formats: ["\(Self.opus)"], attributes: a))
+            doc.media.append(.init(kind: .audio, port: 9, proto: "UDP/TLS/RTP/SAVPF", formats: ["\(Self.opus)"], attributes: a))
         }
         if hasVideo {
             var a = common(audio ? "1" : "0", video: true)
@@ -219,7 +100,7 @@ public struct WHIPOffer: Sendable {
                 a.append(.init("end-of-candidates"))
             }
             doc.media.append(
-                .init(kind: "video", port: 9, proto: "UDP/TLS/RTP/SAVPF", formats: ["\(Self.vp8)", "\(Self.rtx)"], attributes: a))
+                .init(kind: .video, port: 9, proto: "UDP/TLS/RTP/SAVPF", formats: ["\(Self.vp8)", "\(Self.rtx)"], attributes: a))
         }
         return doc.render()
     }
@@ -296,7 +177,7 @@ public struct NegotiatedSession: Sendable, Equatable {
             }
         }
         let lite = doc.sessionAttributes.contains { $0.name == "ice-lite" } || doc.media.contains { $0.has("ice-lite") }
-        func stream(_ kind: String, codec: String) throws(AnswerError) -> Stream? {
+        func stream(_ kind: SDPMediaKind, codec: String) throws(AnswerError) -> Stream? {
             guard let m = doc.media.first(where: { $0.kind == kind }), m.port != 0 else { return nil } // absent or rejected (port 0)
             let maps = m.values("rtpmap").compactMap { v -> (UInt8, String)? in
                 let p = v.split(separator: " ", maxSplits: 1)
@@ -347,7 +228,7 @@ public struct NegotiatedSession: Sendable, Equatable {
         }
         return NegotiatedSession(
             iceUfrag: ufrag, icePassword: pwd, iceLite: lite, candidates: candidates, fingerprint: fingerprint,
-            dtlsServer: setup == "active", audio: try stream("audio", codec: "opus"), video: try stream("video", codec: "vp8"))
+            dtlsServer: setup == "active", audio: try stream(.audio, codec: "opus"), video: try stream(.video, codec: "vp8"))
     }
 }
 
@@ -360,7 +241,7 @@ public struct NegotiatedSession: Sendable, Equatable {
 /// no VP8, data channels) are rejected with port 0.
 public struct WHIPAnswer: Sendable {
     public struct Stream: Sendable, Equatable {
-        public var kind: String
+        public var kind: SDPMediaKind
         public var mid: String
         public var payloadType: UInt8
         public var rtxPayloadType: UInt8?
@@ -412,13 +293,15 @@ public struct WHIPAnswer: Sendable {
         guard !offer.media.isEmpty else { throw OfferError(description: "the offer has no media sections") }
         let bundle = offer.sessionAttributes.first { $0.name == "group" && ($0.value ?? "").hasPrefix("BUNDLE") }
         var answer = SDPDocument(
-            sessionLines: [("v", "0"), ("o", "- \(sessionID) 2 IN IP4 127.0.0.1"), ("s", "pubbot receive"), ("t", "0 0")],
+            sessionLines: [
+                .init("v", "0"), .init("o", "- \(sessionID) 2 IN IP4 127.0.0.1"), .init("s", "pubbot receive"), .init("t", "0 0")
+            ],
             sessionAttributes: [.init("ice-lite")], media: [])
         if let b = bundle { answer.sessionAttributes.insert(.init("group", b.value), at: 0) }
         var streams: [Stream] = []
         for m in offer.media {
             let mid = m.value("mid") ?? String(answer.media.count)
-            let codec = m.kind == "audio" ? "opus" : m.kind == "video" ? "vp8" : nil
+            let codec = m.kind == .audio ? "opus" : m.kind == .video ? "vp8" : nil
             let maps = m.values("rtpmap").compactMap { v -> (UInt8, String, String)? in
                 let p = v.split(separator: " ", maxSplits: 1)
                 guard p.count == 2, let pt = UInt8(p[0]), pt < 128 else { return nil }

@@ -2,6 +2,7 @@ public import PublisherCore
 public import Receiver
 public import MediaCodecs
 import Net
+import RTPCore
 import SRTP
 import Stats
 #if canImport(Glibc)

@@ -182,7 +182,7 @@ public final class WHIPEndpoint: @unchecked Sendable {
         }
         var ext: [String: Int] = [:]
         for s in answer.streams { ext.merge(s.extensions) { a, _ in a } }
-        let audio = answer.streams.filter { $0.kind == "audio" }, video = answer.streams.filter { $0.kind == "video" }
+        let audio = answer.streams.filter { $0.kind == .audio }, video = answer.streams.filter { $0.kind == .video }
         var spec = WebRTCPublisherSpec(
             resource: id, localUfrag: ufrag, localPassword: password, remoteUfrag: answer.remoteUfrag,
             remotePassword: answer.remotePassword, remoteFingerprint: remoteFingerprint,

@@ -3,6 +3,7 @@ import Testing
 import MediaCodecs
 import PublisherEngine
 import Transport
+import RTPCore
 
 @Suite struct ValueParserTests {
     @Test func durations() throws {

@@ -1,5 +1,6 @@
 import Testing
 @testable import Impairment
+import RTPCore
 
 @Suite struct ImpairmentSpecTests {
     @Test func parsesOneStep() throws {
@@ -37,7 +38,7 @@ import Testing
     }
 
     @Test func seededFuzzNeverCrashes() {
-        var rng = SplitMix(11)
+        var rng = SplitMix64(seed: 11)
         let alphabet = Array("0123456789.%;:=,msk lossburstdelayjitterratequeue".utf8)
         var ok = 0, failed = 0
         for _ in 0..<20_000 {
@@ -155,7 +156,7 @@ import Testing
 @Suite struct ImpairmentFuzzTests {
     /// 10⁵ mutated specs and schedules: each parses or throws, and what parses drives the emulator.
     @Test func seededMutationsNeverCrash() {
-        var rng = SplitMix(0x5EED) // the emulator's own generator
+        var rng = SplitMix64(seed: 0x5EED) // the emulator's own generator
         func next() -> UInt64 { rng.next() }
         let seeds = ["loss=2%,burst=4,delay=40ms,jitter=10ms,rate=800kbit,queue=200ms", "0s:rate=3mbit;10s:rate=600kbit;20s:loss=100%"].map
         { Array($0.utf8) }

@@ -10,8 +10,8 @@ import TestSupport
 @Suite(.serialized) struct WHIPHostileTests {
     static let root = WHIPInteropTests.root
     static var binary: String { WHIPInteropTests.binary }
-    static let crashOffer = root.appendingPathComponent("Tests/Fuzz/seeds/whip-offer/crash-extmap-slash")
-    static let offer = root.appendingPathComponent("Tests/Fuzz/seeds/whip-offer/pubbot-whip")
+    static let crashOffer = root.appendingPathComponent("Tests/Fuzz/seeds/sdp/offer-crash-extmap-slash")
+    static let offer = root.appendingPathComponent("Tests/Fuzz/seeds/sdp/offer-pubbot-whip")
 
     struct Endpoint {
         let process: PeerProcess

@@ -3,6 +3,7 @@ import Testing
 @testable import PublisherCore
 import Transport
 import RTPCore
+import Signalling
 import MediaCodecs
 import Platform
 

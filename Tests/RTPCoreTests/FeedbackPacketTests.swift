@@ -135,7 +135,7 @@ import Testing
     }
 
     @Test func seededFuzzNeverCrashes() throws {
-        var rng = SeededRNG(99)
+        var rng = SplitMix64(seed: 99)
         let fb = TransportFeedback(
             senderSSRC: 1, mediaSSRC: 2, baseSequence: 7, referenceTime: 5, feedbackCount: 1,
             arrivals: (0..<40).map { $0 % 9 == 3 ? nil : Int64($0) * 5000 })

@@ -90,7 +90,7 @@ import Testing
     }
 
     @Test func seededFuzzNeverCrashes() {
-        var rng = SeededRNG(42)
+        var rng = SplitMix64(seed: 42)
         let seed = srBytes + hex("81 ca 00 03 00 00 00 01 01 02 61 62 00 00 00 00 81 cb 00 02 00 00 00 01 01 78 00 00")
         var ok = 0, failed = 0, roundTripped = 0
         for _ in 0..<100_000 {

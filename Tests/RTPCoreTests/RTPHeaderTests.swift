@@ -142,7 +142,7 @@ import Testing
     }
 
     @Test func seededFuzzNeverCrashes() {
-        var rng = SeededRNG(0xF00D)
+        var rng = SplitMix64(seed: 0xF00D)
         let seed =
             RTPHeaderTemplate(payloadType: 96, ssrc: 9, strings: [(4, "1"), (10, "f")], transportSequence: true, absSendTime: true).bytes
             + [1, 2, 3]

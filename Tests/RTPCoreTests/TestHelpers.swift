@@ -15,21 +15,8 @@ func hex(_ text: String) -> [UInt8] {
     return out
 }
 
-/// Seeded generator for fuzz tests (SplitMix64).
-struct SeededRNG: RandomNumberGenerator {
-    var state: UInt64
-    init(_ seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 /// Mutates a valid input: flips bits, truncates, extends, overwrites bytes.
-func mutate(_ base: [UInt8], _ rng: inout SeededRNG) -> [UInt8] {
+func mutate(_ base: [UInt8], _ rng: inout SplitMix64) -> [UInt8] {
     var b = base
     switch rng.next() % 5 {
     case 0: if !b.isEmpty { let i = Int(rng.next() % UInt64(b.count)); b[i] ^= UInt8(1 << (rng.next() % 8)) }

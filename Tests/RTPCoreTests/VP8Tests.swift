@@ -41,7 +41,7 @@ import Testing
     }
 
     @Test func fuzzDescriptorAndAssembler() {
-        var rng = SeededRNG(7)
+        var rng = SplitMix64(seed: 7)
         var ok = 0, failed = 0
         var assembler = VP8FrameAssembler()
         for i in 0..<100_000 {

@@ -15,10 +15,11 @@ import RTPCore
     static let host = ICECandidate.host(STUNAddress(ip: [127, 0, 0, 1], port: 40_000))
     static let fingerprint = "sha-256 " + Array(repeating: "AB", count: 32).joined(separator: ":")
 
-    static func load(_ dir: String) throws -> [(String, String)] {
-        let d = seeds.appendingPathComponent(dir)
-        return try FileManager.default.contentsOfDirectory(atPath: d.path).sorted().map {
-            ($0, try String(contentsOf: d.appendingPathComponent($0), encoding: .utf8))
+    /// The SDP seeds whose names start with `kind-` ("offer", "answer"), named without it.
+    static func load(_ kind: String) throws -> [(String, String)] {
+        let d = seeds.appendingPathComponent("sdp")
+        return try FileManager.default.contentsOfDirectory(atPath: d.path).sorted().filter { $0.hasPrefix(kind + "-") }.map {
+            (String($0.dropFirst(kind.count + 1)), try String(contentsOf: d.appendingPathComponent($0), encoding: .utf8))
         }
     }
 
@@ -70,7 +71,7 @@ import RTPCore
 
     /// The endpoint side: ≥ 5 000 mutated offers.
     @Test func offersNeverTrapTheEndpoint() throws {
-        let seeds = try Self.load("whip-offer")
+        let seeds = try Self.load("offer")
         #expect(seeds.count >= 7 && seeds.contains { $0.0.hasPrefix("chromium") } && seeds.contains { $0.0.hasPrefix("crash-") })
         var m = Mutator(state: 0x0FFE)
         var answered = 0, refused = 0
@@ -98,7 +99,7 @@ import RTPCore
     /// The client side: ≥ 5 000 mutated answers, read for a publisher's and a subscriber's offer,
     /// then turned into what the publisher sends with (extension IDs, RTP header template).
     @Test func answersNeverTrapTheClient() throws {
-        let seeds = try Self.load("whip-answer")
+        let seeds = try Self.load("answer")
         #expect(seeds.count >= 7 && seeds.contains { $0.0.hasPrefix("janus") } && seeds.contains { $0.0.hasPrefix("crash-") })
         var send = WHIPOffer(
             iceUfrag: "pUfr", icePassword: "publisher-ice-password-1", fingerprint: Self.fingerprint, candidates: [Self.host])
@@ -136,8 +137,8 @@ import RTPCore
     /// The crash class itself: an extmap whose ID field is empty, `/`, signed or huge is ignored
     /// (that extension is not negotiated), on both sides.
     @Test func malformedExtmapIDsAreIgnored() throws {
-        let offer = try #require(Self.load("whip-offer").first { $0.0 == "pubbot-whip" }?.1)
-        let answer = try #require(Self.load("whip-answer").first { $0.0 == "janus112" }?.1)
+        let offer = try #require(Self.load("offer").first { $0.0 == "pubbot-whip" }?.1)
+        let answer = try #require(Self.load("answer").first { $0.0 == "janus112" }?.1)
         for id in ["", "/", "/sendonly", "+4", "-4", "4x", "99999999999999999999", "0", "256", "٤"] {
             let o = offer.replacingOccurrences(
                 of: "a=extmap:4 urn:ietf:params:rtp-hdrext:sdes:mid", with: "a=extmap:\(id) urn:ietf:params:rtp-hdrext:sdes:mid")

@@ -85,7 +85,7 @@ let janusLikeAnswer = """
         o.cname = "c1"
         let doc = try SDPDocument.parse(o.sdp)
         let video = doc.media[1]
-        #expect(doc.media.map(\.kind) == ["audio", "video"] && video.values("rid").isEmpty && video.value("simulcast") == nil)
+        #expect(doc.media.map(\.kind) == [.audio, .video] && video.values("rid").isEmpty && video.value("simulcast") == nil)
         #expect(video.values("ssrc-group") == ["FID 22 33"])
         #expect(video.values("ssrc") == ["22 cname:c1", "22 msid:pubbot pubbot-video", "33 cname:c1", "33 msid:pubbot pubbot-video"])
         #expect(video.value("msid") == "pubbot pubbot-video")
@@ -95,7 +95,7 @@ let janusLikeAnswer = """
         #expect(plain.values("ssrc-group").isEmpty && plain.values("ssrc") == ["22 cname:c1", "22 msid:pubbot pubbot-video"])
         // No RIDs and no SSRC: no video section at all (nothing to send).
         o.videoSSRC = nil
-        #expect(try SDPDocument.parse(o.sdp).media.map(\.kind) == ["audio"])
+        #expect(try SDPDocument.parse(o.sdp).media.map(\.kind) == [.audio])
     }
 
     /// The endpoint reads a one-encoding offer's `a=ssrc-group:FID` (Chromium's, pubbot's own):
@@ -107,14 +107,14 @@ let janusLikeAnswer = """
         let a = try WHIPAnswer.answer(
             offer: o.sdp, iceUfrag: "lUfr", icePassword: "local-ice-password-0123",
             fingerprint: "sha-256 " + Array(repeating: "AB", count: 32).joined(separator: ":"), candidates: [], sessionID: 1)
-        #expect(a.streams.first { $0.kind == "video" }?.rtxToMedia == [33: 22])
-        #expect(a.streams.first { $0.kind == "audio" }?.rtxToMedia == [:])
+        #expect(a.streams.first { $0.kind == .video }?.rtxToMedia == [33: 22])
+        #expect(a.streams.first { $0.kind == .audio }?.rtxToMedia == [:])
         // A malformed or self-referencing group is not a pair.
         let bad = o.sdp.replacingOccurrences(of: "a=ssrc-group:FID 22 33", with: "a=ssrc-group:FID 22 22\r\na=ssrc-group:FID x 5")
         let b = try WHIPAnswer.answer(
             offer: bad, iceUfrag: "lUfr", icePassword: "local-ice-password-0123",
             fingerprint: "sha-256 " + Array(repeating: "AB", count: 32).joined(separator: ":"), candidates: [], sessionID: 1)
-        #expect(b.streams.first { $0.kind == "video" }?.rtxToMedia == [:])
+        #expect(b.streams.first { $0.kind == .video }?.rtxToMedia == [:])
     }
 
     @Test func offerHasWhatServersNeed() throws {
@@ -122,7 +122,7 @@ let janusLikeAnswer = """
         let doc = try SDPDocument.parse(text)
         #expect(doc.sessionAttributes.contains(.init("group", "BUNDLE 0 1")))
         #expect(
-            doc.media.map(\.kind) == ["audio", "video"]
+            doc.media.map(\.kind) == [.audio, .video]
                 && doc.media.allSatisfy { $0.has("sendonly") && $0.has("rtcp-mux") && $0.value("setup") == "actpass" })
         let video = doc.media[1]
         #expect(
@@ -248,14 +248,14 @@ let janusSubscriberAnswer = """
         o.direction = .receive
         let doc = try SDPDocument.parse(o.sdp)
         #expect(
-            doc.media.map(\.kind) == ["audio", "video"]
+            doc.media.map(\.kind) == [.audio, .video]
                 && doc.media.allSatisfy { $0.has("recvonly") && !$0.has("sendonly") && !$0.has("msid") })
         let video = doc.media[1]
         // The server chooses what it sends: no RIDs, no simulcast; RTX and the feedback offered.
         #expect(video.values("rid").isEmpty && video.value("simulcast") == nil && video.formats == ["96", "97"])
         #expect(video.values("rtcp-fb").contains("96 nack") && video.values("rtcp-fb").contains("96 nack pli"))
         o.receiveVideo = false
-        #expect(try SDPDocument.parse(o.sdp).media.map(\.kind) == ["audio"])
+        #expect(try SDPDocument.parse(o.sdp).media.map(\.kind) == [.audio])
     }
 
     @Test func janusSubscriberAnswerIsFollowed() throws {
@@ -318,7 +318,7 @@ let janusSubscriberAnswer = """
             offer: o.sdp, iceUfrag: "rcvr", icePassword: "receiver-ice-password-22", fingerprint: fp,
             candidates: [endpoint], sessionID: 7)
         #expect(a.remoteUfrag == "pUfr" && a.remotePassword == "publisher-ice-password-1")
-        #expect(a.streams.map(\.kind) == ["audio", "video"])
+        #expect(a.streams.map(\.kind) == [.audio, .video])
         let v = try #require(a.streams.last)
         #expect(v.payloadType == 96 && v.rtxPayloadType == 97 && v.rids == ["q", "h", "f"])
         #expect(v.extensions["urn:ietf:params:rtp-hdrext:sdes:mid"] == 4 && v.extensions.count == 5)
@@ -353,7 +353,7 @@ let janusSubscriberAnswer = """
         let a = try WHIPAnswer.answer(
             offer: mixed, iceUfrag: "rcvr", icePassword: "receiver-ice-password-22", fingerprint: fp, candidates: [endpoint], sessionID: 1)
         let doc = try SDPDocument.parse(a.sdp)
-        #expect(doc.media.map(\.port) == [0, 9] && a.streams.map(\.kind) == ["video"])
+        #expect(doc.media.map(\.port) == [0, 9] && a.streams.map(\.kind) == [.video])
     }
 
     /// Mutated offers never crash the answerer: an answer or an OfferError.

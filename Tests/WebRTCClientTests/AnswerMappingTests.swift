@@ -10,13 +10,13 @@ import Transport
 
 /// What the answers real servers gave decide about the publisher (`PublisherConfig.applying`):
 /// the recorded answers of Janus 1.1.2, aiortc 1.16, Chromium 156, pion 3.1.56 and pubbot's own
-/// endpoint (Tests/Fuzz/seeds/whip-answer), read against pubbot's simulcast offer.
+/// endpoint (Tests/Fuzz/seeds/sdp/answer-*), read against pubbot's simulcast offer.
 @Suite struct AnswerMappingTests {
     static let seeds = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("Fuzz/seeds/whip-answer")
+        .appendingPathComponent("Fuzz/seeds/sdp")
 
     static func negotiated(_ name: String) throws -> NegotiatedSession {
-        let text = try String(contentsOf: seeds.appendingPathComponent(name), encoding: .utf8)
+        let text = try String(contentsOf: seeds.appendingPathComponent("answer-" + name), encoding: .utf8)
         var offer = WHIPOffer(
             iceUfrag: "pUfr", icePassword: "publisher-ice-password-1",
             fingerprint: "sha-256 " + Array(repeating: "AB", count: 32).joined(separator: ":"),
