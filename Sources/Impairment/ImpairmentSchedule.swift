@@ -120,7 +120,9 @@ public struct ImpairmentSchedule: Equatable, Sendable {
 }
 
 extension String {
+    /// Without the blanks around it (a slice, not a reversed copy of a reversed copy).
     var trimmed: String {
-        String(drop(while: { $0 == " " }).reversed().drop(while: { $0 == " " }).reversed())
+        guard let first = firstIndex(where: { $0 != " " }), let last = lastIndex(where: { $0 != " " }) else { return "" }
+        return String(self[first...last])
     }
 }

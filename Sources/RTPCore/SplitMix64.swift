@@ -2,10 +2,11 @@
 /// number generators", OOPSLA 2014): small, fast, and the same sequence for the same seed on
 /// every machine — what the synthetic media, the link emulator, the simulations and the fuzz
 /// tests draw from.
-public struct SplitMix64: RandomNumberGenerator, Sendable {
-    var state: UInt64
-    public init(seed: UInt64) { state = seed }
-    public mutating func next() -> UInt64 {
+/// Inlinable: the synthetic picture draws from it per pixel block, the link emulator per packet.
+@frozen public struct SplitMix64: RandomNumberGenerator, Sendable {
+    @usableFromInline var state: UInt64
+    @inlinable public init(seed: UInt64) { state = seed }
+    @inlinable public mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -13,5 +14,5 @@ public struct SplitMix64: RandomNumberGenerator, Sendable {
         return z ^ (z >> 31)
     }
     /// A uniform value in [0, 1) from the top 53 bits.
-    public mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
+    @inlinable public mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
 }

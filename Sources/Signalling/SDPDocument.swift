@@ -111,7 +111,10 @@ public struct SDPDocument: Sendable, Equatable {
     public static func parse(_ text: String) throws(ParseError) -> SDPDocument {
         var doc = SDPDocument(sessionLines: [], sessionAttributes: [], media: [])
         var sawVersion = false
-        let lines = text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" })
+        // Lines end at LF (a CR before it is trimmed below). LF is always a grapheme break of its
+        // own (Unicode UAX #29, GB4/GB5), so splitting the bytes gives the lines splitting the
+        // characters would, without breaking the whole text into graphemes.
+        let lines = text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
         doc.lineCount = lines.count
         for (n, raw) in lines.enumerated() {
             let no = n + 1

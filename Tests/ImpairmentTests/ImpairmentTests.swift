@@ -175,7 +175,10 @@ import RTPCore
             if let s = try? ImpairmentSchedule.parse(String(decoding: input, as: UTF8.self)) {
                 ok += 1
                 // Round trip: written back in the spec syntax, it parses to the same schedule.
-                #expect((try? ImpairmentSchedule.parse(s.spec)) == s, "\(String(decoding: input, as: UTF8.self)) → \(s.spec)")
+                // (a plain comparison: 10⁵ `#expect` expansions cost more than the parser)
+                if (try? ImpairmentSchedule.parse(s.spec)) != s {
+                    Issue.record("round trip: \(String(decoding: input, as: UTF8.self)) → \(s.spec)")
+                }
                 var link = LinkEmulator(schedule: s, seed: 1, startMicros: 0)
                 for k in 0..<5 { _ = link.admit(size: 1_000, now: Int64(k) * 1_000) }
             } else {

@@ -37,7 +37,9 @@ import RTPCore
         /// One of: a byte changed, inserted or removed; a field of a line replaced by a hostile
         /// value; a line duplicated or dropped.
         mutating func mutate(_ text: String) -> String {
-            var lines = text.components(separatedBy: "\r\n").flatMap { $0.components(separatedBy: "\n") }
+            var lines = text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map { l in
+                String(Substring(l.last == UInt8(ascii: "\r") ? l.dropLast() : l))
+            }
             guard !lines.isEmpty else { return text }
             for _ in 0..<(1 + Int(next() % 3)) {
                 let i = Int(next() % UInt64(lines.count))
