@@ -122,14 +122,14 @@ public struct NegotiatedSession: Sendable, Equatable {
         public var pli: Bool
         /// The RIDs the answer accepted (`a=simulcast:recv …`), lowest first; nil: no simulcast.
         public var simulcast: [String]?
-        /// The answer's direction (`sendonly`, `recvonly`, `sendrecv`, `inactive`; RFC 8866 §6.7).
-        public var direction = "sendrecv"
+        /// The answer's direction (RFC 8866 §6.7).
+        public var direction = SDPDirection.sendrecv
         /// What a sending answerer (a WHEP server) announced: its media SSRCs (`a=ssrc`), and
         /// each RTX SSRC's media SSRC (`a=ssrc-group:FID media rtx`, RFC 5576 §4.2, RFC 4588 §8).
         public var ssrcs: [UInt32] = []
         public var rtxSSRCs: [UInt32: UInt32] = [:]
         /// The server sends on this section.
-        public var sends: Bool { direction == "sendonly" || direction == "sendrecv" }
+        public var sends: Bool { direction == .sendonly || direction == .sendrecv }
         /// Reduced-size RTCP (RFC 5506 §5) was negotiated: feedback may travel alone, without a
         /// report and SDES in front.
         public var reducedSizeRTCP = false
@@ -177,58 +177,70 @@ public struct NegotiatedSession: Sendable, Equatable {
             }
         }
         let lite = doc.sessionAttributes.contains { $0.name == "ice-lite" } || doc.media.contains { $0.has("ice-lite") }
-        func stream(_ kind: SDPMediaKind, codec: String) throws(AnswerError) -> Stream? {
-            guard let m = doc.media.first(where: { $0.kind == kind }), m.port != 0 else { return nil } // absent or rejected (port 0)
-            let maps = m.values("rtpmap").compactMap { v -> (UInt8, String)? in
-                let p = v.split(separator: " ", maxSplits: 1)
-                guard p.count == 2, let pt = UInt8(p[0]) else { return nil }
-                return (pt, String(p[1].split(separator: "/").first ?? "").lowercased())
-            }
-            guard let pt = maps.first(where: { $0.1 == codec && m.formats.contains(String($0.0)) })?.0, pt < 128 else {
-                throw AnswerError(description: "the answer's \(kind) section has no \(codec) payload type")
-            }
-            // RFC 8843 §15: a MID is a token; one-byte header extensions carry at most 16 bytes (RFC 8285 §4.2).
-            let mid = m.value("mid") ?? ""
-            guard mid.utf8.count <= 16, mid.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
-                throw AnswerError(description: "the answer's \(kind) a=mid is not a token of at most 16 characters")
-            }
-            let rtx = maps.first { $0.1 == "rtx" && $0.0 < 128 && $0.0 != pt && m.values("fmtp").contains("\($0.0) apt=\(pt)") }?.0
-            var ext: [String: Int] = [:]
-            for e in m.values("extmap") {
-                let p = e.split(separator: " ")
-                if p.count >= 2, let id = SDPDocument.extmapID(p[0]) { ext[String(p[1])] = id }
-            }
-            let fb = Set(
-                m.values("rtcp-fb").filter { $0.hasPrefix("\(pt) ") || $0.hasPrefix("* ") }.map {
-                    String($0.drop { $0 != " " }.dropFirst())
-                })
-            var simulcast: [String]?
-            if let s = m.value("simulcast"), s.hasPrefix("recv ") {
-                // `recv q;h;f` (or alternatives `q,h`): the first of each alternative list; paused (~) ones left out.
-                let accepted = s.dropFirst(5).split(separator: ";").compactMap { $0.split(separator: ",").first.map(String.init) }.filter {
-                    !$0.hasPrefix("~")
-                }
-                simulcast = offer.rids.filter { accepted.contains($0) }
-            }
-            var st = Stream(
-                mid: mid, payloadType: pt, rtxPayloadType: rtx, extensions: ext, transportCC: fb.contains("transport-cc"),
-                remb: fb.contains("goog-remb"), nack: fb.contains("nack"), pli: fb.contains("nack pli"), simulcast: simulcast)
-            st.direction = ["sendonly", "recvonly", "sendrecv", "inactive"].first { m.has($0) } ?? "sendrecv"
-            st.reducedSizeRTCP = m.has("rtcp-rsize")
-            for g in m.values("ssrc-group") where g.hasPrefix("FID ") {
-                let ids = g.dropFirst(4).split(separator: " ").compactMap { UInt32($0) }
-                if ids.count == 2 { st.rtxSSRCs[ids[1]] = ids[0] }
-            }
-            for line in m.values("ssrc") {
-                guard let id = line.split(separator: " ").first.flatMap({ UInt32($0) }), st.rtxSSRCs[id] == nil, !st.ssrcs.contains(id)
-                else { continue }
-                st.ssrcs.append(id)
-            }
-            return st
-        }
         return NegotiatedSession(
             iceUfrag: ufrag, icePassword: pwd, iceLite: lite, candidates: candidates, fingerprint: fingerprint,
-            dtlsServer: setup == "active", audio: try stream(.audio, codec: "opus"), video: try stream(.video, codec: "vp8"))
+            dtlsServer: setup == "active",
+            audio: try stream(doc.media.first { $0.kind == .audio }, codec: "opus", offer: offer),
+            video: try stream(doc.media.first { $0.kind == .video }, codec: "vp8", offer: offer))
+    }
+
+    /// What the answer's section of one kind decided; nil when it is absent or rejected (port 0).
+    static func stream(_ section: SDPDocument.Media?, codec: String, offer: WHIPOffer) throws(AnswerError) -> Stream? {
+        guard let m = section, m.port != 0 else { return nil }
+        let kind = m.kind
+        let maps = m.values("rtpmap").compactMap { v -> (UInt8, String)? in
+            let p = v.split(separator: " ", maxSplits: 1)
+            guard p.count == 2, let pt = UInt8(p[0]) else { return nil }
+            return (pt, String(p[1].split(separator: "/").first ?? "").lowercased())
+        }
+        guard let pt = maps.first(where: { $0.1 == codec && m.formats.contains(String($0.0)) })?.0, pt < 128 else {
+            throw AnswerError(description: "the answer's \(kind) section has no \(codec) payload type")
+        }
+        // RFC 8843 §15: a MID is a token; one-byte header extensions carry at most 16 bytes (RFC 8285 §4.2).
+        let mid = m.value("mid") ?? ""
+        guard mid.utf8.count <= 16, mid.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            throw AnswerError(description: "the answer's \(kind) a=mid is not a token of at most 16 characters")
+        }
+        let rtx = maps.first { $0.1 == "rtx" && $0.0 < 128 && $0.0 != pt && m.values("fmtp").contains("\($0.0) apt=\(pt)") }?.0
+        var ext: [String: Int] = [:]
+        for e in m.values("extmap") {
+            let p = e.split(separator: " ")
+            if p.count >= 2, let id = SDPDocument.extmapID(p[0]) { ext[String(p[1])] = id }
+        }
+        let fb = Set(
+            m.values("rtcp-fb").filter { $0.hasPrefix("\(pt) ") || $0.hasPrefix("* ") }.map {
+                String($0.drop { $0 != " " }.dropFirst())
+            })
+        var simulcast: [String]?
+        if let s = m.value("simulcast"), s.hasPrefix("recv ") {
+            // `recv q;h;f` (or alternatives `q,h`): the first of each alternative list; paused (~) ones left out.
+            let accepted = s.dropFirst(5).split(separator: ";").compactMap { $0.split(separator: ",").first.map(String.init) }.filter {
+                !$0.hasPrefix("~")
+            }
+            simulcast = offer.rids.filter { accepted.contains($0) }
+        }
+        var st = Stream(
+            mid: mid, payloadType: pt, rtxPayloadType: rtx, extensions: ext, transportCC: fb.contains("transport-cc"),
+            remb: fb.contains("goog-remb"), nack: fb.contains("nack"), pli: fb.contains("nack pli"), simulcast: simulcast)
+        st.direction = [SDPDirection.sendonly, .recvonly, .sendrecv, .inactive].first { m.has($0.rawValue) } ?? .sendrecv
+        st.reducedSizeRTCP = m.has("rtcp-rsize")
+        (st.ssrcs, st.rtxSSRCs) = announcedSSRCs(m)
+        return st
+    }
+
+    /// A sending answerer's media SSRCs (`a=ssrc`) and each RTX SSRC's media SSRC
+    /// (`a=ssrc-group:FID media rtx`, RFC 5576 §4.2).
+    static func announcedSSRCs(_ m: SDPDocument.Media) -> ([UInt32], [UInt32: UInt32]) {
+        var ssrcs: [UInt32] = [], rtx: [UInt32: UInt32] = [:]
+        for g in m.values("ssrc-group") where g.hasPrefix("FID ") {
+            let ids = g.dropFirst(4).split(separator: " ").compactMap { UInt32($0) }
+            if ids.count == 2 { rtx[ids[1]] = ids[0] }
+        }
+        for line in m.values("ssrc") {
+            guard let id = line.split(separator: " ").first.flatMap({ UInt32($0) }), rtx[id] == nil, !ssrcs.contains(id) else { continue }
+            ssrcs.append(id)
+        }
+        return (ssrcs, rtx)
     }
 }
 
@@ -299,62 +311,79 @@ public struct WHIPAnswer: Sendable {
             sessionAttributes: [.init("ice-lite")], media: [])
         if let b = bundle { answer.sessionAttributes.insert(.init("group", b.value), at: 0) }
         var streams: [Stream] = []
+        let local = Local(iceUfrag: iceUfrag, icePassword: icePassword, fingerprint: fingerprint, candidates: candidates)
         for m in offer.media {
-            let mid = m.value("mid") ?? String(answer.media.count)
-            let codec = m.kind == .audio ? "opus" : m.kind == .video ? "vp8" : nil
-            let maps = m.values("rtpmap").compactMap { v -> (UInt8, String, String)? in
-                let p = v.split(separator: " ", maxSplits: 1)
-                guard p.count == 2, let pt = UInt8(p[0]), pt < 128 else { return nil }
-                return (pt, String(p[1].split(separator: "/").first ?? "").lowercased(), String(p[1]))
-            }
-            guard let codec, !m.has("inactive"), !m.has("recvonly"),
-                let media = maps.first(where: { $0.1 == codec && m.formats.contains(String($0.0)) })
-            else {
-                answer.media.append(
-                    .init(kind: m.kind, port: 0, proto: m.proto, formats: m.formats.prefix(1).map { $0 }, attributes: [.init("mid", mid)]))
-                continue
-            }
-            let rtx = maps.first { $0.1 == "rtx" && m.values("fmtp").contains("\($0.0) apt=\(media.0)") }
-            var ext: [String: Int] = [:]
-            var attributes: [SDPDocument.Attribute] = [
-                .init(line: "c", "IN IP4 0.0.0.0"), .init("ice-ufrag", iceUfrag), .init("ice-pwd", icePassword),
-                .init("fingerprint", fingerprint), .init("setup", "active"), .init("mid", mid)
-            ]
-            for e in m.values("extmap") {
-                let p = e.split(separator: " ")
-                guard p.count >= 2, let id = SDPDocument.extmapID(p[0]), (1...14).contains(id), Self.understood.contains(String(p[1]))
-                else { continue }
-                ext[String(p[1])] = id
-                attributes.append(.init("extmap", "\(id) \(p[1])"))
-            }
-            attributes += [.init("recvonly"), .init("rtcp-mux"), .init("rtcp-rsize"), .init("rtpmap", "\(media.0) \(media.2)")]
-            if let f = m.values("fmtp").first(where: { $0.hasPrefix("\(media.0) ") }) { attributes.append(.init("fmtp", f)) }
-            let feedback = codec == "vp8" ? ["transport-cc", "ccm fir", "nack", "nack pli"] : ["transport-cc"]
-            for fb in feedback { attributes.append(.init("rtcp-fb", "\(media.0) \(fb)")) }
-            if let r = rtx { attributes += [.init("rtpmap", "\(r.0) \(r.2)"), .init("fmtp", "\(r.0) apt=\(media.0)")] }
-            var rids: [String] = []
-            if codec == "vp8", let s = m.value("simulcast"), s.hasPrefix("send ") {
-                rids = s.dropFirst(5).split(separator: ";").compactMap { $0.split(separator: ",").first.map(String.init) }.filter {
-                    !$0.hasPrefix("~")
-                }
-                rids = rids.filter { rid in m.values("rid").contains { $0.hasPrefix(rid + " send") } }
-                attributes += rids.map { .init("rid", "\($0) recv") }
-                if !rids.isEmpty { attributes.append(.init("simulcast", "recv " + rids.joined(separator: ";"))) }
-            }
-            attributes += candidates.map { .init("candidate", String($0.description.dropFirst("candidate:".count))) }
-            attributes.append(.init("end-of-candidates"))
-            answer.media.append(
-                .init(
-                    kind: m.kind, port: 9, proto: m.proto, formats: [String(media.0)] + (rtx.map { [String($0.0)] } ?? []),
-                    attributes: attributes))
-            var stream = Stream(kind: m.kind, mid: mid, payloadType: media.0, rtxPayloadType: rtx?.0, extensions: ext, rids: rids)
-            for g in m.values("ssrc-group") where g.hasPrefix("FID ") && stream.rtxToMedia.count < 32 {
-                let ids = g.dropFirst(4).split(separator: " ").compactMap { UInt32($0) }
-                if ids.count == 2 && ids[0] != ids[1] { stream.rtxToMedia[ids[1]] = ids[0] }
-            }
-            streams.append(stream)
+            let (section, stream) = Self.section(answering: m, mid: m.value("mid") ?? String(answer.media.count), local: local)
+            answer.media.append(section)
+            if let stream { streams.append(stream) }
         }
         guard !streams.isEmpty else { throw OfferError(description: "the offer has no Opus audio or VP8 video pubbot can receive") }
         return WHIPAnswer(remoteUfrag: ufrag, remotePassword: pwd, remoteFingerprint: fp, streams: streams, sdp: answer.render())
+    }
+
+    /// What pubbot answers with: its ICE credentials, fingerprint and candidates.
+    struct Local {
+        var iceUfrag, icePassword, fingerprint: String
+        var candidates: [ICECandidate]
+    }
+
+    /// One offered section answered: accepted (`recvonly`, the offer's payload types and the
+    /// extension IDs pubbot reads, feedback, simulcast as offered) with the stream it describes,
+    /// or rejected with port 0 when pubbot cannot receive it (no Opus, no VP8, not sending).
+    static func section(answering m: SDPDocument.Media, mid: String, local: Local) -> (SDPDocument.Media, Stream?) {
+        let codec = m.kind == .audio ? "opus" : m.kind == .video ? "vp8" : nil
+        let maps = m.values("rtpmap").compactMap { v -> (UInt8, String, String)? in
+            let p = v.split(separator: " ", maxSplits: 1)
+            guard p.count == 2, let pt = UInt8(p[0]), pt < 128 else { return nil }
+            return (pt, String(p[1].split(separator: "/").first ?? "").lowercased(), String(p[1]))
+        }
+        guard let codec, !m.has("inactive"), !m.has("recvonly"),
+            let media = maps.first(where: { $0.1 == codec && m.formats.contains(String($0.0)) })
+        else {
+            let rejected = SDPDocument.Media(
+                kind: m.kind, port: 0, proto: m.proto, formats: m.formats.prefix(1).map { $0 }, attributes: [.init("mid", mid)])
+            return (rejected, nil)
+        }
+        let rtx = maps.first { $0.1 == "rtx" && m.values("fmtp").contains("\($0.0) apt=\(media.0)") }
+        var ext: [String: Int] = [:]
+        var attributes: [SDPDocument.Attribute] = [
+            .init(line: "c", "IN IP4 0.0.0.0"), .init("ice-ufrag", local.iceUfrag), .init("ice-pwd", local.icePassword),
+            .init("fingerprint", local.fingerprint), .init("setup", "active"), .init("mid", mid)
+        ]
+        for e in m.values("extmap") {
+            let p = e.split(separator: " ")
+            guard p.count >= 2, let id = SDPDocument.extmapID(p[0]), (1...14).contains(id), Self.understood.contains(String(p[1]))
+            else { continue }
+            ext[String(p[1])] = id
+            attributes.append(.init("extmap", "\(id) \(p[1])"))
+        }
+        attributes += [.init("recvonly"), .init("rtcp-mux"), .init("rtcp-rsize"), .init("rtpmap", "\(media.0) \(media.2)")]
+        if let f = m.values("fmtp").first(where: { $0.hasPrefix("\(media.0) ") }) { attributes.append(.init("fmtp", f)) }
+        let feedback = codec == "vp8" ? ["transport-cc", "ccm fir", "nack", "nack pli"] : ["transport-cc"]
+        for fb in feedback { attributes.append(.init("rtcp-fb", "\(media.0) \(fb)")) }
+        if let r = rtx { attributes += [.init("rtpmap", "\(r.0) \(r.2)"), .init("fmtp", "\(r.0) apt=\(media.0)")] }
+        let rids = codec == "vp8" ? offeredRIDs(m) : []
+        attributes += rids.map { .init("rid", "\($0) recv") }
+        if !rids.isEmpty { attributes.append(.init("simulcast", "recv " + rids.joined(separator: ";"))) }
+        attributes += local.candidates.map { .init("candidate", String($0.description.dropFirst("candidate:".count))) }
+        attributes.append(.init("end-of-candidates"))
+        let section = SDPDocument.Media(
+            kind: m.kind, port: 9, proto: m.proto, formats: [String(media.0)] + (rtx.map { [String($0.0)] } ?? []), attributes: attributes)
+        var stream = Stream(kind: m.kind, mid: mid, payloadType: media.0, rtxPayloadType: rtx?.0, extensions: ext, rids: rids)
+        for g in m.values("ssrc-group") where g.hasPrefix("FID ") && stream.rtxToMedia.count < 32 {
+            let ids = g.dropFirst(4).split(separator: " ").compactMap { UInt32($0) }
+            if ids.count == 2 && ids[0] != ids[1] { stream.rtxToMedia[ids[1]] = ids[0] }
+        }
+        return (section, stream)
+    }
+
+    /// The RIDs an offer sends (`a=simulcast:send`, RFC 8853 §5.1: the first of each alternative
+    /// list, paused `~` ones left out) that it also declares with `a=rid:… send`.
+    static func offeredRIDs(_ m: SDPDocument.Media) -> [String] {
+        guard let s = m.value("simulcast"), s.hasPrefix("send ") else { return [] }
+        let rids = s.dropFirst(5).split(separator: ";").compactMap { $0.split(separator: ",").first.map(String.init) }.filter {
+            !$0.hasPrefix("~")
+        }
+        return rids.filter { rid in m.values("rid").contains { $0.hasPrefix(rid + " send") } }
     }
 }

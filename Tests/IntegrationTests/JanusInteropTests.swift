@@ -45,17 +45,9 @@ import Platform
         try #require(code == 0, "Janus did not start: \(started)")
         let url = try #require(started.split(separator: " ").last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) })
 
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: Self.binary)
-        p.arguments = ["publish", "--whip", url, "--duration", "10s", "--json"]
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let o = out.fileHandleForReading.readDataToEndOfFile(), e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        #expect(p.terminationStatus == 0, "\(String(decoding: e, as: UTF8.self))")
-        let summary = try #require(try JSONSerialization.jsonObject(with: o) as? [String: Any])
+        let run = try runPubbot(Self.binary, ["publish", "--whip", url, "--duration", "10s", "--json"])
+        #expect(run.code == 0, "\(run.err)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(run.out.utf8)) as? [String: Any], "\(run.out)")
         let whip = try #require(summary["whip"] as? [String: Any])
         let negotiated = try #require(whip["negotiated"] as? [String: String])
         #expect(
@@ -71,20 +63,8 @@ import Platform
             "2 % loss: Janus NACKs, pubbot retransmits: \(feedback)")
 
         // Janus's side: the shim printed handle_info at DELETE.
-        let log = try String(contentsOfFile: dir + "/shim.log", encoding: .utf8)
-        let line = try #require(
-            log.split(separator: "\n").first { $0.contains("\"event\": \"stats\"") }, "no DELETE reached the shim: \(log)")
-        let event = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
-        let media = try #require(
-            ((event["handle_info"] as? [String: Any])?["info"] as? [String: Any]).flatMap {
-                ($0["webrtc"] as? [String: Any])?["media"] as? [String: Any]
-            },
-            "\(line.prefix(500))")
-        func inbound(_ type: String) -> [String: Any] {
-            let m = media.values.compactMap { $0 as? [String: Any] }.first { $0["type"] as? String == type }
-            return (m?["stats"] as? [String: Any])?["in"] as? [String: Any] ?? [:]
-        }
-        let audioIn = inbound("audio"), videoIn = inbound("video")
+        let media = try janusMedia(dir: dir)
+        let audioIn = Self.stats(media, "audio", "in"), videoIn = Self.stats(media, "video", "in")
         let janus: [String: Int] = [
             "audio": audioIn["packets"] as? Int ?? 0, "q": videoIn["packets"] as? Int ?? 0,
             "h": (videoIn["video-simulcast-1"] as? [String: Any])?["packets"] as? Int ?? 0,
@@ -100,18 +80,9 @@ import Platform
         #expect((videoIn["retransmissions"] as? Int ?? 0) > 0, "Janus saw no retransmission: \(videoIn)")
 
         // The pre-flight over the same server: a verdict from Janus's feedback, with the transport.
-        let pre = Process()
-        pre.executableURL = URL(fileURLWithPath: Self.binary)
-        pre.arguments = ["preflight", "--whip", url, "--duration", "8s", "--json"]
-        let pout = Pipe()
-        pre.standardOutput = pout
-        pre.standardError = FileHandle.nullDevice
-        try pre.run()
-        let pdata = pout.fileHandleForReading.readDataToEndOfFile()
-        pre.waitUntilExit()
-        #expect(pre.terminationStatus == 0)
-        let verdict = try #require(
-            try JSONSerialization.jsonObject(with: pdata) as? [String: Any], "\(String(decoding: pdata, as: UTF8.self))")
+        let pre = try runPubbot(Self.binary, ["preflight", "--whip", url, "--duration", "8s", "--json"])
+        #expect(pre.code == 0, "\(pre.err)")
+        let verdict = try #require(try JSONSerialization.jsonObject(with: Data(pre.out.utf8)) as? [String: Any], "\(pre.out)")
         #expect(verdict["type"] as? String == "verdict" && (verdict["recommended"] as? [String: Any])?["name"] != nil, "\(verdict)")
         let pw = try #require(verdict["whip"] as? [String: Any])
         #expect(
@@ -138,8 +109,67 @@ import Platform
         defer { publisher.stop() }
         try #require(publisher.wait(for: "connected:", micros: 15_000_000), "the publisher did not connect: \(publisher.text)")
         Clock.sleep(micros: 1_500_000) // its first key frames reach Janus
+        let subscribers = try runSubscribers(base: base)
+        for (name, height) in [("A", 720), ("B", 180)] {
+            let s = try #require(subscribers[name])
+            let v = try #require(s.video, "\(name) received no video")
+            let f = s.finalVideo
+            #expect(
+                v["height"] as? Int == height && (v["framesDecoded"] as? Int ?? 0) >= 250
+                    && (v["packetsLost"] as? Int ?? 1) <= (v["packetsReceived"] as? Int ?? 0) / 100,
+                "\(name): \(v)")
+            #expect(f["freezeCount"] as? Int == 0 && (f["decodedFrameRate"] as? Double ?? 0) >= 25, "\(name): \(f)")
+            let latency = try #require(v["latencyMeanMs"] as? Double, "\(name): no glass-to-glass latency (stamps through Janus)")
+            #expect(latency > 0 && latency < 150, "\(name): \(latency) ms")
+        }
+        let cs = try #require(subscribers["C"])
+        let c = try #require(cs.video, "C received no video")
+        let cf = cs.finalVideo
+        let lost = c["packetsLost"] as? Int ?? 0, got = c["packetsReceived"] as? Int ?? 0
+        #expect(c["height"] as? Int == 720 && lost * 5 > got, "C: Janus keeps sending 720p into 600 kbit/s: heavy loss \(c)")
+        #expect((cf["freezeCount"] as? Int ?? 0) >= 1 && (cf["decodedFrameRate"] as? Double ?? 99) < 15, "C: \(cf)")
+        let sources = cs.lines.filter { $0["type"] as? String == "subscriberMediaLinkStats" }
+            .compactMap { (($0["stats"] as? [[String: Any]])?.first?["networkDegradationSource"]) as? String }
+        #expect(sources.filter { $0 == "local" }.count * 2 > sources.count, "C: \(sources)")
+        let aSources = (subscribers["A"]?.lines ?? []).compactMap {
+            (($0["stats"] as? [[String: Any]])?.first?["networkDegradationSource"]) as? String
+        }
+        #expect(!aSources.contains("local"), "A: \(aSources)")
+
+        // Janus's own count of the video it sent A (handle_info printed at A's DELETE).
+        let resource = try #require((subscribers["A"]?.summary["whep"] as? [String: Any])?["resource"] as? String)
+        let media = try janusMedia(dir: dir, id: String(resource.split(separator: "/").last ?? ""))
+        let sentByJanus = Self.stats(media, "video", "out")["packets"] as? Int ?? 0
+        let aGot = subscribers["A"]?.video?["packetsReceived"] as? Int ?? 0
+        #expect(aGot > 1000 && abs(sentByJanus - aGot) * 100 <= aGot * 3, "Janus sent A \(sentByJanus) video packets; A received \(aGot)")
+
+        // The round trip in one command: publish and subscribe to itself through Janus.
+        // Ctrl-C: the publisher DELETEs its session (the shim then hands its feed out no more).
+        kill(publisher.process.processIdentifier, SIGINT)
+        let gone = Clock.monotonicMicros() + 8_000_000
+        while publisher.process.isRunning && Clock.monotonicMicros() < gone { Clock.sleep(micros: 20_000) }
+        publisher.stop()
+        try preflightsThroughJanus(whip: whip, base: base, statsLines: ["A", "C"].flatMap { subscribers[$0]?.lines ?? [] })
+        try loadsRoomsThroughJanus(whip: whip, base: base)
+    }
+
+    /// What one WHEP subscriber (`receive --whep --json --stats`) reported.
+    struct Subscriber {
+        var summary: [String: Any]
+        var video: [String: Any]?
+        var lines: [[String: Any]]
+        /// The last `subscriberVideoStats` line's stream (final: true).
+        var finalVideo: [String: Any] {
+            let line = lines.last { $0["type"] as? String == "subscriberVideoStats" && $0["final"] as? Bool == true }
+            return (line?["stats"] as? [[String: Any]])?.first ?? [:]
+        }
+    }
+
+    /// A asks Janus for the top substream, B for the lowest, C for the top behind a 600 kbit/s
+    /// downlink; all three for 12 s at once. Each must end cleanly on Janus's payload types.
+    func runSubscribers(base: String) throws -> [String: Subscriber] {
         let tmp = FileManager.default.temporaryDirectory.path
-        var subscribers: [(name: String, process: Process, out: String, stats: String)] = []
+        var running: [(name: String, process: Process, out: String, stats: String)] = []
         for (name, query, extra) in [
             ("A", "substream=2", [String]()), ("B", "substream=0", []), ("C", "substream=2", ["--downlink-impair", "rate=600kbit"])
         ] {
@@ -152,83 +182,39 @@ import Platform
             p.standardOutput = FileHandle(forWritingAtPath: out)
             p.standardError = FileHandle(forWritingAtPath: out + ".err")
             try p.run()
-            subscribers.append((name, p, out, stats))
+            running.append((name, p, out, stats))
         }
         let deadline = Clock.monotonicMicros() + 40_000_000
-        while subscribers.contains(where: { $0.process.isRunning }) && Clock.monotonicMicros() < deadline { Clock.sleep(micros: 50_000) }
+        while running.contains(where: { $0.process.isRunning }) && Clock.monotonicMicros() < deadline { Clock.sleep(micros: 50_000) }
         defer {
-            for s in subscribers {
+            for s in running {
                 try? FileManager.default.removeItem(atPath: s.out); try? FileManager.default.removeItem(atPath: s.out + ".err");
                 try? FileManager.default.removeItem(atPath: s.stats)
             }
         }
-
-        var video: [String: [String: Any]] = [:], summaries: [String: [String: Any]] = [:], lines: [String: [[String: Any]]] = [:]
-        for s in subscribers {
+        var result: [String: Subscriber] = [:]
+        for s in running {
             let err = (try? String(contentsOfFile: s.out + ".err", encoding: .utf8)) ?? ""
             #expect(!s.process.isRunning && s.process.terminationStatus == 0, "subscriber \(s.name): \(err)")
             let text = (try? String(contentsOfFile: s.out, encoding: .utf8)) ?? ""
             let summary = try #require(
                 (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any], "\(s.name): \(err) \(text.prefix(300))")
-            summaries[s.name] = summary
-            video[s.name] = (summary["streams"] as? [[String: Any]])?.first { $0["kind"] as? String == "video" }
-            lines[s.name] = ((try? String(contentsOfFile: s.stats, encoding: .utf8)) ?? "").split(separator: "\n")
+            let lines = ((try? String(contentsOfFile: s.stats, encoding: .utf8)) ?? "").split(separator: "\n")
                 .compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            result[s.name] = Subscriber(
+                summary: summary, video: (summary["streams"] as? [[String: Any]])?.first { $0["kind"] as? String == "video" }, lines: lines)
             // Janus's numbers, not pubbot's: Opus 111, VP8 96, RTX 97.
             let w = summary["whep"] as? [String: Any]
             #expect(
                 w?["audio"] as? String == "opus/111" && w?["video"] as? String == "VP8/96 rtx/97" && w?["state"] as? String == "connected",
                 "\(s.name): \(w ?? [:])")
         }
-        func finalVideo(_ name: String) -> [String: Any] {
-            let line = lines[name]?.last { $0["type"] as? String == "subscriberVideoStats" && $0["final"] as? Bool == true }
-            return (line?["stats"] as? [[String: Any]])?.first ?? [:]
-        }
-        for (name, height) in [("A", 720), ("B", 180)] {
-            let v = try #require(video[name], "\(name) received no video")
-            let f = finalVideo(name)
-            #expect(
-                v["height"] as? Int == height && (v["framesDecoded"] as? Int ?? 0) >= 250
-                    && (v["packetsLost"] as? Int ?? 1) <= (v["packetsReceived"] as? Int ?? 0) / 100,
-                "\(name): \(v)")
-            #expect(f["freezeCount"] as? Int == 0 && (f["decodedFrameRate"] as? Double ?? 0) >= 25, "\(name): \(f)")
-            let latency = try #require(v["latencyMeanMs"] as? Double, "\(name): no glass-to-glass latency (stamps through Janus)")
-            #expect(latency > 0 && latency < 150, "\(name): \(latency) ms")
-        }
-        let c = try #require(video["C"], "C received no video")
-        let cf = finalVideo("C")
-        let lost = c["packetsLost"] as? Int ?? 0, got = c["packetsReceived"] as? Int ?? 0
-        #expect(c["height"] as? Int == 720 && lost * 5 > got, "C: Janus keeps sending 720p into 600 kbit/s: heavy loss \(c)")
-        #expect((cf["freezeCount"] as? Int ?? 0) >= 1 && (cf["decodedFrameRate"] as? Double ?? 99) < 15, "C: \(cf)")
-        let sources = (lines["C"] ?? []).filter { $0["type"] as? String == "subscriberMediaLinkStats" }
-            .compactMap { (($0["stats"] as? [[String: Any]])?.first?["networkDegradationSource"]) as? String }
-        #expect(sources.filter { $0 == "local" }.count * 2 > sources.count, "C: \(sources)")
-        let aSources = (lines["A"] ?? []).compactMap { (($0["stats"] as? [[String: Any]])?.first?["networkDegradationSource"]) as? String }
-        #expect(!aSources.contains("local"), "A: \(aSources)")
+        return result
+    }
 
-        // Janus's own count of the video it sent A (handle_info printed at A's DELETE).
-        let log = try String(contentsOfFile: dir + "/shim.log", encoding: .utf8)
-        let resource = try #require((summaries["A"]?["whep"] as? [String: Any])?["resource"] as? String)
-        let id = String(resource.split(separator: "/").last ?? "")
-        let line = try #require(
-            log.split(separator: "\n").first { $0.contains("\"event\": \"stats\"") && $0.contains("\"id\": \"\(id)\"") },
-            "A's DELETE did not reach the shim")
-        let e = try #require(
-            (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any], "A's stats line is not JSON: \(line.prefix(300))…"
-        )
-        let media = try #require(
-            (((e["handle_info"] as? [String: Any])?["info"] as? [String: Any])?["webrtc"] as? [String: Any])?["media"] as? [String: Any])
-        let v = media.values.compactMap { $0 as? [String: Any] }.first { $0["type"] as? String == "video" }
-        let sentByJanus = ((v?["stats"] as? [String: Any])?["out"] as? [String: Any])?["packets"] as? Int ?? 0
-        let aGot = video["A"]?["packetsReceived"] as? Int ?? 0
-        #expect(aGot > 1000 && abs(sentByJanus - aGot) * 100 <= aGot * 3, "Janus sent A \(sentByJanus) video packets; A received \(aGot)")
-
-        // The round trip in one command: publish and subscribe to itself through Janus.
-        // Ctrl-C: the publisher DELETEs its session (the shim then hands its feed out no more).
-        kill(publisher.process.processIdentifier, SIGINT)
-        let gone = Clock.monotonicMicros() + 8_000_000
-        while publisher.process.isRunning && Clock.monotonicMicros() < gone { Clock.sleep(micros: 20_000) }
-        publisher.stop()
+    /// `preflight --whip --whep` through Janus: pubbot publishes and subscribes to itself; the
+    /// verdict and the subscribers' stats lines follow their schemas.
+    func preflightsThroughJanus(whip: String, base: String, statsLines: [[String: Any]]) throws {
         let pre = try runPubbot(Self.binary, ["preflight", "--whip", whip, "--whep", base + "/whep", "--duration", "8s", "--json"])
         #expect(pre.code == 0, "\(pre.err)")
         let verdict = try #require(try JSONSerialization.jsonObject(with: Data(pre.out.utf8)) as? [String: Any], "\(pre.out)")
@@ -240,11 +226,11 @@ import Platform
         let preSchema = try SchemaValidator(path: Self.root.appendingPathComponent("Sources/BotCLI/preflight.schema.json").path)
         #expect(preSchema.validateDocument(verdict).isEmpty, "\(preSchema.validateDocument(verdict))")
         let statsSchema = try SchemaValidator(path: Self.root.appendingPathComponent("Sources/BotCLI/stats.schema.json").path)
-        for name in ["A", "C"] {
-            for line in lines[name] ?? [] { #expect(statsSchema.validateLine(line).isEmpty, "\(name): \(statsSchema.validateLine(line))") }
-        }
+        for line in statsLines { #expect(statsSchema.validateLine(line).isEmpty, "\(statsSchema.validateLine(line))") }
+    }
 
-        // Rooms: 4 publisher bots and 12 subscriber bots in 2 Janus rooms (the shim's ?room=).
+    /// Rooms: 4 publisher bots and 12 subscriber bots in 2 Janus rooms (the shim's ?room=).
+    func loadsRoomsThroughJanus(whip: String, base: String) throws {
         let load = try runPubbot(
             Self.binary,
             [
@@ -266,5 +252,28 @@ import Platform
         #expect(perRoom.count == 2 && perRoom.allSatisfy { $0["ok"] as? Int == 6 }, "\(perRoom)")
         let bots = (report["perBot"] as? [[String: Any]]) ?? []
         #expect(Set(bots.compactMap { $0["room"] as? Int }) == [0, 1] && bots.count == 4, "\(bots)")
+    }
+
+    /// The media of the handle_info the shim printed at a DELETE (`"event": "stats"`; with `id`,
+    /// the one for that resource).
+    func janusMedia(dir: String, id: String? = nil) throws -> [String: Any] {
+        let log = try String(contentsOfFile: dir + "/shim.log", encoding: .utf8)
+        let marker = id.map { "\"id\": \"\($0)\"" } ?? "\"event\": \"stats\""
+        let line = try #require(
+            log.split(separator: "\n").first { $0.contains("\"event\": \"stats\"") && $0.contains(marker) },
+            "no DELETE reached the shim: \(log.suffix(2000))")
+        let event = try #require(
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any], "the stats line is not JSON: \(line.prefix(300))…"
+        )
+        return try #require(
+            (((event["handle_info"] as? [String: Any])?["info"] as? [String: Any])?["webrtc"] as? [String: Any])?["media"]
+                as? [String: Any],
+            "\(line.prefix(500))")
+    }
+
+    /// Janus's `in` or `out` stats of the media of one type.
+    static func stats(_ media: [String: Any], _ type: String, _ direction: String) -> [String: Any] {
+        let m = media.values.compactMap { $0 as? [String: Any] }.first { $0["type"] as? String == type }
+        return (m?["stats"] as? [String: Any])?[direction] as? [String: Any] ?? [:]
     }
 }

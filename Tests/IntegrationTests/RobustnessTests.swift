@@ -20,65 +20,13 @@ import MediaCodecs
         r.start()
         p.start()
         defer { p.stop(); p.wait(); r.stop(); r.wait() }
-        let target = try SocketAddress(host: "127.0.0.1", port: p.localAddress.port)
-        let tx = try UDPSocket(for: target)
-        func send(_ b: [UInt8]) { _ = try? b.withUnsafeBytes { try tx.send($0, to: target) } }
-        let spoof = try SRTPSession(key: key, direction: .outbound)
-        let wrongKey = try SRTPSession(key: .random(suite: .aesCm), direction: .outbound)
-        func protect(_ session: SRTPSession, _ plain: [UInt8]) -> [UInt8] {
-            var buf = plain + [UInt8](repeating: 0, count: 64)
-            let n =
-                (try? buf.withUnsafeMutableBytes { try session.protectRTCP($0.baseAddress!, length: plain.count, capacity: $0.count) }) ?? 0
-            return Array(buf[0..<n])
-        }
-        func rtcp(_ write: (inout ByteWriter) throws(RTPWriteError) -> Void) -> [UInt8] {
-            var buf = [UInt8](repeating: 0, count: 1400)
-            let n = buf.withUnsafeMutableBytes { raw -> Int in
-                var w = ByteWriter(raw)
-                do throws(RTPWriteError) { try write(&w) } catch { return 0 }
-                return w.count
-            }
-            return Array(buf[0..<n])
-        }
+        var attacker = try HostileSender(to: try SocketAddress(host: "127.0.0.1", port: p.localAddress.port), key: key)
         Thread.sleep(forTimeInterval: 1.0) // media running, feedback flowing
         let videoSSRCs = p.plan.streams.filter { $0.kind == .video }.map(\.ssrc)
         let before = p.snapshot()
-        var rng = SystemRandomNumberGenerator()
         var junk = 0
-        let attacker: UInt32 = 0xDEAD_BEEF
         for round in 0..<20 {
-            // Not RTP/RTCP, truncated, oversized, RTCP with garbage tags, and the wrong key.
-            for _ in 0..<10 {
-                send((0..<Int.random(in: 1...60, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }); junk += 1
-            }
-            send([0x81]); send([0x80, 0xC9, 0x00]); junk += 2
-            send([UInt8](repeating: 0x80, count: 3000)); junk += 1
-            for _ in 0..<5 { send([0x81, 0xC9, 0x00, 0x07] + (0..<40).map { _ in UInt8.random(in: 0...255, using: &rng) }); junk += 1 }
-            send(protect(wrongKey, rtcp { w throws(RTPWriteError) in try ReceiverReport(ssrc: attacker, reports: []).write(to: &w) }));
-            junk += 1
-            // Properly protected but absurd: a NACK storm for every video stream…
-            for ssrc in videoSSRCs {
-                let lost = (0..<300).map { UInt16(truncatingIfNeeded: round * 300 + $0) }
-                send(
-                    protect(
-                        spoof,
-                        rtcp { w throws(RTPWriteError) in try GenericNACK(senderSSRC: attacker, mediaSSRC: ssrc, lost: lost).write(to: &w) }
-                    ))
-            }
-            // …REMB of 0 and of 2⁶³…
-            for bitrate in [UInt64(0), UInt64(1) << 63] {
-                send(
-                    protect(
-                        spoof,
-                        rtcp { w throws(RTPWriteError) in
-                            try ReceiverEstimatedMaxBitrate(senderSSRC: attacker, bitrate: bitrate, ssrcs: videoSSRCs).write(to: &w)
-                        }))
-            }
-            // …transport-cc claiming 65 535 packets with no chunks, and a length field past the end.
-            var twcc: [UInt8] = [0x8F, 205, 0x00, 0x04] + [0xDE, 0xAD, 0xBE, 0xEF] + [0, 0, 0, 1] + [0x00, 0x10, 0xFF, 0xFF] + [0, 0, 0, 0]
-            send(protect(spoof, twcc))
-            twcc[3] = 0x40
-            send(protect(spoof, twcc))
+            junk += attacker.flood(round: round, videoSSRCs: videoSSRCs)
             Thread.sleep(forTimeInterval: 0.1)
         }
         Thread.sleep(forTimeInterval: 1.0)
@@ -99,6 +47,79 @@ import MediaCodecs
         #expect(
             after.network.estimate.map { $0.bitrate > 100_000 && $0.bitrate < 100_000_000 } ?? false,
             "\(String(describing: after.network.estimate))")
+    }
+}
+
+/// What `floodedPublisherKeepsPublishing` throws at a publisher's port.
+struct HostileSender {
+    let tx: UDPSocket
+    let target: SocketAddress
+    let spoof: SRTPSession
+    let wrongKey: SRTPSession
+    var rng = SystemRandomNumberGenerator()
+    let attacker: UInt32 = 0xDEAD_BEEF
+
+    init(to target: SocketAddress, key: SRTPKey) throws {
+        self.target = target
+        tx = try UDPSocket(for: target)
+        spoof = try SRTPSession(key: key, direction: .outbound)
+        wrongKey = try SRTPSession(key: .random(suite: .aesCm), direction: .outbound)
+    }
+
+    func send(_ b: [UInt8]) { _ = try? b.withUnsafeBytes { try tx.send($0, to: target) } }
+
+    func protect(_ session: SRTPSession, _ plain: [UInt8]) -> [UInt8] {
+        var buf = plain + [UInt8](repeating: 0, count: 64)
+        let n = (try? buf.withUnsafeMutableBytes { try session.protectRTCP($0.baseAddress!, length: plain.count, capacity: $0.count) }) ?? 0
+        return Array(buf[0..<n])
+    }
+
+    func rtcp(_ write: (inout ByteWriter) throws(RTPWriteError) -> Void) -> [UInt8] {
+        var buf = [UInt8](repeating: 0, count: 1400)
+        let n = buf.withUnsafeMutableBytes { raw -> Int in
+            var w = ByteWriter(raw)
+            do throws(RTPWriteError) { try write(&w) } catch { return 0 }
+            return w.count
+        }
+        return Array(buf[0..<n])
+    }
+
+    /// One round; returns how many of its datagrams are junk (to be refused and counted).
+    mutating func flood(round: Int, videoSSRCs: [UInt32]) -> Int {
+        var junk = 0
+        // Not RTP/RTCP, truncated, oversized, RTCP with garbage tags, and the wrong key.
+        for _ in 0..<10 {
+            send((0..<Int.random(in: 1...60, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }); junk += 1
+        }
+        send([0x81]); send([0x80, 0xC9, 0x00]); junk += 2
+        send([UInt8](repeating: 0x80, count: 3000)); junk += 1
+        for _ in 0..<5 { send([0x81, 0xC9, 0x00, 0x07] + (0..<40).map { _ in UInt8.random(in: 0...255, using: &rng) }); junk += 1 }
+        let attacker = attacker
+        send(protect(wrongKey, rtcp { w throws(RTPWriteError) in try ReceiverReport(ssrc: attacker, reports: []).write(to: &w) }))
+        junk += 1
+        // Properly protected but absurd: a NACK storm for every video stream…
+        for ssrc in videoSSRCs {
+            let lost = (0..<300).map { UInt16(truncatingIfNeeded: round * 300 + $0) }
+            send(
+                protect(
+                    spoof,
+                    rtcp { w throws(RTPWriteError) in try GenericNACK(senderSSRC: attacker, mediaSSRC: ssrc, lost: lost).write(to: &w) }))
+        }
+        // …REMB of 0 and of 2⁶³…
+        for bitrate in [UInt64(0), UInt64(1) << 63] {
+            send(
+                protect(
+                    spoof,
+                    rtcp { w throws(RTPWriteError) in
+                        try ReceiverEstimatedMaxBitrate(senderSSRC: attacker, bitrate: bitrate, ssrcs: videoSSRCs).write(to: &w)
+                    }))
+        }
+        // …transport-cc claiming 65 535 packets with no chunks, and a length field past the end.
+        var twcc: [UInt8] = [0x8F, 205, 0x00, 0x04] + [0xDE, 0xAD, 0xBE, 0xEF] + [0, 0, 0, 1] + [0x00, 0x10, 0xFF, 0xFF] + [0, 0, 0, 0]
+        send(protect(spoof, twcc))
+        twcc[3] = 0x40
+        send(protect(spoof, twcc))
+        return junk
     }
 }
 

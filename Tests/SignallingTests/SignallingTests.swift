@@ -264,7 +264,7 @@ let janusSubscriberAnswer = """
         let n = try NegotiatedSession.from(answer: janusSubscriberAnswer, offer: o)
         #expect(!n.iceLite && !n.dtlsServer) // full ICE (a role conflict to settle); setup:passive: pubbot is the DTLS client
         let v = try #require(n.video), a = try #require(n.audio)
-        #expect(v.sends && a.sends && v.direction == "sendonly")
+        #expect(v.sends && a.sends && v.direction == .sendonly)
         #expect(v.payloadType == 96 && v.rtxPayloadType == 97 && a.payloadType == 111)
         #expect(v.ssrcs == [3_683_104_090] && v.rtxSSRCs == [1_057_313_614: 3_683_104_090] && a.ssrcs == [2_659_805_433])
         #expect(v.extensions["http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01"] == 3)
