@@ -17,7 +17,7 @@ public struct BenchResult: Sendable {
     public var unit: String
     public var runs: [Double]
     public var baseline: String?
-    public var baselineRuns: [Double] = []
+    var baselineRuns: [Double] = []
     /// Heap allocations per operation in the measured code (nil: not counted).
     public var allocationsPerOp: Double?
     public var note: String?

@@ -2,7 +2,7 @@ import HTTPServer
 
 /// Prometheus scraping: `GET /metrics` answers with the text `render` returns, everything else
 /// 404 (on pubbot's small HTTP server; the CLI binds it to loopback unless told otherwise).
-public final class MetricsServer: @unchecked Sendable {
+final class MetricsServer: @unchecked Sendable {
     let server: HTTPServer
     public var port: Int { server.port }
 

@@ -5,7 +5,7 @@
 public struct AimdRateControl: Sendable {
     enum State: Sendable { case hold, increase, decrease }
 
-    public static let backoff = 0.85
+    static let backoff = 0.85
     public private(set) var bitrate: Int
     public var minBitrate = 5_000
     public var maxBitrate = 30_000_000

@@ -36,7 +36,7 @@ public struct Allocation: Equatable, Sendable {
 /// is left (up to max) goes to the top active layer (libwebrtc `simulcast_rate_allocator.cc`). A
 /// suspended layer comes back only when min × 1.2 is available (hysteresis, no flapping).
 public struct BitrateAllocator: Sendable {
-    public static let resumeHysteresis = 1.2
+    static let resumeHysteresis = 1.2
     public var audioBitrate: Int
     public var layers: [LayerLimits]
     public private(set) var active: [Bool]

@@ -11,7 +11,7 @@ public struct InterArrival: Sendable {
         var firstSend: Int64, lastSend: Int64, firstArrival: Int64, lastArrival: Int64, size: Int
     }
 
-    public static let groupLengthMicros: Int64 = 5_000
+    static let groupLengthMicros: Int64 = 5_000
     static let burstDeltaMicros: Int64 = 5_000
     static let maxBurstMicros: Int64 = 100_000
 

@@ -21,7 +21,7 @@ public struct LossBasedEstimator: Sendable {
 
     /// Loss is evaluated at most once per this interval (libwebrtc `kLossUpdateInterval`, 1 s),
     /// so one loss episode is not counted over and over.
-    public var updateIntervalMicros: Int64 = 1_000_000
+    var updateIntervalMicros: Int64 = 1_000_000
     var lastEvaluationMicros: Int64 = .min / 2
 
     /// Adds loss observations; evaluates once at least 20 packets and an update interval are counted.

@@ -10,7 +10,7 @@ public struct NackGenerator: Sendable {
 
     public var maxRetries = 10
     public var resendIntervalMicros: Int64 = 100_000
-    public var maxAgeMicros: Int64 = 1_000_000
+    var maxAgeMicros: Int64 = 1_000_000
     /// A gap is not asked for until it is this old, for paths that reorder. 0 by default, as
     /// libwebrtc's NACK send delay (`nack_requester.cc`, WebRTC-SendNackDelayMs): at 10 ms the
     /// virtual-time capacity-step scenario recovered seconds later (RTX came a tick later, and

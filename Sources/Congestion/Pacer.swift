@@ -19,7 +19,7 @@ public struct Pacer: Sendable {
         case idle
     }
 
-    public static var burstMicros: Int64 { 40_000 }
+    static var burstMicros: Int64 { 40_000 }
     /// Queued media older than this forces a faster drain (libwebrtc queue-time limit: 2 s).
     public static var maxQueueMicros: Int64 { 2_000_000 }
     /// Bytes of padding per padding packet (RTP padding is at most 255 bytes per packet).

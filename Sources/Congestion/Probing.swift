@@ -4,10 +4,10 @@ public struct ProbeCluster: Equatable, Sendable {
     public var bitrate: Int
     public var minPackets: Int
     public var minBytes: Int
-    public var sentPackets = 0
+    var sentPackets = 0
     public var sentBytes = 0
 
-    public var isComplete: Bool { sentPackets >= minPackets && sentBytes >= minBytes }
+    var isComplete: Bool { sentPackets >= minPackets && sentBytes >= minBytes }
 }
 
 /// Start-up and follow-up probing (libwebrtc `probe_controller.cc`): at start,
@@ -20,7 +20,7 @@ public struct ProbeController: Sendable {
     var lastProbeBitrate = 0
     var waitingForResult: Int?
     var requestedAt: Int64 = 0
-    public static let clusterMicros: Int64 = 40_000
+    static let clusterMicros: Int64 = 40_000
 
     public init(maxBitrate: Int) { self.maxBitrate = maxBitrate }
 
@@ -100,7 +100,7 @@ public struct ProbeController: Sendable {
     }
 
     /// After an outage (or a large drop), probe straight back at the rate that worked before.
-    public mutating func probeForRecovery(bitrate: Int, now: Int64) {
+    mutating func probeForRecovery(bitrate: Int, now: Int64) {
         pending = [make(bitrate)]
         lastProbeBitrate = pending[0].bitrate
         waitingForResult = pending[0].id
@@ -108,7 +108,7 @@ public struct ProbeController: Sendable {
     }
 
     /// Gives up on a result that never came (lost feedback).
-    public mutating func timeOut(now: Int64) { if waitingForResult != nil && now - requestedAt > 1_000_000 { waitingForResult = nil } }
+    mutating func timeOut(now: Int64) { if waitingForResult != nil && now - requestedAt > 1_000_000 { waitingForResult = nil } }
 }
 
 /// Turns the feedback for a probe cluster into a bitrate: the lower of the send and receive rates

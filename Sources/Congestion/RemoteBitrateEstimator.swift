@@ -60,7 +60,7 @@ public struct RemoteBitrateEstimator: Sendable {
     }
 
     /// Bits per second received over the last second (nil before a second has passed).
-    public func incomingBitrate(now: Int64) -> Int? {
+    func incomingBitrate(now: Int64) -> Int? {
         guard let f = firstArrival, now - f >= 1_000_000 else { return nil }
         return windowBytes * 8
     }

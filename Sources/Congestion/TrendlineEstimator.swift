@@ -6,7 +6,7 @@ public enum BandwidthUsage: Sendable, Equatable { case normal, underusing, overu
 /// defaults: window 20, smoothing 0.9, gain 4, threshold 12.5 in [6, 600], k_up 0.0087,
 /// k_down 0.039, overuse after 10 ms over at least 2 samples).
 public struct TrendlineEstimator: Sendable {
-    public static let windowSize = 20
+    static let windowSize = 20
     static let smoothing = 0.9
     static let thresholdGain = 4.0
     static let kUp = 0.0087, kDown = 0.039

@@ -18,7 +18,7 @@ public enum Crypto {
         return out
     }
 
-    public static func md5(_ data: [UInt8]) -> [UInt8] { digest("MD5", data) }
+    static func md5(_ data: [UInt8]) -> [UInt8] { digest("MD5", data) }
 
     static func digest(_ name: String, _ data: [UInt8]) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: 64)

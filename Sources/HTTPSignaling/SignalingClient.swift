@@ -288,7 +288,7 @@ public enum SignalingClient {
     /// A server's text as it may be printed: control characters (terminal escapes) removed,
     /// whitespace runs folded, at most 200 characters, each known secret and any bearer
     /// credential (`Bearer …`, `token=…`) replaced by `***`.
-    public static func sanitized(_ text: String, secrets: [String]) -> String {
+    static func sanitized(_ text: String, secrets: [String]) -> String {
         var s = String(
             String.UnicodeScalarView(
                 text.unicodeScalars.prefix(4096).map { scalar -> Unicode.Scalar in

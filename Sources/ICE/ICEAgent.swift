@@ -58,7 +58,7 @@ public final class ICEAgent {
         public var checksSent = 0
         public var retransmissions = 0
         public var successes = 0
-        public var errorResponses = 0
+        var errorResponses = 0
         public var requestsAnswered = 0
         /// STUN messages dropped: bad integrity, wrong username, unknown transaction.
         public var rejected = 0
@@ -88,11 +88,11 @@ public final class ICEAgent {
         var sentAt: Int64 = 0
     }
 
-    public static let ta: Int64 = 50_000
-    public static let firstRetransmit: Int64 = 250_000
-    public static let maxRetransmitInterval: Int64 = 1_000_000
-    public static let maxTransmissions = 8
-    public static let consentTimeout: Int64 = 30_000_000
+    static let ta: Int64 = 50_000
+    static let firstRetransmit: Int64 = 250_000
+    static let maxRetransmitInterval: Int64 = 1_000_000
+    static let maxTransmissions = 8
+    static let consentTimeout: Int64 = 30_000_000
 
     public private(set) var role: Role
     /// The last round trip measured on a check or consent request answered without a
@@ -138,8 +138,6 @@ public final class ICEAgent {
     }
 
     public var selectedPair: (local: ICECandidate, remote: ICECandidate)? { selected.map { (pairs[$0].local, pairs[$0].remote) } }
-
-    public func setRemoteCredentials(_ c: Credentials) { remote = c }
 
     public func addLocal(_ c: ICECandidate) {
         guard !localCandidates.contains(c) else { return }

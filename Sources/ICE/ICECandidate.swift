@@ -7,7 +7,7 @@ public struct ICECandidate: Equatable, Hashable, Sendable, CustomStringConvertib
         case host, srflx, prflx, relay
 
         /// RFC 8445 §5.1.2.2 recommended type preferences.
-        public var typePreference: UInt32 {
+        var typePreference: UInt32 {
             switch self {
             case .host: 126
             case .prflx: 110
@@ -18,7 +18,7 @@ public struct ICECandidate: Equatable, Hashable, Sendable, CustomStringConvertib
     }
 
     public var foundation: String
-    public var component: Int
+    var component: Int
     public var priority: UInt32
     public var address: STUNAddress
     public var kind: Kind

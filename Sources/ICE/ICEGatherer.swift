@@ -23,7 +23,7 @@ public final class ICEGatherer {
         var done = false
     }
 
-    public static let maxSends = 6
+    static let maxSends = 6
     var queries: [Query] = []
     var outbox: [Transmit] = []
     var results: [Result] = []

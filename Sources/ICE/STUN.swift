@@ -21,18 +21,18 @@ public struct STUNMessage: Equatable, Sendable {
         case request = 0, indication = 1, success = 2, error = 3
     }
 
-    public static let magicCookie: UInt32 = 0x2112_A442
+    static let magicCookie: UInt32 = 0x2112_A442
     public static let headerSize = 20
     /// RFC 8489 §14.7: FINGERPRINT is the CRC-32 XOR this.
-    public static let fingerprintXOR: UInt32 = 0x5354_554E
+    static let fingerprintXOR: UInt32 = 0x5354_554E
     public static let bindingMethod: UInt16 = 0x001
     /// TURN methods (RFC 8656 §17).
-    public static let allocateMethod: UInt16 = 0x003
-    public static let refreshMethod: UInt16 = 0x004
-    public static let sendMethod: UInt16 = 0x006
-    public static let dataMethod: UInt16 = 0x007
-    public static let createPermissionMethod: UInt16 = 0x008
-    public static let channelBindMethod: UInt16 = 0x009
+    static let allocateMethod: UInt16 = 0x003
+    static let refreshMethod: UInt16 = 0x004
+    static let sendMethod: UInt16 = 0x006
+    static let dataMethod: UInt16 = 0x007
+    static let createPermissionMethod: UInt16 = 0x008
+    static let channelBindMethod: UInt16 = 0x009
 
     public var method: UInt16
     public var messageClass: Class
@@ -72,12 +72,12 @@ public struct STUNMessage: Equatable, Sendable {
         for a in attributes { if case let .xorMappedAddress(x) = a { return x } }
         return nil
     }
-    public var xorRelayedAddress: STUNAddress? {
+    var xorRelayedAddress: STUNAddress? {
         for case let .xorRelayedAddress(a) in attributes { return a }
         return nil
     }
 
-    public var xorPeerAddress: STUNAddress? {
+    var xorPeerAddress: STUNAddress? {
         for case let .xorPeerAddress(a) in attributes { return a }
         return nil
     }
@@ -308,7 +308,7 @@ public enum STUNAttribute: Equatable, Sendable {
     public enum Kind {
         public static let mappedAddress: UInt16 = 0x0001
         public static let username: UInt16 = 0x0006
-        public static let messageIntegrity: UInt16 = 0x0008
+        static let messageIntegrity: UInt16 = 0x0008
         public static let errorCode: UInt16 = 0x0009
         public static let unknownAttributes: UInt16 = 0x000A
         public static let realm: UInt16 = 0x0014
@@ -320,12 +320,12 @@ public enum STUNAttribute: Equatable, Sendable {
         public static let fingerprint: UInt16 = 0x8028
         public static let iceControlled: UInt16 = 0x8029
         public static let iceControlling: UInt16 = 0x802A
-        public static let channelNumber: UInt16 = 0x000C
+        static let channelNumber: UInt16 = 0x000C
         public static let lifetime: UInt16 = 0x000D
-        public static let xorPeerAddress: UInt16 = 0x0012
+        static let xorPeerAddress: UInt16 = 0x0012
         public static let data: UInt16 = 0x0013
-        public static let xorRelayedAddress: UInt16 = 0x0016
-        public static let requestedTransport: UInt16 = 0x0019
+        static let xorRelayedAddress: UInt16 = 0x0016
+        static let requestedTransport: UInt16 = 0x0019
     }
 
     static func parse(type: UInt16, value v: Span<UInt8>, transactionID: [UInt8]) throws(STUNError) -> STUNAttribute {

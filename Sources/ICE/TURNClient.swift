@@ -57,10 +57,10 @@ public final class TURNClient {
 
     /// Sends: at 0, 250, 750, 1750, 3750 ms; a request still unanswered at 5.75 s has failed
     /// (RFC 8489 §6.2.1's 500 ms × 7 would wait 39.5 s: too long for a pre-flight).
-    public static let firstRetransmit: Int64 = 250_000
-    public static let maxSends = 5
-    public static let permissionLifetime: Int64 = 300_000_000
-    public static let channelLifetime: Int64 = 600_000_000
+    static let firstRetransmit: Int64 = 250_000
+    static let maxSends = 5
+    static let permissionLifetime: Int64 = 300_000_000
+    static let channelLifetime: Int64 = 600_000_000
 
     /// Over TCP (RFC 8656 §3.1): ChannelData is padded to 4 bytes; the caller frames the stream.
     public let overTCP: Bool

@@ -14,7 +14,7 @@ public struct LinkEmulator: Sendable {
     }
 
     /// IP + UDP header bytes counted against the rate cap per packet.
-    public static let perPacketOverhead = 28
+    static let perPacketOverhead = 28
 
     public let schedule: ImpairmentSchedule
     let startMicros: Int64
@@ -32,9 +32,6 @@ public struct LinkEmulator: Sendable {
         self.startMicros = startMicros
         rng = SplitMix64(seed: seed)
     }
-
-    /// How long a packet arriving now would wait at the rate cap (the bottleneck queue), µs.
-    public func queueDelay(now: Int64) -> Int64 { max(0, linkFreeAt - now) }
 
     /// Settings in force at `now`.
     public func settings(now: Int64) -> ImpairmentSettings { schedule.settings(at: now - startMicros) }

@@ -5,10 +5,10 @@ public struct I420Frame: Sendable {
     public let height: Int
     public var data: [UInt8]
 
-    public var chromaWidth: Int { (width + 1) / 2 }
-    public var chromaHeight: Int { (height + 1) / 2 }
-    public var lumaSize: Int { width * height }
-    public var chromaSize: Int { chromaWidth * chromaHeight }
+    var chromaWidth: Int { (width + 1) / 2 }
+    var chromaHeight: Int { (height + 1) / 2 }
+    var lumaSize: Int { width * height }
+    var chromaSize: Int { chromaWidth * chromaHeight }
 
     public init(width: Int, height: Int) {
         precondition(width > 0 && height > 0, "frame size must be positive")
@@ -19,7 +19,7 @@ public struct I420Frame: Sendable {
     }
 
     /// Runs `body` with mutable views of the three planes.
-    public mutating func withPlanes<R>(
+    mutating func withPlanes<R>(
         _ body: (UnsafeMutableBufferPointer<UInt8>, UnsafeMutableBufferPointer<UInt8>, UnsafeMutableBufferPointer<UInt8>) throws -> R
     ) rethrows -> R {
         let ls = lumaSize, cs = chromaSize

@@ -2,10 +2,10 @@ internal import COpus
 
 /// libopus encoder: 48 kHz mono, 20 ms frames, VOIP application, in-band FEC on.
 public final class OpusAudioEncoder {
-    public static let sampleRate = 48_000
+    static let sampleRate = 48_000
     public static let frameSamples = 960
     let encoder: OpaquePointer
-    public private(set) var bitrate: Int
+    public let bitrate: Int
 
     public init(bitrate: Int = 32_000, inbandFEC: Bool = true, expectedLossPercent: Int = 10) throws(CodecError) {
         var err: Int32 = 0
@@ -24,11 +24,6 @@ public final class OpusAudioEncoder {
     }
 
     deinit { opus_encoder_destroy(encoder) }
-
-    public func setBitrate(_ bps: Int) {
-        bitrate = max(6_000, min(510_000, bps))
-        _ = copus_set_bitrate(encoder, Int32(bitrate))
-    }
 
     /// Encodes one 20 ms frame (960 samples) into `out` (resized to the packet).
     public func encode(_ pcm: [Int16], into out: inout [UInt8]) throws(CodecError) {

@@ -6,7 +6,7 @@
 /// between 120 and 240 Hz with harmonics, shaped into 4 Hz "syllables" over a floor that never
 /// drops below 25 % amplitude, so Opus never falls into DTX-like bitrates by accident.
 public struct SyntheticAudioSource: Sendable {
-    public static let sampleRate = 48_000
+    static let sampleRate = 48_000
     var phase = 0.0
     public private(set) var samplesProduced: Int64 = 0
 

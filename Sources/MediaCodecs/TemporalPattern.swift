@@ -1,10 +1,10 @@
 /// VP8 temporal layering patterns (libwebrtc `default_temporal_layers.cc`): which TID each frame
 /// gets, which reference buffers it may read and update, and whether it is a layer-sync frame.
-public struct TemporalPattern: Sendable {
+struct TemporalPattern: Sendable {
     public struct Step: Sendable, Equatable {
         public var temporalID: UInt8
-        public var referenceLast: Bool, referenceGolden: Bool
-        public var updateLast: Bool, updateGolden: Bool
+        var referenceLast: Bool, referenceGolden: Bool
+        var updateLast: Bool, updateGolden: Bool
         /// Y bit: references only the base layer, so a receiver may switch up here.
         public var layerSync: Bool
     }
@@ -12,9 +12,9 @@ public struct TemporalPattern: Sendable {
     public let layers: Int
     public let steps: [Step]
     /// Cumulative share of the layer bitrate per temporal layer (libwebrtc kLayerRateAllocation).
-    public let cumulativeRateShare: [Double]
+    let cumulativeRateShare: [Double]
     /// Frame-rate decimators per temporal layer (libvpx ts_rate_decimator).
-    public let decimators: [Int]
+    let decimators: [Int]
 
     public init(layers: Int) {
         self.layers = max(1, min(3, layers))

@@ -4,7 +4,7 @@ internal import CVPX
 /// Not thread-safe: owned by the media thread.
 public final class VP8Encoder {
     public let config: VideoLayerConfig
-    public let pattern: TemporalPattern
+    let pattern: TemporalPattern
     var ctx = vpx_codec_ctx_t()
     var cfg = vpx_codec_enc_cfg_t()
     var image = vpx_image_t()
@@ -131,7 +131,7 @@ public final class VP8Encoder {
 
     /// libvpx takes the target in kbps; 1 kbps is its smallest (a 180p layer at 1 fps routed
     /// asks for 5 kbps).
-    public static let minimumBitrate = 1_000
+    static let minimumBitrate = 1_000
 
     /// Changes the target bitrate while running (takes effect on the next frame).
     public func setTargetBitrate(_ bps: Int) throws(CodecError) {

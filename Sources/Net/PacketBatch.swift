@@ -5,8 +5,8 @@ public final class PacketBatch {
     /// Largest datagram a slot carries before SRTP.
     public static let maxPacketSize = 1500
     /// Room reserved after each packet for the SRTP/SRTCP trailer (SRTP_MAX_TRAILER_LEN + 4).
-    public static let trailerRoom = 148
-    public static let slotSize = 1664 // 1500 + 148, rounded up to 64
+    static let trailerRoom = 148
+    public static let slotSize = (maxPacketSize + trailerRoom + 63) / 64 * 64 // 1664
 
     public let capacity: Int
     let storage: UnsafeMutableRawPointer

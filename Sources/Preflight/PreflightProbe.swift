@@ -53,10 +53,10 @@ public struct PreflightProbe: Sendable {
     public let fixedBitrate: Int?
     /// Nothing measured beyond it: the estimate is capped there (nothing above was probed).
     public let probeCeiling: Int?
-    public var answerTimeoutMicros: Int64 = 3_000_000
+    var answerTimeoutMicros: Int64 = 3_000_000
     /// Never connected within this: no answer either (the transport's own ICE and DTLS
     /// timeouts usually end it sooner, with their reason).
-    public var connectTimeoutMicros: Int64 = 12_000_000
+    var connectTimeoutMicros: Int64 = 12_000_000
     public private(set) var connectedAt: Int64?
     public private(set) var detector = SteadyDetector()
     public private(set) var answered = false
@@ -70,7 +70,7 @@ public struct PreflightProbe: Sendable {
     /// (libwebrtc `probe_controller.cc` probes at 3× and 6× the start rate, then 2× what it
     /// found), so what it loses is pubbot's own doing, reported apart and not judged.
     public private(set) var settledAt: Int64?
-    public var measureMicros: Int64 { detector.windowMicros + 500_000 }
+    var measureMicros: Int64 { detector.windowMicros + 500_000 }
 
     public init(start: Int64, fixedBitrate: Int? = nil, probeCeiling: Int? = nil) {
         self.start = start

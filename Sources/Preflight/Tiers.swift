@@ -10,7 +10,7 @@ public struct Tier: Equatable, Sendable {
     public var height: Int
     public var fps: Int
     public var bitrate: Int
-    public var simulcastBitrate: Int
+    var simulcastBitrate: Int
 
     public static let all: [Tier] = [
         Tier(name: "1080p", width: 1920, height: 1080, fps: 30, bitrate: 4_000_000, simulcastBitrate: 5_550_000),

@@ -174,9 +174,9 @@ public struct Verdict: Equatable, Sendable {
 /// the acknowledged (received) bitrate in it : with the link filled up to the estimate, what got
 /// through is a measurement, while the estimate saw-tooths below it after each back-off.
 public struct SteadyDetector: Sendable {
-    public var baseWindowMicros: Int64 = 2_000_000
+    var baseWindowMicros: Int64 = 2_000_000
     public var tolerance = 0.10
-    public var minimumSpread = 0.75
+    var minimumSpread = 0.75
     public var minimumMicros: Int64 = 4_000_000
     /// The path's round-trip time, when known (widens the window).
     public var roundTripMicros: Int64 = 0
@@ -213,7 +213,7 @@ public struct SteadyDetector: Sendable {
 
     /// 80th percentile of the acknowledged bitrate over the last window (of media and the
     /// padding that fills the link; a probe cluster's own burst is not in it).
-    public func acknowledgedHigh(now: Int64) -> Int? {
+    func acknowledgedHigh(now: Int64) -> Int? {
         let acked = samples.filter { now - $0.t <= windowMicros }.compactMap(\.acked).sorted()
         guard !acked.isEmpty else { return nil }
         return acked[min(acked.count - 1, acked.count * 4 / 5)]

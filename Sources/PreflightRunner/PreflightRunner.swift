@@ -22,7 +22,7 @@ public enum PreflightRunner {
         public var startError: String?
         /// The phase ran the send-side estimator (video and congestion control on): its estimate
         /// is what the path carries.
-        public var hadEstimator: Bool { plan.config.sendVideo && plan.config.congestionControl }
+        var hadEstimator: Bool { plan.config.sendVideo && plan.config.congestionControl }
 
         public init(
             measurement: Measurement, answered: Bool, interrupted: Bool, steady: Bool, elapsedMicros: Int64,

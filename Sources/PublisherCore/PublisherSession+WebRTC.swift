@@ -24,12 +24,12 @@ public struct TransportStatus: Sendable, Equatable {
     public var dtlsDurationMs: Int?
     /// Why the transport failed (ICE, DTLS, consent), once it has.
     public var failure: TransportFailure?
-    public var closedByPeer = false
+    var closedByPeer = false
     /// TURN: how long the allocation took (µs) and how many refreshes the server accepted.
     public var turnAllocateMicros: Int64?
     /// The selected pair's round trip from ICE checks and consent requests (µs).
     public var iceRoundTripMicros: Int64?
-    public var turnRefreshes = 0
+    var turnRefreshes = 0
 
     init(_ t: WebRTCTransport) { update(t) }
 

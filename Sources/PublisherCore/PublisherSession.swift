@@ -25,12 +25,12 @@ public struct NetworkCounters: Sendable, Equatable {
     public var sendDeferred = 0
     public var sendBlocked = 0
     /// Frames not sent because every packet slot was queued in the pacer.
-    public var framesDroppedNoSlot = 0
+    var framesDroppedNoSlot = 0
     public var paddingPacketsSent = 0
     public var nackReceived = 0
     public var retransmissionsSent = 0
     /// NACKed packets no longer in the history (too old or already resent within an RTT).
-    public var retransmissionsUnavailable = 0
+    var retransmissionsUnavailable = 0
     public var transportFeedbackReceived = 0
     public var rembReceived = 0
     public var lastError: String?
@@ -42,14 +42,14 @@ public struct NetworkCounters: Sendable, Equatable {
     /// The send-side estimate and what the allocator made of it.
     public var estimate: NetworkEstimate?
     public var allocation: Allocation?
-    public var pacerQueuePackets = 0
+    var pacerQueuePackets = 0
     /// Network condition of the uplink (`NetworkConditionScorer`), with hysteresis.
     public var networkCondition: NetworkCondition = .unknown
     public var networkConditionReason: NetworkConditionReason = .unknown
     /// Condition changes and layer changes, oldest first (the last 256), numbered.
     public var events: [PublisherEvent] = []
-    public var eventsEmitted = 0
-    public var senderStatsSent = 0
+    var eventsEmitted = 0
+    var senderStatsSent = 0
     public var audioFallbackActive = false
 }
 

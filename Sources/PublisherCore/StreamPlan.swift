@@ -18,10 +18,10 @@ public struct StreamPlan: Sendable {
         public var destination: SocketAddress
         public var rtcpDestination: SocketAddress
         /// RTX stream (RFC 4588) for this video layer: its own SSRC, payload type 97 (BUNDLE only).
-        public var rtxSSRC: UInt32?
+        var rtxSSRC: UInt32?
         /// Random bits for the stream's first sequence number, RTP timestamp and picture ID
         /// (RFC 3550 §5.1: unpredictable), drawn here so the session itself reads no OS random.
-        public var initialRandom: UInt64 = 0
+        var initialRandom: UInt64 = 0
         public var port: Int { destination.port }
     }
 

@@ -20,7 +20,7 @@ public struct ApplicationDefined: Equatable, Sendable {
         self.data = data
     }
 
-    public static func fourCC(_ s: String) -> UInt32 {
+    static func fourCC(_ s: String) -> UInt32 {
         var v: UInt32 = 0
         for b in Array(s.utf8).prefix(4) { v = v << 8 | UInt32(b) }
         return v << (8 * UInt32(4 - min(4, s.utf8.count)))

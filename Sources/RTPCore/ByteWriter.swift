@@ -37,7 +37,7 @@ public struct ByteWriter {
     }
 
     @inlinable @inline(__always)
-    public mutating func u24(_ v: UInt32) {
+    mutating func u24(_ v: UInt32) {
         u8(UInt8(truncatingIfNeeded: v >> 16)); u8(UInt8(truncatingIfNeeded: v >> 8)); u8(UInt8(truncatingIfNeeded: v))
     }
 
@@ -49,7 +49,7 @@ public struct ByteWriter {
     }
 
     @inlinable @inline(__always)
-    public mutating func u64(_ v: UInt64) { u32(UInt32(truncatingIfNeeded: v >> 32)); u32(UInt32(truncatingIfNeeded: v)) }
+    mutating func u64(_ v: UInt64) { u32(UInt32(truncatingIfNeeded: v >> 32)); u32(UInt32(truncatingIfNeeded: v)) }
 
     /// Writes the first `count` (≤ 8) bytes of `v` as laid out in memory (little-endian):
     /// one 8-byte store when there is room, else byte by byte.
@@ -105,12 +105,12 @@ public struct ByteWriter {
 
     /// Overwrites a big-endian 16-bit value at an absolute offset already written.
     @inlinable @inline(__always)
-    public func patch16(at offset: Int, _ v: UInt16) {
+    func patch16(at offset: Int, _ v: UInt16) {
         base.storeBytes(of: v.bigEndian, toByteOffset: offset, as: UInt16.self)
     }
 
     @inlinable @inline(__always)
-    public func patch8(at offset: Int, _ v: UInt8) { base.storeBytes(of: v, toByteOffset: offset, as: UInt8.self) }
+    func patch8(at offset: Int, _ v: UInt8) { base.storeBytes(of: v, toByteOffset: offset, as: UInt8.self) }
 }
 
 extension Array where Element == UInt8 {

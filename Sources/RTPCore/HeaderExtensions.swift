@@ -10,9 +10,9 @@ public struct HeaderExtensionElement: Equatable, Sendable {
 }
 
 public struct HeaderExtensionIterator: Sendable {
-    public static let oneByteProfile: UInt16 = 0xBEDE
-    public static let twoByteProfileMask: UInt16 = 0xFFF0
-    public static let twoByteProfile: UInt16 = 0x1000
+    static let oneByteProfile: UInt16 = 0xBEDE
+    static let twoByteProfileMask: UInt16 = 0xFFF0
+    static let twoByteProfile: UInt16 = 0x1000
 
     let oneByte: Bool
     let known: Bool

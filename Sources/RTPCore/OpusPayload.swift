@@ -3,7 +3,7 @@
 public enum OpusPayload {
     public static let clockRate: UInt32 = 48_000
     /// RTP timestamp increment for a frame of `ms` milliseconds.
-    public static func timestampIncrement(frameMillis ms: Int) -> UInt32 { UInt32(ms * 48) }
+    static func timestampIncrement(frameMillis ms: Int) -> UInt32 { UInt32(ms * 48) }
 
     /// Writes one Opus packet as an RTP payload.
     @inlinable

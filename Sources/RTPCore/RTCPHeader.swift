@@ -8,13 +8,13 @@
 /// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 /// ```
 /// `length` is the packet size in 32-bit words minus one.
-public struct RTCPHeader: Equatable, Sendable {
+struct RTCPHeader: Equatable, Sendable {
     public static let size = 4
 
     public var padding: Bool
     /// Report count, source count or feedback message type (FMT), depending on the packet type.
     public var count: UInt8
-    public var packetType: UInt8
+    var packetType: UInt8
     /// Whole packet size in bytes, header included.
     public var packetSize: Int
 
@@ -41,12 +41,12 @@ public struct RTCPHeader: Equatable, Sendable {
     }
 }
 
-public enum RTCPPacketType {
+enum RTCPPacketType {
     public static let senderReport: UInt8 = 200
     public static let receiverReport: UInt8 = 201
     public static let sourceDescription: UInt8 = 202
     public static let goodbye: UInt8 = 203
     public static let application: UInt8 = 204
     public static let transportFeedback: UInt8 = 205
-    public static let payloadFeedback: UInt8 = 206
+    static let payloadFeedback: UInt8 = 206
 }

@@ -15,7 +15,7 @@
 /// +-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+-+
 /// ```
 public struct RTPHeader: Equatable, Sendable {
-    public static let fixedSize = 12
+    static let fixedSize = 12
 
     public var marker: Bool
     public var payloadType: UInt8

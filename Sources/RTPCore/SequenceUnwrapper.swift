@@ -6,7 +6,7 @@ public struct SequenceUnwrapper: Sendable {
     public init() {}
 
     @inlinable
-    public static func forwardDistance(from a: UInt16, to b: UInt16) -> Int { Int(b &- a) }
+    static func forwardDistance(from a: UInt16, to b: UInt16) -> Int { Int(b &- a) }
 
     public mutating func unwrap(_ seq: UInt16) -> Int64 {
         guard let last else {

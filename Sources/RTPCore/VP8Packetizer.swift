@@ -44,7 +44,7 @@ public struct VP8Packetizer {
 
     /// Payload bytes (after the descriptor) of packet `i`.
     @inlinable
-    public func payloadSize(of i: Int) -> Int { baseSize + (i >= largerFrom ? 1 : 0) }
+    func payloadSize(of i: Int) -> Int { baseSize + (i >= largerFrom ? 1 : 0) }
 
     /// Writes the next packet's descriptor and payload. Returns its marker bit, or nil when done.
     @inlinable @inline(__always)

@@ -52,7 +52,7 @@ public struct ReceiverSnapshot: Sendable, Equatable {
     /// Sessions ended and freed, by cause.
     public var webrtcEndings = WebRTCEndings()
     /// Feedback answered by ICMP port unreachable (a publisher that has gone).
-    public var feedbackUnreachable = 0
+    var feedbackUnreachable = 0
     /// Packets refused because `maxPublishers` or `maxStreams` was reached.
     public var refusedOverCapacity = 0
     public var rejected: RejectedPackets
@@ -67,7 +67,7 @@ public struct ReceiverSnapshot: Sendable, Equatable {
     public var rembBitrate: Int?
     /// RTX packets that carried a lost packet, and padding-only RTX (probes).
     public var retransmissionsReceived = 0
-    public var rtxPaddingReceived = 0
+    var rtxPaddingReceived = 0
     /// Each publisher's last sender-side stats (RTCP APP "SSTS"), if it sends them; indexed like
     /// `publishers`.
     public var senderStatsByPublisher: [SenderSideStats?] = []
@@ -78,7 +78,7 @@ public struct ReceiverSnapshot: Sendable, Equatable {
         guard i < streamPublisher.count, streamPublisher[i] < senderStatsByPublisher.count else { return nil }
         return senderStatsByPublisher[streamPublisher[i]]
     }
-    public var senderStatsReceived = 0
+    var senderStatsReceived = 0
     /// RTP packets the uplink emulator dropped, per SSRC (what the publisher's uplink lost).
     public var uplinkDropsBySSRC: [UInt32: Int] = [:]
     public var senderReports: Int

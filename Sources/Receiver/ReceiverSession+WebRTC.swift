@@ -14,10 +14,10 @@ public struct WebRTCListenConfig: Sendable {
     public var local: STUNAddress
     /// A publisher whose ICE has not connected this long after the answer is abandoned and its
     /// slot freed (its DTLS has its own deadline, `WebRTCTransport.dtlsTimeoutMicros`).
-    public var iceTimeoutMicros: Int64 = 15_000_000
+    var iceTimeoutMicros: Int64 = 15_000_000
     /// A connected publisher (the full-ICE side, RFC 8445 §8.2) that sent no consent check this
     /// long has gone (RFC 7675 §5.1: it checks every 4–6 s and gives up after 30 s itself).
-    public var consentTimeoutMicros: Int64 = 30_000_000
+    var consentTimeoutMicros: Int64 = 30_000_000
     public init(certificate: DTLSCertificate, local: STUNAddress) {
         self.certificate = certificate
         self.local = local

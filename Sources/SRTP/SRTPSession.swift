@@ -51,7 +51,7 @@ public final class SRTPSession {
 
     /// Bytes SRTP may add after an RTP packet; keep this much room after every packet.
     public static let maxTrailer = Int(csrtp_max_trailer_len())
-    public static let maxRTCPTrailer = Int(csrtp_max_srtcp_trailer_len())
+    static let maxRTCPTrailer = Int(csrtp_max_srtcp_trailer_len())
 
     /// - Parameter replayWindow: packets remembered for replay protection (64…32767; libsrtp default 128).
     public init(key: SRTPKey, direction: Direction, replayWindow: Int = 1024) throws(SRTPError) {

@@ -34,9 +34,9 @@ public struct SDPDocument: Sendable, Equatable {
     public struct Attribute: Sendable, Equatable {
         public var name: String
         public var value: String?
-        public var lineType: Character?
+        var lineType: Character?
         /// The line number it was read from (1-based; 0 when built), for errors — not part of `==`.
-        public var lineNumber = 0
+        var lineNumber = 0
         public init(_ name: String, _ value: String? = nil) { self.name = name; self.value = value; lineType = nil }
         public init(line type: Character, _ value: String) { name = ""; self.value = value; lineType = type }
 
@@ -48,7 +48,7 @@ public struct SDPDocument: Sendable, Equatable {
         public var type: Character
         public var value: String
         /// As `Attribute.lineNumber`.
-        public var lineNumber = 0
+        var lineNumber = 0
         public init(_ type: Character, _ value: String) { self.type = type; self.value = value }
 
         public static func == (a: Line, b: Line) -> Bool { a.type == b.type && a.value == b.value }
@@ -57,11 +57,11 @@ public struct SDPDocument: Sendable, Equatable {
     public struct Media: Sendable, Equatable {
         public var kind: SDPMediaKind
         public var port: Int
-        public var proto: String
+        var proto: String
         public var formats: [String]
         public var attributes: [Attribute]
         /// The m= line's number (as `Attribute.lineNumber`).
-        public var lineNumber = 0
+        var lineNumber = 0
 
         public init(kind: SDPMediaKind, port: Int, proto: String, formats: [String], attributes: [Attribute]) {
             self.kind = kind
@@ -89,7 +89,7 @@ public struct SDPDocument: Sendable, Equatable {
     public var sessionAttributes: [Attribute]
     public var media: [Media]
     /// The number of lines read (0 when built): where an error about something missing points.
-    public var lineCount = 0
+    var lineCount = 0
 
     public init(sessionLines: [Line], sessionAttributes: [Attribute], media: [Media]) {
         self.sessionLines = sessionLines

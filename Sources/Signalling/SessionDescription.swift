@@ -28,7 +28,7 @@ public struct SessionDescription: Equatable, Sendable {
         /// RTX (RFC 4588): its payload type (`apt` = `payloadType`) and (media SSRC, RTX SSRC) pairs.
         public var rtxPayloadType: UInt8?
         /// The RTX rtpmap's clock rate when it was read from text (written: this, else `clockRate`).
-        public var rtxClockRate: Int?
+        var rtxClockRate: Int?
         public var rtxSSRCs: [(media: UInt32, rtx: UInt32)] = []
 
         public init(

@@ -277,7 +277,7 @@ public struct WHIPAnswer: Sendable {
     }
 
     /// URIs of the extensions the receiver reads.
-    public static let understood: Set<String> = [
+    static let understood: Set<String> = [
         "urn:ietf:params:rtp-hdrext:sdes:mid", "http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time",
         "http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01", "urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id",
         "urn:ietf:params:rtp-hdrext:sdes:repaired-rtp-stream-id"

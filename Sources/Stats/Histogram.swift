@@ -7,7 +7,7 @@
 /// and a percentile of the merged histogram is what one process holding every value would report.
 /// Percentiles are reported as the bucket's geometric middle (±1 %).
 public struct Histogram: Sendable, Equatable {
-    public static let growth = 1.02
+    static let growth = 1.02
     /// Sparse buckets: index → count (index Int.min is the zero bucket).
     public private(set) var buckets: [Int: Int] = [:]
     public private(set) var count = 0

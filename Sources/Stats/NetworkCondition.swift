@@ -72,7 +72,7 @@ public struct NetworkConditionScorer: Sendable {
     public init(thresholds: NetworkConditionThresholds = NetworkConditionThresholds()) { self.thresholds = thresholds }
 
     /// Mean loss over the window (nil when no sample carried loss).
-    public var windowLoss: Double? {
+    var windowLoss: Double? {
         let l = samples.compactMap(\.lossFraction)
         return l.isEmpty ? nil : l.reduce(0, +) / Double(l.count)
     }

@@ -50,7 +50,7 @@ public struct VitalsRecorder: Sendable {
     }
 
     /// A stats snapshot (any JSON) on the same timeline.
-    public mutating func addStats(_ stats: JSONValue, wallMillis: Int64) {
+    mutating func addStats(_ stats: JSONValue, wallMillis: Int64) {
         guard sessionActive else { entriesDropped += 1; return }
         append(.object([("type", .string("vitals")), ("timestamp", .int(wallMillis)), ("kind", .string("stats")), ("stats", stats)]))
     }

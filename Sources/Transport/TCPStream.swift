@@ -74,7 +74,7 @@ public final class TCPStream: TURNStream {
     }
 
     /// Reads what arrived, as it arrived (for a TLS layer on top).
-    public func readRaw(_ body: (ArraySlice<UInt8>) -> Void) {
+    func readRaw(_ body: (ArraySlice<UInt8>) -> Void) {
         while !closed {
             let n = buffer.withUnsafeMutableBytes { clinux_tcp_read(fd, $0.baseAddress, $0.count) }
             if n == -Int(EAGAIN_VALUE) { break }
@@ -84,7 +84,7 @@ public final class TCPStream: TURNStream {
     }
 
     /// The connection failed or was closed by the peer.
-    public func markClosed() { closed = true }
+    func markClosed() { closed = true }
 }
 
 let EAGAIN_VALUE: Int32 = 11

@@ -130,7 +130,7 @@ public final class UDPSocket {
     }
 
     /// Whether the kernel supports UDP GSO on this socket.
-    public var supportsGSO: Bool { clinux_gso_supported(fd) != 0 }
+    var supportsGSO: Bool { clinux_gso_supported(fd) != 0 }
 }
 
 /// A cross-thread wake-up (Linux eventfd) that a poll loop can wait on next to its socket.
