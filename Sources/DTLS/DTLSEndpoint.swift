@@ -69,7 +69,7 @@ public final class DTLSEndpoint {
     public enum Event: Sendable {
         /// The handshake is done and the peer's certificate matches: SRTP keys for each direction.
         case connected(suite: SRTPSuite, send: SRTPKey, receive: SRTPKey)
-        case failed(String)
+        case failed(DTLSFailure)
         /// The peer sent close_notify.
         case closed
     }
@@ -143,16 +143,14 @@ public final class DTLSEndpoint {
         let rc = copenssl_handshake(ssl, &reason, reason.count)
         flush()
         if rc < 0 {
-            fail("the DTLS handshake failed: \(String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))")
+            fail(.handshake(String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)))
             return
         }
         guard rc == 1 else { return }
         var peer = [UInt8](repeating: 0, count: 32)
-        guard copenssl_peer_sha256(ssl, &peer) == 1 else { fail("the peer sent no DTLS certificate"); return }
+        guard copenssl_peer_sha256(ssl, &peer) == 1 else { fail(.noCertificate); return }
         guard peer == expectedFingerprint else {
-            fail(
-                "the peer's DTLS certificate (sha-256 \(DTLSCertificate.hex(peer))) is not the one the answer's a=fingerprint names (sha-256 \(DTLSCertificate.hex(expectedFingerprint))): refusing the connection"
-            )
+            fail(.fingerprintMismatch(peer: DTLSCertificate.hex(peer), expected: DTLSCertificate.hex(expectedFingerprint)))
             return
         }
         // RFC 5764 §4.2: client key | server key | client salt | server salt.
@@ -160,10 +158,10 @@ public final class DTLSEndpoint {
         switch copenssl_srtp_profile(ssl) {
         case 0x0007: suite = .gcm; saltLength = 12 // SRTP_AEAD_AES_128_GCM (RFC 7714)
         case 0x0001: suite = .aesCm; saltLength = 14 // SRTP_AES128_CM_HMAC_SHA1_80
-        default: fail("the peer negotiated no SRTP profile pubbot supports (use_srtp, RFC 5764)"); return
+        default: fail(.noSRTPProfile); return
         }
         var material = [UInt8](repeating: 0, count: 2 * (16 + saltLength))
-        guard copenssl_export_srtp(ssl, &material, material.count) == 1 else { fail("OpenSSL could not export the SRTP keys"); return }
+        guard copenssl_export_srtp(ssl, &material, material.count) == 1 else { fail(.keyExportFailed); return }
         let clientKey = Array(material[0..<16]), serverKey = Array(material[16..<32])
         let clientSalt = Array(material[32..<(32 + saltLength)]), serverSalt = Array(material[(32 + saltLength)...])
         do throws(SRTPKey.ParseError) {
@@ -174,11 +172,11 @@ public final class DTLSEndpoint {
                 role == .client
                     ? .connected(suite: suite, send: client, receive: server) : .connected(suite: suite, send: server, receive: client))
         } catch {
-            fail("the exported SRTP keys do not fit: \(error)")
+            fail(.keysDoNotFit("\(error)"))
         }
     }
 
-    func fail(_ reason: String) {
+    func fail(_ reason: DTLSFailure) {
         state = .failed
         events.append(.failed(reason))
     }

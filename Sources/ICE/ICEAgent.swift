@@ -49,7 +49,7 @@ public final class ICEAgent {
     public enum Event: Sendable, Equatable {
         case connected(local: ICECandidate, remote: ICECandidate)
         case roleChanged(Role)
-        case failed(String)
+        case failed(ICEFailure)
     }
 
     public enum State: Sendable, Equatable { case checking, connected, failed }
@@ -186,7 +186,7 @@ public final class ICEAgent {
             if pairs[i].transmissions >= Self.maxTransmissions {
                 pairs[i].state = .failed
                 pairs[i].nextRetransmit = .max
-                if selected == i { fail("consent lost: the selected pair stopped answering"); return nil }
+                if selected == i { fail(.selectedPairLost); return nil }
             } else {
                 send(check: i, retransmission: true)
             }
@@ -209,15 +209,13 @@ public final class ICEAgent {
         }
         // Every pair failed: nothing will connect.
         if state == .checking && !lite && !pairs.isEmpty && pairs.allSatisfy({ $0.state == .failed }) {
-            fail(
-                "no candidate pair answered ICE checks (\(pairs.count) pair\(pairs.count == 1 ? "" : "s") tried, \(Self.maxTransmissions) checks each): the peer is unreachable or refuses our credentials"
-            )
+            fail(.noPairAnswered(pairs: pairs.count, checksEach: Self.maxTransmissions))
             return nil
         }
         // Consent freshness (RFC 7675 §5.1).
         if state == .connected && !lite, let s = selected {
             if now - lastConsent >= Self.consentTimeout {
-                fail("consent lost: the peer did not answer for \(Self.consentTimeout / 1_000_000) s (RFC 7675)")
+                fail(.consentExpired(seconds: Int(Self.consentTimeout / 1_000_000)))
                 return nil
             }
             if now >= nextConsent {
@@ -239,7 +237,7 @@ public final class ICEAgent {
         return wake == .max ? nil : wake
     }
 
-    func fail(_ reason: String) {
+    func fail(_ reason: ICEFailure) {
         state = .failed
         events.append(.failed(reason))
     }

@@ -9,7 +9,7 @@ import RTPCore
 public final class TURNClient {
     public enum Event: Sendable, Equatable {
         case allocated(relay: STUNAddress, mapped: STUNAddress?, lifetime: UInt32)
-        case failed(String)
+        case failed(TURNFailure)
     }
 
     public enum State: Sendable, Equatable { case idle, allocating, allocated, failed, closed }
@@ -107,7 +107,7 @@ public final class TURNClient {
             if p.sends >= Self.maxSends {
                 pending[txid] = nil
                 switch p.kind {
-                case .allocate, .refresh: fail("the TURN server \(server) does not answer (\(Self.maxSends) requests over 5.75 s)")
+                case .allocate, .refresh: fail(.noAnswer(server: server, requests: Self.maxSends))
                 case .permission, .channelBind: break // retried at the next refresh or send
                 }
                 continue
@@ -206,7 +206,7 @@ public final class TURNClient {
     func success(_ kind: Kind, _ m: STUNMessage) {
         switch kind {
         case .allocate:
-            guard let r = m.xorRelayedAddress else { fail("the TURN server's allocation has no XOR-RELAYED-ADDRESS"); return }
+            guard let r = m.xorRelayedAddress else { fail(.noRelayedAddress); return }
             relay = r
             mapped = m.xorMappedAddress
             lifetime = m.lifetime ?? 600
@@ -230,7 +230,7 @@ public final class TURNClient {
         case 401 where (!authenticated || m.nonce != nonce) && unauthorizedRetries < 2:
             unauthorizedRetries += 1
             // The first 401 names the realm and nonce (RFC 8656 §7.1, RFC 8489 §9.2.4).
-            guard let r = m.realm, let n = m.nonce else { fail("the TURN server answered 401 without a realm and nonce"); return }
+            guard let r = m.realm, let n = m.nonce else { fail(.challengeWithoutRealm); return }
             realm = r
             nonce = n
             key = longTermKey(username, r, password)
@@ -243,18 +243,7 @@ public final class TURNClient {
             retry(p)
         default:
             guard p.kind == .allocate || p.kind == .refresh else { return } // a permission or channel refused: ICE's checks will tell
-            let what: String
-            switch code {
-            case 401: what = "refused the credentials (401 Unauthorized): check the TURN username and credential"
-            case 403: what = "forbids this (403 Forbidden\(reason.isEmpty ? "" : ": \(reason)"))"
-            case 437: what = "reports an allocation mismatch (437)"
-            case 441: what = "refused the credentials (441 Wrong Credentials)"
-            case 442: what = "does not relay UDP (442 Unsupported Transport Protocol)"
-            case 486: what = "refused: allocation quota reached (486)"
-            case 508: what = "is out of capacity (508 Insufficient Capacity)"
-            default: what = "answered \(code) \(reason)"
-            }
-            fail("the TURN server \(server) \(what)")
+            fail(.refused(server: server, code: code, reason: reason))
         }
     }
 
@@ -298,7 +287,7 @@ public final class TURNClient {
         pending[txid] = p
     }
 
-    func fail(_ reason: String) {
+    func fail(_ reason: TURNFailure) {
         guard state != .failed else { return }
         state = .failed
         pending = [:]

@@ -165,7 +165,7 @@ public final class WebRTCTransport {
                     dtls.start() // the client's ClientHello; a server waits
                 }
             case .roleChanged: break
-            case let .failed(reason): fail(.ice, reason)
+            case let .failed(reason): fail(.ice, reason.description)
             }
         }
         while let t = ice.pollTransmit() { emit(t.bytes, from: t.from, to: t.to) }
@@ -188,7 +188,7 @@ public final class WebRTCTransport {
                 isConnected = true
                 dtlsConnectedMicros = nowMicros
                 events.append(.connected(local: local, remote: remote, suite: suite, send: send, receive: receive))
-            case let .failed(reason): fail(.dtls, reason)
+            case let .failed(reason): fail(.dtls, reason.description)
             case .closed: events.append(.closed)
             }
         }

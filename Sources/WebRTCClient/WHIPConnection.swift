@@ -358,7 +358,7 @@ public final class WHIPConnection: @unchecked Sendable {
         send()
         var reason =
             stream?.closed == true ? "the TURN server \(server) closed the TCP connection" : "the TURN server \(server) does not answer"
-        while let e = t.pollEvent() { if case let .failed(r) = e { reason = r } }
+        while let e = t.pollEvent() { if case let .failed(r) = e { reason = r.description } }
         return t.state == .allocated ? .success((t, stream)) : .failure(WHIPConnectError(reason))
     }
 

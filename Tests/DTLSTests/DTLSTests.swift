@@ -24,7 +24,7 @@ func keys(_ events: [DTLSEndpoint.Event]) -> (SRTPSuite, SRTPKey, SRTPKey)? {
     return nil
 }
 
-func failure(_ events: [DTLSEndpoint.Event]) -> String? {
+func failure(_ events: [DTLSEndpoint.Event]) -> DTLSFailure? {
     for e in events { if case let .failed(r) = e { return r } }
     return nil
 }
@@ -71,8 +71,9 @@ func failure(_ events: [DTLSEndpoint.Event]) -> String? {
         #expect(client.state == .failed && keys(ec) == nil)
         let reason = try #require(failure(ec))
         #expect(
-            reason.contains("is not the one the answer's a=fingerprint names") && reason.contains(DTLSCertificate.hex(cb.fingerprint)),
+            reason == .fingerprintMismatch(peer: DTLSCertificate.hex(cb.fingerprint), expected: DTLSCertificate.hex(other.fingerprint)),
             "\(reason)")
+        #expect(reason.description.contains("is not the one the answer's a=fingerprint names"))
     }
 
     /// Fingerprints in their SDP form, and what is refused.

@@ -131,8 +131,9 @@ func liteServer() -> ICEAgent {
         #expect(p.state == .failed && s.state == .checking)
         #expect(s.counters.rejected > 0 && p.counters.successes == 0)
         #expect(net.now < 7_000_000, "failed after \(net.now) µs")
-        let reason = net.events.compactMap { if case let .failed(r) = $0.2 { r } else { nil } }.first ?? ""
-        #expect(reason.contains("no candidate pair answered"), "\(reason)")
+        let reason = net.events.compactMap { if case let .failed(r) = $0.2 { r } else { nil } }.first
+        #expect(reason == .noPairAnswered(pairs: 1, checksEach: 8), "\(String(describing: reason))")
+        #expect(reason?.description.contains("no candidate pair answered") == true)
     }
 
     /// The path dies after connecting: consent is lost 30 s after the last answer (RFC 7675).
@@ -147,8 +148,9 @@ func liteServer() -> ICEAgent {
         net.run(until: 60_000_000) { p.state == .failed }
         #expect(p.state == .failed)
         #expect((cut + 29_000_000...cut + 31_000_000).contains(net.now), "failed \(net.now - cut) µs after the cut")
-        let reason = net.events.compactMap { if case let .failed(r) = $0.2 { r } else { nil } }.first ?? ""
-        #expect(reason.contains("consent lost"), "\(reason)")
+        let reason = net.events.compactMap { if case let .failed(r) = $0.2 { r } else { nil } }.first
+        #expect(reason == .consentExpired(seconds: 30), "\(String(describing: reason))")
+        #expect(reason?.description.contains("consent lost") == true)
     }
 
     /// Two full agents that both think they control (as when both sides offer): the tie-breaker

@@ -67,7 +67,7 @@ import Platform
             while let e = endpoint.pollEvent() {
                 switch e {
                 case let .connected(suite, send, receive): keys = (suite, send, receive)
-                case let .failed(r): failure = r
+                case let .failed(r): failure = r.description
                 case .closed: break
                 }
             }

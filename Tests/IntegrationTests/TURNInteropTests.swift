@@ -131,9 +131,12 @@ import Crypto
         c.start(now: start)
         try drive(c, socket, micros: 8_000_000) { c.state != .allocating }
         #expect(c.state == .failed && Clock.monotonicMicros() - start < 3_000_000)
-        var reason = ""
+        var reason: TURNFailure?
         while let e = c.pollEvent() { if case let .failed(r) = e { reason = r } }
-        #expect(reason.contains("credentials"), "\(reason)")
+        #expect(
+            reason.map { if case let .refused(_, code, _) = $0 { [401, 441].contains(code) } else { false } } == true,
+            "\(String(describing: reason))")
+        #expect(reason?.description.contains("credentials") == true)
     }
 
     /// coturn limits a user to one allocation (`--user-quota=1`): the second is refused with the
@@ -149,9 +152,11 @@ import Crypto
         #expect(first.state == .allocated)
         second.start(now: Clock.monotonicMicros())
         try drive(second, s2, micros: 7_000_000) { second.state != .allocating }
-        var reason = ""
+        var reason: TURNFailure?
         while let e = second.pollEvent() { if case let .failed(r) = e { reason = r } }
-        #expect(second.state == .failed && reason.contains("quota"), "\(second.state): \(reason)")
+        #expect(
+            second.state == .failed && reason?.description.contains("quota") == true,
+            "\(second.state): \(String(describing: reason))")
         #expect(first.state == .allocated)
     }
 
