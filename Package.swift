@@ -110,7 +110,7 @@ let package = Package(
                 "HTTPSignaling", "WHIPEndpoint", "HTTPServer", "WebRTCClient", "DTLS", "Platform", "Fleet", "PreflightRunner",
                 "PublisherEngine",
                 "LoopbackReceiver", "Simulation", "Transport", "Stats", "RTPCore", "MediaCodecs", "Impairment", "Congestion", "Preflight",
-                "ICE", "Signalling"
+                "ICE", "Signalling", "WebRTC"
             ],
             // Output schemas, beside the code that emits them.
             exclude: ["stats.schema.json", "preflight.schema.json", "load-report.schema.json"]),

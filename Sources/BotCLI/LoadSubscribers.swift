@@ -115,7 +115,7 @@ struct SubscriberSummary {
                 number: m.number, room: m.room, error: m.error, latencyMs: v?.latencyMeanMillis, freezes: v?.freezeCount ?? 0,
                 freezeMs: v?.totalFreezesDurationMillis ?? 0, fps: v?.receivedFrameRate ?? 0,
                 width: v?.width ?? 0, height: v?.height ?? 0, lost: max(0, v?.packetsLost ?? 0), received: v?.packetsReceived ?? 0,
-                iceMs: t?.iceMillis, dtlsMs: t?.dtlsMillis)
+                iceMs: t?.transport?.iceMillis, dtlsMs: t?.transport?.dtlsMillis)
         }
     }
 

@@ -306,7 +306,7 @@ enum ReceiveCommand {
                 whepConnected = true
                 Output.endProgress()
                 Output.err(
-                    "connected: ICE \(t.iceMillis.map { Units.fixed($0, 1) } ?? "?") ms (\(t.iceRole?.rawValue ?? "?")), DTLS \(t.dtlsMillis.map { Units.fixed($0, 1) } ?? "?") ms, \(t.srtpCipher ?? "?"), server \(t.remote ?? "?")\n"
+                    "connected: ICE \(t.transport?.iceMillis.map { Units.fixed($0, 1) } ?? "?") ms (\(t.transport?.iceRole.rawValue ?? "?")), DTLS \(t.transport?.dtlsMillis.map { Units.fixed($0, 1) } ?? "?") ms, \(t.transport?.srtpCipher ?? "?"), server \(t.remote ?? "?")\n"
                 )
             }
             return true
@@ -372,9 +372,10 @@ enum ReceiveCommand {
                 ("state", .string(t?.state.rawValue ?? "new")), ("failure", t?.failure.map { .string($0.reason) } ?? .null),
                 ("failureLayer", t?.failure.map { .string($0.layer.rawValue) } ?? .null),
                 ("server", t?.remote.map { .string($0) } ?? .null),
-                ("iceRole", t?.iceRole.map { .string($0.rawValue) } ?? .null), ("iceDurationMs", ms(t?.iceMillis)),
-                ("dtlsDurationMs", ms(t?.dtlsMillis)),
-                ("srtpCipher", t?.srtpCipher.map { .string($0) } ?? .null), ("roundTripTimeMs", ms(t?.roundTripMillis)),
+                ("iceRole", (t?.transport?.iceRole).map { .string($0.rawValue) } ?? .null), ("iceDurationMs", ms(t?.transport?.iceMillis)),
+                ("dtlsDurationMs", ms(t?.transport?.dtlsMillis)),
+                ("srtpCipher", t?.transport?.srtpCipher.map { .string($0) } ?? .null),
+                ("roundTripTimeMs", ms(t?.transport?.roundTripMillis)),
                 ("rtcpSent", .int(Int64(r.rtcpSent))), ("nackSent", .int(Int64(r.nackSent))), ("pliSent", .int(Int64(r.pliSent))),
                 ("transportFeedbackSent", .int(Int64(r.transportFeedbackSent))),
                 ("retransmissionsReceived", .int(Int64(r.retransmissionsReceived))),
@@ -386,9 +387,9 @@ enum ReceiveCommand {
         let t = r.webrtcPublishers.first
         var out = "WHEP: " + w.summary.map { "\($0.0) \($0.1)" }.joined(separator: ", ") + "\n"
         out +=
-            "transport: \(t?.state.rawValue ?? "new"), server \(t?.remote ?? "-"), ICE \(t?.iceMillis.map { Units.fixed($0, 1) } ?? "-") ms as \(t?.iceRole?.rawValue ?? "-"), "
+            "transport: \(t?.state.rawValue ?? "new"), server \(t?.remote ?? "-"), ICE \(t?.transport?.iceMillis.map { Units.fixed($0, 1) } ?? "-") ms as \(t?.transport?.iceRole.rawValue ?? "-"), "
         out +=
-            "DTLS \(t?.dtlsMillis.map { Units.fixed($0, 1) } ?? "-") ms, RTT \(t?.roundTripMillis.map { Units.fixed($0, 2) } ?? "-") ms; "
+            "DTLS \(t?.transport?.dtlsMillis.map { Units.fixed($0, 1) } ?? "-") ms, RTT \(t?.transport?.roundTripMillis.map { Units.fixed($0, 2) } ?? "-") ms; "
         out += "feedback sent: \(r.nackSent) NACK, \(r.pliSent) PLI, \(r.transportFeedbackSent) transport-cc, \(r.rembSent) REMB"
         if let b = r.rembBitrate { out += " (last \(Units.bitrate(b)))" }
         out += "; \(r.retransmissionsReceived) retransmissions received\n"

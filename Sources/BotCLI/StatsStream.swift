@@ -4,6 +4,7 @@
 import PublisherEngine
 import Stats
 import Transport
+import WebRTC
 import Platform
 
 /// The `--stats FILE|-` JSON Lines stream (schema: `stats.schema.json` beside this file): one object per line per interval,
@@ -190,7 +191,7 @@ final class JSONLinesWriter {
 /// `RTCDtlsTransport.state`, `RTCTransportStats.srtpCipher`, the selected `RTCIceCandidatePair`)
 /// plus the time ICE and DTLS took.
 enum TransportFields {
-    static func json(_ t: TransportStatus, rttMillis: Double?) -> [(String, JSONValue)] {
+    static func json(_ t: TransportStats, rttMillis: Double?) -> [(String, JSONValue)] {
         let pair: JSONValue
         if let lt = t.localCandidateType, let la = t.localAddress, let rt = t.remoteCandidateType, let ra = t.remoteAddress {
             pair = .object([
@@ -199,7 +200,7 @@ enum TransportFields {
                 // W3C: measured by STUN on the pair (checks, consent); RTCP's as a fallback.
                 (
                     "currentRoundTripTime",
-                    t.iceRoundTripMicros.map { .double(Double($0) / 1e6) } ?? rttMillis.map { .double(($0 * 10).rounded() / 10000) }
+                    t.roundTripMicros.map { .double(Double($0) / 1e6) } ?? rttMillis.map { .double(($0 * 10).rounded() / 10000) }
                         ?? .null
                 )
             ])

@@ -113,8 +113,8 @@ final class WHEPProbe: @unchecked Sendable {
         if let snap = r.snapshot {
             let t = snap.webrtcPublishers.first
             f += [
-                ("iceDurationMs", ms(t?.iceMillis)), ("dtlsDurationMs", ms(t?.dtlsMillis)),
-                ("iceRole", t?.iceRole.map { .string($0.rawValue) } ?? .null)
+                ("iceDurationMs", ms(t?.transport?.iceMillis)), ("dtlsDurationMs", ms(t?.transport?.dtlsMillis)),
+                ("iceRole", (t?.transport?.iceRole).map { .string($0.rawValue) } ?? .null)
             ]
             if let v = snap.streams.first(where: { $0.kind == .video }) {
                 f += [

@@ -1,58 +1,9 @@
 import RTPCore
 import Net
 import SRTP
-public import WebRTC
-public import ICE
-public import DTLS
-
-/// The WebRTC transport's figures for stats (W3C `RTCIceTransport`/`RTCDtlsTransport`/the
-/// selected `RTCIceCandidatePair`).
-public struct TransportStatus: Sendable, Equatable {
-    public var iceState = ICETransportState.new
-    public var dtlsState = DTLSTransportState.new
-    public var iceRole = ICEAgent.Role.controlling
-    /// W3C `RTCDtlsRole` (the answer's a=setup decided).
-    public var dtlsRole: DTLSEndpoint.Role?
-    /// `AEAD_AES_128_GCM` or `AES_CM_128_HMAC_SHA1_80` once DTLS exported the keys.
-    public var srtpCipher: String?
-    public var localCandidateType: String?
-    public var localAddress: String?
-    public var remoteCandidateType: String?
-    public var remoteAddress: String?
-    /// From the first check to the selected pair, and from there to DTLS done.
-    public var iceDurationMs: Int?
-    public var dtlsDurationMs: Int?
-    /// Why the transport failed (ICE, DTLS, consent), once it has.
-    public var failure: TransportFailure?
-    var closedByPeer = false
-    /// TURN: how long the allocation took (µs) and how many refreshes the server accepted.
-    public var turnAllocateMicros: Int64?
-    /// The selected pair's round trip from ICE checks and consent requests (µs).
-    public var iceRoundTripMicros: Int64?
-    var turnRefreshes = 0
-
-    init(_ t: WebRTCTransport) { update(t) }
-
-    mutating func update(_ t: WebRTCTransport) {
-        iceState = t.iceState
-        dtlsState = t.dtlsState
-        iceRole = t.ice.role
-        dtlsRole = t.dtls.role
-        if let (l, r) = t.ice.selectedPair {
-            localCandidateType = l.kind.rawValue
-            localAddress = l.address.description
-            remoteCandidateType = r.kind.rawValue
-            remoteAddress = r.address.description
-        }
-        if let s = t.startedMicros, let i = t.iceConnectedMicros { iceDurationMs = Int((i - s) / 1000) }
-        iceRoundTripMicros = t.ice.roundTripMicros
-        if let turn = t.turn, let a = turn.allocatedMicros, let s = turn.startedMicros {
-            turnAllocateMicros = a - s
-            turnRefreshes = turn.refreshes
-        }
-        if let i = t.iceConnectedMicros, let d = t.dtlsConnectedMicros { dtlsDurationMs = Int((d - i) / 1000) }
-    }
-}
+import WebRTC
+import ICE
+import DTLS
 
 extension PublisherSession {
     /// The transport's timers; what it sends goes into the outbox. Returns its next deadline.
@@ -109,7 +60,7 @@ extension PublisherSession {
         while let e = t.pollEvent() {
             changed = true
             switch e {
-            case let .connected(_, remote, suite, send, receive):
+            case let .connected(_, remote, _, send, receive):
                 guard let destination = SocketAddress(remote) else {
                     fail(TransportFailure(.ice, "the selected remote \(remote) is not a usable address")); break
                 }
@@ -122,19 +73,24 @@ extension PublisherSession {
                 }
                 connectedRemote = destination
                 if t.isRelayed, let turn = t.turn { relayServer = SocketAddress(turn.server) }
-                counters.transport?.srtpCipher = suite.sdesName
                 if !mediaStarted && !stopRequested { startMedia(now: now) }
             case let .failed(reason): fail(reason)
             case .closed:
-                counters.transport?.closedByPeer = true
                 if !stopRequested { fail(TransportFailure(.peer, "the server closed the DTLS connection (close_notify)")) }
             }
         }
         // The figures are text (addresses): refreshed on events and once a second, not per turn.
         if changed || now - transportStatusMicros >= 1_000_000 || (!mediaStarted && now - transportStatusMicros >= 20_000) {
             transportStatusMicros = now
-            counters.transport?.update(t)
+            updateTransportStats(t)
         }
+    }
+
+    /// The transport's statistics into the snapshot, keeping a failure the session added.
+    func updateTransportStats(_ t: WebRTCTransport) {
+        let failure = counters.transport?.failure
+        counters.transport = t.stats
+        if counters.transport?.failure == nil { counters.transport?.failure = failure }
     }
 
     func fail(_ failure: TransportFailure) {

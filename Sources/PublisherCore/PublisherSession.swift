@@ -35,7 +35,7 @@ public struct NetworkCounters: Sendable, Equatable {
     public var rembReceived = 0
     public var lastError: String?
     /// ICE/DTLS figures of a WebRTC session (nil with SDES).
-    public var transport: TransportStatus?
+    public var transport: TransportStats?
     /// Frames the encoders made before ICE and DTLS were done (not sent).
     public var framesBeforeConnected = 0
     public var byeSent = false
@@ -214,7 +214,7 @@ public final class PublisherSession {
             estimator = e
             pacer.paddingPacketSize = 255 // RTP padding holds at most 255 bytes
         }
-        if let t = self.webrtc { counters.transport = TransportStatus(t) }
+        if let t = self.webrtc { counters.transport = t.stats }
     }
 
     var nextReport: Int64 = 0
@@ -289,7 +289,7 @@ public final class PublisherSession {
             // close_notify after the BYE (RFC 5246 §7.2.1), on the same path.
             t.close()
             drainTransport()
-            counters.transport?.update(t)
+            updateTransportStats(t)
         }
     }
 

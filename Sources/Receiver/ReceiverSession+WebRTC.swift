@@ -101,13 +101,12 @@ public struct WebRTCPublisherState: Sendable, Equatable {
     public var resource: String
     public var state: State
     public var remote: String?
-    public var srtpCipher: String?
+    /// Why it ended badly: the transport's failure, or the session's (no ICE within the
+    /// deadline, consent lost, the keys refused).
     public var failure: TransportFailure?
-    /// ICE and DTLS times (ms from the first check; the offerer's own, a WHEP subscriber's).
-    public var iceMillis: Double?
-    public var dtlsMillis: Double?
-    public var iceRole: ICEAgent.Role?
-    public var roundTripMillis: Double?
+    /// The transport's own statistics (roles, cipher, the selected pair, ICE and DTLS times —
+    /// the offerer's own, a WHEP subscriber's — and the pair's round trip).
+    public var transport: TransportStats?
 }
 
 /// One WebRTC publisher: its transport (ICE-lite, DTLS client) and, once connected, its keys
@@ -221,6 +220,7 @@ extension ReceiverSession {
         // Abandoned sessions (offers that never ran ICE: what a flood leaves) are only counted;
         // keeping their records would keep the flood's memory too.
         if peer.state.state != .abandoned {
+            if peer.state.transport != nil { peer.state.transport = peer.transport.stats } // as it ended
             rtcEnded.append(peer.state)
             if rtcEnded.count > Self.endedKept { rtcEnded.removeFirst(rtcEnded.count - Self.endedKept) }
         }
@@ -263,7 +263,7 @@ extension ReceiverSession {
         drain(peer)
         while let e = peer.transport.pollEvent() {
             switch e {
-            case let .connected(_, remote, suite, send, receive):
+            case let .connected(_, remote, _, send, receive):
                 guard let address = SocketAddress(remote) else {
                     fail(peer, TransportFailure(.ice, "the selected remote \(remote) is not a usable address")); continue
                 }
@@ -284,13 +284,7 @@ extension ReceiverSession {
                     rtcByAddress[address] = peer
                     peer.state.state = .connected
                     peer.state.remote = remote.description
-                    peer.state.srtpCipher = suite.sdesName
-                    let t = peer.transport
-                    if let s0 = t.startedMicros {
-                        peer.state.iceMillis = t.iceConnectedMicros.map { Double($0 - s0) / 1000 }
-                        peer.state.dtlsMillis = t.dtlsConnectedMicros.map { Double($0 - (t.iceConnectedMicros ?? s0)) / 1000 }
-                    }
-                    peer.state.iceRole = t.ice.role
+                    peer.state.transport = peer.transport.stats
                 } catch {
                     fail(peer, TransportFailure(.srtp, "libsrtp2 refused the keys DTLS exported: \(error)"))
                 }

@@ -106,7 +106,7 @@ public final class ReceiverSession {
                 rtcEnded
                 + rtcPeers.map { p in
                     var s = p.state
-                    s.roundTripMillis = p.transport.ice.roundTripMicros.map { Double($0) / 1000 }
+                    s.transport = p.transport.stats
                     return s
                 }
         }

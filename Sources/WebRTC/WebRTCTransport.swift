@@ -33,6 +33,11 @@ public final class WebRTCTransport {
     public private(set) var failed = false
     /// ICE and DTLS are done (the `.connected` event was given).
     public private(set) var isConnected = false
+    /// The SRTP protection profile DTLS negotiated, the failure it ended with, and whether the
+    /// peer closed it (for `stats`).
+    public private(set) var srtpSuite: SRTPSuite?
+    public private(set) var failure: TransportFailure?
+    public private(set) var closedByPeer = false
     /// Datagrams that were none of STUN, DTLS or RTP/RTCP (dropped, counted).
     public private(set) var unknownDatagrams = 0
 
@@ -187,9 +192,12 @@ public final class WebRTCTransport {
                 guard let (local, remote) = path else { fail(.dtls, "DTLS finished before ICE selected a path"); return }
                 isConnected = true
                 dtlsConnectedMicros = nowMicros
+                srtpSuite = suite
                 events.append(.connected(local: local, remote: remote, suite: suite, send: send, receive: receive))
             case let .failed(reason): fail(.dtls, reason.description)
-            case .closed: events.append(.closed)
+            case .closed:
+                closedByPeer = true
+                events.append(.closed)
             }
         }
     }
@@ -197,6 +205,7 @@ public final class WebRTCTransport {
     func fail(_ layer: TransportFailure.Layer, _ reason: String) {
         guard !failed else { return }
         failed = true
+        failure = TransportFailure(layer, reason)
         events.append(.failed(TransportFailure(layer, reason)))
     }
 }

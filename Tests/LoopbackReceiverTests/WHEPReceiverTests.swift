@@ -65,8 +65,9 @@ import Crypto
         let state = try #require(session.snapshot(final: false).webrtcPublishers.first)
         #expect(state.state == .connected && serverKeys != nil, "\(state)")
         // Exactly one side ended up controlling, whichever the tie-breakers chose.
-        #expect(state.iceRole != nil && state.iceRole != sIce.role, "subscriber \(String(describing: state.iceRole)), server \(sIce.role)")
-        #expect(state.iceMillis != nil && state.dtlsMillis != nil)
+        let t = try #require(state.transport)
+        #expect(t.iceRole != sIce.role, "subscriber \(t.iceRole), server \(sIce.role)")
+        #expect(t.iceMillis != nil && t.dtlsMillis != nil && t.srtpCipher != nil && t.dtlsState == .connected, "\(t)")
 
         // The server's media with its own payload type (109 for Opus, not pubbot's 111) is taken.
         let out = try SRTPSession(key: try #require(serverKeys), direction: .outbound)
