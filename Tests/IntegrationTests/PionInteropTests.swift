@@ -100,8 +100,12 @@ struct PionInteropTests {
             let written = stats[kind] as? Int ?? 0, got = s["packetsReceived"] as? Int ?? 0
             // pion counts what it wrote while connected, including what it wrote between pubbot's
             // last read and its DELETE (a loaded CI once: more than 5 packets of it): ≥ 97 %.
+            // Audio: ~400 packets in 8 s on an idle machine, but pubbot's publisher encodes one
+            // audio frame per turn of its media thread, and on a CPU-starved machine (a clean-clone
+            // run beside the encoder-rate tests; three busy loops by hand) it sent a third of them:
+            // pion then wrote 138–159. What this test judges is what pion wrote arriving.
             #expect(
-                written > (kind == "audio" ? 300 : 1_000) && got <= written && got * 100 >= written * 97,
+                written > (kind == "audio" ? 100 : 1_000) && got <= written && got * 100 >= written * 97,
                 "\(kind): pion wrote \(written), pubbot received \(got)")
             #expect(s["packetsLost"] as? Int == 0, "\(kind): \(s)")
             if kind == "video" {
