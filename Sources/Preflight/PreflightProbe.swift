@@ -71,6 +71,11 @@ public struct PreflightProbe: Sendable {
     /// found), so what it loses is pubbot's own doing, reported apart and not judged.
     public private(set) var settledAt: Int64?
     var measureMicros: Int64 { detector.windowMicros + 500_000 }
+    /// The loss the verdict compares with (`Thresholds.videoMaxLoss`): while the measured
+    /// phase's loss is within two standard errors of it (a binomial proportion over the packets
+    /// reported), the phase goes on — up to three times its length — rather than let chance
+    /// decide the tier (a 15 % random drop once measured 9.9 % over 2.5 s toward Chromium).
+    public var lossThreshold = 0.10
 
     public init(start: Int64, fixedBitrate: Int? = nil, probeCeiling: Int? = nil) {
         self.start = start
@@ -108,7 +113,22 @@ public struct PreflightProbe: Sendable {
             guard detector.isSteady(now: s.now, start: start) else { return .measuring }
             settledAt = s.now
         }
-        return s.now - settledAt! >= measureMicros ? .steady : .measuring
+        let measured = s.now - settledAt!
+        guard measured >= measureMicros else { return .measuring }
+        return measured < 3 * measureMicros && lossIsUndecided(since: settledAt!) ? .measuring : .steady
+    }
+
+    /// The measured phase's loss (of the packets that met no full queue, when there are enough
+    /// of them) is too close to `lossThreshold` for its packet count to tell which side it is on.
+    func lossIsUndecided(since from: Int64) -> Bool {
+        let fb = feedbackCounts.filter { $0.t >= from }
+        guard let a = fb.first, let b = fb.last, b.reported > a.reported else { return false }
+        var n = b.reported - a.reported, lost = b.lost - a.lost
+        let calm = n - (b.reportedFull - a.reportedFull)
+        if calm >= 50 { n = calm; lost -= b.full - a.full }
+        let p = Double(lost) / Double(n)
+        let standardError = (max(p, 0.01) * (1 - p) / Double(n)).squareRoot()
+        return abs(p - lossThreshold) < 2 * standardError
     }
 
     /// What the phase measured. The loss is that of the measured phase — from the moment the

@@ -99,7 +99,7 @@ public enum PreflightRunner {
     ) -> Outcome {
         var phase = runPhase(
             pc, receiver: receiver, startReceiver: true, limit: pc.durationMicros ?? 15_000_000, label: "preflight", observer: observer,
-            connector: connector, minimumMicros: minimumMicros)
+            connector: connector, minimumMicros: minimumMicros, lossThreshold: thresholds.videoMaxLoss)
         guard !phase.interrupted, phase.startError == nil, phase.answered else {
             receiver?.stop()
             receiver?.wait()
@@ -136,7 +136,7 @@ public enum PreflightRunner {
     /// Publishes until the estimate is steady (or the limit), watching for any answer.
     static func runPhase(
         _ pc: PublisherConfig, receiver: LoopbackReceiver?, startReceiver: Bool, limit: Int64, label: String,
-        observer: Observer, connector: Connector, minimumMicros: Int64 = 0
+        observer: Observer, connector: Connector, minimumMicros: Int64 = 0, lossThreshold: Double = 0.10
     ) -> Phase {
         let publisher: Publisher, end: @Sendable () -> Void
         switch connector.open(pc) {
@@ -155,6 +155,7 @@ public enum PreflightRunner {
         let withoutEstimator = !pc.sendVideo || !pc.congestionControl
         var probe = PreflightProbe(
             start: started, fixedBitrate: withoutEstimator ? Verdict.audioWireBitrate(pc.audioBitrate) : nil, probeCeiling: pc.probeCeiling)
+        probe.lossThreshold = lossThreshold
         var steady = false
         var interrupted = false
         while !publisher.control.stopRequested {

@@ -13,7 +13,7 @@ extension PreflightRunner {
         _ config: SimulationConfig, thresholds: VerdictThresholds,
         onSample: (Simulation) -> Void = { _ in }
     ) throws(Simulation.SetupError) -> (Outcome, Simulation) {
-        let (phase, sim) = try simulatePhase(config, onSample: onSample)
+        let (phase, sim) = try simulatePhase(config, lossThreshold: thresholds.videoMaxLoss, onSample: onSample)
         guard phase.answered else { return (Outcome(phase: phase, verdict: nil, audioOnly: nil), sim) }
         var verdict = Verdict.decide(phase.measurement, thresholds: thresholds)
         if !config.publisher.sendVideo { verdict.videoNotMeasured() }
@@ -35,7 +35,9 @@ extension PreflightRunner {
         return (outcome, sim)
     }
 
-    static func simulatePhase(_ config: SimulationConfig, onSample: (Simulation) -> Void) throws(Simulation.SetupError) -> (
+    static func simulatePhase(
+        _ config: SimulationConfig, lossThreshold: Double = 0.10, onSample: (Simulation) -> Void
+    ) throws(Simulation.SetupError) -> (
         Phase, Simulation
     ) {
         let sim = try Simulation(config: config)
@@ -43,6 +45,7 @@ extension PreflightRunner {
         let withoutEstimator = !pc.sendVideo || !pc.congestionControl
         var probe = PreflightProbe(
             start: sim.now, fixedBitrate: withoutEstimator ? Verdict.audioWireBitrate(pc.audioBitrate) : nil, probeCeiling: pc.probeCeiling)
+        probe.lossThreshold = lossThreshold
         var status = PreflightProbe.Status.measuring
         var stoppedAt: Int64?
         sim.run(intervalMicros: 250_000) { final in

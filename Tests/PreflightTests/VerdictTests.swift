@@ -169,6 +169,36 @@ import Testing
         #expect(abs(p.lossFraction - 0.05) < 1e-9 && !p.lossCountedFromFeedback)
     }
 
+    /// A measured phase whose loss is too close to the threshold for its packet count goes on
+    /// (up to three times its length): 10 % of 400 packets could be a 15 % link's chance low;
+    /// 20 % of them is clear and ends on time.
+    @Test func anUndecidedLossIsMeasuredLonger() {
+        func run(lostPerSample: Int) -> (Int, Double) {
+            var probe = PreflightProbe(start: 0)
+            var i = 0
+            var status = PreflightProbe.Status.measuring
+            while status == .measuring && i < 80 {
+                i += 1
+                status = probe.add(
+                    .init(
+                        now: Int64(i) * 250_000, answered: true, estimate: (1_000_000, 1_000_000, 0.1), reportedLoss: 0.1,
+                        roundTripMicros: 20_000, videoBytesSent: i * 25_000,
+                        feedback: (
+                            reported: i * 40, lost: i * lostPerSample, highest: Int64(i * 40 - 1), lostAtFullQueue: 0,
+                            reportedAtFullQueue: 0
+                        )))
+            }
+            let m = probe.measurement(now: Int64(i) * 250_000, roundTripTimeMillis: 20, jitterMillis: 1)
+            return (i, m.lossFraction)
+        }
+        // Settled at 4 s (sample 16); 2.5 s more is sample 26.
+        let clear = run(lostPerSample: 8)
+        #expect(clear.0 == 26 && abs(clear.1 - 0.2) < 1e-9, "\(clear)")
+        // 10 %: within two standard errors of the threshold however long: three times the phase.
+        let close = run(lostPerSample: 4)
+        #expect(close.0 == 46 && abs(close.1 - 0.1) < 1e-9, "\(close)")
+    }
+
     /// The no-answer clock runs from when the transport could carry media: a WebRTC session whose
     /// DTLS needed 5 s on a lossy path is measured, not given up on 3 s after the start; one that
     /// connects and then hears nothing for 3 s is; one that never connects, at 12 s.
