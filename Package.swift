@@ -20,6 +20,8 @@ let package = Package(
     targets: [
         .systemLibrary(name: "CVPX", pkgConfig: "vpx", providers: [.apt(["libvpx-dev"])]),
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
+        // Cisco's openh264 (H.264 Constrained Baseline encoder and decoder, as Chrome uses).
+        .systemLibrary(name: "COpenH264", pkgConfig: "openh264", providers: [.apt(["libopenh264-dev"])]),
         .systemLibrary(name: "CSRTP", pkgConfig: "libsrtp2", providers: [.apt(["libsrtp2-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
@@ -48,7 +50,7 @@ let package = Package(
         .target(name: "Impairment", dependencies: ["RTPCore"]),
         .target(name: "Congestion", dependencies: ["RTPCore"]),
         .target(name: "Preflight"),
-        .target(name: "MediaCodecs", dependencies: ["CVPX", "COpus", "RTPCore"]),
+        .target(name: "MediaCodecs", dependencies: ["CVPX", "COpus", "COpenH264", "RTPCore"]),
         // Addresses and packet buffers (the arena the send path fills, the batch `recvmmsg` fills):
         // values the sessions hold; no socket is opened here.
         .target(name: "Net", dependencies: ["CLinuxNet"], swiftSettings: hot),
@@ -138,7 +140,7 @@ let package = Package(
         .testTarget(name: "ImpairmentTests", dependencies: ["Impairment", "RTPCore"]),
         .testTarget(name: "PreflightTests", dependencies: ["Preflight"]),
         .testTarget(name: "CongestionTests", dependencies: ["Congestion", "Impairment", "RTPCore", "Preflight"]),
-        .testTarget(name: "MediaCodecsTests", dependencies: ["MediaCodecs"]),
+        .testTarget(name: "MediaCodecsTests", dependencies: ["MediaCodecs", "RTPCore"]),
         .testTarget(name: "TransportTests", dependencies: ["Platform", "Transport", "RTPCore"]),
         .testTarget(
             name: "PublisherEngineTests",

@@ -12,8 +12,9 @@ final class ReceiveStream {
     var unwrapper = SequenceUnwrapper()
     var baseSequence: Int64?
     var highestSequence: Int64 = 0
-    var assembler = VP8FrameAssembler()
-    var videoDecoder: VP8Decoder?
+    let codec: VideoCodec
+    var assembler: VideoFrameAssembler
+    var videoDecoder: (any VideoDecoder)?
     var audioDecoder: OpusAudioDecoder?
     var latency = LatencyTracker()
     let decodeVideo: Bool
@@ -34,7 +35,7 @@ final class ReceiveStream {
     func frameRate(ofTemporalLayer tid: UInt8) -> Double {
         nominalFrameRate / Double(1 << Int(highestTemporalID - min(tid, highestTemporalID)))
     }
-    /// The stream's picture height, learned by the router from a key frame's VP8 header.
+    /// The stream's picture height, learned by the router from a key frame (VP8 header, H.264 SPS).
     var routerHeight: Int?
     var routerUnwrapper = SequenceUnwrapper()
     var routerReceived = 0
@@ -59,8 +60,10 @@ final class ReceiveStream {
     var lastSenderReport: (compactNTP: UInt32, arrivalMicros: Int64)?
     let clockRate: Int64
 
-    init(ssrc: UInt32, kind: MediaKind, payloadType: UInt8, decodeVideo: Bool) {
+    init(ssrc: UInt32, kind: MediaKind, payloadType: UInt8, codec: VideoCodec = .vp8, decodeVideo: Bool) {
         stats = InboundStreamStats(ssrc: ssrc, kind: kind, payloadType: payloadType)
+        self.codec = codec
+        assembler = VideoFrameAssembler(codec: codec)
         self.decodeVideo = decodeVideo
         clockRate = kind == .audio ? 48_000 : 90_000
     }
@@ -86,6 +89,17 @@ final class ReceiveStream {
     }
 
     func learnResolution(_ payload: Span<UInt8>) {
+        if codec == .h264 {
+            // An SPS, alone or first in a STAP-A (RFC 6184 §5.7.1), states the picture size.
+            var unit = payload
+            if payload.count > 3, payload[0] & 0x1F == H264NAL.stapA {
+                let size = Int(payload[1]) << 8 | Int(payload[2])
+                guard 3 + size <= payload.count else { return }
+                unit = payload.extracting(3..<(3 + size))
+            }
+            if let sps = H264SPS.parse(unit) { routerHeight = sps.height }
+            return
+        }
         guard let (d, n) = try? VP8PayloadDescriptor.parse(payload), d.startOfPartition, d.partitionID == 0,
             let h = try? VP8FrameHeader.parse(payload.extracting(n..<payload.count)), h.isKeyFrame, let height = h.height
         else { return }
@@ -169,31 +183,31 @@ final class ReceiveStream {
         return max(3 * mean, mean + 150_000)
     }
 
-    func decode(_ frame: VP8FrameAssembler.Frame, nowMicros: Int64, wallMicros: Int64) {
+    func decode(_ frame: VideoFrameAssembler.Frame, nowMicros: Int64, wallMicros: Int64) {
         stats.framesAssembled += 1
-        if let tid = frame.descriptor.temporalID {
+        if let tid = frame.descriptor?.temporalID {
             highestTemporalID = max(highestTemporalID, tid)
             // --prefer …@fps: frames of temporal layers above the preferred rate are not passed on
             // (they are never references for lower layers, so the rest still decodes).
             if let fps = preferredFrameRate, tid > 0, frameRate(ofTemporalLayer: tid) > Double(fps) {
                 framesFilteredTemporal += 1
-                lastPictureID = frame.descriptor.pictureID // skipped on purpose: not a gap
+                lastPictureID = frame.descriptor?.pictureID // skipped on purpose: not a gap
                 return
             }
         }
-        if let w = frame.header.width, let hh = frame.header.height { stats.width = w; stats.height = hh }
+        if let w = frame.width, let hh = frame.height { stats.width = w; stats.height = hh }
         guard decodeVideo else { return }
         // A missing picture breaks the reference chain: wait for a key frame rather than decode garbage.
-        if !frame.header.isKeyFrame {
+        if !frame.isKeyFrame {
             if frame.followsAGap { requestKeyFrame() }
-            if let last = lastPictureID, let id = frame.descriptor.pictureID,
-                id != (last &+ 1) & (frame.descriptor.shortPictureID ? 0x7F : 0x7FFF)
+            if let d = frame.descriptor, let last = lastPictureID, let id = d.pictureID,
+                id != (last &+ 1) & (d.shortPictureID ? 0x7F : 0x7FFF)
             {
                 requestKeyFrame()
             }
         }
-        lastPictureID = frame.descriptor.pictureID
-        if needKeyFrame && !frame.header.isKeyFrame {
+        lastPictureID = frame.descriptor?.pictureID
+        if needKeyFrame && !frame.isKeyFrame {
             // Cannot decode without a key frame: ask for one (a receiver that joined mid-stream or
             // restarted would otherwise wait for the sender's next periodic key frame; libwebrtc's
             // RtpVideoStreamReceiver2 asks too). The PLI itself is throttled by the session.
@@ -202,13 +216,13 @@ final class ReceiveStream {
             return
         }
         do {
-            if videoDecoder == nil { videoDecoder = try VP8Decoder() }
-            guard let decoded = try videoDecoder!.decode(frame.bytes) else { return }
+            if videoDecoder == nil { videoDecoder = try codec.makeDecoder() }
+            guard let decoded = try videoDecoder!.decode(frame.bytes, readStamp: true) else { return }
             needKeyFrame = false
             wantsKeyFrame = false
             stats.framesDecoded += 1
             rendered(at: nowMicros)
-            if frame.header.isKeyFrame { stats.keyFramesDecoded += 1 }
+            if frame.isKeyFrame { stats.keyFramesDecoded += 1 }
             if let (w, h) = decodedSize, w != decoded.width || h != decoded.height { stats.resolutionChanges += 1 }
             decodedSize = (decoded.width, decoded.height)
             stats.width = decoded.width

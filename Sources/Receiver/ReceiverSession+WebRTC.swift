@@ -35,6 +35,8 @@ public struct WebRTCPublisherSpec: Sendable, Equatable {
     public var remoteFingerprint: [UInt8]
     public var audioPayloadTypes: Set<UInt8>
     public var videoPayloadTypes: Set<UInt8>
+    /// Each video payload type's codec (one missing here is VP8).
+    public var videoCodecs: [UInt8: VideoCodec] = [:]
     public var rtxPayloadTypes: Set<UInt8>
     public var extensions: RTPExtensionIDs
     /// The receiver made the offer (a WHEP subscriber, draft-ietf-wish-whep): full ICE, starting
@@ -274,6 +276,7 @@ extension ReceiverSession {
                     session.extensionIDs = peer.spec.extensions
                     session.audioPayloadTypes = peer.spec.audioPayloadTypes
                     session.videoPayloadTypes = peer.spec.videoPayloadTypes
+                    session.videoCodecs = peer.spec.videoCodecs
                     session.rtxPayloadTypes = peer.spec.rtxPayloadTypes
                     session.rtxToMedia = peer.spec.rtxToMedia
                     session.reducedSizeRTCP = peer.spec.reducedSizeRTCP

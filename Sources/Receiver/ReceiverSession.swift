@@ -316,6 +316,7 @@ public final class ReceiverSession {
             guard streams.count < config.maxStreams, peer.order.count < 32 else { snap.refusedOverCapacity += 1; return }
             stream = ReceiveStream(
                 ssrc: header.ssrc, kind: kind, payloadType: header.payloadType,
+                codec: (peer.videoCodecs ?? config.videoCodecs)[header.payloadType] ?? .vp8,
                 decodeVideo: config.decodeVideo && peer.index < config.decodedPublishers)
             stream.preferredFrameRate = config.preferredFrameRate
             stream.peer = peer.index
@@ -553,6 +554,7 @@ final class PeerSession {
     var extensionIDs: RTPExtensionIDs?
     var audioPayloadTypes: Set<UInt8>?
     var videoPayloadTypes: Set<UInt8>?
+    var videoCodecs: [UInt8: VideoCodec]?
     var rtxPayloadTypes: Set<UInt8>?
     /// RFC 5506 negotiated (pubbot's own SDES sessions and its WHIP answers use it).
     var reducedSizeRTCP = true

@@ -13,7 +13,7 @@ import RTPCore
         var link = LinkEmulator(schedule: try .parse("loss=2%,delay=20ms"), seed: 42, startMicros: 0)
         var nack = NackGenerator()
         nack.resendIntervalMicros = 50_000
-        var assembler = VP8FrameAssembler()
+        var assembler = VideoFrameAssembler()
         var history: [UInt16: Packet] = [:]
         var inFlight: [(due: Int64, packet: Packet)] = []
         var nacksInFlight: [(due: Int64, lost: [UInt16])] = []

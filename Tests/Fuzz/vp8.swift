@@ -14,7 +14,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         }
         precondition(n <= used && (try? VP8PayloadDescriptor.parse(out.span.extracting(0..<n)).0) == d, "descriptor round trip \(d)")
     }
-    var assembler = VP8FrameAssembler()
+    var assembler = VideoFrameAssembler()
     var i = 0, now: Int64 = 0
     while i + 4 <= bytes.count {
         let seq = UInt16(bytes[i]) << 8 | UInt16(bytes[i + 1])

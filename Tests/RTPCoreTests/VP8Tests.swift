@@ -43,7 +43,7 @@ import Testing
     @Test func fuzzDescriptorAndAssembler() {
         var rng = SplitMix64(seed: 7)
         var ok = 0, failed = 0
-        var assembler = VP8FrameAssembler()
+        var assembler = VideoFrameAssembler()
         for i in 0..<100_000 {
             let input = mutate(hex("90 e0 81 23 05 a0 10 02 00 9d 01 2a 40 01 b4 00"), &rng)
             if let (d, size) = try? VP8PayloadDescriptor.parse(input.span) {
@@ -120,10 +120,10 @@ import Testing
         var frame = hex("10 02 00 9d 01 2a 40 01 b4 00")
         frame += (0..<3000).map { UInt8(truncatingIfNeeded: $0 * 7) }
         let packets = try packetize(frame, maxPayload: 700, descriptor: VP8PayloadDescriptor(pictureID: 9))
-        var a = VP8FrameAssembler()
+        var a = VideoFrameAssembler()
         let order = [2, 0, 4, 1, 3].filter { $0 < packets.count }
         #expect(order.count == packets.count)
-        var done: VP8FrameAssembler.Frame?
+        var done: VideoFrameAssembler.Frame?
         for i in order {
             let p = packets[i]
             a.insert(sequenceNumber: UInt16(100 + i), timestamp: 5000, marker: i == packets.count - 1, payload: p.span, now: 0)
@@ -131,7 +131,7 @@ import Testing
         }
         let f = try #require(done)
         #expect(f.bytes == frame)
-        #expect(f.header.isKeyFrame && f.header.width == 320 && f.header.height == 180)
+        #expect(f.isKeyFrame && f.width == 320 && f.height == 180)
         #expect(f.packetCount == packets.count)
     }
 
@@ -139,7 +139,7 @@ import Testing
         let key = hex("10 02 00 9d 01 2a 40 01 b4 00") + [UInt8](repeating: 7, count: 1500)
         let p1 = try packetize(key, maxPayload: 600, descriptor: VP8PayloadDescriptor())
         let p2 = try packetize(key, maxPayload: 600, descriptor: VP8PayloadDescriptor())
-        var a = VP8FrameAssembler()
+        var a = VideoFrameAssembler()
         var seq: UInt16 = 65530 // crosses the wrap
         for (i, p) in p1.enumerated() where i != 1 {
             a.insert(sequenceNumber: seq &+ UInt16(i), timestamp: 1, marker: i == p1.count - 1, payload: p.span, now: 0)
@@ -161,7 +161,7 @@ import Testing
         let k = try packetize(key, maxPayload: 600, descriptor: VP8PayloadDescriptor())
         let d1 = try packetize(delta, maxPayload: 600, descriptor: VP8PayloadDescriptor())
         let d2 = try packetize(delta, maxPayload: 600, descriptor: VP8PayloadDescriptor())
-        var a = VP8FrameAssembler()
+        var a = VideoFrameAssembler()
         var seq: UInt16 = 10
         func feed(_ ps: [[UInt8]], ts: UInt32, skip: Int? = nil, now: Int64) {
             for (i, p) in ps.enumerated() where i != skip {
@@ -186,7 +186,7 @@ import Testing
     @Test func assemblerGivesUpAfterTheHoldTime() throws {
         let key = hex("10 02 00 9d 01 2a 40 01 b4 00") + [UInt8](repeating: 1, count: 100)
         let delta = hex("31 02 00") + [UInt8](repeating: 2, count: 1000)
-        var a = VP8FrameAssembler()
+        var a = VideoFrameAssembler()
         let k = try packetize(key, maxPayload: 600, descriptor: VP8PayloadDescriptor())
         let only = k[0]
         a.insert(sequenceNumber: 0, timestamp: 1, marker: true, payload: only.span, now: 0)

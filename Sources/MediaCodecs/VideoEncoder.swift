@@ -1,0 +1,49 @@
+public import RTPCore
+
+/// One layer's video encoder, whatever the codec: the media thread, the shared encoder, the
+/// simulation and the replay library drive every codec through this.
+public protocol VideoEncoder: AnyObject {
+    var config: VideoLayerConfig { get }
+    /// The rate asked for, and the rate the codec's own rate control is handed (after the trim).
+    var targetBitrate: Int { get }
+    var encoderBitrate: Int { get }
+    /// Changes the target bitrate while running (takes effect on the next frame).
+    func setTargetBitrate(_ bps: Int) throws(CodecError)
+    /// Encodes one picture. Returns nil when the encoder dropped the frame.
+    func encode(
+        _ frame: inout I420Frame, layer: Int, frameNumber: UInt32, captureMicros: Int64,
+        forceKeyFrame: Bool, clock: () -> Int64
+    ) throws(CodecError) -> EncodedVideoFrame?
+}
+
+extension VP8Encoder: VideoEncoder {}
+
+/// One received stream's video decoder, whatever the codec.
+public protocol VideoDecoder: AnyObject {
+    /// Decodes one frame and reads its stamp. Returns nil when no picture came out.
+    func decode(_ bytes: [UInt8], readStamp: Bool) throws(CodecError) -> DecodedVideoFrame?
+}
+
+extension VP8Decoder: VideoDecoder {}
+
+extension VideoCodec {
+    /// An encoder of this codec for one layer.
+    /// - Parameters:
+    ///   - keyFrameInterval: frames between automatic key frames; 0 = only on request.
+    ///   - frameDrop: let the encoder drop frames to hold its rate (off for replay loops, whose
+    ///     every frame is kept).
+    public func makeEncoder(config: VideoLayerConfig, keyFrameInterval: Int, frameDrop: Bool = true) throws(CodecError) -> any VideoEncoder
+    {
+        switch self {
+        case .vp8: try VP8Encoder(config: config, keyFrameInterval: keyFrameInterval, frameDropThreshold: frameDrop ? 30 : 0)
+        case .h264: try H264Encoder(config: config, keyFrameInterval: keyFrameInterval, frameSkip: frameDrop)
+        }
+    }
+
+    public func makeDecoder() throws(CodecError) -> any VideoDecoder {
+        switch self {
+        case .vp8: try VP8Decoder()
+        case .h264: try H264Decoder()
+        }
+    }
+}

@@ -1,0 +1,199 @@
+/// Reassembles video frames from RTP packets and hands them out in decoding order (receive
+/// side): packets are grouped by RTP timestamp; a frame is complete when its first packet, its
+/// marker packet and every sequence number between them have arrived. A complete frame is
+/// released when it directly follows the last one released, when it is a key frame, or when it
+/// has waited `holdMicros` for the gap before it (time for a retransmission); older incomplete
+/// frames are then dropped and counted.
+///
+/// The first packet: VP8 marks it (S=1, partition 0, RFC 7741 §4.2). H.264 does not (RFC 6184):
+/// a packet starts a frame when it begins with an SPS, PPS, AUD or SEI, when it follows the last
+/// frame released, or when the packet before it ended a frame (its marker bit) — libwebrtc's
+/// `packet_buffer.cc` likewise looks back for the previous frame's end.
+public struct VideoFrameAssembler {
+    public struct Frame: Sendable {
+        /// The frame as its decoder takes it (VP8: the frame; H.264: the access unit, Annex B).
+        public var bytes: [UInt8]
+        public var timestamp: UInt32
+        public var isKeyFrame: Bool
+        /// The picture size the bitstream states (a VP8 key frame's header, an H.264 SPS).
+        public var width: Int?
+        public var height: Int?
+        /// VP8's payload descriptor (picture ID, temporal layer); nil for H.264.
+        public var descriptor: VP8PayloadDescriptor?
+        public var packetCount: Int
+        public var firstSequence: Int64
+        public var lastSequence: Int64
+        /// Frames before this one were lost (released after the hold time, not in sequence).
+        public var followsAGap: Bool
+    }
+
+    struct Fragment {
+        var seq: Int64
+        var payload: [UInt8]
+        var start: Bool
+        var marker: Bool
+        var descriptor: VP8PayloadDescriptor?
+        var h264: H264PacketInfo?
+    }
+
+    public let codec: VideoCodec
+
+    var pending: [UInt32: [Fragment]] = [:]
+    var complete: [(frame: Frame, completedMicros: Int64)] = []
+    var unwrapper = SequenceUnwrapper()
+    /// The sequence number the next frame in order starts with.
+    var nextSequence: Int64?
+    /// Frames abandoned (a packet never came).
+    public private(set) var framesDropped = 0
+    /// Packets whose descriptor or frame header could not be parsed.
+    public private(set) var malformedPackets = 0
+    /// How long a complete frame waits for an earlier incomplete one.
+    public var holdMicros: Int64 = 200_000
+    /// Upper bound on buffered fragments, so garbage cannot grow memory.
+    public var maxFragments = 4096
+    var fragmentCount = 0
+    /// The sequence numbers of the last marker packets seen (H.264: the packet after one starts a frame).
+    var markers = [Int64](repeating: -1, count: 16)
+    var markerHead = 0
+
+    public init(codec: VideoCodec = .vp8) { self.codec = codec }
+
+    /// Adds one packet's payload (a padding-only packet just advances the expected sequence).
+    public mutating func insert(sequenceNumber: UInt16, timestamp: UInt32, marker: Bool, payload: Span<UInt8>, now: Int64) {
+        let seq = unwrapper.unwrap(sequenceNumber)
+        if let n = nextSequence, seq < n { return } // late or duplicate
+        if payload.count == 0 {
+            if nextSequence == seq { nextSequence = seq + 1 }
+            return
+        }
+        if fragmentCount >= maxFragments { dropAllPending() }
+        let frag: Fragment
+        switch codec {
+        case .vp8:
+            let parsed: (VP8PayloadDescriptor, Int)
+            do { parsed = try VP8PayloadDescriptor.parse(payload) } catch { malformedPackets += 1; return }
+            let (d, n) = parsed
+            frag = Fragment(
+                seq: seq, payload: payload.copyBytes(n..<payload.count),
+                start: d.startOfPartition && d.partitionID == 0, marker: marker, descriptor: d)
+        case .h264:
+            var bytes: [UInt8] = []
+            let info: H264PacketInfo
+            do { info = try H264Depacketizer.append(payload, to: &bytes) } catch { malformedPackets += 1; return }
+            frag = Fragment(seq: seq, payload: bytes, start: info.beginsAccessUnit, marker: marker, h264: info)
+        }
+        pending[timestamp, default: []].append(frag)
+        fragmentCount += 1
+        tryComplete(timestamp, now: now)
+        if codec == .h264 && marker {
+            markers[markerHead] = seq
+            markerHead = (markerHead + 1) % markers.count
+            // The frame after this one may have been waiting to know where it starts.
+            for ts in pending.keys where ts != timestamp { tryComplete(ts, now: now) }
+        }
+    }
+
+    /// Whether the frame's lowest packet is its first (see the type's description).
+    func startsFrame(_ f: Fragment) -> Bool {
+        switch codec {
+        case .vp8: f.start
+        case .h264: f.start || nextSequence == f.seq || markers.contains(f.seq - 1)
+        }
+    }
+
+    /// The next frame in decoding order, if one may be released at `now`.
+    public mutating func pop(now: Int64) -> Frame? {
+        guard let i = complete.indices.min(by: { complete[$0].frame.firstSequence < complete[$1].frame.firstSequence }) else { return nil }
+        let (frame, at) = complete[i]
+        let inOrder = nextSequence.map { frame.firstSequence == $0 } ?? true
+        guard inOrder || frame.isKeyFrame || now - at >= holdMicros else { return nil }
+        complete.remove(at: i)
+        var out = frame
+        out.followsAGap = !inOrder
+        nextSequence = frame.lastSequence + 1
+        // Whatever is older can no longer be decoded in order.
+        for (k, v) in pending where v.allSatisfy({ $0.seq < frame.firstSequence }) {
+            framesDropped += 1
+            fragmentCount -= v.count
+            pending[k] = nil
+        }
+        let before = complete.count
+        complete.removeAll { $0.frame.firstSequence < frame.firstSequence }
+        framesDropped += before - complete.count
+        return out
+    }
+
+    mutating func dropAllPending() {
+        framesDropped += pending.count
+        pending.removeAll(keepingCapacity: true)
+        fragmentCount = 0
+    }
+
+    mutating func tryComplete(_ ts: UInt32, now: Int64) {
+        guard var frags = pending[ts], let last = frags.first(where: { $0.marker }) else { return }
+        let first: Fragment
+        switch codec {
+        case .vp8:
+            guard let f = frags.first(where: { $0.start }) else { return }
+            first = f
+        case .h264:
+            guard let f = frags.min(by: { $0.seq < $1.seq }), startsFrame(f) else { return }
+            first = f
+        }
+        guard last.seq >= first.seq, Int64(frags.count) >= last.seq - first.seq + 1 else { return }
+        frags.sort { $0.seq < $1.seq }
+        // Duplicates may inflate the count: check contiguity.
+        var expect = first.seq
+        var bytes: [UInt8] = []
+        var used = 0
+        var inFragment = false
+        var h264 = H264PacketInfo()
+        for f in frags where f.seq >= first.seq && f.seq <= last.seq {
+            if f.seq < expect { continue }
+            guard f.seq == expect else { return }
+            if let info = f.h264 {
+                // An FU-A's fragments in order: a start, middles, an end, nothing else between.
+                guard info.isFragment ? (info.fragmentStart ? !inFragment : inFragment) : !inFragment else {
+                    malformed(ts)
+                    return
+                }
+                inFragment = info.isFragment && !info.fragmentEnd
+                h264.hasIDR = h264.hasIDR || info.hasIDR
+                if h264.sps == nil { h264.sps = info.sps }
+            }
+            bytes += f.payload
+            expect += 1
+            used += 1
+        }
+        guard expect == last.seq + 1 else { return }
+        fragmentCount -= frags.count
+        pending[ts] = nil
+        let frame: Frame
+        switch codec {
+        case .vp8:
+            let header: VP8FrameHeader
+            do { header = try VP8FrameHeader.parse(bytes.span) } catch { malformedPackets += 1; return }
+            frame = Frame(
+                bytes: bytes, timestamp: ts, isKeyFrame: header.isKeyFrame, width: header.width, height: header.height,
+                descriptor: first.descriptor, packetCount: used, firstSequence: first.seq, lastSequence: last.seq, followsAGap: false)
+        case .h264:
+            guard !inFragment else { malformedPackets += 1; return } // the marker packet ended inside a unit
+            frame = Frame(
+                bytes: bytes, timestamp: ts, isKeyFrame: h264.hasIDR, width: h264.sps?.width, height: h264.sps?.height,
+                descriptor: nil, packetCount: used, firstSequence: first.seq, lastSequence: last.seq, followsAGap: false)
+        }
+        complete.append((frame, now))
+        if complete.count > 64 { // never released (a gap nobody fills, clock stuck): shed the oldest
+            complete.removeFirst()
+            framesDropped += 1
+        }
+    }
+
+    /// A frame whose packets cannot form an access unit: counted and let go.
+    mutating func malformed(_ ts: UInt32) {
+        malformedPackets += 1
+        fragmentCount -= pending[ts]?.count ?? 0
+        pending[ts] = nil
+        framesDropped += 1
+    }
+}
