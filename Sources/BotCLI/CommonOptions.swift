@@ -15,7 +15,7 @@ enum CommonOptions {
     static let media: [String: OptionSpec.Kind] = [
         "duration": .value, "layers": .value, "fps": .value, "temporal-layers": .value, "srtp-suite": .value,
         "keyframe-interval": .value, "json": .flag, "mtu": .value, "stats": .value, "stats-interval": .value,
-        "condition-thresholds": .value, "audio-fallback": .flag
+        "condition-thresholds": .value, "audio-fallback": .flag, "codec": .value
     ]
 
     static func suite(_ o: ParsedOptions) throws(UsageError) -> SRTPSuite {
@@ -41,6 +41,11 @@ enum CommonOptions {
 
     static func apply(_ o: ParsedOptions, to c: inout PublisherConfig, relayed: Bool = false) throws(UsageError) {
         c.layers = try layers(o, relayed: relayed)
+        if let text = o.value("codec") {
+            let codecs = try ValueParsers.codecs(text)
+            c.videoCodec = codecs[0]
+            c.videoCodecPreference = codecs
+        }
         if let t = o.value("condition-thresholds") { c.conditionThresholds = try conditionThresholds(t) }
         c.audioFallback = o.has("audio-fallback")
         if let d = o.value("keyframe-interval") {

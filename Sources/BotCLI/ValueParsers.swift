@@ -1,4 +1,5 @@
 import MediaCodecs
+import RTPCore
 import Impairment
 
 /// Parsers for the value syntaxes of the command line (the Commands article, Values): durations, rates, ladders.
@@ -63,6 +64,22 @@ enum ValueParsers {
         let rids = layers.count == 3 ? ["q", "h", "f"] : layers.indices.map(String.init)
         for i in layers.indices { layers[i].rid = rids[i] }
         return layers
+    }
+
+    /// `--codec h264` or a preference list `--codec h264,vp8` (a WHIP offer lists them in this
+    /// order; the answer picks).
+    static func codecs(_ text: String) throws(UsageError) -> [VideoCodec] {
+        var out: [VideoCodec] = []
+        for name in text.split(separator: ",", omittingEmptySubsequences: false) {
+            guard let c = VideoCodec(name: name) else {
+                throw UsageError(
+                    "invalid --codec '\(name)' (use \(VideoCodec.allCases.map(\.rawValue).joined(separator: ", ")), or a list like h264,vp8)"
+                )
+            }
+            guard !out.contains(c) else { throw UsageError("--codec lists \(c.rawValue) twice") }
+            out.append(c)
+        }
+        return out
     }
 
     static func temporalLayers(_ text: String?) throws(UsageError) -> Int {

@@ -34,10 +34,25 @@ public struct PublisherConfig: Sendable {
     public var audioBitrate = 32_000
     /// Sender report interval (RTCP), microseconds.
     public var reportIntervalMicros: Int64 = 1_000_000
+    /// The video codec every layer is encoded with (a WebRTC session: the answer's choice).
+    public var videoCodec = VideoCodec.vp8 {
+        didSet { (videoPayloadType, rtxPayloadType) = Self.payloadTypes(videoCodec) }
+    }
+    /// `--codec h264,vp8`: what a WHIP offer lists, most preferred first; empty: `videoCodec` alone.
+    public var videoCodecPreference: [VideoCodec] = []
     public var videoPayloadType: UInt8 = 96
     public var audioPayloadType: UInt8 = 111
-    /// RTX for VP8 (RFC 4588, `apt=96`).
+    /// RTX for the video payload type (RFC 4588, `apt=96`).
     public var rtxPayloadType: UInt8 = 97
+
+    /// pubbot's own payload types per codec, for sessions without an answer (SDES): what its
+    /// WHIP offer lists too — VP8 96 (RTX 97), H.264 102 (RTX 103).
+    public static func payloadTypes(_ codec: VideoCodec) -> (media: UInt8, rtx: UInt8) {
+        switch codec {
+        case .vp8: (96, 97)
+        case .h264: (102, 103)
+        }
+    }
     /// Send RTX (RFC 4588) for retransmissions (BUNDLE only); off when the answer has no RTX.
     public var rtx = true
     /// Tag each simulcast layer with its RID (BUNDLE only); off when simulcast was refused.

@@ -33,43 +33,33 @@ extension PublisherSession {
         }
         var s = senders[idx]
         defer { senders[idx] = s }
-        var d = VP8PayloadDescriptor(pictureID: s.pictureID)
-        if let tid = frame.temporalID {
-            if tid == 0 { s.tl0PicIdx &+= 1 }
-            d.tl0PicIdx = s.tl0PicIdx
-            d.temporalID = tid
-            d.layerSync = frame.layerSync
-            d.nonReference = tid > 0 && frame.temporalID == UInt8(config.layers[frame.layer].temporalLayers - 1)
-        }
-        let headerSize = s.template.size
         // A retransmission carries the same payload behind the RTX header and the 2-byte OSN
         // (RFC 4588 §4): budget for the larger of the two, so neither exceeds the packet size
         // (libwebrtc reserves it too, `rtp_sender.cc` RtxPacketOverhead).
-        let overhead = max(headerSize, s.rtxTemplate.map { $0.size + 2 } ?? 0)
+        let room = config.maxPacketSize - max(s.template.size, s.rtxTemplate.map { $0.size + 2 } ?? 0)
         do throws(RTPWriteError) {
-            var packetizer = try VP8Packetizer(frameSize: frame.bytes.count, maxPayloadSize: config.maxPacketSize - overhead, descriptor: d)
-            guard arena.available >= packetizer.packetCount else {
-                // The pacer holds every slot (a link far slower than the media): skip this frame.
-                counters.framesDroppedNoSlot += 1
-                return
+            switch config.videoCodec {
+            case .vp8:
+                var d = VP8PayloadDescriptor(pictureID: s.pictureID)
+                if let tid = frame.temporalID {
+                    if tid == 0 { s.tl0PicIdx &+= 1 }
+                    d.tl0PicIdx = s.tl0PicIdx
+                    d.temporalID = tid
+                    d.layerSync = frame.layerSync
+                    d.nonReference = tid > 0 && frame.temporalID == UInt8(config.layers[frame.layer].temporalLayers - 1)
+                }
+                var packetizer = try VP8Packetizer(frameSize: frame.bytes.count, maxPayloadSize: room, descriptor: d)
+                let sent = try packetize(frame, stream: idx, sender: &s, count: packetizer.packetCount) {
+                    (w: inout ByteWriter) throws(RTPWriteError) in _ = try packetizer.next(frame: frame.bytes.span, into: &w)
+                }
+                guard sent else { return }
+            case .h264:
+                var packetizer = try H264Packetizer(frame: frame.bytes.span, maxPayloadSize: room)
+                let sent = try packetize(frame, stream: idx, sender: &s, count: packetizer.packetCount) {
+                    (w: inout ByteWriter) throws(RTPWriteError) in _ = try packetizer.next(frame: frame.bytes.span, into: &w)
+                }
+                guard sent else { return }
             }
-            let ts = s.rtpTimestamp(captureMicros: frame.captureMicros)
-            let span = frame.bytes.span
-            while packetizer.index < packetizer.packetCount {
-                let slot = arena.allocate()!
-                var w = ByteWriter(UnsafeMutableRawBufferPointer(start: arena.pointer(slot), count: config.maxPacketSize))
-                try s.template.write(
-                    to: &w, sequenceNumber: s.sequenceNumber, timestamp: ts, marker: packetizer.index + 1 == packetizer.packetCount)
-                _ = try packetizer.next(frame: span, into: &w)
-                arena.lengths[slot] = Int32(w.count)
-                slots[slot] = SlotInfo(
-                    stream: Int16(idx), payload: Int32(w.count - headerSize), sequence: s.sequenceNumber, timestamp: ts,
-                    marker: packetizer.index == packetizer.packetCount)
-                s.sequenceNumber &+= 1
-                pacer.enqueue(Int32(slot), size: w.count, priority: .video)
-            }
-            s.lastTimestamp = ts
-            s.lastCaptureMicros = frame.captureMicros
         } catch {
             counters.lastError = "packetize: \(error)"
             return
@@ -78,6 +68,41 @@ extension PublisherSession {
         s.stats.framesSent += 1
         if frame.isKeyFrame { s.stats.keyFramesSent += 1 }
         s.sentAny = true
+    }
+
+    /// Writes a frame's `count` packets into arena slots (RTP header, then `payload` writes the
+    /// codec's payload) and queues them in the pacer. False when the slots do not suffice (the
+    /// frame is skipped and counted).
+    func packetize(
+        _ frame: EncodedVideoFrame, stream idx: Int, sender s: inout RTPStreamSender, count: Int,
+        _ payload: (inout ByteWriter) throws(RTPWriteError) -> Void
+    ) throws(RTPWriteError) -> Bool {
+        guard arena.available >= count else {
+            // The pacer holds every slot (a link far slower than the media): skip this frame.
+            counters.framesDroppedNoSlot += 1
+            return false
+        }
+        let headerSize = s.template.size
+        let ts = s.rtpTimestamp(captureMicros: frame.captureMicros)
+        for i in 0..<count {
+            let slot = arena.allocate()!
+            var w = ByteWriter(UnsafeMutableRawBufferPointer(start: arena.pointer(slot), count: config.maxPacketSize))
+            do throws(RTPWriteError) {
+                try s.template.write(to: &w, sequenceNumber: s.sequenceNumber, timestamp: ts, marker: i + 1 == count)
+                try payload(&w)
+            } catch {
+                arena.release(slot)
+                throw error
+            }
+            arena.lengths[slot] = Int32(w.count)
+            slots[slot] = SlotInfo(
+                stream: Int16(idx), payload: Int32(w.count - headerSize), sequence: s.sequenceNumber, timestamp: ts, marker: i + 1 == count)
+            s.sequenceNumber &+= 1
+            pacer.enqueue(Int32(slot), size: w.count, priority: .video)
+        }
+        s.lastTimestamp = ts
+        s.lastCaptureMicros = frame.captureMicros
+        return true
     }
 
     public func sendAudio(_ frame: EncodedAudioFrame) {

@@ -184,7 +184,7 @@ public final class PublisherSession {
             senders.append(
                 RTPStreamSender(
                     plan: s, layer: s.layer.map { config.layers[$0] }, startMicros: startMicros, bundle: plan.bundle,
-                    rtxPayloadType: config.rtxPayloadType, historyPackets: config.retransmissionHistory,
+                    codec: config.videoCodec, rtxPayloadType: config.rtxPayloadType, historyPackets: config.retransmissionHistory,
                     extensions: s.kind == .audio ? config.audioExtensions : config.videoExtensions))
             if s.kind == .audio { audioIndex = i } else { videoIndex.append(i) }
         }

@@ -30,7 +30,8 @@ struct RTPStreamSender {
     let history: RetransmissionBuffer?
 
     init(
-        plan: StreamPlan.Stream, layer: VideoLayerConfig?, startMicros: Int64, bundle: Bool, rtxPayloadType: UInt8 = 97,
+        plan: StreamPlan.Stream, layer: VideoLayerConfig?, startMicros: Int64, bundle: Bool, codec: VideoCodec = .vp8,
+        rtxPayloadType: UInt8 = 97,
         historyPackets: Int = 1024,
         extensions ids: RTPExtensionIDs = .standard
     ) {
@@ -68,7 +69,7 @@ struct RTPStreamSender {
         rtxSequence = (UInt16(r[4]) << 8 | UInt16(r[5])) & 0x7FFF
         stats = OutboundStreamStats(
             ssrc: plan.ssrc, kind: plan.kind, mid: plan.mid, rid: plan.rid,
-            codec: plan.kind == .audio ? "opus" : "VP8", width: layer?.width ?? 0, height: layer?.height ?? 0,
+            codec: plan.kind == .audio ? "opus" : codec.sdpName, width: layer?.width ?? 0, height: layer?.height ?? 0,
             scalabilityMode: layer?.scalabilityMode)
     }
 

@@ -118,9 +118,11 @@ public struct StreamPlan: Sendable {
             let audio = s.kind == .audio
             media.append(
                 SessionDescription.Media(
-                    kind: SDPMediaKind(s.kind.rawValue), port: s.port, payloadType: s.payloadType, codec: audio ? "opus" : "VP8",
+                    kind: SDPMediaKind(s.kind.rawValue), port: s.port, payloadType: s.payloadType,
+                    codec: audio ? "opus" : config.videoCodec.sdpName,
                     clockRate: s.clockRate,
-                    channels: audio ? 2 : nil, fmtp: audio ? "minptime=10;useinbandfec=1" : nil, mid: s.mid, rtcpMux: bundle,
+                    channels: audio ? 2 : nil, fmtp: audio ? "minptime=10;useinbandfec=1" : config.videoCodec.fmtp, mid: s.mid,
+                    rtcpMux: bundle,
                     crypto: crypto,
                     extensions: bundle ? ext : [], ssrcs: [(s.ssrc, config.cname)], rids: s.rid.map { [$0] } ?? []))
             if let rtx = s.rtxSSRC {

@@ -61,7 +61,7 @@ final class MediaLoop {
 /// the key-frame and target gate.
 private struct Encoders {
     let layers: [VideoLayerConfig]
-    var encoders: [VP8Encoder] = []
+    var encoders: [any VideoEncoder] = []
     var pictures: [I420Frame]
     let source: SyntheticVideoSource
     let opus: OpusAudioEncoder?
@@ -79,7 +79,8 @@ private struct Encoders {
     init(config: PublisherConfig, startMicros: Int64) throws(CodecError) {
         layers = config.sendVideo ? config.layers : []
         for l in layers {
-            encoders.append(try VP8Encoder(config: l, keyFrameInterval: VP8Encoder.frames(in: config.keyFrameIntervalMicros, fps: l.fps)))
+            let interval = VP8Encoder.frames(in: config.keyFrameIntervalMicros, fps: l.fps)
+            encoders.append(try config.videoCodec.makeEncoder(config: l, keyFrameInterval: interval))
         }
         pictures = layers.map { I420Frame(width: $0.width, height: $0.height) }
         source = SyntheticVideoSource(seed: config.seed)

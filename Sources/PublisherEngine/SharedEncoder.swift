@@ -1,5 +1,6 @@
 import Synchronization
 public import MediaCodecs
+public import RTPCore
 import Transport
 import Platform
 
@@ -21,7 +22,10 @@ public final class SharedEncoder: Sendable {
     let encodeMicros = Atomic<Int64>(0)
     let failure = Locked<String?>(nil)
 
-    public init(layers: [VideoLayerConfig], audioBitrate: Int = 32_000) {
+    public let codec: VideoCodec
+
+    public init(layers: [VideoLayerConfig], codec: VideoCodec = .vp8, audioBitrate: Int = 32_000) {
+        self.codec = codec
         self.layers = layers.map {
             var l = $0; l.temporalLayers = 1; return l
         }
@@ -57,8 +61,8 @@ public final class SharedEncoder: Sendable {
     public func audioFrames(from: Int) -> ([EncodedAudioFrame], Int) { audio.withLock { $0.since(from) } }
 
     private func run() throws(CodecError) {
-        var encoders: [VP8Encoder] = []
-        for l in layers { encoders.append(try VP8Encoder(config: l, keyFrameInterval: 0)) }
+        var encoders: [any VideoEncoder] = []
+        for l in layers { encoders.append(try codec.makeEncoder(config: l, keyFrameInterval: 0)) }
         var pictures = layers.map { I420Frame(width: $0.width, height: $0.height) }
         let source = SyntheticVideoSource(seed: 1)
         let opus = try OpusAudioEncoder(bitrate: audioBitrate)

@@ -23,3 +23,15 @@ public enum VideoCodec: String, Sendable, CaseIterable, Equatable, Hashable {
         }
     }
 }
+
+extension VideoCodec {
+    /// The `a=fmtp` parameters pubbot offers and sends with: H.264 Constrained Baseline level 3.1
+    /// (`42e01f`, 1280x720 at 30 fps), packetization mode 1, level asymmetry allowed (RFC 6184
+    /// §8.1; what Chrome offers first).
+    public var fmtp: String? {
+        switch self {
+        case .vp8: nil
+        case .h264: "level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f"
+        }
+    }
+}

@@ -1,4 +1,5 @@
 public import ICE
+public import RTPCore
 
 /// The offer a WHIP publisher POSTs (RFC 9725 §4.2, RFC 8829 shapes): BUNDLE and rtcp-mux, one
 /// `sendonly` audio and one video m-line, simulcast by RID (RFC 8853), RTX, the feedback and
@@ -28,9 +29,19 @@ public struct WHIPOffer: Sendable {
     /// and its RTX SSRC, announced with `a=ssrc-group:FID` (RFC 5576 §4.2, RFC 4588 §8).
     public var videoSSRC: (media: UInt32, rtx: UInt32?)?
     public var cname = "pubbot"
+    /// The video codecs offered, most preferred first (the answer picks one, RFC 3264 §6.1).
+    public var codecs: [VideoCodec] = [.vp8]
     var hasVideo: Bool { direction == .send ? !rids.isEmpty || videoSSRC != nil : receiveVideo }
 
     public static let opus: UInt8 = 111, vp8: UInt8 = 96, rtx: UInt8 = 97
+
+    /// pubbot's payload types for a codec and its RTX (RFC 4588).
+    public static func payloadTypes(_ codec: VideoCodec) -> (media: UInt8, rtx: UInt8) {
+        switch codec {
+        case .vp8: (96, 97)
+        case .h264: (102, 103)
+        }
+    }
     /// Header extensions offered (RFC 8285 one-byte IDs); the answer may renumber them.
     public static let extensions: [(id: Int, uri: String, video: Bool)] = [
         (4, "urn:ietf:params:rtp-hdrext:sdes:mid", false), // pubbot's own numbering (RTPExtension)
@@ -83,9 +94,15 @@ public struct WHIPOffer: Sendable {
         }
         if hasVideo {
             var a = common(audio ? "1" : "0", video: true)
-            a += [.init("rtpmap", "\(Self.vp8) VP8/90000")]
-            for fb in ["goog-remb", "transport-cc", "ccm fir", "nack", "nack pli"] { a.append(.init("rtcp-fb", "\(Self.vp8) \(fb)")) }
-            a += [.init("rtpmap", "\(Self.rtx) rtx/90000"), .init("fmtp", "\(Self.rtx) apt=\(Self.vp8)")]
+            var formats: [String] = []
+            for codec in codecs {
+                let (pt, rtx) = Self.payloadTypes(codec)
+                a.append(.init("rtpmap", "\(pt) \(codec.sdpName)/90000"))
+                for fb in ["goog-remb", "transport-cc", "ccm fir", "nack", "nack pli"] { a.append(.init("rtcp-fb", "\(pt) \(fb)")) }
+                if let f = codec.fmtp { a.append(.init("fmtp", "\(pt) \(f)")) }
+                a += [.init("rtpmap", "\(rtx) rtx/90000"), .init("fmtp", "\(rtx) apt=\(pt)")]
+                formats += ["\(pt)", "\(rtx)"]
+            }
             if direction == .send && !rids.isEmpty {
                 a += rids.map { .init("rid", "\($0) send") }
                 a.append(.init("simulcast", "send " + rids.joined(separator: ";")))
@@ -100,7 +117,7 @@ public struct WHIPOffer: Sendable {
                 a.append(.init("end-of-candidates"))
             }
             doc.media.append(
-                .init(kind: .video, port: 9, proto: "UDP/TLS/RTP/SAVPF", formats: ["\(Self.vp8)", "\(Self.rtx)"], attributes: a))
+                .init(kind: .video, port: 9, proto: "UDP/TLS/RTP/SAVPF", formats: formats, attributes: a))
         }
         return doc.render()
     }
@@ -113,6 +130,8 @@ public struct NegotiatedSession: Sendable, Equatable {
     public struct Stream: Sendable, Equatable {
         public var mid: String
         public var payloadType: UInt8
+        /// The video codec the answer chose (nil for audio).
+        public var codec: VideoCodec?
         public var rtxPayloadType: UInt8?
         /// URI → the answer's ID.
         public var extensions: [String: Int]
@@ -180,22 +199,48 @@ public struct NegotiatedSession: Sendable, Equatable {
         return NegotiatedSession(
             iceUfrag: ufrag, icePassword: pwd, iceLite: lite, candidates: candidates, fingerprint: fingerprint,
             dtlsServer: setup == "active",
-            audio: try stream(doc.media.first { $0.kind == .audio }, codec: "opus", offer: offer),
-            video: try stream(doc.media.first { $0.kind == .video }, codec: "vp8", offer: offer))
+            audio: try stream(doc.media.first { $0.kind == .audio }, codecs: ["opus"], offer: offer),
+            video: try stream(doc.media.first { $0.kind == .video }, codecs: offer.codecs.map { $0.sdpName.lowercased() }, offer: offer))
+    }
+
+    /// The `a=rtpmap` payload types of a section, `(type, encoding name lowercased, the rest)`.
+    static func rtpmaps(_ m: SDPDocument.Media) -> [(UInt8, String, String)] {
+        m.values("rtpmap").compactMap { v -> (UInt8, String, String)? in
+            let p = v.split(separator: " ", maxSplits: 1)
+            guard p.count == 2, let pt = UInt8(p[0]), pt < 128 else { return nil }
+            return (pt, String(p[1].split(separator: "/").first ?? "").lowercased(), String(p[1]))
+        }
+    }
+
+    /// The payload type a section's codec list offers first among `codecs` (encoding names,
+    /// lowercased), in the section's format order (RFC 3264 §6.1: the answerer's preference; an
+    /// offerer's for an answerer). H.264 only with packetization mode 1 (RFC 6184 §8.1: without
+    /// it, mode 0, FU-A and STAP-A are not allowed).
+    static func preferred(_ m: SDPDocument.Media, codecs: [String]) -> (UInt8, String, String)? {
+        let maps = rtpmaps(m)
+        let fmtp = m.values("fmtp")
+        for format in m.formats {
+            guard let map = maps.first(where: { String($0.0) == format }), codecs.contains(map.1) else { continue }
+            if map.1 == "h264" {
+                let params = fmtp.first { $0.hasPrefix("\(map.0) ") }?.split(separator: " ", maxSplits: 1).last ?? ""
+                guard params.split(separator: ";").contains(where: { $0.filter { $0 != " " } == "packetization-mode=1" })
+                else { continue }
+            }
+            return map
+        }
+        return nil
     }
 
     /// What the answer's section of one kind decided; nil when it is absent or rejected (port 0).
-    static func stream(_ section: SDPDocument.Media?, codec: String, offer: WHIPOffer) throws(AnswerError) -> Stream? {
+    static func stream(_ section: SDPDocument.Media?, codecs: [String], offer: WHIPOffer) throws(AnswerError) -> Stream? {
         guard let m = section, m.port != 0 else { return nil }
         let kind = m.kind
-        let maps = m.values("rtpmap").compactMap { v -> (UInt8, String)? in
-            let p = v.split(separator: " ", maxSplits: 1)
-            guard p.count == 2, let pt = UInt8(p[0]) else { return nil }
-            return (pt, String(p[1].split(separator: "/").first ?? "").lowercased())
+        let maps = rtpmaps(m)
+        guard let chosen = preferred(m, codecs: codecs) else {
+            let names = codecs.map { $0 == "h264" ? "h264 (packetization-mode=1)" : $0 }.joined(separator: " or ")
+            throw AnswerError(description: "the answer's \(kind) section has no \(names) payload type")
         }
-        guard let pt = maps.first(where: { $0.1 == codec && m.formats.contains(String($0.0)) })?.0, pt < 128 else {
-            throw AnswerError(description: "the answer's \(kind) section has no \(codec) payload type")
-        }
+        let pt = chosen.0
         // RFC 8843 §15: a MID is a token; one-byte header extensions carry at most 16 bytes (RFC 8285 §4.2).
         let mid = m.value("mid") ?? ""
         guard mid.utf8.count <= 16, mid.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
@@ -220,7 +265,8 @@ public struct NegotiatedSession: Sendable, Equatable {
             simulcast = offer.rids.filter { accepted.contains($0) }
         }
         var st = Stream(
-            mid: mid, payloadType: pt, rtxPayloadType: rtx, extensions: ext, transportCC: fb.contains("transport-cc"),
+            mid: mid, payloadType: pt, codec: kind == .video ? VideoCodec(name: chosen.1) : nil, rtxPayloadType: rtx, extensions: ext,
+            transportCC: fb.contains("transport-cc"),
             remb: fb.contains("goog-remb"), nack: fb.contains("nack"), pli: fb.contains("nack pli"), simulcast: simulcast)
         st.direction = [SDPDirection.sendonly, .recvonly, .sendrecv, .inactive].first { m.has($0.rawValue) } ?? .sendrecv
         st.reducedSizeRTCP = m.has("rtcp-rsize")
@@ -249,13 +295,16 @@ public struct NegotiatedSession: Sendable, Equatable {
 /// payload types, extension IDs and simulcast RIDs pubbot can receive) and the answer — ICE-lite,
 /// `setup:active` (the endpoint is the DTLS client, as Janus and aiortc answer), `recvonly`,
 /// the offer's payload types and extension IDs for what pubbot understands, simulcast accepted
-/// as offered, transport-cc and NACK/PLI/FIR feedback. Sections pubbot cannot receive (no Opus,
-/// no VP8, data channels) are rejected with port 0.
+/// as offered, transport-cc and NACK/PLI/FIR feedback; among the video codecs pubbot decodes
+/// (VP8, H.264 in packetization mode 1) the offer's first. Sections pubbot cannot receive (no
+/// Opus, no such video codec, data channels) are rejected with port 0.
 public struct WHIPAnswer: Sendable {
     public struct Stream: Sendable, Equatable {
         public var kind: SDPMediaKind
         public var mid: String
         public var payloadType: UInt8
+        /// The video codec of `payloadType` (nil for audio).
+        public var codec: VideoCodec?
         public var rtxPayloadType: UInt8?
         /// URI → ID, only the extensions pubbot reads.
         public var extensions: [String: Int]
@@ -317,7 +366,9 @@ public struct WHIPAnswer: Sendable {
             answer.media.append(section)
             if let stream { streams.append(stream) }
         }
-        guard !streams.isEmpty else { throw OfferError(description: "the offer has no Opus audio or VP8 video pubbot can receive") }
+        guard !streams.isEmpty else {
+            throw OfferError(description: "the offer has no Opus audio or VP8/H.264 (packetization-mode=1) video pubbot can receive")
+        }
         return WHIPAnswer(remoteUfrag: ufrag, remotePassword: pwd, remoteFingerprint: fp, streams: streams, sdp: answer.render())
     }
 
@@ -331,15 +382,10 @@ public struct WHIPAnswer: Sendable {
     /// extension IDs pubbot reads, feedback, simulcast as offered) with the stream it describes,
     /// or rejected with port 0 when pubbot cannot receive it (no Opus, no VP8, not sending).
     static func section(answering m: SDPDocument.Media, mid: String, local: Local) -> (SDPDocument.Media, Stream?) {
-        let codec = m.kind == .audio ? "opus" : m.kind == .video ? "vp8" : nil
-        let maps = m.values("rtpmap").compactMap { v -> (UInt8, String, String)? in
-            let p = v.split(separator: " ", maxSplits: 1)
-            guard p.count == 2, let pt = UInt8(p[0]), pt < 128 else { return nil }
-            return (pt, String(p[1].split(separator: "/").first ?? "").lowercased(), String(p[1]))
-        }
-        guard let codec, !m.has("inactive"), !m.has("recvonly"),
-            let media = maps.first(where: { $0.1 == codec && m.formats.contains(String($0.0)) })
-        else {
+        let codecs = m.kind == .audio ? ["opus"] : m.kind == .video ? VideoCodec.allCases.map { $0.sdpName.lowercased() } : []
+        let maps = NegotiatedSession.rtpmaps(m)
+        // The offerer's order decides among the codecs pubbot decodes (RFC 3264 §6.1).
+        guard !codecs.isEmpty, !m.has("inactive"), !m.has("recvonly"), let media = NegotiatedSession.preferred(m, codecs: codecs) else {
             let rejected = SDPDocument.Media(
                 kind: m.kind, port: 0, proto: m.proto, formats: m.formats.prefix(1).map { $0 }, attributes: [.init("mid", mid)])
             return (rejected, nil)
@@ -359,17 +405,20 @@ public struct WHIPAnswer: Sendable {
         }
         attributes += [.init("recvonly"), .init("rtcp-mux"), .init("rtcp-rsize"), .init("rtpmap", "\(media.0) \(media.2)")]
         if let f = m.values("fmtp").first(where: { $0.hasPrefix("\(media.0) ") }) { attributes.append(.init("fmtp", f)) }
-        let feedback = codec == "vp8" ? ["transport-cc", "ccm fir", "nack", "nack pli"] : ["transport-cc"]
+        let video = m.kind == .video
+        let feedback = video ? ["transport-cc", "ccm fir", "nack", "nack pli"] : ["transport-cc"]
         for fb in feedback { attributes.append(.init("rtcp-fb", "\(media.0) \(fb)")) }
         if let r = rtx { attributes += [.init("rtpmap", "\(r.0) \(r.2)"), .init("fmtp", "\(r.0) apt=\(media.0)")] }
-        let rids = codec == "vp8" ? offeredRIDs(m) : []
+        let rids = video ? offeredRIDs(m) : []
         attributes += rids.map { .init("rid", "\($0) recv") }
         if !rids.isEmpty { attributes.append(.init("simulcast", "recv " + rids.joined(separator: ";"))) }
         attributes += local.candidates.map { .init("candidate", String($0.description.dropFirst("candidate:".count))) }
         attributes.append(.init("end-of-candidates"))
         let section = SDPDocument.Media(
             kind: m.kind, port: 9, proto: m.proto, formats: [String(media.0)] + (rtx.map { [String($0.0)] } ?? []), attributes: attributes)
-        var stream = Stream(kind: m.kind, mid: mid, payloadType: media.0, rtxPayloadType: rtx?.0, extensions: ext, rids: rids)
+        var stream = Stream(
+            kind: m.kind, mid: mid, payloadType: media.0, codec: video ? VideoCodec(name: media.1) : nil, rtxPayloadType: rtx?.0,
+            extensions: ext, rids: rids)
         for g in m.values("ssrc-group") where g.hasPrefix("FID ") && stream.rtxToMedia.count < 32 {
             let ids = g.dropFirst(4).split(separator: " ").compactMap { UInt32($0) }
             if ids.count == 2 && ids[0] != ids[1] { stream.rtxToMedia[ids[1]] = ids[0] }

@@ -320,7 +320,7 @@ struct ReplayFeeder: MediaFeeder {
 /// per layer (targets and key frames from the session), Opus every 20 ms.
 struct LiveFeeder: MediaFeeder {
     let layers: [VideoLayerConfig]
-    let encoders: [VP8Encoder]
+    let encoders: [any VideoEncoder]
     var pictures: [I420Frame]
     let source: SyntheticVideoSource
     let opus: OpusAudioEncoder?
@@ -336,9 +336,10 @@ struct LiveFeeder: MediaFeeder {
 
     init(config: PublisherConfig, start: Int64, wallOffset: Int64) throws(CodecError) {
         layers = config.sendVideo ? config.layers : []
-        var encoders: [VP8Encoder] = []
+        var encoders: [any VideoEncoder] = []
         for l in layers {
-            encoders.append(try VP8Encoder(config: l, keyFrameInterval: VP8Encoder.frames(in: config.keyFrameIntervalMicros, fps: l.fps)))
+            let interval = VP8Encoder.frames(in: config.keyFrameIntervalMicros, fps: l.fps)
+            encoders.append(try config.videoCodec.makeEncoder(config: l, keyFrameInterval: interval))
         }
         self.encoders = encoders
         pictures = layers.map { I420Frame(width: $0.width, height: $0.height) }

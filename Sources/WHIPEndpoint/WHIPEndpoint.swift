@@ -188,7 +188,10 @@ public final class WHIPEndpoint: @unchecked Sendable {
             remotePassword: answer.remotePassword, remoteFingerprint: remoteFingerprint,
             audioPayloadTypes: Set(audio.map(\.payloadType)), videoPayloadTypes: Set(video.map(\.payloadType)),
             rtxPayloadTypes: Set(video.compactMap(\.rtxPayloadType)), extensions: RTPExtensionIDs(negotiated: ext))
-        for s in video { spec.rtxToMedia.merge(s.rtxToMedia) { a, _ in a } }
+        for s in video {
+            spec.rtxToMedia.merge(s.rtxToMedia) { a, _ in a }
+            spec.videoCodecs[s.payloadType] = s.codec
+        }
         receiver.addPublisher(spec)
         sessions.withLock { _ = $0.insert(id) }
         return HTTPResponse(

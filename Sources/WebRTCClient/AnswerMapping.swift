@@ -23,6 +23,7 @@ extension PublisherConfig {
             summary.append(("audio", "rejected by the answer"))
         }
         if let v = n.video {
+            c.videoCodec = v.codec ?? .vp8
             c.videoPayloadType = v.payloadType
             c.videoExtensions = RTPExtensionIDs(negotiated: v.extensions)
             c.rtx = v.rtxPayloadType != nil
@@ -46,7 +47,7 @@ extension PublisherConfig {
                         "refused: one encoding, the best of \(base.layers.map { "\($0.height)p" }.joined(separator: "/")) the estimate carries"
                     ))
             }
-            summary.append(("video", "VP8/\(v.payloadType)" + (v.rtxPayloadType.map { " rtx/\($0)" } ?? " no rtx")))
+            summary.append(("video", "\(c.videoCodec.sdpName)/\(v.payloadType)" + (v.rtxPayloadType.map { " rtx/\($0)" } ?? " no rtx")))
         } else if base.sendVideo {
             summary.append(("video", "rejected by the answer"))
         }

@@ -34,6 +34,8 @@ public final class WHEPSubscription: @unchecked Sendable {
         offer.direction = .receive
         offer.audio = audio
         offer.receiveVideo = video
+        // The subscriber decodes every codec pubbot knows; the server picks (RFC 3264 §6.1).
+        offer.codecs = VideoCodec.allCases
         offer.sessionID = UInt64(SecureRandom.uint32()) << 16 | 1
         let resource: WHIPSession
         do {
@@ -74,6 +76,7 @@ public final class WHEPSubscription: @unchecked Sendable {
         spec.dtlsServer = n.dtlsServer
         spec.remoteCandidates = remotes
         spec.rtxToMedia = v?.rtxSSRCs ?? [:]
+        if let v, let codec = v.codec { spec.videoCodecs[v.payloadType] = codec }
         spec.reducedSizeRTCP = [a, v].compactMap { $0 }.allSatisfy(\.reducedSizeRTCP)
         let transportCC = [a, v].contains { $0?.transportCC == true } && ext[RTPExtension.transportSequenceNumber.uri] != nil
         // REMB only where transport-cc is not negotiated (the server then estimates itself), and

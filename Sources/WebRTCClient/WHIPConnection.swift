@@ -224,6 +224,7 @@ public final class WHIPConnection: @unchecked Sendable {
         var offer = WHIPOffer(
             iceUfrag: credentials.ufrag, icePassword: credentials.password, fingerprint: certificate.sdpFingerprint, candidates: offered)
         offer.audio = base.sendAudio
+        offer.codecs = base.videoCodecPreference.isEmpty ? [base.videoCodec] : base.videoCodecPreference
         // One layer goes as one encoding without RIDs, as a browser sends one; more as simulcast.
         let oneEncoding = base.sendVideo && base.layers.count == 1
         offer.rids = base.sendVideo && !oneEncoding ? base.layers.map(\.rid) : []
