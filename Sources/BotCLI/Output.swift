@@ -110,7 +110,8 @@ enum Report {
         ]
         if s.kind == .video {
             f += [
-                ("width", .int(Int64(s.width))), ("height", .int(Int64(s.height))), ("stampsRead", .int(Int64(s.stampsRead))),
+                ("codec", s.codec.map { .string($0) } ?? .null), ("width", .int(Int64(s.width))), ("height", .int(Int64(s.height))),
+                ("stampsRead", .int(Int64(s.stampsRead))),
                 ("stampsOutOfOrder", .int(Int64(s.stampsOutOfOrder))), ("resolutionChanges", .int(Int64(s.resolutionChanges))),
                 ("freezeCount", .int(Int64(s.freezeCount))), ("totalFreezesDurationMs", .double(s.totalFreezesDurationMillis.rounded())),
                 ("latencyMeanMs", s.latencyMeanMillis.map { .double(($0 * 10).rounded() / 10) } ?? .null),

@@ -8,7 +8,7 @@ import Platform
 enum RTCStatsReport {
     static func build(_ p: PublisherSnapshot, config: PublisherConfig, connection: Int = 1) -> JSONValue {
         let b = Builder(now: Double(Clock.wallMicros()) / 1000, suffix: connection == 1 ? "" : "-\(connection)")
-        return .array(b.sources(p, config: config) + b.streams(p) + b.transport(p, config: config))
+        return .array(b.sources(p, config: config) + b.streams(p, config: config) + b.transport(p, config: config))
     }
 
     /// One connection's objects, their ids suffixed by the connection (`T`, `T-2`, …).
@@ -25,8 +25,10 @@ enum RTCStatsReport {
         /// The codecs and the media sources.
         func sources(_ p: PublisherSnapshot, config: PublisherConfig) -> [JSONValue] {
             var out: [JSONValue] = []
+            let v = Int(config.videoPayloadType), r = Int(config.rtxPayloadType), a = Int(config.audioPayloadType)
             let codecs: [(String, String, Int, Int)] = [
-                ("COT01_96", "video/VP8", 90_000, 96), ("COT01_97", "video/rtx", 90_000, 97), ("COT01_111", "audio/opus", 48_000, 111)
+                ("COT01_\(v)", "video/\(config.videoCodec.sdpName)", 90_000, v), ("COT01_\(r)", "video/rtx", 90_000, r),
+                ("COT01_\(a)", "audio/opus", 48_000, a)
             ]
             for (id, mime, rate, pt) in codecs {
                 out.append(
@@ -55,13 +57,14 @@ enum RTCStatsReport {
         }
 
         /// Each stream's outbound-rtp and remote-inbound-rtp.
-        func streams(_ p: PublisherSnapshot) -> [JSONValue] {
+        func streams(_ p: PublisherSnapshot, config: PublisherConfig) -> [JSONValue] {
             var out: [JSONValue] = []
             for s in p.streams {
                 let video = s.kind == .video
+                let codecID = "COT01_\(video ? config.videoPayloadType : config.audioPayloadType)"
                 var fields: [(String, JSONValue)] = [
                     ("ssrc", .int(Int64(s.ssrc))), ("kind", .string(s.kind.rawValue)), ("transportId", .string(transportID)),
-                    ("codecId", .string(video ? "COT01_96" : "COT01_111")), ("mediaSourceId", .string(video ? "MS-video" : "MS-audio")),
+                    ("codecId", .string(codecID)), ("mediaSourceId", .string(video ? "MS-video" : "MS-audio")),
                     ("remoteId", .string("RI-\(s.ssrc)")), ("mid", .string(s.mid)),
                     ("packetsSent", .int(Int64(s.packetsSent))), ("bytesSent", .int(Int64(s.payloadBytesSent))),
                     ("headerBytesSent", .int(Int64(s.headerBytesSent))),
@@ -83,7 +86,7 @@ enum RTCStatsReport {
                 out.append(obj("OT-\(s.ssrc)", "outbound-rtp", fields))
                 var remote: [(String, JSONValue)] = [
                     ("ssrc", .int(Int64(s.ssrc))), ("kind", .string(s.kind.rawValue)), ("transportId", .string(transportID)),
-                    ("codecId", .string(video ? "COT01_96" : "COT01_111")), ("localId", .string("OT-\(s.ssrc)")),
+                    ("codecId", .string(codecID)), ("localId", .string("OT-\(s.ssrc)")),
                     ("packetsLost", .int(Int64(s.packetsLostReported))), ("fractionLost", .double(s.fractionLost))
                 ]
                 if let j = s.remoteJitterSeconds { remote.append(("jitter", .double(j))) }

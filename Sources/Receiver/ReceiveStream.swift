@@ -64,6 +64,7 @@ final class ReceiveStream {
         stats = InboundStreamStats(ssrc: ssrc, kind: kind, payloadType: payloadType)
         self.codec = codec
         assembler = VideoFrameAssembler(codec: codec)
+        if kind == .video { stats.codec = codec.sdpName }
         self.decodeVideo = decodeVideo
         clockRate = kind == .audio ? 48_000 : 90_000
     }

@@ -56,6 +56,8 @@ public struct InboundStreamStats: Sendable, Equatable {
     public var ssrc: UInt32
     public var kind: MediaKind
     public var payloadType: UInt8
+    /// The video codec the payload type stands for (`VP8`, `H264`); nil for audio.
+    public var codec: String?
     public var mid: String?
     public var rid: String?
     public var packetsReceived: Int = 0

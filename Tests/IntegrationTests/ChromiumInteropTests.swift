@@ -40,9 +40,10 @@ struct ChromiumInteropTests {
     /// rid simulcast as an answerer, so pubbot sends one encoding): Chromium's byte counts equal
     /// pubbot's, its packets are pubbot's media plus the padding probes, it decodes ≥ 95 % of the
     /// frames at 720p with no freeze, and pubbot's estimate follows Chromium's transport-cc.
-    /// Twice: the simulcast offer Chromium refuses, and one 720p encoding offered as a browser
-    /// offers it (no RIDs; `a=ssrc`, `a=ssrc-group:FID`).
-    @Test(arguments: [[], ["--layers", "1280x720@30:2500k"]])
+    /// Three times: the simulcast offer Chromium refuses, one 720p encoding offered as a browser
+    /// offers it (no RIDs; `a=ssrc`, `a=ssrc-group:FID`), and H.264 (Chromium's codec stats
+    /// name what it negotiated; it decodes with its own decoder, `decoderImplementation`).
+    @Test(arguments: [[], ["--layers", "1280x720@30:2500k"], ["--codec", "h264"]])
     func publishIntoChromium(_ layers: [String]) throws {
         let (peer, port) = try start(["endpoint", "--limit", "60"])
         defer { peer.stop(grace: 2_000_000) }
@@ -75,6 +76,11 @@ struct ChromiumInteropTests {
                     frames > 150 && decoded * 100 >= frames * 95 && decoded <= frames, "frames: sent \(frames), Chromium decoded \(decoded)"
                 )
                 #expect(g["frameHeight"] as? Int == 720 && g["freezeCount"] as? Int == 0, "\(g)")
+                let codec = layers.contains("h264") ? "video/H264" : "video/VP8"
+                #expect((g["codec"] as? String)?.hasPrefix(codec) == true, "Chromium's codec: \(g["codec"] ?? "-"), expected \(codec)")
+                print(
+                    "pubbot → Chromium: \(g["codec"] ?? "-"), decoded by \(g["decoderImplementation"] ?? "-"): \(decoded) of \(frames) frames"
+                )
             }
         }
         let estimate = published["estimate"] as? Int ?? 0
@@ -115,6 +121,38 @@ struct ChromiumInteropTests {
             let decoded = received.first { $0["ssrc"] as? Int == ssrc }?["framesDecoded"] as? Int ?? 0
             #expect(sent > 100 && decoded * 100 >= sent * 95, "\(o["rid"] ?? "-"): Chromium sent \(sent) frames, pubbot decoded \(decoded)")
         }
+    }
+
+    /// Chromium publishes one encoding of each codec pubbot decodes into `receive --whip-listen`
+    /// (its codec preferences put that one first): pubbot answers that codec, and decodes ≥ 95 %
+    /// of the frames Chromium says it sent, with no decode error.
+    @Test(arguments: ["VP8", "H264"])
+    func chromiumPublishesEachCodecIntoReceive(_ codec: String) throws {
+        let receiver = try PeerProcess(Self.binary, ["receive", "--whip-listen", "127.0.0.1:0", "--duration", "60s", "--json"])
+        defer { receiver.stop() }
+        try #require(receiver.wait(for: "/whip (media", micros: 10_000_000), "\(receiver.text)")
+        let url = try #require(receiver.text.split(separator: " ").first { $0.hasPrefix("http://") }.map(String.init))
+        let (peer, _) = try start(["publish", url, "--codec", codec, "--seconds", "8", "--limit", "60"])
+        defer { peer.stop(grace: 2_000_000) }
+        #expect(peer.wait(for: "\"event\": \"done\"", micros: 40_000_000), "\(peer.text.suffix(800))")
+        Clock.sleep(micros: 300_000)
+        kill(receiver.process.processIdentifier, SIGINT)
+        receiver.wait(for: "\"whipEndpoint\"", micros: 5_000_000)
+        let text = receiver.text
+        let summary = try #require(
+            text.firstIndex(of: "{").flatMap { try? JSONSerialization.jsonObject(with: Data(text[$0...].utf8)) as? [String: Any] })
+        let received = summary["streams"] as? [[String: Any]] ?? []
+        let done = try #require(events(peer, "done").first)
+        let video = try #require((done["outbound"] as? [[String: Any]] ?? []).first { $0["kind"] as? String == "video" })
+        #expect((video["codec"] as? String)?.hasPrefix("video/\(codec)") == true, "Chromium sent \(video["codec"] ?? "-")")
+        let sent = video["framesSent"] as? Int ?? 0
+        let stream = received.first { $0["ssrc"] as? Int == video["ssrc"] as? Int }
+        let decoded = stream?["framesDecoded"] as? Int ?? 0
+        print(
+            "Chromium (\(video["encoderImplementation"] ?? "-")) → pubbot: \(video["codec"] ?? "-"), sent \(sent), pubbot decoded \(decoded)"
+        )
+        #expect(stream?["codec"] as? String == codec && stream?["decodeErrors"] as? Int == 0, "\(String(describing: stream))")
+        #expect(sent > 100 && decoded * 100 >= sent * 95, "Chromium sent \(sent) \(codec) frames, pubbot decoded \(decoded)")
     }
 
     /// The feedback libwebrtc uses besides transport-cc, proven by Chromium's own counters:
