@@ -124,7 +124,7 @@ let package = Package(
             name: "Bench",
             dependencies: ["Platform", "CBenchBaseline", "RTPCore", "Transport", "MediaCodecs", "PublisherEngine", "Stats", "DTLS"],
             swiftSettings: hot),
-        .executableTarget(name: "pubbot-bench", dependencies: ["Bench", "CAllocCounter"]),
+        .executableTarget(name: "pubbot-bench", dependencies: ["Bench", "CAllocCounter", "RTPCore"]),
 
         .testTarget(name: "RTPCoreTests", dependencies: ["RTPCore"]),
         .testTarget(name: "StatsTests", dependencies: ["Stats"]),

@@ -1,6 +1,6 @@
 import CBenchBaseline
 public import DTLS
-import RTPCore
+public import RTPCore
 public import Transport
 public import MediaCodecs
 public import Stats
@@ -67,9 +67,11 @@ public struct Benchmarks {
     }
 
     /// Realistic frames: 2 s of the synthetic 720p video at 2.5 Mbps from the project's encoder.
-    public static func vp8Frames(width: Int = 1280, height: Int = 720, count: Int = 60) throws(CodecError) -> [[UInt8]] {
+    public static func frames(
+        codec: VideoCodec = .vp8, width: Int = 1280, height: Int = 720, count: Int = 60
+    ) throws(CodecError) -> [[UInt8]] {
         let config = VideoLayerConfig.defaults(width: width, height: height, rid: "f")
-        let encoder = try VP8Encoder(config: config, keyFrameInterval: 0, frameDropThreshold: 0)
+        let encoder = try codec.makeEncoder(config: config, keyFrameInterval: 0, frameDrop: false)
         var picture = I420Frame(width: width, height: height)
         let source = SyntheticVideoSource(seed: 1)
         var out: [[UInt8]] = []
@@ -87,9 +89,9 @@ public struct Benchmarks {
     // MARK: packetizer
 
     /// Packets per CPU-second: the engine's path (header template with MID/RID/transport-cc/
-    /// abs-send-time, VP8 descriptor with picture ID, about-equal split into arena slots) against
-    /// the C loop doing the same bytes.
-    public func packetize(frames: [[UInt8]], mtu: Int = 1200) -> BenchResult {
+    /// abs-send-time; VP8: descriptor with picture ID, about-equal split; H.264: RFC 6184
+    /// single NAL / STAP-A / FU-A; into arena slots) against the C loop doing the same bytes.
+    public func packetize(frames: [[UInt8]], codec: VideoCodec = .vp8, mtu: Int = 1200) -> BenchResult {
         let template = RTPHeaderTemplate(
             payloadType: 96, ssrc: 0x1234_5678, strings: [(RTPExtension.mid.id, "0"), (RTPExtension.rid.id, "f")],
             transportSequence: true, absSendTime: true)
@@ -98,7 +100,9 @@ public struct Benchmarks {
         let maxPayload = mtu - template.size
         let totalBytes = frames.reduce(0) { $0 + $1.count }
         let repeats = max(1, Int(Double(60_000_000 / max(1, totalBytes)) * scale)) // ~60 MB of frames per run
-        var result = BenchResult(name: "packetize", unit: "packets/s/core", runs: [], baseline: "C packetizer loop (same bytes)")
+        var result = BenchResult(
+            name: codec == .vp8 ? "packetize" : "packetize-\(codec.rawValue)", unit: "packets/s/core", runs: [],
+            baseline: "C \(codec.sdpName) packetizer loop (same bytes)")
         let cFrames = frames.map { f -> UnsafeMutablePointer<UInt8> in
             let p = UnsafeMutablePointer<UInt8>.allocate(capacity: f.count)
             p.initialize(from: f, count: f.count)
@@ -121,9 +125,16 @@ public struct Benchmarks {
                         template.bytes.withUnsafeBufferPointer { hp in
                             for _ in 0..<repeats {
                                 let ptrs = UnsafeRawPointer(fp.baseAddress!).assumingMemoryBound(to: UnsafePointer<UInt8>?.self)
-                                nC += cbench_packetize(
-                                    ptrs, sp.baseAddress, frames.count, hp.baseAddress, hp.count, maxPayload, cSlots, slotSize, slotCount,
-                                    cLengths, &seqC, &pidC)
+                                switch codec {
+                                case .vp8:
+                                    nC += cbench_packetize(
+                                        ptrs, sp.baseAddress, frames.count, hp.baseAddress, hp.count, maxPayload, cSlots, slotSize,
+                                        slotCount, cLengths, &seqC, &pidC)
+                                case .h264:
+                                    nC += cbench_packetize_h264(
+                                        ptrs, sp.baseAddress, frames.count, hp.baseAddress, hp.count, maxPayload, cSlots, slotSize,
+                                        slotCount, cLengths, &seqC)
+                                }
                             }
                         }
                     }
@@ -137,9 +148,17 @@ public struct Benchmarks {
                 for _ in 0..<repeats {
                     var f = 0
                     while f < frames.count {
-                        n += packetizeFrame(
-                            frames[f], template: template, arena: arena, slot: &slot, slotCount: slotCount, maxPayload: maxPayload,
-                            seq: &seq, pid: &pid)
+                        switch codec {
+                        case .vp8:
+                            n += packetizeFrame(
+                                frames[f], template: template, arena: arena, slot: &slot, slotCount: slotCount, maxPayload: maxPayload,
+                                seq: &seq, pid: &pid)
+                        case .h264:
+                            n += packetizeH264(
+                                frames[f], template: template, arena: arena, slot: &slot, slotCount: slotCount, maxPayload: maxPayload,
+                                seq: &seq, frameIndex: pid)
+                            pid &+= 1
+                        }
                         f += 1
                     }
                 }
@@ -178,6 +197,33 @@ public struct Benchmarks {
             return count
         }
         pid = (pid &+ 1) & 0x7FFF
+        return count
+    }
+
+    @inline(never)
+    func packetizeH264(
+        _ frame: [UInt8], template: RTPHeaderTemplate, arena: PacketArena, slot: inout Int, slotCount: Int, maxPayload: Int,
+        seq: inout UInt16, frameIndex: UInt16
+    ) -> Int {
+        var count = 0
+        do throws(RTPWriteError) {
+            let span = frame.span
+            var p = try H264Packetizer(frame: span, maxPayloadSize: maxPayload)
+            while p.index < p.packetCount {
+                var w = ByteWriter(UnsafeMutableRawBufferPointer(start: arena.pointer(slot), count: PacketArena.slotSize))
+                try template.write(
+                    to: &w, sequenceNumber: seq, timestamp: UInt32(truncatingIfNeeded: Int(frameIndex) * 3000),
+                    marker: p.index + 1 == p.packetCount)
+                _ = try p.next(frame: span, into: &w)
+                arena.lengths[slot] = Int32(w.count)
+                seq &+= 1
+                slot += 1
+                if slot == slotCount { slot = 0 }
+                count += 1
+            }
+        } catch {
+            return count
+        }
         return count
     }
 

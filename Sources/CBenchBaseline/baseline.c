@@ -41,6 +41,97 @@ size_t cbench_packetize(const uint8_t *const *frames, const size_t *sizes, size_
     return written;
 }
 
+/* The NAL unit after the first start code at or after `from`: [*start, *end), trailing zeros
+   excluded. Returns 0 when there is none. */
+static int next_nal(const uint8_t *b, size_t len, size_t from, size_t *start, size_t *end) {
+    size_t i = from;
+    while (i + 2 < len && !(b[i] == 0 && b[i + 1] == 0 && b[i + 2] == 1)) i++;
+    if (i + 2 >= len) return 0;
+    *start = i + 3;
+    i = *start;
+    size_t e = len;
+    while (i + 2 < len) {
+        if (b[i + 2] > 1) i += 3;
+        else if (b[i] == 0 && b[i + 1] == 0 && b[i + 2] == 1) { e = i; break; }
+        else i++;
+    }
+    while (e > *start && b[e - 1] == 0) e--;
+    *end = e;
+    return e > *start;
+}
+
+static uint8_t *h264_packet(uint8_t *slots, size_t slot_size, size_t *slot, size_t slot_count, const uint8_t *header,
+                            size_t header_len, uint16_t *seq, uint32_t ts) {
+    uint8_t *p = slots + *slot * slot_size;
+    memcpy(p, header, header_len);
+    p[1] &= 0x7f;
+    p[2] = (uint8_t)(*seq >> 8); p[3] = (uint8_t)*seq;
+    p[4] = (uint8_t)(ts >> 24); p[5] = (uint8_t)(ts >> 16); p[6] = (uint8_t)(ts >> 8); p[7] = (uint8_t)ts;
+    (*seq)++;
+    return p;
+}
+
+size_t cbench_packetize_h264(const uint8_t *const *frames, const size_t *sizes, size_t frame_count,
+                             const uint8_t *header, size_t header_len, size_t max_payload,
+                             uint8_t *slots, size_t slot_size, size_t slot_count, int32_t *lengths, uint16_t *seq) {
+    size_t written = 0, slot = 0;
+    uint32_t ts = 0;
+    for (size_t f = 0; f < frame_count; f++) {
+        const uint8_t *b = frames[f];
+        size_t len = sizes[f], s, e, cursor = 0;
+        uint8_t *last = NULL;
+        ts += 3000;
+        while (next_nal(b, len, cursor, &s, &e)) {
+            size_t n = e - s;
+            uint8_t *p = h264_packet(slots, slot_size, &slot, slot_count, header, header_len, seq, ts);
+            uint8_t *d = p + header_len;
+            if (n > max_payload) {
+                size_t payload = n - 1, per = max_payload - 2, count = (payload + per - 1) / per;
+                size_t base = payload / count, larger_from = count - payload % count, off = s + 1;
+                for (size_t i = 0; i < count; i++) {
+                    if (i > 0) { p = h264_packet(slots, slot_size, &slot, slot_count, header, header_len, seq, ts); d = p + header_len; }
+                    size_t size = base + (i >= larger_from ? 1 : 0);
+                    d[0] = (uint8_t)((b[s] & 0xe0) | 28);
+                    d[1] = (uint8_t)((i == 0 ? 0x80 : 0) | (i + 1 == count ? 0x40 : 0) | (b[s] & 0x1f));
+                    memcpy(d + 2, b + off, size);
+                    off += size;
+                    lengths[slot] = (int32_t)(header_len + 2 + size);
+                    last = p;
+                    written++;
+                    if (++slot == slot_count) slot = 0;
+                }
+                cursor = e;
+                continue;
+            }
+            /* STAP-A while the next units fit too. */
+            size_t used = 1 + 2 + n, units = 1, end = e, s2, e2;
+            while (next_nal(b, len, end, &s2, &e2) && used + 2 + (e2 - s2) <= max_payload) { used += 2 + (e2 - s2); end = e2; units++; }
+            if (units == 1) {
+                memcpy(d, b + s, n);
+                lengths[slot] = (int32_t)(header_len + n);
+            } else {
+                size_t at = s - 3, o = 1;
+                uint8_t nri = 0;
+                while (next_nal(b, len, at, &s2, &e2) && e2 <= end) {
+                    d[o] = (uint8_t)((e2 - s2) >> 8); d[o + 1] = (uint8_t)(e2 - s2);
+                    memcpy(d + o + 2, b + s2, e2 - s2);
+                    if ((b[s2] & 0x60) > nri) nri = b[s2] & 0x60;
+                    o += 2 + (e2 - s2);
+                    at = e2;
+                }
+                d[0] = (uint8_t)(nri | 24);
+                lengths[slot] = (int32_t)(header_len + o);
+            }
+            cursor = end;
+            last = p;
+            written++;
+            if (++slot == slot_count) slot = 0;
+        }
+        if (last) last[1] |= 0x80;
+    }
+    return written;
+}
+
 int cbench_srtp_protect(int suite, const unsigned char *key, uint8_t *slots, size_t slot_size, size_t slot_count,
                         int len, size_t count) {
     srtp_t session;

@@ -25,11 +25,15 @@ static inline int coh_enc_set_bitrate(ISVCEncoder *enc, int bps) {
     info.iBitrate = bps;
     return (*enc)->SetOption(enc, ENCODER_OPTION_BITRATE, &info);
 }
+/* The maximum of the whole stream and of its one spatial layer: openh264 refuses a target above
+   the layer's own maximum (welsEncoderExt.cpp, ENCODER_OPTION_BITRATE). */
 static inline int coh_enc_set_max_bitrate(ISVCEncoder *enc, int bps) {
     SBitrateInfo info;
     info.iLayer = SPATIAL_LAYER_ALL;
     info.iBitrate = bps;
-    return (*enc)->SetOption(enc, ENCODER_OPTION_MAX_BITRATE, &info);
+    int rc = (*enc)->SetOption(enc, ENCODER_OPTION_MAX_BITRATE, &info);
+    info.iLayer = SPATIAL_LAYER_0;
+    return rc | (*enc)->SetOption(enc, ENCODER_OPTION_MAX_BITRATE, &info);
 }
 static inline int coh_enc_set_frame_rate(ISVCEncoder *enc, float fps) { return (*enc)->SetOption(enc, ENCODER_OPTION_FRAME_RATE, &fps); }
 static inline int coh_enc_set_trace_level(ISVCEncoder *enc, int level) { return (*enc)->SetOption(enc, ENCODER_OPTION_TRACE_LEVEL, &level); }

@@ -39,7 +39,7 @@ public final class H264Encoder: VideoEncoder {
         params.iPicWidth = Int32(config.width)
         params.iPicHeight = Int32(config.height)
         params.iTargetBitrate = Int32(encoderBitrate)
-        params.iMaxBitrate = Int32(UNSPECIFIED_BIT_RATE)
+        params.iMaxBitrate = Int32(2 * encoderBitrate)
         params.iRCMode = RC_BITRATE_MODE
         params.fMaxFrameRate = Float(config.fps)
         params.bEnableFrameSkip = frameSkip
@@ -54,13 +54,13 @@ public final class H264Encoder: VideoEncoder {
         params.bEnableBackgroundDetection = true
         params.bEnableAdaptiveQuant = true
         params.bEnableSceneChangeDetect = false
-        params.iMinQp = 0
+        params.iMinQp = 1
         params.iMaxQp = 51
         params.sSpatialLayers.0.iVideoWidth = Int32(config.width)
         params.sSpatialLayers.0.iVideoHeight = Int32(config.height)
         params.sSpatialLayers.0.fFrameRate = Float(config.fps)
         params.sSpatialLayers.0.iSpatialBitrate = Int32(encoderBitrate)
-        params.sSpatialLayers.0.iMaxSpatialBitrate = Int32(UNSPECIFIED_BIT_RATE)
+        params.sSpatialLayers.0.iMaxSpatialBitrate = Int32(2 * encoderBitrate)
         params.sSpatialLayers.0.uiProfileIdc = PRO_BASELINE
         // One slice: RFC 6184 packetization mode 1 splits it into FU-A fragments
         // (libwebrtc: SM_FIXEDSLCNUM_SLICE with one slice per core; pubbot encodes on one).
@@ -91,10 +91,20 @@ public final class H264Encoder: VideoEncoder {
     func configureRate() throws(CodecError) {
         let rate = max(Self.minimumBitrate, Int(Double(targetBitrate) * (trim?.factor ?? 1)))
         guard rate != encoderBitrate, let encoder else { return }
+        // openh264 refuses a target above the layer's maximum (`welsEncoderExt.cpp`
+        // ENCODER_OPTION_BITRATE, WelsEncoderApplyBitRate): raise the ceiling with it.
+        _ = coh_enc_set_max_bitrate(encoder, Int32(min(Int(Int32.max), 2 * rate)))
+        guard coh_enc_set_bitrate(encoder, Int32(rate)) == 0 else {
+            // Refused (beyond what the level allows): the encoder keeps its last rate; the
+            // figures show the rate sent, and a later, lower target is tried afresh.
+            refusedRateChanges += 1
+            return
+        }
         encoderBitrate = rate
-        let rc = coh_enc_set_bitrate(encoder, Int32(rate))
-        guard rc == 0 else { throw CodecError("openh264 SetOption(BITRATE)", code: Int32(rc)) }
     }
+
+    /// Rate changes openh264 refused (the encoder kept its previous rate).
+    public private(set) var refusedRateChanges = 0
 
     public func encode(
         _ frame: inout I420Frame, layer: Int, frameNumber: UInt32, captureMicros: Int64,

@@ -29,6 +29,10 @@ public final class WHIPEndpoint: @unchecked Sendable {
     public var httpStats: HTTPServer.Counters { server.stats }
     /// Sessions answered (201) so far, and live now.
     let answered = Locked(0)
+    /// Sessions the receiver ended (the publisher's BYE or DTLS close, ICE or consent lost) whose
+    /// resource the client has not DELETEd yet: their slot is free, but the resource still
+    /// answers its DELETE with 200 (RFC 9725 §4.2: the client ends the session; the last 256).
+    let ended = Locked<[String]>([])
     public var sessionsAnswered: Int { answered.value }
     public var sessionsLive: Int {
         let gone = receiver.takeEndedResources()
@@ -46,28 +50,36 @@ public final class WHIPEndpoint: @unchecked Sendable {
         candidates: [ICECandidate], maxSessions: Int, limits: HTTPServer.Limits = HTTPServer.Limits()
     ) throws(StartError) {
         self.receiver = receiver
-        let sessions = self.sessions, answered = self.answered
+        let sessions = self.sessions, answered = self.answered, ended = self.ended
+        @Sendable func release(_ gone: [String]) {
+            guard !gone.isEmpty else { return }
+            sessions.withLock { s in for g in gone { s.remove(g) } }
+            ended.withLock { e in
+                e += gone
+                if e.count > 256 { e.removeFirst(e.count - 256) }
+            }
+        }
         let fingerprint = certificate.sdpFingerprint
         let expected = token.map { Array($0.utf8) }
         do {
             server = try HTTPServer(host: host, port: port, name: "pubbot-whip", limits: limits) { r in
                 var response = Self.route(r, expected: expected) { r in
                     // Slots of sessions the receiver ended are free before this request counts them.
-                    let gone = receiver.takeEndedResources()
-                    if !gone.isEmpty { sessions.withLock { s in for g in gone { s.remove(g) } } }
+                    release(receiver.takeEndedResources())
                     let response = Self.create(
                         r, receiver: receiver, sessions: sessions, fingerprint: fingerprint, candidates: candidates,
                         maxSessions: maxSessions)
                     if response.status == 201 { answered.withLock { $0 += 1 } }
                     return response
                 } delete: { id in
-                    let gone = receiver.takeEndedResources()
-                    if !gone.isEmpty { sessions.withLock { s in for g in gone { s.remove(g) } } }
-                    guard sessions.withLock({ $0.remove(id) }) != nil else { return false }
-                    receiver.removePublisher(resource: id)
-                    return true
+                    release(receiver.takeEndedResources())
+                    if sessions.withLock({ $0.remove(id) }) != nil {
+                        receiver.removePublisher(resource: id)
+                        return true
+                    }
+                    return ended.withLock { e in e.firstIndex(of: id).map { e.remove(at: $0) } != nil }
                 } exists: { id in
-                    sessions.withLock { $0.contains(id) }
+                    sessions.withLock { $0.contains(id) } || ended.withLock { $0.contains(id) }
                 }
                 response.headers += Self.corsHeaders(r)
                 return response

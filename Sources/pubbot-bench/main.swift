@@ -1,4 +1,5 @@
 import Bench
+import RTPCore
 import CAllocCounter
 import Stats
 import Transport
@@ -31,7 +32,8 @@ var results: [BenchResult] = []
 do {
     if which == "packetize" || which == "all" {
         FileHandle.err("bench: encoding 2 s of 720p for realistic frames…\n")
-        results.append(bench.packetize(frames: try Benchmarks.vp8Frames()))
+        results.append(bench.packetize(frames: try Benchmarks.frames(codec: .vp8)))
+        results.append(bench.packetize(frames: try Benchmarks.frames(codec: .h264), codec: .h264))
     }
     if which == "srtp" || which == "all" { results.append(bench.srtp(suite: .aesCm)); results.append(bench.srtp(suite: .gcm)) }
     if which == "send" || which == "all" { results += try bench.send() }
@@ -65,7 +67,7 @@ if json {
     for r in results { if let b = r.baseline { print("  \(r.name): baseline = \(b)") }; if let n = r.note { print("  \(r.name): \(n)") } }
 }
 // The smoke test's contract: pubbot's own packetizer and send path allocate nothing per packet.
-let own = results.filter { $0.name == "packetize" || $0.name == "send-gso" }
+let own = results.filter { $0.name.hasPrefix("packetize") || $0.name == "send-gso" }
 if let bad = own.first(where: { ($0.allocationsPerOp ?? 0) > 0 }) {
     FileHandle.err("Error: \(bad.name) allocates \(bad.allocationsPerOp!) times per packet\n")
     exit(1)

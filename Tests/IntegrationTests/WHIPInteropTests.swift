@@ -219,14 +219,18 @@ import Platform
     }
 
     /// pubbot to pubbot over the production stack: `receive --whip-listen` (ICE-lite, DTLS
-    /// client, transport-cc) decodes every simulcast layer `publish --whip` sends.
-    @Test func publishesToPubbotsOwnEndpoint() throws {
+    /// client, transport-cc) decodes every simulcast layer `publish --whip` sends, VP8 and
+    /// H.264; the session ends with a DELETE the endpoint answers 200, though the publisher's
+    /// BYE ended it first.
+    @Test(arguments: ["vp8", "h264"])
+    func publishesToPubbotsOwnEndpoint(_ codec: String) throws {
         let receiver = try PeerProcess(Self.binary, ["receive", "--whip-listen", "127.0.0.1:0", "--duration", "30s", "--json"])
         defer { receiver.stop() }
         try #require(receiver.wait(for: "/whip (media", micros: 10_000_000), "\(receiver.text)")
         let url = try #require(receiver.text.split(separator: " ").first { $0.hasPrefix("http://") }.map(String.init), "\(receiver.text)")
-        let r = try run(["publish", "--whip", url, "--duration", "6s", "--json"])
+        let r = try run(["publish", "--whip", url, "--duration", "6s", "--codec", codec, "--json"])
         #expect(r.code == 0, "\(r.err)")
+        #expect(!r.err.contains("could not end"), "\(r.err)")
         kill(receiver.process.processIdentifier, SIGINT)
         receiver.wait(for: "\"byes\"", micros: 5_000_000)
         receiver.process.waitUntilExit()
@@ -237,7 +241,8 @@ import Platform
         let published = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
         let negotiated = (published["whip"] as? [String: Any])?["negotiated"] as? [String: String]
         #expect(
-            negotiated?["simulcast"] == "q;h;f" && negotiated?["congestionControl"] == "transportCC" && negotiated?["iceLite"] == "yes",
+            negotiated?["simulcast"] == "q;h;f" && negotiated?["congestionControl"] == "transportCC" && negotiated?["iceLite"] == "yes"
+                && negotiated?["video"]?.hasPrefix(codec == "h264" ? "H264/102" : "VP8/96") == true,
             "\(String(describing: negotiated))")
         let streams = try #require(published["streams"] as? [[String: Any]])
         #expect(streams.count == 4)

@@ -1,4 +1,5 @@
 import Testing
+import RTPCore
 @testable import MediaCodecs
 
 /// The encoder's output against its target at the real frame interval, in virtual time: frames
@@ -6,8 +7,14 @@ import Testing
 /// does), the bits of each frame summed per second, every 5 s window compared with the target.
 @Suite(.serialized) struct EncoderRateTests {
     /// Bits produced in each second of `seconds`.
-    static func encode(_ config: VideoLayerConfig, seconds: Int, rateTrim: Bool = true) throws -> (perSecond: [Int], frames: Int) {
-        let encoder = try VP8Encoder(config: config, rateTrim: rateTrim)
+    static func encode(_ config: VideoLayerConfig, seconds: Int, rateTrim: Bool = true, codec: VideoCodec = .vp8) throws -> (
+        perSecond: [Int], frames: Int
+    ) {
+        let encoder: any VideoEncoder =
+            switch codec {
+            case .vp8: try VP8Encoder(config: config, rateTrim: rateTrim)
+            case .h264: try H264Encoder(config: config, rateTrim: rateTrim)
+            }
         var picture = I420Frame(width: config.width, height: config.height)
         let source = SyntheticVideoSource(seed: 1)
         var perSecond = [Int](repeating: 0, count: seconds)
@@ -46,6 +53,34 @@ import Testing
                 "\(h)p@\(fps) L1T\(temporalLayers) target \(config.targetBitrate): 5 s windows \(shares.map { ($0 * 100).rounded() / 100 })"
             )
         }
+    }
+
+    /// openh264 (bitrate rate control, frame skipping on, the same outer trim) at every frame
+    /// rate and temporal layering, 180p–720p; 720p at 30 fps apart (below).
+    @Test(arguments: [7, 15, 30], [1, 3])
+    func h264EveryFiveSecondWindowWithinFifteenPercent(fps: Int, temporalLayers: Int) throws {
+        for (w, h) in Self.sizes where fps < 30 || h < 720 {
+            let config = VideoLayerConfig.defaults(width: w, height: h, fps: fps, temporalLayers: temporalLayers, rid: "x")
+            let (perSecond, frames) = try Self.encode(config, seconds: 10, codec: .h264)
+            let shares = Self.windows(perSecond, target: config.targetBitrate)
+            #expect(
+                shares.allSatisfy { (0.85...1.15).contains($0) },
+                "H.264 \(h)p@\(fps) L1T\(temporalLayers) target \(config.targetBitrate): 5 s windows \(shares.map { ($0 * 100).rounded() / 100 }), \(frames) frames"
+            )
+        }
+    }
+
+    /// openh264 never quantizes finer than QP 12 (`ratectl.cpp` clips every picture's QP to
+    /// GOM_MIN_QP_MODE), and at QP 12 the synthetic 720p picture at 30 fps is about 2 Mbit/s:
+    /// the 2.5 Mbit/s default target is out of its reach (libvpx, which goes down to quantizer
+    /// 0, meets it). The trim asks for its most (2×) and the output stays at that ceiling —
+    /// what `publish` reports as sent is this, never the target.
+    @Test func h264At720pThirtyIsCappedByItsFinestQuantizer() throws {
+        let config = VideoLayerConfig.defaults(width: 1280, height: 720, fps: 30, rid: "x")
+        let (perSecond, frames) = try Self.encode(config, seconds: 10, codec: .h264)
+        let shares = Self.windows(perSecond, target: config.targetBitrate)
+        #expect(frames == 300)
+        #expect(shares.allSatisfy { (0.65...0.9).contains($0) }, "H.264 720p@30: 5 s windows \(shares)")
     }
 
     /// The defect this guards against: libvpx sized frames from timestamps that counted at 30 fps

@@ -14,6 +14,14 @@ size_t cbench_packetize(const uint8_t *const *frames, const size_t *sizes, size_
                         const uint8_t *header, size_t header_len, size_t max_payload,
                         uint8_t *slots, size_t slot_size, size_t slot_count, int32_t *lengths, uint16_t *seq, uint16_t *picture_id);
 
+/// A minimal RFC 6184 (mode 1) packetizer over Annex B access units: for each NAL unit found by
+/// its start code, one packet when it fits (consecutive small units aggregated into a STAP-A),
+/// else FU-A fragments of about equal size; header copied and patched as above. Returns the
+/// number of packets.
+size_t cbench_packetize_h264(const uint8_t *const *frames, const size_t *sizes, size_t frame_count,
+                             const uint8_t *header, size_t header_len, size_t max_payload,
+                             uint8_t *slots, size_t slot_size, size_t slot_count, int32_t *lengths, uint16_t *seq);
+
 /// Direct libsrtp2: creates an outbound session (suite 0 = AES-CM-128-HMAC-SHA1-80,
 /// 1 = AEAD-AES-128-GCM) with key||salt, then protects `count` packets of `len` bytes in
 /// place, cycling through `slot_count` slots and writing a fresh sequence number into each
