@@ -3,6 +3,7 @@
     import Glibc
 #endif
 import MediaCodecs
+import RTPCore
 import Impairment
 import PublisherEngine
 import Fleet
@@ -21,7 +22,7 @@ enum LoadCommand {
             "to": .repeated, "rooms": .value, "key": .value, "srtp-suite": .value, "bots": .value, "ramp": .value, "duration": .value,
             "loops": .value,
             "media": .value, "report": .value, "require": .value, "shard": .value, "json": .flag, "impair": .value, "decode": .flag,
-            "encode": .flag, "layers": .value, "whep": .value, "whep-token": .value, "publishers": .value, "subscribers": .value
+            "encode": .flag, "layers": .value, "codec": .value, "whep": .value, "whep-token": .value, "publishers": .value, "subscribers": .value
         ].merging(CommonOptions.whip) { a, _ in a })
 
     static let defaultMedia = "Media/replay"
@@ -57,6 +58,9 @@ enum LoadCommand {
         var mediaDirectory: String?
         var reportPath: String?
         var json: Bool
+        /// `--codec`: every bot's video codec (nil: VP8, or the replay loops' own with `--media`).
+        var askedCodec: VideoCodec?
+        var codec: VideoCodec { askedCodec ?? .vp8 }
     }
 
     static func plan(_ o: ParsedOptions) throws(UsageError) -> Plan {
@@ -121,7 +125,12 @@ enum LoadCommand {
             requirements: requirements, suite: suite, tos: addresses, whip: whipOptions, whep: whepOptions,
             subscriberCount: subscriberCount,
             roomCount: roomCount, sharedKey: sharedKey, impairment: impairment, decode: o.has("decode"), liveLayers: liveLayers,
-            mediaDirectory: o.value("media"), reportPath: o.value("report"), json: o.has("json"))
+            mediaDirectory: o.value("media"), reportPath: o.value("report"), json: o.has("json"),
+            askedCodec: try o.value("codec").map { c throws(UsageError) in
+                let codecs = try ValueParsers.codecs(c)
+                guard codecs.count == 1 else { throw UsageError("load takes one --codec (every bot sends it)") }
+                return codecs[0]
+            })
     }
 
     /// `--bots N` or `--publishers N` (the same), 10 by default.
@@ -180,15 +189,19 @@ enum LoadCommand {
     /// report's exit code, 130 (interrupted) or 2 (the media, a receiver or the report failed).
     static func execute(_ plan: Plan) -> Int32 {
         var library = ReplayLibrary(layers: [], audio: [], audioBitrate: 32_000)
-        let live = plan.liveLayers.map { SharedEncoder(layers: $0) }
+        let live = plan.liveLayers.map { SharedEncoder(layers: $0, codec: plan.codec) }
         if live == nil {
             if let dir = plan.mediaDirectory {
                 do { library = try ReplayLibrary.load(directory: dir) } catch {
                     Output.err("Error: \(error)\n")
                     return 2
                 }
+                if let asked = plan.askedCodec, library.codec != asked {
+                    Output.err("Error: the replay loops in \(dir) are \(library.codec.sdpName), not \(asked.sdpName) (pubbot media build --codec \(asked.rawValue) --out DIR)\n")
+                    return 2
+                }
             } else {
-                guard let (dir, lib) = DefaultMedia.find() else { return 2 }
+                guard let (dir, lib) = DefaultMedia.find(plan.codec) else { return 2 }
                 library = lib
                 Output.err("media: replay loops from \(dir)\n")
             }
@@ -271,6 +284,7 @@ enum LoadCommand {
     ) throws -> FleetConfig {
         var template = PublisherConfig(destination: rooms[0].0, key: rooms[0].1)
         template.layers = live?.layers ?? library.layers.map(\.config)
+        template.videoCodec = live?.codec ?? library.codec
         template.audioBitrate = live?.audioBitrate ?? library.audioBitrate
         template.sendAudio = live != nil || !library.audio.isEmpty
         template.sendVideo = !template.layers.isEmpty

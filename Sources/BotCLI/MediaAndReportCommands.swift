@@ -1,16 +1,22 @@
 import MediaCodecs
+import RTPCore
 import Transport
 import Stats
 
 /// `pubbot media build`: encodes the synthetic loops once into `Media/replay/` for replay bots.
 enum MediaCommand {
-    static let spec = OptionSpec(options: ["out": .value, "seconds": .value, "keyframe-interval": .value, "layers": .value, "fps": .value])
+    static let spec = OptionSpec(options: [
+        "out": .value, "seconds": .value, "keyframe-interval": .value, "layers": .value, "fps": .value, "codec": .value
+    ])
 
     /// Encodes replay loops with a progress line on a terminal; nil after saying why.
-    static func buildLoops(_ layers: [VideoLayerConfig], seconds: Int, keyFrameIntervalMicros: Int64, label: String) -> ReplayLibrary? {
+    static func buildLoops(
+        _ layers: [VideoLayerConfig], seconds: Int, keyFrameIntervalMicros: Int64, codec: VideoCodec = .vp8, label: String
+    ) -> ReplayLibrary? {
         defer { Output.endProgress() }
         do {
-            return try ReplayLibrary.build(layers: layers, seconds: seconds, keyFrameIntervalMicros: keyFrameIntervalMicros) { f in
+            return try ReplayLibrary.build(layers: layers, seconds: seconds, keyFrameIntervalMicros: keyFrameIntervalMicros, codec: codec) {
+                f in
                 Output.progress("\(label) \(Output.bar(f)) \(Int(f * 100)) %")
             }
         } catch {
@@ -28,7 +34,10 @@ enum MediaCommand {
         guard sub == "build" else { throw UsageError("unknown subcommand '\(sub)' (build)", command: "media") }
         let o = try ParsedOptions.parse(args.dropFirst(), spec: spec, command: "media")
         if o.helpRequested { Output.out(Help.help("media")! + "\n"); return 0 }
-        let out = o.value("out") ?? LoadCommand.defaultMedia
+        let codecs = try o.value("codec").map { c throws(UsageError) in try ValueParsers.codecs(c) } ?? [.vp8]
+        guard codecs.count == 1 else { throw UsageError("--codec takes one codec for replay loops", command: "media") }
+        let codec = codecs[0]
+        let out = o.value("out") ?? "Media/\(DefaultMedia.name(codec))"
         let seconds =
             try o.value("seconds").map { s throws(UsageError) in
                 guard let n = Int(s), (1...60).contains(n) else { throw UsageError("invalid --seconds '\(s)' (1…60)", command: "media") }
@@ -48,7 +57,9 @@ enum MediaCommand {
             try o.value("keyframe-interval").map { d throws(UsageError) in try ValueParsers.duration(d, option: "keyframe-interval") }
             ?? 1_000_000
         guard kfi >= 100_000 else { throw UsageError("--keyframe-interval must be at least 100ms", command: "media") }
-        guard let library = buildLoops(layers, seconds: seconds, keyFrameIntervalMicros: kfi, label: "media build") else { return 2 }
+        guard let library = buildLoops(layers, seconds: seconds, keyFrameIntervalMicros: kfi, codec: codec, label: "media build") else {
+            return 2
+        }
         do { try library.write(directory: out) } catch {
             Output.err("Error: \(error)\n")
             return 2
@@ -66,7 +77,7 @@ enum MediaCommand {
             Units.bitrate(library.audio.reduce(0) { $0 + $1.count } * 8 / max(1, seconds)),
             String(library.audio.reduce(0) { $0 + $1.count })
         ])
-        Output.out("wrote \(out)/ (\(seconds) s loops, a key frame every \(Units.fixed(Double(kfi) / 1e6, 2)) s)\n" + t.render())
+        Output.out("wrote \(out)/ (\(codec.sdpName), \(seconds) s loops, a key frame every \(Units.fixed(Double(kfi) / 1e6, 2)) s)\n" + t.render())
         return 0
     }
 }

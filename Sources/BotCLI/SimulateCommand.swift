@@ -92,6 +92,9 @@ enum SimulateCommand {
             throw UsageError("invalid --media '\(mediaKind)' (encode, replay or sized)")
         }
         if mediaKind == "sized" { rc.decodeVideo = false }
+        if mediaKind == "sized" && pc.videoCodec != .vp8 {
+            throw UsageError("--media sized frames are VP8-shaped: use --media encode or replay with --codec \(pc.videoCodec.rawValue)")
+        }
         if mediaKind == "replay" && pc.layers.contains(where: { $0.temporalLayers > 1 }) {
             throw UsageError("--media replay loops have no temporal layers: use --media encode with --temporal-layers")
         }
@@ -112,7 +115,9 @@ enum SimulateCommand {
             let layers = plan.config.publisher.layers
             let t0 = Clock.monotonicMicros()
             guard
-                let library = MediaCommand.buildLoops(layers, seconds: 4, keyFrameIntervalMicros: 1_000_000, label: "building replay loops")
+                let library = MediaCommand.buildLoops(
+                    layers, seconds: 4, keyFrameIntervalMicros: 1_000_000, codec: plan.config.publisher.videoCodec,
+                    label: "building replay loops")
             else { return nil }
             Output.err(
                 "media: replay (frames keep their encoded sizes whatever the layer targets; only suspension reaches them): 4 s loops of \(layers.map { "\($0.width)x\($0.height)@\($0.fps)" }.joined(separator: ", ")) built in memory in \(Units.fixed(Double(Clock.monotonicMicros() - t0) / 1e6, 1)) s (key frame every 1 s)\n"
@@ -122,7 +127,7 @@ enum SimulateCommand {
             Output.err("media: frames sized to the layer targets (an ideal encoder; video is reassembled, not decoded)\n")
             return .sized
         default:
-            Output.err("media: live VP8/Opus encoders at simulated time\n")
+            Output.err("media: live \(plan.config.publisher.videoCodec.sdpName)/Opus encoders at simulated time\n")
             return .encode
         }
     }

@@ -98,7 +98,7 @@ final class StatsStream {
                 ("totalBitrate", .int(Int64(Double((payload + header) * 8) / seconds))),
                 ("scalabilityMode", .string(s.scalabilityMode ?? "L1T1")),
                 ("qualityLimitationReason", .string(s.qualityLimitationReason.rawValue)),
-                ("codec", .string("VP8")), ("rid", s.rid.map { .string($0) } ?? .null), ("targetBitrate", .int(Int64(s.targetBitrate)))
+                ("codec", .string(s.codec)), ("rid", s.rid.map { .string($0) } ?? .null), ("targetBitrate", .int(Int64(s.targetBitrate)))
             ])
         }
         return .object(

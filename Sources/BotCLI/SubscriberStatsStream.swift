@@ -95,7 +95,7 @@ final class SubscriberStatsStream {
                     ("totalBitrate", .int(Int64(Double((payload + header) * 8) / seconds(s)))),
                     ("pauseCount", .int(Int64(s.pauseCount))), ("totalPausesDuration", .double(s.totalPausesDurationMillis.rounded())),
                     ("freezeCount", .int(Int64(s.freezeCount))), ("totalFreezesDuration", .double(s.totalFreezesDurationMillis.rounded())),
-                    ("codec", .string("VP8")), ("ssrc", .int(Int64(s.ssrc))), ("rid", s.rid.map { .string($0) } ?? .null),
+                    ("codec", .string(s.codec ?? "VP8")), ("ssrc", .int(Int64(s.ssrc))), ("rid", s.rid.map { .string($0) } ?? .null),
                     ("packetsRecovered", .int(Int64(s.packetsRecovered))),
                     ("latencyMeanMs", s.latencyMeanMillis.map { .double(($0 * 10).rounded() / 10) } ?? .null)
                 ]))

@@ -1,14 +1,16 @@
 #if canImport(Glibc)
     import Glibc
 #endif
+public import RTPCore
 
 /// Pre-encoded media loops for replay bots (`pubbot media build` → `Media/replay/`): per simulcast
-/// layer the synthetic loop encoded once by the project's own VP8 encoder, with a key frame every
+/// layer the synthetic loop encoded once by the project's own encoder (VP8 or H.264), with a key frame every
 /// `keyFrameInterval` frames (a PLI is answered by jumping to the next one), and the Opus frames.
 /// Bots packetize and protect these afresh with their own SSRCs, sequence numbers and timestamps.
 ///
 /// On disk: `manifest.txt` (one line per layer: `layer RID WIDTH HEIGHT FPS MIN TARGET MAX FILE`,
-/// then `audio BITRATE FILE`), one IVF file per layer (the format ffmpeg and libvpx tools read)
+/// then `audio BITRATE FILE`), one IVF file per layer (the format ffmpeg and libvpx tools read;
+/// fourcc `VP80`, or `H264` with each frame an Annex B access unit)
 /// and the Opus frames as `PBOPUS01` followed by (u16 little-endian length, bytes) per 20 ms frame.
 public struct ReplayLibrary: Sendable {
     public struct Frame: Sendable {
@@ -44,8 +46,11 @@ public struct ReplayLibrary: Sendable {
     public var layers: [Layer]
     public var audio: [[UInt8]]
     public var audioBitrate: Int
+    /// The video codec of every layer's frames.
+    public var codec: VideoCodec
 
-    public init(layers: [Layer], audio: [[UInt8]], audioBitrate: Int) {
+    public init(layers: [Layer], audio: [[UInt8]], audioBitrate: Int, codec: VideoCodec = .vp8) {
+        self.codec = codec
         self.layers = layers
         self.audio = audio
         self.audioBitrate = audioBitrate
@@ -55,7 +60,7 @@ public struct ReplayLibrary: Sendable {
     /// `progress` hears the fraction done.
     /// Key frames every `keyFrameIntervalMicros`, in each layer's own frames.
     public static func build(
-        layers: [VideoLayerConfig], seconds: Int, keyFrameIntervalMicros: Int64, audioBitrate: Int = 32_000,
+        layers: [VideoLayerConfig], seconds: Int, keyFrameIntervalMicros: Int64, audioBitrate: Int = 32_000, codec: VideoCodec = .vp8,
         progress: (Double) -> Void = { _ in }
     ) throws(CodecError) -> ReplayLibrary {
         let source = SyntheticVideoSource(seed: 1)
@@ -65,7 +70,7 @@ public struct ReplayLibrary: Sendable {
         for (i, l) in layers.enumerated() {
             var config = l
             config.temporalLayers = 1
-            let encoder = try VP8Encoder(config: config, keyFrameInterval: 0, frameDropThreshold: 0)
+            let encoder = try codec.makeEncoder(config: config, keyFrameInterval: 0, frameDrop: false)
             var picture = I420Frame(width: config.width, height: config.height)
             var frames: [Frame] = []
             let count = config.fps * seconds
@@ -96,7 +101,7 @@ public struct ReplayLibrary: Sendable {
             audio.append(packet)
         }
         progress(1)
-        return ReplayLibrary(layers: out, audio: audio, audioBitrate: audioBitrate)
+        return ReplayLibrary(layers: out, audio: audio, audioBitrate: audioBitrate, codec: codec)
     }
 
     // MARK: files
@@ -117,7 +122,7 @@ public struct ReplayLibrary: Sendable {
             let file = "\(c.rid)-\(c.width)x\(c.height).ivf"
             manifest += "layer \(c.rid) \(c.width) \(c.height) \(c.fps) \(c.minBitrate) \(c.targetBitrate) \(c.maxBitrate) \(file)\n"
             var ivf = [UInt8]()
-            ivf += Array("DKIF".utf8); ivf += le16(0); ivf += le16(32); ivf += Array("VP80".utf8)
+            ivf += Array("DKIF".utf8); ivf += le16(0); ivf += le16(32); ivf += Self.fourcc(codec)
             ivf += le16(c.width); ivf += le16(c.height); ivf += le32(c.fps); ivf += le32(1); ivf += le32(l.frames.count); ivf += le32(0)
             for (n, f) in l.frames.enumerated() {
                 ivf += le32(f.bytes.count); ivf += le32(n); ivf += le32(0)
@@ -142,6 +147,7 @@ public struct ReplayLibrary: Sendable {
         var layers: [Layer] = []
         var audio: [[UInt8]] = []
         var audioBitrate = 32_000
+        var codec: VideoCodec?
         for f in lines.dropFirst() {
             if f.first == "layer" {
                 guard f.count == 9, let w = Int(f[2]), let h = Int(f[3]), let fps = Int(f[4]), let lo = Int(f[5]), let t = Int(f[6]),
@@ -151,7 +157,9 @@ public struct ReplayLibrary: Sendable {
                     throw FileError("bad layer line in \(directory)/manifest.txt: \(f.joined(separator: " "))")
                 }
                 let config = VideoLayerConfig(width: w, height: h, fps: fps, minBitrate: lo, targetBitrate: t, maxBitrate: hi, rid: f[1])
-                let frames = try readIVF("\(directory)/\(f[8])", width: w, height: h)
+                let (frames, layerCodec) = try readIVF("\(directory)/\(f[8])", width: w, height: h)
+                guard codec == nil || codec == layerCodec else { throw FileError("\(directory): the layers' codecs differ") }
+                codec = layerCodec
                 guard frames.first?.isKeyFrame == true else { throw FileError("\(directory)/\(f[8]) does not start with a key frame") }
                 layers.append(Layer(config: config, frames: frames))
             } else if f.first == "audio" {
@@ -174,13 +182,23 @@ public struct ReplayLibrary: Sendable {
             }
         }
         guard !layers.isEmpty || !audio.isEmpty else { throw FileError("\(directory)/manifest.txt lists no media") }
-        return ReplayLibrary(layers: layers, audio: audio, audioBitrate: audioBitrate)
+        return ReplayLibrary(layers: layers, audio: audio, audioBitrate: audioBitrate, codec: codec ?? .vp8)
     }
 
-    static func readIVF(_ path: String, width: Int, height: Int) throws(FileError) -> [Frame] {
+    /// The IVF fourcc of a codec's frames (what ffmpeg's IVF reader maps: `VP80`, `H264`).
+    static func fourcc(_ codec: VideoCodec) -> [UInt8] {
+        switch codec {
+        case .vp8: Array("VP80".utf8)
+        case .h264: Array("H264".utf8)
+        }
+    }
+
+    static func readIVF(_ path: String, width: Int, height: Int) throws(FileError) -> ([Frame], VideoCodec) {
         let b = try readFile(path, limit: 256 << 20)
-        guard b.count >= 32, b.starts(with: Array("DKIF".utf8)), Array(b[8..<12]) == Array("VP80".utf8) else {
-            throw FileError("\(path) is not a VP8 IVF file")
+        guard b.count >= 32, b.starts(with: Array("DKIF".utf8)),
+            let codec = VideoCodec.allCases.first(where: { fourcc($0) == Array(b[8..<12]) })
+        else {
+            throw FileError("\(path) is not a VP8 or H.264 IVF file")
         }
         guard u16(b, 12) == width, u16(b, 14) == height else {
             throw FileError("\(path) is \(u16(b, 12))x\(u16(b, 14)), the manifest says \(width)x\(height)")
@@ -192,10 +210,24 @@ public struct ReplayLibrary: Sendable {
             let n = u32(b, i)
             guard n > 0, n <= 4 << 20, i + 12 + n <= b.count else { throw FileError("\(path) has a bad frame at byte \(i)") }
             let data = Array(b[(i + 12)..<(i + 12 + n)])
-            frames.append(Frame(bytes: data, isKeyFrame: data[0] & 1 == 0)) // VP8 frame tag: bit 0 clear = key frame
+            frames.append(Frame(bytes: data, isKeyFrame: Self.isKeyFrame(data, codec: codec)))
             i += 12 + n
         }
-        return frames
+        return (frames, codec)
+    }
+
+    /// VP8: the frame tag's bit 0 clear (RFC 6386 §9.1); H.264: the access unit holds an IDR slice.
+    static func isKeyFrame(_ data: [UInt8], codec: VideoCodec) -> Bool {
+        switch codec {
+        case .vp8: return data[0] & 1 == 0
+        case .h264:
+            var at = 0
+            while let r = H264NAL.next(in: data.span, from: at) {
+                if data[r.lowerBound] & 0x1F == H264NAL.idr { return true }
+                at = r.upperBound
+            }
+            return false
+        }
     }
 
     static func readFile(_ path: String, limit: Int) throws(FileError) -> [UInt8] {
