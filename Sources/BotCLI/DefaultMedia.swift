@@ -51,7 +51,8 @@ enum DefaultMedia {
         }
         let cache = cacheDirectory(codec)
         Output.err(
-            "no \(codec.sdpName) replay loops found (looked in \(candidates(codec).joined(separator: ", "))): building them once into \(cache)\n")
+            "no \(codec.sdpName) replay loops found (looked in \(candidates(codec).joined(separator: ", "))): building them once into \(cache)\n"
+        )
         guard
             let library = MediaCommand.buildLoops(
                 VideoLayerConfig.ladder(top: 640, 360, layers: 2), seconds: 4, keyFrameIntervalMicros: 1_000_000, codec: codec,

@@ -22,7 +22,8 @@ enum LoadCommand {
             "to": .repeated, "rooms": .value, "key": .value, "srtp-suite": .value, "bots": .value, "ramp": .value, "duration": .value,
             "loops": .value,
             "media": .value, "report": .value, "require": .value, "shard": .value, "json": .flag, "impair": .value, "decode": .flag,
-            "encode": .flag, "layers": .value, "codec": .value, "whep": .value, "whep-token": .value, "publishers": .value, "subscribers": .value
+            "encode": .flag, "layers": .value, "codec": .value, "whep": .value, "whep-token": .value, "publishers": .value,
+            "subscribers": .value
         ].merging(CommonOptions.whip) { a, _ in a })
 
     static let defaultMedia = "Media/replay"
@@ -197,7 +198,9 @@ enum LoadCommand {
                     return 2
                 }
                 if let asked = plan.askedCodec, library.codec != asked {
-                    Output.err("Error: the replay loops in \(dir) are \(library.codec.sdpName), not \(asked.sdpName) (pubbot media build --codec \(asked.rawValue) --out DIR)\n")
+                    Output.err(
+                        "Error: the replay loops in \(dir) are \(library.codec.sdpName), not \(asked.sdpName) (pubbot media build --codec \(asked.rawValue) --out DIR)\n"
+                    )
                     return 2
                 }
             } else {

@@ -77,7 +77,8 @@ enum MediaCommand {
             Units.bitrate(library.audio.reduce(0) { $0 + $1.count } * 8 / max(1, seconds)),
             String(library.audio.reduce(0) { $0 + $1.count })
         ])
-        Output.out("wrote \(out)/ (\(codec.sdpName), \(seconds) s loops, a key frame every \(Units.fixed(Double(kfi) / 1e6, 2)) s)\n" + t.render())
+        Output.out(
+            "wrote \(out)/ (\(codec.sdpName), \(seconds) s loops, a key frame every \(Units.fixed(Double(kfi) / 1e6, 2)) s)\n" + t.render())
         return 0
     }
 }

@@ -10,15 +10,27 @@ public enum H264NAL {
     /// The next NAL unit of an Annex B stream at or after `from`: its range without the start
     /// code (trailing zero bytes before the next start code excluded), or nil when none is left.
     public static func next(in b: Span<UInt8>, from: Int) -> Range<Int>? {
-        var from = from
-        while let start = startCodeEnd(in: b, from: from) {
-            var end = b.count
-            var i = start
-            while i + 2 < b.count {
-                if b[i + 2] > 1 {
-                    // No start code can begin at i, i + 1 or i + 2.
-                    i += 3
-                } else if b[i] == 0 && b[i + 1] == 0 && b[i + 2] == 1 {
+        b.withUnsafeBufferPointer { p in next(in: p, from: from) }
+    }
+
+    /// The scan over raw bytes (the span's bounds were checked by taking its buffer).
+    static func next(in b: UnsafeBufferPointer<UInt8>, from: Int) -> Range<Int>? {
+        guard let base = b.baseAddress else { return nil }
+        let count = b.count
+        var from = max(0, from)
+        while true {
+            // The start code at or after `from`.
+            var i = from
+            while i + 2 < count && !(base[i] == 0 && base[i + 1] == 0 && base[i + 2] == 1) { i += 1 }
+            guard i + 2 < count else { return nil }
+            let start = i + 3
+            var end = count
+            i = start
+            while i + 2 < count {
+                let c = base[i + 2]
+                if c > 1 {
+                    i += 3 // no start code can begin at i, i + 1 or i + 2
+                } else if c == 1 && base[i + 1] == 0 && base[i] == 0 {
                     end = i
                     break
                 } else {
@@ -26,21 +38,10 @@ public enum H264NAL {
                 }
             }
             var last = end
-            while last > start && b[last - 1] == 0 { last -= 1 }
+            while last > start && base[last - 1] == 0 { last -= 1 }
             if start < last { return start..<last }
             from = end // an empty unit: look on
         }
-        return nil
-    }
-
-    /// Where the NAL unit after the first start code (`00 00 01`) at or after `from` begins.
-    static func startCodeEnd(in b: Span<UInt8>, from: Int) -> Int? {
-        var i = max(0, from)
-        while i + 2 < b.count {
-            if b[i] == 0 && b[i + 1] == 0 && b[i + 2] == 1 { return i + 3 }
-            i += 1
-        }
-        return nil
     }
 }
 
@@ -54,11 +55,27 @@ public struct H264Packetizer {
     var _index = 0
     var planner: Planner
 
-    /// Where the next NAL unit is looked for, and the FU-A in progress.
+    /// Where the next NAL unit is looked for, and the FU-A in progress. The units' ranges are
+    /// found once, in `init`, and kept (up to 16: a picture of one slice has 1–3); a frame of
+    /// more units is scanned again as it goes.
     struct Planner {
         let room: Int
         var cursor = 0
         var fu: Fragmenting?
+        var starts = InlineArray<16, Int>(repeating: 0)
+        var ends = InlineArray<16, Int>(repeating: 0)
+        var cached = 0
+        var overflow = false
+
+        /// The unit that begins at or after `position`.
+        func unit(after position: Int, _ frame: Span<UInt8>) -> Range<Int>? {
+            if !overflow {
+                for i in 0..<cached where starts[i] >= position { return starts[i]..<ends[i] }
+                return nil
+            }
+            // Its start code ends at `position` at the latest (a unit never ends in a zero byte).
+            return H264NAL.next(in: frame, from: max(0, position - 3))
+        }
 
         struct Fragmenting {
             var nal: Range<Int>
@@ -88,7 +105,7 @@ public struct H264Packetizer {
                 if last { cursor = f.nal.upperBound }
                 return .fragment(nal: f.nal, part: part, first: f.index == 1, last: last)
             }
-            guard let nal = H264NAL.next(in: frame, from: cursor) else { return nil }
+            guard let nal = unit(after: cursor, frame) else { return nil }
             if nal.count > room {
                 // FU-A: the unit's header byte goes into the FU indicator and header (RFC 6184 §5.8).
                 let payload = nal.count - 1
@@ -103,7 +120,7 @@ public struct H264Packetizer {
             var used = 1 + 2 + nal.count
             var end = nal.upperBound
             var units = 1
-            while let more = H264NAL.next(in: frame, from: end), used + 2 + more.count <= room {
+            while let more = unit(after: end, frame), used + 2 + more.count <= room {
                 used += 2 + more.count
                 end = more.upperBound
                 units += 1
@@ -119,7 +136,18 @@ public struct H264Packetizer {
     public init(frame: Span<UInt8>, maxPayloadSize: Int) throws(RTPWriteError) {
         // An FU-A needs its two header bytes and at least one byte of the unit.
         guard maxPayloadSize >= 3 else { throw .bufferTooSmall(needed: 3, available: maxPayloadSize) }
-        planner = Planner(room: maxPayloadSize)
+        var planner = Planner(room: maxPayloadSize)
+        frame.withUnsafeBufferPointer { b in
+            var at = 0
+            while let r = H264NAL.next(in: b, from: at) {
+                guard planner.cached < 16 else { planner.overflow = true; break }
+                planner.starts[planner.cached] = r.lowerBound
+                planner.ends[planner.cached] = r.upperBound
+                planner.cached += 1
+                at = r.upperBound
+            }
+        }
+        self.planner = planner
         var counter = planner
         var n = 0
         while counter.plan(frame) != nil { n += 1 }
@@ -136,8 +164,8 @@ public struct H264Packetizer {
         case .stapA(let first, let end):
             var size = 1
             var nri: UInt8 = 0
-            var at = first - 3
-            while let nal = H264NAL.next(in: frame, from: at), nal.upperBound <= end {
+            var at = first
+            while let nal = planner.unit(after: at, frame), nal.upperBound <= end {
                 size += 2 + nal.count
                 nri = max(nri, frame[nal.lowerBound] & 0x60)
                 at = nal.upperBound
@@ -145,8 +173,8 @@ public struct H264Packetizer {
             try w.require(size)
             // F = 0; NRI the largest of the aggregated units' (RFC 6184 §5.7).
             w.u8(nri | H264NAL.stapA)
-            at = first - 3
-            while let nal = H264NAL.next(in: frame, from: at), nal.upperBound <= end {
+            at = first
+            while let nal = planner.unit(after: at, frame), nal.upperBound <= end {
                 w.u16(UInt16(nal.count))
                 w.copy(frame, nal)
                 at = nal.upperBound

@@ -124,3 +124,44 @@ import RTPCore
         #expect(assembler.framesDropped == 0 && assembler.malformedPackets == 0)
     }
 }
+
+/// The packetizer on made-up access units: every unit comes back whole and in order, whether
+/// the frame has few units (their ranges kept from the first scan) or many (scanned again),
+/// with 3- and 4-byte start codes, units that share a STAP-A and units cut into FU-A fragments.
+@Suite struct H264PacketizerShapeTests {
+    func roundTrip(_ units: [[UInt8]], room: Int) throws -> [[UInt8]] {
+        var frame: [UInt8] = []
+        for (i, u) in units.enumerated() { frame += (i % 2 == 0 ? [0, 0, 0, 1] : [0, 0, 1]) + u }
+        var p = try H264Packetizer(frame: frame.span, maxPayloadSize: room)
+        let buf = UnsafeMutableRawBufferPointer.allocate(byteCount: room, alignment: 8)
+        defer { buf.deallocate() }
+        var rebuilt: [UInt8] = []
+        var markers: [Bool] = []
+        while true {
+            var w = ByteWriter(buf)
+            guard let marker = try p.next(frame: frame.span, into: &w) else { break }
+            #expect(w.count <= room)
+            markers.append(marker)
+            _ = try H264Depacketizer.append(
+                Span(_unsafeStart: buf.baseAddress!.assumingMemoryBound(to: UInt8.self), count: w.count), to: &rebuilt)
+        }
+        #expect(markers.count == p.packetCount && markers.last == true && markers.dropLast().allSatisfy { !$0 })
+        var out: [[UInt8]] = [], at = 0
+        while let r = H264NAL.next(in: rebuilt.span, from: at) {
+            out.append(Array(rebuilt[r]))
+            at = r.upperBound
+        }
+        return out
+    }
+
+    @Test(arguments: [3, 40])
+    func everyUnitComesBack(_ count: Int) throws {
+        var rng = SplitMix64(seed: UInt64(count))
+        let units = (0..<count).map { i -> [UInt8] in
+            let size = [5, 30, 180, 700][Int(rng.next() % 4)]
+            // A slice header byte, then bytes that never form a start code.
+            return [UInt8(0x41 + (i % 2) * 0x24)] + (1..<size).map { UInt8(2 + ($0 * 7 + i) % 250) }
+        }
+        #expect(try roundTrip(units, room: 200) == units)
+    }
+}
