@@ -103,6 +103,13 @@ import RTPCore
             BotCLI.main(["pubbot", "load", "--whip", "http://127.0.0.1:9/whip", "--whep", "http://127.0.0.1:9/whep", "--subscribers", "0"])
                 == 64)
         #expect(BotCLI.main(["pubbot", "load", "--bots", "2", "--publishers", "2"]) == 64)
+        // --codec: a known codec or a list without repeats; one codec where every bot sends it.
+        #expect(BotCLI.main(["pubbot", "publish", "--to", "127.0.0.1:9", "--codec", "vp9"]) == 64)
+        #expect(BotCLI.main(["pubbot", "publish", "--to", "127.0.0.1:9", "--codec", "h264,h264"]) == 64)
+        #expect(BotCLI.main(["pubbot", "publish", "--to", "127.0.0.1:9", "--codec", "h264,"]) == 64)
+        #expect(BotCLI.main(["pubbot", "load", "--codec", "h264,vp8"]) == 64)
+        #expect(BotCLI.main(["pubbot", "media", "build", "--codec", "h264,vp8"]) == 64)
+        #expect(BotCLI.main(["pubbot", "simulate", "--codec", "h264", "--media", "sized"]) == 64)
         #expect(BotCLI.main(["pubbot", "--version"]) == 0)
         #expect(BotCLI.main(["pubbot", "help", "publish"]) == 0)
     }
