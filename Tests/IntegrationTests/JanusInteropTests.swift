@@ -90,6 +90,55 @@ import Platform
             "\(pw)")
     }
 
+    /// H.264 through Janus: pubbot publishes H.264 simulcast (`--codec h264`) into the VideoRoom
+    /// (its room takes VP8 or H.264) and a WHEP subscriber (`receive --whep`, which offers both)
+    /// gets the top substream back: Janus negotiated H.264 both ways, counted every substream,
+    /// and the subscriber decodes the frames Janus forwards at 720p with their stamps.
+    @Test func forwardsH264() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pubbot-janus-h264-\(getpid())").path
+        let n = String(20 + (Int(getpid()) + 50) % 200)
+        let (code, started) = try sh([Self.script, "start", dir, n], env: ["LIMIT": "90"])
+        defer { _ = try? sh([Self.script, "stop", dir, n]); try? FileManager.default.removeItem(atPath: dir) }
+        try #require(code == 0, "Janus did not start: \(started)")
+        let whip = try #require(started.split(separator: " ").last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) })
+        let base = String(whip.dropLast("/whip".count))
+        let publisher = try PeerProcess(Self.binary, ["publish", "--whip", whip, "--codec", "h264", "--duration", "14s", "--json"])
+        defer { publisher.stop() }
+        try #require(publisher.wait(for: "connected:", micros: 15_000_000), "the publisher did not connect: \(publisher.text)")
+        #expect(publisher.text.contains("video H264/"), "\(publisher.text.prefix(600))")
+        Clock.sleep(micros: 1_500_000)
+        let sub = try runPubbot(Self.binary, ["receive", "--whep", base + "/whep", "--duration", "8s", "--json"])
+        #expect(sub.code == 0, "\(sub.err)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(sub.out.utf8)) as? [String: Any], "\(sub.out)")
+        let video = try #require((summary["streams"] as? [[String: Any]])?.first { $0["kind"] as? String == "video" }, "\(summary)")
+        print(
+            "Janus → pubbot (WHEP): \(video["codec"] ?? "-") \(video["width"] ?? "-")x\(video["height"] ?? "-"), \(video["framesDecoded"] ?? "-") frames decoded, \(video["stampsRead"] ?? "-") stamps"
+        )
+        #expect(video["codec"] as? String == "H264" && video["height"] as? Int == 720, "\(video)")
+        #expect((video["framesDecoded"] as? Int ?? 0) >= 150 && video["decodeErrors"] as? Int == 0, "\(video)")
+        #expect((video["stampsRead"] as? Int ?? 0) * 100 >= (video["framesDecoded"] as? Int ?? 1) * 95, "\(video)")
+        // Janus's count of the publisher's three substreams (handle_info at its DELETE).
+        let gone = Clock.monotonicMicros() + 20_000_000
+        while publisher.process.isRunning && Clock.monotonicMicros() < gone { Clock.sleep(micros: 50_000) }
+        // The publisher's handle (the subscriber's DELETE came first): the one that received video.
+        let log = try String(contentsOfFile: dir + "/shim.log", encoding: .utf8)
+        let infos = log.split(separator: "\n").filter { $0.contains("\"event\": \"stats\"") }.compactMap { line -> [String: Any]? in
+            let event = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+            return (((event?["handle_info"] as? [String: Any])?["info"] as? [String: Any])?["webrtc"] as? [String: Any])?["media"]
+                as? [String: Any]
+        }
+        let media = try #require(infos.first { (Self.stats($0, "video", "in")["packets"] as? Int ?? 0) > 0 }, "\(log.suffix(1500))")
+        let videoIn = Self.stats(media, "video", "in")
+        let counts = [
+            videoIn["packets"] as? Int ?? 0, (videoIn["video-simulcast-1"] as? [String: Any])?["packets"] as? Int ?? 0,
+            (videoIn["video-simulcast-2"] as? [String: Any])?["packets"] as? Int ?? 0
+        ]
+        print("Janus counted H.264 substreams: \(counts) packets")
+        #expect(counts.allSatisfy { $0 > 100 }, "Janus's H.264 substreams: \(counts)")
+        let codecs = media.values.compactMap { ($0 as? [String: Any])?["codecs"] as? [String: Any] }
+        print("Janus's negotiated codecs: \(codecs)")
+    }
+
     /// WHEP subscribers through Janus (the shim translates: Janus's VideoRoom only offers to
     /// subscribers): one pubbot simulcast publisher; A asks Janus for the top substream, B for the
     /// lowest, C for the top behind a 600 kbit/s downlink. Janus never lowers C's layer on

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """WHIP (RFC 9725) in front of Janus 1.1.2's VideoRoom, which has no WHIP of its own (standard
-library only). At start it creates a room (VP8 + Opus, transport-wide CC, up to 64 publishers).
+library only). At start it creates a room (VP8 or H.264 + Opus, transport-wide CC, up to 64 publishers).
   POST /whip          a Janus session per publisher: attach janus.plugin.videoroom,
                       `joinandconfigure` as publisher with the offer (rid_order inferred from the
                       offer's a=simulcast), long-poll for Janus's answer, 201 + Location
@@ -76,7 +76,7 @@ def room_of(q):
             return room
         rooms_made.add(room)
     call("%s/%d/%d" % (opts.janus, control_session, control), {"janus": "message", "body": {
-        "request": "create", "room": room, "publishers": 64, "bitrate": 0, "videocodec": "vp8", "audiocodec": "opus",
+        "request": "create", "room": room, "publishers": 64, "bitrate": 0, "videocodec": "vp8,h264", "audiocodec": "opus",
         "transport_wide_cc_ext": True, "notify_joining": False, "permanent": False}})
     return room
 sent = {}  # sid -> the WHIP/WHEP resource kind
@@ -128,10 +128,10 @@ def first_attr(head, media, name):
 
 def codec_lines(m, kind):
     """Janus's payload types for the kind's codec (+ its RTX) and their rtpmap/fmtp/rtcp-fb lines."""
-    codec = "opus" if kind == "audio" else "vp8"
+    codecs = ("opus",) if kind == "audio" else ("vp8", "h264")
     pts = m[0].split()[3:]
     maps = {l.split()[0]: l.split()[1].split("/")[0].lower() for l in attr(m, "rtpmap")}
-    main = [pt for pt in pts if maps.get(pt) == codec][:1]
+    main = [pt for pt in pts if maps.get(pt) in codecs][:1]
     rtx = [pt for pt in pts if maps.get(pt) == "rtx" and main and ("a=fmtp:%s apt=%s" % (pt, main[0])) in m]
     keep = main + rtx
     lines = [l for l in m if any(l.startswith("a=%s:%s " % (k, pt)) for k in ("rtpmap", "fmtp", "rtcp-fb") for pt in keep)]
@@ -184,7 +184,7 @@ def new_handle():
 
 control_session, control = new_handle()
 created = call("%s/%d/%d" % (opts.janus, control_session, control), {"janus": "message", "body": {
-    "request": "create", "room": opts.room, "publishers": 64, "bitrate": 0, "videocodec": "vp8", "audiocodec": "opus",
+    "request": "create", "room": opts.room, "publishers": 64, "bitrate": 0, "videocodec": "vp8,h264", "audiocodec": "opus",
     "transport_wide_cc_ext": True, "notify_joining": False, "permanent": False}})
 sessions["control"] = (control_session, control)
 
