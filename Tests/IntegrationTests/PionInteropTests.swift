@@ -14,19 +14,25 @@ let pionEndpoint = WHIPInteropTests.root.appendingPathComponent(".build/peers/pi
         "no pion endpoint at .build/peers/pion_whip (scripts/setup builds it)"))
 struct PionInteropTests {
     /// Simulcast publish: OnTrack fires for the audio (announced by `a=ssrc`) and for q, h and f
-    /// (by MID + RID), each with packets; pion's SSRCs are pubbot's.
-    @Test func pionTakesAudioAndEveryLayer() throws {
+    /// (by MID + RID), each with packets; pion's SSRCs are pubbot's. VP8 and H.264 (pion's
+    /// tracks carry the codec its answer chose).
+    @Test(arguments: ["vp8", "h264"])
+    func pionTakesAudioAndEveryLayer(_ codec: String) throws {
         let pion = try PeerProcess(pionEndpoint, ["-limit", "60"])
         defer { pion.stop() }
         try #require(pion.wait(for: "LISTENING ", micros: 10_000_000), "\(pion.text)")
         let port = try #require(pion.text.split(separator: "\n").first { $0.hasPrefix("LISTENING ") }.flatMap { Int($0.dropFirst(10)) })
-        let r = try runPubbot(WHIPInteropTests.binary, ["publish", "--whip", "http://127.0.0.1:\(port)/whip", "--duration", "5s", "--json"])
+        let r = try runPubbot(
+            WHIPInteropTests.binary, ["publish", "--whip", "http://127.0.0.1:\(port)/whip", "--codec", codec, "--duration", "5s", "--json"])
         #expect(r.code == 0, "\(r.err)")
         #expect(pion.wait(for: "\"event\":\"stats\"", micros: 5_000_000), "\(pion.text)")
         let lines = pion.text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         let tracks = lines.filter { $0["event"] as? String == "track" }
         let fired = Set(tracks.map { "\($0["kind"] as? String ?? "")/\($0["rid"] as? String ?? "")" })
         #expect(fired == ["audio/", "video/q", "video/h", "video/f"], "OnTrack fired for \(fired): \(pion.text)")
+        let mime = codec == "h264" ? "video/H264" : "video/VP8"
+        let videoCodecs = Set(tracks.filter { $0["kind"] as? String == "video" }.compactMap { $0["codec"] as? String })
+        #expect(videoCodecs == [mime], "pion's video tracks: \(videoCodecs)")
         let stats = try #require(lines.first { $0["event"] as? String == "stats" }?["tracks"] as? [[String: Any]])
         let published = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
         let streams = try #require(published["streams"] as? [[String: Any]])
