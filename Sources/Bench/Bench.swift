@@ -134,6 +134,10 @@ public struct Benchmarks {
                                     nC += cbench_packetize_h264(
                                         ptrs, sp.baseAddress, frames.count, hp.baseAddress, hp.count, maxPayload, cSlots, slotSize,
                                         slotCount, cLengths, &seqC)
+                                case .vp9:
+                                    nC += cbench_packetize_vp9(
+                                        ptrs, sp.baseAddress, frames.count, hp.baseAddress, hp.count, maxPayload, cSlots, slotSize,
+                                        slotCount, cLengths, &seqC, &pidC, frames.count)
                                 }
                             }
                         }
@@ -158,6 +162,10 @@ public struct Benchmarks {
                                 frames[f], template: template, arena: arena, slot: &slot, slotCount: slotCount, maxPayload: maxPayload,
                                 seq: &seq, frameIndex: pid)
                             pid &+= 1
+                        case .vp9:
+                            n += packetizeVP9(
+                                frames[f], key: f == 0, template: template, arena: arena, slot: &slot, slotCount: slotCount,
+                                maxPayload: maxPayload, seq: &seq, pid: &pid)
                         }
                         f += 1
                     }
@@ -180,6 +188,35 @@ public struct Benchmarks {
         var count = 0
         do throws(RTPWriteError) {
             var p = try VP8Packetizer(frameSize: frame.count, maxPayloadSize: maxPayload, descriptor: d)
+            let span = frame.span
+            while p.index < p.packetCount {
+                var w = ByteWriter(UnsafeMutableRawBufferPointer(start: arena.pointer(slot), count: PacketArena.slotSize))
+                try template.write(
+                    to: &w, sequenceNumber: seq, timestamp: UInt32(truncatingIfNeeded: Int(pid) * 3000),
+                    marker: p.index + 1 == p.packetCount)
+                _ = try p.next(frame: span, into: &w)
+                arena.lengths[slot] = Int32(w.count)
+                seq &+= 1
+                slot += 1
+                if slot == slotCount { slot = 0 }
+                count += 1
+            }
+        } catch {
+            return count
+        }
+        pid = (pid &+ 1) & 0x7FFF
+        return count
+    }
+
+    @inline(never)
+    func packetizeVP9(
+        _ frame: [UInt8], key: Bool, template: RTPHeaderTemplate, arena: PacketArena, slot: inout Int, slotCount: Int, maxPayload: Int,
+        seq: inout UInt16, pid: inout UInt16
+    ) -> Int {
+        var count = 0
+        do throws(RTPWriteError) {
+            var p = try VP9Packetizer(
+                frameSize: frame.count, maxPayloadSize: maxPayload, pictureID: pid, keyFrame: key, width: 1280, height: 720)
             let span = frame.span
             while p.index < p.packetCount {
                 var w = ByteWriter(UnsafeMutableRawBufferPointer(start: arena.pointer(slot), count: PacketArena.slotSize))

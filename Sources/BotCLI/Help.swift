@@ -27,17 +27,17 @@ enum Help {
     static func usage(_ command: String?) -> String {
         switch command {
         case "publish":
-            "Usage: pubbot publish (--to HOST:PORT [--key B64] | --whip URL [--token T] [--ice-server stun:HOST:PORT] [--ice-interface IF]) [--srtp-suite aes-cm|gcm] [--sdp-out FILE] [--no-bundle] [--duration D] [--layers LADDER] [--no-audio | --no-video] [--fps N] [--temporal-layers L1T1|L1T2|L1T3] [--codec vp8|h264|LIST] [--keyframe-interval D] [--no-congestion-control] [--stats FILE|-] [--json]"
+            "Usage: pubbot publish (--to HOST:PORT [--key B64] | --whip URL [--token T] [--ice-server stun:HOST:PORT] [--ice-interface IF]) [--srtp-suite aes-cm|gcm] [--sdp-out FILE] [--no-bundle] [--duration D] [--layers LADDER] [--no-audio | --no-video] [--fps N] [--temporal-layers L1T1|L1T2|L1T3] [--codec vp8|h264|vp9|LIST] [--keyframe-interval D] [--no-congestion-control] [--stats FILE|-] [--json]"
         case "receive":
             "Usage: pubbot receive (--listen HOST:PORT (--key B64 | --sdp FILE) | --whip-listen HOST:PORT [--token T] | --whep URL [--token T] [--ice-interface IF]) [--impair SPEC] [--downlink-impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--no-decode | --decode-publishers N] [--max-publishers N] [--stats FILE|-] [--json]"
         case "preflight":
             "Usage: pubbot preflight [--to HOST:PORT --key KEY | --sdp FILE | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--whep URL [--whep-token T]]] [--impair SPEC] [--require TIER] [--duration D] [--json] [--junit FILE] [--stats FILE|-] [--verdict-thresholds LIST] [media options]"
         case "load":
-            "Usage: pubbot load [--to HOST:PORT… --key B64 | --rooms M | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--rooms M] [--whep URL --subscribers S [--whep-token T]]] [--bots N | --publishers N] [--duration D] [--ramp D] [--loops N] [--impair SPEC] [--require LIST] [--report FILE] [--shard I/N] [--media DIR | --encode [--layers LADDER]] [--codec vp8|h264] [--srtp-suite aes-cm|gcm] [--json]"
+            "Usage: pubbot load [--to HOST:PORT… --key B64 | --rooms M | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--rooms M] [--whep URL --subscribers S [--whep-token T]]] [--bots N | --publishers N] [--duration D] [--ramp D] [--loops N] [--impair SPEC] [--require LIST] [--report FILE] [--shard I/N] [--media DIR | --encode [--layers LADDER]] [--codec vp8|h264|vp9] [--srtp-suite aes-cm|gcm] [--json]"
         case "simulate":
-            "Usage: pubbot simulate [--impair SPEC|SCHEDULE] [--downlink-impair SPEC] [--duration 60s] [--layers LADDER] [--fps N] [--temporal-layers MODE] [--codec vp8|h264] [--media encode|replay|sized] [--one-encoding] [--seed N] [--preflight [--require TIER] [--verdict-thresholds LIST] [--junit FILE]] [--stats FILE|-] [--stats-interval 1s] [--json]"
+            "Usage: pubbot simulate [--impair SPEC|SCHEDULE] [--downlink-impair SPEC] [--duration 60s] [--layers LADDER] [--fps N] [--temporal-layers MODE] [--codec vp8|h264|vp9] [--media encode|replay|sized] [--one-encoding] [--seed N] [--preflight [--require TIER] [--verdict-thresholds LIST] [--junit FILE]] [--stats FILE|-] [--stats-interval 1s] [--json]"
         case "media":
-            "Usage: pubbot media build [--out DIR] [--codec vp8|h264] [--seconds N] [--keyframe-interval D] [--layers LADDER] [--fps N]"
+            "Usage: pubbot media build [--out DIR] [--codec vp8|h264|vp9] [--seconds N] [--keyframe-interval D] [--layers LADDER] [--fps N]"
         case "report": "Usage: pubbot report merge FILE… [--report OUT] [--require LIST] [--json]"
         default: "Usage: pubbot <command> [options]"
         }
@@ -59,7 +59,7 @@ enum Help {
     static let publishDetails = """
 
 
-        Publishes synthetic video (VP8 or H.264, one SSRC per simulcast layer) and audio (Opus 48 kHz, 20 ms,
+        Publishes synthetic video (VP8, H.264 or VP9, one SSRC per simulcast layer) and audio (Opus 48 kHz, 20 ms,
         in-band FEC) over SRTP to HOST:PORT. By default everything is BUNDLEd on one port with
         rtcp-mux and MID/RID header extensions; --no-bundle sends audio to PORT and video layer i
         to PORT+2(i+1), RTCP on the next port up, so that `ffmpeg -i x.sdp` can open it.
@@ -95,8 +95,9 @@ enum Help {
                                     (default: 1280x720, 640x360, 320x180 at 30 fps)
           --fps N                   frame rate of layers that do not give one (default 30)
           --temporal-layers MODE    L1T1 (default), L1T2 or L1T3 on every layer
-          --codec C|LIST            vp8 (default) or h264 (openh264, Constrained Baseline, RFC 6184
-                                    packetization mode 1); a list (h264,vp8) is offered in that
+          --codec C|LIST            vp8 (default), h264 (openh264, Constrained Baseline, RFC 6184
+                                    packetization mode 1) or vp9 (libvpx, profile 0, RFC 9628
+                                    flexible mode, L1T1); a list (h264,vp8) is offered in that
                                     order over WHIP and the answer picks
           --keyframe-interval D     automatic key frames every D (default: only at start)
           --no-audio / --no-video   send only one kind of media
@@ -128,8 +129,8 @@ enum Help {
 
         With --whip-listen it is a WHIP endpoint (RFC 9725) instead: POST /whip with an SDP offer
         creates a session (ICE-lite, DTLS client, the offer's payload types and extension IDs,
-        simulcast as offered, the offer's first video codec pubbot decodes: VP8 or H.264 in
-        packetization mode 1), DELETE /whip/<id> ends it; media arrives on UDP at the same port
+        simulcast as offered, the offer's first video codec pubbot decodes: VP8, H.264 in
+        packetization mode 1 or VP9 profile 0), DELETE /whip/<id> ends it; media arrives on UDP at the same port
         number, each publisher with its own DTLS keys. OPTIONS (CORS) needs no token. A session
         whose ICE has not connected 15 s after the answer, or whose publisher stops its consent
         checks for 30 s, is closed and its slot freed. The HTTP server serves every connection at
@@ -137,7 +138,7 @@ enum Help {
 
         With --whep URL it is a WHEP subscriber (draft-ietf-wish-whep) to a media server: it POSTs
         a recvonly offer, follows the server's answer (its payload types, extension IDs and RTX
-        SSRCs; it offers VP8 and H.264, the server picks), runs full ICE (controlling; a role conflict is settled by tie-breaker) and DTLS
+        SSRCs; it offers VP8, H.264 and VP9, the server picks), runs full ICE (controlling; a role conflict is settled by tie-breaker) and DTLS
         in the role the answer left, sends NACK, PLI, receiver reports and transport-cc, decodes
         what the server forwards and reports it: resolution, frame rate, freezes, layer changes the
         server made (videoQualityChanged events), glass-to-glass latency from the video stamps
@@ -209,7 +210,7 @@ enum Help {
           --stats-interval D        default 1s
 
         Media options: --layers LADDER, --srtp-suite aes-cm|gcm, --temporal-layers L1T1|L1T2|L1T3,
-        --codec vp8|h264|LIST, --fps N, --audio-only (as for publish).
+        --codec vp8|h264|vp9|LIST, --fps N, --audio-only (as for publish).
 
         Exit codes: 0 verdict given (and --require met), 1 --require not met, 2 no answer from the
         receiver within 3 s or no media (check address, port, key, firewall), 64 usage error,
@@ -267,8 +268,8 @@ enum Help {
           --encode                  live instead of replay: one encoder in this process, shared by
                                     every bot (a PLI or a resumed layer forces a key frame for all)
           --layers LADDER           with --encode (default 640x360 + 320x180)
-          --codec vp8|h264          every bot's video codec (h264 replay loops: Media/replay-h264,
-                                    or built once on demand into the cache)
+          --codec vp8|h264|vp9      every bot's video codec (replay loops: Media/replay-h264 or
+                                    -vp9, or built once on demand into the cache)
           --srtp-suite SUITE        aes-cm (default) or gcm
           --json                    print the report as JSON
 
@@ -281,12 +282,12 @@ enum Help {
 
 
         Encodes the synthetic video (each simulcast layer) and audio once with the project's own
-        VP8 (or H.264) and Opus encoders into DIR (default Media/replay, Media/replay-h264):
+        VP8 (or H.264, VP9) and Opus encoders into DIR (default Media/replay, Media/replay-h264):
         manifest.txt, one IVF file per layer and the Opus frames. Load bots replay these loops.
 
         Options:
           --out DIR                 where to write (default Media/replay, Media/replay-h264)
-          --codec vp8|h264          the video codec of the loops (default vp8)
+          --codec vp8|h264|vp9      the video codec of the loops (default vp8)
           --seconds N               loop length (default 4)
           --keyframe-interval D     a key frame every D (default 1s; PLIs are answered at the next one)
           --layers LADDER           simulcast ladder (default 640x360 + 320x180, the usual load-test
@@ -311,10 +312,10 @@ enum Help {
                                     or 0s:rate=4mbit;20s:rate=800kbit;40s:rate=4mbit
           --downlink-impair SPEC    the subscriber's own downlink (as for receive)
           --duration D              simulated time (default 60s)
-          --layers LADDER, --fps N, --temporal-layers MODE, --codec vp8|h264, --keyframe-interval D, --no-audio,
+          --layers LADDER, --fps N, --temporal-layers MODE, --codec vp8|h264|vp9, --keyframe-interval D, --no-audio,
           --condition-thresholds LIST, --audio-fallback   as for publish
           --media encode|replay|sized
-                                    encode (default): live VP8 (or H.264)/Opus encoders at simulated time,
+                                    encode (default): live VP8 (H.264, VP9)/Opus encoders at simulated time,
                                     real rate control (≈ 8× real time for the default ladder);
                                     replay: 4 s loops encoded once, replayed (≈ 40×; frames keep
                                     their sizes whatever the targets, as fleet bots' do); sized:

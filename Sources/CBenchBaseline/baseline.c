@@ -41,6 +41,50 @@ size_t cbench_packetize(const uint8_t *const *frames, const size_t *sizes, size_
     return written;
 }
 
+size_t cbench_packetize_vp9(const uint8_t *const *frames, const size_t *sizes, size_t frame_count,
+                            const uint8_t *header, size_t header_len, size_t max_payload,
+                            uint8_t *slots, size_t slot_size, size_t slot_count, int32_t *lengths, uint16_t *seq, uint16_t *picture_id,
+                            size_t key_every) {
+    size_t written = 0, slot = 0;
+    uint32_t ts = 0;
+    for (size_t f = 0; f < frame_count; f++) {
+        int key = key_every && f % key_every == 0;
+        size_t hdr = key ? 4 : 5, ss = key ? 5 : 0;
+        size_t room = max_payload - hdr, total = sizes[f] + ss;
+        size_t n = (total + room - 1) / room;
+        if (n == 0) n = 1;
+        size_t base = total / n, larger_from = n - total % n, off = 0;
+        ts += 3000;
+        for (size_t i = 0; i < n; i++) {
+            uint8_t *p = slots + slot * slot_size;
+            memcpy(p, header, header_len);
+            p[1] = (uint8_t)((p[1] & 0x7f) | (i + 1 == n ? 0x80 : 0));
+            p[2] = (uint8_t)(*seq >> 8); p[3] = (uint8_t)*seq;
+            p[4] = (uint8_t)(ts >> 24); p[5] = (uint8_t)(ts >> 16); p[6] = (uint8_t)(ts >> 8); p[7] = (uint8_t)ts;
+            uint8_t *d = p + header_len;
+            size_t o = 0;
+            d[o++] = (uint8_t)(0xb0 | (key ? 0 : 0x40) | (i == 0 ? 0x08 : 0) | (i + 1 == n ? 0x04 : 0) | (key && i == 0 ? 0x02 : 0));
+            d[o++] = (uint8_t)(0x80 | (*picture_id >> 8));
+            d[o++] = (uint8_t)*picture_id;
+            d[o++] = 0;
+            if (!key) d[o++] = 2;
+            size_t share = base + (i >= larger_from ? 1 : 0), bytes = share;
+            if (key && i == 0) {
+                d[o++] = 0x10; d[o++] = 0x05; d[o++] = 0x00; d[o++] = 0x02; d[o++] = 0xd0;
+                bytes = share - ss;
+            }
+            memcpy(d + o, frames[f] + off, bytes);
+            lengths[slot] = (int32_t)(header_len + o + bytes);
+            off += bytes;
+            (*seq)++;
+            written++;
+            if (++slot == slot_count) slot = 0;
+        }
+        *picture_id = (uint16_t)((*picture_id + 1) & 0x7fff);
+    }
+    return written;
+}
+
 /* The NAL unit after the first start code at or after `from`: [*start, *end), trailing zeros
    excluded. Returns 0 when there is none. */
 static int next_nal(const uint8_t *b, size_t len, size_t from, size_t *start, size_t *end) {

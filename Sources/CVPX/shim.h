@@ -17,6 +17,31 @@ static inline vpx_codec_err_t cvpx_dec_init(vpx_codec_ctx_t *ctx) {
     cfg.threads = 1;
     return vpx_codec_dec_init(ctx, vpx_codec_vp8_dx(), &cfg, 0);
 }
+/* VP9 (draft-ietf-payload-vp9 / RFC 9628 carries it): the same libvpx API, its own interfaces. */
+static inline vpx_codec_err_t cvpx_vp9_enc_config_default(vpx_codec_enc_cfg_t *cfg) {
+    return vpx_codec_enc_config_default(vpx_codec_vp9_cx(), cfg, 0);
+}
+static inline vpx_codec_err_t cvpx_vp9_enc_init(vpx_codec_ctx_t *ctx, const vpx_codec_enc_cfg_t *cfg) {
+    return vpx_codec_enc_init(ctx, vpx_codec_vp9_cx(), cfg, 0);
+}
+static inline vpx_codec_err_t cvpx_vp9_dec_init(vpx_codec_ctx_t *ctx) {
+    vpx_codec_dec_cfg_t cfg = {0};
+    cfg.threads = 1;
+    return vpx_codec_dec_init(ctx, vpx_codec_vp9_dx(), &cfg, 0);
+}
+static inline vpx_codec_err_t cvpx_vp9_set_aq_mode(vpx_codec_ctx_t *ctx, unsigned int v) {
+    return vpx_codec_control(ctx, VP9E_SET_AQ_MODE, v);
+}
+static inline vpx_codec_err_t cvpx_vp9_set_noise_sensitivity(vpx_codec_ctx_t *ctx, unsigned int v) {
+    return vpx_codec_control(ctx, VP9E_SET_NOISE_SENSITIVITY, v);
+}
+static inline vpx_codec_err_t cvpx_vp9_set_tile_columns(vpx_codec_ctx_t *ctx, int v) {
+    return vpx_codec_control(ctx, VP9E_SET_TILE_COLUMNS, v);
+}
+static inline vpx_codec_err_t cvpx_vp9_set_frame_parallel(vpx_codec_ctx_t *ctx, unsigned int v) {
+    return vpx_codec_control(ctx, VP9E_SET_FRAME_PARALLEL_DECODING, v);
+}
+
 static inline vpx_codec_err_t cvpx_set_cpuused(vpx_codec_ctx_t *ctx, int v) {
     return vpx_codec_control(ctx, VP8E_SET_CPUUSED, v);
 }

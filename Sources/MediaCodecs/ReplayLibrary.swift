@@ -74,7 +74,7 @@ public struct ReplayLibrary: Sendable {
             var picture = I420Frame(width: config.width, height: config.height)
             var frames: [Frame] = []
             let count = config.fps * seconds
-            let keyFrameInterval = max(1, VP8Encoder.frames(in: keyFrameIntervalMicros, fps: config.fps))
+            let keyFrameInterval = max(1, LibvpxEncoder.frames(in: keyFrameIntervalMicros, fps: config.fps))
             for n in 0..<count {
                 let number = UInt32(n)
                 source.fill(&picture, frameNumber: number, captureMillis: UInt32(n * 1000 / max(1, config.fps)))
@@ -190,6 +190,7 @@ public struct ReplayLibrary: Sendable {
         switch codec {
         case .vp8: Array("VP80".utf8)
         case .h264: Array("H264".utf8)
+        case .vp9: Array("VP90".utf8)
         }
     }
 
@@ -220,6 +221,7 @@ public struct ReplayLibrary: Sendable {
     static func isKeyFrame(_ data: [UInt8], codec: VideoCodec) -> Bool {
         switch codec {
         case .vp8: return data[0] & 1 == 0
+        case .vp9: return VP9PayloadDescriptor.isKeyFrame(data.span)
         case .h264:
             var at = 0
             while let r = H264NAL.next(in: data.span, from: at) {

@@ -16,7 +16,7 @@ public protocol VideoEncoder: AnyObject {
     ) throws(CodecError) -> EncodedVideoFrame?
 }
 
-extension VP8Encoder: VideoEncoder {}
+extension LibvpxEncoder: VideoEncoder {}
 
 /// One received stream's video decoder, whatever the codec.
 public protocol VideoDecoder: AnyObject {
@@ -24,7 +24,7 @@ public protocol VideoDecoder: AnyObject {
     func decode(_ bytes: [UInt8], readStamp: Bool) throws(CodecError) -> DecodedVideoFrame?
 }
 
-extension VP8Decoder: VideoDecoder {}
+extension LibvpxDecoder: VideoDecoder {}
 
 extension VideoCodec {
     /// An encoder of this codec for one layer.
@@ -35,14 +35,15 @@ extension VideoCodec {
     public func makeEncoder(config: VideoLayerConfig, keyFrameInterval: Int, frameDrop: Bool = true) throws(CodecError) -> any VideoEncoder
     {
         switch self {
-        case .vp8: try VP8Encoder(config: config, keyFrameInterval: keyFrameInterval, frameDropThreshold: frameDrop ? 30 : 0)
+        case .vp8, .vp9:
+            try LibvpxEncoder(config: config, codec: self, keyFrameInterval: keyFrameInterval, frameDropThreshold: frameDrop ? 30 : 0)
         case .h264: try H264Encoder(config: config, keyFrameInterval: keyFrameInterval, frameSkip: frameDrop)
         }
     }
 
     public func makeDecoder() throws(CodecError) -> any VideoDecoder {
         switch self {
-        case .vp8: try VP8Decoder()
+        case .vp8, .vp9: try LibvpxDecoder(vp9: self == .vp9)
         case .h264: try H264Decoder()
         }
     }

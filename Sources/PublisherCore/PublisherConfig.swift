@@ -47,12 +47,8 @@ public struct PublisherConfig: Sendable {
 
     /// pubbot's own payload types per codec, for sessions without an answer (SDES): what its
     /// WHIP offer lists too — VP8 96 (RTX 97), H.264 102 (RTX 103).
-    public static func payloadTypes(_ codec: VideoCodec) -> (media: UInt8, rtx: UInt8) {
-        switch codec {
-        case .vp8: (96, 97)
-        case .h264: (102, 103)
-        }
-    }
+    public static func payloadTypes(_ codec: VideoCodec) -> (media: UInt8, rtx: UInt8) { codec.payloadTypes }
+
     /// Send RTX (RFC 4588) for retransmissions (BUNDLE only); off when the answer has no RTX.
     public var rtx = true
     /// Tag each simulcast layer with its RID (BUNDLE only); off when simulcast was refused.

@@ -53,6 +53,14 @@ extension PublisherSession {
                     (w: inout ByteWriter) throws(RTPWriteError) in _ = try packetizer.next(frame: frame.bytes.span, into: &w)
                 }
                 guard sent else { return }
+            case .vp9:
+                var packetizer = try VP9Packetizer(
+                    frameSize: frame.bytes.count, maxPayloadSize: room, pictureID: s.pictureID, keyFrame: frame.isKeyFrame,
+                    width: frame.width, height: frame.height)
+                let sent = try packetize(frame, stream: idx, sender: &s, count: packetizer.packetCount) {
+                    (w: inout ByteWriter) throws(RTPWriteError) in _ = try packetizer.next(frame: frame.bytes.span, into: &w)
+                }
+                guard sent else { return }
             case .h264:
                 var packetizer = try H264Packetizer(frame: frame.bytes.span, maxPayloadSize: room)
                 let sent = try packetize(frame, stream: idx, sender: &s, count: packetizer.packetCount) {

@@ -79,7 +79,7 @@ private struct Encoders {
     init(config: PublisherConfig, startMicros: Int64) throws(CodecError) {
         layers = config.sendVideo ? config.layers : []
         for l in layers {
-            let interval = VP8Encoder.frames(in: config.keyFrameIntervalMicros, fps: l.fps)
+            let interval = LibvpxEncoder.frames(in: config.keyFrameIntervalMicros, fps: l.fps)
             encoders.append(try config.videoCodec.makeEncoder(config: l, keyFrameInterval: interval))
         }
         pictures = layers.map { I420Frame(width: $0.width, height: $0.height) }

@@ -4,6 +4,8 @@ public enum VideoCodec: String, Sendable, CaseIterable, Equatable, Hashable {
     case vp8
     /// H.264 Constrained Baseline (ITU-T H.264), payload format RFC 6184, packetization mode 1.
     case h264
+    /// VP9 profile 0, payload format RFC 9628 (draft-ietf-payload-vp9), flexible mode.
+    case vp9
 
     /// The encoding name of `a=rtpmap` (RFC 7741 §6.1, RFC 6184 §8.1), and the W3C stats'
     /// `mimeType` subtype.
@@ -11,6 +13,7 @@ public enum VideoCodec: String, Sendable, CaseIterable, Equatable, Hashable {
         switch self {
         case .vp8: "VP8"
         case .h264: "H264"
+        case .vp9: "VP9"
         }
     }
 
@@ -19,12 +22,23 @@ public enum VideoCodec: String, Sendable, CaseIterable, Equatable, Hashable {
         switch name.lowercased() {
         case "vp8": self = .vp8
         case "h264", "avc", "h.264": self = .h264
+        case "vp9": self = .vp9
         default: return nil
         }
     }
 }
 
 extension VideoCodec {
+    /// pubbot's own payload types for the codec and its RTX (RFC 4588): what its offers list and
+    /// its SDES sessions use — VP8 96 (97), H.264 102 (103), VP9 98 (99).
+    public var payloadTypes: (media: UInt8, rtx: UInt8) {
+        switch self {
+        case .vp8: (96, 97)
+        case .h264: (102, 103)
+        case .vp9: (98, 99)
+        }
+    }
+
     /// The `a=fmtp` parameters pubbot offers and sends with: H.264 Constrained Baseline level 3.1
     /// (`42e01f`, 1280x720 at 30 fps), packetization mode 1, level asymmetry allowed (RFC 6184
     /// §8.1; what Chrome offers first).
@@ -32,6 +46,7 @@ extension VideoCodec {
         switch self {
         case .vp8: nil
         case .h264: "level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f"
+        case .vp9: "profile-id=0"
         }
     }
 }

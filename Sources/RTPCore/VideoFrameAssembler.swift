@@ -34,6 +34,7 @@ public struct VideoFrameAssembler {
         var marker: Bool
         var descriptor: VP8PayloadDescriptor?
         var h264: H264PacketInfo?
+        var vp9: VP9PayloadDescriptor?
     }
 
     public let codec: VideoCodec
@@ -76,6 +77,13 @@ public struct VideoFrameAssembler {
             frag = Fragment(
                 seq: seq, payload: payload.copyBytes(n..<payload.count),
                 start: d.startOfPartition && d.partitionID == 0, marker: marker, descriptor: d)
+        case .vp9:
+            let parsed: (VP9PayloadDescriptor, Int)
+            do { parsed = try VP9PayloadDescriptor.parse(payload) } catch { malformedPackets += 1; return }
+            let (d, n) = parsed
+            frag = Fragment(
+                seq: seq, payload: payload.copyBytes(n..<payload.count), start: d.beginningOfFrame && d.spatialID == 0, marker: marker,
+                vp9: d)
         case .h264:
             var bytes: [UInt8] = []
             let info: H264PacketInfo
@@ -96,7 +104,7 @@ public struct VideoFrameAssembler {
     /// Whether the frame's lowest packet is its first (see the type's description).
     func startsFrame(_ f: Fragment) -> Bool {
         switch codec {
-        case .vp8: f.start
+        case .vp8, .vp9: f.start
         case .h264: f.start || nextSequence == f.seq || markers.contains(f.seq - 1)
         }
     }
@@ -133,7 +141,7 @@ public struct VideoFrameAssembler {
         guard var frags = pending[ts], let last = frags.first(where: { $0.marker }) else { return }
         let first: Fragment
         switch codec {
-        case .vp8:
+        case .vp8, .vp9:
             guard let f = frags.first(where: { $0.start }) else { return }
             first = f
         case .h264:
@@ -176,6 +184,12 @@ public struct VideoFrameAssembler {
             frame = Frame(
                 bytes: bytes, timestamp: ts, isKeyFrame: header.isKeyFrame, width: header.width, height: header.height,
                 descriptor: first.descriptor, packetCount: used, firstSequence: first.seq, lastSequence: last.seq, followsAGap: false)
+        case .vp9:
+            let size = first.vp9?.scalability?.sizes.last
+            frame = Frame(
+                bytes: bytes, timestamp: ts, isKeyFrame: VP9PayloadDescriptor.isKeyFrame(bytes.span), width: size?.width,
+                height: size?.height, descriptor: nil, packetCount: used, firstSequence: first.seq, lastSequence: last.seq,
+                followsAGap: false)
         case .h264:
             guard !inFragment else { malformedPackets += 1; return } // the marker packet ended inside a unit
             frame = Frame(

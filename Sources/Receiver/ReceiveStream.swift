@@ -101,6 +101,11 @@ final class ReceiveStream {
             if let sps = H264SPS.parse(unit) { routerHeight = sps.height }
             return
         }
+        if codec == .vp9 {
+            // A key frame's scalability structure states the sizes (RFC 9628 §4.2.1).
+            if let (d, _) = try? VP9PayloadDescriptor.parse(payload), let size = d.scalability?.sizes.last { routerHeight = size.height }
+            return
+        }
         guard let (d, n) = try? VP8PayloadDescriptor.parse(payload), d.startOfPartition, d.partitionID == 0,
             let h = try? VP8FrameHeader.parse(payload.extracting(n..<payload.count)), h.isKeyFrame, let height = h.height
         else { return }

@@ -9,12 +9,12 @@ public struct ReceiverConfig: Sendable {
     public var listen: SocketAddress
     public var key: SRTPKey
     public var decodeVideo = true
-    /// pubbot's own payload types (SDES sessions): VP8 96, H.264 102, their RTX 97 and 103.
-    public var videoPayloadTypes: Set<UInt8> = [96, 102]
-    public var videoCodecs: [UInt8: VideoCodec] = [96: .vp8, 102: .h264]
+    /// pubbot's own payload types (SDES sessions): VP8 96, H.264 102, VP9 98, their RTX 97, 103, 99.
+    public var videoPayloadTypes = Set(VideoCodec.allCases.map(\.payloadTypes.media))
+    public var videoCodecs = Dictionary(uniqueKeysWithValues: VideoCodec.allCases.map { ($0.payloadTypes.media, $0) })
     public var audioPayloadTypes: Set<UInt8> = [111]
     /// RTX (RFC 4588) payload types; packets are matched to their stream by repaired-rtp-stream-id.
-    public var rtxPayloadTypes: Set<UInt8> = [97, 103]
+    public var rtxPayloadTypes = Set(VideoCodec.allCases.map(\.payloadTypes.rtx))
     /// Impairment applied to every arriving packet before it is processed (uplink emulation).
     public var impairment: ImpairmentSchedule?
     public var impairmentSeed: UInt64 = 1

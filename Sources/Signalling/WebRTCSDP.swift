@@ -36,12 +36,8 @@ public struct WHIPOffer: Sendable {
     public static let opus: UInt8 = 111, vp8: UInt8 = 96, rtx: UInt8 = 97
 
     /// pubbot's payload types for a codec and its RTX (RFC 4588).
-    public static func payloadTypes(_ codec: VideoCodec) -> (media: UInt8, rtx: UInt8) {
-        switch codec {
-        case .vp8: (96, 97)
-        case .h264: (102, 103)
-        }
-    }
+    public static func payloadTypes(_ codec: VideoCodec) -> (media: UInt8, rtx: UInt8) { codec.payloadTypes }
+
     /// Header extensions offered (RFC 8285 one-byte IDs); the answer may renumber them.
     public static let extensions: [(id: Int, uri: String, video: Bool)] = [
         (4, "urn:ietf:params:rtp-hdrext:sdes:mid", false), // pubbot's own numbering (RTPExtension)
@@ -221,11 +217,13 @@ public struct NegotiatedSession: Sendable, Equatable {
         let fmtp = m.values("fmtp")
         for format in m.formats {
             guard let map = maps.first(where: { String($0.0) == format }), codecs.contains(map.1) else { continue }
-            if map.1 == "h264" {
-                let params = fmtp.first { $0.hasPrefix("\(map.0) ") }?.split(separator: " ", maxSplits: 1).last ?? ""
-                guard params.split(separator: ";").contains(where: { $0.filter { $0 != " " } == "packetization-mode=1" })
-                else { continue }
-            }
+            let params = (fmtp.first { $0.hasPrefix("\(map.0) ") }?.split(separator: " ", maxSplits: 1).last ?? "").split(separator: ";")
+                .map {
+                    $0.filter { $0 != " " }
+                }
+            if map.1 == "h264" && !params.contains("packetization-mode=1") { continue }
+            // VP9: profile 0 (8-bit 4:2:0), what libvpx is set up to encode; absent means 0 (RFC 9628 §6).
+            if map.1 == "vp9" && params.contains(where: { $0.hasPrefix("profile-id=") && $0 != "profile-id=0" }) { continue }
             return map
         }
         return nil
@@ -237,7 +235,8 @@ public struct NegotiatedSession: Sendable, Equatable {
         let kind = m.kind
         let maps = rtpmaps(m)
         guard let chosen = preferred(m, codecs: codecs) else {
-            let names = codecs.map { $0 == "h264" ? "h264 (packetization-mode=1)" : $0 }.joined(separator: " or ")
+            let names = codecs.map { $0 == "h264" ? "h264 (packetization-mode=1)" : $0 == "vp9" ? "vp9 (profile-id=0)" : $0 }.joined(
+                separator: " or ")
             throw AnswerError(description: "the answer's \(kind) section has no \(names) payload type")
         }
         let pt = chosen.0

@@ -338,7 +338,7 @@ struct LiveFeeder: MediaFeeder {
         layers = config.sendVideo ? config.layers : []
         var encoders: [any VideoEncoder] = []
         for l in layers {
-            let interval = VP8Encoder.frames(in: config.keyFrameIntervalMicros, fps: l.fps)
+            let interval = LibvpxEncoder.frames(in: config.keyFrameIntervalMicros, fps: l.fps)
             encoders.append(try config.videoCodec.makeEncoder(config: l, keyFrameInterval: interval))
         }
         self.encoders = encoders

@@ -34,6 +34,7 @@ do {
         FileHandle.err("bench: encoding 2 s of 720p for realistic frames…\n")
         results.append(bench.packetize(frames: try Benchmarks.frames(codec: .vp8)))
         results.append(bench.packetize(frames: try Benchmarks.frames(codec: .h264), codec: .h264))
+        results.append(bench.packetize(frames: try Benchmarks.frames(codec: .vp9), codec: .vp9))
     }
     if which == "srtp" || which == "all" { results.append(bench.srtp(suite: .aesCm)); results.append(bench.srtp(suite: .gcm)) }
     if which == "send" || which == "all" { results += try bench.send() }

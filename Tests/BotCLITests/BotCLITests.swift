@@ -53,7 +53,7 @@ import RTPCore
         let kfi = try ParsedOptions.parse(["--keyframe-interval", "2s"], spec: PublishCommand.spec, command: "publish")
         try CommonOptions.apply(kfi, to: &c)
         #expect(c.keyFrameIntervalMicros == 2_000_000)
-        #expect(VP8Encoder.frames(in: 2_000_000, fps: 7) == 14 && VP8Encoder.frames(in: 0, fps: 30) == 0)
+        #expect(LibvpxEncoder.frames(in: 2_000_000, fps: 7) == 14 && LibvpxEncoder.frames(in: 0, fps: 30) == 0)
         #expect(throws: UsageError.self) {
             try CommonOptions.layers(try ParsedOptions.parse(["--fps", "13"], spec: PublishCommand.spec, command: "publish"))
         }

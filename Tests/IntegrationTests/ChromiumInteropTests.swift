@@ -41,9 +41,9 @@ struct ChromiumInteropTests {
     /// pubbot's, its packets are pubbot's media plus the padding probes, it decodes ≥ 95 % of the
     /// frames at 720p with no freeze, and pubbot's estimate follows Chromium's transport-cc.
     /// Three times: the simulcast offer Chromium refuses, one 720p encoding offered as a browser
-    /// offers it (no RIDs; `a=ssrc`, `a=ssrc-group:FID`), and H.264 (Chromium's codec stats
+    /// offers it (no RIDs; `a=ssrc`, `a=ssrc-group:FID`), H.264 and VP9 (Chromium's codec stats
     /// name what it negotiated; it decodes with its own decoder, `decoderImplementation`).
-    @Test(arguments: [[], ["--layers", "1280x720@30:2500k"], ["--codec", "h264"]])
+    @Test(arguments: [[], ["--layers", "1280x720@30:2500k"], ["--codec", "h264"], ["--codec", "vp9"]])
     func publishIntoChromium(_ layers: [String]) throws {
         let (peer, port) = try start(["endpoint", "--limit", "60"])
         defer { peer.stop(grace: 2_000_000) }
@@ -76,7 +76,7 @@ struct ChromiumInteropTests {
                     frames > 150 && decoded * 100 >= frames * 95 && decoded <= frames, "frames: sent \(frames), Chromium decoded \(decoded)"
                 )
                 #expect(g["frameHeight"] as? Int == 720 && g["freezeCount"] as? Int == 0, "\(g)")
-                let codec = layers.contains("h264") ? "video/H264" : "video/VP8"
+                let codec = layers.contains("h264") ? "video/H264" : layers.contains("vp9") ? "video/VP9" : "video/VP8"
                 #expect((g["codec"] as? String)?.hasPrefix(codec) == true, "Chromium's codec: \(g["codec"] ?? "-"), expected \(codec)")
                 print(
                     "pubbot → Chromium: \(g["codec"] ?? "-"), decoded by \(g["decoderImplementation"] ?? "-"): \(decoded) of \(frames) frames"
@@ -126,7 +126,7 @@ struct ChromiumInteropTests {
     /// Chromium publishes one encoding of each codec pubbot decodes into `receive --whip-listen`
     /// (its codec preferences put that one first): pubbot answers that codec, and decodes ≥ 95 %
     /// of the frames Chromium says it sent, with no decode error.
-    @Test(arguments: ["VP8", "H264"])
+    @Test(arguments: ["VP8", "H264", "VP9"])
     func chromiumPublishesEachCodecIntoReceive(_ codec: String) throws {
         let receiver = try PeerProcess(Self.binary, ["receive", "--whip-listen", "127.0.0.1:0", "--duration", "60s", "--json"])
         defer { receiver.stop() }

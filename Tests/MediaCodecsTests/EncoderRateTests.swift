@@ -12,7 +12,7 @@ import RTPCore
     ) {
         let encoder: any VideoEncoder =
             switch codec {
-            case .vp8: try VP8Encoder(config: config, rateTrim: rateTrim)
+            case .vp8, .vp9: try LibvpxEncoder(config: config, codec: codec, rateTrim: rateTrim)
             case .h264: try H264Encoder(config: config, rateTrim: rateTrim)
             }
         var picture = I420Frame(width: config.width, height: config.height)

@@ -50,7 +50,7 @@ import Testing
     func encodeFrames(_ config: VideoLayerConfig, count: Int, keyEvery: Int = 0, forceAt: Set<Int> = [], kfInterval: Int = 0) throws
         -> [EncodedVideoFrame]
     {
-        let enc = try VP8Encoder(config: config, keyFrameInterval: kfInterval)
+        let enc = try LibvpxEncoder(config: config, keyFrameInterval: kfInterval)
         var pic = I420Frame(width: config.width, height: config.height)
         var out: [EncodedVideoFrame] = []
         for i in 0..<count {
@@ -69,7 +69,7 @@ import Testing
         let frames = try encodeFrames(config, count: 30)
         #expect(frames.count == 30)
         #expect(frames[0].isKeyFrame && !frames[1].isKeyFrame)
-        let dec = try VP8Decoder()
+        let dec = try LibvpxDecoder()
         var read = 0
         for (i, f) in frames.enumerated() {
             let d = try #require(try dec.decode(f.bytes))
@@ -84,7 +84,7 @@ import Testing
 
     @Test func fullHDWorks() throws {
         let frames = try encodeFrames(.defaults(width: 1920, height: 1080, rid: "f"), count: 3)
-        let d = try #require(try VP8Decoder().decode(frames[0].bytes))
+        let d = try #require(try LibvpxDecoder().decode(frames[0].bytes))
         #expect(d.width == 1920 && d.height == 1080 && d.stamp?.frameNumber == 0)
     }
 
@@ -109,7 +109,7 @@ import Testing
 
     @Test func bitrateChangesWhileRunning() throws {
         let config = VideoLayerConfig.defaults(width: 640, height: 360, rid: "h")
-        let enc = try VP8Encoder(config: config)
+        let enc = try LibvpxEncoder(config: config)
         var pic = I420Frame(width: 640, height: 360)
         func run(_ frames: Range<Int>) throws -> Int {
             var total = 0

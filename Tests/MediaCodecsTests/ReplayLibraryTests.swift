@@ -25,7 +25,7 @@ import Testing
         // A PLI at frame 11 is answered at 20, at frame 25 by wrapping to 0.
         #expect(back.layers[0].keyFrame(atOrAfter: 11) == 20 && back.layers[0].keyFrame(atOrAfter: 25) == 0)
         // What a bot sends is a real VP8 stream: decoding from a key frame works.
-        let decoder = try VP8Decoder()
+        let decoder = try LibvpxDecoder()
         for f in back.layers[1].frames[10..<20] { _ = try decoder.decode(f.bytes) }
     }
 

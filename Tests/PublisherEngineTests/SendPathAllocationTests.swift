@@ -28,7 +28,7 @@ import CAllocCounter
             loop = try PublisherSession(config: config, plan: plan, startMicros: 0, wallOffsetMicros: 0)
             streamIndex = plan.streams.firstIndex { $0.layer == 2 }!
             // Real frames from the project's encoder: a key frame and inter frames of the top layer.
-            let encoder = try VP8Encoder(config: layers[2])
+            let encoder = try LibvpxEncoder(config: layers[2])
             var picture = I420Frame(width: 1280, height: 720)
             var frames: [EncodedVideoFrame] = []
             for i in 0..<10 {

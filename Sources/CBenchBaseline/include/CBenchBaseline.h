@@ -14,6 +14,14 @@ size_t cbench_packetize(const uint8_t *const *frames, const size_t *sizes, size_
                         const uint8_t *header, size_t header_len, size_t max_payload,
                         uint8_t *slots, size_t slot_size, size_t slot_count, int32_t *lengths, uint16_t *seq, uint16_t *picture_id);
 
+/// A minimal VP9 packetizer (RFC 9628, flexible mode as pubbot sends it): about-equal split,
+/// a 5-byte descriptor (I with 15-bit picture ID, L, F, B/E, one P_DIFF) on inter frames, every
+/// `key_every`-th frame a key frame with the scalability structure (5 bytes) in its first packet.
+size_t cbench_packetize_vp9(const uint8_t *const *frames, const size_t *sizes, size_t frame_count,
+                            const uint8_t *header, size_t header_len, size_t max_payload,
+                            uint8_t *slots, size_t slot_size, size_t slot_count, int32_t *lengths, uint16_t *seq, uint16_t *picture_id,
+                            size_t key_every);
+
 /// A minimal RFC 6184 (mode 1) packetizer over Annex B access units: for each NAL unit found by
 /// its start code, one packet when it fits (consecutive small units aggregated into a STAP-A),
 /// else FU-A fragments of about equal size; header copied and patched as above. Returns the

@@ -8,12 +8,12 @@ public struct DecodedVideoFrame: Sendable, Equatable {
     public var stamp: FrameStamp?
 }
 
-/// A libvpx VP8 decoder for one received stream. Not thread-safe.
-public final class VP8Decoder {
+/// A libvpx decoder for one received stream, VP8 or VP9. Not thread-safe.
+public final class LibvpxDecoder {
     var ctx = vpx_codec_ctx_t()
 
-    public init() throws(CodecError) {
-        let rc = cvpx_dec_init(&ctx)
+    public init(vp9: Bool = false) throws(CodecError) {
+        let rc = vp9 ? cvpx_vp9_dec_init(&ctx) : cvpx_dec_init(&ctx)
         guard rc == VPX_CODEC_OK else { throw CodecError("vpx_codec_dec_init", code: Int32(rc.rawValue)) }
     }
 

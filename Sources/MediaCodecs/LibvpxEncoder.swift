@@ -1,9 +1,12 @@
 internal import CVPX
+public import RTPCore
 
-/// A libvpx VP8 encoder for one simulcast layer: realtime, CBR, no lag, optional temporal layers.
-/// Not thread-safe: owned by the media thread.
-public final class VP8Encoder {
+/// A libvpx encoder for one simulcast layer, VP8 or VP9: realtime, CBR, no lag, optional temporal
+/// layers (VP8; VP9 is sent L1T1 — its temporal and spatial layers go through libvpx's SVC
+/// interface, not built yet). Not thread-safe: owned by the media thread.
+public final class LibvpxEncoder {
     public let config: VideoLayerConfig
+    public let codec: VideoCodec
     let pattern: TemporalPattern
     var ctx = vpx_codec_ctx_t()
     var cfg = vpx_codec_enc_cfg_t()
@@ -22,15 +25,17 @@ public final class VP8Encoder {
     ///   - rateTrim: run `EncoderRateTrim` over libvpx's rate control so the layer's output meets
     ///     its target at any frame rate.
     public init(
-        config: VideoLayerConfig, keyFrameInterval: Int = 0, cpuUsed: Int? = nil, threads: Int = 1, frameDropThreshold: Int = 30,
-        rateTrim: Bool = true
+        config: VideoLayerConfig, codec: VideoCodec = .vp8, keyFrameInterval: Int = 0, cpuUsed: Int? = nil, threads: Int = 1,
+        frameDropThreshold: Int = 30, rateTrim: Bool = true
     ) throws(CodecError) {
+        precondition(codec == .vp8 || codec == .vp9, "libvpx encodes VP8 and VP9")
         self.config = config
-        pattern = TemporalPattern(layers: config.temporalLayers)
+        self.codec = codec
+        pattern = TemporalPattern(layers: codec == .vp9 ? 1 : config.temporalLayers)
         targetBitrate = max(Self.minimumBitrate, config.targetBitrate)
         encoderBitrate = targetBitrate
         trim = rateTrim ? EncoderRateTrim(fps: config.fps, patternPeriod: pattern.steps.count) : nil
-        var rc = cvpx_enc_config_default(&cfg)
+        var rc = codec == .vp9 ? cvpx_vp9_enc_config_default(&cfg) : cvpx_enc_config_default(&cfg)
         guard rc == VPX_CODEC_OK else { throw CodecError("vpx_codec_enc_config_default", code: Int32(rc.rawValue)) }
         cfg.g_w = UInt32(config.width)
         cfg.g_h = UInt32(config.height)
@@ -53,7 +58,7 @@ public final class VP8Encoder {
         cfg.rc_buf_initial_sz = UInt32(buffer.initial)
         cfg.rc_buf_optimal_sz = UInt32(buffer.optimal)
         cfg.rc_buf_sz = UInt32(buffer.size)
-        cfg.g_error_resilient = config.temporalLayers > 1 ? vpx_codec_er_flags_t(VPX_ERROR_RESILIENT_DEFAULT) : 0
+        cfg.g_error_resilient = pattern.layers > 1 ? vpx_codec_er_flags_t(VPX_ERROR_RESILIENT_DEFAULT) : 0
         if keyFrameInterval > 0 {
             cfg.kf_mode = VPX_KF_AUTO
             cfg.kf_min_dist = 0
@@ -62,16 +67,26 @@ public final class VP8Encoder {
             cfg.kf_mode = VPX_KF_DISABLED
         }
         Self.applyTemporal(&cfg, pattern: pattern, bitrate: encoderBitrate)
-        rc = cvpx_enc_init(&ctx, &cfg)
+        rc = codec == .vp9 ? cvpx_vp9_enc_init(&ctx, &cfg) : cvpx_enc_init(&ctx, &cfg)
         guard rc == VPX_CODEC_OK else {
             throw CodecError(
                 "vpx_codec_enc_init \(config.width)x\(config.height)", code: Int32(rc.rawValue), message: Self.errorString(&ctx))
         }
-        let speed = cpuUsed ?? (config.width * config.height >= 1280 * 720 ? -8 : -6)
-        _ = cvpx_set_cpuused(&ctx, Int32(speed))
+        if codec == .vp9 {
+            // libwebrtc's real-time VP9 (`libvpx_vp9_encoder.cc`): speed 7–8, cyclic-refresh AQ,
+            // no denoiser, frame-parallel decoding off, tiles by width.
+            _ = cvpx_set_cpuused(&ctx, Int32(cpuUsed ?? (config.width * config.height >= 1280 * 720 ? 8 : 7)))
+            _ = cvpx_vp9_set_aq_mode(&ctx, 3)
+            _ = cvpx_vp9_set_noise_sensitivity(&ctx, 0)
+            _ = cvpx_vp9_set_frame_parallel(&ctx, 0)
+            _ = cvpx_vp9_set_tile_columns(&ctx, config.width >= 1280 ? 1 : 0)
+        } else {
+            let speed = cpuUsed ?? (config.width * config.height >= 1280 * 720 ? -8 : -6)
+            _ = cvpx_set_cpuused(&ctx, Int32(speed))
+            _ = cvpx_set_noise_sensitivity(&ctx, 0)
+            _ = cvpx_set_token_partitions(&ctx, 0)
+        }
         _ = cvpx_set_static_threshold(&ctx, 1)
-        _ = cvpx_set_noise_sensitivity(&ctx, 0)
-        _ = cvpx_set_token_partitions(&ctx, 0)
         _ = cvpx_set_max_intra_bitrate_pct(&ctx, UInt32(Self.maxIntraBitratePercent(fps: config.fps)))
         // Wrap a placeholder buffer once; planes are pointed at the frame on every encode.
         var dummy: UInt8 = 0

@@ -1,0 +1,190 @@
+/// The VP9 payload descriptor (RFC 9628 §4.2, draft-ietf-payload-vp9):
+///
+///     |I|P|L|F|B|E|V|Z|   I: picture ID present, P: inter-picture predicted, L: layer indices,
+///     |M| PICTURE ID  |   F: flexible mode, B/E: start/end of a layer frame, V: scalability
+///     | EXTENDED PID  |   structure present, Z: not a reference for the next spatial layer
+///     |TID|U| SID |D|     (L)  and in non-flexible mode then TL0PICIDX
+///     | P_DIFF    |N|     (P and F) up to 3 times
+///     | SS …          |   (V)
+public struct VP9PayloadDescriptor: Sendable, Equatable {
+    public var pictureID: UInt16?
+    public var interPicturePredicted = false
+    public var flexible = false
+    public var beginningOfFrame = false
+    public var endOfFrame = false
+    public var notUsedForInterLayerPrediction = false
+    /// Layer indices (L): temporal ID, switching-up point, spatial ID, inter-layer dependency.
+    public var temporalID: UInt8?
+    public var switchingUp = false
+    public var spatialID: UInt8 = 0
+    public var interLayerDependency = false
+    /// Non-flexible mode with L: the base temporal layer's picture index.
+    public var tl0PicIdx: UInt8?
+    /// Flexible mode: the reference pictures as picture ID differences (1–3 of them).
+    public var pDiffs: [UInt8] = []
+    /// The scalability structure (V): each spatial layer's size, when given.
+    public var scalability: Scalability?
+
+    public struct Scalability: Sendable, Equatable {
+        /// Width and height of each spatial layer, lowest first (empty when Y = 0).
+        public var sizes: [(width: Int, height: Int)]
+        public var spatialLayers: Int
+
+        public init(sizes: [(width: Int, height: Int)]) {
+            self.sizes = sizes
+            spatialLayers = max(1, sizes.count)
+        }
+
+        public static func == (a: Scalability, b: Scalability) -> Bool {
+            a.spatialLayers == b.spatialLayers && a.sizes.elementsEqual(b.sizes) { $0.width == $1.width && $0.height == $1.height }
+        }
+    }
+
+    public init() {}
+
+    /// Reads a descriptor; returns it and its size. Total: throws on anything short or malformed.
+    public static func parse(_ b: Span<UInt8>) throws(RTPParseError) -> (VP9PayloadDescriptor, Int) {
+        guard b.count >= 1 else { throw .truncated }
+        var d = VP9PayloadDescriptor()
+        let f = b[0]
+        d.interPicturePredicted = f & 0x40 != 0
+        d.flexible = f & 0x10 != 0
+        d.beginningOfFrame = f & 0x08 != 0
+        d.endOfFrame = f & 0x04 != 0
+        d.notUsedForInterLayerPrediction = f & 0x01 != 0
+        var i = 1
+        func byte() throws(RTPParseError) -> UInt8 {
+            guard i < b.count else { throw .truncated }
+            defer { i += 1 }
+            return b[i]
+        }
+        if f & 0x80 != 0 {
+            let m = try byte()
+            d.pictureID = m & 0x80 != 0 ? UInt16(m & 0x7F) << 8 | UInt16(try byte()) : UInt16(m)
+        }
+        if f & 0x20 != 0 {
+            let l = try byte()
+            d.temporalID = l >> 5
+            d.switchingUp = l & 0x10 != 0
+            d.spatialID = (l >> 1) & 0x07
+            d.interLayerDependency = l & 0x01 != 0
+            if !d.flexible { d.tl0PicIdx = try byte() }
+        }
+        if d.flexible && d.interPicturePredicted {
+            while true {
+                let p = try byte()
+                d.pDiffs.append(p >> 1)
+                if p & 1 == 0 { break }
+                guard d.pDiffs.count < 3 else { throw .badPayload }
+            }
+        }
+        if f & 0x02 != 0 {
+            let s = try byte()
+            let layers = Int(s >> 5) + 1
+            var sizes: [(width: Int, height: Int)] = []
+            if s & 0x10 != 0 {
+                for _ in 0..<layers {
+                    let w = Int(try byte()) << 8 | Int(try byte())
+                    let h = Int(try byte()) << 8 | Int(try byte())
+                    sizes.append((w, h))
+                }
+            }
+            if s & 0x08 != 0 {
+                let groups = Int(try byte())
+                for _ in 0..<groups {
+                    let g = try byte()
+                    for _ in 0..<Int((g >> 2) & 0x03) { _ = try byte() }
+                }
+            }
+            var ss = Scalability(sizes: sizes)
+            ss.spatialLayers = layers
+            d.scalability = ss
+        }
+        return (d, i)
+    }
+}
+
+/// Splits one VP9 frame (one spatial layer, as pubbot sends it: L1T1) into RTP payloads of about
+/// equal size (libwebrtc `rtp_format_vp9.cc` splits about equally too), as a pull iterator
+/// writing into caller storage: no allocation. Flexible mode, as libwebrtc sends VP9: picture
+/// ID (15 bits), layer indices (TID 0, SID 0), one reference (P_DIFF 1) on an inter frame, and
+/// on a key frame's first packet the scalability structure with the picture size.
+public struct VP9Packetizer {
+    public let packetCount: Int
+    public var index: Int { _index }
+    var _index = 0
+    let pictureID: UInt16
+    let keyFrame: Bool
+    let size: (width: Int, height: Int)
+    let headerSize: Int
+    let ssSize: Int
+    /// The frame's bytes and the scalability structure's share the packets about equally.
+    let base: Int
+    let largerFrom: Int
+    var offset = 0
+
+    /// - Parameters:
+    ///   - frameSize: encoded frame bytes.
+    ///   - maxPayloadSize: room for descriptor + payload in one packet.
+    public init(
+        frameSize: Int, maxPayloadSize: Int, pictureID: UInt16, keyFrame: Bool, width: Int, height: Int
+    ) throws(RTPWriteError) {
+        headerSize = 1 + 2 + 1 + (keyFrame ? 0 : 1)
+        ssSize = keyFrame ? 5 : 0
+        let room = maxPayloadSize - headerSize
+        guard room > ssSize else { throw .bufferTooSmall(needed: headerSize + ssSize + 1, available: maxPayloadSize) }
+        self.pictureID = pictureID & 0x7FFF
+        self.keyFrame = keyFrame
+        size = (width, height)
+        let total = frameSize + ssSize
+        var n = max(1, (total + room - 1) / room)
+        // The first packet's share must hold the scalability structure and a byte of the frame.
+        while total / n <= ssSize && n > 1 { n -= 1 }
+        packetCount = n
+        base = total / n
+        largerFrom = n - total % n
+    }
+
+    /// Writes the next packet's descriptor and payload. Returns its marker bit (the frame's last
+    /// packet), or nil when done.
+    public mutating func next(frame: Span<UInt8>, into w: inout ByteWriter) throws(RTPWriteError) -> Bool? {
+        guard _index < packetCount else { return nil }
+        let first = _index == 0, last = _index + 1 == packetCount
+        let share = base + (_index >= largerFrom ? 1 : 0)
+        let bytes = first ? share - ssSize : share
+        try w.require(headerSize + (first ? ssSize : 0) + bytes)
+        // I, P on an inter frame, L, F, B on the first, E on the last, V with the structure.
+        var flags: UInt8 = 0x80 | 0x20 | 0x10
+        if !keyFrame { flags |= 0x40 }
+        if first { flags |= 0x08 }
+        if last { flags |= 0x04 }
+        if first && keyFrame { flags |= 0x02 }
+        w.u8(flags)
+        w.u16(0x8000 | pictureID)
+        w.u8(0) // TID 0, U 0, SID 0, D 0
+        if !keyFrame { w.u8(1 << 1) } // P_DIFF 1, N 0: the previous picture
+        if first && keyFrame {
+            w.u8(0x10) // N_S 0 (one spatial layer), Y 1, G 0
+            w.u16(UInt16(clamping: size.width))
+            w.u16(UInt16(clamping: size.height))
+        }
+        w.copy(frame, offset..<(offset + bytes))
+        offset += bytes
+        _index += 1
+        return last
+    }
+}
+
+extension VP9PayloadDescriptor {
+    /// Whether a VP9 frame (the uncompressed header, VP9 bitstream §6.2) is a key frame:
+    /// frame_marker 2, profile, show_existing_frame 0, frame_type 0.
+    public static func isKeyFrame(_ frame: Span<UInt8>) -> Bool {
+        guard frame.count >= 1, frame[0] >> 6 == 2 else { return false }
+        let profile = (frame[0] >> 5) & 1 | ((frame[0] >> 4) & 1) << 1
+        // Profile 3 has a reserved zero bit before show_existing_frame.
+        let shift: UInt8 = profile == 3 ? 2 : 3
+        let showExisting = (frame[0] >> shift) & 1
+        let frameType = (frame[0] >> (shift - 1)) & 1
+        return showExisting == 0 && frameType == 0
+    }
+}

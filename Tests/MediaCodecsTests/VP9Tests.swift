@@ -1,0 +1,76 @@
+import Testing
+import RTPCore
+@testable import MediaCodecs
+
+/// libvpx VP9 behind `VideoEncoder`/`VideoDecoder`, and its frames through the RFC 9628
+/// packetizer (flexible mode) and the assembler: every frame decoded with its stamp.
+@Suite(.serialized) struct VP9CodecTests {
+    @Test func packetizedFramesReassembleAndDecode() throws {
+        let config = VideoLayerConfig.defaults(width: 640, height: 360, rid: "h")
+        let enc = try VideoCodec.vp9.makeEncoder(config: config, keyFrameInterval: 0)
+        let dec = try VideoCodec.vp9.makeDecoder()
+        var pic = I420Frame(width: 640, height: 360)
+        var assembler = VideoFrameAssembler(codec: .vp9)
+        var seq: UInt16 = 65_500, pid: UInt16 = 0x7FF0
+        var decoded = 0, encoded = 0
+        var rng = SplitMix64(seed: 9)
+        let buf = UnsafeMutableRawBufferPointer.allocate(byteCount: 1000, alignment: 8)
+        defer { buf.deallocate() }
+        for i in 0..<30 {
+            SyntheticVideoSource().fill(&pic, frameNumber: UInt32(i), captureMillis: UInt32(i * 33))
+            guard
+                let f = try enc.encode(
+                    &pic, layer: 0, frameNumber: UInt32(i), captureMicros: Int64(i) * 33_333, forceKeyFrame: i == 20, clock: { 0 })
+            else { continue }
+            encoded += 1
+            #expect(f.isKeyFrame == (i == 0 || i == 20) && VP9PayloadDescriptor.isKeyFrame(f.bytes.span) == f.isKeyFrame)
+            var p = try VP9Packetizer(
+                frameSize: f.bytes.count, maxPayloadSize: 1000, pictureID: pid, keyFrame: f.isKeyFrame, width: 640, height: 360)
+            var packets: [([UInt8], Bool)] = []
+            while true {
+                var w = ByteWriter(buf)
+                guard let marker = try p.next(frame: f.bytes.span, into: &w) else { break }
+                #expect(w.count <= 1000)
+                packets.append((Array(buf[0..<w.count]), marker))
+            }
+            let firstPacket = packets[0].0
+            let (first, _) = try VP9PayloadDescriptor.parse(firstPacket.span)
+            #expect(first.pictureID == pid && first.flexible && first.beginningOfFrame && first.interPicturePredicted == !f.isKeyFrame)
+            if f.isKeyFrame { #expect(first.scalability == VP9PayloadDescriptor.Scalability(sizes: [(640, 360)])) }
+            if !f.isKeyFrame { #expect(first.pDiffs == [1]) }
+            for k in packets.indices.shuffled(using: &rng) {
+                let (payload, marker) = packets[k]
+                assembler.insert(
+                    sequenceNumber: seq &+ UInt16(k), timestamp: UInt32(i) * 3000, marker: marker, payload: payload.span, now: 0)
+            }
+            seq &+= UInt16(packets.count)
+            pid = (pid &+ 1) & 0x7FFF
+            while let out = assembler.pop(now: 0) {
+                #expect(out.isKeyFrame == f.isKeyFrame)
+                if out.isKeyFrame { #expect(out.width == 640 && out.height == 360) }
+                let d = try #require(try dec.decode(out.bytes, readStamp: true))
+                #expect(d.width == 640 && d.height == 360 && d.stamp?.frameNumber == UInt32(i))
+                decoded += 1
+            }
+        }
+        #expect(encoded >= 28 && decoded == encoded && assembler.framesDropped == 0)
+    }
+
+    @Test func descriptorIsReadTotally() throws {
+        // Non-flexible with L and TL0PICIDX; flexible with three references; a structure with a group.
+        let (a, na) = try VP9PayloadDescriptor.parse([0xA8, 0x05, 0x41, 0x07].span)
+        #expect(na == 4 && a.pictureID == 5 && a.temporalID == 2 && a.tl0PicIdx == 7 && a.beginningOfFrame && !a.flexible)
+        let (b, nb) = try VP9PayloadDescriptor.parse([0xD4, 0x81, 0x02, 0x03, 0x05, 0x06].span)
+        #expect(nb == 6 && b.pictureID == 0x102 && b.pDiffs == [1, 2, 3] && b.endOfFrame)
+        #expect(throws: RTPParseError.badPayload) { try VP9PayloadDescriptor.parse([0x50, 0x03, 0x03, 0x03, 0x02].span) }
+        // B, V; one spatial layer with its size (320x180), one picture group with one reference.
+        let (c, nc) = try VP9PayloadDescriptor.parse([0x0A, 0x18, 0x01, 0x40, 0x00, 0xB4, 0x01, 0x04, 0x01].span)
+        #expect(nc == 9 && c.scalability?.sizes.first?.width == 320 && c.scalability?.sizes.first?.height == 180)
+        let full: [UInt8] = [0x0A, 0x18, 0x01, 0x40, 0x00, 0xB4, 0x01, 0x04, 0x01]
+        for n in 0..<9 {
+            let cut = Array(full[0..<n])
+            #expect((try? VP9PayloadDescriptor.parse(cut.span)) == nil, "a descriptor cut to \(n) bytes")
+        }
+        #expect(throws: RTPParseError.truncated) { try VP9PayloadDescriptor.parse([0x0A, 0x38, 0x01].span) }
+    }
+}
