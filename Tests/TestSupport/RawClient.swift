@@ -30,22 +30,26 @@ public final class RawClient: @unchecked Sendable {
     /// or `micros` pass.
     public func read(micros: Int64 = 3_000_000) -> String {
         var got: [UInt8] = []
-        var buf = [UInt8](repeating: 0, count: 4096)
+        var buf = [UInt8](repeating: 0, count: 65_536)
         let end = Clock.monotonicMicros() + micros
+        // The whole answer's size once its header is in (found once: the body is counted, not
+        // decoded again on every read — an 8 MB answer read 4 KB at a time was quadratic).
+        var expected: Int?
         while Clock.monotonicMicros() < end {
             var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             guard poll(&p, 1, 50) > 0 else { continue }
             let n = buf.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
             if n <= 0 { break }
             got += buf[0..<n]
-            let text = String(decoding: got, as: UTF8.self)
-            if let h = text.firstRange(of: "\r\n\r\n"),
-                let l = text[..<h.lowerBound].split(separator: "\r\n").first(where: { $0.lowercased().hasPrefix("content-length:") }),
-                let length = Int(l.dropFirst("content-length:".count).trimmingPrefix(" ")),
-                text.utf8.count >= text.utf8.distance(from: text.startIndex, to: h.upperBound) + length
-            {
-                break
+            if expected == nil, let h = got.firstRange(of: Array("\r\n\r\n".utf8)) {
+                let header = String(decoding: got[..<h.lowerBound], as: UTF8.self)
+                if let l = header.split(separator: "\r\n").first(where: { $0.lowercased().hasPrefix("content-length:") }),
+                    let length = Int(l.dropFirst("content-length:".count).trimmingPrefix(" "))
+                {
+                    expected = h.upperBound + length
+                }
             }
+            if let expected, got.count >= expected { break }
         }
         return String(decoding: got, as: UTF8.self)
     }
