@@ -152,21 +152,9 @@ public struct Benchmarks {
                 for _ in 0..<repeats {
                     var f = 0
                     while f < frames.count {
-                        switch codec {
-                        case .vp8:
-                            n += packetizeFrame(
-                                frames[f], template: template, arena: arena, slot: &slot, slotCount: slotCount, maxPayload: maxPayload,
-                                seq: &seq, pid: &pid)
-                        case .h264:
-                            n += packetizeH264(
-                                frames[f], template: template, arena: arena, slot: &slot, slotCount: slotCount, maxPayload: maxPayload,
-                                seq: &seq, frameIndex: pid)
-                            pid &+= 1
-                        case .vp9:
-                            n += packetizeVP9(
-                                frames[f], key: f == 0, template: template, arena: arena, slot: &slot, slotCount: slotCount,
-                                maxPayload: maxPayload, seq: &seq, pid: &pid)
-                        }
+                        n += packetizeFrame(
+                            frames[f], codec: codec, key: f == 0, template: template, arena: arena, slot: &slot, slotCount: slotCount,
+                            maxPayload: maxPayload, seq: &seq, pid: &pid)
                         f += 1
                     }
                 }
@@ -179,88 +167,46 @@ public struct Benchmarks {
         return result
     }
 
+    /// One frame through the codec's packetizer into arena slots (the engine's path); returns
+    /// the packets written.
     @inline(never)
     func packetizeFrame(
-        _ frame: [UInt8], template: RTPHeaderTemplate, arena: PacketArena, slot: inout Int, slotCount: Int, maxPayload: Int,
-        seq: inout UInt16, pid: inout UInt16
+        _ frame: [UInt8], codec: VideoCodec, key: Bool, template: RTPHeaderTemplate, arena: PacketArena, slot: inout Int, slotCount: Int,
+        maxPayload: Int, seq: inout UInt16, pid: inout UInt16
     ) -> Int {
-        let d = VP8PayloadDescriptor(pictureID: pid)
         var count = 0
-        do throws(RTPWriteError) {
-            var p = try VP8Packetizer(frameSize: frame.count, maxPayloadSize: maxPayload, descriptor: d)
-            let span = frame.span
-            while p.index < p.packetCount {
+        let ts = UInt32(truncatingIfNeeded: Int(pid) * 3000)
+        /// The RTP header and then `payload` into each of `n` slots.
+        func emit(_ n: Int, _ payload: (inout ByteWriter) throws(RTPWriteError) -> Void) throws(RTPWriteError) {
+            for i in 0..<n {
                 var w = ByteWriter(UnsafeMutableRawBufferPointer(start: arena.pointer(slot), count: PacketArena.slotSize))
-                try template.write(
-                    to: &w, sequenceNumber: seq, timestamp: UInt32(truncatingIfNeeded: Int(pid) * 3000),
-                    marker: p.index + 1 == p.packetCount)
-                _ = try p.next(frame: span, into: &w)
+                try template.write(to: &w, sequenceNumber: seq, timestamp: ts, marker: i + 1 == n)
+                try payload(&w)
                 arena.lengths[slot] = Int32(w.count)
                 seq &+= 1
                 slot += 1
                 if slot == slotCount { slot = 0 }
                 count += 1
+            }
+        }
+        do throws(RTPWriteError) {
+            switch codec {
+            case .vp8:
+                var p = try VP8Packetizer(
+                    frameSize: frame.count, maxPayloadSize: maxPayload, descriptor: VP8PayloadDescriptor(pictureID: pid))
+                try emit(p.packetCount) { (w: inout ByteWriter) throws(RTPWriteError) in _ = try p.next(frame: frame.span, into: &w) }
+            case .h264:
+                var p = try H264Packetizer(frame: frame.span, maxPayloadSize: maxPayload)
+                try emit(p.packetCount) { (w: inout ByteWriter) throws(RTPWriteError) in _ = try p.next(frame: frame.span, into: &w) }
+            case .vp9:
+                var p = try VP9Packetizer(
+                    frameSize: frame.count, maxPayloadSize: maxPayload, pictureID: pid, keyFrame: key, width: 1280, height: 720)
+                try emit(p.packetCount) { (w: inout ByteWriter) throws(RTPWriteError) in _ = try p.next(frame: frame.span, into: &w) }
             }
         } catch {
             return count
         }
         pid = (pid &+ 1) & 0x7FFF
-        return count
-    }
-
-    @inline(never)
-    func packetizeVP9(
-        _ frame: [UInt8], key: Bool, template: RTPHeaderTemplate, arena: PacketArena, slot: inout Int, slotCount: Int, maxPayload: Int,
-        seq: inout UInt16, pid: inout UInt16
-    ) -> Int {
-        var count = 0
-        do throws(RTPWriteError) {
-            var p = try VP9Packetizer(
-                frameSize: frame.count, maxPayloadSize: maxPayload, pictureID: pid, keyFrame: key, width: 1280, height: 720)
-            let span = frame.span
-            while p.index < p.packetCount {
-                var w = ByteWriter(UnsafeMutableRawBufferPointer(start: arena.pointer(slot), count: PacketArena.slotSize))
-                try template.write(
-                    to: &w, sequenceNumber: seq, timestamp: UInt32(truncatingIfNeeded: Int(pid) * 3000),
-                    marker: p.index + 1 == p.packetCount)
-                _ = try p.next(frame: span, into: &w)
-                arena.lengths[slot] = Int32(w.count)
-                seq &+= 1
-                slot += 1
-                if slot == slotCount { slot = 0 }
-                count += 1
-            }
-        } catch {
-            return count
-        }
-        pid = (pid &+ 1) & 0x7FFF
-        return count
-    }
-
-    @inline(never)
-    func packetizeH264(
-        _ frame: [UInt8], template: RTPHeaderTemplate, arena: PacketArena, slot: inout Int, slotCount: Int, maxPayload: Int,
-        seq: inout UInt16, frameIndex: UInt16
-    ) -> Int {
-        var count = 0
-        do throws(RTPWriteError) {
-            let span = frame.span
-            var p = try H264Packetizer(frame: span, maxPayloadSize: maxPayload)
-            while p.index < p.packetCount {
-                var w = ByteWriter(UnsafeMutableRawBufferPointer(start: arena.pointer(slot), count: PacketArena.slotSize))
-                try template.write(
-                    to: &w, sequenceNumber: seq, timestamp: UInt32(truncatingIfNeeded: Int(frameIndex) * 3000),
-                    marker: p.index + 1 == p.packetCount)
-                _ = try p.next(frame: span, into: &w)
-                arena.lengths[slot] = Int32(w.count)
-                seq &+= 1
-                slot += 1
-                if slot == slotCount { slot = 0 }
-                count += 1
-            }
-        } catch {
-            return count
-        }
         return count
     }
 

@@ -14,19 +14,6 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         }
         precondition(n <= used && (try? VP8PayloadDescriptor.parse(out.span.extracting(0..<n)).0) == d, "descriptor round trip \(d)")
     }
-    var assembler = VideoFrameAssembler()
-    var i = 0, now: Int64 = 0
-    while i + 4 <= bytes.count {
-        let seq = UInt16(bytes[i]) << 8 | UInt16(bytes[i + 1])
-        let ts = UInt32(bytes[i + 2] & 0x0F)
-        let marker = bytes[i + 2] & 0x80 != 0
-        let len = min(Int(bytes[i + 3]), bytes.count - i - 4)
-        assembler.insert(
-            sequenceNumber: seq, timestamp: ts, marker: marker, payload: Span(_unsafeStart: data + i + 4, count: len), now: now)
-        while let f = assembler.pop(now: now) { precondition(f.bytes.count <= 1 << 24) }
-        precondition(assembler.fragmentCount <= assembler.maxFragments)
-        i += 4 + len
-        now += 5_000
-    }
+    feedAssembler(.vp8, data, size)
     return 0
 }
