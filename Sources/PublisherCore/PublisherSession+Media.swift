@@ -31,6 +31,14 @@ extension PublisherSession {
             guard frame.layer < videoIndex.count else { return }
             idx = videoIndex[frame.layer]
         }
+        // A stream starts on the wire with a key frame: a frame encoded before the transport
+        // connected (in flight when it did, the key frame `startMedia` asked for still coming)
+        // could not be decoded by a receiver that never saw what it refers to.
+        guard senders[idx].sentAny || frame.isKeyFrame else {
+            counters.framesBeforeConnected += 1
+            requestKeyFrame(idx) // throttled; asked already at the start, again should it be lost
+            return
+        }
         var s = senders[idx]
         defer { senders[idx] = s }
         // A retransmission carries the same payload behind the RTX header and the 2-byte OSN

@@ -36,7 +36,8 @@ public struct NetworkCounters: Sendable, Equatable {
     public var lastError: String?
     /// ICE/DTLS figures of a WebRTC session (nil with SDES).
     public var transport: TransportStats?
-    /// Frames the encoders made before ICE and DTLS were done (not sent).
+    /// Frames the encoders made before ICE and DTLS were done, or delta frames before a
+    /// stream's first key frame (not sent).
     public var framesBeforeConnected = 0
     public var byeSent = false
     /// The send-side estimate and what the allocator made of it.

@@ -157,11 +157,19 @@ final class ReceiveStream {
     /// held for a retransmission that never comes is still released).
     func releaseFrames(nowMicros: Int64, wallMicros: Int64) {
         let droppedBefore = assembler.framesDropped
-        while let frame = assembler.pop(now: nowMicros) {
+        // Frames the assembler let go when it released a key frame, or the frame that directly
+        // follows the last one decoded, were older than the decoder's reference chain (a stream
+        // joined mid-frame, a frame nobody needs any more): they need no key frame. A drop any
+        // other way (a frame released after a gap asks in `decode`; malformed, overflow) does.
+        var stale = 0
+        while true {
+            let before = assembler.framesDropped
+            guard let frame = assembler.pop(now: nowMicros) else { break }
+            if frame.isKeyFrame || !frame.followsAGap { stale += assembler.framesDropped - before }
             lastFrameOutMicros = nowMicros
             decode(frame, nowMicros: nowMicros, wallMicros: wallMicros)
         }
-        if assembler.framesDropped > droppedBefore { requestKeyFrame() } // a frame could not be completed
+        if assembler.framesDropped - droppedBefore > stale { requestKeyFrame() } // a frame could not be completed
         stats.framesDropped = assembler.framesDropped + framesSkipped
         guard let lastPacket = stats.lastPacketMicros else { return }
         // Packets keep coming but no frame completes (so none is ever dropped either: a loss

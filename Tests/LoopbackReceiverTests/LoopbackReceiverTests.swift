@@ -3,6 +3,8 @@ import Testing
 @testable import Receiver
 import Transport
 import Platform
+import RTPCore
+import MediaCodecs
 
 /// Hostile input at the receiver's port is counted by cause and never stops it.
 @Suite struct HostileInputTests {
@@ -139,5 +141,52 @@ import Platform
         session.pollTransmit { _, to throws(SocketError) in destinations.insert(to.description) }
         #expect(session.snapshot(final: false).publishers.count == 200)
         #expect(destinations.count == 200)
+    }
+}
+
+/// A stream joined mid-frame (the publisher's first packets were a frame whose start never
+/// came): the partial frame is let go when the key frame after it is released, and that is no
+/// break in the reference chain — every frame from the key frame on decodes, no key frame is
+/// asked for. (It once was: every frame up to the next key frame was skipped, 16 of 175 at
+/// 180p in a clean-clone run, and the sender was sent a PLI for nothing.)
+@Suite struct StreamStartTests {
+    @Test func aPartialFrameBeforeTheKeyFrameBreaksNothing() throws {
+        let enc = try VideoCodec.h264.makeEncoder(config: .defaults(width: 320, height: 180, rid: "q"), keyFrameInterval: 0)
+        var pic = I420Frame(width: 320, height: 180)
+        var frames: [EncodedVideoFrame] = []
+        for i in 0..<12 {
+            SyntheticVideoSource().fill(&pic, frameNumber: UInt32(i), captureMillis: 0)
+            // Frame 0 is the encoder's first key frame, frame 2 the one asked for on connecting.
+            let f = try enc.encode(&pic, layer: 0, frameNumber: UInt32(i), captureMicros: Int64(i) * 33_333, forceKeyFrame: i == 2) { 0 }
+            frames.append(try #require(f))
+        }
+        #expect(frames[2].isKeyFrame && !frames[1].isKeyFrame)
+        let stream = ReceiveStream(ssrc: 7, kind: .video, payloadType: 102, codec: .h264, decodeVideo: true)
+        let buf = UnsafeMutableRawBufferPointer.allocate(byteCount: 1200, alignment: 8)
+        defer { buf.deallocate() }
+        var seq: UInt16 = 100
+        var now: Int64 = 0
+        for (n, f) in frames.enumerated().dropFirst() {
+            var p = try H264Packetizer(frame: f.bytes.span, maxPayloadSize: 1200)
+            var packets: [([UInt8], Bool)] = []
+            while true {
+                var w = ByteWriter(buf)
+                guard let marker = try p.next(frame: f.bytes.span, into: &w) else { break }
+                packets.append((Array(buf[0..<w.count]), marker))
+            }
+            // Of frame 1, only the last packet arrives.
+            let first = n == 1 ? packets.count - 1 : 0
+            for (i, (payload, marker)) in packets.enumerated() where i >= first {
+                stream.receiveVideo(
+                    sequenceNumber: seq &+ UInt16(i), timestamp: UInt32(n) * 3000, marker: marker, payload.span, nowMicros: now,
+                    wallMicros: now)
+            }
+            seq &+= UInt16(packets.count)
+            now += 33_333
+            stream.releaseFrames(nowMicros: now, wallMicros: now)
+        }
+        #expect(stream.stats.framesDecoded == 10, "\(stream.stats)")
+        #expect(stream.assembler.framesDropped == 1) // the partial frame, counted as W3C's framesDropped
+        #expect(!stream.wantsKeyFrame && !stream.needKeyFrame)
     }
 }

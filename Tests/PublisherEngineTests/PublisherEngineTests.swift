@@ -276,6 +276,40 @@ import Platform
         #expect(order.prefix(reports).allSatisfy { $0 } && order.count > reports, "\(order.prefix(20))")
     }
 
+    /// A stream starts on the wire with a key frame: a delta frame that reaches the session
+    /// first (encoded before the transport connected, still in flight when it did) is not sent —
+    /// a receiver could not decode it nor anything after it up to the next key frame — and the
+    /// key frame is asked for.
+    @Test func aStreamStartsWithItsKeyFrame() throws {
+        let session = try Self.videoOnlySession()
+        var packets = 0
+        var now: Int64 = 0
+        var requests = 0
+        for (frame, key) in [false, false, true, false].enumerated() {
+            session.handle(
+                .video(
+                    EncodedVideoFrame(
+                        layer: 0,
+                        bytes: [key ? 0x10 : 0x11, 0x02, 0x00, 0x9D, 0x01, 0x2A, 0x80, 0x02, 0x68, 0x01]
+                            + [UInt8](repeating: 1, count: 2_000),
+                        isKeyFrame: key, width: 640, height: 360, frameNumber: UInt32(frame), captureMicros: now,
+                        temporalID: nil, layerSync: false, encodeMicros: 0)))
+            for _ in 0..<10 {
+                _ = session.step(now: now)
+                session.pollTransmit { ptrs, _, n, _ throws(SocketError) in
+                    for i in 0..<n where !(200...207).contains(ptrs[i]!.assumingMemoryBound(to: UInt8.self)[1]) { packets += 1 }
+                    return n
+                }
+                now += 5_000
+            }
+            while let e = session.pollEvent() { if case .keyFrameRequest(layer: 0) = e { requests += 1 } }
+            if frame == 1 { #expect(packets == 0 && requests >= 1) }
+        }
+        let (streams, counters) = session.statistics
+        #expect(streams[0].framesSent == 2 && streams[0].keyFramesSent == 1, "\(streams[0])")
+        #expect(counters.framesBeforeConnected == 2 && packets == streams[0].packetsSent && packets >= 4)
+    }
+
     /// Every packet of a frame, and its retransmission (RTX header + 2-byte OSN, RFC 4588), fit
     /// the configured packet size: the packetizer reserves the RTX overhead.
     @Test func retransmissionsFitThePacketSize() throws {

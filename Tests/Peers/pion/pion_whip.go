@@ -343,6 +343,26 @@ func main() {
 			http.Error(w, "no such session", 404)
 			return
 		}
+		// What the publisher sent before its DELETE may still wait in pion's socket buffer or
+		// its read loops (a loaded machine): count until nothing more arrives for 200 ms (at
+		// most 2 s), then report.
+		total := func() int {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			n := 0
+			for _, t := range s.tracks {
+				n += t.Packets
+			}
+			return n
+		}
+		for last, quiet, waited := total(), 0, 0; quiet < 4 && waited < 40; waited++ {
+			time.Sleep(50 * time.Millisecond)
+			if n := total(); n != last {
+				last, quiet = n, 0
+			} else {
+				quiet++
+			}
+		}
 		s.mu.Lock()
 		tracks := append([]*trackCount(nil), s.tracks...)
 		emit(map[string]interface{}{"event": "stats", "tracks": tracks})
