@@ -45,10 +45,6 @@ enum CommonOptions {
             let codecs = try ValueParsers.codecs(text)
             c.videoCodec = codecs[0]
             c.videoCodecPreference = codecs
-            if codecs.contains(.vp9) && c.layers.contains(where: { $0.temporalLayers > 1 }) {
-                throw UsageError(
-                    "VP9 is sent L1T1 (its temporal and spatial layers, L1T3 and L3T3_KEY, are not built yet): drop --temporal-layers")
-            }
         }
         if let t = o.value("condition-thresholds") { c.conditionThresholds = try conditionThresholds(t) }
         c.audioFallback = o.has("audio-fallback")

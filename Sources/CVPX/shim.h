@@ -1,6 +1,7 @@
 // Shims for libvpx: every macro and variadic call Swift cannot import, as cvpx_ functions.
 #ifndef PUBBOT_CVPX_SHIM_H
 #define PUBBOT_CVPX_SHIM_H
+#include <string.h>
 #include <vpx/vpx_encoder.h>
 #include <vpx/vpx_decoder.h>
 #include <vpx/vp8cx.h>
@@ -40,6 +41,36 @@ static inline vpx_codec_err_t cvpx_vp9_set_tile_columns(vpx_codec_ctx_t *ctx, in
 }
 static inline vpx_codec_err_t cvpx_vp9_set_frame_parallel(vpx_codec_ctx_t *ctx, unsigned int v) {
     return vpx_codec_control(ctx, VP9E_SET_FRAME_PARALLEL_DECODING, v);
+}
+
+/* VP9 temporal layers go through libvpx's SVC interface (vp8cx.h VP9E_SET_SVC): one spatial
+   layer at full scale, the application choosing each frame's temporal layer and references
+   (BYPASS), as libvpx's examples/vpx_temporal_svc_encoder.c does. */
+static inline vpx_codec_err_t cvpx_vp9_set_svc_temporal(vpx_codec_ctx_t *ctx, int max_quantizer, int min_quantizer) {
+    vpx_codec_err_t rc = vpx_codec_control(ctx, VP9E_SET_SVC, 1);
+    if (rc != VPX_CODEC_OK) return rc;
+    vpx_svc_extra_cfg_t p;
+    memset(&p, 0, sizeof p);
+    for (int i = 0; i < VPX_MAX_LAYERS; i++) {
+        p.max_quantizers[i] = max_quantizer;
+        p.min_quantizers[i] = min_quantizer;
+        p.scaling_factor_num[i] = 1;
+        p.scaling_factor_den[i] = 1;
+    }
+    p.temporal_layering_mode = VP9E_TEMPORAL_LAYERING_MODE_BYPASS;
+    return vpx_codec_control(ctx, VP9E_SET_SVC_PARAMETERS, &p);
+}
+static inline vpx_codec_err_t cvpx_vp9_set_layer_id(vpx_codec_ctx_t *ctx, int temporal) {
+    vpx_svc_layer_id_t id;
+    memset(&id, 0, sizeof id);
+    id.spatial_layer_id = 0;
+    id.temporal_layer_id = temporal;
+    for (int i = 0; i < VPX_SS_MAX_LAYERS; i++) id.temporal_layer_id_per_spatial[i] = temporal;
+    return vpx_codec_control(ctx, VP9E_SET_SVC_LAYER_ID, &id);
+}
+static inline void cvpx_cfg_set_layering(vpx_codec_enc_cfg_t *cfg, int bypass) {
+    cfg->ss_number_layers = 1;
+    cfg->temporal_layering_mode = bypass ? VP9E_TEMPORAL_LAYERING_MODE_BYPASS : VP9E_TEMPORAL_LAYERING_MODE_NOLAYERING;
 }
 
 static inline vpx_codec_err_t cvpx_set_cpuused(vpx_codec_ctx_t *ctx, int v) {

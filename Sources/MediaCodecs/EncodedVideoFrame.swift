@@ -1,4 +1,4 @@
-/// One encoded VP8 frame of one simulcast layer, with what the packetizer and stats need.
+/// One encoded video frame of one simulcast layer, with what the packetizer and stats need.
 public struct EncodedVideoFrame: Sendable {
     public var layer: Int
     public var bytes: [UInt8]
@@ -14,10 +14,13 @@ public struct EncodedVideoFrame: Sendable {
     public var layerSync: Bool
     /// Time the encoder spent on this frame, microseconds (for cpu limitation and benchmarks).
     public var encodeMicros: Int64
+    /// VP9: how many frames back each frame this one references is (P_DIFF, RFC 9628 §4.2);
+    /// empty for a key frame and for the other codecs.
+    public var referenceDistances: [UInt8]
 
     public init(
         layer: Int, bytes: [UInt8], isKeyFrame: Bool, width: Int, height: Int, frameNumber: UInt32,
-        captureMicros: Int64, temporalID: UInt8?, layerSync: Bool, encodeMicros: Int64
+        captureMicros: Int64, temporalID: UInt8?, layerSync: Bool, encodeMicros: Int64, referenceDistances: [UInt8] = []
     ) {
         self.layer = layer
         self.bytes = bytes
@@ -29,6 +32,7 @@ public struct EncodedVideoFrame: Sendable {
         self.temporalID = temporalID
         self.layerSync = layerSync
         self.encodeMicros = encodeMicros
+        self.referenceDistances = referenceDistances
     }
 }
 

@@ -64,7 +64,8 @@ extension PublisherSession {
             case .vp9:
                 var packetizer = try VP9Packetizer(
                     frameSize: frame.bytes.count, maxPayloadSize: room, pictureID: s.pictureID, keyFrame: frame.isKeyFrame,
-                    width: frame.width, height: frame.height)
+                    width: frame.width, height: frame.height, temporalID: frame.temporalID ?? 0, switchingUp: frame.layerSync,
+                    references: frame.referenceDistances)
                 let sent = try packetize(frame, stream: idx, sender: &s, count: packetizer.packetCount) {
                     (w: inout ByteWriter) throws(RTPWriteError) in _ = try packetizer.next(frame: frame.bytes.span, into: &w)
                 }
@@ -96,6 +97,9 @@ extension PublisherSession {
         guard arena.available >= count else {
             // The pacer holds every slot (a link far slower than the media): skip this frame.
             counters.framesDroppedNoSlot += 1
+            // The picture ID moves on: the receiver sees the gap (VP8) and a VP9 frame's P_DIFFs,
+            // counted in pictures, still point at the frames they mean.
+            s.pictureID = (s.pictureID &+ 1) & 0x7FFF
             return false
         }
         let headerSize = s.template.size

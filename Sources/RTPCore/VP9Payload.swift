@@ -104,11 +104,12 @@ public struct VP9PayloadDescriptor: Sendable, Equatable {
     }
 }
 
-/// Splits one VP9 frame (one spatial layer, as pubbot sends it: L1T1) into RTP payloads of about
-/// equal size (libwebrtc `rtp_format_vp9.cc` splits about equally too), as a pull iterator
-/// writing into caller storage: no allocation. Flexible mode, as libwebrtc sends VP9: picture
-/// ID (15 bits), layer indices (TID 0, SID 0), one reference (P_DIFF 1) on an inter frame, and
-/// on a key frame's first packet the scalability structure with the picture size.
+/// Splits one VP9 frame (one spatial layer, as pubbot sends it: L1T1, L1T2, L1T3) into RTP
+/// payloads of about equal size (libwebrtc `rtp_format_vp9.cc` splits about equally too), as a
+/// pull iterator writing into caller storage: no allocation. Flexible mode, as libwebrtc sends
+/// VP9: picture ID (15 bits), layer indices (TID, U, SID 0), an inter frame's references as
+/// P_DIFFs (up to 3), and on a key frame's first packet the scalability structure with the
+/// picture size.
 public struct VP9Packetizer {
     public let packetCount: Int
     public var index: Int { _index }
@@ -118,6 +119,9 @@ public struct VP9Packetizer {
     let size: (width: Int, height: Int)
     let headerSize: Int
     let ssSize: Int
+    let layerByte: UInt8
+    var pDiffs: InlineArray<3, UInt8> = [1, 0, 0]
+    let pDiffCount: Int
     /// The frame's bytes and the scalability structure's share the packets about equally.
     let base: Int
     let largerFrom: Int
@@ -126,10 +130,21 @@ public struct VP9Packetizer {
     /// - Parameters:
     ///   - frameSize: encoded frame bytes.
     ///   - maxPayloadSize: room for descriptor + payload in one packet.
+    ///   - temporalID, switchingUp: the frame's temporal layer and U bit.
+    ///   - references: an inter frame's P_DIFFs (pictures back; the first 3 count, 1–127);
+    ///     empty means the previous picture.
     public init(
-        frameSize: Int, maxPayloadSize: Int, pictureID: UInt16, keyFrame: Bool, width: Int, height: Int
+        frameSize: Int, maxPayloadSize: Int, pictureID: UInt16, keyFrame: Bool, width: Int, height: Int,
+        temporalID: UInt8 = 0, switchingUp: Bool = false, references: [UInt8] = []
     ) throws(RTPWriteError) {
-        headerSize = 1 + 2 + 1 + (keyFrame ? 0 : 1)
+        var count = 0
+        for d in references where count < 3 && (1...127).contains(d) {
+            pDiffs[count] = d
+            count += 1
+        }
+        pDiffCount = keyFrame ? 0 : max(1, count)
+        layerByte = (temporalID & 7) << 5 | (switchingUp ? 0x10 : 0) // SID 0, D 0
+        headerSize = 1 + 2 + 1 + pDiffCount
         ssSize = keyFrame ? 5 : 0
         let room = maxPayloadSize - headerSize
         guard room > ssSize else { throw .bufferTooSmall(needed: headerSize + ssSize + 1, available: maxPayloadSize) }
@@ -161,8 +176,8 @@ public struct VP9Packetizer {
         if first && keyFrame { flags |= 0x02 }
         w.u8(flags)
         w.u16(0x8000 | pictureID)
-        w.u8(0) // TID 0, U 0, SID 0, D 0
-        if !keyFrame { w.u8(1 << 1) } // P_DIFF 1, N 0: the previous picture
+        w.u8(layerByte) // TID, U, SID 0, D 0
+        for i in 0..<pDiffCount { w.u8(pDiffs[i] << 1 | (i + 1 < pDiffCount ? 1 : 0)) } // P_DIFF, N: another follows
         if first && keyFrame {
             w.u8(0x10) // N_S 0 (one spatial layer), Y 1, G 0
             w.u16(UInt16(clamping: size.width))

@@ -56,6 +56,61 @@ import RTPCore
         #expect(encoded >= 28 && decoded == encoded && assembler.framesDropped == 0)
     }
 
+    /// L1T3 through libvpx's SVC interface: the temporal pattern 0-2-1-2, each inter frame's
+    /// references as P_DIFFs in the descriptor, and the references are the truth — a receiver
+    /// that gets only T0 (or T0 and T1) decodes every one of those frames with its stamp, as an
+    /// SFU forwarding a lower frame rate relies on.
+    @Test(arguments: [[0], [0, 1], [0, 1, 2]] as [[UInt8]])
+    func temporalLayersDecodeWithoutTheLayersAbove(_ kept: [UInt8]) throws {
+        let config = VideoLayerConfig.defaults(width: 640, height: 360, temporalLayers: 3, rid: "h")
+        let enc = try VideoCodec.vp9.makeEncoder(config: config, keyFrameInterval: 0)
+        let dec = try VideoCodec.vp9.makeDecoder()
+        var pic = I420Frame(width: 640, height: 360)
+        var assembler = VideoFrameAssembler(codec: .vp9)
+        var seq: UInt16 = 100
+        let buf = UnsafeMutableRawBufferPointer.allocate(byteCount: 1000, alignment: 8)
+        defer { buf.deallocate() }
+        var tids: [UInt8] = [], refs: [[UInt8]] = [], decoded: [UInt32] = [], expected: [UInt32] = []
+        for i in 0..<24 {
+            SyntheticVideoSource().fill(&pic, frameNumber: UInt32(i), captureMillis: UInt32(i * 33))
+            let f = try #require(
+                try enc.encode(&pic, layer: 0, frameNumber: UInt32(i), captureMicros: Int64(i) * 33_333, forceKeyFrame: false, clock: { 0 })
+            )
+            let tid = try #require(f.temporalID)
+            tids.append(tid)
+            refs.append(f.referenceDistances)
+            var p = try VP9Packetizer(
+                frameSize: f.bytes.count, maxPayloadSize: 1000, pictureID: UInt16(i), keyFrame: f.isKeyFrame, width: 640, height: 360,
+                temporalID: tid, switchingUp: f.layerSync, references: f.referenceDistances)
+            var packets: [([UInt8], Bool)] = []
+            while true {
+                var w = ByteWriter(buf)
+                guard let marker = try p.next(frame: f.bytes.span, into: &w) else { break }
+                packets.append((Array(buf[0..<w.count]), marker))
+            }
+            let head = packets[0].0
+            let (d, _) = try VP9PayloadDescriptor.parse(head.span)
+            #expect(d.temporalID == tid && d.switchingUp == f.layerSync && d.pDiffs == (f.isKeyFrame ? [] : f.referenceDistances))
+            // The layers above those kept never reach the receiver, and the sequence numbers
+            // run on without a gap (as an SFU that drops a layer rewrites them).
+            if kept.contains(tid) {
+                expected.append(UInt32(i))
+                for (k, (payload, marker)) in packets.enumerated() {
+                    assembler.insert(
+                        sequenceNumber: seq &+ UInt16(k), timestamp: UInt32(i) * 3000, marker: marker, payload: payload.span, now: 0)
+                }
+                seq &+= UInt16(packets.count)
+            }
+            while let out = assembler.pop(now: 0) {
+                let d = try #require(try dec.decode(out.bytes, readStamp: true))
+                if let n = d.stamp?.frameNumber { decoded.append(n) }
+            }
+        }
+        #expect(tids.prefix(8) == [0, 2, 1, 2, 0, 2, 1, 2])
+        #expect(refs.prefix(8) == [[], [1], [2], [1, 3], [4], [1], [2], [1, 3]])
+        #expect(decoded == expected, "kept T\(kept): decoded \(decoded)")
+    }
+
     @Test func descriptorIsReadTotally() throws {
         // Non-flexible with L and TL0PICIDX; flexible with three references; a structure with a group.
         let (a, na) = try VP9PayloadDescriptor.parse([0xA8, 0x05, 0x41, 0x07].span)

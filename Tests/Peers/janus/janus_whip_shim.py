@@ -76,7 +76,7 @@ def room_of(q):
             return room
         rooms_made.add(room)
     call("%s/%d/%d" % (opts.janus, control_session, control), {"janus": "message", "body": {
-        "request": "create", "room": room, "publishers": 64, "bitrate": 0, "videocodec": "vp8,h264", "audiocodec": "opus",
+        "request": "create", "room": room, "publishers": 64, "bitrate": 0, "videocodec": "vp8,h264,vp9", "audiocodec": "opus",
         "transport_wide_cc_ext": True, "notify_joining": False, "permanent": False}})
     return room
 sent = {}  # sid -> the WHIP/WHEP resource kind
@@ -184,7 +184,7 @@ def new_handle():
 
 control_session, control = new_handle()
 created = call("%s/%d/%d" % (opts.janus, control_session, control), {"janus": "message", "body": {
-    "request": "create", "room": opts.room, "publishers": 64, "bitrate": 0, "videocodec": "vp8,h264", "audiocodec": "opus",
+    "request": "create", "room": opts.room, "publishers": 64, "bitrate": 0, "videocodec": "vp8,h264,vp9", "audiocodec": "opus",
     "transport_wide_cc_ext": True, "notify_joining": False, "permanent": False}})
 sessions["control"] = (control_session, control)
 
