@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """WHIP (RFC 9725) in front of Janus 1.1.2's VideoRoom, which has no WHIP of its own (standard
-library only). At start it creates a room (VP8 or H.264 + Opus, transport-wide CC, up to 64 publishers).
+library only). At start it creates a room (VP8, H.264 or VP9 + Opus, transport-wide CC, up to 64 publishers).
   POST /whip          a Janus session per publisher: attach janus.plugin.videoroom,
                       `joinandconfigure` as publisher with the offer (rid_order inferred from the
                       offer's a=simulcast), long-poll for Janus's answer, 201 + Location
@@ -128,7 +128,7 @@ def first_attr(head, media, name):
 
 def codec_lines(m, kind):
     """Janus's payload types for the kind's codec (+ its RTX) and their rtpmap/fmtp/rtcp-fb lines."""
-    codecs = ("opus",) if kind == "audio" else ("vp8", "h264")
+    codecs = ("opus",) if kind == "audio" else ("vp8", "h264", "vp9")
     pts = m[0].split()[3:]
     maps = {l.split()[0]: l.split()[1].split("/")[0].lower() for l in attr(m, "rtpmap")}
     main = [pt for pt in pts if maps.get(pt) in codecs][:1]
