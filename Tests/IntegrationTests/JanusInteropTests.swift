@@ -124,7 +124,8 @@ import Platform
         )
         #expect(video["codec"] as? String == name && video["height"] as? Int == 720, "\(video)")
         #expect((video["framesDecoded"] as? Int ?? 0) >= 150 && video["decodeErrors"] as? Int == 0, "\(video)")
-        #expect((video["stampsRead"] as? Int ?? 0) * 100 >= (video["framesDecoded"] as? Int ?? 1) * 95, "\(video)")
+        // VP9's stamps: libvpx leaves some superblocks of stamp cells stale (`StampReadBackTests`).
+        #expect((video["stampsRead"] as? Int ?? 0) * 100 >= (video["framesDecoded"] as? Int ?? 1) * (codec == "vp9" ? 75 : 95), "\(video)")
         // Janus's count of the publisher's three substreams (handle_info at its DELETE).
         let gone = Clock.monotonicMicros() + 20_000_000
         while publisher.process.isRunning && Clock.monotonicMicros() < gone { Clock.sleep(micros: 50_000) }
