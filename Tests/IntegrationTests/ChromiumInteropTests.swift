@@ -242,8 +242,10 @@ struct ChromiumInteropTests {
 
     /// (b) Chromium publishing q/h/f simulcast into `pubbot receive --whip-listen` across a real
     /// kernel bottleneck (two network namespaces, tbf on Chromium's egress): once past its
-    /// start-up, Chromium's estimate — from pubbot's transport-cc — stays within 0.5–1.3× the
-    /// link, as it does toward another Chromium. Needs root (skipped, saying so, without).
+    /// start-up, Chromium's estimate — from pubbot's transport-cc — follows the link: its median
+    /// within 0.75–1.15× and every sample within 0.5–1.4× (the peaks of Chromium's own AIMD
+    /// sawtooth: 1.16× on an idle machine, one 1.31× in a loaded clean-clone run). Needs root
+    /// (skipped, saying so, without).
     @Test(
         .enabled(if: getuid() == 0, "network namespaces need root"),
         arguments: [("800kbit", 800_000), ("1500kbit", 1_500_000), ("3mbit", 3_000_000)])
@@ -261,7 +263,7 @@ struct ChromiumInteropTests {
         // estimate is within 0.5–1.3× the link; where its encoders undershoot the link (the fake
         // camera at 3 Mbit/s sends ~1.9) it is application-limited — nothing to estimate against —
         // and must only not collapse below half the link.
-        var limited = 0, samples = 0
+        var limited: [Double] = [], samples = 0
         for (prev, cur) in zip(stats, stats.dropFirst()) where (cur["t"] as? Double ?? 0) >= 8 {
             guard let e = cur["availableOutgoingBitrate"] as? Double else { continue }
             samples += 1
@@ -271,13 +273,17 @@ struct ChromiumInteropTests {
             let sent = Double((cur["bytesSent"] as? Int ?? 0) - (prev["bytesSent"] as? Int ?? 0)) * 8
             #expect(e >= 0.5 * Double(bps), "\(rate): estimate \(Int(e / 1000)) kbps below half the link")
             if bandwidth || sent >= 0.9 * Double(bps) {
-                limited += 1
+                limited.append(e / Double(bps))
                 #expect(
-                    e <= 1.3 * Double(bps), "\(rate): estimate \(Int(e / 1000)) kbps while the link limits (sent \(Int(sent / 1000)) kbps)")
+                    e <= 1.4 * Double(bps), "\(rate): estimate \(Int(e / 1000)) kbps while the link limits (sent \(Int(sent / 1000)) kbps)")
             }
         }
         #expect(samples >= 8, "\(r.out.suffix(400)) \(r.err)")
-        if bps <= 1_500_000 { #expect(limited >= 8, "\(rate) should limit Chromium's simulcast: \(limited) of \(samples) samples limited") }
+        if bps <= 1_500_000 {
+            #expect(limited.count >= 8, "\(rate) should limit Chromium's simulcast: \(limited.count) of \(samples) samples limited")
+            let median = limited.sorted()[limited.count / 2]
+            #expect((0.75...1.15).contains(median), "\(rate): median estimate \(median) × the link while it limits: \(limited)")
+        }
         let receiver = try #require(r.out.split(separator: "\n").first { $0.hasPrefix("RECEIVER ") })
         let summary = try #require(try JSONSerialization.jsonObject(with: Data(receiver.dropFirst(9).utf8)) as? [String: Any])
         let decoded = (summary["streams"] as? [[String: Any]] ?? []).filter { $0["kind"] as? String == "video" }.reduce(0) {
