@@ -73,7 +73,9 @@ struct PionInteropTests {
         for t in stats {
             let ssrc = t["ssrc"] as? Int ?? -1, packets = t["packets"] as? Int ?? 0
             let sent = streams.first { $0["ssrc"] as? Int == ssrc }?["packetsSent"] as? Int ?? 0
-            #expect(sent > 20 && packets >= sent - 1 && packets <= sent, "\(t["kind"] ?? ""): pion \(packets), pubbot sent \(sent)")
+            #expect(
+                sent > 20 && packets >= sent - 1 && packets <= sent,
+                "\(t["kind"] ?? ""): pion \(packets), pubbot sent \(sent); pion: \(pion.text.suffix(800)); pubbot: \(r.err.suffix(800))")
         }
     }
 
