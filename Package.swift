@@ -22,6 +22,8 @@ let package = Package(
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
         // Cisco's openh264 (H.264 Constrained Baseline encoder and decoder, as Chrome uses).
         .systemLibrary(name: "COpenH264", pkgConfig: "openh264", providers: [.apt(["libopenh264-dev"])]),
+        // libaom (AV1 encoder and decoder, real-time mode as libwebrtc uses it).
+        .systemLibrary(name: "CAOM", pkgConfig: "aom", providers: [.apt(["libaom-dev"])]),
         .systemLibrary(name: "CSRTP", pkgConfig: "libsrtp2", providers: [.apt(["libsrtp2-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
@@ -50,7 +52,7 @@ let package = Package(
         .target(name: "Impairment", dependencies: ["RTPCore"]),
         .target(name: "Congestion", dependencies: ["RTPCore"]),
         .target(name: "Preflight"),
-        .target(name: "MediaCodecs", dependencies: ["CVPX", "COpus", "COpenH264", "RTPCore"]),
+        .target(name: "MediaCodecs", dependencies: ["CVPX", "COpus", "COpenH264", "CAOM", "RTPCore"]),
         // Addresses and packet buffers (the arena the send path fills, the batch `recvmmsg` fills):
         // values the sessions hold; no socket is opened here.
         .target(name: "Net", dependencies: ["CLinuxNet"], swiftSettings: hot),

@@ -90,7 +90,7 @@ public struct Benchmarks {
 
     /// Packets per CPU-second: the engine's path (header template with MID/RID/transport-cc/
     /// abs-send-time; VP8: descriptor with picture ID, about-equal split; H.264: RFC 6184
-    /// single NAL / STAP-A / FU-A; into arena slots) against the C loop doing the same bytes.
+    /// single NAL / STAP-A / FU-A; VP9: RFC 9628 flexible mode; AV1: OBU elements; into arena slots) against the C loop doing the same bytes.
     public func packetize(frames: [[UInt8]], codec: VideoCodec = .vp8, mtu: Int = 1200) -> BenchResult {
         let template = RTPHeaderTemplate(
             payloadType: 96, ssrc: 0x1234_5678, strings: [(RTPExtension.mid.id, "0"), (RTPExtension.rid.id, "f")],
@@ -138,6 +138,10 @@ public struct Benchmarks {
                                     nC += cbench_packetize_vp9(
                                         ptrs, sp.baseAddress, frames.count, hp.baseAddress, hp.count, maxPayload, cSlots, slotSize,
                                         slotCount, cLengths, &seqC, &pidC, frames.count)
+                                case .av1:
+                                    nC += cbench_packetize_av1(
+                                        ptrs, sp.baseAddress, frames.count, hp.baseAddress, hp.count, maxPayload, cSlots, slotSize,
+                                        slotCount, cLengths, &seqC)
                                 }
                             }
                         }
@@ -201,6 +205,9 @@ public struct Benchmarks {
             case .vp9:
                 var p = try VP9Packetizer(
                     frameSize: frame.count, maxPayloadSize: maxPayload, pictureID: pid, keyFrame: key, width: 1280, height: 720)
+                try emit(p.packetCount) { (w: inout ByteWriter) throws(RTPWriteError) in _ = try p.next(frame: frame.span, into: &w) }
+            case .av1:
+                var p = try AV1Packetizer(frame: frame.span, maxPayloadSize: maxPayload, keyFrame: key)
                 try emit(p.packetCount) { (w: inout ByteWriter) throws(RTPWriteError) in _ = try p.next(frame: frame.span, into: &w) }
             }
         } catch {

@@ -27,17 +27,17 @@ enum Help {
     static func usage(_ command: String?) -> String {
         switch command {
         case "publish":
-            "Usage: pubbot publish (--to HOST:PORT [--key B64] | --whip URL [--token T] [--ice-server stun:HOST:PORT] [--ice-interface IF]) [--srtp-suite aes-cm|gcm] [--sdp-out FILE] [--no-bundle] [--duration D] [--layers LADDER] [--no-audio | --no-video] [--fps N] [--temporal-layers L1T1|L1T2|L1T3] [--codec vp8|h264|vp9|LIST] [--keyframe-interval D] [--no-congestion-control] [--stats FILE|-] [--json]"
+            "Usage: pubbot publish (--to HOST:PORT [--key B64] | --whip URL [--token T] [--ice-server stun:HOST:PORT] [--ice-interface IF]) [--srtp-suite aes-cm|gcm] [--sdp-out FILE] [--no-bundle] [--duration D] [--layers LADDER] [--no-audio | --no-video] [--fps N] [--temporal-layers L1T1|L1T2|L1T3] [--codec vp8|h264|vp9|av1|LIST] [--keyframe-interval D] [--no-congestion-control] [--stats FILE|-] [--json]"
         case "receive":
             "Usage: pubbot receive (--listen HOST:PORT (--key B64 | --sdp FILE) | --whip-listen HOST:PORT [--token T] | --whep URL [--token T] [--ice-interface IF]) [--impair SPEC] [--downlink-impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--no-decode | --decode-publishers N] [--max-publishers N] [--stats FILE|-] [--json]"
         case "preflight":
             "Usage: pubbot preflight [--to HOST:PORT --key KEY | --sdp FILE | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--whep URL [--whep-token T]]] [--impair SPEC] [--require TIER] [--duration D] [--json] [--junit FILE] [--stats FILE|-] [--verdict-thresholds LIST] [media options]"
         case "load":
-            "Usage: pubbot load [--to HOST:PORT… --key B64 | --rooms M | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--rooms M] [--whep URL --subscribers S [--whep-token T]]] [--bots N | --publishers N] [--duration D] [--ramp D] [--loops N] [--impair SPEC] [--require LIST] [--report FILE] [--shard I/N] [--media DIR | --encode [--layers LADDER]] [--codec vp8|h264|vp9] [--srtp-suite aes-cm|gcm] [--json]"
+            "Usage: pubbot load [--to HOST:PORT… --key B64 | --rooms M | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--rooms M] [--whep URL --subscribers S [--whep-token T]]] [--bots N | --publishers N] [--duration D] [--ramp D] [--loops N] [--impair SPEC] [--require LIST] [--report FILE] [--shard I/N] [--media DIR | --encode [--layers LADDER]] [--codec vp8|h264|vp9|av1] [--srtp-suite aes-cm|gcm] [--json]"
         case "simulate":
-            "Usage: pubbot simulate [--impair SPEC|SCHEDULE] [--downlink-impair SPEC] [--duration 60s] [--layers LADDER] [--fps N] [--temporal-layers MODE] [--codec vp8|h264|vp9] [--media encode|replay|sized] [--one-encoding] [--seed N] [--preflight [--require TIER] [--verdict-thresholds LIST] [--junit FILE]] [--stats FILE|-] [--stats-interval 1s] [--json]"
+            "Usage: pubbot simulate [--impair SPEC|SCHEDULE] [--downlink-impair SPEC] [--duration 60s] [--layers LADDER] [--fps N] [--temporal-layers MODE] [--codec vp8|h264|vp9|av1] [--media encode|replay|sized] [--one-encoding] [--seed N] [--preflight [--require TIER] [--verdict-thresholds LIST] [--junit FILE]] [--stats FILE|-] [--stats-interval 1s] [--json]"
         case "media":
-            "Usage: pubbot media build [--out DIR] [--codec vp8|h264|vp9] [--seconds N] [--keyframe-interval D] [--layers LADDER] [--fps N]"
+            "Usage: pubbot media build [--out DIR] [--codec vp8|h264|vp9|av1] [--seconds N] [--keyframe-interval D] [--layers LADDER] [--fps N]"
         case "report": "Usage: pubbot report merge FILE… [--report OUT] [--require LIST] [--json]"
         default: "Usage: pubbot <command> [options]"
         }
@@ -96,8 +96,9 @@ enum Help {
           --fps N                   frame rate of layers that do not give one (default 30)
           --temporal-layers MODE    L1T1 (default), L1T2 or L1T3 on every layer
           --codec C|LIST            vp8 (default), h264 (openh264, Constrained Baseline, RFC 6184
-                                    packetization mode 1) or vp9 (libvpx, profile 0, RFC 9628
-                                    flexible mode, L1T1); a list (h264,vp8) is offered in that
+                                    packetization mode 1), vp9 (libvpx, profile 0, RFC 9628
+                                    flexible mode, L1T1-L1T3) or av1 (libaom, main profile,
+                                    AOM RTP format, L1T1); a list (h264,vp8) is offered in that
                                     order over WHIP and the answer picks
           --keyframe-interval D     automatic key frames every D (default: only at start)
           --no-audio / --no-video   send only one kind of media
@@ -210,7 +211,7 @@ enum Help {
           --stats-interval D        default 1s
 
         Media options: --layers LADDER, --srtp-suite aes-cm|gcm, --temporal-layers L1T1|L1T2|L1T3,
-        --codec vp8|h264|vp9|LIST, --fps N, --audio-only (as for publish).
+        --codec vp8|h264|vp9|av1|LIST, --fps N, --audio-only (as for publish).
 
         Exit codes: 0 verdict given (and --require met), 1 --require not met, 2 no answer from the
         receiver within 3 s or no media (check address, port, key, firewall), 64 usage error,
@@ -268,8 +269,8 @@ enum Help {
           --encode                  live instead of replay: one encoder in this process, shared by
                                     every bot (a PLI or a resumed layer forces a key frame for all)
           --layers LADDER           with --encode (default 640x360 + 320x180)
-          --codec vp8|h264|vp9      every bot's video codec (replay loops: Media/replay-h264 or
-                                    -vp9, or built once on demand into the cache)
+          --codec vp8|h264|vp9|av1  every bot's video codec (replay loops: Media/replay-h264, -vp9
+                                    or -av1, or built once on demand into the cache)
           --srtp-suite SUITE        aes-cm (default) or gcm
           --json                    print the report as JSON
 
@@ -287,7 +288,7 @@ enum Help {
 
         Options:
           --out DIR                 where to write (default Media/replay, Media/replay-h264)
-          --codec vp8|h264|vp9      the video codec of the loops (default vp8)
+          --codec vp8|h264|vp9|av1  the video codec of the loops (default vp8)
           --seconds N               loop length (default 4)
           --keyframe-interval D     a key frame every D (default 1s; PLIs are answered at the next one)
           --layers LADDER           simulcast ladder (default 640x360 + 320x180, the usual load-test
@@ -312,7 +313,7 @@ enum Help {
                                     or 0s:rate=4mbit;20s:rate=800kbit;40s:rate=4mbit
           --downlink-impair SPEC    the subscriber's own downlink (as for receive)
           --duration D              simulated time (default 60s)
-          --layers LADDER, --fps N, --temporal-layers MODE, --codec vp8|h264|vp9, --keyframe-interval D, --no-audio,
+          --layers LADDER, --fps N, --temporal-layers MODE, --codec vp8|h264|vp9|av1, --keyframe-interval D, --no-audio,
           --condition-thresholds LIST, --audio-fallback   as for publish
           --media encode|replay|sized
                                     encode (default): live VP8 (H.264, VP9)/Opus encoders at simulated time,

@@ -85,6 +85,77 @@ size_t cbench_packetize_vp9(const uint8_t *const *frames, const size_t *sizes, s
     return written;
 }
 
+static size_t leb_size(size_t v) { size_t n = 1; while (v >>= 7) n++; return n; }
+static size_t leb_write(uint8_t *d, size_t v) {
+    size_t n = 0;
+    do { uint8_t b = v & 0x7f; v >>= 7; d[n++] = v ? (b | 0x80) : b; } while (v);
+    return n;
+}
+
+/* The next OBU at or after `at` that is sent (not a temporal delimiter): its header offset and
+   size, payload range. Returns 0 at the end. */
+static int next_obu(const uint8_t *b, size_t len, size_t at, size_t *hdr, size_t *hsz, size_t *ps, size_t *pe) {
+    while (at < len) {
+        uint8_t h = b[at];
+        size_t hs = (h & 4) ? 2 : 1, s = at + hs, size = 0, shift = 0;
+        while (s < len) { uint8_t x = b[s++]; size |= (size_t)(x & 0x7f) << shift; shift += 7; if (!(x & 0x80)) break; }
+        size_t end = s + size;
+        if (((h >> 3) & 15) != 2) { *hdr = at; *hsz = hs; *ps = s; *pe = end; return 1; }
+        at = end;
+    }
+    return 0;
+}
+
+size_t cbench_packetize_av1(const uint8_t *const *frames, const size_t *sizes, size_t frame_count,
+                            const uint8_t *header, size_t header_len, size_t max_payload,
+                            uint8_t *slots, size_t slot_size, size_t slot_count, int32_t *lengths, uint16_t *seq) {
+    size_t written = 0, slot = 0;
+    uint32_t ts = 0;
+    for (size_t f = 0; f < frame_count; f++) {
+        const uint8_t *b = frames[f];
+        size_t len = sizes[f], room = max_payload - 1;
+        size_t hdr, hsz, ps, pe, consumed = 0;
+        int have = next_obu(b, len, 0, &hdr, &hsz, &ps, &pe);
+        ts += 3000;
+        uint8_t *first = NULL;
+        while (have) {
+            uint8_t *p = slots + slot * slot_size;
+            memcpy(p, header, header_len);
+            p[1] &= 0x7f;
+            p[2] = (uint8_t)(*seq >> 8); p[3] = (uint8_t)*seq;
+            p[4] = (uint8_t)(ts >> 24); p[5] = (uint8_t)(ts >> 16); p[6] = (uint8_t)(ts >> 8); p[7] = (uint8_t)ts;
+            uint8_t *d = p + header_len;
+            size_t o = 1, left = room;
+            int z = consumed > 0, y = 0;
+            if (!first) first = p;
+            while (have) {
+                size_t size = hsz + (pe - ps), rest = size - consumed, whole = leb_size(rest) + rest, part = rest;
+                if (whole > left) {
+                    part = left - 1;
+                    if (part > 0 && leb_size(part) > 1) part = left - leb_size(part);
+                    if (part < 1 || (left != room && part < 64)) break;
+                    y = 1;
+                }
+                o += leb_write(d + o, part);
+                size_t i = consumed, end = consumed + part;
+                for (; i < end && i < hsz; i++) d[o++] = i == 0 ? (uint8_t)(b[hdr] & ~2) : b[hdr + 1];
+                if (i < end) { memcpy(d + o, b + ps + (i - hsz), end - i); o += end - i; }
+                if (y) { consumed += part; break; }
+                left -= whole;
+                consumed = 0;
+                have = next_obu(b, len, pe, &hdr, &hsz, &ps, &pe);
+            }
+            d[0] = (uint8_t)((z ? 0x80 : 0) | (y ? 0x40 : 0) | (written == 0 && f == 0 ? 0x08 : 0));
+            lengths[slot] = (int32_t)(header_len + o);
+            (*seq)++;
+            written++;
+            if (!have) p[1] |= 0x80;
+            if (++slot == slot_count) slot = 0;
+        }
+    }
+    return written;
+}
+
 /* The NAL unit after the first start code at or after `from`: [*start, *end), trailing zeros
    excluded. Returns 0 when there is none. */
 static int next_nal(const uint8_t *b, size_t len, size_t from, size_t *start, size_t *end) {

@@ -10,7 +10,8 @@ public import RTPCore
 ///
 /// On disk: `manifest.txt` (one line per layer: `layer RID WIDTH HEIGHT FPS MIN TARGET MAX FILE`,
 /// then `audio BITRATE FILE`), one IVF file per layer (the format ffmpeg and libvpx tools read;
-/// fourcc `VP80`, or `H264` with each frame an Annex B access unit)
+/// fourcc `VP80`, `VP90`, `H264` with each frame an Annex B access unit, or `AV01` with each
+/// frame a temporal unit)
 /// and the Opus frames as `PBOPUS01` followed by (u16 little-endian length, bytes) per 20 ms frame.
 public struct ReplayLibrary: Sendable {
     public struct Frame: Sendable {
@@ -191,6 +192,7 @@ public struct ReplayLibrary: Sendable {
         case .vp8: Array("VP80".utf8)
         case .h264: Array("H264".utf8)
         case .vp9: Array("VP90".utf8)
+        case .av1: Array("AV01".utf8)
         }
     }
 
@@ -199,7 +201,7 @@ public struct ReplayLibrary: Sendable {
         guard b.count >= 32, b.starts(with: Array("DKIF".utf8)),
             let codec = VideoCodec.allCases.first(where: { fourcc($0) == Array(b[8..<12]) })
         else {
-            throw FileError("\(path) is not a VP8 or H.264 IVF file")
+            throw FileError("\(path) is not a VP8, VP9, H.264 or AV1 IVF file")
         }
         guard u16(b, 12) == width, u16(b, 14) == height else {
             throw FileError("\(path) is \(u16(b, 12))x\(u16(b, 14)), the manifest says \(width)x\(height)")
@@ -222,6 +224,7 @@ public struct ReplayLibrary: Sendable {
         switch codec {
         case .vp8: return data[0] & 1 == 0
         case .vp9: return VP9PayloadDescriptor.isKeyFrame(data.span)
+        case .av1: return AV1OBU.isKeyFrame(data.span)
         case .h264:
             var at = 0
             while let r = H264NAL.next(in: data.span, from: at) {

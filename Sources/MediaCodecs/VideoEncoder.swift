@@ -38,6 +38,7 @@ extension VideoCodec {
         case .vp8, .vp9:
             try LibvpxEncoder(config: config, codec: self, keyFrameInterval: keyFrameInterval, frameDropThreshold: frameDrop ? 30 : 0)
         case .h264: try H264Encoder(config: config, keyFrameInterval: keyFrameInterval, frameSkip: frameDrop)
+        case .av1: try AV1Encoder(config: config, keyFrameInterval: keyFrameInterval, frameDrop: frameDrop)
         }
     }
 
@@ -45,6 +46,7 @@ extension VideoCodec {
         switch self {
         case .vp8, .vp9: try LibvpxDecoder(vp9: self == .vp9)
         case .h264: try H264Decoder()
+        case .av1: try AV1Decoder()
         }
     }
 }

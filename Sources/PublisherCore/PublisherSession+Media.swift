@@ -76,6 +76,12 @@ extension PublisherSession {
                     (w: inout ByteWriter) throws(RTPWriteError) in _ = try packetizer.next(frame: frame.bytes.span, into: &w)
                 }
                 guard sent else { return }
+            case .av1:
+                var packetizer = try AV1Packetizer(frame: frame.bytes.span, maxPayloadSize: room, keyFrame: frame.isKeyFrame)
+                let sent = try packetize(frame, stream: idx, sender: &s, count: packetizer.packetCount) {
+                    (w: inout ByteWriter) throws(RTPWriteError) in _ = try packetizer.next(frame: frame.bytes.span, into: &w)
+                }
+                guard sent else { return }
             }
         } catch {
             counters.lastError = "packetize: \(error)"

@@ -8,10 +8,13 @@
 /// The first packet: VP8 marks it (S=1, partition 0, RFC 7741 §4.2). H.264 does not (RFC 6184):
 /// a packet starts a frame when it begins with an SPS, PPS, AUD or SEI, when it follows the last
 /// frame released, or when the packet before it ended a frame (its marker bit) — libwebrtc's
-/// `packet_buffer.cc` likewise looks back for the previous frame's end.
+/// `packet_buffer.cc` likewise looks back for the previous frame's end. AV1 marks only a coded
+/// video sequence's first packet (N); any other frame starts by looking back the same way, at a
+/// packet that does not continue an OBU (Z = 0).
 public struct VideoFrameAssembler {
     public struct Frame: Sendable {
-        /// The frame as its decoder takes it (VP8: the frame; H.264: the access unit, Annex B).
+        /// The frame as its decoder takes it (VP8: the frame; H.264: the access unit, Annex B;
+        /// AV1: the temporal unit, OBUs with their sizes).
         public var bytes: [UInt8]
         public var timestamp: UInt32
         public var isKeyFrame: Bool
@@ -35,6 +38,9 @@ public struct VideoFrameAssembler {
         var descriptor: VP8PayloadDescriptor?
         var h264: H264PacketInfo?
         var vp9: VP9PayloadDescriptor?
+        /// AV1: the packet continues an OBU of the one before (Z); `payload` keeps the whole RTP
+        /// payload, reassembled by `AV1Depacketizer` once the frame is complete.
+        var av1ContinuesOBU = false
     }
 
     public let codec: VideoCodec
@@ -89,11 +95,17 @@ public struct VideoFrameAssembler {
             let info: H264PacketInfo
             do { info = try H264Depacketizer.append(payload, to: &bytes) } catch { malformedPackets += 1; return }
             frag = Fragment(seq: seq, payload: bytes, start: info.beginsAccessUnit, marker: marker, h264: info)
+        case .av1:
+            let h: AV1Depacketizer.Header
+            do { h = try AV1Depacketizer.header(payload) } catch { malformedPackets += 1; return }
+            frag = Fragment(
+                seq: seq, payload: payload.copyBytes(0..<payload.count), start: h.newCodedVideoSequence && !h.continuesOBU,
+                marker: marker, av1ContinuesOBU: h.continuesOBU)
         }
         pending[timestamp, default: []].append(frag)
         fragmentCount += 1
         tryComplete(timestamp, now: now)
-        if codec == .h264 && marker {
+        if codec.startsByLookingBack && marker {
             markers[markerHead] = seq
             markerHead = (markerHead + 1) % markers.count
             // The frame after this one may have been waiting to know where it starts.
@@ -106,6 +118,7 @@ public struct VideoFrameAssembler {
         switch codec {
         case .vp8, .vp9: f.start
         case .h264: f.start || nextSequence == f.seq || markers.contains(f.seq - 1)
+        case .av1: !f.av1ContinuesOBU && (f.start || nextSequence == f.seq || markers.contains(f.seq - 1))
         }
     }
 
@@ -144,7 +157,7 @@ public struct VideoFrameAssembler {
         case .vp8, .vp9:
             guard let f = frags.first(where: { $0.start }) else { return }
             first = f
-        case .h264:
+        case .h264, .av1:
             guard let f = frags.min(by: { $0.seq < $1.seq }), startsFrame(f) else { return }
             first = f
         }
@@ -153,6 +166,7 @@ public struct VideoFrameAssembler {
         // Duplicates may inflate the count: check contiguity.
         var expect = first.seq
         var bytes: [UInt8] = []
+        var parts: [[UInt8]] = []
         var used = 0
         var inFragment = false
         var h264 = H264PacketInfo()
@@ -169,7 +183,7 @@ public struct VideoFrameAssembler {
                 h264.hasIDR = h264.hasIDR || info.hasIDR
                 if h264.sps == nil { h264.sps = info.sps }
             }
-            bytes += f.payload
+            if codec == .av1 { parts.append(f.payload) } else { bytes += f.payload }
             expect += 1
             used += 1
         }
@@ -195,6 +209,12 @@ public struct VideoFrameAssembler {
             frame = Frame(
                 bytes: bytes, timestamp: ts, isKeyFrame: h264.hasIDR, width: h264.sps?.width, height: h264.sps?.height,
                 descriptor: nil, packetCount: used, firstSequence: first.seq, lastSequence: last.seq, followsAGap: false)
+        case .av1:
+            let unit: (bytes: [UInt8], isKeyFrame: Bool)
+            do { unit = try AV1Depacketizer.assemble(parts) } catch { malformed(ts); return }
+            frame = Frame(
+                bytes: unit.bytes, timestamp: ts, isKeyFrame: unit.isKeyFrame, width: nil, height: nil, descriptor: nil,
+                packetCount: used, firstSequence: first.seq, lastSequence: last.seq, followsAGap: false)
         }
         complete.append((frame, now))
         if complete.count > 64 { // never released (a gap nobody fills, clock stuck): shed the oldest

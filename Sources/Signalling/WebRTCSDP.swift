@@ -224,6 +224,8 @@ public struct NegotiatedSession: Sendable, Equatable {
             if map.1 == "h264" && !params.contains("packetization-mode=1") { continue }
             // VP9: profile 0 (8-bit 4:2:0), what libvpx is set up to encode; absent means 0 (RFC 9628 §6).
             if map.1 == "vp9" && params.contains(where: { $0.hasPrefix("profile-id=") && $0 != "profile-id=0" }) { continue }
+            // AV1: the main profile (0), what libaom is set up for; absent means 0 (AV1 RTP format §7.2.1).
+            if map.1 == "av1" && params.contains(where: { $0.hasPrefix("profile=") && $0 != "profile=0" }) { continue }
             return map
         }
         return nil
@@ -235,8 +237,9 @@ public struct NegotiatedSession: Sendable, Equatable {
         let kind = m.kind
         let maps = rtpmaps(m)
         guard let chosen = preferred(m, codecs: codecs) else {
-            let names = codecs.map { $0 == "h264" ? "h264 (packetization-mode=1)" : $0 == "vp9" ? "vp9 (profile-id=0)" : $0 }.joined(
-                separator: " or ")
+            let names = codecs.map {
+                $0 == "h264" ? "h264 (packetization-mode=1)" : $0 == "vp9" ? "vp9 (profile-id=0)" : $0 == "av1" ? "av1 (profile=0)" : $0
+            }.joined(separator: " or ")
             throw AnswerError(description: "the answer's \(kind) section has no \(names) payload type")
         }
         let pt = chosen.0
@@ -366,7 +369,10 @@ public struct WHIPAnswer: Sendable {
             if let stream { streams.append(stream) }
         }
         guard !streams.isEmpty else {
-            throw OfferError(description: "the offer has no Opus audio or VP8/H.264 (packetization-mode=1) video pubbot can receive")
+            throw OfferError(
+                description:
+                    "the offer has no Opus audio or VP8, VP9 (profile-id=0), H.264 (packetization-mode=1) or AV1 (profile=0) video pubbot can receive"
+            )
         }
         return WHIPAnswer(remoteUfrag: ufrag, remotePassword: pwd, remoteFingerprint: fp, streams: streams, sdp: answer.render())
     }

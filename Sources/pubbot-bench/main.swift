@@ -35,6 +35,7 @@ do {
         results.append(bench.packetize(frames: try Benchmarks.frames(codec: .vp8)))
         results.append(bench.packetize(frames: try Benchmarks.frames(codec: .h264), codec: .h264))
         results.append(bench.packetize(frames: try Benchmarks.frames(codec: .vp9), codec: .vp9))
+        results.append(bench.packetize(frames: try Benchmarks.frames(codec: .av1), codec: .av1))
     }
     if which == "srtp" || which == "all" { results.append(bench.srtp(suite: .aesCm)); results.append(bench.srtp(suite: .gcm)) }
     if which == "send" || which == "all" { results += try bench.send() }

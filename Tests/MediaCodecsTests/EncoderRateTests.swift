@@ -14,6 +14,7 @@ import RTPCore
             switch codec {
             case .vp8, .vp9: try LibvpxEncoder(config: config, codec: codec, rateTrim: rateTrim)
             case .h264: try H264Encoder(config: config, rateTrim: rateTrim)
+            case .av1: try AV1Encoder(config: config)
             }
         var picture = I420Frame(width: config.width, height: config.height)
         let source = SyntheticVideoSource(seed: 1)
@@ -57,6 +58,21 @@ import RTPCore
                     "\(codec.sdpName) \(h)p@\(fps) L1T\(temporalLayers) target \(config.targetBitrate): 5 s windows \(shares.map { ($0 * 100).rounded() / 100 }), \(frames) frames"
                 )
             }
+        }
+    }
+
+    /// libaom's AV1 (one temporal layer; its SVC is not built) on its own CBR rate control, no
+    /// outer trim, at every frame rate and size.
+    @Test(arguments: [7, 15, 30])
+    func av1EveryFiveSecondWindowWithinFifteenPercent(fps: Int) throws {
+        for (w, h) in Self.sizes {
+            let config = VideoLayerConfig.defaults(width: w, height: h, fps: fps, rid: "x")
+            let (perSecond, frames) = try Self.encode(config, seconds: 10, codec: .av1)
+            let shares = Self.windows(perSecond, target: config.targetBitrate)
+            #expect(
+                shares.allSatisfy { (0.85...1.15).contains($0) },
+                "AV1 \(h)p@\(fps) target \(config.targetBitrate): 5 s windows \(shares.map { ($0 * 100).rounded() / 100 }), \(frames) frames"
+            )
         }
     }
 

@@ -22,6 +22,16 @@ size_t cbench_packetize_vp9(const uint8_t *const *frames, const size_t *sizes, s
                             uint8_t *slots, size_t slot_size, size_t slot_count, int32_t *lengths, uint16_t *seq, uint16_t *picture_id,
                             size_t key_every);
 
+/// A minimal AV1 packetizer (AOM RTP payload format, W = 0 as pubbot sends it): walks each
+/// temporal unit's OBUs (header, LEB128 size), drops temporal delimiters, and fills payloads of
+/// at most max_payload bytes greedily: the aggregation header, then each OBU element (header with
+/// the size flag cleared, payload) behind its LEB128 length, an OBU that does not fit fragmented
+/// (Y, then Z on the next packet; a fragment of fewer than 64 bytes waits for the next packet).
+/// Header copied and patched as above. Returns the number of packets.
+size_t cbench_packetize_av1(const uint8_t *const *frames, const size_t *sizes, size_t frame_count,
+                            const uint8_t *header, size_t header_len, size_t max_payload,
+                            uint8_t *slots, size_t slot_size, size_t slot_count, int32_t *lengths, uint16_t *seq);
+
 /// A minimal RFC 6184 (mode 1) packetizer over Annex B access units: for each NAL unit found by
 /// its start code, one packet when it fits (consecutive small units aggregated into a STAP-A),
 /// else FU-A fragments of about equal size; header copied and patched as above. Returns the

@@ -1,0 +1,111 @@
+import Testing
+import RTPCore
+@testable import MediaCodecs
+
+/// libaom AV1 behind `VideoEncoder`/`VideoDecoder`, and its temporal units through the AV1 RTP
+/// packetizer and the assembler: every frame decoded with its stamp, whatever the packet size
+/// and arrival order.
+@Suite(.serialized) struct AV1CodecTests {
+    /// The packets of one temporal unit (payload, marker).
+    static func packets(_ f: EncodedVideoFrame, maxPayload: Int) throws -> [([UInt8], Bool)] {
+        var p = try AV1Packetizer(frame: f.bytes.span, maxPayloadSize: maxPayload, keyFrame: f.isKeyFrame)
+        let buf = UnsafeMutableRawBufferPointer.allocate(byteCount: maxPayload, alignment: 8)
+        defer { buf.deallocate() }
+        var out: [([UInt8], Bool)] = []
+        while true {
+            var w = ByteWriter(buf)
+            guard let marker = try p.next(frame: f.bytes.span, into: &w) else { break }
+            out.append((Array(buf[0..<w.count]), marker))
+        }
+        #expect(out.count == p.packetCount)
+        return out
+    }
+
+    @Test(arguments: [1000, 300, 40])
+    func packetizedFramesReassembleAndDecode(maxPayload: Int) throws {
+        let config = VideoLayerConfig.defaults(width: 640, height: 360, rid: "h")
+        let enc = try VideoCodec.av1.makeEncoder(config: config, keyFrameInterval: 0)
+        let dec = try VideoCodec.av1.makeDecoder()
+        var pic = I420Frame(width: 640, height: 360)
+        var assembler = VideoFrameAssembler(codec: .av1)
+        var seq: UInt16 = 65_500
+        var decoded = 0, encoded = 0
+        var rng = SplitMix64(seed: 11)
+        for i in 0..<30 {
+            SyntheticVideoSource().fill(&pic, frameNumber: UInt32(i), captureMillis: UInt32(i * 33))
+            guard
+                let f = try enc.encode(
+                    &pic, layer: 0, frameNumber: UInt32(i), captureMicros: Int64(i) * 33_333, forceKeyFrame: i == 20, clock: { 0 })
+            else { continue }
+            encoded += 1
+            #expect(f.isKeyFrame == (i == 0 || i == 20) && AV1OBU.isKeyFrame(f.bytes.span) == f.isKeyFrame)
+            let packets = try Self.packets(f, maxPayload: maxPayload)
+            for (k, (payload, marker)) in packets.enumerated() {
+                #expect(payload.count <= maxPayload && marker == (k == packets.count - 1))
+                let h = try AV1Depacketizer.header(payload.span)
+                // N on a key frame's first packet only; Z exactly when the packet before said Y.
+                #expect(h.newCodedVideoSequence == (f.isKeyFrame && k == 0))
+                let previous = k > 0 ? packets[k - 1].0 : [0, 0]
+                let before = try AV1Depacketizer.header(previous.span).OBUContinues
+                #expect(h.continuesOBU == before)
+            }
+            for k in packets.indices.shuffled(using: &rng) {
+                let (payload, marker) = packets[k]
+                assembler.insert(
+                    sequenceNumber: seq &+ UInt16(k), timestamp: UInt32(i) * 3000, marker: marker, payload: payload.span, now: 0)
+            }
+            seq &+= UInt16(packets.count)
+            while let out = assembler.pop(now: 0) {
+                #expect(out.isKeyFrame == f.isKeyFrame)
+                let d = try #require(try dec.decode(out.bytes, readStamp: true))
+                #expect(d.width == 640 && d.height == 360 && d.stamp?.frameNumber == UInt32(i))
+                decoded += 1
+            }
+        }
+        #expect(encoded >= 28 && decoded == encoded && assembler.framesDropped == 0 && assembler.malformedPackets == 0)
+    }
+
+    /// The reassembled unit is the encoder's, OBU for OBU (the size fields restored, a temporal
+    /// delimiter first), and a fragment cut at every possible byte comes back whole.
+    @Test func depacketizedUnitIsTheEncodersBitstream() throws {
+        let config = VideoLayerConfig.defaults(width: 320, height: 180, rid: "q")
+        let enc = try VideoCodec.av1.makeEncoder(config: config, keyFrameInterval: 0)
+        var pic = I420Frame(width: 320, height: 180)
+        SyntheticVideoSource().fill(&pic, frameNumber: 0, captureMillis: 0)
+        let f = try #require(try enc.encode(&pic, layer: 0, frameNumber: 0, captureMicros: 0, forceKeyFrame: true, clock: { 0 }))
+        // libaom writes a temporal delimiter, then every OBU with its size.
+        #expect(Array(f.bytes.prefix(2)) == [0x12, 0x00])
+        for maxPayload in [3, 4, 5, 17, 64, 65, 66, 129, 200, 1200] {
+            let packets = try Self.packets(f, maxPayload: maxPayload)
+            let unit = try AV1Depacketizer.assemble(packets.map(\.0))
+            #expect(unit.bytes == f.bytes && unit.isKeyFrame, "max payload \(maxPayload)")
+        }
+    }
+
+    /// Hostile payloads are rejected with an error, never a trap: truncated lengths, a Z without a
+    /// fragment before it, a Y on the last packet, W counts that do not match, the forbidden bit.
+    @Test func malformedPayloadsThrow() {
+        let bad: [[[UInt8]]] = [
+            [[0x00]], // no element
+            [[0x00, 0x05, 0x30]], // length past the end
+            [[0x80, 0x01, 0x30]], // Z on the first packet
+            [[0x40, 0x01, 0x30]], // Y on the last packet
+            [[0x30, 0x01, 0x30]], // W = 3 but one element
+            [[0x00, 0x01, 0xB0]], // forbidden bit
+            [[0x00, 0x00]], // a zero-length element
+            [[0x00, 0x02, 0x32, 0x05]], // an OBU whose own size runs past its element
+            [[0x00, 0x0A, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01]] // LEB128 longer than 8 bytes
+        ]
+        for payloads in bad {
+            #expect(throws: RTPParseError.self, "\(payloads)") { try AV1Depacketizer.assemble(payloads) }
+        }
+        var rng = SplitMix64(seed: 5)
+        for _ in 0..<20_000 {
+            let n = Int(rng.next() % 3) + 1
+            let payloads = (0..<n).map { _ in (0..<Int(rng.next() % 24)).map { _ in UInt8(truncatingIfNeeded: rng.next()) } }
+            _ = try? AV1Depacketizer.assemble(payloads)
+            let first = payloads.first ?? []
+            _ = AV1OBU.isKeyFrame(first.span)
+        }
+    }
+}
