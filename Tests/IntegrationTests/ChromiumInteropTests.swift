@@ -41,11 +41,12 @@ struct ChromiumInteropTests {
     /// pubbot's, its packets are pubbot's media plus the padding probes, it decodes ≥ 95 % of the
     /// frames at 720p with no freeze, and pubbot's estimate follows Chromium's transport-cc.
     /// Three times: the simulcast offer Chromium refuses, one 720p encoding offered as a browser
-    /// offers it (no RIDs; `a=ssrc`, `a=ssrc-group:FID`), H.264, VP9 and VP9 L1T3 (Chromium's
+    /// offers it (no RIDs; `a=ssrc`, `a=ssrc-group:FID`), H.264, VP9, VP9 L1T3 and AV1 (Chromium's
     /// codec stats name what it negotiated; it decodes with its own decoder,
     /// `decoderImplementation`; its frame buffer follows the VP9 references pubbot writes).
     @Test(arguments: [
-        [], ["--layers", "1280x720@30:2500k"], ["--codec", "h264"], ["--codec", "vp9"], ["--codec", "vp9", "--temporal-layers", "L1T3"]
+        [], ["--layers", "1280x720@30:2500k"], ["--codec", "h264"], ["--codec", "vp9"], ["--codec", "vp9", "--temporal-layers", "L1T3"],
+        ["--codec", "av1"]
     ])
     func publishIntoChromium(_ layers: [String]) throws {
         let (peer, port) = try start(["endpoint", "--limit", "60"])
@@ -79,7 +80,9 @@ struct ChromiumInteropTests {
                     frames > 150 && decoded * 100 >= frames * 95 && decoded <= frames, "frames: sent \(frames), Chromium decoded \(decoded)"
                 )
                 #expect(g["frameHeight"] as? Int == 720 && g["freezeCount"] as? Int == 0, "\(g)")
-                let codec = layers.contains("h264") ? "video/H264" : layers.contains("vp9") ? "video/VP9" : "video/VP8"
+                let codec =
+                    layers.contains("h264")
+                    ? "video/H264" : layers.contains("vp9") ? "video/VP9" : layers.contains("av1") ? "video/AV1" : "video/VP8"
                 #expect((g["codec"] as? String)?.hasPrefix(codec) == true, "Chromium's codec: \(g["codec"] ?? "-"), expected \(codec)")
                 print(
                     "pubbot → Chromium: \(g["codec"] ?? "-"), decoded by \(g["decoderImplementation"] ?? "-"): \(decoded) of \(frames) frames"
@@ -129,7 +132,7 @@ struct ChromiumInteropTests {
     /// Chromium publishes one encoding of each codec pubbot decodes into `receive --whip-listen`
     /// (its codec preferences put that one first): pubbot answers that codec, and decodes ≥ 95 %
     /// of the frames Chromium says it sent, with no decode error.
-    @Test(arguments: ["VP8", "H264", "VP9"])
+    @Test(arguments: ["VP8", "H264", "VP9", "AV1"])
     func chromiumPublishesEachCodecIntoReceive(_ codec: String) throws {
         let receiver = try PeerProcess(Self.binary, ["receive", "--whip-listen", "127.0.0.1:0", "--duration", "60s", "--json"])
         defer { receiver.stop() }

@@ -82,6 +82,26 @@ import RTPCore
         }
     }
 
+    /// A layer the estimate left unsent for 2 s resumes with a key frame of ordinary size: libaom
+    /// derives its frame rate from the step between presentation times, and took the pause for
+    /// 0.5 fps (a 65 KB key frame at 720p, 2.5 Mbit/s — Chromium counted a freeze behind one).
+    @Test func aResumedLayersKeyFrameIsNotInflatedByThePause() throws {
+        let config = VideoLayerConfig.defaults(width: 1280, height: 720, fps: 30, rid: "f")
+        let enc = try VideoCodec.av1.makeEncoder(config: config, keyFrameInterval: 0)
+        var pic = I420Frame(width: 1280, height: 720)
+        var resumed: EncodedVideoFrame?
+        for n in 0..<91 where n < 30 || n == 90 {
+            let capture = Int64(n) * 33_333
+            SyntheticVideoSource(seed: 1).fill(&pic, frameNumber: UInt32(n), captureMillis: UInt32(capture / 1000))
+            let f = try enc.encode(
+                &pic, layer: 0, frameNumber: UInt32(n), captureMicros: capture, forceKeyFrame: n == 0 || n == 90, clock: { 0 })
+            if n == 90 { resumed = f }
+        }
+        let key = try #require(resumed)
+        let average = config.targetBitrate / 8 / config.fps
+        #expect(key.isKeyFrame && key.bytes.count <= 3 * average, "resumed key frame \(key.bytes.count) bytes, average frame \(average)")
+    }
+
     /// Hostile payloads are rejected with an error, never a trap: truncated lengths, a Z without a
     /// fragment before it, a Y on the last packet, W counts that do not match, the forbidden bit.
     @Test func malformedPayloadsThrow() {
