@@ -14,9 +14,10 @@ let pionEndpoint = WHIPInteropTests.root.appendingPathComponent(".build/peers/pi
         "no pion endpoint at .build/peers/pion_whip (scripts/setup builds it)"))
 struct PionInteropTests {
     /// Simulcast publish: OnTrack fires for the audio (announced by `a=ssrc`) and for q, h and f
-    /// (by MID + RID), each with packets; pion's SSRCs are pubbot's. VP8 and H.264 (pion's
-    /// tracks carry the codec its answer chose).
-    @Test(arguments: ["vp8", "h264"])
+    /// (by MID + RID), each with packets; pion's SSRCs are pubbot's. VP8, H.264, VP9 and AV1
+    /// (pion's tracks carry the codec its answer chose; AV1 registered in the test endpoint, as
+    /// pion v3's defaults leave it out).
+    @Test(arguments: ["vp8", "h264", "vp9", "av1"])
     func pionTakesAudioAndEveryLayer(_ codec: String) throws {
         let pion = try PeerProcess(pionEndpoint, ["-limit", "60"])
         defer { pion.stop() }
@@ -30,7 +31,7 @@ struct PionInteropTests {
         let tracks = lines.filter { $0["event"] as? String == "track" }
         let fired = Set(tracks.map { "\($0["kind"] as? String ?? "")/\($0["rid"] as? String ?? "")" })
         #expect(fired == ["audio/", "video/q", "video/h", "video/f"], "OnTrack fired for \(fired): \(pion.text)")
-        let mime = codec == "h264" ? "video/H264" : "video/VP8"
+        let mime = "video/" + (codec == "h264" ? "H264" : codec.uppercased())
         let videoCodecs = Set(tracks.filter { $0["kind"] as? String == "video" }.compactMap { $0["codec"] as? String })
         #expect(videoCodecs == [mime], "pion's video tracks: \(videoCodecs)")
         let stats = try #require(lines.first { $0["event"] as? String == "stats" }?["tracks"] as? [[String: Any]])

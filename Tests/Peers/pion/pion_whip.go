@@ -214,6 +214,18 @@ func api() (*webrtc.API, error) {
 	if err := m.RegisterDefaultCodecs(); err != nil {
 		return nil, err
 	}
+	// AV1 is not among pion v3's default codecs, but pion reads and writes its payload format
+	// (pkg codecs: AV1Payloader, AV1Packet): registered here with its RTX, the feedback its
+	// defaults give every video codec.
+	fb := []webrtc.RTCPFeedback{{Type: "goog-remb"}, {Type: "ccm", Parameter: "fir"}, {Type: "nack"}, {Type: "nack", Parameter: "pli"}}
+	for _, c := range []webrtc.RTPCodecParameters{
+		{RTPCodecCapability: webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeAV1, ClockRate: 90000, RTCPFeedback: fb}, PayloadType: 45},
+		{RTPCodecCapability: webrtc.RTPCodecCapability{MimeType: "video/rtx", ClockRate: 90000, SDPFmtpLine: "apt=45"}, PayloadType: 46},
+	} {
+		if err := m.RegisterCodec(c, webrtc.RTPCodecTypeVideo); err != nil {
+			return nil, err
+		}
+	}
 	// What simulcast by RID needs (pion's simulcast example registers the same).
 	for _, uri := range []string{sdp.SDESMidURI, sdp.SDESRTPStreamIDURI, "urn:ietf:params:rtp-hdrext:sdes:repaired-rtp-stream-id"} {
 		if err := m.RegisterHeaderExtension(webrtc.RTPHeaderExtensionCapability{URI: uri}, webrtc.RTPCodecTypeVideo); err != nil {
