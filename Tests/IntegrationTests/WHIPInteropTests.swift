@@ -220,17 +220,18 @@ import Platform
 
     /// pubbot to pubbot over the production stack: `receive --whip-listen` (ICE-lite, DTLS
     /// client, transport-cc) decodes every simulcast layer `publish --whip` sends, VP8 and
-    /// H.264; the session ends with a DELETE the endpoint answers 200, though the publisher's
-    /// BYE ended it first.
-    @Test(arguments: ["vp8", "h264", "vp9"])
+    /// H.264 (VP9 and AV1 with two layers); the session ends with a DELETE the endpoint answers
+    /// 200, though the publisher's BYE ended it first.
+    @Test(arguments: ["vp8", "h264", "vp9", "av1"])
     func publishesToPubbotsOwnEndpoint(_ codec: String) throws {
         let receiver = try PeerProcess(Self.binary, ["receive", "--whip-listen", "127.0.0.1:0", "--duration", "30s", "--json"])
         defer { receiver.stop() }
         try #require(receiver.wait(for: "/whip (media", micros: 10_000_000), "\(receiver.text)")
         let url = try #require(receiver.text.split(separator: " ").first { $0.hasPrefix("http://") }.map(String.init), "\(receiver.text)")
-        // VP9 is the heaviest encoder (libvpx VP9 at 720p beside the other suites' real-time
-        // peers): its case runs the two lower layers.
-        let ladder = codec == "vp9" ? ["--layers", "640x360@30:500k,320x180@30:150k"] : []
+        // VP9 and AV1 are the heaviest encoders (libvpx VP9 and libaom at 720p beside the other
+        // suites' real-time peers): their cases run the two lower layers.
+        let twoLayers = codec == "vp9" || codec == "av1"
+        let ladder = twoLayers ? ["--layers", "640x360@30:500k,320x180@30:150k"] : []
         let r = try run(["publish", "--whip", url, "--duration", "6s", "--codec", codec, "--json"] + ladder)
         #expect(r.code == 0, "\(r.err)")
         #expect(!r.err.contains("could not end"), "\(r.err)")
@@ -244,12 +245,12 @@ import Platform
         let published = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
         let negotiated = (published["whip"] as? [String: Any])?["negotiated"] as? [String: String]
         #expect(
-            negotiated?["simulcast"] == (codec == "vp9" ? "0;1" : "q;h;f") && negotiated?["congestionControl"] == "transportCC"
+            negotiated?["simulcast"] == (twoLayers ? "0;1" : "q;h;f") && negotiated?["congestionControl"] == "transportCC"
                 && negotiated?["iceLite"] == "yes"
-                && negotiated?["video"]?.hasPrefix(["vp8": "VP8/96", "h264": "H264/102", "vp9": "VP9/98"][codec]!) == true,
+                && negotiated?["video"]?.hasPrefix(["vp8": "VP8/96", "h264": "H264/102", "vp9": "VP9/98", "av1": "AV1/45"][codec]!) == true,
             "\(String(describing: negotiated))")
         let streams = try #require(published["streams"] as? [[String: Any]])
-        #expect(streams.count == (codec == "vp9" ? 3 : 4))
+        #expect(streams.count == (twoLayers ? 3 : 4))
         for s in streams {
             let sent = s["framesSent"] as? Int ?? 0
             let ssrc = s["ssrc"] as? Int ?? -1
