@@ -24,6 +24,10 @@ public final class AV1Encoder: VideoEncoder {
     ///   - frameDrop: let libaom drop frames to hold its rate (libwebrtc's 30 % buffer level).
     ///   - speed: libaom's cpu-used (real time: 5–10, larger is faster); nil picks by resolution.
     public init(config: VideoLayerConfig, keyFrameInterval: Int = 0, frameDrop: Bool = true, speed: Int? = nil) throws(CodecError) {
+        guard config.temporalLayers <= 1 else {
+            throw CodecError(
+                "AV1Encoder L1T\(config.temporalLayers)", code: -1, message: "libaom's temporal layers are not built (L1T1 only)")
+        }
         self.config = config
         self.keyFrameInterval = keyFrameInterval
         targetBitrate = max(Self.minimumBitrate, config.targetBitrate)

@@ -1,4 +1,4 @@
-// Shared by the vp8, vp9 and h264 harnesses (scripts/fuzz compiles it into each): the input cut
+// Shared by the vp8, vp9, h264 and av1 harnesses (scripts/fuzz compiles it into each): the input cut
 // into packets whose sequence numbers, timestamps and markers come from the input too, fed to
 // the frame assembler in the codec's mode; it must stay within its bounds.
 func feedAssembler(_ codec: VideoCodec, _ data: UnsafePointer<UInt8>, _ size: Int) {
