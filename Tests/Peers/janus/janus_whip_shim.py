@@ -76,7 +76,7 @@ def room_of(q):
             return room
         rooms_made.add(room)
     call("%s/%d/%d" % (opts.janus, control_session, control), {"janus": "message", "body": {
-        "request": "create", "room": room, "publishers": 64, "bitrate": 0, "videocodec": "vp8,h264,vp9", "audiocodec": "opus",
+        "request": "create", "room": room, "publishers": 64, "bitrate": 0, "videocodec": "vp8,h264,vp9,av1", "audiocodec": "opus",
         "transport_wide_cc_ext": True, "notify_joining": False, "permanent": False}})
     return room
 sent = {}  # sid -> the WHIP/WHEP resource kind
@@ -128,7 +128,7 @@ def first_attr(head, media, name):
 
 def codec_lines(m, kind):
     """Janus's payload types for the kind's codec (+ its RTX) and their rtpmap/fmtp/rtcp-fb lines."""
-    codecs = ("opus",) if kind == "audio" else ("vp8", "h264", "vp9")
+    codecs = ("opus",) if kind == "audio" else ("vp8", "h264", "vp9", "av1")
     pts = m[0].split()[3:]
     maps = {l.split()[0]: l.split()[1].split("/")[0].lower() for l in attr(m, "rtpmap")}
     main = [pt for pt in pts if maps.get(pt) in codecs][:1]
@@ -184,7 +184,7 @@ def new_handle():
 
 control_session, control = new_handle()
 created = call("%s/%d/%d" % (opts.janus, control_session, control), {"janus": "message", "body": {
-    "request": "create", "room": opts.room, "publishers": 64, "bitrate": 0, "videocodec": "vp8,h264,vp9", "audiocodec": "opus",
+    "request": "create", "room": opts.room, "publishers": 64, "bitrate": 0, "videocodec": "vp8,h264,vp9,av1", "audiocodec": "opus",
     "transport_wide_cc_ext": True, "notify_joining": False, "permanent": False}})
 sessions["control"] = (control_session, control)
 
