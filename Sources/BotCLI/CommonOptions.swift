@@ -43,10 +43,6 @@ enum CommonOptions {
         c.layers = try layers(o, relayed: relayed)
         if let text = o.value("codec") {
             let codecs = try ValueParsers.codecs(text)
-            // libaom's temporal layers (its SVC controls) are not built: say so rather than send L1T1.
-            if codecs.contains(.av1), c.layers.contains(where: { $0.temporalLayers > 1 }) {
-                throw UsageError("--codec av1 sends one temporal layer (L1T1): its temporal layers are not built yet")
-            }
             c.videoCodec = codecs[0]
             c.videoCodecPreference = codecs
         }

@@ -98,7 +98,7 @@ enum Help {
           --codec C|LIST            vp8 (default), h264 (openh264, Constrained Baseline, RFC 6184
                                     packetization mode 1), vp9 (libvpx, profile 0, RFC 9628
                                     flexible mode, L1T1-L1T3) or av1 (libaom, main profile,
-                                    AOM RTP format, L1T1); a list (h264,vp8) is offered in that
+                                    AOM RTP format, L1T1-L1T3); a list (h264,vp8) is offered in that
                                     order over WHIP and the answer picks
           --keyframe-interval D     automatic key frames every D (default: only at start)
           --no-audio / --no-video   send only one kind of media

@@ -6,6 +6,7 @@
 #include <aom/aom_encoder.h>
 #include <aom/aomcx.h>
 #include <aom/aomdx.h>
+#include <string.h>
 
 static inline aom_codec_err_t caom_enc_config_default(aom_codec_enc_cfg_t *cfg) {
     return aom_codec_enc_config_default(aom_codec_av1_cx(), cfg, AOM_USAGE_REALTIME);
@@ -22,11 +23,40 @@ static inline aom_codec_err_t caom_dec_init(aom_codec_ctx_t *ctx) {
 /* aom_codec_control is variadic behind a type-checking macro: the parenthesised name calls the
    function itself with an int (every control set here takes an int or unsigned int). */
 static inline aom_codec_err_t caom_control(aom_codec_ctx_t *ctx, int id, int value) { return (aom_codec_control)(ctx, id, value); }
-static inline aom_codec_err_t caom_set_layer_id(aom_codec_ctx_t *ctx, int temporal) {
-    aom_svc_layer_id_t id = {0};
-    id.spatial_layer_id = 0;
+/* Temporal layers through libaom's SVC interface (as its examples/svc_encoder_rtc.c): one spatial
+   layer, `layers` temporal ones at frame-rate factors 4/2/1, cumulative targets in kbps. */
+static inline aom_codec_err_t caom_set_svc_temporal(aom_codec_ctx_t *ctx, int layers, const int *cumulative_kbps, int maxq, int minq) {
+    aom_svc_params_t p;
+    memset(&p, 0, sizeof p);
+    p.number_spatial_layers = 1;
+    p.number_temporal_layers = layers;
+    p.scaling_factor_num[0] = 1;
+    p.scaling_factor_den[0] = 1;
+    for (int i = 0; i < layers; i++) {
+        p.max_quantizers[i] = maxq;
+        p.min_quantizers[i] = minq;
+        p.layer_target_bitrate[i] = cumulative_kbps[i];
+        p.framerate_factor[i] = 1 << (layers - 1 - i);
+    }
+    return (aom_codec_control)(ctx, AV1E_SET_SVC_PARAMS, &p);
+}
+/* One frame's temporal layer and references: LAST reads buffer slot 0, GOLDEN slot 1 (the other
+   five names point at slot 0, unused); the frame refreshes slot 0 and/or 1. */
+static inline aom_codec_err_t caom_set_svc_frame(aom_codec_ctx_t *ctx, int temporal, int ref_last, int ref_golden, int update_last,
+                                                 int update_golden) {
+    aom_svc_layer_id_t id;
+    memset(&id, 0, sizeof id);
     id.temporal_layer_id = temporal;
-    return (aom_codec_control)(ctx, AV1E_SET_SVC_LAYER_ID, &id);
+    aom_codec_err_t rc = (aom_codec_control)(ctx, AV1E_SET_SVC_LAYER_ID, &id);
+    if (rc != AOM_CODEC_OK) return rc;
+    aom_svc_ref_frame_config_t c;
+    memset(&c, 0, sizeof c);
+    c.ref_idx[3] = 1;
+    c.reference[0] = ref_last;
+    c.reference[3] = ref_golden;
+    c.refresh[0] = update_last;
+    c.refresh[1] = update_golden;
+    return (aom_codec_control)(ctx, AV1E_SET_SVC_REF_FRAME_CONFIG, &c);
 }
 static inline long caom_flag_force_kf(void) { return AOM_EFLAG_FORCE_KF; }
 static inline const aom_codec_cx_pkt_t *caom_get_cx_data(aom_codec_ctx_t *ctx, aom_codec_iter_t *iter) {

@@ -3,9 +3,11 @@ internal import CAOM
 /// A libaom AV1 encoder for one simulcast layer, configured as libwebrtc configures it
 /// (`libaom_av1_encoder.cc`): real-time usage, CBR, no lag, key frames only on request, the
 /// real-time tool set (CDEF on; TPL, order hints, OBMC, warped and global motion, reference MVs
-/// and palette off), cyclic-refresh AQ, cost updates per superblock row. One temporal layer
-/// (L1T1); libaom's SVC controls (L1T3, L3T3_KEY) are not built yet. Output: one temporal unit
-/// per frame, OBUs with their size fields. Not thread-safe: owned by the media thread.
+/// and palette off), cyclic-refresh AQ, cost updates per superblock row. Temporal layers L1T2/L1T3
+/// through libaom's SVC interface (the application sets each frame's layer and references, the
+/// same 0-2-1-2 pattern as VP8 and VP9; the OBU extension headers carry the temporal ID); spatial
+/// layers (L3T3_KEY) are not built yet. Output: one temporal unit per frame, OBUs with their
+/// size fields. Not thread-safe: owned by the media thread.
 public final class AV1Encoder: VideoEncoder {
     public let config: VideoLayerConfig
     var ctx = aom_codec_ctx_t()
@@ -18,17 +20,20 @@ public final class AV1Encoder: VideoEncoder {
     /// The presentation time handed to libaom (90 kHz) and the capture time it stands for.
     var pts: Int64 = 0
     var lastCapture: Int64?
+    let pattern: TemporalPattern
+    var frameIndex = 0
 
     /// - Parameters:
     ///   - keyFrameInterval: frames between automatic key frames; 0 = only on request.
     ///   - frameDrop: let libaom drop frames to hold its rate (libwebrtc's 30 % buffer level).
     ///   - speed: libaom's cpu-used (real time: 5–10, larger is faster); nil picks by resolution.
     public init(config: VideoLayerConfig, keyFrameInterval: Int = 0, frameDrop: Bool = true, speed: Int? = nil) throws(CodecError) {
-        guard config.temporalLayers <= 1 else {
-            throw CodecError(
-                "AV1Encoder L1T\(config.temporalLayers)", code: -1, message: "libaom's temporal layers are not built (L1T1 only)")
-        }
         self.config = config
+        pattern = TemporalPattern(layers: config.temporalLayers)
+        // No outer trim: libaom's CBR meets the target (every 5 s window within ±15 %, 180p–720p,
+        // 7–30 fps, L1T1 and L1T3) except 720p at 7 fps L1T3, whose per-layer rate control
+        // adapts in frames of each layer (T0 at 1.75 fps): it starts at 0.64 × and reaches the
+        // target after ~20 s. The trim tuned on VP8 made 720p L1T3 ring 0.73–1.28 × instead.
         self.keyFrameInterval = keyFrameInterval
         targetBitrate = max(Self.minimumBitrate, config.targetBitrate)
         encoderBitrate = targetBitrate
@@ -85,6 +90,7 @@ public final class AV1Encoder: VideoEncoder {
                 throw CodecError("aom_codec_control \(id.rawValue)", code: Int32(rc.rawValue))
             }
         }
+        if pattern.layers > 1 { try configureLayers() }
         // Wrap a placeholder buffer once; planes are pointed at the frame on every encode.
         var dummy: UInt8 = 0
         withUnsafeMutablePointer(to: &dummy) { p in
@@ -106,13 +112,27 @@ public final class AV1Encoder: VideoEncoder {
         let clamped = max(Self.minimumBitrate, bps)
         guard clamped != targetBitrate else { return }
         targetBitrate = clamped
-        guard clamped / 1000 != encoderBitrate / 1000 else { return }
-        encoderBitrate = clamped
-        cfg.rc_target_bitrate = UInt32(clamped / 1000)
+        try configureRate()
+    }
+
+    /// Hands libaom the target.
+    func configureRate() throws(CodecError) {
+        let rate = targetBitrate
+        guard rate / 1000 != encoderBitrate / 1000 else { return }
+        encoderBitrate = rate
+        cfg.rc_target_bitrate = UInt32(rate / 1000)
         let rc = aom_codec_enc_config_set(&ctx, &cfg)
         guard rc == AOM_CODEC_OK else {
             throw CodecError("aom_codec_enc_config_set", code: Int32(rc.rawValue), message: Self.errorString(&ctx))
         }
+        if pattern.layers > 1 { try configureLayers() }
+    }
+
+    /// The temporal layers' cumulative targets (libwebrtc's shares, as for VP8 and VP9).
+    func configureLayers() throws(CodecError) {
+        var kbps = pattern.cumulativeRateShare.map { Int32(max(1, Int(Double(encoderBitrate) * $0) / 1000)) }
+        let rc = caom_set_svc_temporal(&ctx, Int32(pattern.layers), &kbps, Int32(cfg.rc_max_quantizer), Int32(cfg.rc_min_quantizer))
+        guard rc == AOM_CODEC_OK else { throw CodecError("AV1E_SET_SVC_PARAMS", code: Int32(rc.rawValue), message: Self.errorString(&ctx)) }
     }
 
     public func encode(
@@ -121,7 +141,17 @@ public final class AV1Encoder: VideoEncoder {
     ) throws(CodecError) -> EncodedVideoFrame? {
         precondition(frame.width == config.width && frame.height == config.height)
         let periodic = keyFrameInterval > 0 && framesSinceKey >= keyFrameInterval
-        let flags: aom_enc_frame_flags_t = forceKeyFrame || periodic ? aom_enc_frame_flags_t(caom_flag_force_kf()) : 0
+        let key = forceKeyFrame || periodic
+        let flags: aom_enc_frame_flags_t = key ? aom_enc_frame_flags_t(caom_flag_force_kf()) : 0
+        let step = key ? pattern.step(0) : pattern.step(frameIndex)
+        if pattern.layers > 1 {
+            let rc = caom_set_svc_frame(
+                &ctx, Int32(step.temporalID), step.referenceLast ? 1 : 0, step.referenceGolden ? 1 : 0, step.updateLast || key ? 1 : 0,
+                step.updateGolden || key ? 1 : 0)
+            guard rc == AOM_CODEC_OK else {
+                throw CodecError("AV1E_SET_SVC_LAYER_ID", code: Int32(rc.rawValue), message: Self.errorString(&ctx))
+            }
+        }
         // The presentation time in the 90 kHz timebase follows capture time: libaom's rate
         // control divides the target by the frame rate it derives from the step between two
         // frames (`encoder.c` adjust_frame_rate). A pause (a layer the estimate left unsent) is
@@ -129,9 +159,9 @@ public final class AV1Encoder: VideoEncoder {
         // 7 × the 720p average (Chromium counted the freeze behind it). A step longer than three
         // frame intervals counts as one.
         let interval = Int64(1_000_000 / max(1, config.fps))
-        var step = lastCapture.map { captureMicros - $0 } ?? 0
-        if step > 3 * interval || step < 0 { step = interval }
-        pts += step * 9 / 100
+        var elapsed = lastCapture.map { captureMicros - $0 } ?? 0
+        if elapsed > 3 * interval || elapsed < 0 { elapsed = interval }
+        pts += elapsed * 9 / 100
         lastCapture = captureMicros
         let pts = aom_codec_pts_t(self.pts)
         let duration = UInt(90_000 / max(1, config.fps))
@@ -154,14 +184,16 @@ public final class AV1Encoder: VideoEncoder {
         while let pkt = caom_get_cx_data(&ctx, &iter) {
             guard caom_pkt_is_frame(pkt) != 0 else { continue }
             let bytes = [UInt8](UnsafeRawBufferPointer(start: caom_pkt_buf(pkt), count: caom_pkt_size(pkt)))
-            let key = caom_pkt_is_key(pkt) != 0
-            if key { framesSinceKey = 0 }
+            let isKey = caom_pkt_is_key(pkt) != 0
+            if isKey { framesSinceKey = 0 }
             out = EncodedVideoFrame(
-                layer: layer, bytes: bytes, isKeyFrame: key, width: config.width, height: config.height,
-                frameNumber: frameNumber, captureMicros: captureMicros, temporalID: nil, layerSync: false,
-                encodeMicros: clock() - start)
+                layer: layer, bytes: bytes, isKeyFrame: isKey, width: config.width, height: config.height,
+                frameNumber: frameNumber, captureMicros: captureMicros, temporalID: pattern.layers > 1 ? step.temporalID : nil,
+                layerSync: pattern.layers > 1 && !isKey && step.layerSync, encodeMicros: clock() - start)
         }
         framesSinceKey += 1
+        // The pattern restarts at a key frame (the frame after it is step 1).
+        frameIndex = key ? 1 : frameIndex + 1
         return out
     }
 }

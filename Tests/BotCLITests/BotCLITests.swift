@@ -105,8 +105,6 @@ import RTPCore
         #expect(BotCLI.main(["pubbot", "load", "--bots", "2", "--publishers", "2"]) == 64)
         // --codec: a known codec or a list without repeats; one codec where every bot sends it.
         #expect(BotCLI.main(["pubbot", "publish", "--to", "127.0.0.1:9", "--codec", "av2"]) == 64)
-        // AV1's temporal layers are not built: a usage error, not a run at L1T1.
-        #expect(BotCLI.main(["pubbot", "publish", "--to", "127.0.0.1:9", "--codec", "av1", "--temporal-layers", "L1T3"]) == 64)
         #expect(BotCLI.main(["pubbot", "publish", "--to", "127.0.0.1:9", "--codec", "h264,h264"]) == 64)
         #expect(BotCLI.main(["pubbot", "publish", "--to", "127.0.0.1:9", "--codec", "h264,"]) == 64)
         #expect(BotCLI.main(["pubbot", "load", "--codec", "h264,vp8"]) == 64)

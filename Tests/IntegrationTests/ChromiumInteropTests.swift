@@ -41,12 +41,12 @@ struct ChromiumInteropTests {
     /// pubbot's, its packets are pubbot's media plus the padding probes, it decodes ≥ 95 % of the
     /// frames at 720p with no freeze, and pubbot's estimate follows Chromium's transport-cc.
     /// Three times: the simulcast offer Chromium refuses, one 720p encoding offered as a browser
-    /// offers it (no RIDs; `a=ssrc`, `a=ssrc-group:FID`), H.264, VP9, VP9 L1T3 and AV1 (Chromium's
+    /// offers it (no RIDs; `a=ssrc`, `a=ssrc-group:FID`), H.264, VP9, VP9 L1T3, AV1 and AV1 L1T3 (Chromium's
     /// codec stats name what it negotiated; it decodes with its own decoder,
     /// `decoderImplementation`; its frame buffer follows the VP9 references pubbot writes).
     @Test(arguments: [
         [], ["--layers", "1280x720@30:2500k"], ["--codec", "h264"], ["--codec", "vp9"], ["--codec", "vp9", "--temporal-layers", "L1T3"],
-        ["--codec", "av1"]
+        ["--codec", "av1"], ["--codec", "av1", "--temporal-layers", "L1T3"]
     ])
     func publishIntoChromium(_ layers: [String]) throws {
         let (peer, port) = try start(["endpoint", "--limit", "60"])

@@ -82,6 +82,66 @@ import RTPCore
         }
     }
 
+    /// L1T3 through libaom's SVC interface: the 0-2-1-2 pattern, the temporal ID in each frame
+    /// OBU's extension header, and the references are the truth — a receiver that gets only T0 (or T0
+    /// and T1) decodes every one of those frames with its stamp. The control: an L1T1 stream
+    /// thinned the same way does not decode.
+    @Test(arguments: [([0], 3), ([0, 1], 3), ([0, 1, 2], 3), ([0], 1)] as [([UInt8], Int)])
+    func temporalLayersDecodeWithoutTheLayersAbove(_ kept: [UInt8], layers: Int) throws {
+        let config = VideoLayerConfig.defaults(width: 640, height: 360, temporalLayers: layers, rid: "h")
+        let enc = try VideoCodec.av1.makeEncoder(config: config, keyFrameInterval: 0)
+        let dec = try VideoCodec.av1.makeDecoder()
+        var pic = I420Frame(width: 640, height: 360)
+        var assembler = VideoFrameAssembler(codec: .av1)
+        var seq: UInt16 = 100
+        var tids: [UInt8] = [], decoded: [UInt32] = [], expected: [UInt32] = []
+        var failed = 0
+        for i in 0..<24 {
+            SyntheticVideoSource().fill(&pic, frameNumber: UInt32(i), captureMillis: UInt32(i * 33))
+            let f = try #require(
+                try enc.encode(&pic, layer: 0, frameNumber: UInt32(i), captureMicros: Int64(i) * 33_333, forceKeyFrame: false, clock: { 0 })
+            )
+            // L1T1: the pattern's layer by position, to thin it the same way.
+            let pattern: [UInt8] = [0, 2, 1, 2]
+            let tid: UInt8 = layers > 1 ? try #require(f.temporalID) : pattern[i % 4]
+            tids.append(tid)
+            if layers > 1 {
+                // Every OBU but the temporal delimiter and the sequence header carries the TID.
+                var at = 0
+                while let u = try AV1OBU.unit(at: at, in: f.bytes.span) {
+                    let type = u.type(f.bytes.span)
+                    // libaom writes no extension when its value would be 0 (T0): such an OBU belongs
+                    // to every operating point (AV1 §6.2.3).
+                    if type == AV1OBU.frame {
+                        let written: UInt8 = u.headerSize == 2 ? f.bytes[u.header + 1] >> 5 : 0
+                        #expect(written == tid && (tid == 0 || u.headerSize == 2), "frame \(i) tid \(tid)")
+                    }
+                    at = u.end
+                }
+            }
+            if kept.contains(tid) {
+                expected.append(UInt32(i))
+                let packets = try Self.packets(f, maxPayload: 1000)
+                for (k, (payload, marker)) in packets.enumerated() {
+                    assembler.insert(
+                        sequenceNumber: seq &+ UInt16(k), timestamp: UInt32(i) * 3000, marker: marker, payload: payload.span, now: 0)
+                }
+                seq &+= UInt16(packets.count)
+            }
+            while let out = assembler.pop(now: 0) {
+                do {
+                    if let n = try dec.decode(out.bytes, readStamp: true)?.stamp?.frameNumber { decoded.append(n) }
+                } catch { failed += 1 }
+            }
+        }
+        if layers > 1 {
+            #expect(tids.prefix(8) == [0, 2, 1, 2, 0, 2, 1, 2])
+            #expect(decoded == expected && failed == 0, "kept T\(kept): decoded \(decoded)")
+        } else {
+            #expect(decoded.count < expected.count, "L1T1 thinned to T0 decoded \(decoded) of \(expected)")
+        }
+    }
+
     /// A layer the estimate left unsent for 2 s resumes with a key frame of ordinary size: libaom
     /// derives its frame rate from the step between presentation times, and took the pause for
     /// 0.5 fps (a 65 KB key frame at 720p, 2.5 Mbit/s — Chromium counted a freeze behind one).
