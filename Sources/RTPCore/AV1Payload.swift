@@ -54,23 +54,20 @@ public enum AV1OBU {
         return n
     }
 
-    static func writeLEB128(_ value: Int, into w: inout ByteWriter) {
+    /// Each byte of `value` as LEB128, low 7 bits first, the continuation bit on all but the last.
+    @inline(__always)
+    static func leb128Bytes(_ value: Int, _ body: (UInt8) -> Void) {
         var v = value
         repeat {
             let low = UInt8(v & 0x7F)
             v >>= 7
-            w.u8(v > 0 ? low | 0x80 : low)
+            body(v > 0 ? low | 0x80 : low)
         } while v > 0
     }
 
-    static func appendLEB128(_ value: Int, to out: inout [UInt8]) {
-        var v = value
-        repeat {
-            let low = UInt8(v & 0x7F)
-            v >>= 7
-            out.append(v > 0 ? low | 0x80 : low)
-        } while v > 0
-    }
+    static func writeLEB128(_ value: Int, into w: inout ByteWriter) { leb128Bytes(value) { w.u8($0) } }
+
+    static func appendLEB128(_ value: Int, to out: inout [UInt8]) { leb128Bytes(value) { out.append($0) } }
 
     /// The OBU at `offset` of a low-overhead bitstream (an OBU without a size field runs to the
     /// end). nil at the end; throws when the OBU is malformed (forbidden bit, a size past the end).
