@@ -129,16 +129,15 @@ struct ChromiumInteropTests {
         }
     }
 
-    /// Chromium publishes one encoding of each codec pubbot decodes into `receive --whip-listen`
-    /// (its codec preferences put that one first): pubbot answers that codec, and decodes ≥ 95 %
-    /// of the frames Chromium says it sent, with no decode error.
-    @Test(arguments: ["VP8", "H264", "VP9", "AV1"])
-    func chromiumPublishesEachCodecIntoReceive(_ codec: String) throws {
+    /// Chromium's page publishes 8 s (`args`: its codec, simulcast) into a fresh `receive
+    /// --whip-listen`, stopped 300 ms after the page's final stats: pubbot's received streams
+    /// and Chromium's `done` event (its outbound stats).
+    func publishIntoReceive(_ args: [String]) throws -> (received: [[String: Any]], done: [String: Any]) {
         let receiver = try PeerProcess(Self.binary, ["receive", "--whip-listen", "127.0.0.1:0", "--duration", "60s", "--json"])
         defer { receiver.stop() }
         try #require(receiver.wait(for: "/whip (media", micros: 10_000_000), "\(receiver.text)")
         let url = try #require(receiver.text.split(separator: " ").first { $0.hasPrefix("http://") }.map(String.init))
-        let (peer, _) = try start(["publish", url, "--codec", codec, "--seconds", "8", "--limit", "60"])
+        let (peer, _) = try start(["publish", url] + args + ["--seconds", "8", "--limit", "60"])
         defer { peer.stop(grace: 2_000_000) }
         #expect(peer.wait(for: "\"event\": \"done\"", micros: 40_000_000), "\(peer.text.suffix(800))")
         Clock.sleep(micros: 300_000)
@@ -147,8 +146,15 @@ struct ChromiumInteropTests {
         let text = receiver.text
         let summary = try #require(
             text.firstIndex(of: "{").flatMap { try? JSONSerialization.jsonObject(with: Data(text[$0...].utf8)) as? [String: Any] })
-        let received = summary["streams"] as? [[String: Any]] ?? []
-        let done = try #require(events(peer, "done").first)
+        return (summary["streams"] as? [[String: Any]] ?? [], try #require(events(peer, "done").first))
+    }
+
+    /// Chromium publishes one encoding of each codec pubbot decodes into `receive --whip-listen`
+    /// (its codec preferences put that one first): pubbot answers that codec, and decodes ≥ 95 %
+    /// of the frames Chromium says it sent, with no decode error.
+    @Test(arguments: ["VP8", "H264", "VP9", "AV1"])
+    func chromiumPublishesEachCodecIntoReceive(_ codec: String) throws {
+        let (received, done) = try publishIntoReceive(["--codec", codec])
         let video = try #require((done["outbound"] as? [[String: Any]] ?? []).first { $0["kind"] as? String == "video" })
         #expect((video["codec"] as? String)?.hasPrefix("video/\(codec)") == true, "Chromium sent \(video["codec"] ?? "-")")
         let sent = video["framesSent"] as? Int ?? 0
@@ -167,21 +173,7 @@ struct ChromiumInteropTests {
     /// resolution, with no decode error.
     @Test(arguments: ["H264", "VP9", "AV1"])
     func chromiumPublishesSimulcastOfEachCodecIntoReceive(_ codec: String) throws {
-        let receiver = try PeerProcess(Self.binary, ["receive", "--whip-listen", "127.0.0.1:0", "--duration", "60s", "--json"])
-        defer { receiver.stop() }
-        try #require(receiver.wait(for: "/whip (media", micros: 10_000_000), "\(receiver.text)")
-        let url = try #require(receiver.text.split(separator: " ").first { $0.hasPrefix("http://") }.map(String.init))
-        let (peer, _) = try start(["publish", url, "--simulcast", "--codec", codec, "--seconds", "8", "--limit", "60"])
-        defer { peer.stop(grace: 2_000_000) }
-        #expect(peer.wait(for: "\"event\": \"done\"", micros: 40_000_000), "\(peer.text.suffix(800))")
-        Clock.sleep(micros: 300_000)
-        kill(receiver.process.processIdentifier, SIGINT)
-        receiver.wait(for: "\"whipEndpoint\"", micros: 5_000_000)
-        let text = receiver.text
-        let summary = try #require(
-            text.firstIndex(of: "{").flatMap { try? JSONSerialization.jsonObject(with: Data(text[$0...].utf8)) as? [String: Any] })
-        let received = summary["streams"] as? [[String: Any]] ?? []
-        let done = try #require(events(peer, "done").first)
+        let (received, done) = try publishIntoReceive(["--simulcast", "--codec", codec])
         let layers = (done["outbound"] as? [[String: Any]] ?? []).filter { $0["kind"] as? String == "video" }
         #expect(Set(layers.compactMap { $0["rid"] as? String }) == ["q", "h", "f"], "Chromium sent \(layers)")
         for o in layers {
