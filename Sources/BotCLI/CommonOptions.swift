@@ -13,7 +13,7 @@ import Stats
 /// Option handling shared by publish and preflight.
 enum CommonOptions {
     static let media: [String: OptionSpec.Kind] = [
-        "duration": .value, "layers": .value, "fps": .value, "temporal-layers": .value, "srtp-suite": .value,
+        "duration": .value, "layers": .value, "fps": .value, "temporal-layers": .value, "scalability": .value, "srtp-suite": .value,
         "keyframe-interval": .value, "json": .flag, "mtu": .value, "stats": .value, "stats-interval": .value,
         "condition-thresholds": .value, "audio-fallback": .flag, "codec": .value
     ]
@@ -27,7 +27,21 @@ enum CommonOptions {
     /// The ladder from `--layers`/`--fps`/`--temporal-layers`; `relayed` (several `--to`) keeps
     /// the 30 fps default rates at lower frame rates (`VideoLayerConfig.defaults`).
     static func layers(_ o: ParsedOptions, relayed: Bool = false) throws(UsageError) -> [VideoLayerConfig] {
-        let tl = try ValueParsers.temporalLayers(o.value("temporal-layers"))
+        var tl = try ValueParsers.temporalLayers(o.value("temporal-layers"))
+        var spatial = 1
+        if let text = o.value("scalability") {
+            (spatial, tl) = try ValueParsers.scalability(text)
+            if let t = o.value("temporal-layers"), try ValueParsers.temporalLayers(t) != tl {
+                throw UsageError("--scalability \(text) and --temporal-layers \(t) disagree (give one)")
+            }
+        }
+        guard spatial > 1 else { return try ladder(o, temporalLayers: tl, relayed: relayed) }
+        // Spatial layers: one stream, its top the ladder's largest layer.
+        let top = try ladder(o, temporalLayers: tl, relayed: relayed).max { $0.width * $0.height < $1.width * $1.height }!
+        return [VideoLayerConfig.spatial(top: top, spatialLayers: spatial)]
+    }
+
+    static func ladder(_ o: ParsedOptions, temporalLayers tl: Int, relayed: Bool) throws(UsageError) -> [VideoLayerConfig] {
         var fps = 30
         if let f = o.value("fps") {
             guard let v = Int(f), ValueParsers.frameRates.contains(v) else {
@@ -45,6 +59,11 @@ enum CommonOptions {
             let codecs = try ValueParsers.codecs(text)
             c.videoCodec = codecs[0]
             c.videoCodecPreference = codecs
+        }
+        if let l = c.layers.first(where: { $0.spatialLayers > 1 }),
+            c.videoCodec != .vp9 || c.videoCodecPreference.contains(where: { $0 != .vp9 })
+        {
+            throw UsageError("--scalability \(l.scalabilityMode): spatial layers are built for VP9 (use --codec vp9)")
         }
         if let t = o.value("condition-thresholds") { c.conditionThresholds = try conditionThresholds(t) }
         c.audioFallback = o.has("audio-fallback")

@@ -27,7 +27,7 @@ enum Help {
     static func usage(_ command: String?) -> String {
         switch command {
         case "publish":
-            "Usage: pubbot publish (--to HOST:PORT [--key B64] | --whip URL [--token T] [--ice-server stun:HOST:PORT] [--ice-interface IF]) [--srtp-suite aes-cm|gcm] [--sdp-out FILE] [--no-bundle] [--duration D] [--layers LADDER] [--no-audio | --no-video] [--fps N] [--temporal-layers L1T1|L1T2|L1T3] [--codec vp8|h264|vp9|av1|LIST] [--keyframe-interval D] [--no-congestion-control] [--stats FILE|-] [--json]"
+            "Usage: pubbot publish (--to HOST:PORT [--key B64] | --whip URL [--token T] [--ice-server stun:HOST:PORT] [--ice-interface IF]) [--srtp-suite aes-cm|gcm] [--sdp-out FILE] [--no-bundle] [--duration D] [--layers LADDER] [--no-audio | --no-video] [--fps N] [--temporal-layers L1T1|L1T2|L1T3 | --scalability MODE] [--codec vp8|h264|vp9|av1|LIST] [--keyframe-interval D] [--no-congestion-control] [--stats FILE|-] [--json]"
         case "receive":
             "Usage: pubbot receive (--listen HOST:PORT (--key B64 | --sdp FILE) | --whip-listen HOST:PORT [--token T] | --whep URL [--token T] [--ice-interface IF]) [--impair SPEC] [--downlink-impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--no-decode | --decode-publishers N] [--max-publishers N] [--stats FILE|-] [--json]"
         case "preflight":
@@ -35,7 +35,7 @@ enum Help {
         case "load":
             "Usage: pubbot load [--to HOST:PORT… --key B64 | --rooms M | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--rooms M] [--whep URL --subscribers S [--whep-token T]]] [--bots N | --publishers N] [--duration D] [--ramp D] [--loops N] [--impair SPEC] [--require LIST] [--report FILE] [--shard I/N] [--media DIR | --encode [--layers LADDER]] [--codec vp8|h264|vp9|av1] [--srtp-suite aes-cm|gcm] [--json]"
         case "simulate":
-            "Usage: pubbot simulate [--impair SPEC|SCHEDULE] [--downlink-impair SPEC] [--duration 60s] [--layers LADDER] [--fps N] [--temporal-layers MODE] [--codec vp8|h264|vp9|av1] [--media encode|replay|sized] [--one-encoding] [--seed N] [--preflight [--require TIER] [--verdict-thresholds LIST] [--junit FILE]] [--stats FILE|-] [--stats-interval 1s] [--json]"
+            "Usage: pubbot simulate [--impair SPEC|SCHEDULE] [--downlink-impair SPEC] [--duration 60s] [--layers LADDER] [--fps N] [--temporal-layers MODE | --scalability MODE] [--codec vp8|h264|vp9|av1] [--media encode|replay|sized] [--one-encoding] [--seed N] [--preflight [--require TIER] [--verdict-thresholds LIST] [--junit FILE]] [--stats FILE|-] [--stats-interval 1s] [--json]"
         case "media":
             "Usage: pubbot media build [--out DIR] [--codec vp8|h264|vp9|av1] [--seconds N] [--keyframe-interval D] [--layers LADDER] [--fps N]"
         case "report": "Usage: pubbot report merge FILE… [--report OUT] [--require LIST] [--json]"
@@ -95,6 +95,10 @@ enum Help {
                                     (default: 1280x720, 640x360, 320x180 at 30 fps)
           --fps N                   frame rate of layers that do not give one (default 30)
           --temporal-layers MODE    L1T1 (default), L1T2 or L1T3 on every layer
+          --scalability MODE        L1T1-L1T3 as --temporal-layers, or VP9 spatial layers in one
+                                    stream: L2T1_KEY … L3T3_KEY (L3T3_KEY at 1280x720 is 320x180,
+                                    640x360 and 1280x720, each predicted from the one below on key
+                                    pictures only, as libwebrtc sends VP9 SVC); needs --codec vp9
           --codec C|LIST            vp8 (default), h264 (openh264, Constrained Baseline, RFC 6184
                                     packetization mode 1), vp9 (libvpx, profile 0, RFC 9628
                                     flexible mode, L1T1-L1T3) or av1 (libaom, main profile,
@@ -313,7 +317,7 @@ enum Help {
                                     or 0s:rate=4mbit;20s:rate=800kbit;40s:rate=4mbit
           --downlink-impair SPEC    the subscriber's own downlink (as for receive)
           --duration D              simulated time (default 60s)
-          --layers LADDER, --fps N, --temporal-layers MODE, --codec vp8|h264|vp9|av1, --keyframe-interval D, --no-audio,
+          --layers LADDER, --fps N, --temporal-layers MODE, --scalability MODE, --codec vp8|h264|vp9|av1, --keyframe-interval D, --no-audio,
           --condition-thresholds LIST, --audio-fallback   as for publish
           --media encode|replay|sized
                                     encode (default): live VP8 (H.264, VP9)/Opus encoders at simulated time,

@@ -100,6 +100,10 @@ enum PreflightCommand {
         }
         var pc = PublisherConfig(destination: destination, key: key)
         try CommonOptions.apply(o, to: &pc)
+        if pc.layers.contains(where: { $0.spatialLayers > 1 }) {
+            // The verdict's tiers are simulcast layers (or one encoding's sizes): a spatial mode has no tier to judge.
+            throw UsageError("--scalability with spatial layers is for publish and simulate; preflight measures with simulcast")
+        }
         if o.has("audio-only") { pc.sendVideo = false; pc.layers = [] }
         pc.durationMicros = limit
         // Measure beyond what the ladder uses: the highest tier needs 5.55 Mbps with simulcast.

@@ -82,6 +82,21 @@ enum ValueParsers {
         return out
     }
 
+    /// A scalability mode (W3C webrtc-svc): `L1T1`–`L1T3`, or spatial layers predicted from the
+    /// one below on key pictures only, `L2T1_KEY`–`L3T3_KEY`. Returns (spatial, temporal) layers.
+    static func scalability(_ text: String) throws(UsageError) -> (Int, Int) {
+        let t = text.uppercased()
+        let modes = ["L1T1", "L1T2", "L1T3"] + (2...3).flatMap { s in (1...3).map { "L\(s)T\($0)_KEY" } }
+        guard modes.contains(t) else {
+            let hint =
+                t.hasPrefix("L2") || t.hasPrefix("L3")
+                ? " — spatial layers are built as the _KEY modes (inter-layer prediction on key pictures only)" : ""
+            throw UsageError("invalid --scalability '\(text)' (use L1T1, L1T2, L1T3 or L2T1_KEY … L3T3_KEY\(hint))")
+        }
+        let chars = Array(t)
+        return (Int(String(chars[1]))!, Int(String(chars[3]))!)
+    }
+
     static func temporalLayers(_ text: String?) throws(UsageError) -> Int {
         guard let text else { return 1 }
         switch text.uppercased() {

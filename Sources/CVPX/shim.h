@@ -73,6 +73,71 @@ static inline void cvpx_cfg_set_layering(vpx_codec_enc_cfg_t *cfg, int bypass) {
     cfg->temporal_layering_mode = bypass ? VP9E_TEMPORAL_LAYERING_MODE_BYPASS : VP9E_TEMPORAL_LAYERING_MODE_NOLAYERING;
 }
 
+/* VP9 spatial layers (L2T*_KEY, L3T*_KEY), as libwebrtc's flexible mode drives them
+   (`libvpx_vp9_encoder.cc`): SVC on, each spatial layer a scaling factor, temporal layering
+   BYPASS (the application sets every frame's references per spatial layer with
+   VP9E_SET_SVC_REF_FRAME_CONFIG), inter-layer prediction on key pictures only, and a superframe
+   dropped whole or not at all (libwebrtc's full_superframe_drop). */
+static inline void cvpx_cfg_set_spatial(vpx_codec_enc_cfg_t *cfg, int spatial_layers) {
+    cfg->ss_number_layers = spatial_layers;
+    cfg->temporal_layering_mode = VP9E_TEMPORAL_LAYERING_MODE_BYPASS;
+}
+static inline vpx_codec_err_t cvpx_vp9_set_svc_spatial(vpx_codec_ctx_t *ctx, int spatial_layers, int max_quantizer,
+                                                       int min_quantizer, int drop_threshold) {
+    vpx_codec_err_t rc = vpx_codec_control(ctx, VP9E_SET_SVC, 1);
+    if (rc != VPX_CODEC_OK) return rc;
+    vpx_svc_extra_cfg_t p;
+    memset(&p, 0, sizeof p);
+    for (int i = 0; i < VPX_MAX_LAYERS; i++) {
+        p.max_quantizers[i] = max_quantizer;
+        p.min_quantizers[i] = min_quantizer;
+        p.scaling_factor_num[i] = 1;
+        p.scaling_factor_den[i] = 1;
+    }
+    for (int s = 0; s < spatial_layers; s++) p.scaling_factor_den[s] = 1 << (spatial_layers - 1 - s);
+    p.temporal_layering_mode = VP9E_TEMPORAL_LAYERING_MODE_BYPASS;
+    rc = vpx_codec_control(ctx, VP9E_SET_SVC_PARAMETERS, &p);
+    if (rc != VPX_CODEC_OK) return rc;
+    rc = vpx_codec_control(ctx, VP9E_SET_SVC_INTER_LAYER_PRED, 2 /* INTER_LAYER_PRED_KEY_PIC */);
+    if (rc != VPX_CODEC_OK) return rc;
+    vpx_svc_frame_drop_t drop;
+    memset(&drop, 0, sizeof drop);
+    for (int s = 0; s < spatial_layers; s++) drop.framedrop_thresh[s] = drop_threshold;
+    drop.framedrop_mode = FULL_SUPERFRAME_DROP;
+    drop.max_consec_drop = 0x7fffffff;
+    return vpx_codec_control(ctx, VP9E_SET_SVC_FRAME_DROP_LAYER, &drop);
+}
+/* One picture's references for every spatial layer: layer s keeps its temporal chain in slot s
+   (LAST) and slot 3 + s (GOLDEN); on a key picture layer s > 0 reads the layer below (its slot
+   s - 1, just written) and writes both its slots. */
+static inline vpx_codec_err_t cvpx_vp9_set_spatial_references(vpx_codec_ctx_t *ctx, int spatial_layers, int key_picture,
+                                                              int temporal, int ref_last, int ref_golden, int upd_last,
+                                                              int upd_golden) {
+    vpx_svc_ref_frame_config_t r;
+    memset(&r, 0, sizeof r);
+    for (int s = 0; s < spatial_layers; s++) {
+        r.lst_fb_idx[s] = s;
+        r.gld_fb_idx[s] = 3 + s;
+        r.alt_fb_idx[s] = 6;
+        if (key_picture) {
+            if (s > 0) { r.lst_fb_idx[s] = s - 1; r.reference_last[s] = 1; }
+            r.update_buffer_slot[s] = (1 << s) | (1 << (3 + s));
+        } else {
+            r.reference_last[s] = ref_last;
+            r.reference_golden[s] = ref_golden;
+            r.update_buffer_slot[s] = (upd_last ? 1 << s : 0) | (upd_golden ? 1 << (3 + s) : 0);
+        }
+    }
+    vpx_codec_err_t rc = vpx_codec_control(ctx, VP9E_SET_SVC_REF_FRAME_CONFIG, &r);
+    if (rc != VPX_CODEC_OK) return rc;
+    vpx_svc_layer_id_t id;
+    memset(&id, 0, sizeof id);
+    id.spatial_layer_id = 0;
+    id.temporal_layer_id = temporal;
+    for (int i = 0; i < VPX_SS_MAX_LAYERS; i++) id.temporal_layer_id_per_spatial[i] = temporal;
+    return vpx_codec_control(ctx, VP9E_SET_SVC_LAYER_ID, &id);
+}
+
 static inline vpx_codec_err_t cvpx_set_cpuused(vpx_codec_ctx_t *ctx, int v) {
     return vpx_codec_control(ctx, VP8E_SET_CPUUSED, v);
 }

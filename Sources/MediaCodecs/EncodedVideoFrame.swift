@@ -17,6 +17,22 @@ public struct EncodedVideoFrame: Sendable {
     /// VP9: how many frames back each frame this one references is (P_DIFF, RFC 9628 §4.2);
     /// empty for a key frame and for the other codecs.
     public var referenceDistances: [UInt8]
+    /// VP9 spatial layers (L2T*_KEY, L3T*_KEY): `bytes` is each spatial layer's frame in turn,
+    /// lowest first, and this says how long each is and its picture size; empty with one layer.
+    public var spatialLayers: [SpatialLayerFrame] = []
+
+    /// One spatial layer's frame within a picture.
+    public struct SpatialLayerFrame: Sendable, Equatable {
+        public var size: Int
+        public var width: Int
+        public var height: Int
+
+        public init(size: Int, width: Int, height: Int) {
+            self.size = size
+            self.width = width
+            self.height = height
+        }
+    }
 
     public init(
         layer: Int, bytes: [UInt8], isKeyFrame: Bool, width: Int, height: Int, frameNumber: UInt32,

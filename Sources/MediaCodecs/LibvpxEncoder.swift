@@ -3,12 +3,15 @@ public import RTPCore
 
 /// A libvpx encoder for one simulcast layer, VP8 or VP9: realtime, CBR, no lag, optional temporal
 /// layers (VP8 by layer IDs and reference flags; VP9 the same through libvpx's SVC interface with
-/// one spatial layer, L1T2/L1T3 — spatial layers are not built yet). Not thread-safe: owned by
-/// the media thread.
+/// one spatial layer, L1T2/L1T3), and VP9 spatial layers in one stream (L2T1_KEY…L3T3_KEY: each
+/// spatial layer's frame of a picture in turn, the layers above predicted from the one below on
+/// key pictures only). Not thread-safe: owned by the media thread.
 public final class LibvpxEncoder {
     public let config: VideoLayerConfig
     public let codec: VideoCodec
     let pattern: TemporalPattern
+    /// VP9 spatial layers (1: none).
+    let spatialLayers: Int
     var ctx = vpx_codec_ctx_t()
     var cfg = vpx_codec_enc_cfg_t()
     var image = vpx_image_t()
@@ -34,9 +37,11 @@ public final class LibvpxEncoder {
         frameDropThreshold: Int = 30, rateTrim: Bool = true
     ) throws(CodecError) {
         precondition(codec == .vp8 || codec == .vp9, "libvpx encodes VP8 and VP9")
+        precondition(config.spatialLayers == 1 || codec == .vp9, "spatial layers are VP9's")
         self.config = config
         self.codec = codec
         pattern = TemporalPattern(layers: config.temporalLayers)
+        spatialLayers = codec == .vp9 ? max(1, min(3, config.spatialLayers)) : 1
         targetBitrate = max(Self.minimumBitrate, config.targetBitrate)
         encoderBitrate = targetBitrate
         // VP9's own rate control meets the target (every 5 s window 0.87–1.07 × target, 180p to
@@ -67,7 +72,7 @@ public final class LibvpxEncoder {
         cfg.rc_buf_initial_sz = UInt32(buffer.initial)
         cfg.rc_buf_optimal_sz = UInt32(buffer.optimal)
         cfg.rc_buf_sz = UInt32(buffer.size)
-        cfg.g_error_resilient = pattern.layers > 1 ? vpx_codec_er_flags_t(VPX_ERROR_RESILIENT_DEFAULT) : 0
+        cfg.g_error_resilient = pattern.layers > 1 || spatialLayers > 1 ? vpx_codec_er_flags_t(VPX_ERROR_RESILIENT_DEFAULT) : 0
         if keyFrameInterval > 0 {
             cfg.kf_mode = VPX_KF_AUTO
             cfg.kf_min_dist = 0
@@ -75,8 +80,12 @@ public final class LibvpxEncoder {
         } else {
             cfg.kf_mode = VPX_KF_DISABLED
         }
-        if codec == .vp9 && pattern.layers > 1 { cvpx_cfg_set_layering(&cfg, 1) }
-        Self.applyTemporal(&cfg, pattern: pattern, bitrate: encoderBitrate)
+        if spatialLayers > 1 {
+            cvpx_cfg_set_spatial(&cfg, Int32(spatialLayers))
+        } else if codec == .vp9 && pattern.layers > 1 {
+            cvpx_cfg_set_layering(&cfg, 1)
+        }
+        Self.applyTemporal(&cfg, pattern: pattern, spatialShares: config.spatialRateShares, bitrate: encoderBitrate)
         rc = codec == .vp9 ? cvpx_vp9_enc_init(&ctx, &cfg) : cvpx_enc_init(&ctx, &cfg)
         guard rc == VPX_CODEC_OK else {
             throw CodecError(
@@ -90,7 +99,13 @@ public final class LibvpxEncoder {
             _ = cvpx_vp9_set_noise_sensitivity(&ctx, 0)
             _ = cvpx_vp9_set_frame_parallel(&ctx, 0)
             _ = cvpx_vp9_set_tile_columns(&ctx, config.width >= 1280 ? 1 : 0)
-            if pattern.layers > 1 {
+            if spatialLayers > 1 {
+                let rc = cvpx_vp9_set_svc_spatial(
+                    &ctx, Int32(spatialLayers), Int32(cfg.rc_max_quantizer), Int32(cfg.rc_min_quantizer), Int32(frameDropThreshold))
+                guard rc == VPX_CODEC_OK else {
+                    throw CodecError("VP9E_SET_SVC (spatial)", code: Int32(rc.rawValue), message: Self.errorString(&ctx))
+                }
+            } else if pattern.layers > 1 {
                 let rc = cvpx_vp9_set_svc_temporal(&ctx, Int32(cfg.rc_max_quantizer), Int32(cfg.rc_min_quantizer))
                 guard rc == VPX_CODEC_OK else {
                     throw CodecError("VP9E_SET_SVC", code: Int32(rc.rawValue), message: Self.errorString(&ctx))
@@ -138,17 +153,29 @@ public final class LibvpxEncoder {
     /// timestamp, `libvpx_vp8_encoder.cc` Encode).
     static func presentationTime(captureMicros: Int64) -> Int64 { captureMicros * 9 / 100 }
 
-    static func applyTemporal(_ cfg: inout vpx_codec_enc_cfg_t, pattern: TemporalPattern, bitrate: Int) {
+    static func applyTemporal(_ cfg: inout vpx_codec_enc_cfg_t, pattern: TemporalPattern, spatialShares: [Double], bitrate: Int) {
         cfg.ts_number_layers = UInt32(pattern.layers)
         cfg.ts_periodicity = UInt32(pattern.steps.count)
         withUnsafeMutableBytes(of: &cfg.ts_target_bitrate) { raw in
             let p = raw.bindMemory(to: UInt32.self)
             for i in 0..<pattern.layers { p[i] = UInt32(max(1, Int(Double(bitrate) * pattern.cumulativeRateShare[i]) / 1000)) }
         }
-        // VP9's SVC rate control reads the per-layer targets (spatial × temporal, cumulative).
+        // VP9's SVC rate control reads the per-layer targets: spatial layer s, temporal layer t
+        // at s × temporal layers + t, cumulative over the temporal layers of one spatial layer
+        // (vpx_encoder.h layer_target_bitrate), and each spatial layer's total.
         withUnsafeMutableBytes(of: &cfg.layer_target_bitrate) { raw in
             let p = raw.bindMemory(to: UInt32.self)
-            for i in 0..<pattern.layers { p[i] = UInt32(max(1, Int(Double(bitrate) * pattern.cumulativeRateShare[i]) / 1000)) }
+            for (s, share) in spatialShares.enumerated() {
+                for i in 0..<pattern.layers {
+                    p[s * pattern.layers + i] = UInt32(max(1, Int(Double(bitrate) * share * pattern.cumulativeRateShare[i]) / 1000))
+                }
+            }
+        }
+        if spatialShares.count > 1 {
+            withUnsafeMutableBytes(of: &cfg.ss_target_bitrate) { raw in
+                let p = raw.bindMemory(to: UInt32.self)
+                for (s, share) in spatialShares.enumerated() { p[s] = UInt32(max(1, Int(Double(bitrate) * share) / 1000)) }
+            }
         }
         withUnsafeMutableBytes(of: &cfg.ts_rate_decimator) { raw in
             let p = raw.bindMemory(to: UInt32.self)
@@ -185,6 +212,29 @@ public final class LibvpxEncoder {
         return d.sorted()
     }
 
+    /// The frames of a VP9 superframe: the index at its end (VP9 bitstream specification,
+    /// Annex B: a marker byte 110 mm fff, frame sizes of mm + 1 bytes little-endian, the marker
+    /// again first) gives each frame's size; without a valid index the data is one frame.
+    static func superframeFrames(_ data: [UInt8]) -> [Range<Int>] {
+        guard let marker = data.last, marker & 0xE0 == 0xC0 else { return data.isEmpty ? [] : [0..<data.count] }
+        let frames = Int(marker & 0x07) + 1, mag = Int((marker >> 3) & 0x03) + 1
+        let indexSize = 2 + mag * frames
+        guard data.count >= indexSize, data[data.count - indexSize] == marker else { return [0..<data.count] }
+        var ranges: [Range<Int>] = []
+        var offset = 0
+        var i = data.count - indexSize + 1
+        let end = data.count - indexSize
+        for _ in 0..<frames {
+            var size = 0
+            for b in 0..<mag { size |= Int(data[i + b]) << (8 * b) }
+            i += mag
+            guard size <= end - offset else { return [0..<end] }
+            if size > 0 { ranges.append(offset..<(offset + size)) }
+            offset += size
+        }
+        return ranges
+    }
+
     /// Changes the target bitrate while running (takes effect on the next frame).
     public func setTargetBitrate(_ bps: Int) throws(CodecError) {
         let clamped = max(Self.minimumBitrate, bps)
@@ -199,7 +249,7 @@ public final class LibvpxEncoder {
         guard rate != encoderBitrate else { return }
         encoderBitrate = rate
         cfg.rc_target_bitrate = UInt32(rate / 1000)
-        Self.applyTemporal(&cfg, pattern: pattern, bitrate: rate)
+        Self.applyTemporal(&cfg, pattern: pattern, spatialShares: config.spatialRateShares, bitrate: rate)
         let rc = vpx_codec_enc_config_set(&ctx, &cfg)
         guard rc == VPX_CODEC_OK else {
             throw CodecError("vpx_codec_enc_config_set", code: Int32(rc.rawValue), message: Self.errorString(&ctx))
@@ -212,9 +262,19 @@ public final class LibvpxEncoder {
         forceKeyFrame: Bool, clock: () -> Int64
     ) throws(CodecError) -> EncodedVideoFrame? {
         precondition(frame.width == config.width && frame.height == config.height)
+        // A stream's first picture is a key picture whether asked or not.
+        let keyPicture = forceKeyFrame || outputIndex == 0
+        if spatialLayers > 1 && keyPicture { frameIndex = 0 }
         let step = pattern.step(frameIndex)
         var flags: Int = forceKeyFrame ? cvpx_flag_force_kf() : 0
-        if pattern.layers > 1 && !forceKeyFrame {
+        if spatialLayers > 1 {
+            let rc = cvpx_vp9_set_spatial_references(
+                &ctx, Int32(spatialLayers), keyPicture ? 1 : 0, Int32(keyPicture ? 0 : step.temporalID), step.referenceLast ? 1 : 0,
+                step.referenceGolden ? 1 : 0, step.updateLast ? 1 : 0, step.updateGolden ? 1 : 0)
+            guard rc == VPX_CODEC_OK else {
+                throw CodecError("VP9E_SET_SVC_REF_FRAME_CONFIG", code: Int32(rc.rawValue), message: Self.errorString(&ctx))
+            }
+        } else if pattern.layers > 1 && !forceKeyFrame {
             if !step.referenceLast { flags |= cvpx_flag_no_ref_last() }
             if !step.referenceGolden { flags |= cvpx_flag_no_ref_gf() }
             flags |= cvpx_flag_no_ref_arf() | cvpx_flag_no_upd_arf()
@@ -242,11 +302,25 @@ public final class LibvpxEncoder {
         guard rc == VPX_CODEC_OK else { throw CodecError("vpx_codec_encode", code: Int32(rc.rawValue), message: Self.errorString(&ctx)) }
         var out: EncodedVideoFrame?
         var iter: vpx_codec_iter_t?
+        var spatialFrames: [EncodedVideoFrame.SpatialLayerFrame] = []
+        var svcBytes: [UInt8] = []
+        var svcKey = false
         while let pkt = cvpx_get_cx_data(&ctx, &iter) {
             guard cvpx_pkt_is_frame(pkt) != 0 else { continue }
             let size = cvpx_pkt_size(pkt)
-            let bytes = [UInt8](UnsafeRawBufferPointer(start: cvpx_pkt_buf(pkt), count: size))
-            let key = cvpx_pkt_is_key(pkt) != 0
+            var bytes = [UInt8](UnsafeRawBufferPointer(start: cvpx_pkt_buf(pkt), count: size))
+            if spatialLayers > 1 {
+                // One packet per superframe: its spatial layers' frames, lowest first, behind an index.
+                for range in Self.superframeFrames(bytes) where spatialFrames.count < spatialLayers {
+                    let (w, h) = config.spatialSize(spatialFrames.count)
+                    spatialFrames.append(.init(size: range.count, width: w, height: h))
+                    svcBytes += bytes[range]
+                }
+                svcKey = svcKey || cvpx_pkt_is_key(pkt) != 0
+                guard !svcBytes.isEmpty else { continue }
+                bytes = svcBytes
+            }
+            let key = spatialLayers > 1 ? svcKey : cvpx_pkt_is_key(pkt) != 0
             if key { frameIndex = 0 }
             let s = key ? pattern.step(0) : step
             let references = key ? [] : self.references(s)
@@ -255,8 +329,16 @@ public final class LibvpxEncoder {
                 frameNumber: frameNumber, captureMicros: captureMicros,
                 temporalID: pattern.layers > 1 ? s.temporalID : nil,
                 layerSync: pattern.layers > 1 && !key && s.layerSync, encodeMicros: clock() - start, referenceDistances: references)
+            out?.spatialLayers = spatialFrames
+            if spatialLayers > 1 { continue } // the picture's count moves once, below
             if key || s.updateLast || pattern.layers == 1 { lastBuffer = outputIndex }
             if key || s.updateGolden || pattern.layers == 1 { goldenBuffer = outputIndex }
+            outputIndex += 1
+        }
+        if spatialLayers > 1, let o = out {
+            let s = o.isKeyFrame ? pattern.step(0) : step
+            if o.isKeyFrame || s.updateLast || pattern.layers == 1 { lastBuffer = outputIndex }
+            if o.isKeyFrame || s.updateGolden || pattern.layers == 1 { goldenBuffer = outputIndex }
             outputIndex += 1
         }
         frameIndex += 1

@@ -10,6 +10,10 @@ public struct VideoLayerConfig: Equatable, Sendable {
     /// 1 (L1T1), 2 (L1T2) or 3 (L1T3).
     public var temporalLayers: Int
     public var rid: String
+    /// Spatial layers in the one stream (VP9 SVC, `L2T*_KEY`/`L3T*_KEY`): each half the size of
+    /// the one above, the top at `width`×`height`, predicted from the layer below on key pictures
+    /// only (libwebrtc's default for VP9 SVC). 1: no spatial layering.
+    public var spatialLayers = 1
 
     public init(
         width: Int, height: Int, fps: Int = 30, minBitrate: Int, targetBitrate: Int, maxBitrate: Int,
@@ -25,8 +29,53 @@ public struct VideoLayerConfig: Equatable, Sendable {
         self.rid = rid
     }
 
-    /// `L1T1`…`L1T3`: VP8 simulcast layers are single spatial layers.
-    public var scalabilityMode: String { "L1T\(temporalLayers)" }
+    /// `L1T1`…`L1T3` (simulcast layers are single spatial layers), `L2T1_KEY`…`L3T3_KEY`.
+    public var scalabilityMode: String {
+        spatialLayers > 1 ? "L\(spatialLayers)T\(temporalLayers)_KEY" : "L1T\(temporalLayers)"
+    }
+
+    /// The size of spatial layer `s` (0 lowest): the top halved per layer below it, rounded to
+    /// even as libvpx rounds (`vp9_svc_layercontext.c` get_layer_resolution).
+    public func spatialSize(_ s: Int) -> (width: Int, height: Int) {
+        let den = 1 << max(0, spatialLayers - 1 - s)
+        var w = width / den, h = height / den
+        w += w % 2
+        h += h % 2
+        return (w, h)
+    }
+
+    /// One stream of `spatialLayers` spatial layers topped by `top`: each spatial layer's rates
+    /// are those a simulcast layer of its size gets (`defaults`), and the stream's are their
+    /// sums (its minimum the lowest layer's).
+    public static func spatial(
+        top: VideoLayerConfig, spatialLayers: Int
+    ) -> VideoLayerConfig {
+        var c = top
+        c.spatialLayers = max(1, min(3, spatialLayers))
+        guard c.spatialLayers > 1 else { return c }
+        let each = (0..<c.spatialLayers).map { s in
+            let (w, h) = c.spatialSize(s)
+            return defaults(width: w, height: h, fps: top.fps, rid: top.rid)
+        }
+        // The top layer's own rates as given (a --layers ladder may have set them), the lower ones by size.
+        let scale = Double(top.targetBitrate) / Double(max(1, each.last!.targetBitrate))
+        c.minBitrate = Int(Double(each[0].minBitrate) * scale)
+        c.targetBitrate = Int(Double(each.map(\.targetBitrate).reduce(0, +)) * scale)
+        c.maxBitrate = Int(Double(each.map(\.maxBitrate).reduce(0, +)) * scale)
+        return c
+    }
+
+    /// Each spatial layer's share of the stream's rate, lowest first (by the rates a simulcast
+    /// layer of its size gets); [1] with one layer.
+    public var spatialRateShares: [Double] {
+        guard spatialLayers > 1 else { return [1] }
+        let t = (0..<spatialLayers).map { s in
+            let (w, h) = spatialSize(s)
+            return Double(Self.defaults(width: w, height: h, rid: "").targetBitrate)
+        }
+        let sum = t.reduce(0, +)
+        return t.map { $0 / sum }
+    }
 
     /// Layer defaults by size (libwebrtc `simulcast.cc` kSimulcastFormats: min/target/max kbps,
     /// for 30 fps), interpolated by pixel count between rows.

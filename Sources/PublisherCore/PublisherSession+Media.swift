@@ -65,7 +65,7 @@ extension PublisherSession {
                 var packetizer = try VP9Packetizer(
                     frameSize: frame.bytes.count, maxPayloadSize: room, pictureID: s.pictureID, keyFrame: frame.isKeyFrame,
                     width: frame.width, height: frame.height, temporalID: frame.temporalID ?? 0, switchingUp: frame.layerSync,
-                    references: frame.referenceDistances)
+                    references: frame.referenceDistances, spatialLayers: frame.spatialLayers.map { ($0.size, $0.width, $0.height) })
                 let sent = try packetize(frame, stream: idx, sender: &s, count: packetizer.packetCount) {
                     (w: inout ByteWriter) throws(RTPWriteError) in _ = try packetizer.next(frame: frame.bytes.span, into: &w)
                 }

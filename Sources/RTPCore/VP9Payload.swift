@@ -104,38 +104,51 @@ public struct VP9PayloadDescriptor: Sendable, Equatable {
     }
 }
 
-/// Splits one VP9 frame (one spatial layer, as pubbot sends it: L1T1, L1T2, L1T3) into RTP
-/// payloads of about equal size (libwebrtc `rtp_format_vp9.cc` splits about equally too), as a
+/// Splits one VP9 picture into RTP payloads (RFC 9628 §4): each spatial layer's frame into
+/// packets of about equal size (libwebrtc `rtp_format_vp9.cc` splits about equally too), as a
 /// pull iterator writing into caller storage: no allocation. Flexible mode, as libwebrtc sends
-/// VP9: picture ID (15 bits), layer indices (TID, U, SID 0), an inter frame's references as
-/// P_DIFFs (up to 3), and on a key frame's first packet the scalability structure with the
-/// picture size.
+/// VP9: picture ID (15 bits), layer indices (TID, U, SID, D), an inter picture's references as
+/// P_DIFFs (up to 3, the same spatial layer's earlier pictures), and on a key picture's first
+/// packet the scalability structure with every spatial layer's size. With spatial layers (the
+/// `_KEY` modes), a key picture's upper layers depend on the layer below (D = 1) and no layer is
+/// inter-picture predicted there; on other pictures no layer serves inter-layer prediction
+/// (Z = 1), as libwebrtc's `libvpx_vp9_encoder.cc` marks them. The RTP marker (the picture's last
+/// packet) is the caller's.
 public struct VP9Packetizer {
     public let packetCount: Int
     public var index: Int { _index }
     var _index = 0
     let pictureID: UInt16
     let keyFrame: Bool
-    let size: (width: Int, height: Int)
+    let layers: Int
+    var sizes: InlineArray<3, (width: Int, height: Int)> = .init(repeating: (0, 0))
     let headerSize: Int
     let ssSize: Int
-    let layerByte: UInt8
+    let temporalByte: UInt8
     var pDiffs: InlineArray<3, UInt8> = [1, 0, 0]
     let pDiffCount: Int
-    /// The frame's bytes and the scalability structure's share the packets about equally.
-    let base: Int
-    let largerFrom: Int
+    /// Per spatial layer: its packets, and its bytes (with the scalability structure on the
+    /// lowest) shared about equally among them.
+    var counts: InlineArray<3, Int> = .init(repeating: 0)
+    var bases: InlineArray<3, Int> = .init(repeating: 0)
+    var largerFrom: InlineArray<3, Int> = .init(repeating: 0)
+    var layer = 0
+    var inLayer = 0
     var offset = 0
 
     /// - Parameters:
-    ///   - frameSize: encoded frame bytes.
+    ///   - frameSize: encoded picture bytes (every spatial layer's frame in turn).
     ///   - maxPayloadSize: room for descriptor + payload in one packet.
-    ///   - temporalID, switchingUp: the frame's temporal layer and U bit.
-    ///   - references: an inter frame's P_DIFFs (pictures back; the first 3 count, 1–127);
+    ///   - width, height: the picture's size (one spatial layer).
+    ///   - temporalID, switchingUp: the picture's temporal layer and U bit.
+    ///   - references: an inter picture's P_DIFFs (pictures back; the first 3 count, 1–127);
     ///     empty means the previous picture.
+    ///   - spatialLayers: with spatial layers, each one's frame size and picture size, lowest
+    ///     first (at most 3; the sizes add up to `frameSize`); empty: one layer.
     public init(
         frameSize: Int, maxPayloadSize: Int, pictureID: UInt16, keyFrame: Bool, width: Int, height: Int,
-        temporalID: UInt8 = 0, switchingUp: Bool = false, references: [UInt8] = []
+        temporalID: UInt8 = 0, switchingUp: Bool = false, references: [UInt8] = [],
+        spatialLayers: [(size: Int, width: Int, height: Int)] = []
     ) throws(RTPWriteError) {
         var count = 0
         for d in references where count < 3 && (1...127).contains(d) {
@@ -143,50 +156,81 @@ public struct VP9Packetizer {
             count += 1
         }
         pDiffCount = keyFrame ? 0 : max(1, count)
-        layerByte = (temporalID & 7) << 5 | (switchingUp ? 0x10 : 0) // SID 0, D 0
+        temporalByte = (temporalID & 7) << 5 | (switchingUp ? 0x10 : 0)
         headerSize = 1 + 2 + 1 + pDiffCount
-        ssSize = keyFrame ? 5 : 0
+        // No array is made for one layer: the bench holds the packetizer to 0 allocations.
+        layers = spatialLayers.isEmpty ? 1 : min(3, spatialLayers.count)
+        var layerBytes: InlineArray<3, Int> = .init(repeating: 0)
+        if spatialLayers.isEmpty {
+            layerBytes[0] = frameSize
+            sizes[0] = (width, height)
+        } else {
+            var sum = 0
+            for s in 0..<layers {
+                layerBytes[s] = spatialLayers[s].size
+                sizes[s] = (spatialLayers[s].width, spatialLayers[s].height)
+                sum += spatialLayers[s].size
+            }
+            guard sum == frameSize, spatialLayers.count <= 3 else { throw .valueOutOfRange }
+        }
+        ssSize = keyFrame ? 1 + 4 * layers : 0
         let room = maxPayloadSize - headerSize
         guard room > ssSize else { throw .bufferTooSmall(needed: headerSize + ssSize + 1, available: maxPayloadSize) }
         self.pictureID = pictureID & 0x7FFF
         self.keyFrame = keyFrame
-        size = (width, height)
-        let total = frameSize + ssSize
-        var n = max(1, (total + room - 1) / room)
-        // The first packet's share must hold the scalability structure and a byte of the frame.
-        while total / n <= ssSize && n > 1 { n -= 1 }
-        packetCount = n
-        base = total / n
-        largerFrom = n - total % n
+        var total = 0
+        for s in 0..<layers {
+            let bytes = layerBytes[s] + (s == 0 ? ssSize : 0)
+            var n = max(1, (bytes + room - 1) / room)
+            // The lowest layer's first packet must hold the scalability structure and a byte of the frame.
+            if s == 0 { while bytes / n <= ssSize && n > 1 { n -= 1 } }
+            counts[s] = n
+            bases[s] = bytes / n
+            largerFrom[s] = n - bytes % n
+            total += n
+        }
+        packetCount = total
     }
 
-    /// Writes the next packet's descriptor and payload. Returns its marker bit (the frame's last
-    /// packet), or nil when done.
+    /// Writes the next packet's descriptor and payload. Returns whether it is the picture's last
+    /// packet (its RTP marker), or nil when done.
     public mutating func next(frame: Span<UInt8>, into w: inout ByteWriter) throws(RTPWriteError) -> Bool? {
         guard _index < packetCount else { return nil }
-        let first = _index == 0, last = _index + 1 == packetCount
-        let share = base + (_index >= largerFrom ? 1 : 0)
-        let bytes = first ? share - ssSize : share
-        try w.require(headerSize + (first ? ssSize : 0) + bytes)
-        // I, P on an inter frame, L, F, B on the first, E on the last, V with the structure.
+        let s = layer
+        let first = inLayer == 0, last = inLayer + 1 == counts[s]
+        let withSS = first && s == 0 && keyFrame
+        let share = bases[s] + (inLayer >= largerFrom[s] ? 1 : 0)
+        let bytes = withSS ? share - ssSize : share
+        try w.require(headerSize + (withSS ? ssSize : 0) + bytes)
+        // I, P on an inter picture, L, F, B on a layer frame's first, E on its last, V with the
+        // structure, Z where no layer above predicts from this one.
         var flags: UInt8 = 0x80 | 0x20 | 0x10
         if !keyFrame { flags |= 0x40 }
         if first { flags |= 0x08 }
         if last { flags |= 0x04 }
-        if first && keyFrame { flags |= 0x02 }
+        if withSS { flags |= 0x02 }
+        if !keyFrame || s + 1 == layers { flags |= 0x01 }
         w.u8(flags)
         w.u16(0x8000 | pictureID)
-        w.u8(layerByte) // TID, U, SID 0, D 0
+        w.u8(temporalByte | UInt8(s) << 1 | (keyFrame && s > 0 ? 1 : 0)) // TID, U, SID, D
         for i in 0..<pDiffCount { w.u8(pDiffs[i] << 1 | (i + 1 < pDiffCount ? 1 : 0)) } // P_DIFF, N: another follows
-        if first && keyFrame {
-            w.u8(0x10) // N_S 0 (one spatial layer), Y 1, G 0
-            w.u16(UInt16(clamping: size.width))
-            w.u16(UInt16(clamping: size.height))
+        if withSS {
+            w.u8(UInt8(layers - 1) << 5 | 0x10) // N_S, Y 1, G 0
+            for l in 0..<layers {
+                w.u16(UInt16(clamping: sizes[l].width))
+                w.u16(UInt16(clamping: sizes[l].height))
+            }
         }
         w.copy(frame, offset..<(offset + bytes))
         offset += bytes
         _index += 1
-        return last
+        if last {
+            layer += 1
+            inLayer = 0
+        } else {
+            inLayer += 1
+        }
+        return _index == packetCount
     }
 }
 

@@ -46,7 +46,7 @@ struct ChromiumInteropTests {
     /// `decoderImplementation`; its frame buffer follows the VP9 references pubbot writes).
     @Test(arguments: [
         [], ["--layers", "1280x720@30:2500k"], ["--codec", "h264"], ["--codec", "vp9"], ["--codec", "vp9", "--temporal-layers", "L1T3"],
-        ["--codec", "av1"], ["--codec", "av1", "--temporal-layers", "L1T3"]
+        ["--codec", "vp9", "--scalability", "L3T3_KEY"], ["--codec", "av1"], ["--codec", "av1", "--temporal-layers", "L1T3"]
     ])
     func publishIntoChromium(_ layers: [String]) throws {
         let (peer, port) = try start(["endpoint", "--limit", "60"])

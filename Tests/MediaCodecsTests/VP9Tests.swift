@@ -111,6 +111,80 @@ import RTPCore
         #expect(decoded == expected, "kept T\(kept): decoded \(decoded)")
     }
 
+    /// L3T3_KEY (VP9 SVC as libwebrtc sends it by default): one picture is three spatial layers'
+    /// frames, 320x180, 640x360 and 1280x720, each its own packets (SID, B/E per layer frame, D on
+    /// a key picture's upper layers, the structure with all three sizes on the first packet, the
+    /// marker on the picture's last). A receiver that gets only the lowest spatial layers (an SFU
+    /// forwarding a smaller picture sets the marker on the last it forwards) decodes every picture
+    /// at that size; all three give the top size with the stamp; with the temporal layers above
+    /// T0 also dropped, every T0 picture still decodes — the references are the truth.
+    @Test(arguments: [(1, [0, 1, 2]), (2, [0, 1, 2]), (3, [0, 1, 2]), (3, [0]), (1, [0])] as [(Int, [UInt8])])
+    func spatialLayersDecodeWithoutTheLayersAbove(_ keptSpatial: Int, _ keptTemporal: [UInt8]) throws {
+        let config = VideoLayerConfig.spatial(
+            top: .defaults(width: 1280, height: 720, temporalLayers: 3, rid: "f"), spatialLayers: 3)
+        #expect(config.scalabilityMode == "L3T3_KEY" && config.spatialSize(0) == (320, 180) && config.spatialSize(1) == (640, 360))
+        let enc = try VideoCodec.vp9.makeEncoder(config: config, keyFrameInterval: 0)
+        let dec = try VideoCodec.vp9.makeDecoder()
+        var pic = I420Frame(width: 1280, height: 720)
+        var assembler = VideoFrameAssembler(codec: .vp9)
+        var seq: UInt16 = 100
+        let buf = UnsafeMutableRawBufferPointer.allocate(byteCount: 1200, alignment: 8)
+        defer { buf.deallocate() }
+        var decoded: [UInt32] = [], expected: [UInt32] = [], sizes: Set<Int> = []
+        var layerBytes = [0, 0, 0]
+        for i in 0..<16 {
+            SyntheticVideoSource().fill(&pic, frameNumber: UInt32(i), captureMillis: UInt32(i * 33))
+            let f = try #require(
+                try enc.encode(
+                    &pic, layer: 0, frameNumber: UInt32(i), captureMicros: Int64(i) * 33_333, forceKeyFrame: i == 12, clock: { 0 })
+            )
+            #expect(f.isKeyFrame == (i == 0 || i == 12))
+            #expect(f.spatialLayers.map(\.width) == [320, 640, 1280] && f.spatialLayers.map(\.size).reduce(0, +) == f.bytes.count)
+            for (s, l) in f.spatialLayers.enumerated() { layerBytes[s] += l.size }
+            let tid = try #require(f.temporalID)
+            var p = try VP9Packetizer(
+                frameSize: f.bytes.count, maxPayloadSize: 1200, pictureID: UInt16(i), keyFrame: f.isKeyFrame, width: 1280, height: 720,
+                temporalID: tid, switchingUp: f.layerSync, references: f.referenceDistances,
+                spatialLayers: f.spatialLayers.map { ($0.size, $0.width, $0.height) })
+            var packets: [([UInt8], Bool, VP9PayloadDescriptor)] = []
+            while true {
+                var w = ByteWriter(buf)
+                guard let marker = try p.next(frame: f.bytes.span, into: &w) else { break }
+                let bytes = Array(buf[0..<w.count])
+                packets.append((bytes, marker, try VP9PayloadDescriptor.parse(bytes.span).0))
+            }
+            #expect(packets.filter(\.1).count == 1 && packets.last!.1)
+            for s in 0..<3 {
+                let of = packets.map(\.2).filter { $0.spatialID == s }
+                #expect(of.first?.beginningOfFrame == true && of.last?.endOfFrame == true && of.count >= 1)
+                #expect(of.allSatisfy { $0.interLayerDependency == (f.isKeyFrame && s > 0) && $0.interPicturePredicted == !f.isKeyFrame })
+                #expect(of.allSatisfy { $0.notUsedForInterLayerPrediction == (!f.isKeyFrame || s == 2) })
+            }
+            if f.isKeyFrame {
+                #expect(packets[0].2.scalability == VP9PayloadDescriptor.Scalability(sizes: [(320, 180), (640, 360), (1280, 720)]))
+            }
+            guard keptTemporal.contains(tid) else { continue }
+            var forwarded = packets.filter { $0.2.spatialID < keptSpatial }
+            forwarded[forwarded.count - 1].1 = true
+            expected.append(UInt32(i))
+            for (k, (payload, marker, _)) in forwarded.enumerated() {
+                assembler.insert(
+                    sequenceNumber: seq &+ UInt16(k), timestamp: UInt32(i) * 3000, marker: marker, payload: payload.span, now: 0)
+            }
+            seq &+= UInt16(forwarded.count)
+            while let out = assembler.pop(now: 0) {
+                let d = try #require(try dec.decode(out.bytes, readStamp: true))
+                sizes.insert(d.width)
+                if let n = d.stamp?.frameNumber { decoded.append(n) }
+            }
+        }
+        let top = [320, 640, 1280][keptSpatial - 1]
+        #expect(sizes == [top], "kept S0..S\(keptSpatial - 1): decoded sizes \(sizes)")
+        #expect(decoded == expected, "kept S0..S\(keptSpatial - 1) T\(keptTemporal): decoded \(decoded)")
+        // Each layer has its share: the lowest smallest, the top largest.
+        #expect(layerBytes[0] < layerBytes[1] && layerBytes[1] < layerBytes[2], "bytes per spatial layer \(layerBytes)")
+    }
+
     @Test func descriptorIsReadTotally() throws {
         // Non-flexible with L and TL0PICIDX; flexible with three references; a structure with a group.
         let (a, na) = try VP9PayloadDescriptor.parse([0xA8, 0x05, 0x41, 0x07].span)
