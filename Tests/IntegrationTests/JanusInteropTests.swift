@@ -98,11 +98,18 @@ import Platform
     /// VP9 and AV1 as one 720p encoding — Janus 1.1.2 accepts their simulcast in its answer but
     /// does not select among the substreams: it forwarded the packets of all three to the
     /// subscriber (VP9: 713 frames of three sizes in 6 s; AV1: 48 decoded, 655 dropped, measured
-    /// 2026-12-02); its VP9 scalability is SVC, its AV1 one the Dependency Descriptor.
-    @Test(arguments: ["h264", "vp9", "av1"])
-    func forwardsCodec(_ codec: String) throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pubbot-janus-\(codec)-\(getpid())").path
-        let n = String(20 + (Int(getpid()) + ["h264": 50, "vp9": 60, "av1": 80][codec]!) % 200)
+    /// 2026-12-02); its VP9 scalability is SVC, its AV1 one the Dependency Descriptor. VP9 SVC
+    /// (`--scalability L3T3_KEY`): Janus forwards the stream whole and the subscriber decodes it
+    /// at 720p — Janus 1.1.2 cannot select a spatial layer of it: its VideoRoom never marks a
+    /// local publisher's stream as SVC (`janus_videoroom.c`, fixed in 1.1.3: meetecho/janus-gateway
+    /// commit cfb1c54e, issue #3169).
+    @Test(arguments: ["h264", "vp9", "av1", "vp9:L3T3_KEY"])
+    func forwardsCodec(_ mode: String) throws {
+        let codec = String(mode.split(separator: ":")[0])
+        let scalability = mode.split(separator: ":").dropFirst().first.map { ["--scalability", String($0)] } ?? []
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pubbot-janus-\(codec)\(scalability.count)-\(getpid())")
+            .path
+        let n = String(20 + (Int(getpid()) + ["h264": 50, "vp9": 60, "av1": 80][codec]! + scalability.count * 45) % 200)
         let name = codec == "h264" ? "H264" : codec.uppercased()
         // Janus 1.1.2 accepts VP9 and AV1 simulcast but forwards every substream's packets to a
         // subscriber (frames of three sizes, undecodable): those cases publish one encoding.
@@ -112,7 +119,7 @@ import Platform
         try #require(code == 0, "Janus did not start: \(started)")
         let whip = try #require(started.split(separator: " ").last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) })
         let base = String(whip.dropLast("/whip".count))
-        let ladder = oneEncoding ? ["--layers", "1280x720@30:2500k"] : []
+        let ladder = scalability.isEmpty ? oneEncoding ? ["--layers", "1280x720@30:2500k"] : [] : scalability
         let publisher = try PeerProcess(
             Self.binary, ["publish", "--whip", whip, "--codec", codec, "--duration", "14s", "--json"] + ladder)
         defer { publisher.stop() }
