@@ -124,19 +124,35 @@ enum Report {
     }
 
     static func outboundJSON(_ s: OutboundStreamStats) -> JSONValue {
-        .object([
-            ("ssrc", .int(Int64(s.ssrc))), ("kind", .string(s.kind.rawValue)), ("mid", .string(s.mid)),
-            ("rid", s.rid.map { .string($0) } ?? .null),
-            ("codec", .string(s.codec)), ("width", .int(Int64(s.width))), ("height", .int(Int64(s.height))),
-            ("scalabilityMode", s.scalabilityMode.map { .string($0) } ?? .null),
-            ("packetsSent", .int(Int64(s.packetsSent))), ("bytesSent", .int(Int64(s.payloadBytesSent))),
-            ("headerBytesSent", .int(Int64(s.headerBytesSent))), ("framesSent", .int(Int64(s.framesSent))),
-            ("framesEncoded", .int(Int64(s.framesEncoded))), ("keyFramesSent", .int(Int64(s.keyFramesSent))),
-            ("targetBitrate", .int(Int64(s.targetBitrate))), ("qualityLimitationReason", .string(s.qualityLimitationReason.rawValue)),
-            ("roundTripTimeMs", s.roundTripTimeMillis.map { .double(($0 * 10).rounded() / 10) } ?? .null),
-            ("fractionLost", .double(s.fractionLost)), ("pliReceived", .int(Int64(s.pliReceived))),
-            ("firReceived", .int(Int64(s.firReceived)))
-        ])
+        .object(
+            [
+                ("ssrc", .int(Int64(s.ssrc))), ("kind", .string(s.kind.rawValue)), ("mid", .string(s.mid)),
+                ("rid", s.rid.map { .string($0) } ?? .null),
+                ("codec", .string(s.codec)), ("width", .int(Int64(s.width))), ("height", .int(Int64(s.height))),
+                ("scalabilityMode", s.scalabilityMode.map { .string($0) } ?? .null),
+                ("packetsSent", .int(Int64(s.packetsSent))), ("bytesSent", .int(Int64(s.payloadBytesSent))),
+                ("headerBytesSent", .int(Int64(s.headerBytesSent))), ("framesSent", .int(Int64(s.framesSent))),
+                ("framesEncoded", .int(Int64(s.framesEncoded))), ("keyFramesSent", .int(Int64(s.keyFramesSent))),
+                ("targetBitrate", .int(Int64(s.targetBitrate))), ("qualityLimitationReason", .string(s.qualityLimitationReason.rawValue)),
+                ("roundTripTimeMs", s.roundTripTimeMillis.map { .double(($0 * 10).rounded() / 10) } ?? .null),
+                ("fractionLost", .double(s.fractionLost)), ("pliReceived", .int(Int64(s.pliReceived))),
+                ("firReceived", .int(Int64(s.firReceived)))
+            ]
+                + (s.spatialLayers.isEmpty
+                    ? []
+                    : [
+                        (
+                            "spatialLayers",
+                            .array(
+                                s.spatialLayers.map {
+                                    .object([
+                                        ("width", .int(Int64($0.width))), ("height", .int(Int64($0.height))),
+                                        ("framesSent", .int(Int64($0.framesSent))),
+                                        ("bytesSent", .int(Int64($0.bytesSent)))
+                                    ])
+                                })
+                        )
+                    ]))
     }
 
     static func rejectedJSON(_ r: RejectedPackets) -> JSONValue {

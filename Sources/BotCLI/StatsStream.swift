@@ -91,15 +91,38 @@ final class StatsStream {
         let video = p.streams.filter { $0.kind == .video }
         let layers: [JSONValue] = video.map { s in
             let payload = delta(s, \.payloadBytesSent), header = delta(s, \.headerBytesSent), frames = delta(s, \.framesSent)
-            return .object([
-                ("width", .int(Int64(s.width))), ("height", .int(Int64(s.height))),
-                ("encodedFrameRate", .double((Double(frames) / seconds * 10).rounded() / 10)),
-                ("bitrate", .int(Int64(Double(payload * 8) / seconds))),
-                ("totalBitrate", .int(Int64(Double((payload + header) * 8) / seconds))),
-                ("scalabilityMode", .string(s.scalabilityMode ?? "L1T1")),
-                ("qualityLimitationReason", .string(s.qualityLimitationReason.rawValue)),
-                ("codec", .string(s.codec)), ("rid", s.rid.map { .string($0) } ?? .null), ("targetBitrate", .int(Int64(s.targetBitrate)))
-            ])
+            let before = prev?.streams.first { $0.ssrc == s.ssrc }?.spatialLayers
+            // Each spatial layer's frames and encoded bytes over the interval, and its part of the target.
+            let spatial: [(String, JSONValue)] =
+                s.spatialLayers.isEmpty
+                ? []
+                : [
+                    (
+                        "spatialLayers",
+                        .array(
+                            s.spatialLayers.enumerated().map { i, l in
+                                let f = l.framesSent - (before.map { i < $0.count ? $0[i].framesSent : 0 } ?? 0)
+                                let b = l.bytesSent - (before.map { i < $0.count ? $0[i].bytesSent : 0 } ?? 0)
+                                return .object([
+                                    ("spatialId", .int(Int64(i))), ("width", .int(Int64(l.width))), ("height", .int(Int64(l.height))),
+                                    ("encodedFrameRate", .double((Double(f) / seconds * 10).rounded() / 10)),
+                                    ("bitrate", .int(Int64(Double(b * 8) / seconds))),
+                                    ("targetBitrate", .int(Int64(Double(s.targetBitrate) * l.rateShare)))
+                                ])
+                            })
+                    )
+                ]
+            return .object(
+                [
+                    ("width", .int(Int64(s.width))), ("height", .int(Int64(s.height))),
+                    ("encodedFrameRate", .double((Double(frames) / seconds * 10).rounded() / 10)),
+                    ("bitrate", .int(Int64(Double(payload * 8) / seconds))),
+                    ("totalBitrate", .int(Int64(Double((payload + header) * 8) / seconds))),
+                    ("scalabilityMode", .string(s.scalabilityMode ?? "L1T1")),
+                    ("qualityLimitationReason", .string(s.qualityLimitationReason.rawValue)),
+                    ("codec", .string(s.codec)), ("rid", s.rid.map { .string($0) } ?? .null),
+                    ("targetBitrate", .int(Int64(s.targetBitrate)))
+                ] + spatial)
         }
         return .object(
             [

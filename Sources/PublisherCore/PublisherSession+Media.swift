@@ -90,6 +90,10 @@ extension PublisherSession {
         s.pictureID = (s.pictureID &+ 1) & 0x7FFF
         s.stats.framesSent += 1
         if frame.isKeyFrame { s.stats.keyFramesSent += 1 }
+        for (i, l) in frame.spatialLayers.enumerated() where i < s.stats.spatialLayers.count {
+            s.stats.spatialLayers[i].framesSent += 1
+            s.stats.spatialLayers[i].bytesSent += l.size
+        }
         s.sentAny = true
     }
 

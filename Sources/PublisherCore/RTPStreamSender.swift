@@ -71,6 +71,12 @@ struct RTPStreamSender {
             ssrc: plan.ssrc, kind: plan.kind, mid: plan.mid, rid: plan.rid,
             codec: plan.kind == .audio ? "opus" : codec.sdpName, width: layer?.width ?? 0, height: layer?.height ?? 0,
             scalabilityMode: layer?.scalabilityMode)
+        if let l = layer, l.spatialLayers > 1 {
+            stats.spatialLayers = zip(0..<l.spatialLayers, l.spatialRateShares).map { s, share in
+                let (w, h) = l.spatialSize(s)
+                return .init(width: w, height: h, rateShare: share)
+            }
+        }
     }
 
     /// RTP timestamp for a capture instant (media clock anchored at the publisher's start).

@@ -35,6 +35,25 @@ public struct OutboundStreamStats: Sendable, Equatable {
     public var retransmittedPacketsSent = 0
     public var retransmittedBytesSent = 0
     public var firReceived = 0
+    /// VP9 spatial layers of this stream (`L2T*_KEY`, `L3T*_KEY`), lowest first; empty otherwise.
+    public var spatialLayers: [SpatialLayerStats] = []
+
+    /// One spatial layer's share of a stream: its size, its part of the stream's target, and the
+    /// frames and encoded bytes of it that were sent.
+    public struct SpatialLayerStats: Sendable, Equatable {
+        public var width: Int
+        public var height: Int
+        /// The layer's part of the stream's target bitrate (0–1).
+        public var rateShare: Double
+        public var framesSent = 0
+        public var bytesSent = 0
+
+        public init(width: Int, height: Int, rateShare: Double) {
+            self.width = width
+            self.height = height
+            self.rateShare = rateShare
+        }
+    }
 
     public init(
         ssrc: UInt32, kind: MediaKind, mid: String, rid: String?, codec: String, width: Int = 0, height: Int = 0,
