@@ -117,6 +117,12 @@ enum Report {
                 ("latencyMeanMs", s.latencyMeanMillis.map { .double(($0 * 10).rounded() / 10) } ?? .null),
                 ("latencyP95Ms", s.latencyP95Millis.map { .double(($0 * 10).rounded() / 10) } ?? .null)
             ]
+            if s.dependencyDescriptors + s.dependencyDescriptorErrors > 0 {
+                f += [
+                    ("dependencyDescriptors", .int(Int64(s.dependencyDescriptors))),
+                    ("dependencyDescriptorErrors", .int(Int64(s.dependencyDescriptorErrors)))
+                ]
+            }
         } else {
             f += [("samplesDecoded", .int(Int64(s.samplesDecoded))), ("audioPeak", .int(Int64(s.audioPeak)))]
         }

@@ -22,6 +22,10 @@ public final class AV1Encoder: VideoEncoder {
     var lastCapture: Int64?
     let pattern: TemporalPattern
     var frameIndex = 0
+    /// Frames output so far, and the output frame each reference slot (LAST, GOLDEN) holds: a
+    /// frame's references as distances, for the Dependency Descriptor's frame diffs.
+    var outputIndex = 0
+    var lastBuffer = 0, goldenBuffer = 0
 
     /// - Parameters:
     ///   - keyFrameInterval: frames between automatic key frames; 0 = only on request.
@@ -186,10 +190,28 @@ public final class AV1Encoder: VideoEncoder {
             let bytes = [UInt8](UnsafeRawBufferPointer(start: caom_pkt_buf(pkt), count: caom_pkt_size(pkt)))
             let isKey = caom_pkt_is_key(pkt) != 0
             if isKey { framesSinceKey = 0 }
+            // With one temporal layer libaom's real-time references are its own; pubbot describes
+            // them as the previous frame, as libwebrtc's no-layering structure does (any loss
+            // breaks that chain and asks for a key frame, so an older reference never matters).
+            var references: [Int] = []
+            if !isKey {
+                if pattern.layers == 1 {
+                    references = [1]
+                } else {
+                    if step.referenceLast { references.append(outputIndex - lastBuffer) }
+                    if step.referenceGolden, goldenBuffer != lastBuffer || !step.referenceLast {
+                        references.append(outputIndex - goldenBuffer)
+                    }
+                }
+            }
             out = EncodedVideoFrame(
                 layer: layer, bytes: bytes, isKeyFrame: isKey, width: config.width, height: config.height,
                 frameNumber: frameNumber, captureMicros: captureMicros, temporalID: pattern.layers > 1 ? step.temporalID : nil,
-                layerSync: pattern.layers > 1 && !isKey && step.layerSync, encodeMicros: clock() - start)
+                layerSync: pattern.layers > 1 && !isKey && step.layerSync, encodeMicros: clock() - start,
+                referenceDistances: references.sorted().map { UInt8(clamping: $0) })
+            if isKey || step.updateLast || pattern.layers == 1 { lastBuffer = outputIndex }
+            if isKey || step.updateGolden || pattern.layers == 1 { goldenBuffer = outputIndex }
+            outputIndex += 1
         }
         framesSinceKey += 1
         // The pattern restarts at a key frame (the frame after it is step 1).

@@ -41,10 +41,12 @@ extension PublisherSession {
         }
         var s = senders[idx]
         defer { senders[idx] = s }
+        let descriptor = frameDescriptor(frame, sender: &s)
         // A retransmission carries the same payload behind the RTX header and the 2-byte OSN
         // (RFC 4588 §4): budget for the larger of the two, so neither exceeds the packet size
-        // (libwebrtc reserves it too, `rtp_sender.cc` RtxPacketOverhead).
-        let room = config.maxPacketSize - max(s.template.size, s.rtxTemplate.map { $0.size + 2 } ?? 0)
+        // (libwebrtc reserves it too, `rtp_sender.cc` RtxPacketOverhead). Both carry the
+        // frame's Dependency Descriptor, if it has one.
+        let room = config.maxPacketSize - max(s.template.size, s.rtxTemplate.map { $0.size + 2 } ?? 0) - (descriptor?.size ?? 0)
         do throws(RTPWriteError) {
             switch config.videoCodec {
             case .vp8:
@@ -78,7 +80,7 @@ extension PublisherSession {
                 guard sent else { return }
             case .av1:
                 var packetizer = try AV1Packetizer(frame: frame.bytes.span, maxPayloadSize: room, keyFrame: frame.isKeyFrame)
-                let sent = try packetize(frame, stream: idx, sender: &s, count: packetizer.packetCount) {
+                let sent = try packetize(frame, stream: idx, sender: &s, count: packetizer.packetCount, descriptor: descriptor) {
                     (w: inout ByteWriter) throws(RTPWriteError) in _ = try packetizer.next(frame: frame.bytes.span, into: &w)
                 }
                 guard sent else { return }
@@ -97,11 +99,44 @@ extension PublisherSession {
         s.sentAny = true
     }
 
+    /// An AV1 frame's Dependency Descriptor (the AOM RTP format, Appendix A), when the stream
+    /// sends one: the template of its place in the temporal pattern, the structure on a key
+    /// frame, and custom frame and chain diffs where the frame's references are not its
+    /// template's (a frame the encoder dropped moved them). Counts the stream's frame number.
+    func frameDescriptor(_ frame: EncodedVideoFrame, sender s: inout RTPStreamSender) -> FrameDescriptor? {
+        guard let id = s.descriptorID, frame.layer < config.layers.count else { return nil }
+        let layers = max(1, min(3, config.layers[frame.layer].temporalLayers))
+        let structure = FrameDependencyStructure.temporal(layers: layers, width: frame.width, height: frame.height)
+        let number = s.descriptorFrame
+        s.descriptorFrame &+= 1
+        let tid = Int(frame.temporalID ?? 0)
+        let previousChainFrame = s.descriptorChainFrame
+        if frame.isKeyFrame || tid == 0 { s.descriptorChainFrame = number }
+        let index: Int =
+            frame.isKeyFrame
+            ? 0 : layers == 3 ? [1, 2, frame.referenceDistances.count >= 2 ? 4 : 3][min(tid, 2)] : layers == 2 ? min(tid, 1) + 1 : 1
+        var d = DependencyDescriptor(
+            startOfFrame: true, endOfFrame: true, templateID: structure.templateIDOffset + index, frameNumber: number)
+        if frame.isKeyFrame {
+            d.structure = structure
+            return FrameDescriptor(
+                id: id, templateID: d.templateID, frameNumber: number, firstTail: Array(d.bytes().dropFirst(3)), tail: [])
+        }
+        let t = structure.templates[index]
+        let fdiffs = frame.referenceDistances.map(Int.init)
+        if fdiffs != t.frameDiffs { d.customFrameDiffs = fdiffs }
+        // Frames back to the chain's previous frame (the last T0 before this one).
+        let chain = previousChainFrame.map { Int(number &- $0) } ?? 0
+        if [chain] != t.chainDiffs { d.customChainDiffs = [chain] }
+        let tail = d.customFrameDiffs != nil || d.customChainDiffs != nil ? Array(d.bytes().dropFirst(3)) : []
+        return FrameDescriptor(id: id, templateID: d.templateID, frameNumber: number, firstTail: tail, tail: tail)
+    }
+
     /// Writes a frame's `count` packets into arena slots (RTP header, then `payload` writes the
     /// codec's payload) and queues them in the pacer. False when the slots do not suffice (the
     /// frame is skipped and counted).
     func packetize(
-        _ frame: EncodedVideoFrame, stream idx: Int, sender s: inout RTPStreamSender, count: Int,
+        _ frame: EncodedVideoFrame, stream idx: Int, sender s: inout RTPStreamSender, count: Int, descriptor: FrameDescriptor? = nil,
         _ payload: (inout ByteWriter) throws(RTPWriteError) -> Void
     ) throws(RTPWriteError) -> Bool {
         guard arena.available >= count else {
@@ -112,13 +147,24 @@ extension PublisherSession {
             s.pictureID = (s.pictureID &+ 1) & 0x7FFF
             return false
         }
-        let headerSize = s.template.size
+        var headerSize = s.template.size
         let ts = s.rtpTimestamp(captureMicros: frame.captureMicros)
         for i in 0..<count {
             let slot = arena.allocate()!
             var w = ByteWriter(UnsafeMutableRawBufferPointer(start: arena.pointer(slot), count: config.maxPacketSize))
             do throws(RTPWriteError) {
                 try s.template.write(to: &w, sequenceNumber: s.sequenceNumber, timestamp: ts, marker: i + 1 == count)
+                if let d = descriptor {
+                    // The three mandatory bytes (start/end of frame, template, frame number), then
+                    // the structure (a key frame's first packet) or the frame's custom fields.
+                    let head: InlineArray<3, UInt8> = [
+                        (i == 0 ? 0x80 : 0) | (i + 1 == count ? 0x40 : 0) | UInt8(d.templateID & 63), UInt8(d.frameNumber >> 8),
+                        UInt8(d.frameNumber & 0xFF)
+                    ]
+                    try s.template.appendElement(
+                        id: d.id, head: head.span, tail: (i == 0 ? d.firstTail : d.tail).span, to: &w, headerStart: 0)
+                }
+                headerSize = w.count
                 try payload(&w)
             } catch {
                 arena.release(slot)
@@ -231,6 +277,11 @@ extension PublisherSession {
                 UnsafeMutableRawBufferPointer(start: arena.pointer(slot), count: PacketArena.slotSize - SRTPSession.maxTrailer))
             do throws(RTPWriteError) {
                 try rtx.write(to: &w, sequenceNumber: senders[idx].rtxSequence, timestamp: original.timestamp, marker: original.marker)
+                // Elements appended to the original's header (its Dependency Descriptor) go along.
+                let base = senders[idx].template.size
+                if original.header.count > base {
+                    try rtx.appendRaw(UnsafeRawBufferPointer(rebasing: original.header[base...]), to: &w, headerStart: 0)
+                }
                 try w.require(2 + original.payload.count)
             } catch {
                 arena.release(slot)
@@ -239,7 +290,7 @@ extension PublisherSession {
             w.u16(seq)
             w.copy(original.payload)
             arena.lengths[slot] = Int32(w.count)
-            slots[slot] = SlotInfo(stream: Int16(idx), payload: Int32(w.count - rtx.size), rtx: true)
+            slots[slot] = SlotInfo(stream: Int16(idx), payload: Int32(2 + original.payload.count), rtx: true)
             senders[idx].rtxSequence &+= 1
             rtxWindowBytes += w.count
             pacer.enqueue(Int32(slot), size: w.count, priority: .retransmission)
@@ -256,7 +307,7 @@ extension PublisherSession {
         let template = isRTX ? senders[idx].rtxTemplate! : senders[idx].template
         if !isRTX, !info.padding, let history = senders[idx].history {
             history.store(
-                sequenceNumber: info.sequence, packet: p, headerSize: template.size, length: length,
+                sequenceNumber: info.sequence, packet: p, headerSize: length - Int(info.payload), length: length,
                 timestamp: info.timestamp, marker: info.marker, now: now)
         }
         if let o = template.transportSequenceOffset {

@@ -421,6 +421,19 @@ public final class PublisherSession {
 /// What a queued packet slot holds: its stream, its payload size, whether it is padding or on
 /// the stream's RTX SSRC, and for a media packet its sequence number, RTP timestamp and marker
 /// (what the RTX history keeps once it is sent).
+/// One AV1 frame's Dependency Descriptor as its packets carry it: the mandatory fields (the
+/// start and end bits are each packet's), then `firstTail` on the first packet (the structure on
+/// a key frame) and `tail` on the others (custom fields, or nothing).
+struct FrameDescriptor {
+    var id: UInt8
+    var templateID: Int
+    var frameNumber: UInt16
+    var firstTail: [UInt8]
+    var tail: [UInt8]
+    /// The most any of its packets' headers grow by: the element, its 2-byte head, word padding.
+    var size: Int { (2 + 3 + max(firstTail.count, tail.count) + 3) / 4 * 4 }
+}
+
 struct SlotInfo {
     var stream: Int16
     var payload: Int32

@@ -28,6 +28,11 @@ struct RTPStreamSender {
     let rtxTemplate: RTPHeaderTemplate?
     var rtxSequence: UInt16
     let history: RetransmissionBuffer?
+    /// AV1's Dependency Descriptor, when negotiated: its ID, the frame number it counts, and the
+    /// last frame of its chain (the T0 frames).
+    let descriptorID: UInt8?
+    var descriptorFrame: UInt16 = 0
+    var descriptorChainFrame: UInt16?
 
     init(
         plan: StreamPlan.Stream, layer: VideoLayerConfig?, startMicros: Int64, bundle: Bool, codec: VideoCodec = .vp8,
@@ -38,13 +43,16 @@ struct RTPStreamSender {
         self.plan = plan
         // Outside BUNDLE (one port per stream, for stock players) no header extensions at all.
         let ids = bundle ? ids : RTPExtensionIDs(mid: nil, rid: nil, repairedRid: nil, absSendTime: nil, transportSequence: nil)
+        // The descriptor's structure is more than a one-byte element holds (RFC 8285 §4.2): with
+        // it, the stream's headers are all in the two-byte form, its RTX's too.
+        descriptorID = plan.kind == .video && codec == .av1 ? ids.dependencyDescriptor : nil
         var strings: [(UInt8, String)] = []
         if let id = ids.mid { strings.append((id, plan.mid)) }
         if let id = ids.rid, let rid = plan.rid { strings.append((id, rid)) }
         template = RTPHeaderTemplate(
             payloadType: plan.payloadType, ssrc: plan.ssrc, strings: strings,
             transportSequence: ids.transportSequence != nil, absSendTime: ids.absSendTime != nil,
-            transportSequenceID: ids.transportSequence ?? 0, absSendTimeID: ids.absSendTime ?? 0)
+            transportSequenceID: ids.transportSequence ?? 0, absSendTimeID: ids.absSendTime ?? 0, twoByte: descriptorID != nil)
         let r = (0..<8).map { UInt8(truncatingIfNeeded: plan.initialRandom >> (56 - 8 * $0)) }
         sequenceNumber = UInt16(r[0]) << 8 | UInt16(r[1])
         // Keep the first wrap far away so tools that mishandle early wraps still work.
@@ -60,7 +68,7 @@ struct RTPStreamSender {
             rtxTemplate = RTPHeaderTemplate(
                 payloadType: rtxPayloadType, ssrc: rtx, strings: rtxStrings,
                 transportSequence: ids.transportSequence != nil, absSendTime: ids.absSendTime != nil,
-                transportSequenceID: ids.transportSequence ?? 0, absSendTimeID: ids.absSendTime ?? 0)
+                transportSequenceID: ids.transportSequence ?? 0, absSendTimeID: ids.absSendTime ?? 0, twoByte: descriptorID != nil)
             history = RetransmissionBuffer(capacity: historyPackets)
         } else {
             rtxTemplate = nil

@@ -46,9 +46,10 @@ final class RetransmissionBuffer {
         lastRetransmitMicros[i] = .min / 2
     }
 
-    /// The stored packet's payload for `seq`, if it is still here and was not resent within `minInterval`.
+    /// The stored packet's header and payload for `seq`, if it is still here and was not resent
+    /// within `minInterval`.
     func take(sequenceNumber: UInt16, now: Int64, maxAge: Int64, minInterval: Int64)
-        -> (payload: UnsafeRawBufferPointer, timestamp: UInt32, marker: Bool)?
+        -> (header: UnsafeRawBufferPointer, payload: UnsafeRawBufferPointer, timestamp: UInt32, marker: Bool)?
     {
         let i = Int(sequenceNumber) & mask
         guard sequence[i] == Int32(sequenceNumber), now - sentMicros[i] <= maxAge, now - lastRetransmitMicros[i] >= minInterval else {
@@ -56,6 +57,9 @@ final class RetransmissionBuffer {
         }
         lastRetransmitMicros[i] = now
         let h = Int(headerSize[i])
-        return (UnsafeRawBufferPointer(start: storage + i * Self.slotSize + h, count: Int(length[i]) - h), timestamp[i], marker[i])
+        return (
+            UnsafeRawBufferPointer(start: storage + i * Self.slotSize, count: h),
+            UnsafeRawBufferPointer(start: storage + i * Self.slotSize + h, count: Int(length[i]) - h), timestamp[i], marker[i]
+        )
     }
 }

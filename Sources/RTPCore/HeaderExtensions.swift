@@ -60,6 +60,8 @@ public enum RTPExtension: UInt8, CaseIterable, Sendable {
     case mid = 4
     case rid = 10
     case repairedRid = 11
+    /// The AV1 RTP format's Dependency Descriptor (`DependencyDescriptor`).
+    case dependencyDescriptor = 12
 
     public var id: UInt8 { rawValue }
 
@@ -70,6 +72,7 @@ public enum RTPExtension: UInt8, CaseIterable, Sendable {
         case .mid: "urn:ietf:params:rtp-hdrext:sdes:mid"
         case .rid: "urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id"
         case .repairedRid: "urn:ietf:params:rtp-hdrext:sdes:repaired-rtp-stream-id"
+        case .dependencyDescriptor: "https://aomediacodec.github.io/av1-rtp-spec/#dependency-descriptor-rtp-header-extension"
         }
     }
 }
@@ -82,6 +85,9 @@ public struct RTPExtensionIDs: Sendable, Equatable {
     public var repairedRid: UInt8?
     public var absSendTime: UInt8?
     public var transportSequence: UInt8?
+    /// The Dependency Descriptor's ID, when negotiated and sent (AV1 only; it needs the two-byte
+    /// form for its structure, so also `a=extmap-allow-mixed`, RFC 8285 §6). Not in `standard`.
+    public var dependencyDescriptor: UInt8?
 
     public init(
         mid: UInt8? = RTPExtension.mid.id, rid: UInt8? = RTPExtension.rid.id, repairedRid: UInt8? = RTPExtension.repairedRid.id,
@@ -103,6 +109,7 @@ public struct RTPExtensionIDs: Sendable, Equatable {
         self.init(
             mid: id(.mid), rid: id(.rid), repairedRid: id(.repairedRid), absSendTime: id(.absSendTime),
             transportSequence: id(.transportSequenceNumber))
+        dependencyDescriptor = id(.dependencyDescriptor)
     }
 }
 
@@ -113,6 +120,9 @@ public struct RTPExtensionValues: Equatable, Sendable {
     public var mid: String?
     public var rid: String?
     public var repairedRid: String?
+    /// Where the Dependency Descriptor's bytes are in the packet (parsed by the receiver, which
+    /// keeps the structure it needs).
+    public var dependencyDescriptor: Range<Int>?
 
     public init() {}
 
@@ -129,7 +139,11 @@ public struct RTPExtensionValues: Equatable, Sendable {
                     ? .transportSequenceNumber
                     : e.id == ids.absSendTime
                         ? .absSendTime
-                        : e.id == ids.mid ? .mid : e.id == ids.rid ? .rid : e.id == ids.repairedRid ? .repairedRid : nil
+                        : e.id == ids.mid
+                            ? .mid
+                            : e.id == ids.rid
+                                ? .rid
+                                : e.id == ids.repairedRid ? .repairedRid : e.id == ids.dependencyDescriptor ? .dependencyDescriptor : nil
             } else {
                 kind = RTPExtension(rawValue: e.id)
             }
@@ -143,6 +157,7 @@ public struct RTPExtensionValues: Equatable, Sendable {
             case .mid: v.mid = ascii(b, e.range)
             case .rid: v.rid = ascii(b, e.range)
             case .repairedRid: v.repairedRid = ascii(b, e.range)
+            case .dependencyDescriptor: v.dependencyDescriptor = e.range
             case nil: break
             }
         }

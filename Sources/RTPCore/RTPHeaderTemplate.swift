@@ -12,6 +12,11 @@ public struct RTPHeaderTemplate: Sendable {
     public let transportSequenceOffset: Int?
     /// Offset of the 3-byte abs-send-time inside `bytes`, if present.
     public let absSendTimeOffset: Int?
+    /// Two-byte extension form (RFC 8285 §4.3): elements of up to 255 bytes may be appended per
+    /// packet (`appendElement`), as the Dependency Descriptor's structure needs.
+    public let twoByte: Bool
+    /// Offset of the extension block's length (in 32-bit words) inside `bytes`, if it has one.
+    public let extensionLengthOffset: Int?
 
     public var size: Int { bytes.count }
     /// The first 32 bytes again as four words, so a header that fits is written with four
@@ -23,10 +28,13 @@ public struct RTPHeaderTemplate: Sendable {
     ///   - strings: string-valued extensions (MID, RID, repaired RID) as (id, value).
     ///   - transportSequence/absSendTime: whether to reserve those slots.
     ///   - transportSequenceID/absSendTimeID: their IDs (what the answer negotiated; RFC 8285 §5).
+    ///   - twoByte: the two-byte form and an extension block whatever the elements (for
+    ///     elements appended per packet; needs `a=extmap-allow-mixed`, RFC 8285 §6).
     public init(
         payloadType: UInt8, ssrc: UInt32, strings: [(UInt8, String)] = [],
         transportSequence: Bool = false, absSendTime: Bool = false,
-        transportSequenceID: UInt8 = RTPExtension.transportSequenceNumber.id, absSendTimeID: UInt8 = RTPExtension.absSendTime.id
+        transportSequenceID: UInt8 = RTPExtension.transportSequenceNumber.id, absSendTimeID: UInt8 = RTPExtension.absSendTime.id,
+        twoByte: Bool = false
     ) {
         self.payloadType = payloadType
         self.ssrc = ssrc
@@ -35,16 +43,18 @@ public struct RTPHeaderTemplate: Sendable {
         if absSendTime { elements.append((absSendTimeID, [0, 0, 0])) }
         if transportSequence { elements.append((transportSequenceID, [0, 0])) }
         for (id, s) in strings { elements.append((id, Array(s.utf8))) }
-        let oneByte = elements.allSatisfy { $0.0 >= 1 && $0.0 <= 14 && !$0.1.isEmpty && $0.1.count <= 16 }
-        var out: [UInt8] = [elements.isEmpty ? 0x80 : 0x90, payloadType & 0x7F, 0, 0, 0, 0, 0, 0]
+        let oneByte = !twoByte && elements.allSatisfy { $0.0 >= 1 && $0.0 <= 14 && !$0.1.isEmpty && $0.1.count <= 16 }
+        let block = twoByte || !elements.isEmpty
+        var out: [UInt8] = [block ? 0x90 : 0x80, payloadType & 0x7F, 0, 0, 0, 0, 0, 0]
         out += [
             UInt8(ssrc >> 24), UInt8(truncatingIfNeeded: ssrc >> 16), UInt8(truncatingIfNeeded: ssrc >> 8), UInt8(truncatingIfNeeded: ssrc)
         ]
-        var tw: Int?, abs: Int?
-        if !elements.isEmpty {
+        var tw: Int?, abs: Int?, lengthOffset: Int?
+        if block {
             let profile: UInt16 = oneByte ? 0xBEDE : 0x1000
             out += [UInt8(profile >> 8), UInt8(profile & 0xFF), 0, 0]
             let blockStart = out.count
+            lengthOffset = blockStart - 2
             for (k, (id, value)) in elements.enumerated() {
                 if oneByte { out.append(id << 4 | UInt8(value.count - 1)) } else { out += [id, UInt8(value.count)] }
                 if absSendTime && k == 0 { abs = out.count }
@@ -66,6 +76,43 @@ public struct RTPHeaderTemplate: Sendable {
         words = w
         transportSequenceOffset = tw
         absSendTimeOffset = abs
+        self.twoByte = !oneByte && block
+        extensionLengthOffset = lengthOffset
+    }
+
+    /// Appends one two-byte-form element (`id`, then `head` and `tail` as its value) to the
+    /// extension block of the header just written at `start`, pads the block to a word and
+    /// updates its length. Nothing is written unless the template is two-byte and the value is
+    /// 1–255 bytes.
+    public func appendElement(
+        id: UInt8, head: Span<UInt8>, tail: Span<UInt8>, to w: inout ByteWriter, headerStart start: Int
+    ) throws(RTPWriteError) {
+        let n = head.count + tail.count
+        guard twoByte, let lengthOffset = extensionLengthOffset, (1...255).contains(n) else { return }
+        let size = (2 + n + 3) / 4 * 4
+        try w.require(size)
+        w.u8(id)
+        w.u8(UInt8(n))
+        w.copy(head, 0..<head.count)
+        w.copy(tail, 0..<tail.count)
+        w.zeros(size - 2 - n)
+        appendedWords(size / 4, to: &w, headerStart: start, lengthOffset: lengthOffset)
+    }
+
+    /// Appends elements already in the two-byte form and padded to a word (what `appendElement`
+    /// wrote into another packet: a retransmission carries its original's).
+    public func appendRaw(_ elements: UnsafeRawBufferPointer, to w: inout ByteWriter, headerStart start: Int) throws(RTPWriteError) {
+        guard twoByte, let lengthOffset = extensionLengthOffset, !elements.isEmpty, elements.count % 4 == 0 else { return }
+        try w.require(elements.count)
+        w.copy(elements)
+        appendedWords(elements.count / 4, to: &w, headerStart: start, lengthOffset: lengthOffset)
+    }
+
+    func appendedWords(_ words: Int, to w: inout ByteWriter, headerStart start: Int, lengthOffset: Int) {
+        let old =
+            Int(w.base.load(fromByteOffset: start + lengthOffset, as: UInt8.self)) << 8
+            | Int(w.base.load(fromByteOffset: start + lengthOffset + 1, as: UInt8.self))
+        w.patch16(at: start + lengthOffset, UInt16(old + words))
     }
 
     /// Writes the header for one packet. Returns nothing; slot offsets are relative to the

@@ -51,6 +51,8 @@ final class ReceiveStream {
     /// When the assembler last gave out a frame (or the stream started).
     var lastFrameOutMicros: Int64?
     var nack = NackGenerator()
+    /// The Dependency Descriptor structure last attached on this stream (AV1).
+    var descriptorStructure: FrameDependencyStructure?
     // RFC 3550 A.3/A.8 state for receiver reports.
     var jitter = 0.0
     var lastTransit: Int64?
@@ -112,6 +114,19 @@ final class ReceiveStream {
         routerHeight = height
     }
 
+    /// Reads a packet's Dependency Descriptor (the AOM AV1 RTP format, Appendix A) against the
+    /// structure the stream last attached: counted when it parses and names a template, as an
+    /// error otherwise (a peer's bytes: never fatal).
+    func readDescriptor(_ bytes: Span<UInt8>) {
+        do {
+            let d = try DependencyDescriptor.parse(bytes, known: descriptorStructure)
+            if let s = d.structure { descriptorStructure = s }
+            stats.dependencyDescriptors += 1
+        } catch {
+            stats.dependencyDescriptorErrors += 1
+        }
+    }
+
     /// The subscriber's view: a packet that reached it (after the downlink, if one is emulated).
     func receive(header h: RTPHeader, extensions: RTPExtensionValues, packet: Span<UInt8>, nowMicros: Int64, wallMicros: Int64) {
         let seq = unwrapper.unwrap(h.sequenceNumber)
@@ -125,6 +140,7 @@ final class ReceiveStream {
         stats.lastPacketMicros = nowMicros
         if let mid = extensions.mid, stats.mid == nil { stats.mid = mid }
         if let rid = extensions.rid, stats.rid == nil { stats.rid = rid }
+        if let r = extensions.dependencyDescriptor, stats.kind == .video { readDescriptor(packet.extracting(r)) }
         if h.payloadRange.isEmpty { // padding only (probes)
             stats.paddingPackets += 1
             if stats.kind == .video { receiveVideo(h, packet.extracting(h.payloadRange), nowMicros: nowMicros, wallMicros: wallMicros) }

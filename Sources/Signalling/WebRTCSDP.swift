@@ -44,7 +44,8 @@ public struct WHIPOffer: Sendable {
         (2, "http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time", false),
         (3, "http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01", false),
         (10, "urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id", true),
-        (11, "urn:ietf:params:rtp-hdrext:sdes:repaired-rtp-stream-id", true)
+        (11, "urn:ietf:params:rtp-hdrext:sdes:repaired-rtp-stream-id", true),
+        (12, "https://aomediacodec.github.io/av1-rtp-spec/#dependency-descriptor-rtp-header-extension", true)
     ]
 
     public init(iceUfrag: String, icePassword: String, fingerprint: String, candidates: [ICECandidate]) {
@@ -159,6 +160,9 @@ public struct NegotiatedSession: Sendable, Equatable {
     public var dtlsServer: Bool
     public var audio: Stream?
     public var video: Stream?
+    /// The answer allows one-byte and two-byte header extensions in one stream (`a=extmap-allow-mixed`,
+    /// RFC 8285 §6, at session or media level).
+    public var extmapAllowMixed = false
 
     public struct AnswerError: Error, Equatable, Sendable, CustomStringConvertible {
         public var description: String
@@ -192,11 +196,14 @@ public struct NegotiatedSession: Sendable, Equatable {
             }
         }
         let lite = doc.sessionAttributes.contains { $0.name == "ice-lite" } || doc.media.contains { $0.has("ice-lite") }
-        return NegotiatedSession(
+        var n = NegotiatedSession(
             iceUfrag: ufrag, icePassword: pwd, iceLite: lite, candidates: candidates, fingerprint: fingerprint,
             dtlsServer: setup == "active",
             audio: try stream(doc.media.first { $0.kind == .audio }, codecs: ["opus"], offer: offer),
             video: try stream(doc.media.first { $0.kind == .video }, codecs: offer.codecs.map { $0.sdpName.lowercased() }, offer: offer))
+        n.extmapAllowMixed =
+            doc.sessionAttributes.contains { $0.name == "extmap-allow-mixed" } || doc.media.contains { $0.has("extmap-allow-mixed") }
+        return n
     }
 
     /// The `a=rtpmap` payload types of a section, `(type, encoding name lowercased, the rest)`.
@@ -331,7 +338,8 @@ public struct WHIPAnswer: Sendable {
     static let understood: Set<String> = [
         "urn:ietf:params:rtp-hdrext:sdes:mid", "http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time",
         "http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01", "urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id",
-        "urn:ietf:params:rtp-hdrext:sdes:repaired-rtp-stream-id"
+        "urn:ietf:params:rtp-hdrext:sdes:repaired-rtp-stream-id",
+        "https://aomediacodec.github.io/av1-rtp-spec/#dependency-descriptor-rtp-header-extension"
     ]
 
     public static func answer(
@@ -361,6 +369,12 @@ public struct WHIPAnswer: Sendable {
             ],
             sessionAttributes: [.init("ice-lite")], media: [])
         if let b = bundle { answer.sessionAttributes.insert(.init("group", b.value), at: 0) }
+        // Two-byte header extensions (an AV1 sender's Dependency Descriptor structure) are read.
+        if offer.sessionAttributes.contains(where: { $0.name == "extmap-allow-mixed" })
+            || offer.media.contains(where: { $0.has("extmap-allow-mixed") })
+        {
+            answer.sessionAttributes.append(.init("extmap-allow-mixed"))
+        }
         var streams: [Stream] = []
         let local = Local(iceUfrag: iceUfrag, icePassword: icePassword, fingerprint: fingerprint, candidates: candidates)
         for m in offer.media {

@@ -122,6 +122,9 @@ public struct InboundStreamStats: Sendable, Equatable {
     public var packetsRecovered = 0
     /// Padding-only packets (bandwidth probes).
     public var paddingPackets = 0
+    /// Packets whose Dependency Descriptor (AV1) was read, and those that could not be.
+    public var dependencyDescriptors = 0
+    public var dependencyDescriptorErrors = 0
 
     public init(ssrc: UInt32, kind: MediaKind, payloadType: UInt8) {
         self.ssrc = ssrc

@@ -26,6 +26,8 @@ extension PublisherConfig {
             c.videoCodec = v.codec ?? .vp8
             c.videoPayloadType = v.payloadType
             c.videoExtensions = RTPExtensionIDs(negotiated: v.extensions)
+            // The Dependency Descriptor goes with AV1, in two-byte headers the answer must allow.
+            if c.videoCodec != .av1 || !n.extmapAllowMixed { c.videoExtensions.dependencyDescriptor = nil }
             c.rtx = v.rtxPayloadType != nil
             if let r = v.rtxPayloadType { c.rtxPayloadType = r }
             let accepted = v.simulcast ?? []
@@ -47,7 +49,12 @@ extension PublisherConfig {
                         "refused: one encoding, the best of \(base.layers.map { "\($0.height)p" }.joined(separator: "/")) the estimate carries"
                     ))
             }
-            summary.append(("video", "\(c.videoCodec.sdpName)/\(v.payloadType)" + (v.rtxPayloadType.map { " rtx/\($0)" } ?? " no rtx")))
+            summary.append(
+                (
+                    "video",
+                    "\(c.videoCodec.sdpName)/\(v.payloadType)" + (v.rtxPayloadType.map { " rtx/\($0)" } ?? " no rtx")
+                        + (c.videoExtensions.dependencyDescriptor.map { ", dependency descriptor \($0)" } ?? "")
+                ))
         } else if base.sendVideo {
             summary.append(("video", "rejected by the answer"))
         }

@@ -1,4 +1,4 @@
-// libFuzzer harness (scripts/fuzz): the AV1 depacketizer (AOM RTP payload format: aggregation
+// libFuzzer harness (scripts/fuzz): the AV1 Dependency Descriptor reader, the AV1 depacketizer (AOM RTP payload format: aggregation
 // header, OBU elements, fragments joined across packets), the key-frame reader and the frame
 // assembler in AV1 mode. The input is cut into one to three payloads (its first byte says where);
 // the input as a temporal unit goes through the packetizer (every packet within the room, its
@@ -9,6 +9,13 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     let bytes = UnsafeBufferPointer(start: data, count: size)
     let all = Span(_unsafeStart: data, count: size)
     _ = AV1OBU.isKeyFrame(all)
+    // The input as a Dependency Descriptor (its RTP header extension), alone and against the
+    // L1T3 structure; a structure it attaches, written again by pubbot's writer, reads back equal.
+    _ = try? DependencyDescriptor.parse(all, known: FrameDependencyStructure.temporal(layers: 3, width: 1280, height: 720))
+    if let d = try? DependencyDescriptor.parse(all, known: nil), let s = d.structure {
+        let again = DependencyDescriptor(startOfFrame: true, endOfFrame: true, templateID: s.templateIDOffset, frameNumber: 1, structure: s)
+        precondition((try? DependencyDescriptor.parse(again.bytes().span, known: nil))?.structure == s, "the structure did not round-trip")
+    }
     if size > 1 {
         let cuts = [Int(bytes[0]) % size, Int(bytes[size - 1]) % size].sorted()
         let c0 = max(1, cuts[0]), c1 = max(c0, cuts[1])

@@ -259,6 +259,15 @@ import Platform
             let name = "\(s["kind"] as? String ?? "") \(s["rid"] as? String ?? "")"
             let ok = sent > 50 && decoded * 100 >= sent * 95 && decoded <= sent
             #expect(ok, "\(name): sent \(sent), decoded \(decoded)")
+            // AV1 carries the Dependency Descriptor (two-byte headers, the endpoint allows them):
+            // the receiver read one from every video packet, the structure from each key frame.
+            if codec == "av1" && s["kind"] as? String == "video" {
+                #expect(negotiated?["video"]?.contains("dependency descriptor") == true, "\(String(describing: negotiated))")
+                #expect(
+                    got?["dependencyDescriptors"] as? Int == got?["packetsReceived"] as? Int
+                        && got?["dependencyDescriptorErrors"] as? Int == 0,
+                    "\(name): \(String(describing: got))")
+            }
         }
     }
 }

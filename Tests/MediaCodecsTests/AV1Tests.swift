@@ -95,12 +95,14 @@ import RTPCore
         var assembler = VideoFrameAssembler(codec: .av1)
         var seq: UInt16 = 100
         var tids: [UInt8] = [], decoded: [UInt32] = [], expected: [UInt32] = []
+        var refs: [[UInt8]] = []
         var failed = 0
         for i in 0..<24 {
             SyntheticVideoSource().fill(&pic, frameNumber: UInt32(i), captureMillis: UInt32(i * 33))
             let f = try #require(
                 try enc.encode(&pic, layer: 0, frameNumber: UInt32(i), captureMicros: Int64(i) * 33_333, forceKeyFrame: false, clock: { 0 })
             )
+            refs.append(f.referenceDistances)
             // L1T1: the pattern's layer by position, to thin it the same way.
             let pattern: [UInt8] = [0, 2, 1, 2]
             let tid: UInt8 = layers > 1 ? try #require(f.temporalID) : pattern[i % 4]
@@ -134,6 +136,12 @@ import RTPCore
                 } catch { failed += 1 }
             }
         }
+        // The references the Dependency Descriptor's templates state (frame diffs): L1T3's
+        // T0 → the T0 before, T2 → the frame before, T1 → the T0 two back, the second T2 → the T1
+        // and the T0 three back; L1T1's each frame the one before.
+        #expect(
+            refs.prefix(8) == (layers > 1 ? [[], [1], [2], [1, 3], [4], [1], [2], [1, 3]] : [[], [1], [1], [1], [1], [1], [1], [1]]),
+            "\(refs.prefix(8))")
         if layers > 1 {
             #expect(tids.prefix(8) == [0, 2, 1, 2, 0, 2, 1, 2])
             #expect(decoded == expected && failed == 0, "kept T\(kept): decoded \(decoded)")

@@ -321,8 +321,11 @@ let janusSubscriberAnswer = """
         #expect(a.streams.map(\.kind) == [.audio, .video])
         let v = try #require(a.streams.last)
         #expect(v.payloadType == 96 && v.rtxPayloadType == 97 && v.rids == ["q", "h", "f"])
-        #expect(v.extensions["urn:ietf:params:rtp-hdrext:sdes:mid"] == 4 && v.extensions.count == 5)
+        #expect(v.extensions["urn:ietf:params:rtp-hdrext:sdes:mid"] == 4 && v.extensions.count == 6)
+        // The AV1 Dependency Descriptor is read, and two-byte headers with it (RFC 8285 §6).
+        #expect(v.extensions[RTPExtension.dependencyDescriptor.uri] == 12)
         let n = try NegotiatedSession.from(answer: a.sdp, offer: o)
+        #expect(n.extmapAllowMixed)
         #expect(n.iceLite && n.dtlsServer && n.iceUfrag == "rcvr" && n.candidates == [endpoint])
         #expect(n.video?.simulcast == ["q", "h", "f"] && n.video?.transportCC == true && n.video?.nack == true && n.video?.pli == true)
         #expect(n.audio?.payloadType == 111 && n.audio?.transportCC == true)
