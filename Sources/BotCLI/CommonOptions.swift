@@ -60,10 +60,11 @@ enum CommonOptions {
             c.videoCodec = codecs[0]
             c.videoCodecPreference = codecs
         }
+        let spatialCodecs: [VideoCodec] = [.vp9, .av1]
         if let l = c.layers.first(where: { $0.spatialLayers > 1 }),
-            c.videoCodec != .vp9 || c.videoCodecPreference.contains(where: { $0 != .vp9 })
+            !spatialCodecs.contains(c.videoCodec) || c.videoCodecPreference.contains(where: { !spatialCodecs.contains($0) })
         {
-            throw UsageError("--scalability \(l.scalabilityMode): spatial layers are built for VP9 (use --codec vp9)")
+            throw UsageError("--scalability \(l.scalabilityMode): spatial layers are built for VP9 and AV1 (use --codec vp9 or av1)")
         }
         if let t = o.value("condition-thresholds") { c.conditionThresholds = try conditionThresholds(t) }
         c.audioFallback = o.has("audio-fallback")

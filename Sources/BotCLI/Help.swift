@@ -95,10 +95,10 @@ enum Help {
                                     (default: 1280x720, 640x360, 320x180 at 30 fps)
           --fps N                   frame rate of layers that do not give one (default 30)
           --temporal-layers MODE    L1T1 (default), L1T2 or L1T3 on every layer
-          --scalability MODE        L1T1-L1T3 as --temporal-layers, or VP9 spatial layers in one
+          --scalability MODE        L1T1-L1T3 as --temporal-layers, or spatial layers in one
                                     stream: L2T1_KEY … L3T3_KEY (L3T3_KEY at 1280x720 is 320x180,
                                     640x360 and 1280x720, each predicted from the one below on key
-                                    pictures only, as libwebrtc sends VP9 SVC); needs --codec vp9
+                                    pictures only, as libwebrtc sends VP9 SVC); --codec vp9 or av1
           --codec C|LIST            vp8 (default), h264 (openh264, Constrained Baseline, RFC 6184
                                     packetization mode 1), vp9 (libvpx, profile 0, RFC 9628
                                     flexible mode, L1T1-L1T3) or av1 (libaom, main profile,

@@ -6,8 +6,10 @@ internal import CAOM
 /// and palette off), cyclic-refresh AQ, cost updates per superblock row. Temporal layers L1T2/L1T3
 /// through libaom's SVC interface (the application sets each frame's layer and references, the
 /// same 0-2-1-2 pattern as VP8 and VP9; the OBU extension headers carry the temporal ID); spatial
-/// layers (L3T3_KEY) are not built yet. Output: one temporal unit per frame, OBUs with their
-/// size fields. Not thread-safe: owned by the media thread.
+/// layers in one stream (L2T1_KEY…L3T3_KEY) as libwebrtc encodes them: one `aom_codec_encode` per
+/// spatial layer of a picture, the layers above predicted from the one below on key pictures
+/// only. Output: one temporal unit per picture (each spatial layer's frame in turn), OBUs with
+/// their size fields. Not thread-safe: owned by the media thread.
 public final class AV1Encoder: VideoEncoder {
     public let config: VideoLayerConfig
     var ctx = aom_codec_ctx_t()
@@ -21,6 +23,8 @@ public final class AV1Encoder: VideoEncoder {
     var pts: Int64 = 0
     var lastCapture: Int64?
     let pattern: TemporalPattern
+    /// Spatial layers (1: none).
+    let spatialLayers: Int
     var frameIndex = 0
     /// Frames output so far, and the output frame each reference slot (LAST, GOLDEN) holds: a
     /// frame's references as distances, for the Dependency Descriptor's frame diffs.
@@ -34,6 +38,7 @@ public final class AV1Encoder: VideoEncoder {
     public init(config: VideoLayerConfig, keyFrameInterval: Int = 0, frameDrop: Bool = true, speed: Int? = nil) throws(CodecError) {
         self.config = config
         pattern = TemporalPattern(layers: config.temporalLayers)
+        spatialLayers = max(1, min(3, config.spatialLayers))
         // No outer trim: libaom's CBR meets the target (every 5 s window within ±15 %, 180p–720p,
         // 7–30 fps, L1T1 and L1T3) except 720p at 7 fps L1T3, whose per-layer rate control
         // adapts in frames of each layer (T0 at 1.75 fps): it starts at 0.64 × and reaches the
@@ -52,7 +57,9 @@ public final class AV1Encoder: VideoEncoder {
         cfg.g_input_bit_depth = 8
         cfg.rc_end_usage = AOM_CBR
         cfg.rc_target_bitrate = UInt32(max(1, encoderBitrate / 1000))
-        cfg.rc_dropframe_thresh = frameDrop ? 30 : 0
+        // With spatial layers no frame is dropped: a picture then has every layer (libaom's SVC
+        // drops layer by layer, which the picture's descriptors would have to follow).
+        cfg.rc_dropframe_thresh = frameDrop && spatialLayers == 1 ? 30 : 0
         cfg.rc_resize_mode = 0
         cfg.rc_superres_mode = AOM_SUPERRES_NONE
         // libwebrtc stops at quantizer 10; pubbot goes down to 0, as for libvpx, so that the simple
@@ -94,7 +101,7 @@ public final class AV1Encoder: VideoEncoder {
                 throw CodecError("aom_codec_control \(id.rawValue)", code: Int32(rc.rawValue))
             }
         }
-        if pattern.layers > 1 { try configureLayers() }
+        if pattern.layers > 1 || spatialLayers > 1 { try configureLayers() }
         // Wrap a placeholder buffer once; planes are pointed at the frame on every encode.
         var dummy: UInt8 = 0
         withUnsafeMutablePointer(to: &dummy) { p in
@@ -129,11 +136,24 @@ public final class AV1Encoder: VideoEncoder {
         guard rc == AOM_CODEC_OK else {
             throw CodecError("aom_codec_enc_config_set", code: Int32(rc.rawValue), message: Self.errorString(&ctx))
         }
-        if pattern.layers > 1 { try configureLayers() }
+        if pattern.layers > 1 || spatialLayers > 1 { try configureLayers() }
     }
 
     /// The temporal layers' cumulative targets (libwebrtc's shares, as for VP8 and VP9).
     func configureLayers() throws(CodecError) {
+        if spatialLayers > 1 {
+            // Each spatial layer its share of the target (as a simulcast layer of its size would
+            // get), cumulative over its temporal layers.
+            var kbps = config.spatialRateShares.flatMap { share in
+                pattern.cumulativeRateShare.map { Int32(max(1, Int(Double(encoderBitrate) * share * $0) / 1000)) }
+            }
+            let rc = caom_set_svc_spatial(
+                &ctx, Int32(spatialLayers), Int32(pattern.layers), &kbps, Int32(cfg.rc_max_quantizer), Int32(cfg.rc_min_quantizer))
+            guard rc == AOM_CODEC_OK else {
+                throw CodecError("AV1E_SET_SVC_PARAMS (spatial)", code: Int32(rc.rawValue), message: Self.errorString(&ctx))
+            }
+            return
+        }
         var kbps = pattern.cumulativeRateShare.map { Int32(max(1, Int(Double(encoderBitrate) * $0) / 1000)) }
         let rc = caom_set_svc_temporal(&ctx, Int32(pattern.layers), &kbps, Int32(cfg.rc_max_quantizer), Int32(cfg.rc_min_quantizer))
         guard rc == AOM_CODEC_OK else { throw CodecError("AV1E_SET_SVC_PARAMS", code: Int32(rc.rawValue), message: Self.errorString(&ctx)) }
@@ -145,6 +165,11 @@ public final class AV1Encoder: VideoEncoder {
     ) throws(CodecError) -> EncodedVideoFrame? {
         precondition(frame.width == config.width && frame.height == config.height)
         let periodic = keyFrameInterval > 0 && framesSinceKey >= keyFrameInterval
+        if spatialLayers > 1 {
+            return try encodeSpatial(
+                &frame, layer: layer, frameNumber: frameNumber, captureMicros: captureMicros,
+                keyPicture: forceKeyFrame || periodic || outputIndex == 0, clock: clock)
+        }
         let key = forceKeyFrame || periodic
         let flags: aom_enc_frame_flags_t = key ? aom_enc_frame_flags_t(caom_flag_force_kf()) : 0
         let step = key ? pattern.step(0) : pattern.step(frameIndex)
@@ -156,33 +181,9 @@ public final class AV1Encoder: VideoEncoder {
                 throw CodecError("AV1E_SET_SVC_LAYER_ID", code: Int32(rc.rawValue), message: Self.errorString(&ctx))
             }
         }
-        // The presentation time in the 90 kHz timebase follows capture time: libaom's rate
-        // control divides the target by the frame rate it derives from the step between two
-        // frames (`encoder.c` adjust_frame_rate). A pause (a layer the estimate left unsent) is
-        // not a frame rate: after 2 s libaom took 0.5 fps and made the resuming key frame 65 KB,
-        // 7 × the 720p average (Chromium counted the freeze behind it). A step longer than three
-        // frame intervals counts as one.
-        let interval = Int64(1_000_000 / max(1, config.fps))
-        var elapsed = lastCapture.map { captureMicros - $0 } ?? 0
-        if elapsed > 3 * interval || elapsed < 0 { elapsed = interval }
-        pts += elapsed * 9 / 100
-        lastCapture = captureMicros
-        let pts = aom_codec_pts_t(self.pts)
-        let duration = UInt(90_000 / max(1, config.fps))
+        let pts = nextPresentationTime(captureMicros)
         let start = clock()
-        let ls = frame.lumaSize, cs = frame.chromaSize
-        let w = frame.width, cw = frame.chromaWidth
-        let rc: aom_codec_err_t = frame.data.withUnsafeMutableBufferPointer { buf in
-            let base = buf.baseAddress!
-            image.planes.0 = base
-            image.planes.1 = base + ls
-            image.planes.2 = base + ls + cs
-            image.stride.0 = Int32(w)
-            image.stride.1 = Int32(cw)
-            image.stride.2 = Int32(cw)
-            return aom_codec_encode(&ctx, &image, pts, duration, flags)
-        }
-        guard rc == AOM_CODEC_OK else { throw CodecError("aom_codec_encode", code: Int32(rc.rawValue), message: Self.errorString(&ctx)) }
+        try encodeImage(&frame, pts: pts, flags: flags)
         var out: EncodedVideoFrame?
         var iter: aom_codec_iter_t?
         while let pkt = caom_get_cx_data(&ctx, &iter) {
@@ -216,6 +217,90 @@ public final class AV1Encoder: VideoEncoder {
         framesSinceKey += 1
         // The pattern restarts at a key frame (the frame after it is step 1).
         frameIndex = key ? 1 : frameIndex + 1
+        return out
+    }
+
+    /// The presentation time in the 90 kHz timebase follows capture time: libaom's rate control
+    /// divides the target by the frame rate it derives from the step between two frames
+    /// (`encoder.c` adjust_frame_rate). A pause (a layer the estimate left unsent) is not a frame
+    /// rate: after 2 s libaom took 0.5 fps and made the resuming key frame 65 KB, 7 × the 720p
+    /// average (Chromium counted the freeze behind it). A step longer than three frame intervals
+    /// counts as one.
+    func nextPresentationTime(_ captureMicros: Int64) -> aom_codec_pts_t {
+        let interval = Int64(1_000_000 / max(1, config.fps))
+        var elapsed = lastCapture.map { captureMicros - $0 } ?? 0
+        if elapsed > 3 * interval || elapsed < 0 { elapsed = interval }
+        pts += elapsed * 9 / 100
+        lastCapture = captureMicros
+        return aom_codec_pts_t(pts)
+    }
+
+    /// Hands libaom the picture (its planes wrapped, not copied).
+    func encodeImage(_ frame: inout I420Frame, pts: aom_codec_pts_t, flags: aom_enc_frame_flags_t) throws(CodecError) {
+        let duration = UInt(90_000 / max(1, config.fps))
+        let ls = frame.lumaSize, cs = frame.chromaSize
+        let w = frame.width, cw = frame.chromaWidth
+        let rc: aom_codec_err_t = frame.data.withUnsafeMutableBufferPointer { buf in
+            let base = buf.baseAddress!
+            image.planes.0 = base
+            image.planes.1 = base + ls
+            image.planes.2 = base + ls + cs
+            image.stride.0 = Int32(w)
+            image.stride.1 = Int32(cw)
+            image.stride.2 = Int32(cw)
+            return aom_codec_encode(&ctx, &image, pts, duration, flags)
+        }
+        guard rc == AOM_CODEC_OK else { throw CodecError("aom_codec_encode", code: Int32(rc.rawValue), message: Self.errorString(&ctx)) }
+    }
+
+    /// One picture of spatial layers: each layer's frame encoded in turn from the same picture
+    /// (libaom scales it), with its layer IDs and references (`caom_set_svc_layer_frame`).
+    func encodeSpatial(
+        _ frame: inout I420Frame, layer: Int, frameNumber: UInt32, captureMicros: Int64, keyPicture: Bool, clock: () -> Int64
+    ) throws(CodecError) -> EncodedVideoFrame? {
+        let step = keyPicture ? pattern.step(0) : pattern.step(frameIndex)
+        let pts = nextPresentationTime(captureMicros)
+        let start = clock()
+        var bytes: [UInt8] = []
+        var layers: [EncodedVideoFrame.SpatialLayerFrame] = []
+        var key = false
+        for s in 0..<spatialLayers {
+            let rc = caom_set_svc_layer_frame(
+                &ctx, Int32(s), Int32(step.temporalID), keyPicture ? 1 : 0, step.referenceLast ? 1 : 0, step.referenceGolden ? 1 : 0,
+                step.updateLast ? 1 : 0, step.updateGolden ? 1 : 0)
+            guard rc == AOM_CODEC_OK else {
+                throw CodecError("AV1E_SET_SVC_LAYER_ID", code: Int32(rc.rawValue), message: Self.errorString(&ctx))
+            }
+            try encodeImage(&frame, pts: pts, flags: keyPicture && s == 0 ? aom_enc_frame_flags_t(caom_flag_force_kf()) : 0)
+            var size = 0
+            var iter: aom_codec_iter_t?
+            while let pkt = caom_get_cx_data(&ctx, &iter) {
+                guard caom_pkt_is_frame(pkt) != 0 else { continue }
+                bytes += UnsafeRawBufferPointer(start: caom_pkt_buf(pkt), count: caom_pkt_size(pkt))
+                size += caom_pkt_size(pkt)
+                if s == 0 { key = key || caom_pkt_is_key(pkt) != 0 }
+            }
+            guard size > 0 else { break } // a layer libaom did not code: the picture ends below it
+            let (w, h) = config.spatialSize(s)
+            layers.append(.init(size: size, width: w, height: h))
+        }
+        framesSinceKey = keyPicture ? 1 : framesSinceKey + 1
+        frameIndex = keyPicture ? 1 : frameIndex + 1
+        guard !layers.isEmpty else { return nil }
+        var references: [Int] = []
+        if !key {
+            if step.referenceLast { references.append(outputIndex - lastBuffer) }
+            if step.referenceGolden, goldenBuffer != lastBuffer || !step.referenceLast { references.append(outputIndex - goldenBuffer) }
+        }
+        if key || step.updateLast { lastBuffer = outputIndex }
+        if key || step.updateGolden { goldenBuffer = outputIndex }
+        outputIndex += 1
+        var out = EncodedVideoFrame(
+            layer: layer, bytes: bytes, isKeyFrame: key, width: config.width, height: config.height, frameNumber: frameNumber,
+            captureMicros: captureMicros, temporalID: pattern.layers > 1 ? step.temporalID : nil,
+            layerSync: pattern.layers > 1 && !key && step.layerSync, encodeMicros: clock() - start,
+            referenceDistances: references.sorted().map { UInt8(clamping: $0) })
+        out.spatialLayers = layers
         return out
     }
 }

@@ -78,6 +78,28 @@ extension PublisherSession {
                     (w: inout ByteWriter) throws(RTPWriteError) in _ = try packetizer.next(frame: frame.bytes.span, into: &w)
                 }
                 guard sent else { return }
+            case .av1 where frame.spatialLayers.count > 1:
+                // Each spatial layer's frame in packets of its own (a descriptor describes one
+                // frame), the temporal unit's marker on the last; the N bit on the key picture's.
+                var ranges: [Range<Int>] = []
+                var packetizers: [AV1Packetizer] = []
+                for (k, l) in frame.spatialLayers.enumerated() {
+                    let r = (ranges.last?.upperBound ?? 0)..<((ranges.last?.upperBound ?? 0) + l.size)
+                    ranges.append(r)
+                    packetizers.append(
+                        try AV1Packetizer(frame: frame.bytes.span.extracting(r), maxPayloadSize: room, keyFrame: frame.isKeyFrame && k == 0)
+                    )
+                }
+                var d = descriptor
+                for k in packetizers.indices where k < d?.frames.count ?? 0 { d?.frames[k].packets = packetizers[k].packetCount }
+                var current = 0
+                let total = packetizers.reduce(0) { $0 + $1.packetCount }
+                let sent = try packetize(frame, stream: idx, sender: &s, count: total, descriptor: d) {
+                    (w: inout ByteWriter) throws(RTPWriteError) in
+                    while current + 1 < packetizers.count && packetizers[current].index >= packetizers[current].packetCount { current += 1 }
+                    _ = try packetizers[current].next(frame: frame.bytes.span.extracting(ranges[current]), into: &w)
+                }
+                guard sent else { return }
             case .av1:
                 var packetizer = try AV1Packetizer(frame: frame.bytes.span, maxPayloadSize: room, keyFrame: frame.isKeyFrame)
                 let sent = try packetize(frame, stream: idx, sender: &s, count: packetizer.packetCount, descriptor: descriptor) {
@@ -99,37 +121,50 @@ extension PublisherSession {
         s.sentAny = true
     }
 
-    /// An AV1 frame's Dependency Descriptor (the AOM RTP format, Appendix A), when the stream
-    /// sends one: the template of its place in the temporal pattern, the structure on a key
-    /// frame, and custom frame and chain diffs where the frame's references are not its
-    /// template's (a frame the encoder dropped moved them). Counts the stream's frame number.
+    /// An AV1 picture's Dependency Descriptors (the AOM RTP format, Appendix A), when the stream
+    /// sends them: one frame per spatial layer, each with the template of its layer and place in
+    /// the temporal pattern, the structure on a key picture's first packet, and custom frame and
+    /// chain diffs where the frame's are not its template's (a frame the encoder dropped moved
+    /// them). Counts the stream's frame numbers and keeps each chain's last frame.
     func frameDescriptor(_ frame: EncodedVideoFrame, sender s: inout RTPStreamSender) -> FrameDescriptor? {
         guard let id = s.descriptorID, frame.layer < config.layers.count else { return nil }
-        let layers = max(1, min(3, config.layers[frame.layer].temporalLayers))
-        let structure = FrameDependencyStructure.temporal(layers: layers, width: frame.width, height: frame.height)
-        let number = s.descriptorFrame
-        s.descriptorFrame &+= 1
+        let temporal = max(1, min(3, config.layers[frame.layer].temporalLayers))
+        let spatial = max(1, frame.spatialLayers.count)
+        let sizes = frame.spatialLayers.isEmpty ? [(frame.width, frame.height)] : frame.spatialLayers.map { ($0.width, $0.height) }
+        let structure = FrameDependencyStructure.svc(spatial: spatial, temporal: temporal, sizes: sizes)
+        if s.descriptorChainFrames.count != spatial || frame.isKeyFrame { s.descriptorChainFrames = Array(repeating: nil, count: spatial) }
         let tid = Int(frame.temporalID ?? 0)
-        let previousChainFrame = s.descriptorChainFrame
-        if frame.isKeyFrame || tid == 0 { s.descriptorChainFrame = number }
-        let index: Int =
-            frame.isKeyFrame
-            ? 0 : layers == 3 ? [1, 2, frame.referenceDistances.count >= 2 ? 4 : 3][min(tid, 2)] : layers == 2 ? min(tid, 1) + 1 : 1
-        var d = DependencyDescriptor(
-            startOfFrame: true, endOfFrame: true, templateID: structure.templateIDOffset + index, frameNumber: number)
-        if frame.isKeyFrame {
-            d.structure = structure
-            return FrameDescriptor(
-                id: id, templateID: d.templateID, frameNumber: number, firstTail: Array(d.bytes().dropFirst(3)), tail: [])
+        var out = FrameDescriptor(id: id, frames: [])
+        for l in 0..<spatial {
+            let number = s.descriptorFrame
+            s.descriptorFrame &+= 1
+            let index = FrameDependencyStructure.template(
+                spatial: l, temporalLayers: temporal, keyPicture: frame.isKeyFrame, temporalID: tid,
+                references: frame.referenceDistances.count)
+            let t = structure.templates[index]
+            var d = DependencyDescriptor(
+                startOfFrame: true, endOfFrame: true, templateID: structure.templateIDOffset + index, frameNumber: number)
+            // The frame's references: the picture's (in pictures, each `spatial` frames), or on a
+            // key picture the layer below.
+            let fdiffs = frame.isKeyFrame ? (l == 0 ? [] : [1]) : frame.referenceDistances.map { Int($0) * spatial }
+            // Each chain's previous frame; a key picture restarts them (its lowest frame's diffs are 0).
+            let chains =
+                frame.isKeyFrame && l == 0
+                ? [Int](repeating: 0, count: spatial) : s.descriptorChainFrames.map { $0.map { Int(number &- $0) } ?? 0 }
+            // On a key picture the layer's frame joins its chain and those above; a T0 frame its own.
+            for c in 0..<spatial where frame.isKeyFrame ? c >= l : (tid == 0 && c == l) { s.descriptorChainFrames[c] = number }
+            if fdiffs != t.frameDiffs { d.customFrameDiffs = fdiffs }
+            if chains != t.chainDiffs { d.customChainDiffs = chains }
+            var tail: [UInt8] = d.customFrameDiffs != nil || d.customChainDiffs != nil ? Array(d.bytes().dropFirst(3)) : []
+            var first = tail
+            if frame.isKeyFrame && l == 0 {
+                d.structure = structure
+                first = Array(d.bytes().dropFirst(3))
+                tail = []
+            }
+            out.frames.append(.init(templateID: d.templateID, frameNumber: number, firstTail: first, tail: tail))
         }
-        let t = structure.templates[index]
-        let fdiffs = frame.referenceDistances.map(Int.init)
-        if fdiffs != t.frameDiffs { d.customFrameDiffs = fdiffs }
-        // Frames back to the chain's previous frame (the last T0 before this one).
-        let chain = previousChainFrame.map { Int(number &- $0) } ?? 0
-        if [chain] != t.chainDiffs { d.customChainDiffs = [chain] }
-        let tail = d.customFrameDiffs != nil || d.customChainDiffs != nil ? Array(d.bytes().dropFirst(3)) : []
-        return FrameDescriptor(id: id, templateID: d.templateID, frameNumber: number, firstTail: tail, tail: tail)
+        return out
     }
 
     /// Writes a frame's `count` packets into arena slots (RTP header, then `payload` writes the
@@ -148,6 +183,7 @@ extension PublisherSession {
             return false
         }
         var headerSize = s.template.size
+        var layerFrame = 0, layerStart = 0
         let ts = s.rtpTimestamp(captureMicros: frame.captureMicros)
         for i in 0..<count {
             let slot = arena.allocate()!
@@ -155,14 +191,21 @@ extension PublisherSession {
             do throws(RTPWriteError) {
                 try s.template.write(to: &w, sequenceNumber: s.sequenceNumber, timestamp: ts, marker: i + 1 == count)
                 if let d = descriptor {
+                    // Which layer frame the packet belongs to (each is `packets` long, in turn).
+                    while layerFrame + 1 < d.frames.count && i >= layerStart + d.frames[layerFrame].packets {
+                        layerStart += d.frames[layerFrame].packets
+                        layerFrame += 1
+                    }
+                    let f = d.frames[layerFrame]
+                    let first = i == layerStart, last = i + 1 == layerStart + f.packets || i + 1 == count
                     // The three mandatory bytes (start/end of frame, template, frame number), then
-                    // the structure (a key frame's first packet) or the frame's custom fields.
+                    // the structure (a key picture's first packet) or the frame's custom fields.
                     let head: InlineArray<3, UInt8> = [
-                        (i == 0 ? 0x80 : 0) | (i + 1 == count ? 0x40 : 0) | UInt8(d.templateID & 63), UInt8(d.frameNumber >> 8),
-                        UInt8(d.frameNumber & 0xFF)
+                        (first ? 0x80 : 0) | (last ? 0x40 : 0) | UInt8(f.templateID & 63), UInt8(f.frameNumber >> 8),
+                        UInt8(f.frameNumber & 0xFF)
                     ]
                     try s.template.appendElement(
-                        id: d.id, head: head.span, tail: (i == 0 ? d.firstTail : d.tail).span, to: &w, headerStart: 0)
+                        id: d.id, head: head.span, tail: (first ? f.firstTail : f.tail).span, to: &w, headerStart: 0)
                 }
                 headerSize = w.count
                 try payload(&w)

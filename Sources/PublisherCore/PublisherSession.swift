@@ -421,17 +421,24 @@ public final class PublisherSession {
 /// What a queued packet slot holds: its stream, its payload size, whether it is padding or on
 /// the stream's RTX SSRC, and for a media packet its sequence number, RTP timestamp and marker
 /// (what the RTX history keeps once it is sent).
-/// One AV1 frame's Dependency Descriptor as its packets carry it: the mandatory fields (the
-/// start and end bits are each packet's), then `firstTail` on the first packet (the structure on
-/// a key frame) and `tail` on the others (custom fields, or nothing).
+/// One AV1 picture's Dependency Descriptors as its packets carry them: per spatial layer's frame
+/// (its packets in turn) the mandatory fields (the start and end bits are each packet's), then
+/// `firstTail` on its first packet (the structure on a key picture's lowest frame) and `tail` on
+/// the others (custom fields, or nothing).
 struct FrameDescriptor {
+    struct LayerFrame {
+        var templateID: Int
+        var frameNumber: UInt16
+        var firstTail: [UInt8]
+        var tail: [UInt8]
+        /// The frame's packets (set once the packetizer has counted them).
+        var packets = Int.max
+    }
+
     var id: UInt8
-    var templateID: Int
-    var frameNumber: UInt16
-    var firstTail: [UInt8]
-    var tail: [UInt8]
+    var frames: [LayerFrame]
     /// The most any of its packets' headers grow by: the element, its 2-byte head, word padding.
-    var size: Int { (2 + 3 + max(firstTail.count, tail.count) + 3) / 4 * 4 }
+    var size: Int { (2 + 3 + frames.map { max($0.firstTail.count, $0.tail.count) }.max()! + 3) / 4 * 4 }
 }
 
 struct SlotInfo {

@@ -29,10 +29,10 @@ struct RTPStreamSender {
     var rtxSequence: UInt16
     let history: RetransmissionBuffer?
     /// AV1's Dependency Descriptor, when negotiated: its ID, the frame number it counts, and the
-    /// last frame of its chain (the T0 frames).
+    /// last frame of each chain (one per spatial layer, over its T0 frames).
     let descriptorID: UInt8?
     var descriptorFrame: UInt16 = 0
-    var descriptorChainFrame: UInt16?
+    var descriptorChainFrames: [UInt16?] = []
 
     init(
         plan: StreamPlan.Stream, layer: VideoLayerConfig?, startMicros: Int64, bundle: Bool, codec: VideoCodec = .vp8,

@@ -66,50 +66,70 @@ public struct FrameDependencyStructure: Sendable, Equatable {
             && a.resolutions.elementsEqual(b.resolutions) { $0.width == $1.width && $0.height == $1.height }
     }
 
-    /// One spatial layer of `temporalLayers` temporal layers (1–3) in pubbot's pattern (the
-    /// 0-2-1-2 of libwebrtc's L1T3; T0 references the previous T0, T1 the T0 before it, a T2 the
-    /// frame before it — and the second T2 also the T0 three back, as pubbot's encoders reference
-    /// LAST and GOLDEN there), as libwebrtc's `scalability_structure_l1t*`/no-layering controllers
-    /// describe them: a decode target per temporal layer, one chain over the T0 frames.
-    /// Template order: key frame, T0, then the pattern's other steps.
-    public static func temporal(layers: Int, width: Int, height: Int) -> FrameDependencyStructure {
-        typealias T = Template
-        let S = DecodeTargetIndication.switch, D = DecodeTargetIndication.discardable, N = DecodeTargetIndication.notPresent
-        let templates: [T]
-        switch layers {
-        case 2:
-            templates = [
-                T(temporalID: 0, dtis: [S, S], frameDiffs: [], chainDiffs: [0]),
-                T(temporalID: 0, dtis: [S, S], frameDiffs: [2], chainDiffs: [2]),
-                T(temporalID: 1, dtis: [N, D], frameDiffs: [1], chainDiffs: [1])
-            ]
-        case 3:
-            templates = [
-                T(temporalID: 0, dtis: [S, S, S], frameDiffs: [], chainDiffs: [0]),
-                T(temporalID: 0, dtis: [S, S, S], frameDiffs: [4], chainDiffs: [4]),
-                T(temporalID: 1, dtis: [N, D, S], frameDiffs: [2], chainDiffs: [2]),
-                T(temporalID: 2, dtis: [N, N, D], frameDiffs: [1], chainDiffs: [1]),
-                T(temporalID: 2, dtis: [N, N, D], frameDiffs: [1, 3], chainDiffs: [3])
-            ]
-        default:
-            templates = [
-                T(temporalID: 0, dtis: [S], frameDiffs: [], chainDiffs: [0]),
-                T(temporalID: 0, dtis: [S], frameDiffs: [1], chainDiffs: [1])
-            ]
+    /// pubbot's layering as a structure: `spatial` spatial layers (1–3, each predicted from the
+    /// one below on key pictures only, the `_KEY` modes) of `temporal` temporal layers (1–3) in
+    /// the 0-2-1-2 pattern of libwebrtc's L1T3 — T0 references the previous T0, a T2 the picture
+    /// before, T1 the T0 two back, the second T2 also the T0 three back (pubbot's encoders
+    /// reference LAST and GOLDEN there). As libwebrtc's scalability structures describe theirs: a
+    /// decode target per (spatial, temporal) layer, spatial first; a chain per spatial layer over
+    /// its T0 frames (on a key picture over the key frames of it and the layers below). Every
+    /// spatial layer's frame of a picture is a frame of its own, lowest first. Templates by
+    /// layer: per spatial layer the key-picture frame, T0, then the pattern's other steps by
+    /// temporal ID (`template(spatial:…)` picks one). `sizes`: each spatial layer's, lowest first.
+    public static func svc(spatial: Int, temporal: Int, sizes: [(width: Int, height: Int)]) -> FrameDependencyStructure {
+        let S = max(1, min(3, spatial)), T = max(1, min(3, temporal))
+        let period = [1, 2, 4][T - 1]
+        let sw = DecodeTargetIndication.switch, d = DecodeTargetIndication.discardable, n = DecodeTargetIndication.notPresent
+        // The pattern's steps after T0, by temporal ID: (pictures after the T0 picture, tid,
+        // references in pictures, this spatial layer's dtis).
+        let steps: [(k: Int, tid: Int, refs: [Int], dtis: [DecodeTargetIndication])] =
+            switch T {
+            case 2: [(1, 1, [1], [n, d])]
+            case 3: [(2, 1, [2], [n, d, sw]), (1, 2, [1], [n, n, d]), (3, 2, [1, 3], [n, n, d])]
+            default: []
+            }
+        var templates: [Template] = []
+        for s in 0..<S {
+            func dtis(_ own: [DecodeTargetIndication], above: DecodeTargetIndication) -> [DecodeTargetIndication] {
+                (0..<S).flatMap { l in l == s ? own : [DecodeTargetIndication](repeating: l > s ? above : n, count: T) }
+            }
+            // The key picture's frame: every decode target of this layer and those above needs it.
+            templates.append(
+                Template(
+                    spatialID: s, temporalID: 0, dtis: dtis([DecodeTargetIndication](repeating: sw, count: T), above: sw),
+                    frameDiffs: s == 0 ? [] : [1], chainDiffs: (0..<S).map { c in c < s ? s - c : s == 0 ? 0 : 1 }))
+            templates.append(
+                Template(
+                    spatialID: s, temporalID: 0, dtis: dtis([DecodeTargetIndication](repeating: sw, count: T), above: n),
+                    frameDiffs: [period * S], chainDiffs: (0..<S).map { c in c < s ? s - c : period * S + s - c }))
+            for st in steps {
+                templates.append(
+                    Template(
+                        spatialID: s, temporalID: st.tid, dtis: dtis(st.dtis, above: n), frameDiffs: st.refs.map { $0 * S },
+                        chainDiffs: (0..<S).map { c in st.k * S + s - c }))
+            }
         }
-        let n = templates[0].dtis.count
         return FrameDependencyStructure(
-            decodeTargets: n, chains: 1, decodeTargetProtectedBy: [Int](repeating: 0, count: n), templates: templates,
-            resolutions: [(width, height)])
+            decodeTargets: S * T, chains: S, decodeTargetProtectedBy: (0..<S * T).map { $0 / T }, templates: templates,
+            resolutions: Array(sizes.prefix(S)))
     }
 
-    /// The template of step `step` of the temporal pattern (0 = T0), or of a key frame.
-    public static func temporalTemplate(layers: Int, step: Int, keyFrame: Bool) -> Int {
-        if keyFrame { return 0 }
-        switch layers {
-        case 2: return step % 2 == 0 ? 1 : 2
-        case 3: return [1, 3, 2, 4][step % 4]
-        default: return 1
+    /// One spatial layer of `layers` temporal layers: `svc(spatial: 1, …)`.
+    public static func temporal(layers: Int, width: Int, height: Int) -> FrameDependencyStructure {
+        svc(spatial: 1, temporal: layers, sizes: [(width, height)])
+    }
+
+    /// The template index in `svc(spatial:temporal:…)` of spatial layer `spatial`'s frame: on a key
+    /// picture, or of temporal layer `temporalID` (a T2 with two references is the pattern's
+    /// second T2).
+    public static func template(spatial: Int, temporalLayers: Int, keyPicture: Bool, temporalID: Int, references: Int) -> Int {
+        let T = max(1, min(3, temporalLayers))
+        let base = spatial * (T + (T == 3 ? 2 : 1))
+        if keyPicture { return base }
+        switch T {
+        case 3: return base + [1, 2, references >= 2 ? 4 : 3][min(max(temporalID, 0), 2)]
+        case 2: return base + 1 + min(max(temporalID, 0), 1)
+        default: return base + 1
         }
     }
 }

@@ -41,12 +41,14 @@ struct ChromiumInteropTests {
     /// pubbot's, its packets are pubbot's media plus the padding probes, it decodes ≥ 95 % of the
     /// frames at 720p with no freeze, and pubbot's estimate follows Chromium's transport-cc.
     /// Three times: the simulcast offer Chromium refuses, one 720p encoding offered as a browser
-    /// offers it (no RIDs; `a=ssrc`, `a=ssrc-group:FID`), H.264, VP9, VP9 L1T3, AV1 and AV1 L1T3 (Chromium's
+    /// offers it (no RIDs; `a=ssrc`, `a=ssrc-group:FID`), H.264, VP9, VP9 L1T3 and L3T3_KEY, AV1, AV1 L1T3 and
+    /// L3T3_KEY (the spatial layers one stream, AV1 with its Dependency Descriptor; Chromium's
     /// codec stats name what it negotiated; it decodes with its own decoder,
     /// `decoderImplementation`; its frame buffer follows the VP9 references pubbot writes).
     @Test(arguments: [
         [], ["--layers", "1280x720@30:2500k"], ["--codec", "h264"], ["--codec", "vp9"], ["--codec", "vp9", "--temporal-layers", "L1T3"],
-        ["--codec", "vp9", "--scalability", "L3T3_KEY"], ["--codec", "av1"], ["--codec", "av1", "--temporal-layers", "L1T3"]
+        ["--codec", "vp9", "--scalability", "L3T3_KEY"], ["--codec", "av1"], ["--codec", "av1", "--temporal-layers", "L1T3"],
+        ["--codec", "av1", "--scalability", "L3T3_KEY"]
     ])
     func publishIntoChromium(_ layers: [String]) throws {
         let (peer, port) = try start(["endpoint", "--limit", "60"])
@@ -157,10 +159,13 @@ struct ChromiumInteropTests {
 
     /// Chromium publishes one encoding of each codec pubbot decodes into `receive --whip-listen`
     /// (its codec preferences put that one first): pubbot answers that codec, and decodes ≥ 95 %
-    /// of the frames Chromium says it sent, with no decode error.
+    /// of the frames Chromium says it sent, with no decode error. AV1 with libwebrtc's Dependency
+    /// Descriptor (advertised under a field trial in Chromium 156): pubbot's reader takes
+    /// libwebrtc's writer's descriptor from every packet.
     @Test(arguments: ["VP8", "H264", "VP9", "AV1"])
     func chromiumPublishesEachCodecIntoReceive(_ codec: String) throws {
-        let (received, done) = try publishIntoReceive(["--codec", codec])
+        let trials = codec == "AV1" ? ["--field-trials", "WebRTC-DependencyDescriptorAdvertised/Enabled/"] : []
+        let (received, done) = try publishIntoReceive(["--codec", codec] + trials)
         let video = try #require((done["outbound"] as? [[String: Any]] ?? []).first { $0["kind"] as? String == "video" })
         #expect((video["codec"] as? String)?.hasPrefix("video/\(codec)") == true, "Chromium sent \(video["codec"] ?? "-")")
         let sent = video["framesSent"] as? Int ?? 0
@@ -171,6 +176,12 @@ struct ChromiumInteropTests {
         )
         #expect(stream?["codec"] as? String == codec && stream?["decodeErrors"] as? Int == 0, "\(String(describing: stream))")
         #expect(sent > 100 && decoded * 100 >= sent * 95, "Chromium sent \(sent) \(codec) frames, pubbot decoded \(decoded)")
+        if codec == "AV1" {
+            #expect(
+                (stream?["dependencyDescriptors"] as? Int ?? 0) > 100
+                    && stream?["dependencyDescriptors"] as? Int == stream?["packetsReceived"] as? Int
+                    && stream?["dependencyDescriptorErrors"] as? Int == 0, "Chromium's descriptors: \(String(describing: stream))")
+        }
     }
 
     /// Chromium publishes q/h/f simulcast in H.264 (OpenH264 per layer), VP9 and AV1 (one

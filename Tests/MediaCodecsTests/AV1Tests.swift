@@ -150,6 +150,65 @@ import RTPCore
         }
     }
 
+    /// AV1 L3T3_KEY (libaom SVC, one encode per spatial layer): a picture is the frames of
+    /// 320x180, 640x360 and 1280x720 in turn; each layer frame packetized on its own and
+    /// reassembled as the receiver does (one temporal unit) decodes at the top size with the
+    /// stamp; the lowest layers alone (an SFU forwarding fewer, the marker on the last it
+    /// forwards) decode at their size, every picture; T0 alone of all three decodes every T0
+    /// picture. The references are those the Dependency Descriptor's templates state.
+    @Test(arguments: [(1, [0, 1, 2]), (2, [0, 1, 2]), (3, [0, 1, 2]), (3, [0])] as [(Int, [UInt8])])
+    func spatialLayersDecodeWithoutTheLayersAbove(_ keptSpatial: Int, _ keptTemporal: [UInt8]) throws {
+        let config = VideoLayerConfig.spatial(top: .defaults(width: 1280, height: 720, temporalLayers: 3, rid: "f"), spatialLayers: 3)
+        let enc = try VideoCodec.av1.makeEncoder(config: config, keyFrameInterval: 0)
+        let dec = try VideoCodec.av1.makeDecoder()
+        var pic = I420Frame(width: 1280, height: 720)
+        var assembler = VideoFrameAssembler(codec: .av1)
+        var seq: UInt16 = 100
+        var decoded: [UInt32] = [], expected: [UInt32] = [], sizes: Set<Int> = [], refs: [[UInt8]] = []
+        var failed = 0
+        for i in 0..<12 {
+            SyntheticVideoSource().fill(&pic, frameNumber: UInt32(i), captureMillis: UInt32(i * 33))
+            let f = try #require(
+                try enc.encode(
+                    &pic, layer: 0, frameNumber: UInt32(i), captureMicros: Int64(i) * 33_333, forceKeyFrame: i == 8, clock: { 0 })
+            )
+            #expect(f.isKeyFrame == (i == 0 || i == 8))
+            #expect(f.spatialLayers.map(\.width) == [320, 640, 1280] && f.spatialLayers.map(\.size).reduce(0, +) == f.bytes.count)
+            refs.append(f.referenceDistances)
+            let tid = try #require(f.temporalID)
+            guard keptTemporal.contains(tid) else { continue }
+            expected.append(UInt32(i))
+            var offset = 0
+            var packets: [([UInt8], Bool)] = []
+            for (k, l) in f.spatialLayers.enumerated() where k < keptSpatial {
+                let layer = EncodedVideoFrame(
+                    layer: 0, bytes: Array(f.bytes[offset..<(offset + l.size)]), isKeyFrame: f.isKeyFrame && k == 0, width: l.width,
+                    height: l.height, frameNumber: f.frameNumber, captureMicros: f.captureMicros, temporalID: f.temporalID,
+                    layerSync: false,
+                    encodeMicros: 0)
+                packets += try Self.packets(layer, maxPayload: 1000).map { ($0.0, false) }
+                offset += l.size
+            }
+            packets[packets.count - 1].1 = true
+            for (k, (payload, marker)) in packets.enumerated() {
+                assembler.insert(
+                    sequenceNumber: seq &+ UInt16(k), timestamp: UInt32(i) * 3000, marker: marker, payload: payload.span, now: 0)
+            }
+            seq &+= UInt16(packets.count)
+            while let out = assembler.pop(now: 0) {
+                do {
+                    let d = try #require(try dec.decode(out.bytes, readStamp: true))
+                    sizes.insert(d.width)
+                    if let n = d.stamp?.frameNumber { decoded.append(n) }
+                } catch { failed += 1 }
+            }
+        }
+        #expect(refs.prefix(8) == [[], [1], [2], [1, 3], [4], [1], [2], [1, 3]], "\(refs)")
+        let top = [320, 640, 1280][keptSpatial - 1]
+        #expect(sizes == [top] && failed == 0, "kept S0..S\(keptSpatial - 1): decoded sizes \(sizes), \(failed) failed")
+        #expect(decoded == expected, "kept S0..S\(keptSpatial - 1) T\(keptTemporal): decoded \(decoded)")
+    }
+
     /// A layer the estimate left unsent for 2 s resumes with a key frame of ordinary size: libaom
     /// derives its frame rate from the step between presentation times, and took the pause for
     /// 0.5 fps (a 65 KB key frame at 720p, 2.5 Mbit/s — Chromium counted a freeze behind one).

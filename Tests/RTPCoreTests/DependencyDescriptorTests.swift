@@ -36,6 +36,59 @@ import Testing
         }
     }
 
+    /// The SVC structures against a model of the stream they describe (every spatial layer's frame
+    /// a frame number of its own, lowest first; LAST and GOLDEN per layer as pubbot's encoders
+    /// use them; a chain per spatial layer over its T0 frames, on a key picture over the key
+    /// frames of it and the layers below): every frame of two periods after a key picture is its
+    /// template exactly — no custom diffs in a regular stream — and the structure round-trips.
+    @Test(arguments: [(1, 1), (1, 3), (2, 2), (3, 1), (3, 3)] as [(Int, Int)])
+    func svcTemplatesDescribeTheStream(_ spatial: Int, _ temporal: Int) throws {
+        let sizes = (0..<spatial).map { (320 << $0, 180 << $0) }
+        let s = FrameDependencyStructure.svc(spatial: spatial, temporal: temporal, sizes: sizes)
+        #expect(s.decodeTargets == spatial * temporal && s.chains == spatial && s.resolutions.count == spatial)
+        let back = try DependencyDescriptor.parse(
+            DependencyDescriptor(startOfFrame: true, endOfFrame: true, templateID: 0, frameNumber: 0, structure: s).bytes().span, known: nil
+        )
+        #expect(back.structure == s)
+        // (tid, references LAST, GOLDEN, updates LAST, GOLDEN) of each step (libwebrtc's 0-2-1-2).
+        let steps: [(Int, Bool, Bool, Bool, Bool)] =
+            switch temporal {
+            case 2: [(0, true, false, true, false), (1, true, false, false, false)]
+            case 3:
+                [
+                    (0, true, false, true, false), (2, true, false, false, false), (1, true, false, false, true),
+                    (2, true, true, false, false)
+                ]
+            default: [(0, true, true, true, true)]
+            }
+        var last = [Int](repeating: 0, count: spatial), golden = last
+        var chains = [Int?](repeating: nil, count: spatial)
+        for picture in 0..<(2 * steps.count + 1) {
+            let key = picture == 0
+            let (tid, refLast, refGolden, updLast, updGolden) = steps[picture % steps.count]
+            for l in 0..<spatial {
+                let number = picture * spatial + l
+                var fdiffs: [Int] = []
+                if key {
+                    fdiffs = l == 0 ? [] : [1]
+                } else {
+                    if refLast { fdiffs.append(number - last[l]) }
+                    if refGolden && golden[l] != last[l] { fdiffs.append(number - golden[l]) }
+                }
+                let chainDiffs = key && l == 0 ? [Int](repeating: 0, count: spatial) : chains.map { $0.map { number - $0 } ?? 0 }
+                for c in 0..<spatial where key ? c >= l : (tid == 0 && c == l) { chains[c] = number }
+                if key || updLast { last[l] = number }
+                if key || updGolden { golden[l] = number }
+                let i = FrameDependencyStructure.template(
+                    spatial: l, temporalLayers: temporal, keyPicture: key, temporalID: tid, references: fdiffs.count)
+                let t = s.templates[i]
+                #expect(t.spatialID == l && t.temporalID == (key ? 0 : tid), "picture \(picture) S\(l): template \(i)")
+                #expect(t.frameDiffs == fdiffs.sorted(), "picture \(picture) S\(l): template \(i) fdiffs \(t.frameDiffs), stream \(fdiffs)")
+                #expect(t.chainDiffs == chainDiffs, "picture \(picture) S\(l): template \(i) chains \(t.chainDiffs), stream \(chainDiffs)")
+            }
+        }
+    }
+
     @Test func customDiffsRoundTrip() throws {
         let s = FrameDependencyStructure.temporal(layers: 3, width: 320, height: 180)
         for fdiffs in [[1], [5, 17], [2, 300, 4000], []] {

@@ -36,6 +36,7 @@ args.add_argument("--codec", help="publish: the video codec Chromium puts first 
 args.add_argument("--seconds", type=float, default=10)
 args.add_argument("--limit", type=float, default=120)
 args.add_argument("--end-on-stdin-eof", action="store_true", help="stop the browser and exit when stdin closes (PeerProcess)")
+args.add_argument("--field-trials", help="libwebrtc field trials (--force-fieldtrials), e.g. WebRTC-DependencyDescriptorAdvertised/Enabled/")
 args.add_argument("--bind", default="127.0.0.1", help="the HTTP server's address (0.0.0.0: reachable from another network namespace)")
 opts = args.parse_args()
 
@@ -178,6 +179,8 @@ flags = ["--headless=new", "--disable-gpu", "--user-data-dir=" + profile, "--use
          "--autoplay-policy=no-user-gesture-required"]
 if os.getuid() == 0:
     flags.append("--no-sandbox")
+if opts.field_trials:
+    flags.append("--force-fieldtrials=" + opts.field_trials)
 browser = subprocess.Popen([chromium] + flags + ["http://127.0.0.1:%d/page" % port], stdout=subprocess.DEVNULL,
                            stderr=open(os.path.join(profile, "chromium.log"), "w"), start_new_session=True,
                            preexec_fn=die_with_parent)
