@@ -46,7 +46,7 @@ static inline vpx_codec_err_t cvpx_vp9_set_frame_parallel(vpx_codec_ctx_t *ctx, 
 /* VP9 temporal layers go through libvpx's SVC interface (vp8cx.h VP9E_SET_SVC): one spatial
    layer at full scale, the application choosing each frame's temporal layer and references
    (BYPASS), as libvpx's examples/vpx_temporal_svc_encoder.c does. */
-static inline vpx_codec_err_t cvpx_vp9_set_svc_temporal(vpx_codec_ctx_t *ctx, int max_quantizer, int min_quantizer) {
+static inline vpx_codec_err_t cvpx_vp9_set_svc(vpx_codec_ctx_t *ctx, int spatial_layers, int max_quantizer, int min_quantizer) {
     vpx_codec_err_t rc = vpx_codec_control(ctx, VP9E_SET_SVC, 1);
     if (rc != VPX_CODEC_OK) return rc;
     vpx_svc_extra_cfg_t p;
@@ -57,8 +57,12 @@ static inline vpx_codec_err_t cvpx_vp9_set_svc_temporal(vpx_codec_ctx_t *ctx, in
         p.scaling_factor_num[i] = 1;
         p.scaling_factor_den[i] = 1;
     }
+    for (int s = 0; s < spatial_layers; s++) p.scaling_factor_den[s] = 1 << (spatial_layers - 1 - s);
     p.temporal_layering_mode = VP9E_TEMPORAL_LAYERING_MODE_BYPASS;
     return vpx_codec_control(ctx, VP9E_SET_SVC_PARAMETERS, &p);
+}
+static inline vpx_codec_err_t cvpx_vp9_set_svc_temporal(vpx_codec_ctx_t *ctx, int max_quantizer, int min_quantizer) {
+    return cvpx_vp9_set_svc(ctx, 1, max_quantizer, min_quantizer);
 }
 static inline vpx_codec_err_t cvpx_vp9_set_layer_id(vpx_codec_ctx_t *ctx, int temporal) {
     vpx_svc_layer_id_t id;
@@ -84,19 +88,7 @@ static inline void cvpx_cfg_set_spatial(vpx_codec_enc_cfg_t *cfg, int spatial_la
 }
 static inline vpx_codec_err_t cvpx_vp9_set_svc_spatial(vpx_codec_ctx_t *ctx, int spatial_layers, int max_quantizer,
                                                        int min_quantizer, int drop_threshold) {
-    vpx_codec_err_t rc = vpx_codec_control(ctx, VP9E_SET_SVC, 1);
-    if (rc != VPX_CODEC_OK) return rc;
-    vpx_svc_extra_cfg_t p;
-    memset(&p, 0, sizeof p);
-    for (int i = 0; i < VPX_MAX_LAYERS; i++) {
-        p.max_quantizers[i] = max_quantizer;
-        p.min_quantizers[i] = min_quantizer;
-        p.scaling_factor_num[i] = 1;
-        p.scaling_factor_den[i] = 1;
-    }
-    for (int s = 0; s < spatial_layers; s++) p.scaling_factor_den[s] = 1 << (spatial_layers - 1 - s);
-    p.temporal_layering_mode = VP9E_TEMPORAL_LAYERING_MODE_BYPASS;
-    rc = vpx_codec_control(ctx, VP9E_SET_SVC_PARAMETERS, &p);
+    vpx_codec_err_t rc = cvpx_vp9_set_svc(ctx, spatial_layers, max_quantizer, min_quantizer);
     if (rc != VPX_CODEC_OK) return rc;
     rc = vpx_codec_control(ctx, VP9E_SET_SVC_INTER_LAYER_PRED, 2 /* INTER_LAYER_PRED_KEY_PIC */);
     if (rc != VPX_CODEC_OK) return rc;
@@ -130,12 +122,7 @@ static inline vpx_codec_err_t cvpx_vp9_set_spatial_references(vpx_codec_ctx_t *c
     }
     vpx_codec_err_t rc = vpx_codec_control(ctx, VP9E_SET_SVC_REF_FRAME_CONFIG, &r);
     if (rc != VPX_CODEC_OK) return rc;
-    vpx_svc_layer_id_t id;
-    memset(&id, 0, sizeof id);
-    id.spatial_layer_id = 0;
-    id.temporal_layer_id = temporal;
-    for (int i = 0; i < VPX_SS_MAX_LAYERS; i++) id.temporal_layer_id_per_spatial[i] = temporal;
-    return vpx_codec_control(ctx, VP9E_SET_SVC_LAYER_ID, &id);
+    return cvpx_vp9_set_layer_id(ctx, temporal);
 }
 
 static inline vpx_codec_err_t cvpx_set_cpuused(vpx_codec_ctx_t *ctx, int v) {

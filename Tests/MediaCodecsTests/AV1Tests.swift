@@ -123,12 +123,7 @@ import RTPCore
             }
             if kept.contains(tid) {
                 expected.append(UInt32(i))
-                let packets = try Self.packets(f, maxPayload: 1000)
-                for (k, (payload, marker)) in packets.enumerated() {
-                    assembler.insert(
-                        sequenceNumber: seq &+ UInt16(k), timestamp: UInt32(i) * 3000, marker: marker, payload: payload.span, now: 0)
-                }
-                seq &+= UInt16(packets.count)
+                assembler.insertInOrder(try Self.packets(f, maxPayload: 1000), frame: i, seq: &seq)
             }
             while let out = assembler.pop(now: 0) {
                 do {
@@ -190,11 +185,7 @@ import RTPCore
                 offset += l.size
             }
             packets[packets.count - 1].1 = true
-            for (k, (payload, marker)) in packets.enumerated() {
-                assembler.insert(
-                    sequenceNumber: seq &+ UInt16(k), timestamp: UInt32(i) * 3000, marker: marker, payload: payload.span, now: 0)
-            }
-            seq &+= UInt16(packets.count)
+            assembler.insertInOrder(packets, frame: i, seq: &seq)
             while let out = assembler.pop(now: 0) {
                 do {
                     let d = try #require(try dec.decode(out.bytes, readStamp: true))

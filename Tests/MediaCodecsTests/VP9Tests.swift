@@ -95,11 +95,7 @@ import RTPCore
             // run on without a gap (as an SFU that drops a layer rewrites them).
             if kept.contains(tid) {
                 expected.append(UInt32(i))
-                for (k, (payload, marker)) in packets.enumerated() {
-                    assembler.insert(
-                        sequenceNumber: seq &+ UInt16(k), timestamp: UInt32(i) * 3000, marker: marker, payload: payload.span, now: 0)
-                }
-                seq &+= UInt16(packets.count)
+                assembler.insertInOrder(packets, frame: i, seq: &seq)
             }
             while let out = assembler.pop(now: 0) {
                 let d = try #require(try dec.decode(out.bytes, readStamp: true))
@@ -167,11 +163,7 @@ import RTPCore
             var forwarded = packets.filter { $0.2.spatialID < keptSpatial }
             forwarded[forwarded.count - 1].1 = true
             expected.append(UInt32(i))
-            for (k, (payload, marker, _)) in forwarded.enumerated() {
-                assembler.insert(
-                    sequenceNumber: seq &+ UInt16(k), timestamp: UInt32(i) * 3000, marker: marker, payload: payload.span, now: 0)
-            }
-            seq &+= UInt16(forwarded.count)
+            assembler.insertInOrder(forwarded.map { ($0.0, $0.1) }, frame: i, seq: &seq)
             while let out = assembler.pop(now: 0) {
                 let d = try #require(try dec.decode(out.bytes, readStamp: true))
                 sizes.insert(d.width)
@@ -239,5 +231,17 @@ import RTPCore
             #expect(encoded >= 250 && wrong.isEmpty, "\(name)")
             #expect(codec == .vp9 || codec == .av1 ? unread.count * 4 <= encoded : unread.isEmpty, "\(name)")
         }
+    }
+}
+
+extension VideoFrameAssembler {
+    /// Inserts a picture's packets in order, numbered on from `seq` (which moves past them), at
+    /// the picture's 90 kHz timestamp (30 fps: frame `frame` × 3000) — as a forwarder with no
+    /// gap sends what it keeps.
+    mutating func insertInOrder(_ packets: [([UInt8], Bool)], frame: Int, seq: inout UInt16) {
+        for (k, (payload, marker)) in packets.enumerated() {
+            insert(sequenceNumber: seq &+ UInt16(k), timestamp: UInt32(frame) * 3000, marker: marker, payload: payload.span, now: 0)
+        }
+        seq &+= UInt16(packets.count)
     }
 }
