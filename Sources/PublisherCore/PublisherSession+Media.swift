@@ -130,9 +130,13 @@ extension PublisherSession {
         guard let id = s.descriptorID, frame.layer < config.layers.count else { return nil }
         let temporal = max(1, min(3, config.layers[frame.layer].temporalLayers))
         let spatial = max(1, frame.spatialLayers.count)
-        let sizes = frame.spatialLayers.isEmpty ? [(frame.width, frame.height)] : frame.spatialLayers.map { ($0.width, $0.height) }
-        let structure = FrameDependencyStructure.svc(spatial: spatial, temporal: temporal, sizes: sizes)
-        if s.descriptorChainFrames.count != spatial || frame.isKeyFrame { s.descriptorChainFrames = Array(repeating: nil, count: spatial) }
+        // The structure changes only at a key picture (a switch of layer, of size): built then.
+        if frame.isKeyFrame || s.descriptorStructure?.chains != spatial {
+            let sizes = frame.spatialLayers.isEmpty ? [(frame.width, frame.height)] : frame.spatialLayers.map { ($0.width, $0.height) }
+            s.descriptorStructure = FrameDependencyStructure.svc(spatial: spatial, temporal: temporal, sizes: sizes)
+            s.descriptorChainFrames = Array(repeating: nil, count: spatial)
+        }
+        guard let structure = s.descriptorStructure else { return nil }
         let tid = Int(frame.temporalID ?? 0)
         var out = FrameDescriptor(id: id, frames: [])
         for l in 0..<spatial {

@@ -33,6 +33,8 @@ struct RTPStreamSender {
     let descriptorID: UInt8?
     var descriptorFrame: UInt16 = 0
     var descriptorChainFrames: [UInt16?] = []
+    /// The structure the last key picture attached.
+    var descriptorStructure: FrameDependencyStructure?
 
     init(
         plan: StreamPlan.Stream, layer: VideoLayerConfig?, startMicros: Int64, bundle: Bool, codec: VideoCodec = .vp8,
