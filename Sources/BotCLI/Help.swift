@@ -170,8 +170,9 @@ enum Help {
                                     bucket=20kb adds a token bucket at the rate (tbf's burst)
           --duration D              stop after D; default: until Ctrl-C
           --no-decode               reassemble video frames without decoding them (fleets)
-          --decode-publishers N     VP8-decode the video of the first N publishers only (default 4;
-                                    `all`); everyone's frames are still reassembled and checked
+          --decode-publishers N     decode the video and audio of the first N publishers only
+                                    (default 4; `all`); everyone's frames are still reassembled,
+                                    counted and checked
           --max-publishers N        publishers served on this port, by source address (default 1024)
           --json                    print the final summary as JSON
 

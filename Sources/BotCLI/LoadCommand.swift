@@ -272,6 +272,8 @@ enum LoadCommand {
             var rc = ReceiverConfig(listen: try SocketAddress(host: "127.0.0.1", port: 0), key: key)
             rc.impairment = plan.impairment
             rc.decodeVideo = plan.decode
+            // Without --decode, Opus too is decoded for a sample only (every frame still counted).
+            if !plan.decode { rc.decodedPublishers = 4 }
             rc.maxPublishers = perRoom + 8
             rc.maxStreams = (perRoom + 8) * 8
             receivers.append(try LoopbackReceiver(config: rc))

@@ -156,7 +156,7 @@ struct LoadReport {
             for (i, s) in r.streams.enumerated() where i < r.streamPublisher.count && r.streamPublisher[i] < r.publishers.count {
                 let a = r.publishers[r.streamPublisher[i]].port
                 received[a, default: (0, 0)].packets += s.packetsReceived
-                received[a, default: (0, 0)].frames += s.kind == .audio ? s.framesDecoded : s.framesAssembled
+                received[a, default: (0, 0)].frames += s.framesAssembled
             }
             receiverRejected = (receiverRejected ?? 0) + r.rejected.total
         }

@@ -406,7 +406,7 @@ enum ReceiveCommand {
             out[k].streams += 1
             out[k].packets += s.packetsReceived
             out[k].lost += s.packetsLost
-            out[k].frames += s.kind == .audio ? s.framesDecoded : s.framesAssembled
+            out[k].frames += s.framesAssembled
             out[k].bye = out[k].bye && s.byeReceived
         }
         return out

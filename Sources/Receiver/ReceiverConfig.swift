@@ -28,8 +28,9 @@ public struct ReceiverConfig: Sendable {
     public var preferredFrameRate: Int?
     /// Publishers (source addresses) served at once, and streams in all; packets beyond are refused.
     public var maxPublishers = 64
-    /// VP8 decoding is for the first this many publishers; the others' frames are reassembled
-    /// and checked but not decoded (a fleet's video does not fit a small machine's decoders).
+    /// Decoding (video and Opus) is for the first this many publishers; the others' frames are
+    /// reassembled and checked but not decoded (a fleet's media does not fit a small machine's
+    /// decoders).
     public var decodedPublishers = Int.max
     public var maxStreams = 256
     /// WebRTC publishers (WHIP): ICE-lite and DTLS on the socket, keys per publisher.

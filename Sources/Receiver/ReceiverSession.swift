@@ -205,6 +205,7 @@ public final class ReceiverSession {
         if let i = peerIndex[from] { return peers[i] }
         guard peers.count < config.maxPublishers else { return nil }
         let peer = PeerSession(index: peers.count, address: from, ssrc: ssrc)
+        if webrtc == nil { peer.srtpIn = try? SRTPSession(key: config.key, direction: .inbound) }
         peers.append(peer)
         peerIndex[from] = peer.index
         return peer
@@ -216,7 +217,16 @@ public final class ReceiverSession {
         // address (the selected pair) and unprotected with that publisher's DTLS keys.
         var known: PeerSession?
         var inbound = srtp
-        if webrtc != nil {
+        if webrtc == nil {
+            // SDES: a publisher known by its source address has an inbound session of its own
+            // (one SRTP context per peer, as pion and Janus keep): libsrtp2 finds a packet's
+            // stream by walking its session's list (`srtp_get_stream`), which over one shared
+            // session grew with every publisher of a fleet.
+            if let from, let i = peerIndex[from], let own = peers[i].srtpIn {
+                known = peers[i]
+                inbound = own
+            }
+        } else {
             guard len > 0, let from else { snap.rejected.notRTP += 1; return }
             let first = bytes[0]
             if first <= 3 || (20...63).contains(first) { handleTransportDatagram(p, length: len, from: from, now: now); return }
@@ -239,6 +249,7 @@ public final class ReceiverSession {
         let bytes = p.assumingMemoryBound(to: UInt8.self)
         do {
             let plain = try inbound.unprotectRTCP(p, length: len)
+            if known == nil && webrtc == nil { srtp.removeStream(ssrc: UInt32(bigEndian: p.loadUnaligned(fromByteOffset: 4, as: UInt32.self))) }
             guard let peer = known ?? session(from) else { snap.refusedOverCapacity += 1; return }
             var it = RTCPCompoundIterator()
             let span = Span(_unsafeStart: bytes, count: plain)
@@ -277,6 +288,10 @@ public final class ReceiverSession {
         let bytes = p.assumingMemoryBound(to: UInt8.self)
         let plain: Int
         do { plain = try inbound.unprotectRTP(p, length: len) } catch { count(error); return }
+        // A new publisher's first packet authenticated in the shared session: its stream there is
+        // dropped, and the publisher's own session takes its packets from now on (that one
+        // packet's replay state is not carried over).
+        if known == nil && webrtc == nil { srtp.removeStream(ssrc: UInt32(bigEndian: p.loadUnaligned(fromByteOffset: 8, as: UInt32.self))) }
         let span = Span(_unsafeStart: bytes, count: plain)
         let header: RTPHeader
         let ext: RTPExtensionValues
@@ -317,7 +332,8 @@ public final class ReceiverSession {
             stream = ReceiveStream(
                 ssrc: header.ssrc, kind: kind, payloadType: header.payloadType,
                 codec: (peer.videoCodecs ?? config.videoCodecs)[header.payloadType] ?? .vp8,
-                decodeVideo: config.decodeVideo && peer.index < config.decodedPublishers)
+                decodeVideo: config.decodeVideo && peer.index < config.decodedPublishers,
+                decodeAudio: peer.index < config.decodedPublishers)
             stream.preferredFrameRate = config.preferredFrameRate
             stream.peer = peer.index
             streams[header.ssrc] = stream
@@ -551,6 +567,9 @@ final class PeerSession {
     /// A WebRTC publisher's own: its DTLS keys' outbound SRTP, the extension IDs and payload
     /// types its offer used (nil: the receiver's configuration).
     var srtpOut: SRTPSession?
+    /// An SDES publisher's own inbound session (made with the receiver's key on its first
+    /// authenticated packet); WebRTC publishers' inbound keys live with their transport.
+    var srtpIn: SRTPSession?
     var extensionIDs: RTPExtensionIDs?
     var audioPayloadTypes: Set<UInt8>?
     var videoPayloadTypes: Set<UInt8>?

@@ -97,6 +97,15 @@ public final class SRTPSession {
         return Int(len)
     }
 
+    /// Forgets the stream of `ssrc` (its keys and replay window): a receiver that hands a
+    /// publisher a session of its own drops the stream its first packet made in the shared one,
+    /// so the shared session's stream list — searched on every packet (libsrtp2 `srtp.c`
+    /// `srtp_get_stream`) — stays short.
+    public func removeStream(ssrc: UInt32) {
+        // libsrtp2 `srtp_remove_stream`: the SSRC in network byte order, as in the header.
+        _ = srtp_remove_stream(session, ssrc.bigEndian)
+    }
+
     public func unprotectRTCP(_ packet: UnsafeMutableRawPointer, length: Int) throws(SRTPError) -> Int {
         guard length >= 8 else { throw .malformed }
         var len = Int32(length)
