@@ -27,6 +27,8 @@ public final class ReceiverSession {
     var downlink: LinkEmulator?
     let downlinkLine: DelayLine?
     let srtpOut: SRTPSession
+    /// SDES: the session a new source address's first packets are tried in (see `handle`).
+    var spare: SRTPSession?
     /// Publishers by source address: feedback for each goes back there.
     var peers: [PeerSession] = []
     var peerIndex: [SocketAddress: Int] = [:]
@@ -200,12 +202,17 @@ public final class ReceiverSession {
 
     /// The session of the publisher sending from `from` (created on its first authenticated
     /// packet; nil when `maxPublishers` are already served).
-    func session(_ from: SocketAddress?) -> PeerSession? {
+    /// `inbound`, the session the packet authenticated in, becomes the publisher's own when it
+    /// is the spare (SDES).
+    func session(_ from: SocketAddress?, adopting inbound: SRTPSession) -> PeerSession? {
         guard let from else { return nil }
         if let i = peerIndex[from] { return peers[i] }
         guard peers.count < config.maxPublishers else { return nil }
         let peer = PeerSession(index: peers.count, address: from, ssrc: ssrc)
-        if webrtc == nil { peer.srtpIn = try? SRTPSession(key: config.key, direction: .inbound) }
+        if webrtc == nil && inbound === spare {
+            peer.srtpIn = inbound
+            spare = nil
+        }
         peers.append(peer)
         peerIndex[from] = peer.index
         return peer
@@ -222,9 +229,15 @@ public final class ReceiverSession {
             // (one SRTP context per peer, as pion and Janus keep): libsrtp2 finds a packet's
             // stream by walking its session's list (`srtp_get_stream`), which over one shared
             // session grew with every publisher of a fleet.
+            // A packet from a new address is tried in a spare session, which becomes the
+            // publisher's when the packet authenticates (with that packet in its replay window);
+            // a packet that fails leaves the spare as it was (libsrtp2 `srtp.c` clones a stream
+            // from the template only after the tag checks).
             if let from, let i = peerIndex[from], let own = peers[i].srtpIn {
                 known = peers[i]
                 inbound = own
+            } else if let spare = spareInbound() {
+                inbound = spare
             }
         } else {
             guard len > 0, let from else { snap.rejected.notRTP += 1; return }
@@ -249,8 +262,10 @@ public final class ReceiverSession {
         let bytes = p.assumingMemoryBound(to: UInt8.self)
         do {
             let plain = try inbound.unprotectRTCP(p, length: len)
-            if known == nil && webrtc == nil { srtp.removeStream(ssrc: UInt32(bigEndian: p.loadUnaligned(fromByteOffset: 4, as: UInt32.self))) }
-            guard let peer = known ?? session(from) else { snap.refusedOverCapacity += 1; return }
+            guard let peer = known ?? session(from, adopting: inbound) else {
+                refuse(inbound, ssrc: UInt32(bigEndian: p.loadUnaligned(fromByteOffset: 4, as: UInt32.self)))
+                return
+            }
             var it = RTCPCompoundIterator()
             let span = Span(_unsafeStart: bytes, count: plain)
             while let packet = try it.next(in: span) {
@@ -288,10 +303,6 @@ public final class ReceiverSession {
         let bytes = p.assumingMemoryBound(to: UInt8.self)
         let plain: Int
         do { plain = try inbound.unprotectRTP(p, length: len) } catch { count(error); return }
-        // A new publisher's first packet authenticated in the shared session: its stream there is
-        // dropped, and the publisher's own session takes its packets from now on (that one
-        // packet's replay state is not carried over).
-        if known == nil && webrtc == nil { srtp.removeStream(ssrc: UInt32(bigEndian: p.loadUnaligned(fromByteOffset: 8, as: UInt32.self))) }
         let span = Span(_unsafeStart: bytes, count: plain)
         let header: RTPHeader
         let ext: RTPExtensionValues
@@ -302,7 +313,7 @@ public final class ReceiverSession {
             snap.rejected.malformed += 1
             return
         }
-        guard let peer = known ?? session(from) else { snap.refusedOverCapacity += 1; return }
+        guard let peer = known ?? session(from, adopting: inbound) else { refuse(inbound, ssrc: header.ssrc); return }
         if let ast = ext.absSendTime, peer.remoteEstimator != nil {
             peer.remoteEstimator?.onPacket(absSendTime: ast, arrivalMicros: now, size: len)
         }
@@ -525,6 +536,20 @@ public final class ReceiverSession {
         {
             snap.nackSent += nacks.count
         }
+    }
+
+    /// The spare inbound session a new SDES address's packets are tried in (nil if libsrtp2
+    /// cannot make one: the shared session serves).
+    func spareInbound() -> SRTPSession? {
+        if spare == nil { spare = try? SRTPSession(key: config.key, direction: .inbound) }
+        return spare
+    }
+
+    /// A packet that authenticated but is beyond `maxPublishers`: counted, and its stream taken
+    /// back out of the spare session so the spare stays empty.
+    func refuse(_ inbound: SRTPSession, ssrc: UInt32) {
+        snap.refusedOverCapacity += 1
+        if inbound === spare { inbound.removeStream(ssrc: ssrc) }
     }
 
     func count(_ e: SRTPError) {
