@@ -82,14 +82,14 @@ let package = Package(
             dependencies: ["RTPCore", "MediaCodecs", "Net", "SRTP", "Stats", "Impairment", "Congestion", "WebRTC", "ICE", "DTLS", "Crypto"]),
         // Its driver: the receive thread, its socket and clock. Re-exports Receiver.
         .target(
-            name: "LoopbackReceiver",
+            name: "ReceiverEngine",
             dependencies: [
                 "Receiver", "Platform", "RTPCore", "MediaCodecs", "Transport", "Stats", "Impairment", "Congestion", "WebRTC", "ICE", "DTLS",
                 "Crypto"
             ]),
         // The pre-flight's driver: a real publisher (and the embedded receiver) sampled into the
         // sans-IO `PreflightProbe`, the verdict, the audio-only phase.
-        .target(name: "PreflightRunner", dependencies: ["Platform", "Preflight", "PublisherEngine", "LoopbackReceiver", "Simulation"]),
+        .target(name: "PreflightRunner", dependencies: ["Platform", "Preflight", "PublisherEngine", "ReceiverEngine", "Simulation"]),
         // `pubbot load`: many replay bots (whole publisher sessions) on a few event loops.
         .target(
             name: "Fleet",
@@ -102,18 +102,18 @@ let package = Package(
             name: "WebRTCClient",
             dependencies: [
                 "HTTPSignaling", "Signalling", "WebRTC", "ICE", "DTLS", "Crypto", "Transport", "PublisherEngine", "RTPCore", "Platform",
-                "MediaCodecs", "LoopbackReceiver"
+                "MediaCodecs", "ReceiverEngine"
             ]),
         // pubbot's small HTTP/1.1 server (metrics, the WHIP endpoint of `receive --whip-listen`).
         .target(name: "HTTPServer", dependencies: ["Platform"]),
         // `receive --whip-listen`: the WHIP endpoint in front of the receiver.
-        .target(name: "WHIPEndpoint", dependencies: ["LoopbackReceiver", "HTTPServer", "Signalling", "DTLS", "ICE", "RTPCore", "Platform"]),
+        .target(name: "WHIPEndpoint", dependencies: ["ReceiverEngine", "HTTPServer", "Signalling", "DTLS", "ICE", "RTPCore", "Platform"]),
         .target(
             name: "BotCLI",
             dependencies: [
                 "HTTPSignaling", "WHIPEndpoint", "HTTPServer", "WebRTCClient", "DTLS", "Platform", "Fleet", "PreflightRunner",
                 "PublisherEngine",
-                "LoopbackReceiver", "Simulation", "Transport", "Stats", "RTPCore", "MediaCodecs", "Impairment", "Congestion", "Preflight",
+                "ReceiverEngine", "Simulation", "Transport", "Stats", "RTPCore", "MediaCodecs", "Impairment", "Congestion", "Preflight",
                 "ICE", "Signalling", "WebRTC"
             ],
             // Output schemas, beside the code that emits them.
@@ -151,9 +151,9 @@ let package = Package(
                 "Stats", "CAllocCounter", "Congestion"
             ]),
         .testTarget(
-            name: "LoopbackReceiverTests",
+            name: "ReceiverEngineTests",
             dependencies: [
-                "Platform", "LoopbackReceiver", "Receiver", "Transport", "RTPCore", "MediaCodecs", "ICE", "DTLS", "WebRTC", "Crypto"
+                "Platform", "ReceiverEngine", "Receiver", "Transport", "RTPCore", "MediaCodecs", "ICE", "DTLS", "WebRTC", "Crypto"
             ]),
         .testTarget(name: "BotCLITests", dependencies: ["BotCLI"]),
         .testTarget(
@@ -161,12 +161,12 @@ let package = Package(
             dependencies: ["WebRTCClient", "Signalling", "PublisherEngine", "MediaCodecs", "ICE", "Transport", "RTPCore"]),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["DTLS", "ICE", "Crypto", "Platform", "PublisherEngine", "LoopbackReceiver", "Transport", "BotCLI", "TestSupport"]
+            dependencies: ["DTLS", "ICE", "Crypto", "Platform", "PublisherEngine", "ReceiverEngine", "Transport", "BotCLI", "TestSupport"]
         ),
         .testTarget(
             name: "SimulationTests",
             dependencies: [
-                "Simulation", "Preflight", "PreflightRunner", "PublisherEngine", "LoopbackReceiver", "MediaCodecs", "Transport",
+                "Simulation", "Preflight", "PreflightRunner", "PublisherEngine", "ReceiverEngine", "MediaCodecs", "Transport",
                 "Impairment", "Stats"
             ])
     ]

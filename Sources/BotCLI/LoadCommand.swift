@@ -7,7 +7,7 @@ import RTPCore
 import Impairment
 import PublisherEngine
 import Fleet
-import LoopbackReceiver
+import ReceiverEngine
 import Transport
 import Stats
 import Platform
@@ -210,7 +210,7 @@ enum LoadCommand {
             }
         }
         raiseFileLimit(to: plan.range.count + 256)
-        let receivers: [LoopbackReceiver], rooms: [(SocketAddress, SRTPKey)]
+        let receivers: [ReceiverEngine], rooms: [(SocketAddress, SRTPKey)]
         do { (receivers, rooms) = try startRooms(plan) } catch {
             Output.err("Error: cannot start an embedded receiver: \(error)\n")
             return 2
@@ -261,10 +261,10 @@ enum LoadCommand {
 
     /// The receivers: remote `pubbot receive`s (one per room), or one embedded per room (started),
     /// each with its own key unless --key gives one for all; with WHIP each bot's answer decides.
-    static func startRooms(_ plan: Plan) throws -> ([LoopbackReceiver], [(SocketAddress, SRTPKey)]) {
+    static func startRooms(_ plan: Plan) throws -> ([ReceiverEngine], [(SocketAddress, SRTPKey)]) {
         if plan.whip != nil { return ([], [(try SocketAddress(host: "127.0.0.1", port: 9), .random(suite: .gcm))]) }
         if !plan.tos.isEmpty { return ([], plan.tos.map { ($0, plan.sharedKey!) }) }
-        var receivers: [LoopbackReceiver] = []
+        var receivers: [ReceiverEngine] = []
         var rooms: [(SocketAddress, SRTPKey)] = []
         let perRoom = plan.range.count / plan.roomCount + 1
         for _ in 0..<plan.roomCount {
@@ -276,7 +276,7 @@ enum LoadCommand {
             if !plan.decode { rc.decodedPublishers = 4 }
             rc.maxPublishers = perRoom + 8
             rc.maxStreams = (perRoom + 8) * 8
-            receivers.append(try LoopbackReceiver(config: rc))
+            receivers.append(try ReceiverEngine(config: rc))
             rooms.append((receivers.last!.localAddress, key))
         }
         for r in receivers { r.start() }

@@ -1,6 +1,6 @@
 import PublisherEngine
 import Fleet
-import LoopbackReceiver
+import ReceiverEngine
 import Stats
 
 /// The fleet report (`pubbot load --report`, schema `load-report.schema.json`): per-bot

@@ -1,4 +1,4 @@
-import LoopbackReceiver
+import ReceiverEngine
 import WebRTCClient
 import Transport
 import Stats
@@ -12,7 +12,7 @@ final class SubscriberFleet: @unchecked Sendable {
     struct Member: Sendable {
         var number: Int
         var room: Int
-        var receiver: LoopbackReceiver?
+        var receiver: ReceiverEngine?
         var subscription: WHEPSubscription?
         var error: String?
         var snapshot: ReceiverSnapshot?

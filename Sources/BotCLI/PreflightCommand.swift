@@ -2,7 +2,7 @@ import HTTPSignaling
 import Impairment
 import MediaCodecs
 import PublisherEngine
-import LoopbackReceiver
+import ReceiverEngine
 import Transport
 import Stats
 import Preflight
@@ -140,12 +140,12 @@ enum PreflightCommand {
     /// reports: 0, 1 (`--require` not met), 2 (a peer or the machine failed), 130 (interrupted).
     static func execute(_ plan: Plan) -> Int32 {
         var pc = plan.config
-        var receiver: LoopbackReceiver?
+        var receiver: ReceiverEngine?
         if case let .embedded(impairment) = plan.target {
             do {
                 var rc = ReceiverConfig(listen: try SocketAddress(host: "127.0.0.1", port: 0), key: pc.key)
                 rc.impairment = impairment
-                let r = try LoopbackReceiver(config: rc)
+                let r = try ReceiverEngine(config: rc)
                 receiver = r
                 pc.destination = r.localAddress
             } catch {

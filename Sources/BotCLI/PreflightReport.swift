@@ -1,7 +1,7 @@
 import HTTPSignaling
 import MediaCodecs
 import PublisherEngine
-import LoopbackReceiver
+import ReceiverEngine
 import Transport
 import Stats
 import Preflight

@@ -2,7 +2,7 @@
     import HTTPSignaling
     import Glibc
 #endif
-import LoopbackReceiver
+import ReceiverEngine
 import Transport
 import Stats
 import RTPCore
@@ -156,7 +156,7 @@ enum ReceiveCommand {
 
     /// What runs while receiving: the receiver, and the WHIP endpoint or WHEP session around it.
     struct Running {
-        var receiver: LoopbackReceiver
+        var receiver: ReceiverEngine
         var endpoint: WHIPEndpoint?
         var whep: WHEPSubscription?
     }
@@ -221,7 +221,7 @@ enum ReceiveCommand {
             return Running(receiver: r, whep: subscription)
         }
         guard case let .whipListen(token) = plan.mode else {
-            let r = try LoopbackReceiver(config: plan.config)
+            let r = try ReceiverEngine(config: plan.config)
             r.start()
             return Running(receiver: r)
         }
@@ -237,7 +237,7 @@ enum ReceiveCommand {
         // same number — which another process may hold on TCP: then another UDP port is tried.
         var attempt = 0
         while true {
-            let r = try LoopbackReceiver(config: plan.config)
+            let r = try ReceiverEngine(config: plan.config)
             let port = r.localAddress.port
             let candidates = ips.map { ICECandidate.host(STUNAddress(ip: $0, port: UInt16(port))) }
             do {
@@ -262,14 +262,14 @@ enum ReceiveCommand {
     /// connection line and its failure, the key-mismatch error (once).
     final class Watch {
         let plan: Plan
-        let receiver: LoopbackReceiver
+        let receiver: ReceiverEngine
         let whep: Bool
         var warned = false
         var whepFailure: String?
         var whepConnected = false
         var firstAuthFailure: Int64?
 
-        init(plan: Plan, receiver: LoopbackReceiver, whep: Bool) {
+        init(plan: Plan, receiver: ReceiverEngine, whep: Bool) {
             self.plan = plan
             self.receiver = receiver
             self.whep = whep

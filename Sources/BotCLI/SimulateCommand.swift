@@ -1,6 +1,6 @@
 import MediaCodecs
 import PublisherEngine
-import LoopbackReceiver
+import ReceiverEngine
 import Simulation
 import Transport
 import Stats

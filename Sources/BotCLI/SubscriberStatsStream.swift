@@ -1,4 +1,4 @@
-import LoopbackReceiver
+import ReceiverEngine
 import Stats
 import Transport
 import RTPCore

@@ -1,5 +1,5 @@
 import HTTPSignaling
-import LoopbackReceiver
+import ReceiverEngine
 import WebRTCClient
 import Transport
 import DTLS
@@ -20,7 +20,7 @@ enum WHEPReceiver {
 
     /// `config`'s listen address is replaced by the one routed toward the server.
     static func open(_ options: WHIPOptions, config: ReceiverConfig = defaultConfig) throws(WHIPConnectError) -> (
-        LoopbackReceiver, WHEPSubscription
+        ReceiverEngine, WHEPSubscription
     ) {
         let bind = try WHIPConnection.bindAddress(options)
         var rc = config
@@ -30,8 +30,8 @@ enum WHEPReceiver {
         do { certificate = try DTLSCertificate() } catch { throw WHIPConnectError("\(error)") }
         guard let local = STUNAddress(bind) else { throw WHIPConnectError("the local address \(bind) is not usable for ICE") }
         rc.webrtc = WebRTCListenConfig(certificate: certificate, local: local)
-        let receiver: LoopbackReceiver
-        do { receiver = try LoopbackReceiver(config: rc) } catch { throw WHIPConnectError("\(error)") }
+        let receiver: ReceiverEngine
+        do { receiver = try ReceiverEngine(config: rc) } catch { throw WHIPConnectError("\(error)") }
         let subscription = try WHEPSubscription.open(
             options, local: STUNAddress(receiver.localAddress)!, certificate: certificate,
             sleep: { Clock.sleep(micros: $0) })
@@ -53,7 +53,7 @@ final class WHEPProbe: @unchecked Sendable {
     }
 
     let options: WHIPOptions
-    let state = Locked<(receiver: LoopbackReceiver?, subscription: WHEPSubscription?, error: String?, stopped: Bool)>(
+    let state = Locked<(receiver: ReceiverEngine?, subscription: WHEPSubscription?, error: String?, stopped: Bool)>(
         (nil, nil, nil, false))
     let thread = Locked<JoinableThread?>(nil)
 

@@ -1,5 +1,5 @@
 public import PublisherEngine
-public import LoopbackReceiver
+public import ReceiverEngine
 public import Preflight
 import Platform
 
@@ -94,7 +94,7 @@ public enum PreflightRunner {
     /// `minimumMicros`: the measured phase does not end on a steady estimate before this (a
     /// subscriber through the server, `--whep`, needs time to watch).
     public static func run(
-        _ pc: PublisherConfig, receiver: LoopbackReceiver?, thresholds: VerdictThresholds, observer: Observer,
+        _ pc: PublisherConfig, receiver: ReceiverEngine?, thresholds: VerdictThresholds, observer: Observer,
         connector: Connector = .plain, minimumMicros: Int64 = 0
     ) -> Outcome {
         var phase = runPhase(
@@ -135,7 +135,7 @@ public enum PreflightRunner {
 
     /// Publishes until the estimate is steady (or the limit), watching for any answer.
     static func runPhase(
-        _ pc: PublisherConfig, receiver: LoopbackReceiver?, startReceiver: Bool, limit: Int64, label: String,
+        _ pc: PublisherConfig, receiver: ReceiverEngine?, startReceiver: Bool, limit: Int64, label: String,
         observer: Observer, connector: Connector, minimumMicros: Int64 = 0, lossThreshold: Double = 0.10
     ) -> Phase {
         let publisher: Publisher, end: @Sendable () -> Void

@@ -13,7 +13,7 @@ import Congestion
 /// emulators (pure, time passed in) where the receiver applies them. In: `handleDatagram`,
 /// `step(now:)` (delivers what the emulated links hold, sends feedback; returns when to be
 /// called next). Out: `pollTransmit` (SRTCP feedback to each publisher), `snapshot`. The driver
-/// is `LoopbackReceiver` (its thread reads the socket and the clock). The Receiver module depends
+/// is `ReceiverEngine` (its thread reads the socket and the clock). The Receiver module depends
 /// on no clock, thread or socket (Package.swift; `scripts/test` builds with
 /// `--explicit-target-dependency-import-check error`): the compiler keeps it sans-IO.
 public final class ReceiverSession {

@@ -1,4 +1,4 @@
-public import LoopbackReceiver
+public import ReceiverEngine
 public import DTLS
 public import ICE
 public import HTTPServer
@@ -40,13 +40,13 @@ public final class WHIPEndpoint: @unchecked Sendable {
             for g in gone { s.remove(g) }; return s.count
         }
     }
-    let receiver: LoopbackReceiver
+    let receiver: ReceiverEngine
 
     /// - Parameters:
     ///   - candidates: the media socket's host candidates, as the answer names them.
     ///   - maxSessions: live sessions at once; beyond this, 503 with Retry-After.
     public init(
-        receiver: LoopbackReceiver, host: String, port: Int, token: String?, certificate: DTLSCertificate,
+        receiver: ReceiverEngine, host: String, port: Int, token: String?, certificate: DTLSCertificate,
         candidates: [ICECandidate], maxSessions: Int, limits: HTTPServer.Limits = HTTPServer.Limits()
     ) throws(StartError) {
         self.receiver = receiver
@@ -167,7 +167,7 @@ public final class WHIPEndpoint: @unchecked Sendable {
     }
 
     static func create(
-        _ r: HTTPRequest, receiver: LoopbackReceiver, sessions: Locked<Set<String>>, fingerprint: String,
+        _ r: HTTPRequest, receiver: ReceiverEngine, sessions: Locked<Set<String>>, fingerprint: String,
         candidates: [ICECandidate], maxSessions: Int
     ) -> HTTPResponse {
         guard r.header("content-type")?.lowercased().hasPrefix("application/sdp") == true else {

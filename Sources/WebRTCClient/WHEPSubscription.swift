@@ -2,7 +2,7 @@ public import HTTPSignaling
 public import Signalling
 public import DTLS
 import Transport
-public import LoopbackReceiver
+public import ReceiverEngine
 import RTPCore
 public import ICE
 import Platform

@@ -2,7 +2,7 @@ import Testing
 import Foundation
 @testable import BotCLI
 import PublisherEngine
-import LoopbackReceiver
+import ReceiverEngine
 import Transport
 import MediaCodecs
 import Impairment
@@ -17,7 +17,7 @@ import Platform
         var rc = ReceiverConfig(listen: try SocketAddress(host: "127.0.0.1", port: 0), key: key)
         if where_ != "downlink" { rc.impairment = try ImpairmentSchedule.parse("loss=10%") }
         if where_ != "uplink" { rc.downlinkImpairment = try ImpairmentSchedule.parse("loss=10%") }
-        let r = try LoopbackReceiver(config: rc)
+        let r = try ReceiverEngine(config: rc)
         var c = PublisherConfig(destination: r.localAddress, layers: VideoLayerConfig.ladder(top: 640, 360, layers: 2), key: key)
         c.durationMicros = 6_000_000
         c.senderStats = true

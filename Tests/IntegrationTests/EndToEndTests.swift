@@ -1,7 +1,7 @@
 import Testing
 import Foundation
 import PublisherEngine
-import LoopbackReceiver
+import ReceiverEngine
 import Transport
 import MediaCodecs
 import Stats
@@ -16,7 +16,7 @@ import Platform
         throws -> (PublisherSnapshot, ReceiverSnapshot)
     {
         let key = SRTPKey.random(suite: suite)
-        let r = try LoopbackReceiver(config: ReceiverConfig(listen: SocketAddress(host: "127.0.0.1", port: 0), key: receiverKey ?? key))
+        let r = try ReceiverEngine(config: ReceiverConfig(listen: SocketAddress(host: "127.0.0.1", port: 0), key: receiverKey ?? key))
         var c = PublisherConfig(destination: r.localAddress, layers: layers, key: key)
         c.durationMicros = Int64(seconds * 1e6)
         let p = try Publisher(config: c)
@@ -34,12 +34,12 @@ import Platform
         impair: String? = nil, layers: [VideoLayerConfig] = VideoLayerConfig.ladder(top: 640, 360, layers: 2), seconds: Double,
         receiver tweakReceiver: (inout ReceiverConfig) -> Void = { _ in },
         publisher tweakPublisher: (inout PublisherConfig) -> Void = { _ in }
-    ) throws -> (LoopbackReceiver, Publisher) {
+    ) throws -> (ReceiverEngine, Publisher) {
         let key = SRTPKey.random(suite: .aesCm)
         var rc = ReceiverConfig(listen: try SocketAddress(host: "127.0.0.1", port: 0), key: key)
         if let impair { rc.impairment = try ImpairmentSchedule.parse(impair) }
         tweakReceiver(&rc)
-        let r = try LoopbackReceiver(config: rc)
+        let r = try ReceiverEngine(config: rc)
         var c = PublisherConfig(destination: r.localAddress, layers: layers, key: key)
         c.durationMicros = Int64(seconds * 1e6)
         tweakPublisher(&c)
@@ -167,7 +167,7 @@ import Platform
 
     @Test func wrongKeyIsDiagnosedWithinASecond() throws {
         let key = SRTPKey.random(suite: .aesCm)
-        let r = try LoopbackReceiver(config: ReceiverConfig(listen: SocketAddress(host: "127.0.0.1", port: 0), key: .random(suite: .aesCm)))
+        let r = try ReceiverEngine(config: ReceiverConfig(listen: SocketAddress(host: "127.0.0.1", port: 0), key: .random(suite: .aesCm)))
         var c = PublisherConfig(destination: r.localAddress, layers: [.defaults(width: 320, height: 180, rid: "q")], key: key)
         c.durationMicros = 2_000_000
         let p = try Publisher(config: c)

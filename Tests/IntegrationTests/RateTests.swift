@@ -1,7 +1,7 @@
 import Testing
 import Foundation
 import PublisherEngine
-import LoopbackReceiver
+import ReceiverEngine
 import Transport
 import MediaCodecs
 import Stats
@@ -25,7 +25,7 @@ extension EndToEndTests {
     /// two to reach the ladder).
     static func measure(fps: Int, temporalLayers: Int, relayed: Bool = false, seconds: Double = 10, warmUp: Double = 2) throws -> Outcome {
         let key = SRTPKey.random(suite: .aesCm)
-        let r = try LoopbackReceiver(config: ReceiverConfig(listen: SocketAddress(host: "127.0.0.1", port: 0), key: key))
+        let r = try ReceiverEngine(config: ReceiverConfig(listen: SocketAddress(host: "127.0.0.1", port: 0), key: key))
         var c = PublisherConfig(
             destination: r.localAddress,
             layers: VideoLayerConfig.ladder(

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import PublisherEngine
-import LoopbackReceiver
+import ReceiverEngine
 import Transport
 import RTPCore
 import MediaCodecs
@@ -13,7 +13,7 @@ import MediaCodecs
 @Suite(.serialized) struct PublisherHostileTrafficTests {
     @Test func floodedPublisherKeepsPublishing() throws {
         let key = SRTPKey.random(suite: .aesCm)
-        let r = try LoopbackReceiver(config: ReceiverConfig(listen: try SocketAddress(host: "127.0.0.1", port: 0), key: key))
+        let r = try ReceiverEngine(config: ReceiverConfig(listen: try SocketAddress(host: "127.0.0.1", port: 0), key: key))
         var c = PublisherConfig(destination: r.localAddress, layers: VideoLayerConfig.ladder(top: 640, 360, layers: 2), key: key)
         c.durationMicros = 6_000_000
         let p = try Publisher(config: c)

@@ -1,7 +1,7 @@
 import Testing
 import Simulation
 import PublisherEngine
-import LoopbackReceiver
+import ReceiverEngine
 import MediaCodecs
 import Transport
 import Impairment

@@ -1,5 +1,5 @@
 import Testing
-@testable import LoopbackReceiver
+@testable import ReceiverEngine
 @testable import Receiver
 import Transport
 import Platform
@@ -10,7 +10,7 @@ import MediaCodecs
 @Suite struct HostileInputTests {
     @Test func countsEveryRejectedPacketByCause() throws {
         let key = SRTPKey.random(suite: .aesCm)
-        let r = try LoopbackReceiver(config: ReceiverConfig(listen: SocketAddress(host: "127.0.0.1", port: 0), key: key))
+        let r = try ReceiverEngine(config: ReceiverConfig(listen: SocketAddress(host: "127.0.0.1", port: 0), key: key))
         r.start()
         defer { r.stop(); r.wait() }
         let tx = try UDPSocket(for: r.localAddress)

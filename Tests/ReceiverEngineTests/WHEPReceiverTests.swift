@@ -1,5 +1,5 @@
 import Testing
-@testable import LoopbackReceiver
+@testable import ReceiverEngine
 @testable import Receiver
 import Transport
 import RTPCore

@@ -10,7 +10,7 @@ import Platform
 /// The receiving side (`pubbot receive`, embedded in `preflight`): unprotects, demultiplexes by
 /// SSRC, reassembles and decodes every stream, reads the video stamps, and counts every packet
 /// it refuses by cause. Runs on its own thread.
-public final class LoopbackReceiver: Sendable {
+public final class ReceiverEngine: Sendable {
     public let config: ReceiverConfig
     public let localAddress: SocketAddress
     let socketHandoff: Handoff<UDPSocket>
