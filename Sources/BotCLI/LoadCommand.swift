@@ -44,6 +44,8 @@ enum LoadCommand {
         var rampPerSecond: Double
         var loops: Int
         var requirements: [LoadRequirement]
+        /// `--require` was given: a run where pubbot itself was saturated fails it.
+        var requireGiven = false
         var suite: SRTPSuite
         /// Remote receivers, one per room.
         var tos: [SocketAddress]
@@ -121,7 +123,7 @@ enum LoadCommand {
                 ?? VideoLayerConfig.ladder(top: 640, 360, layers: 2)
         var addresses: [SocketAddress] = []
         for to in tos { addresses.append(try CommonOptions.address(to, option: "to")) }
-        return Plan(
+        var plan = Plan(
             total: total, shard: shard, range: range, duration: duration, rampPerSecond: rampPerSecond, loops: loops,
             requirements: requirements, suite: suite, tos: addresses, whip: whipOptions, whep: whepOptions,
             subscriberCount: subscriberCount,
@@ -132,6 +134,8 @@ enum LoadCommand {
                 guard codecs.count == 1 else { throw UsageError("load takes one --codec (every bot sends it)") }
                 return codecs[0]
             })
+        plan.requireGiven = o.value("require") != nil
+        return plan
     }
 
     /// `--bots N` or `--publishers N` (the same), 10 by default.
@@ -223,7 +227,7 @@ enum LoadCommand {
         announce(plan, rooms: rooms, embedded: !receivers.isEmpty)
         live?.start()
         fleet.start()
-        let watch = Watch(plan: plan, fleet: fleet, live: live)
+        let watch = Watch(plan: plan, fleet: fleet, live: live, receivers: receivers)
         watch.run()
         let interrupted = Signals.isInterrupted
         watch.stopSubscribers()
@@ -249,6 +253,7 @@ enum LoadCommand {
             loops: plan.loops)
         if let subscribers = watch.subscribers { report.subscribers = SubscriberSummary(subscribers.members.value, rooms: plan.roomCount) }
         report.evaluate(plan.requirements)
+        report.saturationFails = plan.requireGiven
         guard report.emit(to: plan.reportPath, json: plan.json) else { return 2 }
         // Not one bot could start: one line that says why (the report has each bot's reason).
         let bots = fleet.snapshot()
@@ -339,15 +344,29 @@ enum LoadCommand {
         /// publishers end (what they see is the steady room, not its start or end).
         let subscribers: SubscriberFleet?
         var subscribersStarted = false, subscribersStopped = false
-        var steadyFrom: (wall: Int64, cpu: Int64, encoder: Int64)?
-        var steadyTo: (wall: Int64, cpu: Int64, encoder: Int64)?
+        var steadyFrom: Sample?
+        var steadyTo: Sample?
         var peakRSS = 0
         var vitals = ProcessVitals()
+        let receivers: [ReceiverEngine]
+        /// The drivers' lag a second ago, for the live line's last second.
+        var lastSecond: (at: Int64, lag: DriverLags)?
+        var recentLagP99: Int64?
 
-        init(plan: Plan, fleet: Fleet, live: SharedEncoder?) {
+        /// The figures the steady window is the difference of.
+        struct Sample {
+            var wall: Int64
+            var cpu: Int64
+            var encoder: Int64
+            var lag: DriverLags
+            var machine: (busy: Int64, total: Int64)?
+        }
+
+        init(plan: Plan, fleet: Fleet, live: SharedEncoder?, receivers: [ReceiverEngine] = []) {
             self.plan = plan
             self.fleet = fleet
             self.live = live
+            self.receivers = receivers
             rampEnd = start + Int64(Double(plan.range.count) * 1e6 / plan.rampPerSecond)
             subscribers = plan.whep.map {
                 SubscriberFleet(
@@ -371,15 +390,29 @@ enum LoadCommand {
                 let done = snaps.filter { $0.state == .done }.count
                 let failed = snaps.filter { $0.state == .failed }.count
                 peakRSS = max(peakRSS, vitals.sample().rssBytes)
+                let lag = driversLag()
                 if steadyFrom == nil && now >= rampEnd + 1_000_000 && now < end - 1_000_000 {
-                    steadyFrom = (now, fleet.loopsCPUMicros, live?.encoderCPUMicros ?? 0)
+                    steadyFrom = Sample(
+                        wall: now, cpu: fleet.loopsCPUMicros, encoder: live?.encoderCPUMicros ?? 0, lag: lag, machine: MachineCPU.sample())
                 }
-                if steadyFrom != nil && now < end - 1_000_000 { steadyTo = (now, fleet.loopsCPUMicros, live?.encoderCPUMicros ?? 0) }
+                if steadyFrom != nil && now < end - 1_000_000 {
+                    steadyTo = Sample(
+                        wall: now, cpu: fleet.loopsCPUMicros, encoder: live?.encoderCPUMicros ?? 0, lag: lag, machine: MachineCPU.sample())
+                }
+                if let l = lastSecond, now - l.at >= 1_000_000 {
+                    recentLagP99 = lag.since(l.lag).worst?.lag.percentile(0.99)
+                    lastSecond = (now, lag)
+                } else if lastSecond == nil {
+                    lastSecond = (now, lag)
+                }
+                let behind = recentLagP99.map { $0 > LoadReport.saturatedLagMicros } ?? false
                 if let subscribers, !subscribersStarted, now >= rampEnd + 2_000_000 { subscribersStarted = true; subscribers.start() }
                 if subscribersStarted, now >= end - 1_000_000 { stopSubscribers() }
                 Output.progress(
                     "load \(Units.fixed(Double(now - start) / 1e6, 1))s  started \(running + done + failed)/\(plan.range.count)  running \(running)  failed \(failed)"
-                        + (subscribers.map { "  subscribers \($0.connected)/\(plan.subscriberCount)" } ?? ""))
+                        + (subscribers.map { "  subscribers \($0.connected)/\(plan.subscriberCount)" } ?? "")
+                        + (recentLagP99.map { "  lag p99 \(Units.fixed(Double($0) / 1000, 0)) ms" } ?? "")
+                        + (behind ? "  SATURATED: pubbot is the bottleneck" : ""))
                 if done + failed == plan.range.count { break }
                 if now - start > plan.duration + 10_000_000 { break } // the loops should have ended by now
             }
@@ -394,10 +427,25 @@ enum LoadCommand {
         /// The steady state's cost, when it lasted at least a second.
         var cost: LoadReport.Cost? {
             guard let a = steadyFrom, let b = steadyTo, b.wall - a.wall >= 1_000_000 else { return nil }
-            return LoadReport.Cost(
+            var c = LoadReport.Cost(
                 loopCPUPercent: Double(b.cpu - a.cpu) * 100 / Double(b.wall - a.wall), peakRSSBytes: peakRSS,
                 seconds: Double(b.wall - a.wall) / 1e6,
                 encoderCPUPercent: live == nil ? nil : Double(b.encoder - a.encoder) * 100 / Double(b.wall - a.wall))
+            c.lag = b.lag.since(a.lag)
+            if let m0 = a.machine, let m1 = b.machine, m1.total > m0.total {
+                c.machineBusyPercent = Double(m1.busy - m0.busy) * 100 / Double(m1.total - m0.total)
+            }
+            c.cores = MachineCPU.cores
+            return c
+        }
+
+        /// How late every driver of this process ran what was due: the fleet's event loops, the
+        /// embedded receivers' threads and the subscribers' receive threads.
+        func driversLag() -> DriverLags {
+            var embedded = LagMeter(), subscribed = LagMeter()
+            for r in receivers { embedded.add(r.load.lag) }
+            if let subscribers { for m in subscribers.members.value { if let r = m.receiver { subscribed.add(r.load.lag) } } }
+            return DriverLags(groups: [("event loops", fleet.loopsLag), ("embedded receivers", embedded), ("subscribers", subscribed)])
         }
     }
 

@@ -2,10 +2,29 @@ import PublisherEngine
 import Fleet
 import ReceiverEngine
 import Stats
+import Platform
 
 /// The fleet report (`pubbot load --report`, schema `load-report.schema.json`): per-bot
 /// summaries, totals, condition counts and fleet percentiles from log-bucketed histograms that
 /// `pubbot report merge` adds up exactly across shards.
+/// How late each kind of driver of this process ran its timed work: the fleet's event loops,
+/// the embedded receivers' threads, the subscribers' receive threads — apart, since a loop runs
+/// thousands of turns a second and a receive thread a hundred: added up, a saturated receiver
+/// would vanish in the loops' counts.
+struct DriverLags {
+    var groups: [(name: String, lag: LagMeter)]
+
+    func since(_ earlier: DriverLags) -> DriverLags {
+        DriverLags(
+            groups: groups.map { g in (g.name, earlier.groups.first { $0.name == g.name }.map { g.lag.since($0.lag) } ?? g.lag) })
+    }
+
+    /// The group whose p99 lag is the largest (of those that ran).
+    var worst: (name: String, lag: LagMeter)? {
+        groups.filter { $0.lag.count > 0 }.max { ($0.lag.percentile(0.99) ?? 0) < ($1.lag.percentile(0.99) ?? 0) }
+    }
+}
+
 struct LoadReport {
     struct Cost {
         var loopCPUPercent: Double
@@ -13,7 +32,35 @@ struct LoadReport {
         var seconds: Double
         /// `--encode`: the shared encoder's CPU (% of a core), on top of the event loops.
         var encoderCPUPercent: Double? = nil
+        /// How late this process's drivers ran what was due over the steady window.
+        var lag: DriverLags? = nil
+        /// The whole machine's CPU over the steady window (% of all its cores), and the cores.
+        var machineBusyPercent: Double? = nil
+        var cores = 1
     }
+
+    /// A driver whose timed work runs more than this late at p99 has fallen behind: the loops'
+    /// timer slack is 2 ms (200 bots on this 2-core machine ran at ≤ 10 ms p99, 500 at 500 ms),
+    /// and what they time (glass-to-glass latency, frame rate, loss after a late read, the pacing
+    /// the estimate sees) then measures this machine, not the network or the server.
+    static let saturatedLagMicros: Int64 = 50_000
+    /// Above this (p99) the figures are timed less finely than a loopback RTT: said, not failed.
+    static let laggingMicros: Int64 = 20_000
+    /// `--require` was given: a saturated run fails it (the requirements could not be judged).
+    var saturationFails = false
+
+    /// Why pubbot itself was the bottleneck of this run, or nil when it kept up.
+    var saturation: String? {
+        guard let c = cost, let worst = c.lag?.worst, let p99 = worst.lag.percentile(0.99), p99 > Self.saturatedLagMicros else {
+            return nil
+        }
+        var why = "pubbot's own \(worst.name) ran their timed work \(p99 / 1000) ms late at p99 (a few ms when they keep up)"
+        if let busy = c.machineBusyPercent { why += ", the machine's \(c.cores) cores \(Int(busy.rounded())) % busy" }
+        return why
+    }
+
+    /// The figures a saturated pubbot makes untrustworthy.
+    static let saturationSpoils = ["latency", "frame rate", "loss", "bitrate", "estimate"]
 
     struct Bot {
         var number: Int
@@ -289,6 +336,7 @@ struct LoadReport {
     var exitCode: Int32 {
         if withFeedback == 0 { return 2 }
         if failed > 0 || withFeedback < started || results.contains(where: { !$0.2 }) { return 1 }
+        if saturation != nil && saturationFails { return 1 } // the requirements could not be judged
         if let s = subscribers, s.failed > 0 { return 1 }
         return 0
     }
@@ -348,13 +396,39 @@ struct LoadReport {
     var costJSON: JSONValue {
         guard let c = cost else { return .null }
         let perCore = c.loopCPUPercent > 0 ? Double(started) / (c.loopCPUPercent / 100) : nil
-        return .object([
-            ("eventLoopCPUPercent", .double((c.loopCPUPercent * 10).rounded() / 10)),
+        func tenth(_ v: Double?) -> JSONValue { v.map { .double(($0 * 10).rounded() / 10) } ?? .null }
+        var f: [(String, JSONValue)] = [
+            ("eventLoopCPUPercent", tenth(c.loopCPUPercent)),
             ("botsPerCore", perCore.map { .double($0.rounded()) } ?? .null),
             ("peakRSSBytes", .int(Int64(c.peakRSSBytes))),
             ("rssPerBotBytes", .int(Int64(started > 0 ? c.peakRSSBytes / started : 0))),
-            ("steadySeconds", .double((c.seconds * 10).rounded() / 10)),
-            ("encoderCPUPercent", c.encoderCPUPercent.map { .double(($0 * 10).rounded() / 10) } ?? .null)
+            ("steadySeconds", tenth(c.seconds)),
+            ("encoderCPUPercent", tenth(c.encoderCPUPercent))
+        ]
+        f.append(("driverLagMs", lagJSON(c.lag?.worst)))
+        f.append(("machineBusyPercent", tenth(c.machineBusyPercent)))
+        f.append(("cores", .int(Int64(c.cores))))
+        f.append(("saturated", saturatedJSON))
+        return .object(f)
+    }
+
+    /// Why pubbot was the bottleneck and what it spoiled, or null.
+    var saturatedJSON: JSONValue {
+        guard let why = saturation else { return .null }
+        let spoiled: [JSONValue] = Self.saturationSpoils.map { .string($0) }
+        return .object([("reason", .string(why)), ("untrustworthy", .array(spoiled))])
+    }
+
+    /// How late the drivers ran, from the meter's buckets (upper bounds), milliseconds.
+    func lagJSON(_ worst: (name: String, lag: LagMeter)?) -> JSONValue {
+        guard let worst, worst.lag.count > 0 else { return .null }
+        let lag = worst.lag
+        func ms(_ q: Double) -> JSONValue { lag.percentile(q).map { .double(Double($0) / 1000) } ?? .null }
+        let maxMs: JSONValue = .double(Double(lag.maxMicros / 100) / 10)
+        let buckets: [JSONValue] = lag.counts.map { .int(Int64($0)) }
+        return .object([
+            ("driver", .string(worst.name)), ("p50", ms(0.5)), ("p99", ms(0.99)), ("max", maxMs), ("turns", .int(Int64(lag.count))),
+            ("buckets", .array(buckets))
         ])
     }
 
@@ -520,6 +594,21 @@ struct LoadReport {
             if let e = c.encoderCPUPercent {
                 out += "shared live encoder (--encode): \(Units.fixed(e, 1)) % of a core on top, for all bots\n"
             }
+            if let worst = c.lag?.worst, let p50 = worst.lag.percentile(0.5), let p99 = worst.lag.percentile(0.99) {
+                let lag = worst.lag
+                func ms(_ v: Int64) -> String { Units.fixed(Double(v) / 1000, 1) }
+                out +=
+                    "pubbot's own lag (its slowest drivers, the \(worst.name)): timed work ≤ \(ms(p50)) ms late at p50, ≤ \(ms(p99)) ms at p99, \(ms(lag.maxMicros)) ms at most"
+                if let busy = c.machineBusyPercent { out += "; machine CPU \(Int(busy.rounded())) % busy of \(c.cores) cores" }
+                out += "\n"
+                if p99 > Self.laggingMicros && saturation == nil {
+                    out += "note: pubbot's drivers lagged up to \(p99 / 1000) ms at p99 — RTT and latency below that are not resolved\n"
+                }
+            }
+        }
+        if let why = saturation {
+            out +=
+                "SATURATED: pubbot was the bottleneck of this run — \(why); its \(Self.saturationSpoils.joined(separator: ", ")) figures measure this machine, not the server or the network. Run fewer bots per process, or shard (--shard).\n"
         }
         let silent = bots.filter { $0.state != .failed && $0.rtcpReceived == 0 }
         if !silent.isEmpty {
@@ -532,6 +621,7 @@ struct LoadReport {
             out +=
                 "require \(r.0.text): \(r.1.map { Units.fixed($0 * (r.0.metric == .loss || r.0.metric == .started || r.0.metric == .feedback ? 100 : 1), 2) } ?? "-") → \(r.2 ? "met" : "NOT MET")\n"
         }
+        if saturation != nil && saturationFails { out += "require: not judged — pubbot itself was saturated (exit 1)\n" }
         out += "result: \(exitCode == 0 ? "ok" : "FAILED") (exit \(exitCode))\n"
         return out
     }

@@ -72,6 +72,8 @@ public final class Fleet: Sendable {
     public let startMicros: Locked<Int64> = Locked(0)
     /// CPU time used by each event loop's thread so far (updated about every 100 ms).
     let loopCPU: [Locked<Int64>]
+    /// How late each loop ran its bots' turns (published with the CPU time).
+    let loopLag: [Locked<LagMeter>]
 
     public init(config: FleetConfig, library: ReplayLibrary) {
         self.config = config
@@ -86,10 +88,19 @@ public final class Fleet: Sendable {
         }
         published = (0..<config.bots).map { _ in Locked(([], NetworkCounters())) }
         loopCPU = (0..<max(1, config.loops)).map { _ in Locked(0) }
+        loopLag = (0..<max(1, config.loops)).map { _ in Locked(LagMeter()) }
     }
 
     /// CPU time of the bots' event loops together (not the rest of the process), microseconds.
     public var loopsCPUMicros: Int64 { loopCPU.reduce(0) { $0 + $1.value } }
+
+    /// How late the loops ran their bots' turns so far, all loops together (updated about every
+    /// 100 ms): a saturated fleet runs its turns tens of milliseconds late.
+    public var loopsLag: LagMeter {
+        var all = LagMeter()
+        for l in loopLag { all.add(l.value) }
+        return all
+    }
 
     public func start() {
         let start = Clock.monotonicMicros()

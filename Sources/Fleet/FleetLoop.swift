@@ -15,6 +15,8 @@ final class FleetLoop {
     let startMicros: Int64
     var bots: [ReplayBot] = []
     var ready: [Bool] = []
+    /// How late each bot's timed turn ran (now − the wake it asked for).
+    var lag = LagMeter()
     /// Only readable sockets come back from a wait (a poll over every bot's socket on each
     /// wake-up cost more than the bots' own work at 200 bots).
     let readiness: ReadinessSet?
@@ -36,10 +38,17 @@ final class FleetLoop {
         let end = startMicros + fleet.config.durationMicros
         var stopping = false
         var nextCPU: Int64 = 0
-        defer { fleet.loopCPU[number].value = Clock.threadCPUMicros() }
+        defer {
+            fleet.loopCPU[number].value = Clock.threadCPUMicros()
+            fleet.loopLag[number].value = lag
+        }
         while true {
             let now = Clock.monotonicMicros()
-            if now >= nextCPU { fleet.loopCPU[number].value = Clock.threadCPUMicros(); nextCPU = now + 100_000 }
+            if now >= nextCPU {
+                fleet.loopCPU[number].value = Clock.threadCPUMicros()
+                fleet.loopLag[number].value = lag
+                nextCPU = now + 100_000
+            }
             if !stopping && (fleet.stopRequested || now >= end) {
                 stopping = true
                 for b in bots { b.control.requestStop() }
@@ -58,6 +67,9 @@ final class FleetLoop {
                 let readable = ready[k]
                 ready[k] = false
                 if now < b.nextWake && !readable { wake = min(wake, b.nextWake); continue }
+                // A timed turn (not a readable socket): how late it runs. The loop's 2 ms timer
+                // slack is in it by design; more is the loop falling behind.
+                if now >= b.nextWake && b.nextWake > 0 { lag.record(lateMicros: now - b.nextWake) }
                 let mediaWake = stopping ? Int64.max : b.mediaTick(now: now)
                 if readable { b.io.read(into: b.network, now: now) }
                 b.network.exchange(with: b.control)

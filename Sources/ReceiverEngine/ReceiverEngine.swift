@@ -5,7 +5,7 @@ import Impairment
 import RTPCore
 import MediaCodecs
 import Congestion
-import Platform
+public import Platform
 
 /// The receiving side (`pubbot receive`, embedded in `preflight`): unprotects, demultiplexes by
 /// SSRC, reassembles and decodes every stream, reads the video stamps, and counts every packet
@@ -16,6 +16,12 @@ public final class ReceiverEngine: Sendable {
     let socketHandoff: Handoff<UDPSocket>
     let state: Locked<ReceiverSnapshot>
     let stopFlag = Locked(false)
+    /// How late the receive thread ran its timers, and its CPU time (published with the snapshot).
+    let driverLoad = Locked((lag: LagMeter(), cpuMicros: Int64(0)))
+
+    /// How late the receive thread ran what was due (feedback, emulated links), and its CPU time
+    /// so far, microseconds.
+    public var load: (lag: LagMeter, cpuMicros: Int64) { driverLoad.value }
     let thread = Locked<JoinableThread?>(nil)
     /// WHIP endpoint → receive thread: publishers to add and sessions to end.
     let commands = Locked<[Command]>([])
@@ -62,14 +68,14 @@ public final class ReceiverEngine: Sendable {
 
     public func start() {
         let config = self.config, handoff = socketHandoff, state = self.state, stopFlag = self.stopFlag, commands = self.commands,
-            ended = self.ended
+            ended = self.ended, load = self.driverLoad
         let t = JoinableThread(name: "pubbot-recv") {
             do {
                 let start = Clock.monotonicMicros()
                 let session = try ReceiverSession(
                     config: config, startMicros: start, wallOffsetMicros: Clock.wallMicros() - start,
                     seed: UInt64(SecureRandom.uint32()) << 32 | UInt64(SecureRandom.uint32()))
-                Self.run(session, socket: handoff.take(), state: state, stop: stopFlag, commands: commands, ended: ended)
+                Self.run(session, socket: handoff.take(), state: state, stop: stopFlag, commands: commands, ended: ended, load: load)
             } catch {
                 state.withLock { $0.lastError = "\(error)" }
             }
@@ -91,7 +97,7 @@ public final class ReceiverEngine: Sendable {
     /// The receive thread: the driver of a `ReceiverSession` — socket, clock, publishing.
     static func run(
         _ session: ReceiverSession, socket: UDPSocket, state: Locked<ReceiverSnapshot>, stop: Locked<Bool>, commands: Locked<[Command]>,
-        ended: Locked<[String]>
+        ended: Locked<[String]>, load: Locked<(lag: LagMeter, cpuMicros: Int64)>
     ) {
         let batch = PacketBatch(capacity: 32)
         // The kernel's arrival time of each datagram, not the time this thread got to read it: a
@@ -125,8 +131,10 @@ public final class ReceiverEngine: Sendable {
         var nextPublish = Clock.monotonicMicros()
         var wake = nextPublish
         var releasedSinceTrim = 0, lastTrim: Int64 = 0
+        var lag = LagMeter()
         while !stop.value {
-            _ = socket.wait(timeoutMicros: max(0, min(wake, nextPublish) - Clock.monotonicMicros()))
+            let due = min(wake, nextPublish)
+            _ = socket.wait(timeoutMicros: max(0, due - Clock.monotonicMicros()))
             for c in commands.withLock({ c -> [Command] in
                 let taken = c; c = []; return taken
             }) {
@@ -137,6 +145,9 @@ public final class ReceiverEngine: Sendable {
             }
             read()
             let now = Clock.monotonicMicros()
+            // How late the session's timers run (reading a backlog of datagrams counts: a thread
+            // that always has some waiting is the one that falls behind).
+            if now >= due { lag.record(lateMicros: now - due) }
             lastStep = now
             wake = min(session.step(now: now), now + 20_000)
             flush()
@@ -148,11 +159,17 @@ public final class ReceiverEngine: Sendable {
             // Sessions released in numbers (abandoned offers, a fleet leaving): their memory goes
             // back to the kernel, at most once a second.
             if releasedSinceTrim >= 16 && now - lastTrim >= 1_000_000 { Heap.releaseFreeMemory(); releasedSinceTrim = 0; lastTrim = now }
-            if now >= nextPublish { let s = session.snapshot(final: false); state.withLock { $0 = s }; nextPublish = now + 100_000 }
+            if now >= nextPublish {
+                let s = session.snapshot(final: false)
+                state.withLock { $0 = s }
+                load.value = (lag, Clock.threadCPUMicros())
+                nextPublish = now + 100_000
+            }
         }
         read()
         session.deliverDue(now: Clock.monotonicMicros())
         let s = session.snapshot(final: true)
         state.withLock { $0 = s }
+        load.value = (lag, Clock.threadCPUMicros())
     }
 }

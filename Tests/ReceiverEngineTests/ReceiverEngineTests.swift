@@ -235,3 +235,37 @@ import MediaCodecs
         #expect(!stream.wantsKeyFrame && !stream.needKeyFrame)
     }
 }
+
+/// The lag meter every driver keeps (how late it ran what was due): fixed buckets that add up
+/// across drivers and subtract to a window, percentiles never above the largest lag seen.
+@Suite struct LagMeterTests {
+    @Test func percentilesAreBucketBoundsCappedByTheMaximum() {
+        var m = LagMeter()
+        #expect(m.percentile(0.99) == nil)
+        for _ in 0..<98 { m.record(lateMicros: 300) } // ≤ 0.5 ms
+        m.record(lateMicros: 7_000) // ≤ 10 ms
+        m.record(lateMicros: 180_000) // ≤ 200 ms
+        #expect(m.count == 100)
+        #expect(m.percentile(0.5) == 500)
+        #expect(m.percentile(0.99) == 10_000)
+        #expect(m.percentile(1) == 180_000) // the 200 ms bucket, capped at the largest seen
+        m.record(lateMicros: -5) // early counts as on time
+        m.record(lateMicros: 5_000_000) // beyond the last bound
+        #expect(m.counts.first == 99 && m.counts.last == 1)
+        #expect(m.percentile(1) == 5_000_000)
+    }
+
+    @Test func metersAddAcrossDriversAndSubtractToAWindow() {
+        var a = LagMeter(), b = LagMeter()
+        for _ in 0..<10 { a.record(lateMicros: 1_500) }
+        let before = a
+        for _ in 0..<10 { a.record(lateMicros: 60_000) }
+        b.record(lateMicros: 3_000)
+        var all = a
+        all.add(b)
+        #expect(all.count == 21 && all.maxMicros == 60_000)
+        let window = a.since(before)
+        #expect(window.count == 10)
+        #expect(window.percentile(0.5) == 60_000)
+    }
+}
