@@ -33,7 +33,7 @@ enum Help {
         case "preflight":
             "Usage: pubbot preflight [--to HOST:PORT --key KEY | --sdp FILE | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--whep URL [--whep-token T]]] [--impair SPEC] [--require TIER] [--duration D] [--json] [--junit FILE] [--stats FILE|-] [--verdict-thresholds LIST] [media options]"
         case "load":
-            "Usage: pubbot load [--to HOST:PORT… --key B64 | --rooms M | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--rooms M] [--whep URL --subscribers S [--whep-token T]]] [--bots N | --publishers N] [--duration D] [--ramp D] [--loops N] [--impair SPEC] [--require LIST] [--report FILE] [--shard I/N] [--media DIR | --encode [--layers LADDER]] [--codec vp8|h264|vp9|av1] [--srtp-suite aes-cm|gcm] [--json]"
+            "Usage: pubbot load [--to HOST:PORT… --key B64 | --rooms M | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--rooms M] [--whep URL --subscribers S [--whep-token T]]] [--bots N | --publishers N] [--duration D] [--ramp D] [--loops N] [--impair SPEC] [--require LIST] [--report FILE] [--metrics [HOST:]PORT] [--shard I/N] [--media DIR | --encode [--layers LADDER]] [--codec vp8|h264|vp9|av1] [--srtp-suite aes-cm|gcm] [--json]"
         case "simulate":
             "Usage: pubbot simulate [--impair SPEC|SCHEDULE] [--downlink-impair SPEC] [--duration 60s] [--layers LADDER] [--fps N] [--temporal-layers MODE | --scalability MODE] [--codec vp8|h264|vp9|av1] [--media encode|replay|sized] [--one-encoding] [--seed N] [--preflight [--require TIER] [--verdict-thresholds LIST] [--junit FILE]] [--stats FILE|-] [--stats-interval 1s] [--json]"
         case "media":
@@ -266,8 +266,19 @@ enum Help {
                                     does not fit a small machine)
           --require LIST            loss<1%,rtt<200ms (fleet p95), bitrate>300kbit,estimate>500kbit
                                     (fleet p5), started>=100%,feedback>=100% (share of bots);
-                                    default loss<5%,feedback>=100%
+                                    default loss<5%,feedback>=100%. Given, it also fails
+                                    when pubbot itself was saturated (its event loops or
+                                    receive threads over 50 ms late at p99: the report
+                                    says SATURATED and which figures that spoils)
           --report FILE             the JSON report (per bot, totals, percentiles, histograms)
+          --metrics [HOST:]PORT     serve the fleet to Prometheus while it runs (GET /metrics,
+                                    loopback unless a host is given; rendered every second):
+                                    bots by state, packets/bytes/RTX/NACK/PLI counters, one
+                                    histogram per per-bot figure (bitrate, estimate, loss, RTT,
+                                    join time) labelled role, codec, shard — the fleet's p95
+                                    across shards is histogram_quantile(0.95, sum by (le)
+                                    (pubbot_load_bot_loss_ratio_bucket)) — pubbot's own driver
+                                    lag, and pubbot_load_saturated
           --shard I/N               run this process's slice of the bots (or JOB_COMPLETION_INDEX
                                     with PUBBOT_SHARDS=N, as in a Kubernetes Indexed Job)
           --media DIR               replay loops (default Media/replay)

@@ -23,6 +23,7 @@ enum LoadCommand {
             "loops": .value,
             "media": .value, "report": .value, "require": .value, "shard": .value, "json": .flag, "impair": .value, "decode": .flag,
             "encode": .flag, "layers": .value, "codec": .value, "whep": .value, "whep-token": .value, "publishers": .value,
+            "metrics": .value,
             "subscribers": .value
         ].merging(CommonOptions.whip) { a, _ in a })
 
@@ -46,6 +47,8 @@ enum LoadCommand {
         var requirements: [LoadRequirement]
         /// `--require` was given: a run where pubbot itself was saturated fails it.
         var requireGiven = false
+        /// `--metrics [HOST:]PORT`: Prometheus exposition of the fleet while it runs.
+        var metrics: (host: String, port: Int, text: String)?
         var suite: SRTPSuite
         /// Remote receivers, one per room.
         var tos: [SocketAddress]
@@ -135,6 +138,7 @@ enum LoadCommand {
                 return codecs[0]
             })
         plan.requireGiven = o.value("require") != nil
+        plan.metrics = try o.value("metrics").map(PublishCommand.metricsAddress)
         return plan
     }
 
@@ -224,10 +228,21 @@ enum LoadCommand {
             Output.err("Error: \(error)\n")
             return 2
         }
+        let exposition = Locked("")
+        var metrics: MetricsServer?
+        if let (host, port, _) = plan.metrics {
+            do { metrics = try MetricsServer(host: host, port: port) { exposition.value } } catch {
+                Output.err("Error: \(error)\n")
+                return 2
+            }
+            Output.err("metrics on http://\(host):\(metrics!.port)/metrics\n")
+        }
+        defer { metrics?.stop() }
         announce(plan, rooms: rooms, embedded: !receivers.isEmpty)
         live?.start()
         fleet.start()
         let watch = Watch(plan: plan, fleet: fleet, live: live, receivers: receivers)
+        watch.exposition = metrics == nil ? nil : exposition
         watch.run()
         let interrupted = Signals.isInterrupted
         watch.stopSubscribers()
@@ -352,6 +367,9 @@ enum LoadCommand {
         /// The drivers' lag a second ago, for the live line's last second.
         var lastSecond: (at: Int64, lag: DriverLags)?
         var recentLagP99: Int64?
+        /// `--metrics`: where the exposition rendered each second goes.
+        var exposition: Locked<String>?
+        var nextMetrics: Int64 = 0
 
         /// The figures the steady window is the difference of.
         struct Sample {
@@ -406,6 +424,10 @@ enum LoadCommand {
                     lastSecond = (now, lag)
                 }
                 let behind = recentLagP99.map { $0 > LoadReport.saturatedLagMicros } ?? false
+                if let exposition, now >= nextMetrics {
+                    nextMetrics = now + 1_000_000
+                    exposition.value = metricsText(snaps, lag: lag, saturated: behind, now: now)
+                }
                 if let subscribers, !subscribersStarted, now >= rampEnd + 2_000_000 { subscribersStarted = true; subscribers.start() }
                 if subscribersStarted, now >= end - 1_000_000 { stopSubscribers() }
                 Output.progress(
@@ -416,6 +438,18 @@ enum LoadCommand {
                 if done + failed == plan.range.count { break }
                 if now - start > plan.duration + 10_000_000 { break } // the loops should have ended by now
             }
+        }
+
+        /// The fleet as Prometheus sees it now (FleetMetrics).
+        func metricsText(_ snaps: [BotSnapshot], lag: DriverLags, saturated: Bool, now: Int64) -> String {
+            let report = LoadReport(
+                bots: snaps, receivers: [], rooms: [], requested: plan.range.count, shard: plan.shard, durationMicros: now - start,
+                cost: nil, suite: plan.suite.rawValue, loops: plan.loops)
+            var states: [BotState: Int] = [:]
+            for b in snaps { states[b.state, default: 0] += 1 }
+            return FleetMetrics.render(
+                report, states: states, subscribers: subscribers.map { ($0.connected, plan.subscriberCount) }, lag: lag,
+                saturated: saturated, codec: (live?.codec ?? plan.askedCodec ?? .vp8).rawValue, shard: "\(plan.shard.index)")
         }
 
         func stopSubscribers() {

@@ -13,6 +13,8 @@ public struct LagMeter: Sendable, Equatable {
     public static let bounds: [Int64] = [500, 1_000, 2_000, 5_000, 10_000, 20_000, 50_000, 100_000, 200_000, 500_000, 1_000_000]
     public private(set) var counts = [Int](repeating: 0, count: LagMeter.bounds.count + 1)
     public private(set) var maxMicros: Int64 = 0
+    /// All the lateness recorded, microseconds (a Prometheus histogram's `_sum`).
+    public private(set) var sumMicros: Int64 = 0
     public var count: Int { counts.reduce(0, +) }
 
     public init() {}
@@ -23,11 +25,13 @@ public struct LagMeter: Sendable, Equatable {
         var i = 0
         while i < Self.bounds.count && late > Self.bounds[i] { i += 1 }
         counts[i] += 1
+        sumMicros &+= late
         if late > maxMicros { maxMicros = late }
     }
 
     public mutating func add(_ o: LagMeter) {
         for i in counts.indices { counts[i] += o.counts[i] }
+        sumMicros &+= o.sumMicros
         maxMicros = max(maxMicros, o.maxMicros)
     }
 
@@ -35,6 +39,7 @@ public struct LagMeter: Sendable, Equatable {
     public func since(_ earlier: LagMeter) -> LagMeter {
         var d = self
         for i in counts.indices { d.counts[i] = max(0, counts[i] - earlier.counts[i]) }
+        d.sumMicros = max(0, sumMicros - earlier.sumMicros)
         return d
     }
 
