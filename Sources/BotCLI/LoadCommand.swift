@@ -23,7 +23,7 @@ enum LoadCommand {
             "loops": .value,
             "media": .value, "report": .value, "require": .value, "shard": .value, "json": .flag, "impair": .value, "decode": .flag,
             "encode": .flag, "layers": .value, "codec": .value, "whep": .value, "whep-token": .value, "publishers": .value,
-            "metrics": .value,
+            "metrics": .value, "progress": .flag,
             "subscribers": .value
         ].merging(CommonOptions.whip) { a, _ in a })
 
@@ -47,6 +47,8 @@ enum LoadCommand {
         var requirements: [LoadRequirement]
         /// `--require` was given: a run where pubbot itself was saturated fails it.
         var requireGiven = false
+        /// `--progress`: the live line once a second on stderr even when it is not a terminal.
+        var progress = false
         /// `--metrics [HOST:]PORT`: Prometheus exposition of the fleet while it runs.
         var metrics: (host: String, port: Int, text: String)?
         var suite: SRTPSuite
@@ -138,6 +140,7 @@ enum LoadCommand {
                 return codecs[0]
             })
         plan.requireGiven = o.value("require") != nil
+        plan.progress = o.has("progress")
         plan.metrics = try o.value("metrics").map(PublishCommand.metricsAddress)
         return plan
     }
@@ -370,6 +373,12 @@ enum LoadCommand {
         /// `--metrics`: where the exposition rendered each second goes.
         var exposition: Locked<String>?
         var nextMetrics: Int64 = 0
+        /// The live line (figures refreshed each second).
+        var liveLine = ""
+        var nextFigures: Int64 = 0
+        var lastBytes: (Int64, Int)?
+        var fleetBitrate: Double?
+        var lossP95: Double?
 
         /// The figures the steady window is the difference of.
         struct Sample {
@@ -430,11 +439,31 @@ enum LoadCommand {
                 }
                 if let subscribers, !subscribersStarted, now >= rampEnd + 2_000_000 { subscribersStarted = true; subscribers.start() }
                 if subscribersStarted, now >= end - 1_000_000 { stopSubscribers() }
-                Output.progress(
-                    "load \(Units.fixed(Double(now - start) / 1e6, 1))s  started \(running + done + failed)/\(plan.range.count)  running \(running)  failed \(failed)"
+                if now >= nextFigures {
+                    // The fleet's bitrate over the last second and its loss p95 so far.
+                    nextFigures = now + 1_000_000
+                    var bytes = 0, lossy: [Double] = []
+                    for b in snaps where b.state == .running || b.state == .done {
+                        bytes += b.streams.reduce(0) { $0 + $1.payloadBytesSent + $1.headerBytesSent }
+                        let sent = b.streams.reduce(0) { $0 + $1.packetsSent }
+                        let lost = b.streams.reduce(0) { $0 + max(0, $1.packetsLostReported) }
+                        if b.network.rtcpReceived > 0 && sent > 0 { lossy.append(Double(lost) / Double(sent)) }
+                    }
+                    if let (t, b) = lastBytes, now > t { fleetBitrate = Double(bytes - b) * 8e6 / Double(now - t) }
+                    lastBytes = (now, bytes)
+                    lossP95 = lossy.isEmpty ? nil : LoadReport.percentileD(lossy, 0.95)
+                    let withFeedback = snaps.filter { $0.network.rtcpReceived > 0 }.count
+                    liveLine =
+                        "load \(Units.fixed(Double(now - start) / 1e6, 0))s  started \(running + done + failed)/\(plan.range.count)  connected \(withFeedback)  failed \(failed)"
+                        + (fleetBitrate.map { "  fleet \(Units.bitrate(Int($0)))" } ?? "")
+                        + (lossP95.map { "  loss p95 \(Units.fixed($0 * 100, 2)) %" } ?? "")
                         + (subscribers.map { "  subscribers \($0.connected)/\(plan.subscriberCount)" } ?? "")
                         + (recentLagP99.map { "  lag p99 \(Units.fixed(Double($0) / 1000, 0)) ms" } ?? "")
-                        + (behind ? "  SATURATED: pubbot is the bottleneck" : ""))
+                        + (behind ? "  SATURATED: pubbot is the bottleneck" : "")
+                    // `--progress` off a terminal: the same line, once a second, as a log line.
+                    if plan.progress && !Output.progressEnabled { Output.err(liveLine + "\n") }
+                }
+                Output.progress(liveLine)
                 if done + failed == plan.range.count { break }
                 if now - start > plan.duration + 10_000_000 { break } // the loops should have ended by now
             }

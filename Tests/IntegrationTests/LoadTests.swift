@@ -157,6 +157,36 @@ import Transport
 }
 
 extension LoadTests {
+    /// On a terminal (a pty from util-linux `script`) the live line shows and is rewritten in
+    /// place each second with the fleet's figures; off a terminal nothing extra is printed
+    /// unless `--progress`, which logs the same line once a second.
+    @Test func liveLineOnATerminalOrWithProgress() throws {
+        try buildMedia()
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/script") else {
+            print("skipped: no /usr/bin/script (util-linux) to give load a terminal")
+            return
+        }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+        let command = "'\(BinaryTests.binary.path)' load --media '\(Self.media)' --bots 4 --duration 4s"
+        p.arguments = ["-qec", command, "/dev/null"]
+        let out = Pipe()
+        p.standardOutput = out
+        p.standardError = out
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        let tty = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        p.waitUntilExit()
+        #expect(p.terminationStatus == 0, "\(tty)")
+        let lines = tty.split(separator: "\r").filter { $0.hasPrefix("\u{1B}[2Kload ") }
+        #expect(lines.contains { $0.contains("connected 4") && $0.contains("fleet ") && $0.contains("loss p95") }, "\(tty)")
+        let quiet = try bin.run(["load", "--media", Self.media, "--bots", "2", "--duration", "3s"])
+        #expect(quiet.code == 0 && !quiet.err.contains("connected"), "\(quiet.err)")
+        let logged = try bin.run(["load", "--media", Self.media, "--bots", "2", "--duration", "3s", "--progress"])
+        let logLines = logged.err.split(separator: "\n").filter { $0.hasPrefix("load ") && $0.contains("connected 2") }
+        #expect(!logLines.isEmpty, "\(logged.err)")
+    }
+
     /// Run outside the checkout with no loops anywhere, `load` builds them once into the user's
     /// cache (saying so) and finds them there the next time.
     @Test func loadFindsOrBuildsItsMediaWhereverItRuns() throws {
