@@ -318,6 +318,7 @@ enum LoadCommand {
         template.sendVideo = !template.layers.isEmpty
         template.packetSlots = 512
         template.retransmissionHistory = 512
+        template.retransmissionHistorySeconds = 1
         template.publishIntervalMicros = 500_000
         var fc = FleetConfig(
             template: template, bots: plan.range.count, loops: plan.loops, rampPerSecond: plan.rampPerSecond, durationMicros: plan.duration)

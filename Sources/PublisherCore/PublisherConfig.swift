@@ -80,6 +80,12 @@ public struct PublisherConfig: Sendable {
     public var packetSlots = 2048
     /// Packets per video stream kept for retransmission (a power of two; ~1.4 kB each).
     public var retransmissionHistory = 1024
+    /// When set, each video stream keeps only about this many seconds of packets at its layer's
+    /// maximum bitrate (at least 64, at most `retransmissionHistory`): libwebrtc keeps a packet
+    /// for max(1 s, 3 × RTT) (`modules/rtp_rtcp/source/rtp_packet_history.h`
+    /// kMinPacketDuration, kMinPacketDurationRtt). Fleets set it: a fixed 512-packet ring per
+    /// stream was 1.4 MB of a two-layer bot's 2.3 MB.
+    public var retransmissionHistorySeconds: Double?
     /// How often the network loop copies its figures out for snapshots.
     public var publishIntervalMicros: Int64 = 100_000
     /// Where the estimate starts before probing (libwebrtc: 300 kbps).

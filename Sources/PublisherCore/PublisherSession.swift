@@ -185,7 +185,8 @@ public final class PublisherSession {
             senders.append(
                 RTPStreamSender(
                     plan: s, layer: s.layer.map { config.layers[$0] }, startMicros: startMicros, bundle: plan.bundle,
-                    codec: config.videoCodec, rtxPayloadType: config.rtxPayloadType, historyPackets: config.retransmissionHistory,
+                    codec: config.videoCodec, rtxPayloadType: config.rtxPayloadType,
+                    historyPackets: PublisherSession.historyPackets(config, layer: s.layer.map { config.layers[$0] }),
                     extensions: s.kind == .audio ? config.audioExtensions : config.videoExtensions))
             if s.kind == .audio { audioIndex = i } else { videoIndex.append(i) }
         }
@@ -450,4 +451,14 @@ struct SlotInfo {
     var sequence: UInt16 = 0
     var timestamp: UInt32 = 0
     var marker = false
+}
+
+extension PublisherSession {
+    /// Packets a video stream keeps for retransmission (`PublisherConfig.retransmissionHistorySeconds`).
+    static func historyPackets(_ config: PublisherConfig, layer: VideoLayerConfig?) -> Int {
+        guard let seconds = config.retransmissionHistorySeconds, let layer else { return config.retransmissionHistory }
+        // ~1100-byte packets at the layer's maximum bitrate.
+        let packets = Int(Double(layer.maxBitrate) * seconds / 8 / 1100)
+        return min(config.retransmissionHistory, max(64, packets))
+    }
 }
