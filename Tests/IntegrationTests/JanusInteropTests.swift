@@ -180,9 +180,10 @@ import Platform
         let bots = try #require(report["bots"] as? [String: Any])
         #expect(bots["started"] as? Int == 50 && bots["failed"] as? Int == 0 && bots["withFeedback"] as? Int == 50, "\(bots)")
         let totals = try #require(report["totals"] as? [String: Any])
-        let media = (totals["packetsSent"] as? Int ?? 0) - (totals["paddingPackets"] as? Int ?? 0)
-        // Janus counts a retransmission (RTX) as a packet in too; the report keeps them apart.
-        let resent = totals["retransmissions"] as? Int ?? 0
+        // The report's packetsSent is media only; RTX retransmissions and RTX padding (probes)
+        // are counted apart, and Janus counts both as packets in too.
+        let media = totals["packetsSent"] as? Int ?? 0
+        let resent = (totals["retransmissions"] as? Int ?? 0) + (totals["paddingPackets"] as? Int ?? 0)
         let gone = Clock.monotonicMicros() + 5_000_000
         var infos: [[String: Any]] = []
         while Clock.monotonicMicros() < gone {
@@ -207,10 +208,10 @@ import Platform
                 codecs.insert((v["codecs"] as? [String: Any])?["codec"] as? String ?? "-")
             }
         }
-        print("Janus counted \(counted) of the \(media) media packets (+ \(resent) RTX) 50 VP9 bots sent (codecs \(codecs))")
+        print("Janus counted \(counted) of the \(media) media packets (+ \(resent) RTX and padding) 50 VP9 bots sent (codecs \(codecs))")
         #expect(
             codecs == ["vp9"] && counted * 100 >= media * 80 && counted <= media + resent,
-            "Janus \(counted) of \(media) (+ \(resent) RTX), codecs \(codecs)")
+            "Janus \(counted) of \(media) (+ \(resent) RTX and padding), codecs \(codecs)")
     }
 
     /// WHEP subscribers through Janus (the shim translates: Janus's VideoRoom only offers to
