@@ -102,6 +102,9 @@ struct SubscriberSummary {
         var received: Int
         var iceMs: Double?
         var dtlsMs: Double?
+        /// Feedback this subscriber sent the server (its key-frame requests and NACKs).
+        var pliSent: Int
+        var nackSent: Int
     }
     var subscribers: [One]
     var rooms: Int
@@ -115,7 +118,8 @@ struct SubscriberSummary {
                 number: m.number, room: m.room, error: m.error, latencyMs: v?.latencyMeanMillis, freezes: v?.freezeCount ?? 0,
                 freezeMs: v?.totalFreezesDurationMillis ?? 0, fps: v?.receivedFrameRate ?? 0,
                 width: v?.width ?? 0, height: v?.height ?? 0, lost: max(0, v?.packetsLost ?? 0), received: v?.packetsReceived ?? 0,
-                iceMs: t?.transport?.iceMillis, dtlsMs: t?.transport?.dtlsMillis)
+                iceMs: t?.transport?.iceMillis, dtlsMs: t?.transport?.dtlsMillis,
+                pliSent: m.snapshot?.pliSent ?? 0, nackSent: m.snapshot?.nackSent ?? 0)
         }
     }
 
@@ -129,7 +133,8 @@ struct SubscriberSummary {
             ("subscribers", .int(Int64(s.count))), ("ok", .int(Int64(ok.count))),
             ("latencyMs", .object([("p50", p(lat, 0.5)), ("p95", p(lat, 0.95)), ("max", p(lat, 1))])),
             ("freezes", .object([("total", .int(Int64(ok.reduce(0) { $0 + $1.freezes }))), ("p95", p(fr, 0.95)), ("max", p(fr, 1))])),
-            ("decodedFrameRate", .object([("p5", p(fps, 0.05)), ("p50", p(fps, 0.5)), ("min", p(fps, 0))]))
+            ("decodedFrameRate", .object([("p5", p(fps, 0.05)), ("p50", p(fps, 0.5)), ("min", p(fps, 0))])),
+            ("pliSent", .int(Int64(s.reduce(0) { $0 + $1.pliSent }))), ("nackSent", .int(Int64(s.reduce(0) { $0 + $1.nackSent })))
         ])
     }
 
@@ -157,6 +162,7 @@ struct SubscriberSummary {
                             ("freezeCount", .int(Int64(s.freezes))), ("totalFreezesDurationMs", .double(s.freezeMs.rounded())),
                             ("latencyMeanMs", ms(s.latencyMs)), ("packetsReceived", .int(Int64(s.received))),
                             ("packetsLost", .int(Int64(s.lost))),
+                            ("pliSent", .int(Int64(s.pliSent))), ("nackSent", .int(Int64(s.nackSent))),
                             ("iceDurationMs", ms(s.iceMs)), ("dtlsDurationMs", ms(s.dtlsMs))
                         ])
                     })
@@ -177,7 +183,7 @@ struct SubscriberSummary {
                 out +=
                     ", decoded fps p5 \(Units.fixed(LoadReport.percentileD(fps, 0.05), 1)) p50 \(Units.fixed(LoadReport.percentileD(fps, 0.5), 1))"
             }
-            out += ", freezes \(ok.reduce(0) { $0 + $1.freezes })\n"
+            out += ", freezes \(ok.reduce(0) { $0 + $1.freezes }), sent \(s.reduce(0) { $0 + $1.pliSent }) PLI\n"
             return out
         }
         var out = "subscribers (WHEP, through the server):\n" + line("fleet", subscribers)

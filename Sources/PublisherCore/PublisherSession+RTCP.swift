@@ -110,16 +110,43 @@ extension PublisherSession {
         }
     }
 
-    /// Key frames on PLI/FIR, at most one per layer per 500 ms (repeated requests while one is
-    /// on its way would only multiply key frames).
+    /// The shortest time between two key frames asked of a layer: libwebrtc's
+    /// `kMinKeyframeSendIntervalMs` (video/encoder_rtcp_feedback.cc), so a server's repeated
+    /// requests while one key frame is on its way do not multiply key frames.
+    static let minKeyFrameIntervalMicros: Int64 = 300_000
+
+    /// Key frames on PLI/FIR, at most one per layer per `minKeyFrameIntervalMicros`. A request
+    /// inside the interval is not dropped (libwebrtc drops it) but answered when the interval
+    /// ends: a server that asks once per new subscriber (pion's fan-out) would otherwise leave
+    /// that subscriber waiting for the next periodic key frame, and one that asks with every
+    /// packet until a key frame comes (Janus 1.1.2's VideoRoom for a subscriber that has none
+    /// yet) keeps asking for the whole wait.
     func requestKeyFrame(_ senderIndex: Int) {
+        guard senders[senderIndex].plan.layer != nil else { return }
+        if nowMicros - senders[senderIndex].lastKeyFrameRequestMicros < Self.minKeyFrameIntervalMicros {
+            senders[senderIndex].keyFrameRequestDeferred = true
+            return
+        }
+        issueKeyFrameRequest(senderIndex)
+    }
+
+    func issueKeyFrameRequest(_ senderIndex: Int) {
         guard var layer = senders[senderIndex].plan.layer else { return }
         // Single encoding: the layer on the wire, or the one about to be (its key frame starts it).
         if config.singleEncoding { layer = singleWanted }
-        let now = nowMicros
-        if now - senders[senderIndex].lastKeyFrameRequestMicros < 500_000 { return }
-        senders[senderIndex].lastKeyFrameRequestMicros = now
+        senders[senderIndex].lastKeyFrameRequestMicros = nowMicros
+        senders[senderIndex].keyFrameRequestDeferred = false
         events.append(.keyFrameRequest(layer: layer))
+    }
+
+    /// Issues the deferred requests whose interval has ended; returns when the next one is due.
+    func issueDeferredKeyFrameRequests() -> Int64? {
+        var next: Int64?
+        for i in senders.indices where senders[i].keyFrameRequestDeferred {
+            let due = senders[i].lastKeyFrameRequestMicros + Self.minKeyFrameIntervalMicros
+            if nowMicros >= due { issueKeyFrameRequest(i) } else { next = min(next ?? due, due) }
+        }
+        return next
     }
 
     /// One datagram from the network, arrived at `now`, in a buffer the session may decrypt in

@@ -268,6 +268,7 @@ public final class PublisherSession {
             nextReport = now + config.reportIntervalMicros + config.reportIntervalMicros * jitter / 1000
         }
         if now >= nextScore { scoreCondition(now: now); nextScore = now + 1_000_000 }
+        let keyFrameWake = issueDeferredKeyFrameRequests()
         if stopping {
             if stoppingSince == nil { stoppingSince = now }
             // Let the pacer drain for up to a second, then go.
@@ -275,6 +276,7 @@ public final class PublisherSession {
         }
         var wake = nextReport
         if let p = pacerWake { wake = min(wake, p) }
+        if let k = keyFrameWake { wake = min(wake, k) }
         if estimator != nil { wake = min(wake, now + 50_000) }
         if stopping { wake = min(wake, now + 5_000) }
         if let t = transportWake { wake = min(wake, t) }

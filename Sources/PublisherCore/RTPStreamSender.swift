@@ -20,6 +20,8 @@ struct RTPStreamSender {
     var lastCaptureMicros: Int64 = 0
     var sentAny = false
     var lastKeyFrameRequestMicros: Int64 = .min / 2
+    /// A key-frame request came inside the minimum interval: it is answered when the interval ends.
+    var keyFrameRequestDeferred = false
     /// Extended highest sequence number and cumulative loss of the last receiver report (for
     /// the loss between reports when there is no transport-cc).
     var lastReport: (UInt32, Int32)?

@@ -310,6 +310,51 @@ import Platform
         #expect(counters.framesBeforeConnected == 2 && packets == streams[0].packetsSent && packets >= 4)
     }
 
+    /// PLIs: the first is answered at once; those inside the next 300 ms (libwebrtc's minimum
+    /// key-frame interval) make one more request when the interval ends, not one each and not
+    /// none — a server repeating its request with every packet (Janus 1.1.2) costs one key
+    /// frame per interval, one asking once (pion) still gets its key frame.
+    @Test func keyFrameRequestsInsideTheIntervalAreDeferredNotDropped() throws {
+        var c = PublisherConfig(
+            destination: try SocketAddress(host: "127.0.0.1", port: 5004), layers: [.defaults(width: 640, height: 360, rid: "h")],
+            key: SRTPKey.random(suite: .aesCm))
+        c.sendAudio = false
+        c.congestionControl = false
+        let plan = StreamPlan(config: c)
+        let session = try PublisherSession(config: c, plan: plan, startMicros: 0, wallOffsetMicros: 0)
+        session.begin(now: 0)
+        let srtcp = try SRTPSession(key: c.key, direction: .outbound)
+        var buffer = [UInt8](repeating: 0, count: 1500)
+        func pli(at now: Int64) throws {
+            let n = try buffer.withUnsafeMutableBytes { raw in
+                var w = ByteWriter(raw)
+                try PictureLossIndication(senderSSRC: 1, mediaSSRC: plan.streams[0].ssrc).write(to: &w)
+                return try srtcp.protectRTCP(raw.baseAddress!, length: w.count, capacity: raw.count)
+            }
+            buffer.withUnsafeMutableBytes { session.handleDatagram($0.baseAddress!, length: n, now: now) }
+        }
+        var requests: [Int64] = []
+        var now: Int64 = 0
+        func run(until end: Int64, pliEvery: Int64?) throws {
+            while now < end {
+                if let p = pliEvery, now % p == 0 { try pli(at: now) }
+                let wake = session.step(now: now) ?? end
+                while let e = session.pollEvent() { if case .keyFrameRequest(layer: 0) = e { requests.append(now) } }
+                session.pollTransmit { _, _, n, _ throws(SocketError) in n }
+                now = min(now + 5_000, max(now + 1, wake))
+            }
+        }
+        try run(until: 1_000_000, pliEvery: 10_000) // a request with every packet for a second
+        #expect(session.statistics.0[0].pliReceived == 100)
+        #expect(requests.count == 4, "\(requests)") // at 0, 300, 600 and 900 ms
+        #expect(zip(requests, requests.dropFirst()).allSatisfy { $1 - $0 >= 300_000 && $1 - $0 <= 310_000 }, "\(requests)")
+        requests.removeAll()
+        try run(until: 1_500_000, pliEvery: nil)
+        try pli(at: now) // one more, alone, 600 ms after the last request: answered at once
+        try run(until: 2_000_000, pliEvery: nil)
+        #expect(requests == [1_200_000, 1_500_000], "\(requests)") // the storm's last, deferred; the lone one
+    }
+
     /// Every packet of a frame, and its retransmission (RTX header + 2-byte OSN, RFC 4588), fit
     /// the configured packet size: the packetizer reserves the RTX overhead.
     @Test func retransmissionsFitThePacketSize() throws {
