@@ -350,6 +350,11 @@ enum PublishCommand {
                 ])
             ),
             ("framesSkipped", .int(Int64(p.media.framesSkipped))),
+            ("audioFramesEncoded", .int(Int64(p.media.audioFramesEncoded))),
+            ("audioFramesSkipped", .int(Int64(p.media.audioFramesSkipped))),
+            // Top layers held back because the encoders fell behind real time, and the changes.
+            ("cpuLayersHeld", .int(Int64(p.media.cpuLayersHeld))),
+            ("qualityLimitationResolutionChanges", .int(Int64(p.media.cpuResolutionChanges))),
             ("estimate", p.network.estimate.map { .int(Int64($0.bitrate)) } ?? .null),
             ("networkCondition", .string(p.network.networkCondition.rawValue)),
             ("portUnreachable", .int(Int64(p.network.portUnreachable))),

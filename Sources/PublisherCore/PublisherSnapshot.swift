@@ -28,9 +28,15 @@ public struct MediaCounters: Sendable, Equatable {
     public var drawMicros: Int64 = 0
     public var audioFramesEncoded = 0
     public var audioEncodeMicros: Int64 = 0
+    /// Audio frames never captured: the audio thread woke over 200 ms after they were due.
+    public var audioFramesSkipped = 0
     /// Frames whose capture tick was skipped because encoding ran late (all layers, and per layer).
     public var framesSkipped = 0
     public var lateFrames: [Int]
+    /// Top layers held back because the encoders could not keep up (`CPUAdaptation`), and how
+    /// often that changed (W3C qualityLimitationResolutionChanges).
+    public var cpuLayersHeld = 0
+    public var cpuResolutionChanges = 0
     public var error: String?
 
     public init(layers: Int) {

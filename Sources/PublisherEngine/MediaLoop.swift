@@ -2,9 +2,11 @@ import Synchronization
 import MediaCodecs
 import Transport
 import Platform
+import PublisherCore
 
-/// The media thread: synthesizes and encodes each layer on its frame clock and the audio every
-/// 20 ms, and hands encoded frames to the mailbox. Owns its encoders; created on its thread.
+/// The media thread: synthesizes and encodes each layer on its frame clock and hands encoded
+/// frames to the mailbox (the audio has a thread of its own, `AudioLoop`). Owns its encoders;
+/// created on its thread.
 final class MediaLoop {
     let config: PublisherConfig
     let control: PublisherControl
@@ -42,12 +44,17 @@ final class MediaLoop {
                 seenGeneration = gen
                 if seenGeneration > 0 { try media.setTargets(control.currentTargets()) }
             }
-            try media.encodeAudioIfDue(now: now, into: mailbox, counters: &c)
             // Requests stay pending until the layer's next frame is due (the first frame is a key frame anyway).
             media.gate.requestKeyFrames(control.takeKeyFrameRequests())
             for i in 0..<media.encoders.count where now >= media.nextVideo[i] {
                 try media.encodeVideo(layer: i, now: now, into: mailbox, counters: &c)
             }
+            // CPU overuse holds the top layer back; a layer brought back restarts on a key frame.
+            if media.cpu.update(now: now, framesDue: media.framesDue, framesSkipped: c.framesSkipped) == .up {
+                media.gate.requestKeyFrame(layer: media.cpu.runningLayers - 1)
+            }
+            c.cpuLayersHeld = media.cpu.layersHeld
+            c.cpuResolutionChanges = media.cpu.changes
             let snapshot = c
             counters.withLock { $0 = snapshot }
             var wake = media.nextWake
@@ -57,24 +64,20 @@ final class MediaLoop {
     }
 }
 
-/// The media thread's encoders and frame clocks: each layer's next capture time, the audio's,
-/// the key-frame and target gate.
+/// The media thread's encoders and frame clocks: each layer's next capture time, the key-frame
+/// and target gate.
 private struct Encoders {
     let layers: [VideoLayerConfig]
     var encoders: [any VideoEncoder] = []
     var pictures: [I420Frame]
     let source: SyntheticVideoSource
-    let opus: OpusAudioEncoder?
-    var audioSource = SyntheticAudioSource()
-    var pcm = [Int16](repeating: 0, count: OpusAudioEncoder.frameSamples)
-    var opusOut = [UInt8]()
     let intervals: [Int64]
     let startMicros: Int64
     var nextVideo: [Int64]
-    var nextAudio: Int64
-    var audioIndex: UInt32 = 0
     var gate: LayerGate
-    static let audioInterval: Int64 = 20_000
+    var cpu: CPUAdaptation
+    /// Frame ticks that came due on running layers (encoded, or skipped because encoding ran late).
+    var framesDue = 0
 
     init(config: PublisherConfig, startMicros: Int64) throws(CodecError) {
         layers = config.sendVideo ? config.layers : []
@@ -84,17 +87,16 @@ private struct Encoders {
         }
         pictures = layers.map { I420Frame(width: $0.width, height: $0.height) }
         source = SyntheticVideoSource(seed: config.seed)
-        opus = config.sendAudio ? try OpusAudioEncoder(bitrate: config.audioBitrate) : nil
         intervals = layers.map { Int64(1_000_000 / max(1, $0.fps)) }
         self.startMicros = startMicros
         nextVideo = layers.map { _ in startMicros }
-        nextAudio = startMicros
         gate = LayerGate(layers: layers.count)
+        cpu = CPUAdaptation(layers: layers.count, now: startMicros)
     }
 
     /// The earliest next capture (at most 100 ms ahead when nothing is due).
     var nextWake: Int64 {
-        var wake = opus == nil ? Int64.max : nextAudio
+        var wake = Int64.max
         for t in nextVideo { wake = min(wake, t) }
         return wake == Int64.max ? Clock.monotonicMicros() + 100_000 : wake
     }
@@ -105,27 +107,19 @@ private struct Encoders {
         }
     }
 
-    mutating func encodeAudioIfDue(now: Int64, into mailbox: FrameMailbox, counters c: inout MediaCounters) throws(CodecError) {
-        guard let opus, now >= nextAudio else { return }
-        let captureMicros = nextAudio
-        audioSource.fill(&pcm)
-        let t0 = Clock.threadCPUMicros()
-        try opus.encode(pcm, into: &opusOut)
-        c.audioEncodeMicros += Clock.threadCPUMicros() - t0
-        c.audioFramesEncoded += 1
-        mailbox.push(.audio(EncodedAudioFrame(bytes: opusOut, frameNumber: audioIndex, captureMicros: captureMicros)))
-        audioIndex &+= 1
-        nextAudio += Self.audioInterval
-    }
-
     /// Layer `i`'s due frame: drawn, encoded (a key frame when one was asked for) and handed on,
     /// or skipped when the gate holds the layer back.
     mutating func encodeVideo(layer i: Int, now: Int64, into mailbox: FrameMailbox, counters c: inout MediaCounters) throws(CodecError) {
+        if i >= cpu.runningLayers { // held back for CPU: its ticks pass unencoded
+            while nextVideo[i] <= now { nextVideo[i] += intervals[i] }
+            return
+        }
         let admission = gate.admit(layer: i)
         if admission == .skip {
             nextVideo[i] += intervals[i]
             return
         }
+        framesDue += 1
         let captureMicros = nextVideo[i]
         let frameNumber = UInt32(truncatingIfNeeded: (captureMicros - startMicros) / 33_333)
         let wallMillis = UInt32(truncatingIfNeeded: (Clock.wallMicros() - (now - captureMicros)) / 1000)
@@ -146,6 +140,11 @@ private struct Encoders {
         nextVideo[i] += intervals[i]
         // Encoding fell more than a frame behind: skip ticks instead of bursting.
         let after = Clock.monotonicMicros()
-        while nextVideo[i] + intervals[i] < after { nextVideo[i] += intervals[i]; c.framesSkipped += 1; c.lateFrames[i] += 1 }
+        while nextVideo[i] + intervals[i] < after {
+            nextVideo[i] += intervals[i]
+            c.framesSkipped += 1
+            c.lateFrames[i] += 1
+            framesDue += 1
+        }
     }
 }

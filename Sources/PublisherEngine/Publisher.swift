@@ -6,14 +6,16 @@ public import ICE
 import MediaCodecs
 import Platform
 
-/// A running publisher: a media thread (synthesize + encode) and a network thread (packetize,
-/// protect, send, RTCP), with thread-safe controls and snapshots.
+/// A running publisher: a media thread (synthesize + encode video), an audio thread (Opus on its
+/// own clock) and a network thread (packetize, protect, send, RTCP), with thread-safe controls
+/// and snapshots.
 public final class Publisher: Sendable {
     public let config: PublisherConfig
     public let plan: StreamPlan
     public let control: PublisherControl
     let mailbox: FrameMailbox
     let mediaCounters: Locked<MediaCounters>
+    let audioCounters = Locked(AudioCounters())
     let networkState: Locked<([OutboundStreamStats], NetworkCounters)>
     let threads = Locked<[JoinableThread]>([])
     let startMicros: Locked<Int64>
@@ -70,6 +72,12 @@ public final class Publisher: Sendable {
         let config = self.config, plan = self.plan, control = self.control, mailbox = self.mailbox
         let mediaCounters = self.mediaCounters, networkState = self.networkState, handoff = self.socketHandoff
         let mediaEnd = self.mediaEndMicros, webrtc = self.webrtcHandoff, tcp = self.tcpHandoff
+        let audioCounters = self.audioCounters
+        let audio =
+            config.sendAudio
+            ? JoinableThread(name: "pubbot-audio") {
+                AudioLoop(config: config, control: control, mailbox: mailbox, counters: audioCounters).run(startMicros: start, endMicros: end)
+            } : nil
         let media = JoinableThread(name: "pubbot-media") {
             MediaLoop(config: config, control: control, mailbox: mailbox, counters: mediaCounters).run(startMicros: start, endMicros: end)
             mediaEnd.value = Clock.monotonicMicros()
@@ -87,7 +95,7 @@ public final class Publisher: Sendable {
                 control.requestStop()
             }
         }
-        threads.withLock { $0 = [media, network] }
+        threads.withLock { $0 = [media, network] + (audio.map { [$0] } ?? []) }
     }
 
     /// Asks both loops to finish (the network loop flushes, then sends BYE).
@@ -102,7 +110,12 @@ public final class Publisher: Sendable {
     }
 
     public func snapshot() -> PublisherSnapshot {
-        let m = mediaCounters.value
+        var m = mediaCounters.value
+        let a = audioCounters.value
+        m.audioFramesEncoded = a.framesEncoded
+        m.audioEncodeMicros = a.encodeMicros
+        m.audioFramesSkipped = a.framesSkipped
+        if m.error == nil, let e = a.error { m.error = "audio: \(e)" }
         let (streams, net) = networkState.value
         var out = streams
         let now = Clock.monotonicMicros()
@@ -114,7 +127,11 @@ public final class Publisher: Sendable {
         for i in out.indices where out[i].kind == .video {
             if let layer = plan.streams.first(where: { $0.ssrc == out[i].ssrc })?.layer, layer < m.framesEncoded.count {
                 // bandwidth > cpu > other (W3C): cpu when this layer's encoder fell behind real time lately.
-                if out[i].qualityLimitationReason == .none && layer < lateChanged.count && now - lateChanged[layer] < 2_000_000 {
+                // cpu too while layers are held back for CPU (libwebrtc reports the encoder's
+                // limitation on every outbound-rtp of the source).
+                if out[i].qualityLimitationReason == .none
+                    && (m.cpuLayersHeld > 0 || (layer < lateChanged.count && now - lateChanged[layer] < 2_000_000))
+                {
                     out[i].qualityLimitationReason = .cpu
                 }
                 // One stream for every layer when simulcast was refused: all their frames.

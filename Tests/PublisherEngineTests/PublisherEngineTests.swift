@@ -403,3 +403,53 @@ import Platform
         #expect(!lengths.isEmpty && lengths.allSatisfy { $0 - tag <= 600 }, "largest datagram \(lengths.max() ?? 0) (tag \(tag))")
     }
 }
+
+/// CPU adaptation, in virtual time: a media thread skipping frames holds back the top layer
+/// after two overusing checks, never the lowest; recovery waits the ramp-up delay, which
+/// doubles after a ramp-up that overused again soon.
+@Suite struct CPUAdaptationTests {
+    /// Runs checks of 2 s at 30 fps per layer from `now`, skipping `share` of the due frames.
+    static func run(_ a: inout CPUAdaptation, from now: inout Int64, seconds: Int, share: Double, due: inout Int, skipped: inout Int)
+        -> [(Int64, CPUAdaptation.Change)]
+    {
+        var changes: [(Int64, CPUAdaptation.Change)] = []
+        for _ in 0..<(seconds * 10) {
+            now += 100_000
+            let frames = 3 * a.runningLayers
+            due += frames
+            skipped += Int((Double(frames) * share).rounded())
+            if let c = a.update(now: now, framesDue: due, framesSkipped: skipped) { changes.append((now, c)) }
+        }
+        return changes
+    }
+
+    @Test func overuseHoldsTheTopLayerAndRecoveryBacksOff() {
+        var a = CPUAdaptation(layers: 3, now: 0)
+        var now: Int64 = 0, due = 0, skipped = 0
+        // No skipped frame: nothing changes.
+        #expect(Self.run(&a, from: &now, seconds: 10, share: 0, due: &due, skipped: &skipped).isEmpty)
+        // A third of the frames skipped: down at the second check, then down again — never below one layer.
+        let down = Self.run(&a, from: &now, seconds: 20, share: 0.34, due: &due, skipped: &skipped)
+        #expect(down.map(\.1) == [.down, .down], "\(down)")
+        #expect(down.first.map { $0.0 - 10_000_000 } == 4_000_000, "\(down)")
+        #expect(a.layersHeld == 2 && a.runningLayers == 1 && a.changes == 2)
+        // Load gone: one layer back after the quick ramp-up delay (10 s), the next 10 s later.
+        let up = Self.run(&a, from: &now, seconds: 25, share: 0, due: &due, skipped: &skipped)
+        #expect(up.map(\.1) == [.up, .up], "\(up)")
+        #expect(up.count == 2 && up[1].0 - up[0].0 == 10_000_000, "\(up)")
+        // Overuse right after that ramp-up: down again, and the next ramp-up waits 40 s, not 10.
+        let again = Self.run(&a, from: &now, seconds: 4, share: 0.5, due: &due, skipped: &skipped)
+        #expect(again.map(\.1) == [.down], "\(again)")
+        let slow = Self.run(&a, from: &now, seconds: 38, share: 0, due: &due, skipped: &skipped)
+        #expect(slow.isEmpty, "\(slow)")
+        #expect(Self.run(&a, from: &now, seconds: 4, share: 0, due: &due, skipped: &skipped).map(\.1) == [.up])
+    }
+
+    /// A single layer is never held back (the lowest always runs): the cpu limitation is reported instead.
+    @Test func theLowestLayerAlwaysRuns() {
+        var a = CPUAdaptation(layers: 1, now: 0)
+        var now: Int64 = 0, due = 0, skipped = 0
+        #expect(Self.run(&a, from: &now, seconds: 20, share: 0.5, due: &due, skipped: &skipped).isEmpty)
+        #expect(a.layersHeld == 0)
+    }
+}
