@@ -1,5 +1,8 @@
 import Foundation
 import Testing
+import Transport
+import Synchronization
+import PublisherEngine
 
 /// pubbot overloaded on purpose says that it is the bottleneck: more decoding than one receive
 /// thread can do (`load --decode`, every bot's video decoded by the embedded receiver) makes
@@ -32,4 +35,49 @@ import Testing
         // The loss requirement itself was met: the verdict is pubbot's saturation, not the link.
         #expect((doc["requirements"] as! [[String: Any]]).allSatisfy { $0["met"] as? Bool == true })
     }
+
+    /// Audio on its own clock: with 8 busy loops on the machine's cores, a live 720p simulcast
+    /// publish still delivers its audio (≥ 97 % of the 20 ms frames due, counted by the
+    /// receiver), while the video says `cpu` is what limits it and its top layer is held back.
+    @Test func audioKeepsItsClockWhileVideoAdaptsToTheCPU() throws {
+        // 8 busy threads in this process, bounded: each ends at the test's end or after 25 s.
+        let stop = StopFlag()
+        defer { stop.set() }
+        let deadline = Date().addingTimeInterval(25)
+        for _ in 0..<8 {
+            Thread.detachNewThread {
+                var spins = 0
+                while !stop.isSet && Date() < deadline { spins &+= 1 }
+            }
+        }
+        let port = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port
+        let key = SRTPKey.random(suite: .aesCm).revealBase64()
+        let recv = Process()
+        recv.executableURL = BinaryTests.binary
+        recv.arguments = ["receive", "--listen", "127.0.0.1:\(port)", "--key", key, "--duration", "16s", "--json"]
+        let recvOut = Pipe()
+        recv.standardOutput = recvOut
+        recv.standardError = Pipe()
+        try recv.run()
+        Thread.sleep(forTimeInterval: 0.5)
+        let pub = try bin.run(["publish", "--to", "127.0.0.1:\(port)", "--key", key, "--duration", "12s", "--json"])
+        let received = recvOut.fileHandleForReading.readDataToEndOfFile()
+        recv.waitUntilExit()
+        #expect(pub.code == 0, "\(pub.err)")
+        let p = try #require(try JSONSerialization.jsonObject(with: Data(pub.out.utf8)) as? [String: Any], "\(pub.out)")
+        let r = try #require(try JSONSerialization.jsonObject(with: received) as? [String: Any])
+        let audio = try #require((r["streams"] as? [[String: Any]])?.first { $0["kind"] as? String == "audio" }, "\(r)")
+        let got = audio["packetsReceived"] as? Int ?? 0
+        #expect(got >= 582, "audio: \(got) of the 600 frames due in 12 s; publisher: \(p["audioFramesEncoded"] ?? "-") encoded")
+        let video = (p["streams"] as? [[String: Any]] ?? []).filter { ($0["kind"] as? String) == "video" }
+        #expect(!video.isEmpty && video.allSatisfy { $0["qualityLimitationReason"] as? String == "cpu" }, "\(video)")
+        #expect((p["qualityLimitationResolutionChanges"] as? Int ?? 0) >= 1, "\(p)")
+    }
+}
+
+/// A flag one thread sets and others poll.
+final class StopFlag: Sendable {
+    private let flag = Atomic<Bool>(false)
+    func set() { flag.store(true, ordering: .releasing) }
+    var isSet: Bool { flag.load(ordering: .acquiring) }
 }
