@@ -76,7 +76,8 @@ public final class Publisher: Sendable {
         let audio =
             config.sendAudio
             ? JoinableThread(name: "pubbot-audio") {
-                AudioLoop(config: config, control: control, mailbox: mailbox, counters: audioCounters).run(startMicros: start, endMicros: end)
+                AudioLoop(config: config, control: control, mailbox: mailbox, counters: audioCounters).run(
+                    startMicros: start, endMicros: end)
             } : nil
         let media = JoinableThread(name: "pubbot-media") {
             MediaLoop(config: config, control: control, mailbox: mailbox, counters: mediaCounters).run(startMicros: start, endMicros: end)
