@@ -93,7 +93,10 @@ let package = Package(
         // `pubbot load`: many replay bots (whole publisher sessions) on a few event loops.
         .target(
             name: "Fleet",
-            dependencies: ["Platform", "PublisherEngine", "Transport", "MediaCodecs", "Stats", "WebRTCClient", "DTLS", "WebRTC", "RTPCore"]),
+            dependencies: [
+                "Platform", "PublisherEngine", "ReceiverEngine", "Transport", "MediaCodecs", "Stats", "WebRTCClient", "DTLS", "WebRTC",
+                "RTPCore", "ICE"
+            ]),
         // The publisher and receiver sessions connected in virtual time (`pubbot simulate`, scenario tests).
         .target(name: "Simulation", dependencies: ["PublisherCore", "Receiver", "MediaCodecs", "Net", "SRTP", "Stats", "RTPCore"]),
         // A WebRTC client's set-up drivers: a WHIP publish (socket and candidates, the offer POSTed,

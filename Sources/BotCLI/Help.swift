@@ -33,7 +33,7 @@ enum Help {
         case "preflight":
             "Usage: pubbot preflight [--to HOST:PORT --key KEY | --sdp FILE | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--whep URL [--whep-token T]]] [--impair SPEC] [--require TIER] [--duration D] [--json] [--junit FILE] [--stats FILE|-] [--verdict-thresholds LIST] [media options]"
         case "load":
-            "Usage: pubbot load [--to HOST:PORT… --key B64 | --rooms M | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--rooms M] [--whep URL --subscribers S [--whep-token T]]] [--bots N | --publishers N] [--duration D] [--ramp D] [--loops N] [--impair SPEC] [--require LIST] [--report FILE] [--metrics [HOST:]PORT] [--progress] [--shard I/N] [--media DIR | --encode [--layers LADDER]] [--codec vp8|h264|vp9|av1] [--srtp-suite aes-cm|gcm] [--json]"
+            "Usage: pubbot load [--to HOST:PORT… --key B64 | --rooms M | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--rooms M] [--whep URL --subscribers S [--decoders N|all] [--whep-token T]]] [--bots N | --publishers N] [--duration D] [--ramp D] [--loops N] [--impair SPEC] [--require LIST] [--report FILE] [--metrics [HOST:]PORT] [--progress] [--shard I/N] [--media DIR | --encode [--layers LADDER]] [--codec vp8|h264|vp9|av1] [--srtp-suite aes-cm|gcm] [--json]"
         case "simulate":
             "Usage: pubbot simulate [--impair SPEC|SCHEDULE] [--downlink-impair SPEC] [--duration 60s] [--layers LADDER] [--fps N] [--temporal-layers MODE | --scalability MODE] [--codec vp8|h264|vp9|av1] [--media encode|replay|sized] [--one-encoding] [--seed N] [--preflight [--require TIER] [--verdict-thresholds LIST] [--junit FILE]] [--stats FILE|-] [--stats-interval 1s] [--json]"
         case "media":
@@ -241,13 +241,16 @@ enum Help {
                                     publish: each bot its own allocation and, over TCP or TLS,
                                     its own connection); the report adds ICE/DTLS times
                                     and, through TURN, allocations and the relay RTT
-          --whep URL                with --whip: subscriber bots too, each a real WHEP subscriber on
-                                    its own receive thread (socket, ICE, DTLS, feedback, VP8
-                                    decoding); they join 2 s after the ramp, leave 1 s before
-                                    the end; the report adds per-room and fleet percentiles of
-                                    glass-to-glass latency, freezes and decoded frame rate.
-                                    The publishers encode live (stamps) unless --media is given
-          --subscribers S           subscriber bots in all (default: as many as publishers; ≤ 256)
+          --whep URL                with --whip: subscriber bots too, each a real WHEP subscriber
+                                    (socket, ICE, DTLS, feedback, reassembly) on the event
+                                    loops — no thread each; they join 2 s after the ramp, 50 ms
+                                    apart, and leave 1 s before the end; the report adds per-room
+                                    and fleet percentiles of glass-to-glass latency, freezes and
+                                    frame rate. The publishers encode live (stamps) unless --media is given
+          --subscribers S           subscriber bots in all (default: as many as publishers; ≤ 5000)
+          --decoders N|all          subscribers that decode (latency, decoded frame rate; default one
+                                    per event loop); the others count packets, completed frames
+                                    and freezes without decoding
           --publishers N            the publisher bots, as --bots
           --whep-token TOKEN        the subscribers' token (or PUBBOT_WHEP_TOKEN; default the WHIP one)
           --rooms M                 M rooms of embedded receivers, each with its own random key;

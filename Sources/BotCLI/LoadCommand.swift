@@ -24,7 +24,7 @@ enum LoadCommand {
             "media": .value, "report": .value, "require": .value, "shard": .value, "json": .flag, "impair": .value, "decode": .flag,
             "encode": .flag, "layers": .value, "codec": .value, "whep": .value, "whep-token": .value, "publishers": .value,
             "metrics": .value, "progress": .flag,
-            "subscribers": .value
+            "subscribers": .value, "decoders": .value
         ].merging(CommonOptions.whip) { a, _ in a })
 
     static let defaultMedia = "Media/replay"
@@ -44,6 +44,8 @@ enum LoadCommand {
         var duration: Int64
         var rampPerSecond: Double
         var loops: Int
+        /// `--decoders`: subscribers that decode (nil: one per event loop).
+        var decoders: Int? = nil
         var requirements: [LoadRequirement]
         /// `--require` was given: a run where pubbot itself was saturated fails it.
         var requireGiven = false
@@ -105,6 +107,13 @@ enum LoadCommand {
         let whepOptions = try CommonOptions.whepOptions(
             o, whip: whipOptions, needs: "the subscribers watch the publisher bots through the server")
         let subscriberCount = try subscribers(o, whep: whepOptions != nil, total: total)
+        // --decoders N|all: how many subscribers decode (default one per event loop).
+        let decoders = try o.value("decoders").map { v throws(UsageError) -> Int in
+            guard whepOptions != nil else { throw UsageError("--decoders needs --whep URL (the subscribers decode)") }
+            if v == "all" { return Int.max }
+            guard let n = Int(v), n >= 0 else { throw UsageError("invalid --decoders '\(v)' (a count, or all)") }
+            return n
+        }
         let tos = o.all("to")
         if !tos.isEmpty && o.value("impair") != nil {
             throw UsageError("--impair applies to the embedded receivers; with --to, impair at `pubbot receive --impair`")
@@ -140,6 +149,7 @@ enum LoadCommand {
                 return codecs[0]
             })
         plan.requireGiven = o.value("require") != nil
+        plan.decoders = decoders
         plan.progress = o.has("progress")
         plan.metrics = try o.value("metrics").map(PublishCommand.metricsAddress)
         return plan
@@ -170,8 +180,8 @@ enum LoadCommand {
             throw UsageError("--whep runs the subscribers in one process: not with --shard")
         }
         return try o.value("subscribers").map { v throws(UsageError) in
-            guard let n = Int(v), (1...256).contains(n) else {
-                throw UsageError("invalid --subscribers '\(v)' (1…256: each is a receiver thread)")
+            guard let n = Int(v), (1...5_000).contains(n) else {
+                throw UsageError("invalid --subscribers '\(v)' (1…5000)")
             }
             return n
         } ?? total
@@ -220,7 +230,7 @@ enum LoadCommand {
                 Output.err("media: replay loops from \(dir)\n")
             }
         }
-        raiseFileLimit(to: plan.range.count + 256)
+        raiseFileLimit(to: plan.range.count + plan.subscriberCount + 256)
         let receivers: [ReceiverEngine], rooms: [(SocketAddress, SRTPKey)]
         do { (receivers, rooms) = try startRooms(plan) } catch {
             Output.err("Error: cannot start an embedded receiver: \(error)\n")

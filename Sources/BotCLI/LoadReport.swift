@@ -19,6 +19,8 @@ struct LoadReport {
         /// The whole machine's CPU over the steady window (% of all its cores), and the cores.
         var machineBusyPercent: Double? = nil
         var cores = 1
+        /// `--whep`: the subscribers' event loops (% of a core) over the same window.
+        var subscriberCPUPercent: Double? = nil
     }
 
     /// A driver whose timed work runs more than this late at p99 has fallen behind: the loops'
@@ -390,6 +392,7 @@ struct LoadReport {
         f.append(("driverLagMs", lagJSON(c.lag?.worst)))
         f.append(("machineBusyPercent", tenth(c.machineBusyPercent)))
         f.append(("cores", .int(Int64(c.cores))))
+        f.append(("subscriberCPUPercent", tenth(c.subscriberCPUPercent)))
         f.append(("saturated", saturatedJSON))
         return .object(f)
     }
@@ -575,6 +578,9 @@ struct LoadReport {
                 "cost: event loops \(Units.fixed(c.loopCPUPercent, 1)) % of a core for \(started) bots → \(Int(perCore)) bots per core (\(suite)); peak RSS \(c.peakRSSBytes >> 20) MiB, \(started > 0 ? (c.peakRSSBytes / started) >> 10 : 0) KiB per bot\n"
             if let e = c.encoderCPUPercent {
                 out += "shared live encoder (--encode): \(Units.fixed(e, 1)) % of a core on top, for all bots\n"
+            }
+            if let s = c.subscriberCPUPercent, let subs = subscribers?.subscribers.count {
+                out += "subscribers: their event loops \(Units.fixed(s, 1)) % of a core for \(subs) subscribers\n"
             }
             if let worst = c.lag?.worst, let p50 = worst.lag.percentile(0.5), let p99 = worst.lag.percentile(0.99) {
                 let lag = worst.lag

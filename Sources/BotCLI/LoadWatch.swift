@@ -42,6 +42,8 @@ extension LoadCommand {
             var encoder: Int64
             var lag: DriverLags
             var machine: (busy: Int64, total: Int64)?
+            /// The subscribers' event loops' CPU time (0 without subscribers).
+            var subscribers: Int64 = 0
         }
 
         init(plan: Plan, fleet: Fleet, live: SharedEncoder?, receivers: [ReceiverEngine] = []) {
@@ -52,8 +54,10 @@ extension LoadCommand {
             rampEnd = start + Int64(Double(plan.range.count) * 1e6 / plan.rampPerSecond)
             subscribers = plan.whep.map {
                 SubscriberFleet(
-                    options: $0, count: plan.subscriberCount, rooms: plan.roomCount,
-                    publishersPerRoom: (plan.range.count + plan.roomCount - 1) / plan.roomCount)
+                    config: SubscriberFleet.Config(
+                        options: $0, count: plan.subscriberCount, rooms: plan.roomCount,
+                        publishersPerRoom: (plan.range.count + plan.roomCount - 1) / plan.roomCount, loops: plan.loops,
+                        decoders: min(plan.subscriberCount, plan.decoders ?? plan.loops)))
             }
             if subscribers != nil && rampEnd + 2_000_000 + 3_000_000 > start + plan.duration - 1_000_000 {
                 Output.err(
@@ -75,11 +79,13 @@ extension LoadCommand {
                 let lag = driversLag()
                 if steadyFrom == nil && now >= rampEnd + 1_000_000 && now < end - 1_000_000 {
                     steadyFrom = Sample(
-                        wall: now, cpu: fleet.loopsCPUMicros, encoder: live?.encoderCPUMicros ?? 0, lag: lag, machine: MachineCPU.sample())
+                        wall: now, cpu: fleet.loopsCPUMicros, encoder: live?.encoderCPUMicros ?? 0, lag: lag, machine: MachineCPU.sample(),
+                        subscribers: subscribers?.cpuMicros ?? 0)
                 }
                 if steadyFrom != nil && now < end - 1_000_000 {
                     steadyTo = Sample(
-                        wall: now, cpu: fleet.loopsCPUMicros, encoder: live?.encoderCPUMicros ?? 0, lag: lag, machine: MachineCPU.sample())
+                        wall: now, cpu: fleet.loopsCPUMicros, encoder: live?.encoderCPUMicros ?? 0, lag: lag, machine: MachineCPU.sample(),
+                        subscribers: subscribers?.cpuMicros ?? 0)
                 }
                 if let l = lastSecond, now - l.at >= 1_000_000 {
                     recentLagP99 = lag.since(l.lag).worst?.lag.percentile(0.99)
@@ -154,6 +160,7 @@ extension LoadCommand {
                 c.machineBusyPercent = Double(m1.busy - m0.busy) * 100 / Double(m1.total - m0.total)
             }
             c.cores = MachineCPU.cores
+            if subscribers != nil { c.subscriberCPUPercent = Double(b.subscribers - a.subscribers) * 100 / Double(b.wall - a.wall) }
             return c
         }
 
@@ -162,7 +169,7 @@ extension LoadCommand {
         func driversLag() -> DriverLags {
             var embedded = LagMeter(), subscribed = LagMeter()
             for r in receivers { embedded.add(r.load.lag) }
-            if let subscribers { for m in subscribers.members.value { if let r = m.receiver { subscribed.add(r.load.lag) } } }
+            if let subscribers { subscribed.add(subscribers.lag) }
             return DriverLags(groups: [("event loops", fleet.loopsLag), ("embedded receivers", embedded), ("subscribers", subscribed)])
         }
     }

@@ -156,4 +156,10 @@ extension InboundStreamStats {
     var receivedFrameRate: Double {
         Double(framesDecoded) / max(0.001, Double((lastPacketMicros ?? 0) - (firstPacketMicros ?? 0)) / 1e6)
     }
+
+    /// Frames completed (reassembled) per second over the same time: what a subscriber that does
+    /// not decode still measures.
+    var completedFrameRate: Double {
+        Double(framesAssembled) / max(0.001, Double((lastPacketMicros ?? 0) - (firstPacketMicros ?? 0)) / 1e6)
+    }
 }

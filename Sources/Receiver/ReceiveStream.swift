@@ -230,7 +230,12 @@ final class ReceiveStream {
             }
         }
         if let w = frame.width, let hh = frame.height { stats.width = w; stats.height = hh }
-        guard decodeVideo else { return }
+        // Not decoding (a sampled fleet subscriber, `receive --no-decode`): a completed frame
+        // stands for a shown one, so freezes still come from the frames' completion times.
+        guard decodeVideo else {
+            rendered(at: nowMicros)
+            return
+        }
         // A missing picture breaks the reference chain: wait for a key frame rather than decode garbage.
         if !frame.isKeyFrame {
             if frame.followsAGap { requestKeyFrame() }

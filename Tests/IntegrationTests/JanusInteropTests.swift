@@ -133,7 +133,13 @@ import Platform
         print(
             "Janus → pubbot (WHEP): \(video["codec"] ?? "-") \(video["width"] ?? "-")x\(video["height"] ?? "-"), \(video["framesDecoded"] ?? "-") frames decoded, \(video["stampsRead"] ?? "-") stamps"
         )
-        #expect(video["codec"] as? String == name && video["height"] as? Int == 720, "\(video)")
+        // The top layer reaches the subscriber — unless the publisher held it back because its
+        // encoders fell behind real time (a loaded machine: `CPUAdaptation`), which it says.
+        let heldForCPU =
+            codec == "h264" && publisher.wait(for: "\"qualityLimitationResolutionChanges\"", micros: 10_000_000)
+            && !publisher.text.contains("\"qualityLimitationResolutionChanges\" : 0")
+            && !publisher.text.contains("\"qualityLimitationResolutionChanges\": 0")
+        #expect(video["codec"] as? String == name && (video["height"] as? Int == 720 || heldForCPU), "\(video)")
         #expect((video["framesDecoded"] as? Int ?? 0) >= 150 && video["decodeErrors"] as? Int == 0, "\(video)")
         // VP9's and AV1's stamps: libvpx and libaom leave some superblocks of stamp cells stale
         // (`StampReadBackTests`).

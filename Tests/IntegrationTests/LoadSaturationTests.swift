@@ -73,6 +73,33 @@ import PublisherEngine
         #expect(!video.isEmpty && video.allSatisfy { $0["qualityLimitationReason"] as? String == "cpu" }, "\(video)")
         #expect((p["qualityLimitationResolutionChanges"] as? Int ?? 0) >= 1, "\(p)")
     }
+
+    /// Subscribers on the event loops, through pion's WHEP fan-out (Tests/Peers/pion): 100
+    /// subscribers of one live publisher in one process, no thread each; every one receives
+    /// frames, the sampled decoders decode, and the viewers cost the publisher about one key
+    /// frame request each (pion forwards a subscriber's PLI), not a storm.
+    @Test func subscribersOnTheEventLoopsThroughPion() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: pionEndpoint), "no pion endpoint (scripts/setup builds it)")
+        let pion = try PeerProcess(pionEndpoint, ["-limit", "60", "-forward-rid", "0"])
+        defer { pion.stop() }
+        try #require(pion.wait(for: "LISTENING ", micros: 10_000_000), "\(pion.text)")
+        let port = try #require(pion.text.split(separator: "\n").first { $0.hasPrefix("LISTENING ") }.flatMap { Int($0.dropFirst(10)) })
+        let r = try bin.run([
+            "load", "--whip", "http://127.0.0.1:\(port)/whip", "--whep", "http://127.0.0.1:\(port)/whep", "--publishers", "1",
+            "--subscribers", "100", "--duration", "16s", "--json"
+        ])
+        let report = try #require(
+            try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any], "\(r.out.prefix(300)) \(r.err)")
+        let fleet = try #require((report["subscribers"] as? [String: Any])?["fleet"] as? [String: Any], "\(report.keys)")
+        #expect((fleet["ok"] as? Int ?? 0) >= 99, "\(fleet)")
+        #expect((fleet["decoding"] as? Int ?? 0) >= 1, "\(fleet)")
+        #expect(((fleet["completedFrameRate"] as? [String: Any])?["p5"] as? Double ?? 0) >= 15, "\(fleet)")
+        #expect(((fleet["decodedFrameRate"] as? [String: Any])?["min"] as? Double ?? 0) >= 15, "\(fleet)")
+        let pli = (report["totals"] as? [String: Any])?["pliReceived"] as? Int ?? -1
+        #expect(
+            pli >= 0 && pli <= 100 + 10,
+            "the publisher got \(pli) PLIs from 100 subscribers through pion; theirs: \(fleet["pliSent"] ?? "-")")
+    }
 }
 
 /// A flag one thread sets and others poll.
