@@ -1,7 +1,7 @@
 import Platform
 
 /// How late each kind of driver of this process ran its timed work: the fleet's event loops,
-/// the embedded receivers' threads, the subscribers' receive threads — apart, since a loop runs
+/// the embedded receivers' threads, the subscribers' event loops — apart, since a loop runs
 /// thousands of turns a second and a receive thread a hundred: added up, a saturated receiver
 /// would vanish in the loops' counts.
 struct DriverLags {

@@ -165,7 +165,7 @@ extension LoadCommand {
         }
 
         /// How late every driver of this process ran what was due: the fleet's event loops, the
-        /// embedded receivers' threads and the subscribers' receive threads.
+        /// embedded receivers' threads and the subscribers' event loops.
         func driversLag() -> DriverLags {
             var embedded = LagMeter(), subscribed = LagMeter()
             for r in receivers { embedded.add(r.load.lag) }
