@@ -250,6 +250,9 @@ size_t cbench_packetize_h264(const uint8_t *const *frames, const size_t *sizes, 
 int cbench_srtp_protect(int suite, const unsigned char *key, uint8_t *slots, size_t slot_size, size_t slot_count,
                         int len, size_t count) {
     srtp_t session;
+    static srtp_err_status_t init = srtp_err_status_fail;
+    if (init != srtp_err_status_ok) init = srtp_init();
+    if (init != srtp_err_status_ok) return (int)init;
     srtp_err_status_t st = csrtp_create(&session, suite, 0, key, 1024);
     if (st != srtp_err_status_ok) return (int)st;
     uint16_t seq = 1;

@@ -4,6 +4,8 @@
 #define PUBBOT_COPENSSL_SHIM_H
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/core_names.h>
+#include <openssl/params.h>
 #include <openssl/crypto.h>
 #include <openssl/ssl.h>
 #include <openssl/err.h>
@@ -216,5 +218,84 @@ static inline int copenssl_tls_write(SSL *ssl, const unsigned char *buf, int len
 /// Why the peer's certificate was refused (X509_V_OK = 0 when it was not).
 static inline long copenssl_verify_result(SSL *ssl) { return SSL_get_verify_result(ssl); }
 static inline const char *copenssl_verify_string(long v) { return X509_verify_cert_error_string(v); }
+
+
+// MARK: SRTP's ciphers (RFC 3711 AES-CM and HMAC-SHA1, RFC 7714 AES-GCM) — OpenSSL does the
+// cryptography; the packet transforms around it are the SRTP module's. One context per key,
+// re-initialized per packet with only a new IV (no allocation per packet).
+
+/// An AES-128 context under `key` (16 bytes): mode 0 = CTR (RFC 3711 §4.1.1 AES-CM, 16-byte
+/// IV), 1 = GCM sealing, 2 = GCM opening (RFC 7714, 12-byte IV). NULL on failure.
+static inline EVP_CIPHER_CTX *copenssl_aes128_new(int mode, const unsigned char *key) {
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    if (ctx == NULL) return NULL;
+    const EVP_CIPHER *cipher = mode == 0 ? EVP_aes_128_ctr() : EVP_aes_128_gcm();
+    if (EVP_CipherInit_ex(ctx, cipher, NULL, key, NULL, mode == 2 ? 0 : 1) != 1) { EVP_CIPHER_CTX_free(ctx); return NULL; }
+    return ctx;
+}
+
+static inline void copenssl_cipher_free(EVP_CIPHER_CTX *ctx) { EVP_CIPHER_CTX_free(ctx); }
+
+/// XORs `len` bytes at `data` in place with the AES-CTR keystream from the 16-byte `iv`.
+static inline int copenssl_ctr_xor(EVP_CIPHER_CTX *ctx, const unsigned char *iv, unsigned char *data, int len) {
+    int out = 0;
+    if (EVP_CipherInit_ex(ctx, NULL, NULL, NULL, iv, 1) != 1) return 0;
+    if (len == 0) return 1;
+    return EVP_CipherUpdate(ctx, data, &out, data, len) == 1 && out == len;
+}
+
+/// AES-GCM: authenticates `aad` ‖ `aad2`, encrypts `len` bytes at `data` in place, writes the
+/// 16-byte tag.
+static inline int copenssl_gcm_seal(EVP_CIPHER_CTX *ctx, const unsigned char *iv, const unsigned char *aad, int aad_len,
+                                    const unsigned char *aad2, int aad2_len, unsigned char *data, int len, unsigned char *tag) {
+    int out = 0;
+    if (EVP_CipherInit_ex(ctx, NULL, NULL, NULL, iv, 1) != 1) return 0;
+    if (aad_len > 0 && EVP_CipherUpdate(ctx, NULL, &out, aad, aad_len) != 1) return 0;
+    if (aad2_len > 0 && EVP_CipherUpdate(ctx, NULL, &out, aad2, aad2_len) != 1) return 0;
+    if (len > 0 && (EVP_CipherUpdate(ctx, data, &out, data, len) != 1 || out != len)) return 0;
+    if (EVP_CipherFinal_ex(ctx, data + len, &out) != 1) return 0;
+    return EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, 16, tag) == 1;
+}
+
+/// AES-GCM: decrypts `len` bytes at `data` into `out` and checks the 16-byte tag over `aad` ‖
+/// `aad2` and the ciphertext. Returns 1 only when the tag verifies (then `out` holds the plaintext).
+static inline int copenssl_gcm_open(EVP_CIPHER_CTX *ctx, const unsigned char *iv, const unsigned char *aad, int aad_len,
+                                    const unsigned char *aad2, int aad2_len, const unsigned char *data, int len,
+                                    const unsigned char *tag, unsigned char *out) {
+    int n = 0;
+    if (EVP_CipherInit_ex(ctx, NULL, NULL, NULL, iv, 0) != 1) return 0;
+    if (aad_len > 0 && EVP_CipherUpdate(ctx, NULL, &n, aad, aad_len) != 1) return 0;
+    if (aad2_len > 0 && EVP_CipherUpdate(ctx, NULL, &n, aad2, aad2_len) != 1) return 0;
+    if (len > 0 && (EVP_CipherUpdate(ctx, out, &n, data, len) != 1 || n != len)) return 0;
+    if (EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, 16, (void *)tag) != 1) return 0;
+    return EVP_CipherFinal_ex(ctx, out + len, &n) == 1;
+}
+
+/// An HMAC-SHA1 context keyed once (RFC 2104); NULL on failure.
+static inline EVP_MAC_CTX *copenssl_hmac_sha1_new(const unsigned char *key, size_t key_len) {
+    EVP_MAC *mac = EVP_MAC_fetch(NULL, "HMAC", NULL);
+    if (mac == NULL) return NULL;
+    EVP_MAC_CTX *ctx = EVP_MAC_CTX_new(mac);
+    EVP_MAC_free(mac);
+    if (ctx == NULL) return NULL;
+    OSSL_PARAM params[2] = {OSSL_PARAM_construct_utf8_string("digest", (char *)"SHA1", 0), OSSL_PARAM_construct_end()};
+    if (EVP_MAC_init(ctx, key, key_len, params) != 1) { EVP_MAC_CTX_free(ctx); return NULL; }
+    return ctx;
+}
+
+static inline void copenssl_hmac_free(EVP_MAC_CTX *ctx) { EVP_MAC_CTX_free(ctx); }
+
+/// HMAC-SHA1 under the context's key of `a` ‖ `b` (b may be empty) into `out` (20 bytes).
+static inline int copenssl_hmac_sha1_two(EVP_MAC_CTX *ctx, const unsigned char *a, size_t a_len, const unsigned char *b, size_t b_len,
+                                         unsigned char *out) {
+    size_t n = 0;
+    if (EVP_MAC_init(ctx, NULL, 0, NULL) != 1) return 0; /* the same key again */
+    if (EVP_MAC_update(ctx, a, a_len) != 1) return 0;
+    if (b_len > 0 && EVP_MAC_update(ctx, b, b_len) != 1) return 0;
+    return EVP_MAC_final(ctx, out, &n, 20) == 1 && n == 20;
+}
+
+/// Compares n bytes in constant time: 0 when equal.
+static inline int copenssl_memcmp(const void *a, const void *b, size_t n) { return CRYPTO_memcmp(a, b, n); }
 
 #endif
