@@ -16,7 +16,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     else { fatalError("no SRTP session") }
     var buf = body + [UInt8](repeating: 0, count: SRTPSession.maxTrailer)
     buf.withUnsafeMutableBytes { b in
-        let n = (try? rtcp ? inbound.unprotectRTCP(b.baseAddress!, length: body.count) : inbound.unprotectRTP(b.baseAddress!, length: body.count)) ?? 0
+        let n =
+            (try? rtcp
+                ? inbound.unprotectRTCP(b.baseAddress!, length: body.count) : inbound.unprotectRTP(b.baseAddress!, length: body.count)) ?? 0
         precondition(n <= body.count)
     }
     // The round trip.
