@@ -236,6 +236,51 @@ import MediaCodecs
     }
 }
 
+/// A subscriber that does not decode (a sampled fleet member) still follows the reference chain
+/// as a decoder would: a lost frame makes it ask for a key frame, the frames until one are not
+/// shown, and the key frame ends the asking. (It once never stopped: every 500 ms for the rest
+/// of the run, 64 PLIs from one subscriber through pion.)
+@Suite struct NonDecodingChainTests {
+    @Test func aLostFrameAsksOnceAndTheKeyFrameEndsIt() throws {
+        let enc = try VideoCodec.h264.makeEncoder(config: .defaults(width: 320, height: 180, rid: "q"), keyFrameInterval: 0)
+        var pic = I420Frame(width: 320, height: 180)
+        let stream = ReceiveStream(ssrc: 7, kind: .video, payloadType: 102, codec: .h264, decodeVideo: false)
+        let buf = UnsafeMutableRawBufferPointer.allocate(byteCount: 1200, alignment: 8)
+        defer { buf.deallocate() }
+        var seq: UInt16 = 100
+        var now: Int64 = 0
+        var asked: [Int] = []
+        for n in 0..<20 {
+            SyntheticVideoSource().fill(&pic, frameNumber: UInt32(n), captureMillis: 0)
+            let f = try #require(
+                try enc.encode(&pic, layer: 0, frameNumber: UInt32(n), captureMicros: Int64(n) * 33_333, forceKeyFrame: n == 14) { 0 })
+            var p = try H264Packetizer(frame: f.bytes.span, maxPayloadSize: 1200)
+            var packets: [([UInt8], Bool)] = []
+            while true {
+                var w = ByteWriter(buf)
+                guard let marker = try p.next(frame: f.bytes.span, into: &w) else { break }
+                packets.append((Array(buf[0..<w.count]), marker))
+            }
+            if n != 4 { // frame 4 is lost whole
+                for (i, (payload, marker)) in packets.enumerated() {
+                    stream.receiveVideo(
+                        sequenceNumber: seq &+ UInt16(i), timestamp: UInt32(n) * 3000, marker: marker, payload.span, nowMicros: now,
+                        wallMicros: now)
+                }
+            }
+            seq &+= UInt16(packets.count)
+            now += 33_333
+            stream.releaseFrames(nowMicros: now, wallMicros: now)
+            if stream.wantsKeyFrame { asked.append(n) }
+        }
+        // Asked once the frame after the gap was let go (after the 200 ms hold), until the key frame.
+        #expect(!asked.isEmpty && asked.allSatisfy { $0 > 4 && $0 < 14 }, "asked after frames \(asked)")
+        #expect(!stream.wantsKeyFrame && !stream.needKeyFrame)
+        #expect(stream.stats.framesAssembled >= 17, "\(stream.stats)")
+        #expect(stream.stats.freezeCount == 1, "\(stream.stats)") // nothing shown from frame 4 to the key frame
+    }
+}
+
 /// The lag meter every driver keeps (how late it ran what was due): fixed buckets that add up
 /// across drivers and subtract to a window, percentiles never above the largest lag seen.
 @Suite struct LagMeterTests {
