@@ -82,12 +82,19 @@ public final class ReceiverSession {
     }
 
     /// Delivers what the emulated links hold until `now` and sends the feedback that is due;
-    /// returns when it wants to be called again (10 ms at the latest: NACK checks run every 20 ms).
+    /// returns when it wants to be called again: the next feedback timer of a publisher with
+    /// streams (the NACK and frame-release tick every 20 ms, transport-cc every 100 ms, reports),
+    /// a transport's timer or an emulated link's next delivery — 100 ms at the latest. (It once
+    /// asked for every 10 ms whatever was due: half the steps of a subscriber fleet did nothing.)
     public func step(now: Int64) -> Int64 {
         deliverDue(now: now)
         deliverDownlink(now: now)
         sendFeedback(now: now)
-        var wake = now + 10_000
+        var wake = now + 100_000
+        for peer in peers where !peer.order.isEmpty {
+            wake = min(wake, peer.nextNack, peer.nextReport)
+            if peer.negotiated.transportCC { wake = min(wake, peer.nextTransportFeedback) }
+        }
         if webrtc != nil, let t = stepTransports(now: now) { wake = min(wake, t) }
         if let due = delayLine?.nextDue { wake = min(wake, due) }
         if let due = downlinkLine?.nextDue { wake = min(wake, due) }

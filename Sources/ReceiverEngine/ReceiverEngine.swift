@@ -127,6 +127,7 @@ public final class ReceiverEngine: Sendable {
                     session.handleDatagram(batch.slot(i).baseAddress!, length: Int(batch.lengths[i]), from: batch.source(i), now: at)
                 }
                 lastStep = at
+                if n < batch.capacity { return } // the queue is empty: no call just to hear EAGAIN
             }
         }
         func flush() {
