@@ -244,7 +244,8 @@ enum Help {
           --whep URL                with --whip: subscriber bots too, each a real WHEP subscriber
                                     (socket, ICE, DTLS, feedback, reassembly) on the event
                                     loops — no thread each; they join 2 s after the ramp, 50 ms
-                                    apart, and leave 1 s before the end; the report adds per-room
+                                    apart (all within --ramp when it is given), and leave 1 s
+                                    before the end; the report adds per-room
                                     and fleet percentiles of glass-to-glass latency, freezes and
                                     frame rate. The publishers encode live (stamps) unless --media is given
           --subscribers S           subscriber bots in all (default: as many as publishers; ≤ 5000)

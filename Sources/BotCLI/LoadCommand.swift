@@ -46,6 +46,8 @@ enum LoadCommand {
         var loops: Int
         /// `--decoders`: subscribers that decode (nil: one per event loop).
         var decoders: Int? = nil
+        /// How far apart subscribers join: 50 ms, or `--ramp`'s pace when it is given.
+        var subscriberSpacingMicros: Int64 = 50_000
         var requirements: [LoadRequirement]
         /// `--require` was given: a run where pubbot itself was saturated fails it.
         var requireGiven = false
@@ -84,9 +86,13 @@ enum LoadCommand {
         guard duration >= 1_000_000, duration <= 86_400_000_000 else { throw UsageError("--duration must be between 1s and 24h") }
         // --ramp D: start every bot within D (default: 50 bots a second); never faster than 500 a second.
         var rampPerSecond = 50.0
+        var rampMicros: Int64?
         if let r = o.value("ramp") {
             let d = try ValueParsers.duration(r, option: "ramp")
             rampPerSecond = d == 0 ? 500 : min(500, Double(range.count) * 1e6 / Double(d))
+            // The subscribers join within it too (each one HTTP exchange; at most 500 a second):
+            // a thousand 50 ms apart would take 50 s.
+            rampMicros = d
         }
         let cores = Int(sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         let loops =
@@ -150,6 +156,7 @@ enum LoadCommand {
             })
         plan.requireGiven = o.value("require") != nil
         plan.decoders = decoders
+        if let rampMicros { plan.subscriberSpacingMicros = max(2_000, rampMicros / Int64(max(1, subscriberCount))) }
         plan.progress = o.has("progress")
         plan.metrics = try o.value("metrics").map(PublishCommand.metricsAddress)
         return plan

@@ -53,11 +53,12 @@ extension LoadCommand {
             self.receivers = receivers
             rampEnd = start + Int64(Double(plan.range.count) * 1e6 / plan.rampPerSecond)
             subscribers = plan.whep.map {
-                SubscriberFleet(
-                    config: SubscriberFleet.Config(
-                        options: $0, count: plan.subscriberCount, rooms: plan.roomCount,
-                        publishersPerRoom: (plan.range.count + plan.roomCount - 1) / plan.roomCount, loops: plan.loops,
-                        decoders: min(plan.subscriberCount, plan.decoders ?? plan.loops)))
+                var config = SubscriberFleet.Config(
+                    options: $0, count: plan.subscriberCount, rooms: plan.roomCount,
+                    publishersPerRoom: (plan.range.count + plan.roomCount - 1) / plan.roomCount, loops: plan.loops,
+                    decoders: min(plan.subscriberCount, plan.decoders ?? plan.loops))
+                config.spacingMicros = plan.subscriberSpacingMicros
+                return SubscriberFleet(config: config)
             }
             if subscribers != nil && rampEnd + 2_000_000 + 3_000_000 > start + plan.duration - 1_000_000 {
                 Output.err(

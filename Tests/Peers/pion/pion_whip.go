@@ -8,7 +8,10 @@
 //   {"event":"whep-stats","id":"…","audio":N,"video":N,"pli":N}  at a WHEP session's DELETE
 // As a WHEP endpoint (POST /whep, a recvonly offer) it forwards what the WHIP publisher sends:
 // its audio and the video layer -forward-rid (or its only one), with the publisher's extensions
-// stripped, as pion's broadcast example does; a subscriber's PLI goes to the publisher. The
+// stripped, as pion's broadcast example does. A subscriber that connects gets a key frame asked
+// for it; its own PLIs go to the publisher too, except in the 500 ms after that join request
+// (the key frame is already on its way: a subscriber asks as soon as its first frame is not
+// one, and forwarding that too cost the publisher two PLIs per subscriber). The
 // whep-stats counts are the packets pion wrote to that subscriber while it was connected.
 // Exits after -limit seconds or when its parent goes away.
 package main
@@ -41,6 +44,7 @@ type subscriber struct {
 	sentAudio    int
 	sentVideo    int
 	plis         int
+	joinPLI      time.Time
 }
 
 var (
@@ -141,7 +145,11 @@ func whep(w http.ResponseWriter, r *http.Request, a *webrtc.API) {
 						}
 						s.mu.Lock()
 						s.plis++
+						covered := time.Since(s.joinPLI) < 500*time.Millisecond
 						s.mu.Unlock()
+						if covered {
+							continue
+						}
 						pubMu.Lock()
 						if publisherPC != nil && forwarded != 0 {
 							publisherPC.WriteRTCP([]rtcp.Packet{&rtcp.PictureLossIndication{MediaSSRC: forwarded}})
@@ -158,6 +166,9 @@ func whep(w http.ResponseWriter, r *http.Request, a *webrtc.API) {
 		s.mu.Unlock()
 		if st == webrtc.PeerConnectionStateConnected {
 			// A key frame for the new subscriber.
+			s.mu.Lock()
+			s.joinPLI = time.Now()
+			s.mu.Unlock()
 			pubMu.Lock()
 			if publisherPC != nil && forwarded != 0 {
 				publisherPC.WriteRTCP([]rtcp.Packet{&rtcp.PictureLossIndication{MediaSSRC: forwarded}})
