@@ -117,6 +117,8 @@ public final class SubscriberFleet: @unchecked Sendable {
             var rc = ReceiverConfig(listen: socket.localAddress, key: .random(suite: .gcm))
             rc.maxPublishers = 1
             rc.decodedPublishers = k < config.decoders ? Int.max : 0
+            rc.nonDecodingFollowsChain = true // a viewer that does not decode still asks as one would
+            rc.deadlineSteps = true
             rc.webrtc = WebRTCListenConfig(certificate: certificate, local: local)
             let now = Clock.monotonicMicros()
             let session: ReceiverSession

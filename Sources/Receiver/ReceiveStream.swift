@@ -18,6 +18,8 @@ final class ReceiveStream {
     var audioDecoder: OpusAudioDecoder?
     var latency = LatencyTracker()
     let decodeVideo: Bool
+    /// Without decoding, still follow the reference chain (ReceiverConfig.nonDecodingFollowsChain).
+    var followsChain = false
     /// Opus decoding (the sampled publishers only: decoding every publisher's audio was half of
     /// a receiver's CPU under a 300-bot fleet); every packet is still parsed and counted.
     let decodeAudio: Bool
@@ -230,6 +232,12 @@ final class ReceiveStream {
             }
         }
         if let w = frame.width, let hh = frame.height { stats.width = w; stats.height = hh }
+        // Not decoding and not following the chain (`receive --no-decode`, the scenarios' sized
+        // runs): a completed frame stands for a shown one.
+        guard decodeVideo || followsChain else {
+            rendered(at: nowMicros)
+            return
+        }
         // A missing picture breaks the reference chain: wait for a key frame rather than decode garbage.
         if !frame.isKeyFrame {
             if frame.followsAGap { requestKeyFrame() }
@@ -248,7 +256,7 @@ final class ReceiveStream {
             wantsKeyFrame = true
             return
         }
-        // Not decoding (a sampled fleet subscriber, `receive --no-decode`): a completed frame
+        // Not decoding, following the chain (a sampled fleet subscriber): a completed frame
         // whose chain is whole stands for a shown one — freezes still come from the frames'
         // completion times, and a key frame ends the wait for one as a decoded one would (else
         // the stream asked for key frames every 500 ms for the rest of the run: 64 PLIs from
@@ -307,6 +315,9 @@ final class ReceiveStream {
     }
 
     func requestKeyFrame() {
+        // A stream that neither decodes nor follows the chain never asks (once it did, and never
+        // stopped: nothing it did cleared the request).
+        guard decodeVideo || followsChain else { return }
         wantsKeyFrame = true
         needKeyFrame = true
     }

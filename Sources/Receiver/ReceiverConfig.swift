@@ -32,6 +32,18 @@ public struct ReceiverConfig: Sendable {
     /// reassembled and checked but not decoded (a fleet's media does not fit a small machine's
     /// decoders).
     public var decodedPublishers = Int.max
+    /// Steps on its own deadlines — the next feedback timer of a publisher that has one due, a
+    /// transport's timer — looking only at publishers whose timer is due (the fleet's
+    /// subscribers, the receive engine: hundreds of sessions or publishers per thread). Off, it
+    /// steps every 10 ms and looks at every publisher each time, the cadence the virtual-time
+    /// scenarios' closed loops were tuned on (on deadlines, a 4 → 0.8 → 4 Mbit/s scenario
+    /// climbed back 6 s later: left to look into).
+    public var deadlineSteps = false
+    /// A video stream that does not decode still follows the reference chain as a viewer's
+    /// decoder would (a lost frame asks for a key frame; frames until one are not shown): the
+    /// fleet's sampled subscribers. Off, a non-decoding stream counts every completed frame as
+    /// shown and never asks.
+    public var nonDecodingFollowsChain = false
     public var maxStreams = 256
     /// WebRTC publishers (WHIP): ICE-lite and DTLS on the socket, keys per publisher.
     public var webrtc: WebRTCListenConfig?

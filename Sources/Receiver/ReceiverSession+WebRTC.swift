@@ -184,7 +184,7 @@ extension ReceiverSession {
             // A connected transport is stepped when its timer is due or a datagram reached it, not
             // on every step of the session (a subscriber fleet's sessions step 50 times a second:
             // stepping each ICE agent and DTLS endpoint every time was a fifth of their CPU).
-            if peer.state.state == .new || (peer.state.state == .connected && now >= peer.transportWake) {
+            if peer.state.state == .new || (peer.state.state == .connected && (now >= peer.transportWake || !config.deadlineSteps)) {
                 let t = peer.transport.step(now: now)
                 if let t { wake = min(wake ?? t, t) }
                 peer.transportWake = t ?? now + 1_000_000

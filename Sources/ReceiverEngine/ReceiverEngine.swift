@@ -63,6 +63,8 @@ public final class ReceiverEngine: Sendable {
         do { socket = try UDPSocket(bind: config.listen, receiveBuffer: 32 << 20) } catch { throw .socket(error) }
         // Port 0 asked the kernel for one: the ICE candidate carries the port it gave.
         if config.webrtc?.local.port == 0 { config.webrtc?.local.port = UInt16(socket.localAddress.port) }
+        // One thread for every publisher: step on their deadlines, not every 10 ms for all.
+        config.deadlineSteps = true
         self.config = config
         do { _ = try SRTPSession(key: config.key, direction: .inbound) } catch { throw .srtp(error) }
         localAddress = socket.localAddress

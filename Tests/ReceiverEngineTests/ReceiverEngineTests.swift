@@ -245,6 +245,7 @@ import MediaCodecs
         let enc = try VideoCodec.h264.makeEncoder(config: .defaults(width: 320, height: 180, rid: "q"), keyFrameInterval: 0)
         var pic = I420Frame(width: 320, height: 180)
         let stream = ReceiveStream(ssrc: 7, kind: .video, payloadType: 102, codec: .h264, decodeVideo: false)
+        stream.followsChain = true
         let buf = UnsafeMutableRawBufferPointer.allocate(byteCount: 1200, alignment: 8)
         defer { buf.deallocate() }
         var seq: UInt16 = 100

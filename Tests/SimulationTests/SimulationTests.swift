@@ -110,8 +110,11 @@ import Impairment
         let (t, _) = try Self.run(
             try Self.config(impair: "0s:rate=4mbit,delay=20ms,queue=500ms;20s:rate=800kbit;40s:rate=4mbit", seconds: 60, sized: true))
         // The ladder sends at most 3.2 Mbps and the estimate may claim 1.25 × that (4.29 Mbps):
-        // on the 4 Mbps link the estimate sits between.
-        for (from, to, low, high) in [(5, 20, 3_000_000, 4_300_000), (25, 40, 640_000, 920_000), (45, 60, 3_000_000, 4_300_000)] {
+        // on the 4 Mbps link the estimate sits between. On the 800 kbit/s link, at least 0.79 of
+        // it (it was 0.8 while the receiver's non-decoding streams, which these sized runs use,
+        // sent a PLI every 500 ms from their first loss on — a bug; without those key frames the
+        // estimate dipped to 637 kbit/s once).
+        for (from, to, low, high) in [(5, 20, 3_000_000, 4_300_000), (25, 40, 630_000, 920_000), (45, 60, 3_000_000, 4_300_000)] {
             #expect(t.window(from, to).allSatisfy { (low...high).contains($0) }, "[\(from), \(to)) s: \(t.description)")
         }
         #expect(t.targets[25..<40].allSatisfy { $0[2] == 0 && $0[0] > 0 }, "\(t.targets[25..<40])")
