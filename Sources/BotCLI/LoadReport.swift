@@ -21,6 +21,9 @@ struct LoadReport {
         var cores = 1
         /// `--whep`: the subscribers' event loops (% of a core) over the same window.
         var subscriberCPUPercent: Double? = nil
+        /// `--whep`: the process's RSS growth from just before the subscribers joined to its
+        /// peak, per subscriber (their sockets, sessions, buffers, streams).
+        var rssPerSubscriberBytes: Int? = nil
     }
 
     /// A driver whose timed work runs more than this late at p99 has fallen behind: the loops'
@@ -393,6 +396,7 @@ struct LoadReport {
         f.append(("machineBusyPercent", tenth(c.machineBusyPercent)))
         f.append(("cores", .int(Int64(c.cores))))
         f.append(("subscriberCPUPercent", tenth(c.subscriberCPUPercent)))
+        f.append(("rssPerSubscriberBytes", c.rssPerSubscriberBytes.map { .int(Int64($0)) } ?? .null))
         f.append(("saturated", saturatedJSON))
         return .object(f)
     }
@@ -580,7 +584,9 @@ struct LoadReport {
                 out += "shared live encoder (--encode): \(Units.fixed(e, 1)) % of a core on top, for all bots\n"
             }
             if let s = c.subscriberCPUPercent, let subs = subscribers?.subscribers.count {
-                out += "subscribers: their event loops \(Units.fixed(s, 1)) % of a core for \(subs) subscribers\n"
+                out += "subscribers: their event loops \(Units.fixed(s, 1)) % of a core for \(subs) subscribers"
+                if let r = c.rssPerSubscriberBytes { out += ", \(r >> 10) KiB RSS each (the process's growth from their join to its peak)" }
+                out += "\n"
             }
             if let worst = c.lag?.worst, let p50 = worst.lag.percentile(0.5), let p99 = worst.lag.percentile(0.99) {
                 let lag = worst.lag

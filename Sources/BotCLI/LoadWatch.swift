@@ -20,6 +20,8 @@ extension LoadCommand {
         var steadyFrom: Sample?
         var steadyTo: Sample?
         var peakRSS = 0
+        /// The process's RSS just before the subscribers joined.
+        var rssBeforeSubscribers: Int?
         var vitals = ProcessVitals()
         let receivers: [ReceiverEngine]
         /// The drivers' lag a second ago, for the live line's last second.
@@ -99,7 +101,11 @@ extension LoadCommand {
                     nextMetrics = now + 1_000_000
                     exposition.value = metricsText(snaps, lag: lag, saturated: behind, now: now)
                 }
-                if let subscribers, !subscribersStarted, now >= rampEnd + 2_000_000 { subscribersStarted = true; subscribers.start() }
+                if let subscribers, !subscribersStarted, now >= rampEnd + 2_000_000 {
+                    subscribersStarted = true
+                    rssBeforeSubscribers = vitals.sample().rssBytes
+                    subscribers.start()
+                }
                 if subscribersStarted, now >= end - 1_000_000 { stopSubscribers() }
                 if now >= nextFigures {
                     // The fleet's bitrate over the last second and its loss p95 so far.
@@ -161,7 +167,12 @@ extension LoadCommand {
                 c.machineBusyPercent = Double(m1.busy - m0.busy) * 100 / Double(m1.total - m0.total)
             }
             c.cores = MachineCPU.cores
-            if subscribers != nil { c.subscriberCPUPercent = Double(b.subscribers - a.subscribers) * 100 / Double(b.wall - a.wall) }
+            if let subscribers {
+                c.subscriberCPUPercent = Double(b.subscribers - a.subscribers) * 100 / Double(b.wall - a.wall)
+                if let before = rssBeforeSubscribers, subscribers.config.count > 0 {
+                    c.rssPerSubscriberBytes = max(0, peakRSS - before) / subscribers.config.count
+                }
+            }
             return c
         }
 

@@ -25,6 +25,9 @@ public final class ReceiverEngine: Sendable {
     let thread = Locked<JoinableThread?>(nil)
     /// WHIP endpoint → receive thread: publishers to add and sessions to end.
     let commands = Locked<[Command]>([])
+    /// Wakes the receive thread when a command comes (it may be waiting up to 20 ms for its
+    /// next timer, and the WHIP endpoint's POST waits for the command to be taken).
+    let commandSignal = try? EventSignal()
     enum Command: Sendable { case add(WebRTCPublisherSpec, seed: UInt64), remove(String) }
     /// Receive thread → WHIP endpoint: sessions that ended on their own (abandoned, failed,
     /// consent lost, closed by the peer), whose slots are free.
@@ -44,12 +47,16 @@ public final class ReceiverEngine: Sendable {
     public func addPublisher(_ spec: WebRTCPublisherSpec) {
         let seed = UInt64(SecureRandom.uint32()) << 32 | UInt64(SecureRandom.uint32())
         commands.withLock { $0.append(.add(spec, seed: seed)) }
+        commandSignal?.signal()
         let deadline = Clock.monotonicMicros() + 100_000
         while commands.withLock({ !$0.isEmpty }) && Clock.monotonicMicros() < deadline && thread.value != nil { Clock.sleep(micros: 500) }
     }
 
     /// A WHIP DELETE: the publisher's transport is closed.
-    public func removePublisher(resource: String) { commands.withLock { $0.append(.remove(resource)) } }
+    public func removePublisher(resource: String) {
+        commands.withLock { $0.append(.remove(resource)) }
+        commandSignal?.signal()
+    }
 
     public typealias StartError = EngineSetupError
 
@@ -74,14 +81,16 @@ public final class ReceiverEngine: Sendable {
 
     public func start() {
         let config = self.config, handoff = socketHandoff, state = self.state, stopFlag = self.stopFlag, commands = self.commands,
-            ended = self.ended, load = self.driverLoad
+            ended = self.ended, load = self.driverLoad, signal = self.commandSignal
         let t = JoinableThread(name: "pubbot-recv") {
             do {
                 let start = Clock.monotonicMicros()
                 let session = try ReceiverSession(
                     config: config, startMicros: start, wallOffsetMicros: Clock.wallMicros() - start,
                     seed: UInt64(SecureRandom.uint32()) << 32 | UInt64(SecureRandom.uint32()))
-                Self.run(session, socket: handoff.take(), state: state, stop: stopFlag, commands: commands, ended: ended, load: load)
+                Self.run(
+                    session, socket: handoff.take(), state: state, stop: stopFlag, commands: commands, signal: signal, ended: ended,
+                    load: load)
             } catch {
                 state.withLock { $0.lastError = "\(error)" }
             }
@@ -103,6 +112,7 @@ public final class ReceiverEngine: Sendable {
     /// The receive thread: the driver of a `ReceiverSession` — socket, clock, publishing.
     static func run(
         _ session: ReceiverSession, socket: UDPSocket, state: Locked<ReceiverSnapshot>, stop: Locked<Bool>, commands: Locked<[Command]>,
+        signal: EventSignal?,
         ended: Locked<[String]>, load: Locked<(lag: LagMeter, cpuMicros: Int64)>
     ) {
         let batch = PacketBatch(capacity: 32)
@@ -141,7 +151,7 @@ public final class ReceiverEngine: Sendable {
         var lag = LagMeter()
         while !stop.value {
             let due = min(wake, nextPublish)
-            _ = socket.wait(timeoutMicros: max(0, due - Clock.monotonicMicros()))
+            if socket.wait(timeoutMicros: max(0, due - Clock.monotonicMicros()), wake: signal) & 2 != 0 { signal?.drain() }
             for c in commands.withLock({ c -> [Command] in
                 let taken = c; c = []; return taken
             }) {
