@@ -212,13 +212,7 @@ import MediaCodecs
         var seq: UInt16 = 100
         var now: Int64 = 0
         for (n, f) in frames.enumerated().dropFirst() {
-            var p = try H264Packetizer(frame: f.bytes.span, maxPayloadSize: 1200)
-            var packets: [([UInt8], Bool)] = []
-            while true {
-                var w = ByteWriter(buf)
-                guard let marker = try p.next(frame: f.bytes.span, into: &w) else { break }
-                packets.append((Array(buf[0..<w.count]), marker))
-            }
+            let packets = try h264Packets(f, buffer: buf)
             // Of frame 1, only the last packet arrives.
             let first = n == 1 ? packets.count - 1 : 0
             for (i, (payload, marker)) in packets.enumerated() where i >= first {
@@ -234,6 +228,18 @@ import MediaCodecs
         #expect(stream.assembler.framesDropped == 1) // the partial frame, counted as W3C's framesDropped
         #expect(!stream.wantsKeyFrame && !stream.needKeyFrame)
     }
+}
+
+/// A frame's RTP payloads (RFC 6184, 1200 bytes at most) and their markers.
+func h264Packets(_ f: EncodedVideoFrame, buffer buf: UnsafeMutableRawBufferPointer) throws -> [([UInt8], Bool)] {
+    var p = try H264Packetizer(frame: f.bytes.span, maxPayloadSize: 1200)
+    var packets: [([UInt8], Bool)] = []
+    while true {
+        var w = ByteWriter(buf)
+        guard let marker = try p.next(frame: f.bytes.span, into: &w) else { break }
+        packets.append((Array(buf[0..<w.count]), marker))
+    }
+    return packets
 }
 
 /// A subscriber that does not decode (a sampled fleet member) still follows the reference chain
@@ -255,13 +261,7 @@ import MediaCodecs
             SyntheticVideoSource().fill(&pic, frameNumber: UInt32(n), captureMillis: 0)
             let f = try #require(
                 try enc.encode(&pic, layer: 0, frameNumber: UInt32(n), captureMicros: Int64(n) * 33_333, forceKeyFrame: n == 14) { 0 })
-            var p = try H264Packetizer(frame: f.bytes.span, maxPayloadSize: 1200)
-            var packets: [([UInt8], Bool)] = []
-            while true {
-                var w = ByteWriter(buf)
-                guard let marker = try p.next(frame: f.bytes.span, into: &w) else { break }
-                packets.append((Array(buf[0..<w.count]), marker))
-            }
+            let packets = try h264Packets(f, buffer: buf)
             if n != 4 { // frame 4 is lost whole
                 for (i, (payload, marker)) in packets.enumerated() {
                     stream.receiveVideo(
