@@ -129,7 +129,9 @@ let package = Package(
         .target(name: "CBenchBaseline", dependencies: ["CSRTP"]),
         .target(
             name: "Bench",
-            dependencies: ["Platform", "CBenchBaseline", "RTPCore", "Transport", "MediaCodecs", "PublisherEngine", "Stats", "DTLS"],
+            dependencies: [
+                "Platform", "CBenchBaseline", "RTPCore", "Transport", "MediaCodecs", "PublisherEngine", "Stats", "DTLS", "Fleet"
+            ],
             swiftSettings: hot),
         .executableTarget(name: "pubbot-bench", dependencies: ["Bench", "CAllocCounter", "RTPCore"]),
 

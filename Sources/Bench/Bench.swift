@@ -1,5 +1,6 @@
 import CBenchBaseline
 public import DTLS
+import Fleet
 public import RTPCore
 public import Transport
 public import MediaCodecs
@@ -328,6 +329,33 @@ public struct Benchmarks {
 }
 
 extension Benchmarks {
+    // MARK: subscribers
+
+    /// Non-decoding subscribers per core of the fleet's subscriber loop (its real driver and
+    /// sessions on loopback sockets; see `SubscriberBench`): `count` of them fed a 180p VP8
+    /// stream at 30 fps and 50 audio packets a second for `seconds` per run. No baseline; the
+    /// goal is ≥ 1 000 per core.
+    public func subscribers(count: Int = 500, seconds: Double = 5) throws -> BenchResult {
+        let frames = try Self.frames(codec: .vp8, width: 320, height: 180, count: 60)
+        let n = max(20, Int(Double(count) * min(1, scale * 4)))
+        var result = BenchResult(name: "subscribers", unit: "subscribers/core", runs: [])
+        var notes: [String] = []
+        for _ in 0..<max(1, min(runs, 3)) {
+            let r = try SubscriberBench.run(subscribers: n, frames: frames, seconds: scale < 1 ? 2 : seconds)
+            let cores = Double(r.cpuMicros) / Double(max(1, r.wallMicros))
+            result.runs.append(Double(n) / max(cores, 1e-6))
+            notes.append(
+                "\(n) subscribers: the loop \(Int((cores * 1000).rounded()) / 10) % of a core, \(r.packets) packets, \(r.frames) frames completed"
+                    + (r.silent > 0 ? ", \(r.silent) got no frame" : ""))
+            if r.silent > 0 { result.note = "some subscribers completed no frame: the figure is not valid" }
+        }
+        result.note =
+            ([result.note].compactMap { $0 } + [notes.last ?? ""] + [
+                "one epoll loop; loopback sockets; the sender's CPU not counted; SDES keys in place of DTLS"
+            ]).joined(separator: "; ")
+        return result
+    }
+
     /// A whole DTLS-SRTP handshake (client and server endpoints in memory, P-256 certificates, the
     /// fingerprint check and the key export: what each WHIP bot costs once at connect), in
     /// handshakes per CPU-second of both sides together. No baseline: it is OpenSSL's cost.

@@ -149,7 +149,7 @@ public final class SubscriberFleet: @unchecked Sendable {
         // would hold the run for each one's HTTP timeout in turn.
         let enders = (0..<min(16, all.count)).map { t in
             JoinableThread(name: "pubbot-whep-end-\(t)") {
-                for b in stride(from: t, to: all.count, by: 16).map({ all[$0] }) { b.subscription.end() }
+                for b in stride(from: t, to: all.count, by: 16).map({ all[$0] }) { b.subscription?.end() }
             }
         }
         for t in enders { t.join() }
@@ -179,12 +179,13 @@ final class SubscriberBot: @unchecked Sendable {
     let number: Int
     let session: ReceiverSession
     let socket: UDPSocket
-    let subscription: WHEPSubscription
+    /// The WHEP subscription; nil for the benchmark's SDES subscribers.
+    let subscription: WHEPSubscription?
     var nextWake: Int64 = 0
     var lastStep: Int64 = 0
     var nextPublish: Int64 = 0
 
-    init(number: Int, session: ReceiverSession, socket: UDPSocket, subscription: WHEPSubscription) {
+    init(number: Int, session: ReceiverSession, socket: UDPSocket, subscription: WHEPSubscription?) {
         self.number = number
         self.session = session
         self.socket = socket
@@ -241,8 +242,10 @@ final class SubscriberLoop: @unchecked Sendable {
                 defer { b = [] }; return b
             }) {
                 try? b.socket.enableArrivalTimestamps()
-                b.session.addPublisher(
-                    b.subscription.spec, seed: UInt64(SecureRandom.uint32()) << 32 | UInt64(SecureRandom.uint32()), now: now)
+                if let subscription = b.subscription {
+                    b.session.addPublisher(
+                        subscription.spec, seed: UInt64(SecureRandom.uint32()) << 32 | UInt64(SecureRandom.uint32()), now: now)
+                }
                 b.lastStep = now
                 b.nextWake = now
                 readiness?.add(b.socket, tag: bots.count)

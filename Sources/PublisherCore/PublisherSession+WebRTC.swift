@@ -68,7 +68,7 @@ extension PublisherSession {
                     srtpOut = try SRTPSession(key: send, direction: .outbound)
                     srtpIn = try SRTPSession(key: receive, direction: .inbound)
                 } catch {
-                    fail(TransportFailure(.srtp, "libsrtp2 refused the keys DTLS exported: \(error)"))
+                    fail(TransportFailure(.srtp, "SRTP could not be set up with the keys DTLS exported: \(error)"))
                     break
                 }
                 connectedRemote = destination

@@ -120,7 +120,7 @@ public final class PublisherSession {
     var transportSequence: UInt16 = 1
     var counters = NetworkCounters()
     /// Always on in use. Tests turn it off to count the allocations of pubbot's own send path
-    /// apart from libsrtp2's (Debian's NSS-backed build allocates inside every protect call).
+    /// apart from SRTP's (AES-CM's HMAC re-initialisation in OpenSSL allocates).
     var protectionEnabled = true
 
     // Pacing: packets wait as arena slot numbers.

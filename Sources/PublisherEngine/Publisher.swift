@@ -60,7 +60,7 @@ public final class Publisher: Sendable {
         localAddress = socket.localAddress
         socketHandoff = Handoff(socket)
         webrtcHandoff = Handoff(webrtc)
-        // Fail early on a key libsrtp2 refuses.
+        // Fail early on a key SRTP refuses.
         do { _ = try SRTPSession(key: config.key, direction: .outbound) } catch { throw .srtp(error) }
     }
 

@@ -304,7 +304,7 @@ extension ReceiverSession {
                     peer.state.remote = remote.description
                     peer.state.transport = peer.transport.stats
                 } catch {
-                    fail(peer, TransportFailure(.srtp, "libsrtp2 refused the keys DTLS exported: \(error)"))
+                    fail(peer, TransportFailure(.srtp, "SRTP could not be set up with the keys DTLS exported: \(error)"))
                 }
             case let .failed(reason): fail(peer, reason)
             case .closed: peer.state.state = .closed

@@ -230,13 +230,12 @@ public final class ReceiverSession {
         var inbound = srtp
         if webrtc == nil {
             // SDES: a publisher known by its source address has an inbound session of its own
-            // (one SRTP context per peer, as pion and Janus keep): libsrtp2 finds a packet's
-            // stream by walking its session's list (`srtp_get_stream`), which over one shared
-            // session grew with every publisher of a fleet.
+            // (one SRTP context per peer, as pion and Janus keep; a shared one once held every
+            // fleet bot's streams, which libsrtp2 walked per packet).
             // A packet from a new address is tried in a spare session, which becomes the
             // publisher's when the packet authenticates (with that packet in its replay window);
-            // a packet that fails leaves the spare as it was (libsrtp2 `srtp.c` clones a stream
-            // from the template only after the tag checks).
+            // a packet that fails leaves the spare as it was (a stream is recorded only after
+            // the tag checks, as libsrtp2 `srtp.c` clones one from its template).
             if let from, let i = peerIndex[from], let own = peers[i].srtpIn {
                 known = peers[i]
                 inbound = own
@@ -555,8 +554,8 @@ public final class ReceiverSession {
         }
     }
 
-    /// The spare inbound session a new SDES address's packets are tried in (nil if libsrtp2
-    /// cannot make one: the shared session serves).
+    /// The spare inbound session a new SDES address's packets are tried in (nil if one cannot
+    /// be made: the shared session serves).
     func spareInbound() -> SRTPSession? {
         if spare == nil { spare = try? SRTPSession(key: config.key, direction: .inbound) }
         return spare

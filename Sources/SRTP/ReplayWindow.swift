@@ -22,6 +22,15 @@ struct ReplayWindow {
         return bit(index) ? .replayed : .fresh
     }
 
+    /// Throws when `index` was seen or fell behind the list.
+    func admit(_ index: Int64) throws(SRTPError) {
+        switch check(index) {
+        case .fresh: return
+        case .replayed: throw .replayed
+        case .tooOld: throw .tooOld
+        }
+    }
+
     /// Records `index` (after its packet authenticated).
     mutating func add(_ index: Int64) {
         if index > highest {
@@ -47,6 +56,9 @@ struct ReplayWindow {
         let slot = Int(index & (size - 1))
         words[slot >> 6] |= 1 << UInt64(slot & 63)
     }
+
+    /// Where the list's words live (tests: recording a packet must not move them).
+    var storage: UnsafeRawPointer? { words.withUnsafeBufferPointer { UnsafeRawPointer($0.baseAddress) } }
 
     private func bit(_ index: Int64) -> Bool {
         let slot = Int(index & (size - 1))
@@ -77,4 +89,11 @@ struct RTPIndex {
     }
 
     mutating func advance(to estimated: Int64) { if estimated > index { index = estimated } }
+
+    /// The sender's side: the index of `seq`, kept as the receiver will estimate it.
+    mutating func advance(estimating seq: UInt16) -> Int64 {
+        let i = estimate(seq).index
+        advance(to: i)
+        return i
+    }
 }

@@ -59,12 +59,32 @@ public final class SRTPSession {
     struct RTPStream {
         var index = RTPIndex()
         var window: ReplayWindow?
+
+        /// The index `seq` stands for, if the replay list lets it in (RFC 3711 §3.3.2).
+        func admit(_ seq: UInt16) throws(SRTPError) -> Int64 {
+            let index = self.index.estimate(seq).index
+            try window?.admit(index)
+            return index
+        }
+
+        /// Records an authenticated packet's index.
+        mutating func accept(_ index: Int64, window size: Int) {
+            if window == nil { window = ReplayWindow(size: size) }
+            window!.add(index)
+            self.index.advance(to: index)
+        }
     }
 
     struct RTCPStream {
         /// Outbound: the last SRTCP index sent. Inbound: the replay list of indices received.
         var sent: UInt32 = 0
         var window: ReplayWindow?
+
+        /// Records an authenticated SRTCP index (libsrtp2 `rdb.c` keeps 128).
+        mutating func accept(_ index: Int64) {
+            if window == nil { window = ReplayWindow(size: 128) }
+            window!.add(index)
+        }
     }
 
     /// - Parameter replayWindow: RTP packets remembered per stream for replay protection
@@ -107,17 +127,9 @@ public final class SRTPSession {
         let seq = UInt16(bigEndian: packet.loadUnaligned(fromByteOffset: 2, as: UInt16.self))
         // The sender keeps the index as the receiver will estimate it (RFC 3711 §3.3.1); a
         // retransmission with the same sequence number gets the same index, so the same bytes.
-        let index: Int64
-        if var stream = rtpStreams[ssrc] {
-            index = stream.index.estimate(seq).index
-            stream.index.advance(to: index)
-            rtpStreams[ssrc] = stream
-        } else {
-            index = RTPIndex().estimate(seq).index
-            var stream = RTPStream()
-            stream.index.advance(to: index)
-            rtpStreams[ssrc] = stream
-        }
+        // In place (the dictionary's modify accessor): a stream copied out and back would share
+        // its storage with the copy, and the write would copy it.
+        let index = rtpStreams[ssrc, default: RTPStream()].index.advance(estimating: seq)
         let roc = UInt32(truncatingIfNeeded: index >> 16)
         switch suite {
         case .gcm:
@@ -145,15 +157,7 @@ public final class SRTPSession {
         guard length >= 12 + tag, let h = Self.headerLength(packet, length: length - tag) else { throw .malformed }
         let ssrc = UInt32(bigEndian: packet.loadUnaligned(fromByteOffset: 8, as: UInt32.self))
         let seq = UInt16(bigEndian: packet.loadUnaligned(fromByteOffset: 2, as: UInt16.self))
-        var stream = rtpStreams[ssrc] ?? RTPStream()
-        let (index, _) = stream.index.estimate(seq)
-        if let window = stream.window {
-            switch window.check(index) {
-            case .fresh: break
-            case .replayed: throw .replayed
-            case .tooOld: throw .tooOld
-            }
-        }
+        let index = try rtpStreams[ssrc]?.admit(seq) ?? RTPIndex().estimate(seq).index
         let roc = UInt32(truncatingIfNeeded: index >> 16)
         let body = length - tag - h
         switch suite {
@@ -167,10 +171,8 @@ public final class SRTPSession {
             let ok = withUnsafeBytes(of: &iv) { v in copenssl_ctr_xor(rtp.cipher, v.baseAddress, packet + h, Int32(body)) }
             guard ok == 1 else { throw .failed(operation: "AES-CTR", code: ok) }
         }
-        if stream.window == nil { stream.window = ReplayWindow(size: replayWindow) }
-        stream.window!.add(index)
-        stream.index.advance(to: index)
-        rtpStreams[ssrc] = stream
+        // Recorded in place: a copy out and back would copy the replay list's words per packet.
+        rtpStreams[ssrc, default: RTPStream()].accept(index, window: replayWindow)
         return length - tag
     }
 
@@ -179,12 +181,10 @@ public final class SRTPSession {
     public func protectRTCP(_ packet: UnsafeMutableRawPointer, length: Int, capacity: Int) throws(SRTPError) -> Int {
         guard capacity - length >= Self.maxRTCPTrailer, length >= 8 else { throw .malformed }
         let ssrc = UInt32(bigEndian: packet.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
-        var stream = rtcpStreams[ssrc] ?? RTCPStream()
         // The SRTCP index counts this SSRC's compound packets, 31 bits (RFC 3711 §3.4).
-        guard stream.sent < 0x7FFF_FFFF else { throw .failed(operation: "SRTCP index", code: -1) }
-        stream.sent += 1
-        rtcpStreams[ssrc] = stream
-        let index = stream.sent
+        let index = (rtcpStreams[ssrc]?.sent ?? 0) &+ 1
+        guard index <= 0x7FFF_FFFF else { throw .failed(operation: "SRTCP index", code: -1) }
+        rtcpStreams[ssrc, default: RTCPStream()].sent = index
         var trailer = (index | 0x8000_0000).bigEndian // E: encrypted
         switch suite {
         case .gcm:
@@ -218,14 +218,7 @@ public final class SRTPSession {
         let trailer = UInt32(bigEndian: packet.loadUnaligned(fromByteOffset: trailerAt, as: UInt32.self))
         let encrypted = trailer & 0x8000_0000 != 0
         let index = trailer & 0x7FFF_FFFF
-        var stream = rtcpStreams[ssrc] ?? RTCPStream()
-        if let window = stream.window {
-            switch window.check(Int64(index)) {
-            case .fresh: break
-            case .replayed: throw .replayed
-            case .tooOld: throw .tooOld
-            }
-        }
+        try rtcpStreams[ssrc]?.window?.admit(Int64(index))
         let plain: Int
         switch suite {
         case .gcm:
@@ -244,9 +237,7 @@ public final class SRTPSession {
                 guard ok == 1 else { throw .failed(operation: "AES-CTR", code: ok) }
             }
         }
-        if stream.window == nil { stream.window = ReplayWindow(size: 128) }
-        stream.window!.add(Int64(index))
-        rtcpStreams[ssrc] = stream
+        rtcpStreams[ssrc, default: RTCPStream()].accept(Int64(index))
         return plain
     }
 

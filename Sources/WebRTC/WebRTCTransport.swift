@@ -220,7 +220,7 @@ public struct TransportFailure: Error, Sendable, Equatable, CustomStringConverti
         case dtls
         /// The relay the selected path runs through failed (RFC 8656).
         case turn
-        /// libsrtp2 refused the keys DTLS exported.
+        /// SRTP could not be set up with the keys DTLS exported.
         case srtp
         /// The peer ended it: DTLS close_notify.
         case peer

@@ -7,14 +7,14 @@ import Transport
     import Glibc
 #endif
 
-/// `pubbot-bench [packetize|srtp|send|pipeline|dtls|all] [--json] [--runs N] [--smoke]`
+/// `pubbot-bench [packetize|srtp|send|pipeline|dtls|subscribers|all] [--json] [--runs N] [--smoke]`
 /// (run through `scripts/bench`, which builds it in release mode).
-let usage = "Usage: pubbot-bench [packetize|srtp|send|pipeline|dtls|all] [--json] [--runs N] [--smoke]"
+let usage = "Usage: pubbot-bench [packetize|srtp|send|pipeline|dtls|subscribers|all] [--json] [--runs N] [--smoke]"
 var which = "all", json = false, runs = 7, smoke = false
 var args = CommandLine.arguments.dropFirst()
 while let a = args.popFirst() {
     switch a {
-    case "packetize", "srtp", "send", "pipeline", "dtls", "all": which = a
+    case "packetize", "srtp", "send", "pipeline", "dtls", "subscribers", "all": which = a
     case "--json": json = true
     case "--smoke": smoke = true
     case "--runs":
@@ -41,6 +41,7 @@ do {
     if which == "send" || which == "all" { results += try bench.send() }
     if (which == "pipeline" || which == "all") && !smoke { results.append(try bench.pipeline(seconds: 10)) }
     if which == "dtls" || which == "all" { results.append(try bench.dtlsHandshake()) }
+    if which == "subscribers" || which == "all" { results.append(try bench.subscribers()) }
 } catch {
     FileHandle.err("Error: \(error)\n")
     exit(2)
