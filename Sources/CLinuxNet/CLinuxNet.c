@@ -198,14 +198,30 @@ int clinux_route_source(const clinux_addr *dst, clinux_addr *out) {
 
 /* Sends m prepared messages with as many sendmmsg calls as it takes; message k carries count[k]
    datagrams (1 each when count is NULL). Returns the datagrams sent, or -errno when none were. */
+static __thread int refusals;
+
+int clinux_take_refusals(void) {
+    int r = refusals;
+    refusals = 0;
+    return r;
+}
+
 static int send_messages(int fd, struct mmsghdr *msgs, int m, const int *count) {
-    int done = 0, sent = 0;
+    int done = 0, sent = 0, retries = 0;
     while (done < m) {
         int rc = sendmmsg(fd, msgs + done, (unsigned)(m - done), 0);
         if (rc < 0) {
             if (errno == EINTR) continue;
             int e = errno;
-            if (e == ECONNREFUSED) drain_error_queue(fd);
+            if (e == ECONNREFUSED) {
+                drain_error_queue(fd);
+                /* An ICMP port unreachable for an earlier datagram (IP_RECVERR reports it on the
+                   socket's next call, RFC 1122 4.1.3.3 / ip(7)): not these datagrams' fate. A
+                   check to a dead candidate must not take the next check to a live one with it
+                   (it did: a Chromium answer's loopback candidate refused every retransmission
+                   that followed it in the same turn). Counted (clinux_take_refusals), then sent. */
+                if (retries++ < 4) { refusals++; continue; }
+            }
             return sent > 0 ? sent : -e;
         }
         for (int k = done; k < done + rc; k++) sent += count ? count[k] : 1;

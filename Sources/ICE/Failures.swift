@@ -1,7 +1,9 @@
 /// Why an ICE agent failed (RFC 8445, RFC 7675); its description is what a user reads.
 public enum ICEFailure: Error, Sendable, Equatable, CustomStringConvertible {
-    /// Every candidate pair failed its checks (RFC 8445 §7.2.5.3).
-    case noPairAnswered(pairs: Int, checksEach: Int)
+    /// Every candidate pair failed its checks (RFC 8445 §7.2.5.3). `peerChecksAnswered`: the
+    /// peer's own checks that reached us and were answered (its checks arrive, ours get no
+    /// answer); `answersRefused`: STUN answers dropped (bad integrity, unknown transaction).
+    case noPairAnswered(pairs: Int, checksEach: Int, peerChecksAnswered: Int = 0, answersRefused: Int = 0)
     /// The selected pair stopped answering its checks.
     case selectedPairLost
     /// No consent response within the timeout (RFC 7675 §5.1: 30 s).
@@ -9,8 +11,11 @@ public enum ICEFailure: Error, Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case let .noPairAnswered(n, checks):
-            "no candidate pair answered ICE checks (\(n) pair\(n == 1 ? "" : "s") tried, \(checks) checks each): the peer is unreachable or refuses our credentials"
+        case let .noPairAnswered(n, checks, theirs, refused):
+            "no candidate pair answered ICE checks (\(n) pair\(n == 1 ? "" : "s") tried, \(checks) checks each"
+                + (theirs > 0 ? "; the peer's own checks reached us and \(theirs) were answered" : "")
+                + (refused > 0 ? "; \(refused) STUN message\(refused == 1 ? "" : "s") refused (integrity, username or transaction)" : "")
+                + "): the peer is unreachable or refuses our credentials"
         case .selectedPairLost: "consent lost: the selected pair stopped answering"
         case let .consentExpired(s): "consent lost: the peer did not answer for \(s) s (RFC 7675)"
         }

@@ -209,7 +209,10 @@ public final class ICEAgent {
         }
         // Every pair failed: nothing will connect.
         if state == .checking && !lite && !pairs.isEmpty && pairs.allSatisfy({ $0.state == .failed }) {
-            fail(.noPairAnswered(pairs: pairs.count, checksEach: Self.maxTransmissions))
+            fail(
+                .noPairAnswered(
+                    pairs: pairs.count, checksEach: Self.maxTransmissions, peerChecksAnswered: counters.requestsAnswered,
+                    answersRefused: counters.rejected))
             return nil
         }
         // Consent freshness (RFC 7675 §5.1).

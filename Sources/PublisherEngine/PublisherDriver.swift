@@ -45,6 +45,7 @@ public final class SessionSocket {
             let n: Int
             do { n = try socket.receive(into: rx) } catch {
                 session.handleSocketError(error)
+                if error.isConnectionRefused { continue } // an earlier datagram's ICMP: the queue may still hold data
                 return
             }
             if n == 0 { return }

@@ -9,6 +9,9 @@ public final class UDPSocket {
     /// Batches go out with UDP GSO (runs of equal-size datagrams as one message) while the
     /// kernel accepts it; the first refusal switches the socket to plain `sendmmsg` for good.
     public private(set) var usesGSO: Bool
+    /// ICMP refusals of earlier datagrams that sends went past (`clinux_take_refusals`): the
+    /// next receives report them, one each, as the kernel would have.
+    var refusals = 0
 
     /// Opens a socket bound to `bind` (port 0 picks a free port).
     public init(bind: SocketAddress, receiveBuffer: Int = 4 << 20, sendBuffer: Int = 4 << 20) throws(SocketError) {
@@ -58,6 +61,7 @@ public final class UDPSocket {
                 clinux_sendmmsg(fd, &dst, ptrs.baseAddress! + range.lowerBound, lens.baseAddress! + range.lowerBound, Int32(range.count))
             }
         }
+        refusals &+= Int(clinux_take_refusals())
         if rc < 0 {
             if rc == -11 || rc == -105 { return 0 } // EAGAIN: the socket buffer is full; ENOBUFS: the qdisc is
             throw SocketError("sendmmsg to \(destination)", errno: -rc)
@@ -73,6 +77,7 @@ public final class UDPSocket {
         var dst = destination.raw
         if usesGSO {
             let rc = clinux_sendmmsg_gso(fd, &dst, pointers, lengths, Int32(count))
+            refusals &+= Int(clinux_take_refusals())
             if rc >= 0 { return Int(rc) }
             if rc == -11 || rc == -105 { return 0 } // a full socket buffer or qdisc (ENOBUFS): back-pressure
             // EIO, EINVAL, EOPNOTSUPP: this path cannot segment; other errors are the peer's.
@@ -80,6 +85,7 @@ public final class UDPSocket {
             usesGSO = false
         }
         let rc = clinux_sendmmsg(fd, &dst, pointers, lengths, Int32(count))
+        refusals &+= Int(clinux_take_refusals())
         if rc < 0 {
             if rc == -11 || rc == -105 { return 0 }
             throw SocketError("sendmmsg to \(destination)", errno: -rc)
@@ -93,12 +99,18 @@ public final class UDPSocket {
         var ptr: UnsafeMutableRawPointer? = UnsafeMutableRawPointer(mutating: bytes.baseAddress)
         var len = UInt32(bytes.count)
         let rc = clinux_sendmmsg(fd, &dst, &ptr, &len, 1)
+        refusals &+= Int(clinux_take_refusals())
         if rc < 0 && rc != -11 { throw SocketError("send to \(destination)", errno: -rc) }
     }
 
     /// Receives into `batch` without blocking; returns the count (0 when nothing is waiting).
     /// Datagrams longer than a slot are reported with a length > `PacketBatch.maxPacketSize`.
     public func receive(into batch: PacketBatch) throws(SocketError) -> Int {
+        if refusals > 0 {
+            refusals -= 1
+            batch.count = 0
+            throw SocketError("recvmmsg", errno: 111) // ECONNREFUSED
+        }
         let n = min(batch.capacity, 64)
         let rc = batch.pointers.withUnsafeBufferPointer { ptrs in
             batch.lengths.withUnsafeMutableBufferPointer { lens in

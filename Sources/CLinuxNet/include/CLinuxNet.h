@@ -48,6 +48,9 @@ int clinux_route_source(const clinux_addr *dst, clinux_addr *out);
 /// Sends n datagrams to dst in as few sendmmsg calls as possible (n <= 64).
 /// Returns the number sent (may be < n on EAGAIN) or -errno when none could be sent.
 int clinux_sendmmsg(int fd, const clinux_addr *dst, void *const *bufs, const uint32_t *lens, int n);
+/// ICMP refusals (ECONNREFUSED) of earlier datagrams that the sends since the last call met and
+/// went past (this thread's); the caller reports them as the socket's receive would have.
+int clinux_take_refusals(void);
 /// Sends one buffer of equal-sized segments with UDP_SEGMENT (GSO). Returns bytes sent or -errno.
 /// As clinux_sendmmsg, but each run of equal-size datagrams (plus at most one shorter one at its
 /// end, ≤ 64 KB) goes as one UDP GSO message (UDP_SEGMENT): the kernel splits it into the same
