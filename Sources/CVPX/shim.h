@@ -96,7 +96,12 @@ static inline vpx_codec_err_t cvpx_vp9_set_svc_spatial(vpx_codec_ctx_t *ctx, int
     memset(&drop, 0, sizeof drop);
     for (int s = 0; s < spatial_layers; s++) drop.framedrop_thresh[s] = drop_threshold;
     drop.framedrop_mode = FULL_SUPERFRAME_DROP;
-    drop.max_consec_drop = 0x7fffffff;
+    /* At most two superframes in a row: libwebrtc's camera SVC setting
+       (modules/video_coding/codecs/vp9/libvpx_vp9_encoder.cc, max_consec_drop = 2). Unbounded,
+       a start at a 300 kbit/s estimate (a three-layer 720p key picture against a few kbit/s
+       per frame) dropped to 2 fps for the 3 s the estimate took to ramp: a freeze Chromium
+       counted. */
+    drop.max_consec_drop = 2;
     return vpx_codec_control(ctx, VP9E_SET_SVC_FRAME_DROP_LAYER, &drop);
 }
 /* One picture's references for every spatial layer: layer s keeps its temporal chain in slot s

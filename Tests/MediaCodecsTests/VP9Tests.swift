@@ -177,6 +177,29 @@ import RTPCore
         #expect(layerBytes[0] < layerBytes[1] && layerBytes[1] < layerBytes[2], "bytes per spatial layer \(layerBytes)")
     }
 
+    /// Starved (a three-layer 720p key picture, then 150 kbit/s for all three layers — the
+    /// publisher's first seconds when the start probe fails), the SVC encoder drops at most two
+    /// pictures in a row, as libwebrtc configures it (`libvpx_vp9_encoder.cc`,
+    /// max_consec_drop = 2): unbounded, it sent 2 pictures a second for 3 s and Chromium counted
+    /// a freeze.
+    @Test func starvedSpatialLayersDropAtMostTwoPicturesInARow() throws {
+        let config = VideoLayerConfig.spatial(
+            top: .defaults(width: 1280, height: 720, temporalLayers: 3, rid: "f"), spatialLayers: 3)
+        let enc = try VideoCodec.vp9.makeEncoder(config: config, keyFrameInterval: 0)
+        try enc.setTargetBitrate(150_000)
+        var pic = I420Frame(width: 1280, height: 720)
+        var run = 0, longest = 0, dropped = 0
+        for i in 0..<60 {
+            SyntheticVideoSource().fill(&pic, frameNumber: UInt32(i), captureMillis: UInt32(i * 33))
+            let f = try enc.encode(
+                &pic, layer: 0, frameNumber: UInt32(i), captureMicros: Int64(i) * 33_333, forceKeyFrame: false, clock: { 0 })
+            if f == nil { run += 1; dropped += 1 } else { run = 0 }
+            longest = max(longest, run)
+        }
+        // It does drop (the budget is real), but never three in a row.
+        #expect(dropped > 0 && longest <= 2, "dropped \(dropped) of 60, at most \(longest) in a row")
+    }
+
     @Test func descriptorIsReadTotally() throws {
         // Non-flexible with L and TL0PICIDX; flexible with three references; a structure with a group.
         let (a, na) = try VP9PayloadDescriptor.parse([0xA8, 0x05, 0x41, 0x07].span)
