@@ -25,6 +25,8 @@ public struct NackGenerator: Sendable {
     /// The oldest sequence number that may still be marked missing.
     var oldest: Int64 = 0
     public private(set) var trackedCount = 0
+    /// No packet is missing.
+    public var isEmpty: Bool { trackedCount == 0 }
     /// Packets given up on (too old, asked too often, or pushed out of the span).
     public private(set) var abandoned = 0
 

@@ -15,10 +15,10 @@ extension Span where Element == UInt8 {
     package func be64(_ i: Int) -> UInt64 { UInt64(be32(i)) &<< 32 | UInt64(be32(i + 4)) }
 
     /// Copies a sub-range out as an array (receive side only, never on the send path).
+    /// One bounds check and one memcpy (appending byte by byte was the receiver's second
+    /// largest cost at 500 publishers).
     package func copyBytes(_ range: Range<Int>) -> [UInt8] {
-        var out = [UInt8]()
-        out.reserveCapacity(range.count)
-        for i in range { out.append(self[i]) }
-        return out
+        precondition(range.lowerBound >= 0 && range.upperBound <= count)
+        return withUnsafeBufferPointer { Array(UnsafeBufferPointer(rebasing: $0[range])) }
     }
 }

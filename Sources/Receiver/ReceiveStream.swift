@@ -70,7 +70,7 @@ final class ReceiveStream {
     init(ssrc: UInt32, kind: MediaKind, payloadType: UInt8, codec: VideoCodec = .vp8, decodeVideo: Bool, decodeAudio: Bool = true) {
         stats = InboundStreamStats(ssrc: ssrc, kind: kind, payloadType: payloadType)
         self.codec = codec
-        assembler = VideoFrameAssembler(codec: codec)
+        assembler = VideoFrameAssembler(codec: codec, keepsBytes: decodeVideo)
         if kind == .video { stats.codec = codec.sdpName }
         self.decodeVideo = decodeVideo
         self.decodeAudio = decodeAudio

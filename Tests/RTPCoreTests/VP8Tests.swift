@@ -135,6 +135,35 @@ import Testing
         #expect(f.packetCount == packets.count)
     }
 
+    /// Not kept (nobody decodes), a stream's frames come out the same — order, key flags, sizes,
+    /// packet counts, drops — with only the head of each frame's first packet as bytes.
+    @Test func assemblerWithoutBytesReleasesTheSameFrames() throws {
+        let key = hex("10 02 00 9d 01 2a 40 01 b4 00") + (0..<3000).map { UInt8(truncatingIfNeeded: $0 * 7) }
+        let delta = hex("31 02 00") + [UInt8](repeating: 2, count: 1500)
+        var kept = VideoFrameAssembler(), counted = VideoFrameAssembler(codec: .vp8, keepsBytes: false)
+        var seq: UInt16 = 65_000
+        var out: [[VideoFrameAssembler.Frame]] = [[], []]
+        for n in 0..<40 {
+            let ps = try packetize(n % 20 == 0 ? key : delta, maxPayload: 700, descriptor: VP8PayloadDescriptor(pictureID: UInt16(n)))
+            for (i, p) in ps.enumerated() where !(n == 7 && i == 1) { // frame 7 loses a packet
+                let now = Int64(n) * 33_333
+                kept.insert(
+                    sequenceNumber: seq &+ UInt16(i), timestamp: UInt32(n * 3000), marker: i == ps.count - 1, payload: p.span, now: now)
+                counted.insert(
+                    sequenceNumber: seq &+ UInt16(i), timestamp: UInt32(n * 3000), marker: i == ps.count - 1, payload: p.span, now: now)
+                while let f = kept.pop(now: now) { out[0].append(f) }
+                while let f = counted.pop(now: now) { out[1].append(f) }
+            }
+            seq &+= UInt16(ps.count)
+        }
+        func shape(_ f: VideoFrameAssembler.Frame) -> [Int] {
+            [Int(f.timestamp), f.isKeyFrame ? 1 : 0, f.width ?? -1, f.height ?? -1, f.packetCount, f.followsAGap ? 1 : 0]
+        }
+        #expect(out[0].count > 30 && out[0].map(shape) == out[1].map(shape))
+        #expect(kept.framesDropped > 0 && kept.framesDropped == counted.framesDropped)
+        #expect(out[1].allSatisfy { $0.bytes.count <= 64 } && out[0].first?.bytes == key)
+    }
+
     @Test func assemblerDropsFramesWithLostPackets() throws {
         let key = hex("10 02 00 9d 01 2a 40 01 b4 00") + [UInt8](repeating: 7, count: 1500)
         let p1 = try packetize(key, maxPayload: 600, descriptor: VP8PayloadDescriptor())
