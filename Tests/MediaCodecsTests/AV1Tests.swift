@@ -21,7 +21,9 @@ import RTPCore
         return out
     }
 
-    @Test(arguments: [1000, 300, 40])
+    // 131 and 67: a fragment's length at LEB128's two-byte boundary, and at the 64-byte floor
+    // for a fragment behind other elements (the packet count is worked out apart from the writing).
+    @Test(arguments: [1000, 300, 131, 67, 40])
     func packetizedFramesReassembleAndDecode(maxPayload: Int) throws {
         let config = VideoLayerConfig.defaults(width: 640, height: 360, rid: "h")
         let enc = try VideoCodec.av1.makeEncoder(config: config, keyFrameInterval: 0)
