@@ -34,7 +34,7 @@ public final class ReceiverSession {
     var peerIndex: [SocketAddress: Int] = [:]
     /// The publishers' next feedback times (a min-heap of publisher indices), and those with a
     /// key frame to ask for before then.
-    var feedbackHeap: [(at: Int64, peer: Int)] = []
+    var feedbackHeap = DeadlineHeap()
     var lastSource: (SocketAddress, Int)?
     var feedbackDue: [PeerSession] = []
     let ssrc: UInt32
@@ -195,7 +195,7 @@ public final class ReceiverSession {
                 peer.nextNack = now + 20_000 // something waits: the tick resumes
                 if config.deadlineSteps && peer.nextNack < peer.nextFeedback {
                     peer.nextFeedback = peer.nextNack
-                    pushFeedback(peer.index, at: peer.nextNack)
+                    feedbackHeap.push(peer.nextNack, peer.index)
                 }
             }
             if stream.wantsKeyFrame && !peer.feedbackPending { // the PLI goes out on this step, not the next tick
@@ -394,7 +394,7 @@ public final class ReceiverSession {
             if kind == .video { peer.videoStreams.append(stream) }
             if peer.order.count == 1 && config.deadlineSteps { // its feedback times start now
                 peer.nextFeedback = now
-                pushFeedback(peer.index, at: now)
+                feedbackHeap.push(now, peer.index)
             }
         }
         snap.packetsAccepted += 1
@@ -410,202 +410,6 @@ public final class ReceiverSession {
             subscriberReceive(header, ext, span, now: now, wall: wall, peer: peer, stream: stream)
         } else {
             forward(p, length: plain, now: now, wall: wall, peer: peer)
-        }
-    }
-
-    // MARK: feedback
-
-    /// Receiver reports + SDES about once a second, and a PLI (throttled) for every stream that
-    /// lost its reference chain.
-    /// Only a publisher whose timer is due (or whose stream just asked for a key frame) is
-    /// looked at: a receiver of 500 publishers steps after every read, and walking each one's
-    /// streams every time was a third of its CPU. Returns the earliest timer of them all.
-    func sendFeedback(now: Int64) -> Int64 {
-        guard config.deadlineSteps else {
-            for peer in peers where !peer.order.isEmpty { sendFeedback(peer, now: now) }
-            return now + 10_000
-        }
-        // Stepping on deadlines, only the publishers whose feedback is due are looked at: a
-        // min-heap of their next feedback times, plus those with a key frame to ask for (a
-        // receive step is taken for every batch of datagrams; with 500 publishers, a scan of all
-        // of them on each was the receiver's largest single cost, 5.7 % of its CPU by perf).
-        for peer in feedbackDue where peer.feedbackPending { feedback(peer, now: now) }
-        feedbackDue.removeAll(keepingCapacity: true)
-        while let top = feedbackHeap.first, top.at <= now {
-            popFeedback()
-            let peer = peers[top.peer]
-            // An entry the publisher's feedback has moved past since it was pushed: stale.
-            guard top.at == peer.nextFeedback else { continue }
-            feedback(peer, now: now)
-        }
-        return feedbackHeap.first?.at ?? .max
-    }
-
-    /// One publisher's feedback looked at now, and its next time pushed.
-    private func feedback(_ peer: PeerSession, now: Int64) {
-        peer.feedbackPending = false
-        sendFeedback(peer, now: now)
-        let next = min(peer.nextNack, peer.nextReport, peer.negotiated.transportCC ? peer.nextTransportFeedback : .max)
-        if next != peer.nextFeedback || feedbackHeap.isEmpty {
-            peer.nextFeedback = next
-            pushFeedback(peer.index, at: next)
-        }
-    }
-
-    func pushFeedback(_ peer: Int, at: Int64) {
-        feedbackHeap.append((at, peer))
-        var i = feedbackHeap.count - 1
-        while i > 0 {
-            let parent = (i - 1) / 2
-            guard feedbackHeap[parent].at > feedbackHeap[i].at else { break }
-            feedbackHeap.swapAt(parent, i)
-            i = parent
-        }
-    }
-
-    func popFeedback() {
-        let last = feedbackHeap.removeLast()
-        guard !feedbackHeap.isEmpty else { return }
-        feedbackHeap[0] = last
-        var i = 0
-        while true {
-            let l = 2 * i + 1, r = l + 1
-            var m = i
-            if l < feedbackHeap.count && feedbackHeap[l].at < feedbackHeap[m].at { m = l }
-            if r < feedbackHeap.count && feedbackHeap[r].at < feedbackHeap[m].at { m = r }
-            if m == i { return }
-            feedbackHeap.swapAt(i, m)
-            i = m
-        }
-    }
-
-    func sendFeedback(_ peer: PeerSession, now: Int64) {
-        if now >= peer.nextTransportFeedback {
-            peer.nextTransportFeedback = now + 100_000
-            if peer.negotiated.transportCC { sendTransportFeedback(peer, now: now) }
-        }
-        if now >= peer.nextNack {
-            peer.nextNack = now + 20_000
-            sendNacks(peer, now: now)
-            // Nothing held and nothing missing in any of its video streams: the tick is parked
-            // until an arrival leaves something waiting (`subscriberReceive`). Ticking every
-            // publisher 50 times a second regardless was 5 % of a 500-publisher receiver (perf).
-            if peer.videoStreams.allSatisfy({ $0.assembler.isEmpty && $0.nack.isEmpty }) { peer.nextNack = .max }
-        }
-        if let bps = peer.remoteEstimator?.remb(now: now) {
-            let ssrc = self.ssrc, media = peer.order // the media streams (RTX makes none)
-            if sendRTCP(
-                to: peer,
-                { w throws(RTPWriteError) in
-                    try compoundHeader(peer, now: now, &w)
-                    try ReceiverEstimatedMaxBitrate(senderSSRC: ssrc, bitrate: UInt64(bps), ssrcs: Array(media.prefix(255))).write(to: &w)
-                })
-            {
-                snap.rembSent += 1
-                snap.rembBitrate = bps
-            }
-        }
-        var plis: [UInt32] = []
-        for s in peer.videoStreams where peer.negotiated.pli && s.wantsKeyFrame {
-            let id = s.stats.ssrc
-            if now - (peer.lastPLI[id] ?? .min / 2) >= 500_000 { plis.append(id); peer.lastPLI[id] = now }
-        }
-        let reportDue = now >= peer.nextReport
-        guard reportDue || !plis.isEmpty else { return }
-        // One compound per media kind, each from its own SSRC (as libwebrtc's receive streams
-        // report): an SFU finds the medium a compound is about by its first SSRC, and Janus
-        // (ice.c) latches a sender SSRC to one medium — video NACK/PLI/RR behind an audio report
-        // block, or from the SSRC it took for audio, never reach its video.
-        if reportDue { peer.nextReport = now + 500_000 + Int64(random.next() % 1_000_000) } // 1 s ± 50 %
-        let video = reportDue || (!plis.isEmpty && !peer.reducedSizeRTCP) ? reportBlocks(peer, .video, now: now) : []
-        let audio = reportDue ? reportBlocks(peer, .audio, now: now) : []
-        let ssrc = self.ssrc, audioSSRC = self.audioSSRC
-        if !video.isEmpty || !plis.isEmpty || (reportDue && audio.isEmpty) {
-            let sent = sendRTCP(to: peer) { w throws(RTPWriteError) in
-                try ReceiverReport(ssrc: ssrc, reports: video).write(to: &w)
-                if reportDue || !peer.reducedSizeRTCP {
-                    try SourceDescription(chunks: [.init(ssrc: ssrc, cname: "pubbot-receiver")]).write(to: &w)
-                }
-                for id in plis { try PictureLossIndication(senderSSRC: ssrc, mediaSSRC: id).write(to: &w) }
-            }
-            if sent { snap.pliSent += plis.count }
-        }
-        if !audio.isEmpty && reportDue {
-            sendRTCP(to: peer) { w throws(RTPWriteError) in
-                try ReceiverReport(ssrc: audioSSRC, reports: audio).write(to: &w)
-                try SourceDescription(chunks: [.init(ssrc: audioSSRC, cname: "pubbot-receiver")]).write(to: &w)
-            }
-        }
-    }
-
-    /// Writes one RTCP compound into an outbox slot, protects it and queues it for the publisher.
-    @discardableResult
-    func sendRTCP(to peer: PeerSession, _ write: (inout ByteWriter) throws(RTPWriteError) -> Void) -> Bool {
-        let slot = scratch.slot(0)
-        var w = ByteWriter(UnsafeMutableRawBufferPointer(start: slot.baseAddress, count: PacketBatch.maxPacketSize))
-        do throws(RTPWriteError) { try write(&w) } catch {
-            snap.lastError = "rtcp: \(error)"
-            return false
-        }
-        do {
-            let n = try (peer.srtpOut ?? srtpOut).protectRTCP(slot.baseAddress!, length: w.count, capacity: PacketBatch.slotSize)
-            outBytes.append(contentsOf: UnsafeRawBufferPointer(start: slot.baseAddress, count: n))
-        } catch {
-            snap.lastError = "rtcp protect: \(error)"
-            return false
-        }
-        outPackets.append((outBytes.count, peer.address))
-        snap.rtcpSent += 1
-        return true
-    }
-
-    /// Hands each queued feedback datagram to `send` (bytes, destination), in order.
-    public func pollTransmit(_ send: (UnsafeRawBufferPointer, SocketAddress) throws(SocketError) -> Void) {
-        outBytes.withUnsafeBytes { all in
-            var start = 0
-            for (end, destination) in outPackets {
-                defer { start = end }
-                do { try send(UnsafeRawBufferPointer(rebasing: all[start..<end]), destination) } catch {
-                    snap.lastError = "rtcp send: \(error)"
-                }
-            }
-        }
-        outBytes.removeAll(keepingCapacity: true)
-        outPackets.removeAll(keepingCapacity: true)
-    }
-
-    /// transport-cc feedback (RTPFB FMT 15) for everything received since the last one, every
-    /// 100 ms, as reduced-size RTCP (RFC 5506).
-    func sendTransportFeedback(_ peer: PeerSession, now: Int64) {
-        for fb in peer.feedback.makeFeedback() {
-            if sendRTCP(
-                to: peer,
-                { w throws(RTPWriteError) in
-                    try compoundHeader(peer, now: now, &w)
-                    try fb.write(to: &w)
-                })
-            {
-                snap.transportFeedbackSent += 1
-            }
-        }
-    }
-
-    /// Without reduced-size RTCP a compound starts with a report and carries the CNAME (RFC 3550
-    /// §6.1): the video streams' receiver report and SDES in front of the feedback, as libwebrtc's
-    /// compound mode sends (an SFU finds the medium a compound is about by its report blocks;
-    /// Janus takes a compound without any for audio).
-    func compoundHeader(_ peer: PeerSession, now: Int64, _ w: inout ByteWriter) throws(RTPWriteError) {
-        guard !peer.reducedSizeRTCP else { return }
-        try ReceiverReport(ssrc: ssrc, reports: reportBlocks(peer, .video, now: now)).write(to: &w)
-        try SourceDescription(chunks: [.init(ssrc: ssrc, cname: "pubbot-receiver")]).write(to: &w)
-    }
-
-    /// Report blocks (RFC 3550 §6.4.1) for the peer's streams of one kind (of its first 31); each
-    /// starts a new reporting interval.
-    func reportBlocks(_ peer: PeerSession, _ kind: MediaKind, now: Int64) -> [ReportBlock] {
-        peer.order.prefix(31).compactMap { id in
-            guard let s = streams[id], s.stats.kind == kind else { return nil }
-            return s.reportBlock(nowMicros: now)
         }
     }
 
@@ -626,31 +430,6 @@ public final class ReceiverSession {
         stream.receiveVideo(
             sequenceNumber: osn, timestamp: h.timestamp, marker: h.marker,
             packet.extracting((h.payloadRange.lowerBound + 2)..<h.payloadRange.upperBound), nowMicros: now, wallMicros: wall)
-    }
-
-    /// Generic NACKs (RFC 4585) for the gaps each video stream is still waiting for.
-    func sendNacks(_ peer: PeerSession, now: Int64) {
-        var nacks: [GenericNACK] = []
-        let ssrc = self.ssrc
-        for s in peer.videoStreams {
-            // Nothing held for a missing packet and nothing missing: this tick has nothing to
-            // release or ask for (an arrival releases its own frames). Every video stream of
-            // every publisher 50 times a second was as many calls as packets at 500 publishers.
-            guard !s.assembler.isEmpty || !s.nack.isEmpty else { continue }
-            s.releaseFrames(nowMicros: now, wallMicros: now + wallOffsetMicros)
-            let lost = s.nack.due(now: now)
-            if !lost.isEmpty { nacks.append(GenericNACK(senderSSRC: ssrc, mediaSSRC: s.stats.ssrc, lost: lost)) }
-        }
-        guard !nacks.isEmpty, peer.negotiated.nack else { return }
-        if sendRTCP(
-            to: peer,
-            { w throws(RTPWriteError) in
-                try compoundHeader(peer, now: now, &w)
-                for n in nacks { try n.write(to: &w) }
-            })
-        {
-            snap.nackSent += nacks.count
-        }
     }
 
     /// The spare inbound session a new SDES address's packets are tried in (nil if one cannot
@@ -688,51 +467,5 @@ public struct NegotiatedFeedback: Sendable, Equatable {
         self.pli = pli
         self.transportCC = transportCC
         self.remb = remb
-    }
-}
-
-/// One publisher as the receiver sees it: a source address with its own transport-wide
-/// sequence space (transport-cc feedback), report, NACK and PLI timers and streams.
-final class PeerSession {
-    let index: Int
-    let address: SocketAddress
-    var order: [UInt32] = []
-    /// Its video streams (what the NACK tick looks at), in `order`'s order.
-    var videoStreams: [ReceiveStream] = []
-    var feedback: TransportFeedbackGenerator
-    var nextTransportFeedback: Int64 = 0
-    var nextNack: Int64 = 0
-    var nextReport: Int64 = 0
-    /// The earliest of the timers above (the next time its feedback needs looking at).
-    var nextFeedback: Int64 = 0
-    /// A stream asked for a key frame since its feedback was last looked at.
-    var feedbackPending = false
-    var lastPLI: [UInt32: Int64] = [:]
-    /// RTX SSRC → media SSRC, learned from repaired-rtp-stream-id.
-    var rtxToMedia: [UInt32: UInt32] = [:]
-    /// A WebRTC publisher's own: its DTLS keys' outbound SRTP, the extension IDs and payload
-    /// types its offer used (nil: the receiver's configuration).
-    var srtpOut: SRTPSession?
-    /// An SDES publisher's own inbound session (made with the receiver's key on its first
-    /// authenticated packet); WebRTC publishers' inbound keys live with their transport.
-    var srtpIn: SRTPSession?
-    var extensionIDs: RTPExtensionIDs?
-    var audioPayloadTypes: Set<UInt8>?
-    var videoPayloadTypes: Set<UInt8>?
-    var videoCodecs: [UInt8: VideoCodec]?
-    var rtxPayloadTypes: Set<UInt8>?
-    /// RFC 5506 negotiated (pubbot's own SDES sessions and its WHIP answers use it).
-    var reducedSizeRTCP = true
-    /// The feedback the answer allows (RFC 4585 §4.2: only what was negotiated is sent).
-    var negotiated = NegotiatedFeedback() {
-        didSet { remoteEstimator = negotiated.remb ? RemoteBitrateEstimator() : nil }
-    }
-    /// With REMB negotiated: the receive-side estimate it carries.
-    var remoteEstimator: RemoteBitrateEstimator?
-
-    init(index: Int, address: SocketAddress, ssrc: UInt32) {
-        self.index = index
-        self.address = address
-        feedback = TransportFeedbackGenerator(senderSSRC: ssrc)
     }
 }

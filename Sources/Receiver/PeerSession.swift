@@ -1,0 +1,50 @@
+import Net
+import SRTP
+import Congestion
+import RTPCore
+
+/// One publisher as the receiver sees it: a source address with its own transport-wide
+/// sequence space (transport-cc feedback), report, NACK and PLI timers and streams.
+final class PeerSession {
+    let index: Int
+    let address: SocketAddress
+    var order: [UInt32] = []
+    /// Its video streams (what the NACK tick looks at), in `order`'s order.
+    var videoStreams: [ReceiveStream] = []
+    var feedback: TransportFeedbackGenerator
+    var nextTransportFeedback: Int64 = 0
+    var nextNack: Int64 = 0
+    var nextReport: Int64 = 0
+    /// The earliest of the timers above (the next time its feedback needs looking at).
+    var nextFeedback: Int64 = 0
+    /// A stream asked for a key frame since its feedback was last looked at.
+    var feedbackPending = false
+    var lastPLI: [UInt32: Int64] = [:]
+    /// RTX SSRC → media SSRC, learned from repaired-rtp-stream-id.
+    var rtxToMedia: [UInt32: UInt32] = [:]
+    /// A WebRTC publisher's own: its DTLS keys' outbound SRTP, the extension IDs and payload
+    /// types its offer used (nil: the receiver's configuration).
+    var srtpOut: SRTPSession?
+    /// An SDES publisher's own inbound session (made with the receiver's key on its first
+    /// authenticated packet); WebRTC publishers' inbound keys live with their transport.
+    var srtpIn: SRTPSession?
+    var extensionIDs: RTPExtensionIDs?
+    var audioPayloadTypes: Set<UInt8>?
+    var videoPayloadTypes: Set<UInt8>?
+    var videoCodecs: [UInt8: VideoCodec]?
+    var rtxPayloadTypes: Set<UInt8>?
+    /// RFC 5506 negotiated (pubbot's own SDES sessions and its WHIP answers use it).
+    var reducedSizeRTCP = true
+    /// The feedback the answer allows (RFC 4585 §4.2: only what was negotiated is sent).
+    var negotiated = NegotiatedFeedback() {
+        didSet { remoteEstimator = negotiated.remb ? RemoteBitrateEstimator() : nil }
+    }
+    /// With REMB negotiated: the receive-side estimate it carries.
+    var remoteEstimator: RemoteBitrateEstimator?
+
+    init(index: Int, address: SocketAddress, ssrc: UInt32) {
+        self.index = index
+        self.address = address
+        feedback = TransportFeedbackGenerator(senderSSRC: ssrc)
+    }
+}
