@@ -33,7 +33,7 @@ enum Help {
         case "preflight":
             "Usage: pubbot preflight [--to HOST:PORT --key KEY | --sdp FILE | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--whep URL [--whep-token T]]] [--impair SPEC] [--require TIER] [--duration D] [--json] [--junit FILE] [--stats FILE|-] [--verdict-thresholds LIST] [media options]"
         case "load":
-            "Usage: pubbot load [--to HOST:PORT… --key B64 | --rooms M | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--rooms M] [--whep URL --subscribers S [--decoders N|all] [--whep-token T]]] [--bots N | --publishers N] [--duration D] [--ramp D] [--loops N] [--impair SPEC] [--require LIST] [--report FILE] [--metrics [HOST:]PORT] [--progress] [--shard I/N] [--media DIR | --encode [--layers LADDER]] [--codec vp8|h264|vp9|av1] [--srtp-suite aes-cm|gcm] [--json]"
+            "Usage: pubbot load [--to HOST:PORT… --key B64 | --rooms M | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--rooms M] [--whep URL --subscribers S [--decoders N|all] [--decoder-rotation D] [--whep-token T]]] [--bots N | --publishers N] [--duration D] [--ramp D] [--loops N] [--impair SPEC] [--require LIST] [--report FILE] [--metrics [HOST:]PORT] [--progress] [--shard I/N] [--media DIR | --encode [--layers LADDER]] [--codec vp8|h264|vp9|av1] [--srtp-suite aes-cm|gcm] [--json]"
         case "simulate":
             "Usage: pubbot simulate [--impair SPEC|SCHEDULE] [--downlink-impair SPEC] [--duration 60s] [--layers LADDER] [--fps N] [--temporal-layers MODE | --scalability MODE] [--codec vp8|h264|vp9|av1] [--media encode|replay|sized] [--one-encoding] [--seed N] [--preflight [--require TIER] [--verdict-thresholds LIST] [--junit FILE]] [--stats FILE|-] [--stats-interval 1s] [--json]"
         case "media":
@@ -249,9 +249,12 @@ enum Help {
                                     and fleet percentiles of glass-to-glass latency, freezes and
                                     frame rate. The publishers encode live (stamps) unless --media is given
           --subscribers S           subscriber bots in all (default: as many as publishers; ≤ 5000)
-          --decoders N|all          subscribers that decode (latency, decoded frame rate; default one
-                                    per event loop); the others count packets, completed frames
-                                    and freezes without decoding
+          --decoders N|all          decoders (latency, decoded frame rate; default one per event
+                                    loop): fewer than the subscribers rotate over them, each loop's
+                                    moving on together every --decoder-rotation (a key frame asked
+                                    for each time); all: every subscriber decodes all along. Every
+                                    subscriber counts packets, completed frames and freezes
+          --decoder-rotation D      how long a rotating decoder stays on a subscriber (default 10s)
           --publishers N            the publisher bots, as --bots
           --whep-token TOKEN        the subscribers' token (or PUBBOT_WHEP_TOKEN; default the WHIP one)
           --rooms M                 M rooms of embedded receivers, each with its own random key;

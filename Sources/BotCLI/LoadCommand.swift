@@ -24,7 +24,7 @@ enum LoadCommand {
             "media": .value, "report": .value, "require": .value, "shard": .value, "json": .flag, "impair": .value, "decode": .flag,
             "encode": .flag, "layers": .value, "codec": .value, "whep": .value, "whep-token": .value, "publishers": .value,
             "metrics": .value, "progress": .flag,
-            "subscribers": .value, "decoders": .value
+            "subscribers": .value, "decoders": .value, "decoder-rotation": .value
         ].merging(CommonOptions.whip) { a, _ in a })
 
     static let defaultMedia = "Media/replay"
@@ -44,8 +44,10 @@ enum LoadCommand {
         var duration: Int64
         var rampPerSecond: Double
         var loops: Int
-        /// `--decoders`: subscribers that decode (nil: one per event loop).
+        /// `--decoders`: subscribers that decode at a time (nil: one per event loop).
         var decoders: Int? = nil
+        /// `--decoder-rotation D`: how long a rotating decoder stays on one subscriber.
+        var decoderRotationMicros: Int64 = 10_000_000
         /// How far apart subscribers join: 50 ms, or `--ramp`'s pace when it is given.
         var subscriberSpacingMicros: Int64 = 50_000
         var requirements: [LoadRequirement]
@@ -120,6 +122,12 @@ enum LoadCommand {
             guard let n = Int(v), n >= 0 else { throw UsageError("invalid --decoders '\(v)' (a count, or all)") }
             return n
         }
+        let rotation = try o.value("decoder-rotation").map { v throws(UsageError) -> Int64 in
+            guard whepOptions != nil else { throw UsageError("--decoder-rotation needs --whep URL (the subscribers decode)") }
+            let d = try ValueParsers.duration(v, option: "decoder-rotation")
+            guard d >= 2_000_000 else { throw UsageError("--decoder-rotation must be at least 2s (a decoder first waits for a key frame)") }
+            return d
+        }
         let tos = o.all("to")
         if !tos.isEmpty && o.value("impair") != nil {
             throw UsageError("--impair applies to the embedded receivers; with --to, impair at `pubbot receive --impair`")
@@ -156,6 +164,7 @@ enum LoadCommand {
             })
         plan.requireGiven = o.value("require") != nil
         plan.decoders = decoders
+        if let rotation { plan.decoderRotationMicros = rotation }
         if let rampMicros { plan.subscriberSpacingMicros = max(2_000, rampMicros / Int64(max(1, subscriberCount))) }
         plan.progress = o.has("progress")
         plan.metrics = try o.value("metrics").map(PublishCommand.metricsAddress)
@@ -286,7 +295,11 @@ enum LoadCommand {
                 : (fleet.snapshot().lazy.compactMap { $0.network.transport?.srtpCipher }.first.flatMap { SRTPSuite(sdesName: $0)?.rawValue }
                     ?? "dtls"),
             loops: plan.loops)
-        if let subscribers = watch.subscribers { report.subscribers = SubscriberSummary(subscribers.members.value, rooms: plan.roomCount) }
+        if let subscribers = watch.subscribers {
+            report.subscribers = SubscriberSummary(
+                subscribers.members.value, rooms: plan.roomCount,
+                rotation: subscribers.rotating ? (subscribers.config.decoders, Double(subscribers.config.rotationMicros) / 1e6) : nil)
+        }
         report.evaluate(plan.requirements)
         report.saturationFails = plan.requireGiven
         guard report.emit(to: plan.reportPath, json: plan.json) else { return 2 }

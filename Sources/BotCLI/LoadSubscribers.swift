@@ -16,8 +16,9 @@ struct SubscriberSummary {
         var latencyMs: Double?
         var freezes: Int
         var freezeMs: Double
-        /// Frames decoded per second (decoding subscribers), and completed per second (every one).
-        var fps: Double
+        /// Frames decoded per second while it decoded (nil: not decoding, or a rotating decoder on
+        /// it for under 2 s — too short a window), and completed per second (every one).
+        var fps: Double?
         var completedFps: Double
         var width: Int
         var height: Int
@@ -31,16 +32,20 @@ struct SubscriberSummary {
     }
     var subscribers: [One]
     var rooms: Int
+    /// Rotating decoders: how many decode at a time, and how long each stays (nil: every
+    /// subscriber decoded all along).
+    var rotation: (decoders: Int, seconds: Double)?
 
-    init(_ members: [SubscriberFleet.Member], rooms: Int) {
+    init(_ members: [SubscriberFleet.Member], rooms: Int, rotation: (decoders: Int, seconds: Double)? = nil) {
         self.rooms = rooms
+        self.rotation = rotation
         subscribers = members.map { m in
             let v = m.snapshot?.streams.first { $0.kind == .video }
             let t = m.snapshot?.webrtcPublishers.first
             return One(
                 number: m.number, room: m.room, decodes: m.decodes, error: m.error, latencyMs: v?.latencyMeanMillis,
                 freezes: v?.freezeCount ?? 0, freezeMs: v?.totalFreezesDurationMillis ?? 0,
-                fps: m.decodes ? v?.receivedFrameRate ?? 0 : 0, completedFps: v?.completedFrameRate ?? 0,
+                fps: m.decodes ? v.flatMap(Self.decodedFrameRate) : nil, completedFps: v?.completedFrameRate ?? 0,
                 width: v?.width ?? 0, height: v?.height ?? 0, lost: max(0, v?.packetsLost ?? 0), received: v?.packetsReceived ?? 0,
                 iceMs: t?.transport?.iceMillis, dtlsMs: t?.transport?.dtlsMillis,
                 pliSent: m.snapshot?.pliSent ?? 0, nackSent: m.snapshot?.nackSent ?? 0)
@@ -49,10 +54,17 @@ struct SubscriberSummary {
 
     var failed: Int { subscribers.filter { $0.error != nil }.count }
 
+    /// Frames decoded per second of decoding (from each decoding period's first decoded frame:
+    /// a rotating decoder's wait for its key frame is not counted against it); nil for less
+    /// than 2 s of it.
+    static func decodedFrameRate(_ v: InboundStreamStats) -> Double? {
+        v.decodingMillis >= 2000 ? Double(v.framesDecoded) * 1000 / v.decodingMillis : nil
+    }
+
     static func figures(_ s: [One]) -> JSONValue {
         let ok = s.filter { $0.error == nil }
         let lat = ok.compactMap(\.latencyMs), fps = ok.map(\.completedFps), fr = ok.map { Double($0.freezes) }
-        let dfps = ok.filter(\.decodes).map(\.fps)
+        let dfps = ok.compactMap(\.fps)
         func p(_ v: [Double], _ q: Double) -> JSONValue { v.isEmpty ? .null : .double((LoadReport.percentileD(v, q) * 10).rounded() / 10) }
         return .object([
             ("subscribers", .int(Int64(s.count))), ("ok", .int(Int64(ok.count))),
@@ -67,7 +79,10 @@ struct SubscriberSummary {
 
     var json: JSONValue {
         func ms(_ v: Double?) -> JSONValue { v.map { .double(($0 * 10).rounded() / 10) } ?? .null }
+        let decoders: JSONValue = rotation.map { .int(Int64($0.decoders)) } ?? .string("all")
+        let rotationSeconds: JSONValue = rotation.map { .double($0.seconds) } ?? .null
         return .object([
+            ("decoders", decoders), ("decoderRotationSeconds", rotationSeconds),
             ("fleet", Self.figures(subscribers)),
             (
                 "rooms",
@@ -85,7 +100,7 @@ struct SubscriberSummary {
                             ("subscriber", .int(Int64(s.number))), ("room", .int(Int64(s.room))), ("decodes", .bool(s.decodes)),
                             ("error", s.error.map { .string($0) } ?? .null),
                             ("width", .int(Int64(s.width))), ("height", .int(Int64(s.height))),
-                            ("decodedFrameRate", s.decodes ? .double((s.fps * 10).rounded() / 10) : .null),
+                            ("decodedFrameRate", s.fps.map { .double(($0 * 10).rounded() / 10) } ?? .null),
                             ("completedFrameRate", .double((s.completedFps * 10).rounded() / 10)),
                             ("freezeCount", .int(Int64(s.freezes))), ("totalFreezesDurationMs", .double(s.freezeMs.rounded())),
                             ("latencyMeanMs", ms(s.latencyMs)), ("packetsReceived", .int(Int64(s.received))),
@@ -101,8 +116,8 @@ struct SubscriberSummary {
     var human: String {
         func line(_ label: String, _ s: [One]) -> String {
             let ok = s.filter { $0.error == nil }
-            let lat = ok.compactMap(\.latencyMs), fps = ok.filter(\.decodes).map(\.fps)
-            var out = "  \(label): \(ok.count)/\(s.count) receiving (\(ok.filter(\.decodes).count) decoding)"
+            let lat = ok.compactMap(\.latencyMs), fps = ok.compactMap(\.fps)
+            var out = "  \(label): \(ok.count)/\(s.count) receiving (\(ok.filter(\.decodes).count) decoded)"
             if !lat.isEmpty {
                 out +=
                     ", latency p50 \(Units.fixed(LoadReport.percentileD(lat, 0.5), 1)) ms p95 \(Units.fixed(LoadReport.percentileD(lat, 0.95), 1)) ms"
@@ -114,7 +129,12 @@ struct SubscriberSummary {
             out += ", freezes \(ok.reduce(0) { $0 + $1.freezes }), sent \(s.reduce(0) { $0 + $1.pliSent }) PLI\n"
             return out
         }
-        var out = "subscribers (WHEP, through the server):\n" + line("fleet", subscribers)
+        var out = "subscribers (WHEP, through the server):\n"
+        if let r = rotation {
+            out +=
+                "  \(r.decoders) decoder\(r.decoders == 1 ? "" : "s") rotating every \(Units.fixed(r.seconds, 0)) s: latency and decoded fps are theirs; every subscriber counts frames and freezes\n"
+        }
+        out += line("fleet", subscribers)
         if rooms > 1 { for r in 0..<rooms { out += line("room \(r)", subscribers.filter { $0.room == r }) } }
         for s in subscribers where s.error != nil { out += "  subscriber \(s.number) (room \(s.room)): \(s.error!)\n" }
         return out

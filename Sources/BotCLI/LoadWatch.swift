@@ -60,6 +60,7 @@ extension LoadCommand {
                     publishersPerRoom: (plan.range.count + plan.roomCount - 1) / plan.roomCount, loops: plan.loops,
                     decoders: min(plan.subscriberCount, plan.decoders ?? plan.loops))
                 config.spacingMicros = plan.subscriberSpacingMicros
+                config.rotationMicros = plan.decoderRotationMicros
                 return SubscriberFleet(config: config)
             }
             if subscribers != nil && rampEnd + 2_000_000 + 3_000_000 > start + plan.duration - 1_000_000 {

@@ -9,9 +9,13 @@ import ICE
 /// (its own socket, ICE, DTLS, feedback, reassembly) whose sans-IO `ReceiverSession` runs on one
 /// of a few event loops (epoll) — no thread per subscriber. Set-up threads POST the offers
 /// (the HTTP exchange blocks), `spacingMicros` apart, and hand each subscription to its loop.
-/// Only the first `decoders` subscribers decode (glass-to-glass latency from the stamps, decoded
-/// frame rate); every subscriber counts packets, completed frames and freezes from the frames'
-/// completion times. Subscriber k watches room k mod M, publisher (k / M) mod P-per-room of it
+/// `decoders` decoders rotate over the subscribers (glass-to-glass latency from the stamps,
+/// decoded frame rate): each loop decodes its share of them at a time and moves them on to its
+/// next connected subscribers every `rotationMicros`, at the same moments on every loop, so the
+/// key frames the new decoders ask for come together (a decoding cost that stays flat however
+/// many subscribers there are, as live777's livewrk decodes one rotating session); with as many
+/// decoders as subscribers every one decodes all along. Every subscriber counts packets,
+/// completed frames and freezes from the frames' completion times. Subscriber k watches room k mod M, publisher (k / M) mod P-per-room of it
 /// (the URL's `{room}` and `{publisher}`).
 public final class SubscriberFleet: @unchecked Sendable {
     public struct Config: Sendable {
@@ -21,8 +25,10 @@ public final class SubscriberFleet: @unchecked Sendable {
         public var publishersPerRoom: Int
         /// Event loops the subscribers' sessions run on.
         public var loops: Int
-        /// How many subscribers decode (the first ones); the rest count without decoding.
+        /// How many subscribers decode at a time (rotating); the rest count without decoding.
         public var decoders: Int
+        /// How long a decoder stays on one subscriber.
+        public var rotationMicros: Int64 = 10_000_000
         public var spacingMicros: Int64 = 50_000
         /// Threads doing the HTTP exchanges (each blocks for one round trip).
         public var setupThreads = 4
@@ -40,7 +46,10 @@ public final class SubscriberFleet: @unchecked Sendable {
     public struct Member: Sendable {
         public var number: Int
         public var room: Int
+        /// The subscriber decoded (all along, or while a rotating decoder was on it).
         public var decodes: Bool
+        /// How long a decoder was on it, seconds.
+        public var decoderSeconds = 0.0
         public var connected = false
         public var error: String?
         public var snapshot: ReceiverSnapshot?
@@ -57,14 +66,27 @@ public final class SubscriberFleet: @unchecked Sendable {
 
     public init(config: Config) {
         self.config = config
-        members = Locked((0..<config.count).map { Member(number: $0, room: $0 % config.rooms, decodes: $0 < config.decoders) })
+        // (Rotating decoders: who decoded is known at the end.)
+        members = Locked((0..<config.count).map { Member(number: $0, room: $0 % config.rooms, decodes: config.decoders >= config.count) })
         endpoints = (0..<config.count).map {
             WHIPOptions.expand(config.options.endpoint, room: $0 % config.rooms, publisher: ($0 / config.rooms) % config.publishersPerRoom)
         }
         // One certificate for every subscriber (its fingerprint goes in each offer; DTLS keys are per session).
         certificate = try? DTLSCertificate()
-        loops = (0..<config.loops).map { _ in SubscriberLoop() }
+        let rotating = config.decoders < config.count
+        loops = (0..<config.loops).map { l in
+            let loop = SubscriberLoop()
+            if rotating {
+                // Loop l holds subscribers l, l + loops, …: its share of the decoders.
+                loop.decoderShare = config.decoders / config.loops + (l < config.decoders % config.loops ? 1 : 0)
+                loop.rotationMicros = config.rotationMicros
+            }
+            return loop
+        }
     }
+
+    /// Decoders rotate (fewer of them than subscribers).
+    public var rotating: Bool { config.decoders < config.count }
 
     /// Subscribers connected now (ICE and DTLS done).
     public var connected: Int { members.value.filter(\.connected).count }
@@ -87,6 +109,7 @@ public final class SubscriberFleet: @unchecked Sendable {
         }
         let threads = max(1, min(config.setupThreads, config.count))
         let start = Clock.monotonicMicros()
+        for l in loops { l.rotationOrigin = start }
         for t in 0..<threads {
             let numbers = Array(stride(from: t, to: config.count, by: threads))
             setupThreads.append(
@@ -116,7 +139,7 @@ public final class SubscriberFleet: @unchecked Sendable {
                 options, local: local, certificate: certificate, sleep: { Clock.sleep(micros: $0) })
             var rc = ReceiverConfig(listen: socket.localAddress, key: .random(suite: .gcm))
             rc.maxPublishers = 1
-            rc.decodedPublishers = k < config.decoders ? Int.max : 0
+            rc.decodedPublishers = rotating ? 0 : Int.max // rotating: the loop switches decoding on
             rc.nonDecodingFollowsChain = true // a viewer that does not decode still asks as one would
             rc.deadlineSteps = true
             rc.webrtc = WebRTCListenConfig(certificate: certificate, local: local)
@@ -153,16 +176,24 @@ public final class SubscriberFleet: @unchecked Sendable {
             }
         }
         for t in enders { t.join() }
+        let now = Clock.monotonicMicros()
         for b in all {
             let snap = b.session.snapshot(final: true)
+            let decoderSeconds = Double(b.decoderMicros + (b.decoderSince.map { now - $0 } ?? 0)) / 1e6
             members.withLock {
                 $0[b.number].snapshot = snap
                 $0[b.number].connected = false
+                $0[b.number].decodes = !rotating || decoderSeconds > 0
+                $0[b.number].decoderSeconds = rotating ? decoderSeconds : 0
                 let video = snap.streams.first { $0.kind == .video }
                 if let t = snap.webrtcPublishers.first, t.state == .failed {
                     $0[b.number].error = t.failure?.reason ?? "the transport failed"
-                } else if $0[b.number].decodes ? (video?.framesDecoded ?? 0) == 0 : (video?.framesAssembled ?? 0) == 0 {
-                    $0[b.number].error = $0[b.number].decodes ? "no video frame decoded" : "no video frame received"
+                } else if (video?.framesAssembled ?? 0) == 0 {
+                    $0[b.number].error = "no video frame received"
+                } else if (video?.framesDecoded ?? 0) == 0 && (rotating ? decoderSeconds >= 3 : true) {
+                    // A rotating decoder on it for seconds (a key frame asked for) and none decoded.
+                    $0[b.number].error =
+                        rotating ? "no video frame decoded in \(Int(decoderSeconds)) s of decoding" : "no video frame decoded"
                 }
             }
         }
@@ -184,6 +215,9 @@ final class SubscriberBot: @unchecked Sendable {
     var nextWake: Int64 = 0
     var lastStep: Int64 = 0
     var nextPublish: Int64 = 0
+    /// A rotating decoder is on it (since when), and the time one was before.
+    var decoderSince: Int64?
+    var decoderMicros: Int64 = 0
 
     init(number: Int, session: ReceiverSession, socket: UDPSocket, subscription: WHEPSubscription?) {
         self.number = number
@@ -205,6 +239,16 @@ final class SubscriberLoop: @unchecked Sendable {
     var bots: [SubscriberBot] = []
     var readyList: [Int] = []
     var timers = DeadlineHeap()
+    /// Rotating decoders: how many of this loop's subscribers decode at a time (0: none rotate
+    /// here), how long each stays, the fleet's start (rotations fall at the same moments on
+    /// every loop), the bots decoding now and where the next rotation picks up.
+    var decoderShare = 0
+    var rotationMicros: Int64 = 10_000_000
+    var rotationOrigin: Int64 = 0
+    var rotationEpoch: Int64 = -1
+    var decoding: [Int] = []
+    var decoderCursor = 0
+    var nextRotationCheck: Int64 = 0
     let readiness = try? ReadinessSet()
     let batch = PacketBatch(capacity: 32)
     /// After a wake-up that found datagrams, the loop lets this long pass before it waits again,
@@ -266,6 +310,10 @@ final class SubscriberLoop: @unchecked Sendable {
                 lag.record(lateMicros: now - due)
                 step(k, now: now)
             }
+            if decoderShare > 0 && now >= nextRotationCheck {
+                rotateDecoders(now: now)
+                nextRotationCheck = now + 100_000
+            }
             if now >= nextPublish {
                 // Connected: ICE and DTLS done (media may flow). Once a second for every subscriber.
                 let states = bots.map { ($0.number, $0.session.transportConnected) }
@@ -290,6 +338,39 @@ final class SubscriberLoop: @unchecked Sendable {
         }
         for b in bots { read(b) }
         published.value = (lag, Clock.threadCPUMicros())
+    }
+
+    /// Rotating decoders: at each rotation the decoders move on to the loop's next connected
+    /// subscribers (those it keeps are left alone: no key frame asked for nothing); between
+    /// rotations a free decoder (subscribers still joining) takes the next one that connects.
+    func rotateDecoders(now: Int64) {
+        let epoch = (now - rotationOrigin) / max(1, rotationMicros)
+        var next = decoding
+        if epoch != rotationEpoch {
+            rotationEpoch = epoch
+            next = []
+        }
+        var looked = 0
+        while next.count < decoderShare && looked < bots.count {
+            let k = decoderCursor % bots.count
+            decoderCursor = k + 1
+            looked += 1
+            if !next.contains(k) && bots[k].session.transportConnected { next.append(k) }
+        }
+        // Fewer connected subscribers than decoders: the ones decoding keep on.
+        if next.count < decoderShare { for k in decoding where !next.contains(k) && next.count < decoderShare { next.append(k) } }
+        for k in decoding where !next.contains(k) {
+            let b = bots[k]
+            b.session.setVideoDecoding(false, now: now)
+            if let since = b.decoderSince { b.decoderMicros += now - since }
+            b.decoderSince = nil
+        }
+        for k in next where !decoding.contains(k) {
+            bots[k].session.setVideoDecoding(true, now: now)
+            bots[k].decoderSince = now
+            step(k, now: now) // its key-frame request goes out now
+        }
+        decoding = next
     }
 
     /// Everything waiting on the bot's socket (up to 64 batches), each datagram at its arrival time.

@@ -28,6 +28,9 @@ public struct VideoFrameAssembler {
         public var lastSequence: Int64
         /// Frames before this one were lost (released after the hold time, not in sequence).
         public var followsAGap: Bool
+        /// `bytes` holds the whole frame: false for a VP8/VP9 frame that began while the
+        /// assembler kept only heads (`keepsBytes`), even when it completed after.
+        public var bytesKept = true
     }
 
     struct Fragment {
@@ -69,23 +72,32 @@ public struct VideoFrameAssembler {
     /// so VP8 and VP9 keep only the head of a frame's first packet — what its key-frame flag
     /// and size are read from (RFC 6386 §9.1: 10 bytes; the VP9 uncompressed header's first
     /// bytes) — and every other payload is counted, not copied. A copy of every payload was 5 %
-    /// of a 500-publisher receiver's CPU (perf), its allocations more.
-    public var keepsBytes = true
+    /// of a 500-publisher receiver's CPU (perf), its allocations more. Set true on a running
+    /// stream (a fleet's decoder rotating onto it), it keeps the packets after the highest one
+    /// seen: frames that began before come out with `bytesKept` false.
+    public var keepsBytes: Bool {
+        get { bytesFrom != .max }
+        set { bytesFrom = newValue ? (highestSequence.map { $0 + 1 } ?? .min) : .max }
+    }
+    /// The first (unwrapped) sequence number whose payload is kept whole; `.max`: none.
+    var bytesFrom: Int64 = .min
+    var highestSequence: Int64?
 
     public init(codec: VideoCodec = .vp8, keepsBytes: Bool = true) {
         self.codec = codec
-        self.keepsBytes = keepsBytes
+        bytesFrom = keepsBytes ? .min : .max
     }
 
     /// A VP8/VP9 payload as kept: whole, or (not kept) the head of a frame's first packet.
-    func kept(_ payload: Span<UInt8>, from n: Int, start: Bool) -> [UInt8] {
-        if keepsBytes { return payload.copyBytes(n..<payload.count) }
+    func kept(_ payload: Span<UInt8>, seq: Int64, from n: Int, start: Bool) -> [UInt8] {
+        if seq >= bytesFrom { return payload.copyBytes(n..<payload.count) }
         return start ? payload.copyBytes(n..<min(payload.count, n + 64)) : []
     }
 
     /// Adds one packet's payload (a padding-only packet just advances the expected sequence).
     public mutating func insert(sequenceNumber: UInt16, timestamp: UInt32, marker: Bool, payload: Span<UInt8>, now: Int64) {
         let seq = unwrapper.unwrap(sequenceNumber)
+        if highestSequence.map({ seq > $0 }) ?? true { highestSequence = seq }
         if let n = nextSequence, seq < n { return } // late or duplicate
         if payload.count == 0 {
             if nextSequence == seq { nextSequence = seq + 1 }
@@ -99,13 +111,13 @@ public struct VideoFrameAssembler {
             do { parsed = try VP8PayloadDescriptor.parse(payload) } catch { malformedPackets += 1; return }
             let (d, n) = parsed
             let start = d.startOfPartition && d.partitionID == 0
-            frag = Fragment(seq: seq, payload: kept(payload, from: n, start: start), start: start, marker: marker, descriptor: d)
+            frag = Fragment(seq: seq, payload: kept(payload, seq: seq, from: n, start: start), start: start, marker: marker, descriptor: d)
         case .vp9:
             let parsed: (VP9PayloadDescriptor, Int)
             do { parsed = try VP9PayloadDescriptor.parse(payload) } catch { malformedPackets += 1; return }
             let (d, n) = parsed
             let start = d.beginningOfFrame && d.spatialID == 0
-            frag = Fragment(seq: seq, payload: kept(payload, from: n, start: start), start: start, marker: marker, vp9: d)
+            frag = Fragment(seq: seq, payload: kept(payload, seq: seq, from: n, start: start), start: start, marker: marker, vp9: d)
         case .h264:
             var bytes: [UInt8] = []
             let info: H264PacketInfo
@@ -232,7 +244,9 @@ public struct VideoFrameAssembler {
                 bytes: unit.bytes, timestamp: ts, isKeyFrame: unit.isKeyFrame, width: nil, height: nil, descriptor: nil,
                 packetCount: used, firstSequence: first.seq, lastSequence: last.seq, followsAGap: false)
         }
-        complete.append((frame, now))
+        var out = frame
+        out.bytesKept = first.seq >= bytesFrom || codec == .h264 || codec == .av1
+        complete.append((out, now))
         if complete.count > 64 { // never released (a gap nobody fills, clock stuck): shed the oldest
             complete.removeFirst()
             framesDropped += 1

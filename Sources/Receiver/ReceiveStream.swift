@@ -17,7 +17,14 @@ final class ReceiveStream {
     var videoDecoder: (any VideoDecoder)?
     var audioDecoder: OpusAudioDecoder?
     var latency = LatencyTracker()
-    let decodeVideo: Bool
+    /// Video decoding; a fleet's rotating decoders switch it (`setDecoding`).
+    var decodeVideo: Bool
+    /// Decoding was switched on mid-stream: the decoder waits for a key frame whose bytes were
+    /// all kept, and until then frames whose chain is whole count as shown (the stream did not
+    /// freeze; only the decoder lacks its reference).
+    var decoderAwaitsKeyFrame = false
+    /// When the current decoding period's first frame was decoded (nil: not decoding now).
+    var decodingSinceMicros: Int64?
     /// Without decoding, still follow the reference chain (ReceiverConfig.nonDecodingFollowsChain).
     var followsChain = false
     /// Opus decoding (the sampled publishers only: decoding every publisher's audio was half of
@@ -261,9 +268,10 @@ final class ReceiveStream {
         // completion times, and a key frame ends the wait for one as a decoded one would (else
         // the stream asked for key frames every 500 ms for the rest of the run: 64 PLIs from
         // one subscriber through pion, 4 047 at two publishers from 500 subscribers).
-        guard decodeVideo else {
+        // Decoding switched on mid-stream, no whole key frame yet: the same, still asking.
+        guard decodeVideo, !decoderAwaitsKeyFrame || (frame.isKeyFrame && frame.bytesKept) else {
             needKeyFrame = false
-            wantsKeyFrame = false
+            wantsKeyFrame = decodeVideo
             rendered(at: nowMicros)
             return
         }
@@ -272,6 +280,8 @@ final class ReceiveStream {
             guard let decoded = try videoDecoder!.decode(frame.bytes, readStamp: true) else { return }
             needKeyFrame = false
             wantsKeyFrame = false
+            decoderAwaitsKeyFrame = false
+            if decodingSinceMicros == nil { decodingSinceMicros = nowMicros }
             stats.framesDecoded += 1
             rendered(at: nowMicros)
             if frame.isKeyFrame { stats.keyFramesDecoded += 1 }
@@ -363,7 +373,31 @@ final class ReceiveStream {
         }
     }
 
+    /// Switches video decoding on or off mid-stream (a fleet's decoder rotating onto or off this
+    /// subscriber). On: bytes are kept from the next packet and a key frame is asked for (as a
+    /// viewer that starts decoding would); off: the decoder is let go and the period's decoding
+    /// time counted (`stats.decodingMillis`: decoded frame rate = frames decoded / that time).
+    func setDecoding(_ on: Bool, nowMicros: Int64) {
+        guard stats.kind == .video, on != decodeVideo else { return }
+        decodeVideo = on
+        assembler.keepsBytes = on
+        if on {
+            decoderAwaitsKeyFrame = true
+            wantsKeyFrame = true
+        } else {
+            closeDecodingPeriod(at: nowMicros)
+            decoderAwaitsKeyFrame = false
+            videoDecoder = nil
+        }
+    }
+
+    func closeDecodingPeriod(at now: Int64) {
+        if let since = decodingSinceMicros { stats.decodingMillis += Double(max(0, now - since)) / 1000 }
+        decodingSinceMicros = nil
+    }
+
     func finalize() {
+        closeDecodingPeriod(at: max(stats.lastPacketMicros ?? 0, decodingSinceMicros ?? 0))
         if freezeOpen, let last = lastRenderMicros, let end = stats.lastPacketMicros, end > last {
             freezeOpen = false
             stats.totalFreezesDurationMillis += Double(end - last) / 1000

@@ -106,6 +106,23 @@ public final class ReceiverSession {
     public var linkIsEmpty: Bool { delayLine?.nextDue == nil && downlinkLine?.nextDue == nil }
 
     /// What the receiver has seen so far; `final` closes every stream's figures (the run ended).
+    /// Video decoding switched on or off for every publisher's streams, now and to come (a
+    /// fleet's rotating decoders); nil: as the config says.
+    var videoDecoding: Bool?
+
+    /// Switches video decoding for the session's streams (see `ReceiveStream.setDecoding`).
+    public func setVideoDecoding(_ on: Bool, now: Int64) {
+        videoDecoding = on
+        for s in streams.values { s.setDecoding(on && config.decodeVideo, nowMicros: now) }
+        // A stream that now waits for a key frame asks at the next feedback step.
+        if on {
+            for p in peers where !p.videoStreams.isEmpty && !p.feedbackPending {
+                p.feedbackPending = true
+                feedbackDue.append(p)
+            }
+        }
+    }
+
     public func snapshot(final: Bool) -> ReceiverSnapshot {
         if final { for s in streams.values { s.finalize() } }
         snap.streams = order.compactMap { streams[$0]?.stats }
@@ -383,7 +400,7 @@ public final class ReceiverSession {
             stream = ReceiveStream(
                 ssrc: header.ssrc, kind: kind, payloadType: header.payloadType,
                 codec: (peer.videoCodecs ?? config.videoCodecs)[header.payloadType] ?? .vp8,
-                decodeVideo: config.decodeVideo && peer.index < config.decodedPublishers,
+                decodeVideo: config.decodeVideo && (videoDecoding ?? (peer.index < config.decodedPublishers)),
                 decodeAudio: peer.index < config.decodedPublishers)
             stream.preferredFrameRate = config.preferredFrameRate
             stream.followsChain = config.nonDecodingFollowsChain

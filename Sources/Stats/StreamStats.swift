@@ -86,6 +86,9 @@ public struct InboundStreamStats: Sendable, Equatable {
     public var packetsLost: Int = 0
     public var framesAssembled: Int = 0
     public var framesDecoded: Int = 0
+    /// Time spent decoding, milliseconds: from each decoding period's first decoded frame to its
+    /// end (the stream's last packet, or a rotating decoder moving on).
+    public var decodingMillis = 0.0
     public var keyFramesDecoded: Int = 0
     public var framesDropped: Int = 0
     public var decodeErrors: Int = 0

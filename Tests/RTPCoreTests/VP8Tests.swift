@@ -164,6 +164,46 @@ import Testing
         #expect(out[1].allSatisfy { $0.bytes.count <= 64 } && out[0].first?.bytes == key)
     }
 
+    @Test func assemblerKeepsBytesFromTheSwitchOn() throws {
+        // A rotating decoder switches a counting stream to keeping bytes while frame 5 is half in:
+        // frame 5 comes out marked as not whole, every later frame whole, and the same frames
+        // come out as from an assembler that kept every byte.
+        let key = hex("10 02 00 9d 01 2a 40 01 b4 00") + (0..<2000).map { UInt8(truncatingIfNeeded: $0 * 3) }
+        let delta = (0..<1500).map { UInt8(truncatingIfNeeded: $0 * 5 + 1) | 1 }
+        var kept = VideoFrameAssembler(), switched = VideoFrameAssembler(codec: .vp8, keepsBytes: false)
+        var seq: UInt16 = 65_530
+        var out: [[VideoFrameAssembler.Frame]] = [[], []]
+        for n in 0..<12 {
+            let payload = n == 8 ? key : [0x31, 0x02, 0x00] + delta
+            let ps = try packetize(payload, maxPayload: 600, descriptor: VP8PayloadDescriptor(pictureID: UInt16(n)))
+            for (i, p) in ps.enumerated() {
+                if n == 5 && i == 1 { switched.keepsBytes = true }
+                for k in 0..<2 {
+                    if k == 0 {
+                        kept.insert(
+                            sequenceNumber: seq &+ UInt16(i), timestamp: UInt32(n * 3000), marker: i == ps.count - 1, payload: p.span,
+                            now: 0)
+                        while let f = kept.pop(now: 0) { out[0].append(f) }
+                    } else {
+                        switched.insert(
+                            sequenceNumber: seq &+ UInt16(i), timestamp: UInt32(n * 3000), marker: i == ps.count - 1, payload: p.span,
+                            now: 0)
+                        while let f = switched.pop(now: 0) { out[1].append(f) }
+                    }
+                }
+            }
+            seq &+= UInt16(ps.count)
+        }
+        #expect(out[0].count == 12 && out[1].count == 12)
+        #expect(out[1].map(\.bytesKept) == (0..<12).map { $0 > 5 })
+        #expect(out[0].allSatisfy { $0.bytesKept })
+        for n in 6..<12 { #expect(out[1][n].bytes == out[0][n].bytes) }
+        #expect(out[1][8].isKeyFrame && out[1][8].bytes == key)
+        #expect(out[1][5].bytes.count < out[0][5].bytes.count)
+        switched.keepsBytes = false
+        #expect(!switched.keepsBytes)
+    }
+
     @Test func assemblerDropsFramesWithLostPackets() throws {
         let key = hex("10 02 00 9d 01 2a 40 01 b4 00") + [UInt8](repeating: 7, count: 1500)
         let p1 = try packetize(key, maxPayload: 600, descriptor: VP8PayloadDescriptor())

@@ -282,6 +282,52 @@ func h264Packets(_ f: EncodedVideoFrame, buffer buf: UnsafeMutableRawBufferPoint
     }
 }
 
+/// A fleet's rotating decoder moving onto a counting subscriber and off it again: while it waits
+/// for a key frame whose bytes it kept, it asks for one and the stream does not freeze (its chain
+/// is whole); from the key frame every frame decodes; moving off counts the time it decoded.
+@Suite struct RotatingDecoderTests {
+    @Test func decodingSwitchedOnWaitsForAWholeKeyFrameThenDecodesAndCountsItsTime() throws {
+        let enc = try VideoCodec.vp8.makeEncoder(config: .defaults(width: 320, height: 180, rid: "q"), keyFrameInterval: 0)
+        var pic = I420Frame(width: 320, height: 180)
+        let stream = ReceiveStream(ssrc: 7, kind: .video, payloadType: 96, codec: .vp8, decodeVideo: false)
+        stream.followsChain = true
+        let buf = UnsafeMutableRawBufferPointer.allocate(byteCount: 1200, alignment: 8)
+        defer { buf.deallocate() }
+        var seq: UInt16 = 65_000
+        var now: Int64 = 0
+        var askedWhileWaiting = 0
+        for n in 0..<40 {
+            SyntheticVideoSource().fill(&pic, frameNumber: UInt32(n), captureMillis: 0)
+            let f = try #require(
+                try enc.encode(&pic, layer: 0, frameNumber: UInt32(n), captureMicros: Int64(n) * 33_333, forceKeyFrame: n == 20) { 0 })
+            var p = try VP8Packetizer(frameSize: f.bytes.count, maxPayloadSize: 300, descriptor: VP8PayloadDescriptor(pictureID: UInt16(n)))
+            var i: UInt16 = 0
+            while true {
+                // Switched on in the middle of frame 10 (a decoder rotating onto it), off after 30.
+                if n == 10 && i == 1 { stream.setDecoding(true, nowMicros: now) }
+                if n == 30 && i == 0 { stream.setDecoding(false, nowMicros: now) }
+                var w = ByteWriter(buf)
+                guard let marker = try p.next(frame: f.bytes.span, into: &w) else { break }
+                let payload = Array(buf[0..<w.count])
+                stream.receiveVideo(
+                    sequenceNumber: seq, timestamp: UInt32(n) * 3000, marker: marker, payload.span, nowMicros: now, wallMicros: now)
+                seq &+= 1
+                i += 1
+            }
+            now += 33_333
+            stream.releaseFrames(nowMicros: now, wallMicros: now)
+            if (10..<20).contains(n) && stream.wantsKeyFrame { askedWhileWaiting += 1 }
+        }
+        stream.finalize()
+        #expect(askedWhileWaiting == 10) // asked from the switch until the key frame
+        #expect(stream.stats.framesDecoded == 10, "\(stream.stats)") // frames 20…29
+        #expect(stream.stats.framesAssembled == 40 && stream.stats.decodeErrors == 0)
+        #expect(stream.stats.freezeCount == 0, "\(stream.stats)")
+        #expect(abs(stream.stats.decodingMillis - 10 * 33.333) < 40, "\(stream.stats.decodingMillis)")
+        #expect(stream.videoDecoder == nil && !stream.wantsKeyFrame)
+    }
+}
+
 /// The lag meter every driver keeps (how late it ran what was due): fixed buckets that add up
 /// across drivers and subtract to a window, percentiles never above the largest lag seen.
 @Suite struct LagMeterTests {
