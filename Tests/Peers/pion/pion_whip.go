@@ -3,9 +3,11 @@
 // it cannot map to a track (no a=ssrc, no MID+RID) is dropped ("Incoming unhandled RTP ssrc(…),
 // OnTrack will not be fired"). Built offline by scripts/setup (GO111MODULE=off, GOPATH with
 // Debian's Go sources). 127.0.0.1, port 0; prints "LISTENING <port>", then one JSON line per event:
-//   {"event":"track","kind":"audio|video","rid":"…","ssrc":N,"codec":"…"}   when OnTrack fires
-//   {"event":"stats","tracks":[{"kind":…,"rid":…,"ssrc":…,"packets":N,"bytes":N}]}  at DELETE
-//   {"event":"whep-stats","id":"…","audio":N,"video":N,"pli":N}  at a WHEP session's DELETE
+//
+//	{"event":"track","kind":"audio|video","rid":"…","ssrc":N,"codec":"…"}   when OnTrack fires
+//	{"event":"stats","tracks":[{"kind":…,"rid":…,"ssrc":…,"packets":N,"bytes":N}]}  at DELETE
+//	{"event":"whep-stats","id":"…","audio":N,"video":N,"pli":N}  at a WHEP session's DELETE
+//
 // As a WHEP endpoint (POST /whep, a recvonly offer) it forwards what the WHIP publisher sends:
 // its audio and the video layer -forward-rid (or its only one), with the publisher's extensions
 // stripped, as pion's broadcast example does. A subscriber that connects gets a key frame asked
@@ -24,6 +26,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 
@@ -45,6 +48,8 @@ type subscriber struct {
 	sentVideo    int
 	plis         int
 	joinPLI      time.Time
+	// Join order: a subscriber keeps its fan-out worker (its packets stay in order).
+	order int
 }
 
 var (
@@ -57,6 +62,38 @@ var (
 	forwarded   uint32
 )
 
+// One forwarded packet for a fan-out worker: the packet and the subscribers it goes to.
+type fanJob struct {
+	kind webrtc.RTPCodecType
+	p    *rtp.Packet
+	subs []*subscriber
+}
+
+// Fan-out workers: each writes a packet to its share of the subscribers (the one that joined
+// k-th to worker k mod n, so one subscriber's packets stay in order), apart from the goroutine reading the
+// publisher — as LiveKit's SFU fans out to many down tracks in parallel (utils.ParallelExec).
+// Written one after another from the read loop, 1 000 SRTP writes per packet held each next
+// packet of the publisher's in the socket for ~10 ms: its transport-cc arrival times read as
+// a queue, and the publisher's estimate fell to 30-90 kbit/s at 1 000 subscribers.
+var fanOut []chan fanJob
+
+func startFanOut(workers int) {
+	fanOut = make([]chan fanJob, workers)
+	for w := range fanOut {
+		ch := make(chan fanJob, 4096)
+		fanOut[w] = ch
+		go func(w int) {
+			for j := range ch {
+				for _, sub := range j.subs {
+					if sub.order%len(fanOut) == w {
+						writeTo(sub, j.kind, j.p)
+					}
+				}
+			}
+		}(w)
+	}
+}
+
 func forward(kind webrtc.RTPCodecType, p *rtp.Packet) {
 	p.Header.Extension = false
 	p.Header.Extensions = nil
@@ -67,29 +104,33 @@ func forward(kind webrtc.RTPCodecType, p *rtp.Packet) {
 		subs = append(subs, s)
 	}
 	subMu.Unlock()
-	for _, s := range subs {
+	for w := range fanOut {
+		fanOut[w] <- fanJob{kind, p, subs}
+	}
+}
+
+func writeTo(s *subscriber, kind webrtc.RTPCodecType, p *rtp.Packet) {
+	s.mu.Lock()
+	ok := s.connected
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	c := *p
+	var err error
+	if kind == webrtc.RTPCodecTypeAudio {
+		err = s.audio.WriteRTP(&c)
+	} else {
+		err = s.video.WriteRTP(&c)
+	}
+	if err == nil {
 		s.mu.Lock()
-		ok := s.connected
-		s.mu.Unlock()
-		if !ok {
-			continue
-		}
-		c := *p
-		var err error
 		if kind == webrtc.RTPCodecTypeAudio {
-			err = s.audio.WriteRTP(&c)
+			s.sentAudio++
 		} else {
-			err = s.video.WriteRTP(&c)
+			s.sentVideo++
 		}
-		if err == nil {
-			s.mu.Lock()
-			if kind == webrtc.RTPCodecTypeAudio {
-				s.sentAudio++
-			} else {
-				s.sentVideo++
-			}
-			s.mu.Unlock()
-		}
+		s.mu.Unlock()
 	}
 }
 
@@ -182,6 +223,7 @@ func whep(w http.ResponseWriter, r *http.Request, a *webrtc.API) {
 	smu.Lock()
 	next++
 	s.id = fmt.Sprint(next)
+	s.order = next
 	smu.Unlock()
 	subMu.Lock()
 	subscribers[s.id] = s
@@ -284,8 +326,9 @@ func whip(w http.ResponseWriter, r *http.Request, a *webrtc.API) {
 			c.Bytes += n
 			s.mu.Unlock()
 			if forwardThis {
+				// The fan-out outlives this read: the packet gets bytes of its own.
 				p := &rtp.Packet{}
-				if p.Unmarshal(buf[:n]) == nil {
+				if p.Unmarshal(append([]byte(nil), buf[:n]...)) == nil {
 					forward(t.Kind(), p)
 				}
 			}
@@ -308,6 +351,7 @@ func whip(w http.ResponseWriter, r *http.Request, a *webrtc.API) {
 func main() {
 	limit := flag.Float64("limit", 120, "seconds before exiting")
 	flag.Parse()
+	startFanOut(2 * runtime.GOMAXPROCS(0))
 	a, err := api()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
