@@ -18,23 +18,27 @@ public enum H264NAL {
         guard let base = b.baseAddress else { return nil }
         let count = b.count
         var from = max(0, from)
+        // Indices stay below `count` (an Int of a real buffer), so `&+` cannot overflow: without
+        // Swift's overflow checks this loop — the packetizer's largest cost, every byte of the
+        // frame — runs as the C loop does (`pubbot-bench packetize`, H.264).
+        let limit = count &- 2
         while true {
             // The start code at or after `from`.
             var i = from
-            while i + 2 < count && !(base[i] == 0 && base[i + 1] == 0 && base[i + 2] == 1) { i += 1 }
-            guard i + 2 < count else { return nil }
-            let start = i + 3
+            while i < limit && !(base[i] == 0 && base[i &+ 1] == 0 && base[i &+ 2] == 1) { i &+= 1 }
+            guard i < limit else { return nil }
+            let start = i &+ 3
             var end = count
             i = start
-            while i + 2 < count {
-                let c = base[i + 2]
+            while i < limit {
+                let c = base[i &+ 2]
                 if c > 1 {
-                    i += 3 // no start code can begin at i, i + 1 or i + 2
-                } else if c == 1 && base[i + 1] == 0 && base[i] == 0 {
+                    i &+= 3 // no start code can begin at i, i + 1 or i + 2
+                } else if c == 1 && base[i &+ 1] == 0 && base[i] == 0 {
                     end = i
                     break
                 } else {
-                    i += 1
+                    i &+= 1
                 }
             }
             var last = end
