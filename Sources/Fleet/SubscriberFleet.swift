@@ -15,8 +15,8 @@ import ICE
 /// key frames the new decoders ask for come together (a decoding cost that stays flat however
 /// many subscribers there are, as live777's livewrk decodes one rotating session); with as many
 /// decoders as subscribers every one decodes all along. Every subscriber counts packets,
-/// completed frames and freezes from the frames' completion times. Subscriber k watches room k mod M, publisher (k / M) mod P-per-room of it
-/// (the URL's `{room}` and `{publisher}`).
+/// completed frames and freezes from the frames' completion times. Subscriber k watches room
+/// k mod M, publisher (k / M) mod P-per-room of it (the URL's `{room}` and `{publisher}`).
 public final class SubscriberFleet: @unchecked Sendable {
     public struct Config: Sendable {
         public var options: WHIPOptions
@@ -66,14 +66,15 @@ public final class SubscriberFleet: @unchecked Sendable {
 
     public init(config: Config) {
         self.config = config
+        let rotating = config.decoders < config.count
+        self.rotating = rotating
         // (Rotating decoders: who decoded is known at the end.)
-        members = Locked((0..<config.count).map { Member(number: $0, room: $0 % config.rooms, decodes: config.decoders >= config.count) })
+        members = Locked((0..<config.count).map { Member(number: $0, room: $0 % config.rooms, decodes: !rotating) })
         endpoints = (0..<config.count).map {
             WHIPOptions.expand(config.options.endpoint, room: $0 % config.rooms, publisher: ($0 / config.rooms) % config.publishersPerRoom)
         }
         // One certificate for every subscriber (its fingerprint goes in each offer; DTLS keys are per session).
         certificate = try? DTLSCertificate()
-        let rotating = config.decoders < config.count
         loops = (0..<config.loops).map { l in
             let loop = SubscriberLoop()
             if rotating {
@@ -86,7 +87,7 @@ public final class SubscriberFleet: @unchecked Sendable {
     }
 
     /// Decoders rotate (fewer of them than subscribers).
-    public var rotating: Bool { config.decoders < config.count }
+    public let rotating: Bool
 
     /// Subscribers connected now (ICE and DTLS done).
     public var connected: Int { members.value.filter(\.connected).count }

@@ -77,7 +77,10 @@ public struct VideoFrameAssembler {
     /// seen: frames that began before come out with `bytesKept` false.
     public var keepsBytes: Bool {
         get { bytesFrom != .max }
-        set { bytesFrom = newValue ? (highestSequence.map { $0 + 1 } ?? .min) : .max }
+        set {
+            guard newValue != keepsBytes else { return } // setting it again must not move where keeping began
+            bytesFrom = newValue ? (highestSequence.map { $0 + 1 } ?? .min) : .max
+        }
     }
     /// The first (unwrapped) sequence number whose payload is kept whole; `.max`: none.
     var bytesFrom: Int64 = .min
