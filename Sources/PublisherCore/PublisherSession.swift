@@ -105,6 +105,9 @@ public final class PublisherSession {
     /// The TURN server, when the selected pair runs through its relay (media is wrapped for it).
     var relayServer: SocketAddress?
     var transportStatusMicros: Int64 = .min / 2
+    /// When the transport next has timed work, as its last step said (`.max`: none); nil when
+    /// it must be stepped on the next turn (a datagram reached it, or it was never stepped).
+    var transportDue: Int64?
     /// Single encoding: the layer the allocator wants and the one on the wire (it changes on the
     /// wanted layer's key frame; -1 before the first).
     var singleWanted = 0

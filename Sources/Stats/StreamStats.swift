@@ -68,6 +68,22 @@ public struct OutboundStreamStats: Sendable, Equatable {
         self.height = height
         self.scalabilityMode = scalabilityMode
     }
+
+    /// One media packet on the wire (one access to the stats where the sender holds them in an
+    /// array: one uniqueness check, not three).
+    @inlinable
+    public mutating func countSent(payload: Int, header: Int) {
+        packetsSent += 1
+        payloadBytesSent += payload
+        headerBytesSent += header
+    }
+
+    /// One retransmission on the wire (RFC 4588).
+    @inlinable
+    public mutating func countRetransmission(payload: Int) {
+        retransmittedPacketsSent += 1
+        retransmittedBytesSent += payload
+    }
 }
 
 /// Receiver-side counters of one RTP stream.
