@@ -1,4 +1,4 @@
-public import Platform
+import Platform
 import Receiver
 import Transport
 import RTPCore
