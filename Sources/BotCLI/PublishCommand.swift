@@ -352,8 +352,10 @@ enum PublishCommand {
             ("framesSkipped", .int(Int64(p.media.framesSkipped))),
             ("audioFramesEncoded", .int(Int64(p.media.audioFramesEncoded))),
             ("audioFramesSkipped", .int(Int64(p.media.audioFramesSkipped))),
-            // Top layers held back because the encoders fell behind real time, and the changes.
+            // Top layers held back because the encoders fell behind real time (or, with one
+            // encoding, the steps its resolution went down), and the changes.
             ("cpuLayersHeld", .int(Int64(p.media.cpuLayersHeld))),
+            ("cpuResolutionSteps", .int(Int64(p.media.cpuResolutionSteps))),
             ("qualityLimitationResolutionChanges", .int(Int64(p.media.cpuResolutionChanges))),
             ("estimate", p.network.estimate.map { .int(Int64($0.bitrate)) } ?? .null),
             ("networkCondition", .string(p.network.networkCondition.rawValue)),

@@ -46,6 +46,12 @@ extension PublisherSession {
     /// inside `senders`: copied out and back per frame, it retained each of its arrays and
     /// buffers (by perf, with the audio path's copy, 3–4 % of a replay fleet's CPU).
     private func sendVideo(_ frame: EncodedVideoFrame, stream idx: Int, sender s: inout RTPStreamSender) {
+        // The size on the wire (W3C frameWidth/frameHeight): a key frame starts each size (one
+        // encoding's resolution changes under CPU adaptation, `ResolutionSteps`).
+        if frame.isKeyFrame, frame.spatialLayers.isEmpty, frame.width > 0 {
+            s.stats.width = frame.width
+            s.stats.height = frame.height
+        }
         let descriptor = frameDescriptor(frame, sender: &s)
         // A retransmission carries the same payload behind the RTX header and the 2-byte OSN
         // (RFC 4588 §4): budget for the larger of the two, so neither exceeds the packet size

@@ -33,9 +33,11 @@ public struct MediaCounters: Sendable, Equatable {
     /// Frames whose capture tick was skipped because encoding ran late (all layers, and per layer).
     public var framesSkipped = 0
     public var lateFrames: [Int]
-    /// Top layers held back because the encoders could not keep up (`CPUAdaptation`), and how
-    /// often that changed (W3C qualityLimitationResolutionChanges).
+    /// Top layers held back because the encoders could not keep up (`CPUAdaptation`), or, with
+    /// one encoding, the steps its resolution went down (`ResolutionSteps`); and how often
+    /// either changed (W3C qualityLimitationResolutionChanges).
     public var cpuLayersHeld = 0
+    public var cpuResolutionSteps = 0
     public var cpuResolutionChanges = 0
     public var error: String?
 

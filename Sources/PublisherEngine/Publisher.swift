@@ -128,10 +128,11 @@ public final class Publisher: Sendable {
         for i in out.indices where out[i].kind == .video {
             if let layer = plan.streams.first(where: { $0.ssrc == out[i].ssrc })?.layer, layer < m.framesEncoded.count {
                 // bandwidth > cpu > other (W3C): cpu when this layer's encoder fell behind real time lately.
-                // cpu too while layers are held back for CPU (libwebrtc reports the encoder's
-                // limitation on every outbound-rtp of the source).
+                // cpu too while layers are held back or the resolution is lowered for CPU
+                // (libwebrtc reports the encoder's limitation on every outbound-rtp of the source).
                 if out[i].qualityLimitationReason == .none
-                    && (m.cpuLayersHeld > 0 || (layer < lateChanged.count && now - lateChanged[layer] < 2_000_000))
+                    && (m.cpuLayersHeld > 0 || m.cpuResolutionSteps > 0
+                        || (layer < lateChanged.count && now - lateChanged[layer] < 2_000_000))
                 {
                     out[i].qualityLimitationReason = .cpu
                 }

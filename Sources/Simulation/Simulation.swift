@@ -316,47 +316,30 @@ struct ReplayFeeder: MediaFeeder {
     }
 }
 
-/// Live encoders at simulated time: the synthetic picture drawn for each capture tick, VP8
-/// per layer (targets and key frames from the session), Opus every 20 ms.
+/// Live encoders at simulated time: the media thread's `LiveVideoEncoders` on the virtual
+/// clock (targets and key frames from the session), Opus every 20 ms.
 struct LiveFeeder: MediaFeeder {
-    let layers: [VideoLayerConfig]
-    let encoders: [any VideoEncoder]
-    var pictures: [I420Frame]
-    let source: SyntheticVideoSource
+    var video: LiveVideoEncoders
     let opus: OpusAudioEncoder?
     var audioSource = SyntheticAudioSource()
     var pcm = [Int16](repeating: 0, count: OpusAudioEncoder.frameSamples)
     var opusOut = [UInt8]()
-    let start: Int64
     let wallOffset: Int64
-    var nextVideo: [Int64]
     var audio: AudioClock
-    var gate: LayerGate
     var counters: MediaCounters
 
     init(config: PublisherConfig, start: Int64, wallOffset: Int64) throws(CodecError) {
-        layers = config.sendVideo ? config.layers : []
-        var encoders: [any VideoEncoder] = []
-        for l in layers {
-            let interval = LibvpxEncoder.frames(in: config.keyFrameIntervalMicros, fps: l.fps)
-            encoders.append(try config.videoCodec.makeEncoder(config: l, keyFrameInterval: interval))
-        }
-        self.encoders = encoders
-        pictures = layers.map { I420Frame(width: $0.width, height: $0.height) }
-        source = SyntheticVideoSource(seed: config.seed)
+        video = try LiveVideoEncoders(config: config, startMicros: start)
         opus = config.sendAudio ? try OpusAudioEncoder(bitrate: config.audioBitrate) : nil
-        self.start = start
         self.wallOffset = wallOffset
-        nextVideo = layers.map { _ in start }
         audio = AudioClock(start: config.sendAudio ? start : .max)
-        gate = LayerGate(layers: layers.count)
-        counters = MediaCounters(layers: layers.count)
+        counters = MediaCounters(layers: video.layers.count)
     }
 
-    var nextDue: Int64 { nextVideo.reduce(audio.next, min) }
+    var nextDue: Int64 { min(video.nextWake ?? .max, audio.next) }
 
     mutating func apply(_ event: PublisherSessionEvent) {
-        if let (layer, bitrate) = gate.apply(event) { try? encoders[layer].setTargetBitrate(bitrate) }
+        do throws(CodecError) { try video.apply(event) } catch { counters.error = error.description }
     }
 
     mutating func tick(now: Int64, into session: PublisherSession) {
@@ -369,26 +352,13 @@ struct LiveFeeder: MediaFeeder {
                 }
             }
         }
-        for i in encoders.indices where now >= nextVideo[i] {
-            let capture = nextVideo[i]
-            nextVideo[i] += Int64(1_000_000 / max(1, layers[i].fps))
-            let admission = gate.admit(layer: i)
-            if admission == .skip { continue }
-            let number = UInt32(truncatingIfNeeded: (capture - start) / 33_333)
-            source.fill(&pictures[i], frameNumber: number, captureMillis: UInt32(truncatingIfNeeded: (capture + wallOffset) / 1000))
-            let force = admission == .keyFrame
-            let encoded: EncodedVideoFrame?
-            do {
-                encoded = try encoders[i].encode(
-                    &pictures[i], layer: i, frameNumber: number, captureMicros: capture, forceKeyFrame: force, clock: { 0 })
-            } catch {
-                continue
+        // Virtual time: encoding takes none, so no tick is ever late and no CPU is counted.
+        do throws(CodecError) {
+            try video.encodeDue(now: now, wallOffset: wallOffset, clock: { now }, cpuClock: { 0 }, counters: &counters) {
+                session.handle(.video($0))
             }
-            if force && encoded?.isKeyFrame != true { gate.keyFrameMissed(layer: i) } // dropped: ask again next tick
-            guard let frame = encoded else { continue }
-            counters.framesEncoded[i] += 1
-            if frame.isKeyFrame { counters.keyFramesEncoded[i] += 1 }
-            session.handle(.video(frame))
+        } catch {
+            counters.error = error.description
         }
     }
 }

@@ -74,6 +74,52 @@ import PublisherEngine
         #expect((p["qualityLimitationResolutionChanges"] as? Int ?? 0) >= 1, "\(p)")
     }
 
+    /// One encoding under the same 8 busy loops lowers its resolution, as a browser's does
+    /// (libwebrtc's series 1280x720 → 960x540 → 640x360 …): the publisher says `cpu` and the
+    /// steps it took, and the receiver's decoder (libvpx reads the size from the key frames)
+    /// sees the size the publisher reports, every frame decoded across the changes.
+    @Test func oneEncodingLowersItsResolutionForTheCPU() throws {
+        let stop = StopFlag()
+        defer { stop.set() }
+        let deadline = Date().addingTimeInterval(25)
+        for _ in 0..<8 {
+            Thread.detachNewThread {
+                var spins = 0
+                while !stop.isSet && Date() < deadline { spins &+= 1 }
+            }
+        }
+        let port = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port
+        let key = SRTPKey.random(suite: .aesCm).revealBase64()
+        let recv = Process()
+        recv.executableURL = BinaryTests.binary
+        recv.arguments = ["receive", "--listen", "127.0.0.1:\(port)", "--key", key, "--duration", "18s", "--json"]
+        let recvOut = Pipe()
+        recv.standardOutput = recvOut
+        recv.standardError = Pipe()
+        try recv.run()
+        Thread.sleep(forTimeInterval: 0.5)
+        let pub = try bin.run([
+            "publish", "--to", "127.0.0.1:\(port)", "--key", key, "--duration", "14s", "--layers", "1280x720@30:2500k", "--json"
+        ])
+        let received = recvOut.fileHandleForReading.readDataToEndOfFile()
+        recv.waitUntilExit()
+        stop.set()
+        #expect(pub.code == 0, "\(pub.err)")
+        let p = try #require(try JSONSerialization.jsonObject(with: Data(pub.out.utf8)) as? [String: Any], "\(pub.out)")
+        let r = try #require(try JSONSerialization.jsonObject(with: received) as? [String: Any])
+        let sent = try #require((p["streams"] as? [[String: Any]])?.first { $0["kind"] as? String == "video" }, "\(p)")
+        let got = try #require((r["streams"] as? [[String: Any]])?.first { $0["kind"] as? String == "video" }, "\(r)")
+        let steps = p["cpuResolutionSteps"] as? Int ?? 0
+        #expect(steps >= 1 && p["cpuLayersHeld"] as? Int == 0, "\(p)")
+        #expect(sent["qualityLimitationReason"] as? String == "cpu", "\(sent)")
+        let width = sent["width"] as? Int ?? 0, height = sent["height"] as? Int ?? 0
+        #expect(width < 1280 && width * 9 == height * 16, "the publisher reports \(width)x\(height) after \(steps) steps")
+        #expect(got["width"] as? Int == width && got["height"] as? Int == height, "the receiver decoded \(got)")
+        #expect((got["resolutionChanges"] as? Int ?? 0) >= 1 && got["decodeErrors"] as? Int == 0, "\(got)")
+        let encoded = sent["framesEncoded"] as? Int ?? 0, decoded = got["framesDecoded"] as? Int ?? 0
+        #expect(encoded > 0 && Double(decoded) >= 0.95 * Double(encoded), "\(decoded) of \(encoded) frames decoded")
+    }
+
     /// Subscribers on the event loops, through pion's WHEP fan-out (Tests/Peers/pion): 100
     /// subscribers of one live publisher in one process, no thread each; every one receives
     /// frames, the decoders rotate over them and decode, and the viewers cost the publisher about one key

@@ -404,18 +404,19 @@ import Platform
     }
 }
 
-/// CPU adaptation, in virtual time: a media thread skipping frames holds back the top layer
-/// after two overusing checks, never the lowest; recovery waits the ramp-up delay, which
-/// doubles after a ramp-up that overused again soon.
+/// CPU adaptation, in virtual time: a media thread skipping frames takes a step down (the top
+/// layer held back, or one encoding's resolution lowered) after two overusing checks, never past
+/// the last step; recovery waits the ramp-up delay, which doubles after a ramp-up that overused
+/// again soon.
 @Suite struct CPUAdaptationTests {
-    /// Runs checks of 2 s at 30 fps per layer from `now`, skipping `share` of the due frames.
-    static func run(_ a: inout CPUAdaptation, from now: inout Int64, seconds: Int, share: Double, due: inout Int, skipped: inout Int)
-        -> [(Int64, CPUAdaptation.Change)]
-    {
+    /// Runs checks of 2 s at 30 fps per running layer from `now`, skipping `share` of the due frames.
+    static func run(
+        _ a: inout CPUAdaptation, layers: Int = 3, from now: inout Int64, seconds: Int, share: Double, due: inout Int, skipped: inout Int
+    ) -> [(Int64, CPUAdaptation.Change)] {
         var changes: [(Int64, CPUAdaptation.Change)] = []
         for _ in 0..<(seconds * 10) {
             now += 100_000
-            let frames = 3 * a.runningLayers
+            let frames = 3 * (layers - a.level)
             due += frames
             skipped += Int((Double(frames) * share).rounded())
             if let c = a.update(now: now, framesDue: due, framesSkipped: skipped) { changes.append((now, c)) }
@@ -424,7 +425,7 @@ import Platform
     }
 
     @Test func overuseHoldsTheTopLayerAndRecoveryBacksOff() {
-        var a = CPUAdaptation(layers: 3, now: 0)
+        var a = CPUAdaptation(steps: 2, now: 0)
         var now: Int64 = 0, due = 0, skipped = 0
         // No skipped frame: nothing changes.
         #expect(Self.run(&a, from: &now, seconds: 10, share: 0, due: &due, skipped: &skipped).isEmpty)
@@ -432,7 +433,7 @@ import Platform
         let down = Self.run(&a, from: &now, seconds: 20, share: 0.34, due: &due, skipped: &skipped)
         #expect(down.map(\.1) == [.down, .down], "\(down)")
         #expect(down.first.map { $0.0 - 10_000_000 } == 4_000_000, "\(down)")
-        #expect(a.layersHeld == 2 && a.runningLayers == 1 && a.changes == 2)
+        #expect(a.level == 2 && a.changes == 2)
         // Load gone: one layer back after the quick ramp-up delay (10 s), the next 10 s later.
         let up = Self.run(&a, from: &now, seconds: 25, share: 0, due: &due, skipped: &skipped)
         #expect(up.map(\.1) == [.up, .up], "\(up)")
@@ -445,11 +446,90 @@ import Platform
         #expect(Self.run(&a, from: &now, seconds: 4, share: 0, due: &due, skipped: &skipped).map(\.1) == [.up])
     }
 
-    /// A single layer is never held back (the lowest always runs): the cpu limitation is reported instead.
-    @Test func theLowestLayerAlwaysRuns() {
-        var a = CPUAdaptation(layers: 1, now: 0)
+    /// Without a step (one 320×180 encoding, or a spatial-SVC stream) nothing changes: the cpu
+    /// limitation is reported instead.
+    @Test func noStepNoChange() {
+        var a = CPUAdaptation(steps: 0, now: 0)
         var now: Int64 = 0, due = 0, skipped = 0
-        #expect(Self.run(&a, from: &now, seconds: 20, share: 0.5, due: &due, skipped: &skipped).isEmpty)
-        #expect(a.layersHeld == 0)
+        #expect(Self.run(&a, layers: 1, from: &now, seconds: 20, share: 0.5, due: &due, skipped: &skipped).isEmpty)
+        #expect(a.level == 0 && a.changes == 0)
+    }
+
+    /// libwebrtc's series from 720p (media/base/video_adapter.cc's own comment lists it), down to
+    /// 320×180 and no further; smaller sizes have fewer steps, odd ones round down to even.
+    @Test func oneEncodingStepsDownLikeLibwebrtc() {
+        let sizes = (0...4).map { ResolutionSteps.size(width: 1280, height: 720, step: $0) }
+        #expect(sizes.map { "\($0.width)x\($0.height)" } == ["1280x720", "960x540", "640x360", "480x270", "320x180"])
+        #expect(ResolutionSteps.count(width: 1280, height: 720) == 4)
+        #expect(ResolutionSteps.count(width: 640, height: 360) == 2)
+        #expect(ResolutionSteps.count(width: 320, height: 180) == 0)
+        #expect(ResolutionSteps.count(width: 1920, height: 1080) == 5)
+        #expect(ResolutionSteps.size(width: 1920, height: 1080, step: 3) == (720, 404))
+        // Each step keeps at most 3/5 of the pixels (GetLowerResolutionThan) and more than a
+        // third (the next scale of the series would go below 3/5 of 3/5).
+        for step in 1...4 {
+            let a = ResolutionSteps.size(width: 1280, height: 720, step: step - 1)
+            let b = ResolutionSteps.size(width: 1280, height: 720, step: step)
+            let share = Double(b.width * b.height) / Double(a.width * a.height)
+            #expect(share <= 0.6 && share > 0.36, "step \(step): \(share)")
+        }
+    }
+}
+
+/// The live encoders on a virtual clock whose encodes take 100 ms (a machine that cannot keep up
+/// with 30 fps): one VP8 encoding steps its resolution down, each size starting on a key frame
+/// of that size; simulcast holds its top layers back instead; both report the steps.
+@Suite struct LiveVideoEncodersTests {
+    static func run(_ config: PublisherConfig, seconds: Int, encodeMicros: Int64) throws
+        -> ([EncodedVideoFrame], MediaCounters, LiveVideoEncoders)
+    {
+        var live = try LiveVideoEncoders(config: config, startMicros: 0)
+        var counters = MediaCounters(layers: config.layers.count)
+        var frames: [EncodedVideoFrame] = []
+        var now: Int64 = 0
+        while now < Int64(seconds) * 1_000_000 {
+            let t = now
+            try live.encodeDue(now: t, wallOffset: 0, clock: { t + encodeMicros }, cpuClock: { 0 }, counters: &counters) {
+                frames.append($0)
+            }
+            now = max(now + 1, live.nextWake ?? .max)
+        }
+        return (frames, counters, live)
+    }
+
+    @Test func oneEncodingLowersItsResolution() throws {
+        var c = PublisherConfig(destination: try SocketAddress(parsing: "127.0.0.1:5004"), key: .random(suite: .aesCm))
+        c.layers = [VideoLayerConfig.ladder(top: 640, 360).last!]
+        #expect(c.layers.count == 1 && c.layers[0].width == 640)
+        let (frames, counters, live) = try Self.run(c, seconds: 12, encodeMicros: 100_000)
+        // Two overusing checks (4 s) per step: 640x360 → 480x270 → 320x180, and no further.
+        #expect(counters.cpuResolutionSteps == 2 && counters.cpuLayersHeld == 0 && counters.cpuResolutionChanges == 2)
+        #expect(live.runningLayers == 1)
+        var sizes: [String] = []
+        for f in frames where sizes.last != "\(f.width)x\(f.height)" {
+            #expect(f.isKeyFrame, "the first \(f.width)x\(f.height) frame is a key frame")
+            sizes.append("\(f.width)x\(f.height)")
+        }
+        #expect(sizes == ["640x360", "480x270", "320x180"], "\(sizes)")
+        #expect(counters.framesSkipped > 0)
+    }
+
+    @Test func simulcastHoldsItsTopLayersBack() throws {
+        var c = PublisherConfig(destination: try SocketAddress(parsing: "127.0.0.1:5004"), key: .random(suite: .aesCm))
+        c.layers = VideoLayerConfig.ladder(top: 640, 360)
+        let (frames, counters, live) = try Self.run(c, seconds: 10, encodeMicros: 100_000)
+        #expect(counters.cpuLayersHeld == c.layers.count - 1 && counters.cpuResolutionSteps == 0)
+        #expect(live.runningLayers == 1)
+        // Every frame keeps its layer's configured size.
+        for f in frames { #expect(f.width == c.layers[f.layer].width, "layer \(f.layer): \(f.width)") }
+    }
+
+    /// On time (virtual time, encodes taking none) nothing steps down.
+    @Test func onTimeNothingChanges() throws {
+        var c = PublisherConfig(destination: try SocketAddress(parsing: "127.0.0.1:5004"), key: .random(suite: .aesCm))
+        c.layers = [VideoLayerConfig.ladder(top: 640, 360).last!]
+        let (frames, counters, _) = try Self.run(c, seconds: 6, encodeMicros: 0)
+        #expect(counters.cpuResolutionChanges == 0 && counters.framesSkipped == 0)
+        #expect(frames.count >= 175 && frames.allSatisfy { $0.width == 640 }, "\(frames.count) frames")
     }
 }
