@@ -14,10 +14,7 @@ extension PublisherSession {
         // turn with neither leaves them be (stepping all three on every media turn was 5 % of a
         // replay fleet's CPU by perf). Through a relay they are stepped every turn, as before.
         if let due = transportDue, now < due, relayServer == nil {
-            if now - transportStatusMicros >= 1_000_000 {
-                transportStatusMicros = now
-                updateTransportStats(t)
-            }
+            refreshTransportStats(t, now: now, changed: false)
             return due == .max ? nil : due
         }
         let wake = t.step(now: now)
@@ -91,11 +88,16 @@ extension PublisherSession {
                 if !stopRequested { fail(TransportFailure(.peer, "the server closed the DTLS connection (close_notify)")) }
             }
         }
-        // The figures are text (addresses): refreshed on events and once a second, not per turn.
-        if changed || now - transportStatusMicros >= 1_000_000 || (!mediaStarted && now - transportStatusMicros >= 20_000) {
-            transportStatusMicros = now
-            updateTransportStats(t)
-        }
+        refreshTransportStats(t, now: now, changed: changed)
+    }
+
+    /// The transport's figures are text (addresses): refreshed on its events and once a second
+    /// (every 20 ms while media has not started), not per turn.
+    func refreshTransportStats(_ t: WebRTCTransport, now: Int64, changed: Bool) {
+        let period: Int64 = mediaStarted ? 1_000_000 : 20_000
+        guard changed || now - transportStatusMicros >= period else { return }
+        transportStatusMicros = now
+        updateTransportStats(t)
     }
 
     /// The transport's statistics into the snapshot, keeping a failure the session added.
