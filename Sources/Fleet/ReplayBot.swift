@@ -121,7 +121,8 @@ final class ReplayBot {
             seenGeneration = gen
             for (i, t) in control.currentTargets().enumerated() { replay.gate.setTarget(layer: i, bitrate: t) }
         }
-        replay.gate.requestKeyFrames(control.takeKeyFrameRequests())
+        let keyFrames = control.takeKeyFrameRequests()
+        if keyFrames != 0 { replay.gate.requestKeyFrames(keyFrames) } // almost every turn has none
         while now >= nextAudio {
             let bytes = library.audio[Int(audioIndex) % library.audio.count]
             network.sendAudio(EncodedAudioFrame(bytes: bytes, frameNumber: audioIndex, captureMicros: nextAudio))

@@ -460,11 +460,7 @@ extension PublisherSession {
             var n = 1
             while i + n < outCount && n < 64 && outDestinations[i + n] == destination { n += 1 }
             do {
-                let sent = try outPointers.withUnsafeBufferPointer { ptrs throws(SocketError) in
-                    try outLengths.withUnsafeBufferPointer { lens throws(SocketError) in
-                        try send(ptrs.baseAddress! + i, lens.baseAddress! + i, n, destination)
-                    }
-                }
+                let sent = try send(outPointers + i, outLengths + i, n, destination)
                 if sent < n {
                     i += max(0, sent)
                     blocked = true
