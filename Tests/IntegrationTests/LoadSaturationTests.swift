@@ -36,11 +36,12 @@ import PublisherEngine
         #expect((doc["requirements"] as! [[String: Any]]).allSatisfy { $0["met"] as? Bool == true })
     }
 
-    /// Audio on its own clock: with 8 busy loops on the machine's cores, a live 720p simulcast
-    /// publish still delivers its audio (≥ 97 % of the 20 ms frames due, counted by the
-    /// receiver), while the video says `cpu` is what limits it and its top layer is held back.
-    @Test func audioKeepsItsClockWhileVideoAdaptsToTheCPU() throws {
-        // 8 busy threads in this process, bounded: each ends at the test's end or after 25 s.
+    /// A live `publish --json` (plus `extra`) into `receive --listen --json` on loopback while 8
+    /// busy threads in this process compete for the cores — bounded: each ends when the publish
+    /// is over or after 25 s. Returns the publish's outcome and the receiver's JSON.
+    static func publishBesideBusyLoops(publishFor: Int, receiveFor: Int, extra: [String] = [], bin: BinaryTests) throws
+        -> ((code: Int32, out: String, err: String), Data)
+    {
         let stop = StopFlag()
         defer { stop.set() }
         let deadline = Date().addingTimeInterval(25)
@@ -54,15 +55,24 @@ import PublisherEngine
         let key = SRTPKey.random(suite: .aesCm).revealBase64()
         let recv = Process()
         recv.executableURL = BinaryTests.binary
-        recv.arguments = ["receive", "--listen", "127.0.0.1:\(port)", "--key", key, "--duration", "16s", "--json"]
+        recv.arguments = ["receive", "--listen", "127.0.0.1:\(port)", "--key", key, "--duration", "\(receiveFor)s", "--json"]
         let recvOut = Pipe()
         recv.standardOutput = recvOut
         recv.standardError = Pipe()
         try recv.run()
         Thread.sleep(forTimeInterval: 0.5)
-        let pub = try bin.run(["publish", "--to", "127.0.0.1:\(port)", "--key", key, "--duration", "12s", "--json"])
+        let pub = try bin.run(["publish", "--to", "127.0.0.1:\(port)", "--key", key, "--duration", "\(publishFor)s", "--json"] + extra)
+        stop.set()
         let received = recvOut.fileHandleForReading.readDataToEndOfFile()
         recv.waitUntilExit()
+        return (pub, received)
+    }
+
+    /// Audio on its own clock: with 8 busy loops on the machine's cores, a live 720p simulcast
+    /// publish still delivers its audio (≥ 97 % of the 20 ms frames due, counted by the
+    /// receiver), while the video says `cpu` is what limits it and its top layer is held back.
+    @Test func audioKeepsItsClockWhileVideoAdaptsToTheCPU() throws {
+        let (pub, received) = try Self.publishBesideBusyLoops(publishFor: 12, receiveFor: 16, bin: bin)
         #expect(pub.code == 0, "\(pub.err)")
         let p = try #require(try JSONSerialization.jsonObject(with: Data(pub.out.utf8)) as? [String: Any], "\(pub.out)")
         let r = try #require(try JSONSerialization.jsonObject(with: received) as? [String: Any])
@@ -79,31 +89,8 @@ import PublisherEngine
     /// steps it took, and the receiver's decoder (libvpx reads the size from the key frames)
     /// sees the size the publisher reports, every frame decoded across the changes.
     @Test func oneEncodingLowersItsResolutionForTheCPU() throws {
-        let stop = StopFlag()
-        defer { stop.set() }
-        let deadline = Date().addingTimeInterval(25)
-        for _ in 0..<8 {
-            Thread.detachNewThread {
-                var spins = 0
-                while !stop.isSet && Date() < deadline { spins &+= 1 }
-            }
-        }
-        let port = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port
-        let key = SRTPKey.random(suite: .aesCm).revealBase64()
-        let recv = Process()
-        recv.executableURL = BinaryTests.binary
-        recv.arguments = ["receive", "--listen", "127.0.0.1:\(port)", "--key", key, "--duration", "18s", "--json"]
-        let recvOut = Pipe()
-        recv.standardOutput = recvOut
-        recv.standardError = Pipe()
-        try recv.run()
-        Thread.sleep(forTimeInterval: 0.5)
-        let pub = try bin.run([
-            "publish", "--to", "127.0.0.1:\(port)", "--key", key, "--duration", "14s", "--layers", "1280x720@30:2500k", "--json"
-        ])
-        let received = recvOut.fileHandleForReading.readDataToEndOfFile()
-        recv.waitUntilExit()
-        stop.set()
+        let (pub, received) = try Self.publishBesideBusyLoops(
+            publishFor: 14, receiveFor: 18, extra: ["--layers", "1280x720@30:2500k"], bin: bin)
         #expect(pub.code == 0, "\(pub.err)")
         let p = try #require(try JSONSerialization.jsonObject(with: Data(pub.out.utf8)) as? [String: Any], "\(pub.out)")
         let r = try #require(try JSONSerialization.jsonObject(with: received) as? [String: Any])
