@@ -138,6 +138,39 @@ import PublisherEngine
         #expect(asked >= 0 && asked <= 100 + 10, "100 subscribers sent \(asked) PLIs")
         #expect(pli >= 0 && pli <= 100 + 10, "the publisher got \(pli) PLIs from 100 subscribers through pion; theirs: \(asked)")
     }
+
+    /// Two publishers in two rooms through pion's fan-out (`/whip/{room}`, `/whep/{room}`): each
+    /// subscriber gets its own room's publisher and nothing else. When the peer forwarded every
+    /// publisher into every subscriber's one track, the two streams' sequence numbers read as
+    /// thousands of packets lost (6 829 for half of 1 000 subscribers) and their pictures
+    /// interleaved.
+    @Test func subscribersGetTheirOwnRoomsPublisherThroughPion() throws {
+        try #require(FileManager.default.isExecutableFile(atPath: pionEndpoint), "no pion endpoint (scripts/setup builds it)")
+        let pion = try PeerProcess(pionEndpoint, ["-limit", "60", "-forward-rid", "0"])
+        defer { pion.stop() }
+        try #require(pion.wait(for: "LISTENING ", micros: 10_000_000), "\(pion.text)")
+        let port = try #require(pion.text.split(separator: "\n").first { $0.hasPrefix("LISTENING ") }.flatMap { Int($0.dropFirst(10)) })
+        let r = try bin.run([
+            "load", "--whip", "http://127.0.0.1:\(port)/whip/{room}", "--whep", "http://127.0.0.1:\(port)/whep/{room}", "--rooms", "2",
+            "--publishers", "2", "--subscribers", "20", "--duration", "10s", "--json"
+        ])
+        let report = try #require(
+            try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any], "\(r.out.prefix(300)) \(r.err)")
+        let subs = try #require((report["subscribers"] as? [String: Any])?["perSubscriber"] as? [[String: Any]], "\(report.keys)")
+        #expect(subs.count == 20)
+        for s in subs {
+            #expect(s["error"] is NSNull && (s["packetsReceived"] as? Int ?? 0) > 100, "\(s)")
+            #expect(s["packetsLost"] as? Int == 0, "subscriber \(s["subscriber"] ?? "?") in room \(s["room"] ?? "?"): \(s)")
+            #expect((s["completedFrameRate"] as? Double ?? 0) >= 25, "\(s)")
+        }
+        // pion's own count: ten subscribers in each room, each written to.
+        #expect(pion.wait(for: "whep-stats", micros: 5_000_000))
+        let ended = pion.text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            .filter { $0["event"] as? String == "whep-stats" }
+        let rooms = Dictionary(grouping: ended) { $0["room"] as? String ?? "?" }.mapValues(\.count)
+        #expect(rooms == ["0": 10, "1": 10], "pion's subscribers by room: \(rooms)")
+        #expect(ended.allSatisfy { ($0["video"] as? Int ?? 0) > 100 }, "\(ended)")
+    }
 }
 
 /// A flag one thread sets and others poll.
