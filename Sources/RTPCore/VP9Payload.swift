@@ -116,25 +116,25 @@ public struct VP9PayloadDescriptor: Sendable, Equatable {
 /// packet) is the caller's.
 public struct VP9Packetizer {
     public let packetCount: Int
-    public var index: Int { _index }
-    var _index = 0
-    let pictureID: UInt16
-    let keyFrame: Bool
-    let layers: Int
-    var sizes: InlineArray<3, (width: Int, height: Int)> = .init(repeating: (0, 0))
-    let headerSize: Int
-    let ssSize: Int
-    let temporalByte: UInt8
-    var pDiffs: InlineArray<3, UInt8> = [1, 0, 0]
-    let pDiffCount: Int
+    @inlinable public var index: Int { _index }
+    @usableFromInline var _index = 0
+    @usableFromInline let keyFrame: Bool
+    @usableFromInline let layers: Int
+    @usableFromInline var sizes: InlineArray<3, (width: Int, height: Int)> = .init(repeating: (0, 0))
+    /// The descriptor's bytes up to its P_DIFFs, laid out once per picture (little-endian, at
+    /// most 7 bytes): I, P, L and F, the picture ID, TID and U, the P_DIFFs. Each packet ORs in
+    /// its B, E, V and Z bits and its layer's SID and D, and writes them in one store.
+    @usableFromInline let descriptor: UInt64
+    @usableFromInline let headerSize: Int
+    @usableFromInline let ssSize: Int
     /// Per spatial layer: its packets, and its bytes (with the scalability structure on the
     /// lowest) shared about equally among them.
-    var counts: InlineArray<3, Int> = .init(repeating: 0)
-    var bases: InlineArray<3, Int> = .init(repeating: 0)
-    var largerFrom: InlineArray<3, Int> = .init(repeating: 0)
-    var layer = 0
-    var inLayer = 0
-    var offset = 0
+    @usableFromInline var counts: InlineArray<3, Int> = .init(repeating: 0)
+    @usableFromInline var bases: InlineArray<3, Int> = .init(repeating: 0)
+    @usableFromInline var largerFrom: InlineArray<3, Int> = .init(repeating: 0)
+    @usableFromInline var layer = 0
+    @usableFromInline var inLayer = 0
+    @usableFromInline var offset = 0
 
     /// - Parameters:
     ///   - frameSize: encoded picture bytes (every spatial layer's frame in turn).
@@ -150,14 +150,27 @@ public struct VP9Packetizer {
         temporalID: UInt8 = 0, switchingUp: Bool = false, references: [UInt8] = [],
         spatialLayers: [(size: Int, width: Int, height: Int)] = []
     ) throws(RTPWriteError) {
+        // RFC 9628 §4.2, flexible mode: I (picture ID present), P on an inter picture, L (layer
+        // indices present), F (flexible); the 15-bit picture ID (M set); TID and U.
+        let pid = pictureID & 0x7FFF
+        var d = UInt64(0x80 | 0x20 | 0x10 | (keyFrame ? 0 : 0x40))
+        d |= UInt64(0x80 | UInt8(pid >> 8)) << 8 | UInt64(UInt8(truncatingIfNeeded: pid)) << 16
+        d |= UInt64((temporalID & 7) << 5 | (switchingUp ? 0x10 : 0)) << 24
+        // An inter picture's P_DIFFs (at most 3, each with N set when another follows).
         var count = 0
-        for d in references where count < 3 && (1...127).contains(d) {
-            pDiffs[count] = d
-            count += 1
+        if !keyFrame {
+            for r in references where count < 3 && (1...127).contains(r) {
+                d |= UInt64(r << 1) << (32 + 8 * count)
+                count += 1
+            }
+            if count == 0 {
+                d |= UInt64(1 << 1) << 32 // the previous picture
+                count = 1
+            }
+            for i in 0..<(count - 1) { d |= 1 << (32 + 8 * i) }
         }
-        pDiffCount = keyFrame ? 0 : max(1, count)
-        temporalByte = (temporalID & 7) << 5 | (switchingUp ? 0x10 : 0)
-        headerSize = 1 + 2 + 1 + pDiffCount
+        descriptor = d
+        headerSize = 1 + 2 + 1 + count
         // No array is made for one layer: the bench holds the packetizer to 0 allocations.
         layers = spatialLayers.isEmpty ? 1 : min(3, spatialLayers.count)
         var layerBytes: InlineArray<3, Int> = .init(repeating: 0)
@@ -176,7 +189,6 @@ public struct VP9Packetizer {
         ssSize = keyFrame ? 1 + 4 * layers : 0
         let room = maxPayloadSize - headerSize
         guard room > ssSize else { throw .bufferTooSmall(needed: headerSize + ssSize + 1, available: maxPayloadSize) }
-        self.pictureID = pictureID & 0x7FFF
         self.keyFrame = keyFrame
         var total = 0
         for s in 0..<layers {
@@ -194,6 +206,7 @@ public struct VP9Packetizer {
 
     /// Writes the next packet's descriptor and payload. Returns whether it is the picture's last
     /// packet (its RTP marker), or nil when done.
+    @inlinable @inline(__always)
     public mutating func next(frame: Span<UInt8>, into w: inout ByteWriter) throws(RTPWriteError) -> Bool? {
         guard _index < packetCount else { return nil }
         let s = layer
@@ -202,18 +215,14 @@ public struct VP9Packetizer {
         let share = bases[s] + (inLayer >= largerFrom[s] ? 1 : 0)
         let bytes = withSS ? share - ssSize : share
         try w.require(headerSize + (withSS ? ssSize : 0) + bytes)
-        // I, P on an inter picture, L, F, B on a layer frame's first, E on its last, V with the
-        // structure, Z where no layer above predicts from this one.
-        var flags: UInt8 = 0x80 | 0x20 | 0x10
-        if !keyFrame { flags |= 0x40 }
-        if first { flags |= 0x08 }
+        // B on a layer frame's first packet, E on its last, V with the structure, Z where no
+        // layer above predicts from this one; SID, and D on a key picture's upper layers.
+        var flags: UInt64 = first ? 0x08 : 0
         if last { flags |= 0x04 }
         if withSS { flags |= 0x02 }
         if !keyFrame || s + 1 == layers { flags |= 0x01 }
-        w.u8(flags)
-        w.u16(0x8000 | pictureID)
-        w.u8(temporalByte | UInt8(s) << 1 | (keyFrame && s > 0 ? 1 : 0)) // TID, U, SID, D
-        for i in 0..<pDiffCount { w.u8(pDiffs[i] << 1 | (i + 1 < pDiffCount ? 1 : 0)) } // P_DIFF, N: another follows
+        let sid = UInt64(s) << 1 | (keyFrame && s > 0 ? 1 : 0)
+        w.packed(descriptor | flags | sid << 24, count: headerSize)
         if withSS {
             w.u8(UInt8(layers - 1) << 5 | 0x10) // N_S, Y 1, G 0
             for l in 0..<layers {
