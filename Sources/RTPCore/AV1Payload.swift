@@ -42,16 +42,10 @@ public enum AV1OBU {
         return nil
     }
 
-    /// The bytes `value` takes as LEB128.
-    @inlinable
+    /// The bytes `value` takes as LEB128: 7 bits a byte (at least one).
+    @inlinable @inline(__always)
     public static func leb128Size(_ value: Int) -> Int {
-        var n = 1
-        var v = value >> 7
-        while v > 0 {
-            n += 1
-            v >>= 7
-        }
-        return n
+        value < 0x80 ? 1 : (Int.bitWidth - value.leadingZeroBitCount + 6) / 7
     }
 
     /// Each byte of `value` as LEB128, low 7 bits first, the continuation bit on all but the last.
@@ -65,7 +59,17 @@ public enum AV1OBU {
         } while v > 0
     }
 
-    static func writeLEB128(_ value: Int, into w: inout ByteWriter) { leb128Bytes(value) { w.u8($0) } }
+    /// Writes `value` as LEB128 (one or two bytes, an element's length in a packet, without a loop).
+    @inline(__always)
+    static func writeLEB128(_ value: Int, into w: inout ByteWriter) {
+        if value < 0x80 {
+            w.u8(UInt8(truncatingIfNeeded: value))
+        } else if value < 0x4000 {
+            w.u16(UInt16(truncatingIfNeeded: value & 0x7F | 0x80) << 8 | UInt16(truncatingIfNeeded: value >> 7))
+        } else {
+            leb128Bytes(value) { w.u8($0) }
+        }
+    }
 
     static func appendLEB128(_ value: Int, to out: inout [UInt8]) { leb128Bytes(value) { out.append($0) } }
 
@@ -139,12 +143,16 @@ public struct AV1Packetizer {
     /// The element being written and how much of it went into earlier packets.
     struct Cursor {
         let room: Int
-        var unit: AV1OBU.Unit?
+        /// The element being written, until `done`. (Not an optional: storing `nil` into one,
+        /// once per picture, was a store-forwarding stall that perf put at a quarter of `pack`.)
+        var unit: AV1OBU.Unit
+        var done = false
         var consumed = 0
 
         /// Lays out and writes the next packet. Returns (Z, Y), nil when done.
         mutating func pack(_ frame: Span<UInt8>, into w: inout ByteWriter) throws(RTPParseError) -> (z: Bool, y: Bool)? {
-            guard var u = unit else { return nil }
+            guard !done else { return nil }
+            var u = unit
             let z = consumed > 0
             var left = room
             while true {
@@ -156,7 +164,7 @@ public struct AV1Packetizer {
                     left -= whole
                     consumed = 0
                     guard let n = try AV1OBU.sentUnit(from: u.end, in: frame) else {
-                        unit = nil
+                        done = true
                         return (z, false)
                     }
                     u = n

@@ -1,5 +1,5 @@
 import Testing
-import RTPCore
+@testable import RTPCore
 @testable import MediaCodecs
 
 /// libaom AV1 behind `VideoEncoder`/`VideoDecoder`, and its temporal units through the AV1 RTP
@@ -224,6 +224,17 @@ import RTPCore
 
     /// Hostile payloads are rejected with an error, never a trap: truncated lengths, a Z without a
     /// fragment before it, a Y on the last packet, W counts that do not match, the forbidden bit.
+    /// Element lengths as LEB128 (one and two bytes without a loop, longer ones by the loop):
+    /// each value's size as `leb128Size` says, read back by the parser.
+    @Test func leb128LengthsRoundTrip() throws {
+        for v in [0, 1, 127, 128, 129, 1180, 16_383, 16_384, 2_097_151, 2_097_152, Int(UInt32.max)] {
+            let bytes = try [UInt8].writing(capacity: 8) { (w: inout ByteWriter) throws(RTPWriteError) in AV1OBU.writeLEB128(v, into: &w) }
+            #expect(bytes.count == AV1OBU.leb128Size(v), "\(v): \(bytes)")
+            let back = AV1OBU.leb128(bytes.span, at: 0)
+            #expect(back?.value == v && back?.size == bytes.count, "\(v): \(bytes)")
+        }
+    }
+
     @Test func malformedPayloadsThrow() {
         let bad: [[[UInt8]]] = [
             [[0x00]], // no element
