@@ -50,8 +50,8 @@ public final class SRTPSession {
     let rtp: SessionKeys
     let rtcp: SessionKeys
     let replayWindow: Int
-    var rtpStreams: [UInt32: RTPStream] = [:]
-    var rtcpStreams: [UInt32: RTCPStream] = [:]
+    var rtpStreams = SSRCTable<RTPStream>()
+    var rtcpStreams = SSRCTable<RTCPStream>()
     /// Where an opened GCM payload is written before its tag is known to be good, so a refused
     /// packet is left as it came.
     let scratch = UnsafeMutableRawPointer.allocate(byteCount: 2048, alignment: 16)
@@ -127,9 +127,10 @@ public final class SRTPSession {
         let seq = UInt16(bigEndian: packet.loadUnaligned(fromByteOffset: 2, as: UInt16.self))
         // The sender keeps the index as the receiver will estimate it (RFC 3711 §3.3.1); a
         // retransmission with the same sequence number gets the same index, so the same bytes.
-        // In place (the dictionary's modify accessor): a stream copied out and back would share
-        // its storage with the copy, and the write would copy it.
-        let index = rtpStreams[ssrc, default: RTPStream()].index.advance(estimating: seq)
+        // In place (the array's modify accessor): a stream copied out and back would share its
+        // storage with the copy, and the write would copy it.
+        let at = rtpStreams.position(of: ssrc, adding: { RTPStream() })
+        let index = rtpStreams.values[at].index.advance(estimating: seq)
         let roc = UInt32(truncatingIfNeeded: index >> 16)
         switch suite {
         case .gcm:
@@ -157,7 +158,10 @@ public final class SRTPSession {
         guard length >= 12 + tag, let h = Self.headerLength(packet, length: length - tag) else { throw .malformed }
         let ssrc = UInt32(bigEndian: packet.loadUnaligned(fromByteOffset: 8, as: UInt32.self))
         let seq = UInt16(bigEndian: packet.loadUnaligned(fromByteOffset: 2, as: UInt16.self))
-        let index = try rtpStreams[ssrc]?.admit(seq) ?? RTPIndex().estimate(seq).index
+        // One lookup for the check and the record: the stream is only added (after the tag
+        // verified) when it is new.
+        let at = rtpStreams.position(of: ssrc)
+        let index = try at.map { i throws(SRTPError) in try rtpStreams.values[i].admit(seq) } ?? RTPIndex().estimate(seq).index
         let roc = UInt32(truncatingIfNeeded: index >> 16)
         let body = length - tag - h
         switch suite {
@@ -172,7 +176,7 @@ public final class SRTPSession {
             guard ok == 1 else { throw .failed(operation: "AES-CTR", code: ok) }
         }
         // Recorded in place: a copy out and back would copy the replay list's words per packet.
-        rtpStreams[ssrc, default: RTPStream()].accept(index, window: replayWindow)
+        rtpStreams.values[at ?? rtpStreams.position(of: ssrc, adding: { RTPStream() })].accept(index, window: replayWindow)
         return length - tag
     }
 
@@ -182,9 +186,10 @@ public final class SRTPSession {
         guard capacity - length >= Self.maxRTCPTrailer, length >= 8 else { throw .malformed }
         let ssrc = UInt32(bigEndian: packet.loadUnaligned(fromByteOffset: 4, as: UInt32.self))
         // The SRTCP index counts this SSRC's compound packets, 31 bits (RFC 3711 §3.4).
-        let index = (rtcpStreams[ssrc]?.sent ?? 0) &+ 1
+        let at = rtcpStreams.position(of: ssrc, adding: { RTCPStream() })
+        let index = rtcpStreams.values[at].sent &+ 1
         guard index <= 0x7FFF_FFFF else { throw .failed(operation: "SRTCP index", code: -1) }
-        rtcpStreams[ssrc, default: RTCPStream()].sent = index
+        rtcpStreams.values[at].sent = index
         var trailer = (index | 0x8000_0000).bigEndian // E: encrypted
         switch suite {
         case .gcm:
@@ -218,7 +223,8 @@ public final class SRTPSession {
         let trailer = UInt32(bigEndian: packet.loadUnaligned(fromByteOffset: trailerAt, as: UInt32.self))
         let encrypted = trailer & 0x8000_0000 != 0
         let index = trailer & 0x7FFF_FFFF
-        try rtcpStreams[ssrc]?.window?.admit(Int64(index))
+        let at = rtcpStreams.position(of: ssrc)
+        if let at { try rtcpStreams.values[at].window?.admit(Int64(index)) }
         let plain: Int
         switch suite {
         case .gcm:
@@ -237,15 +243,15 @@ public final class SRTPSession {
                 guard ok == 1 else { throw .failed(operation: "AES-CTR", code: ok) }
             }
         }
-        rtcpStreams[ssrc, default: RTCPStream()].accept(Int64(index))
+        rtcpStreams.values[at ?? rtcpStreams.position(of: ssrc, adding: { RTCPStream() })].accept(Int64(index))
         return plain
     }
 
     /// Forgets the stream of `ssrc` (its rollover counter and replay lists): a receiver that
     /// hands a publisher a session of its own drops what its first packet made in the shared one.
     public func removeStream(ssrc: UInt32) {
-        rtpStreams[ssrc] = nil
-        rtcpStreams[ssrc] = nil
+        rtpStreams.remove(ssrc)
+        rtcpStreams.remove(ssrc)
     }
 
     /// Opens a GCM payload through the scratch buffer (or one of its own when larger), copying
