@@ -120,7 +120,8 @@ enum Help {
                                     --no-bundle implies it)
           --json                    print the final summary as JSON
 
-        Exit codes: 0 done, 2 runtime failure, 64 usage error, 130 interrupted.
+        Exit codes: 0 media sent, 2 runtime failure or no media sent (a WebRTC transport that never
+        connected before the duration ended, whatever the duration), 64 usage error, 130 interrupted.
         """
 
     static let receiveDetails = """

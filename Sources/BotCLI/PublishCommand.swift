@@ -152,7 +152,27 @@ enum PublishCommand {
             Output.err("Error: \(failure)\n")
             return 2
         }
-        return interrupted ? 130 : 0
+        if interrupted { return 130 }
+        if let reason = noMedia(snaps) {
+            Output.err("Error: \(reason)\n")
+            return 2
+        }
+        return 0
+    }
+
+    /// Why a run that ended without a failure still sent nothing, if it did: a WebRTC transport
+    /// that never connected before the duration ran out (ICE gives up only after its own ~10 s,
+    /// which a short run never reaches), or no packet on any stream. A run is a success only if
+    /// media flowed (nil then).
+    static func noMedia(_ snaps: [PublisherSnapshot]) -> String? {
+        let seconds = Units.fixed(Double(snaps.map(\.elapsedMicros).max() ?? 0) / 1e6, 1)
+        for s in snaps {
+            guard let t = s.network.transport, t.srtpCipher == nil else { continue }
+            return "the WebRTC transport never connected in the run's \(seconds) s (ICE \(t.iceState.rawValue), DTLS "
+                + "\(t.dtlsState.rawValue)): no media was sent — with a longer --duration ICE says why when its checks run out"
+        }
+        let sent = snaps.reduce(0) { $0 + $1.streams.reduce(0) { $0 + $1.packetsSent } }
+        return sent == 0 ? "no media was sent in the run's \(seconds) s" : nil
     }
 
     /// The publishers: one per receiver (a relayed session: each with its own transport,

@@ -210,7 +210,26 @@ enum ReceiveCommand {
             return 2
         }
         if interrupted { return 130 }
-        return r.packetsAccepted > 0 ? 0 : 2
+        if r.packetsAccepted == 0 {
+            Output.err("Error: \(nothingReceived(r, whep: running.whep != nil, seconds: Double(plan.duration ?? 0) / 1e6))\n")
+            return 2
+        }
+        return 0
+    }
+
+    /// Why nothing was received: a WHEP transport that never connected (with its ICE and DTLS
+    /// states), one that connected and carried no media, or no publisher at all.
+    static func nothingReceived(_ r: ReceiverSnapshot, whep: Bool, seconds: Double) -> String {
+        let within = seconds > 0 ? " in the run's \(Units.fixed(seconds, 1)) s" : ""
+        guard whep else { return "nothing was received\(within)" }
+        if let t = r.webrtcPublishers.first?.transport, t.srtpCipher == nil {
+            return "WHEP: the WebRTC transport never connected\(within) (ICE \(t.iceState.rawValue), DTLS \(t.dtlsState.rawValue)): "
+                + "nothing was received — with a longer --duration ICE says why when its checks run out"
+        }
+        if r.webrtcPublishers.first?.transport == nil {
+            return "WHEP: the WebRTC transport never started\(within): nothing was received"
+        }
+        return "WHEP: connected, but the server sent no media\(within)"
     }
 
     /// Opens the receiver: subscribed to the WHEP server, behind a WHIP endpoint, or alone.

@@ -125,6 +125,24 @@ import Platform
         #expect(mock.wait(for: "DELETE /session/", micros: 2_000_000), "\(mock.text)")
     }
 
+    /// A run too short for ICE to give up on a silent server is still a failure: a publish of 5 s
+    /// and of 3 s, and a WHEP subscription of 3 s, that never connected exit 2 with one line
+    /// naming the transport's states (they exited 0 with 0 packets sent; RFC 9725 leaves the
+    /// client to find out), and each session is DELETEd.
+    @Test func neverConnectedIsAFailureWhateverTheDuration() throws {
+        let (mock, base) = try startMock()
+        defer { mock.stop() }
+        for d in ["5s", "3s"] {
+            let r = try run(["publish", "--whip", base + "/silent", "--duration", d])
+            let errors = r.err.split(separator: "\n").filter { $0.hasPrefix("Error:") }
+            #expect(r.code == 2 && r.seconds < 8, "\(d): \(r.code) after \(r.seconds) s: \(r.err)")
+            #expect(errors.count == 1 && errors[0].contains("never connected") && errors[0].contains("ICE"), "\(d): \(r.err)")
+        }
+        let w = try run(["receive", "--whep", base + "/whep-silent", "--duration", "3s"])
+        #expect(w.code == 2 && w.err.contains("Error: WHEP: the WebRTC transport never connected"), "\(w.code): \(w.err)")
+        #expect(mock.text.components(separatedBy: "DELETE /session/").count - 1 == 3, "\(mock.text)")
+    }
+
     /// An answer with no codec in common: refused before any media, DELETEd, exit 2.
     @Test func noCommonCodecIsRefused() throws {
         let (mock, base) = try startMock()
