@@ -307,6 +307,17 @@ enum LoadCommand {
         let bots = fleet.snapshot()
         if !bots.isEmpty, bots.allSatisfy({ $0.state == .failed }), let why = bots.lazy.compactMap(\.error).first {
             Output.err("Error: no bot could start (\(bots.count) failed); the first: \(why)\n")
+        } else if report.withFeedback == 0, !interrupted {
+            // Not one heard back: say whether their transports ever connected (a run shorter than
+            // ICE's own ~10 s of checks ends before any bot fails on its own).
+            let unconnected = bots.filter { $0.state != .failed && $0.network.transport != nil && $0.network.transport?.srtpCipher == nil }
+            if let t = unconnected.first?.network.transport {
+                Output.err(
+                    "Error: no bot heard back: \(unconnected.count) of \(bots.count) bots' WebRTC transports never connected "
+                        + "(the first: ICE \(t.iceState.rawValue), DTLS \(t.dtlsState.rawValue) at the end)\n")
+            } else {
+                Output.err("Error: no bot heard back from its receiver\n")
+            }
         }
         if interrupted { return 130 }
         return report.exitCode

@@ -126,9 +126,9 @@ import Platform
     }
 
     /// A run too short for ICE to give up on a silent server is still a failure: a publish of 5 s
-    /// and of 3 s, and a WHEP subscription of 3 s, that never connected exit 2 with one line
-    /// naming the transport's states (they exited 0 with 0 packets sent; RFC 9725 leaves the
-    /// client to find out), and each session is DELETEd.
+    /// and of 3 s, a WHEP subscription of 3 s and a load of 2 bots for 3 s that never connected
+    /// exit 2 with one line naming the transport's states (the publish exited 0 with 0 packets
+    /// sent, the others said nothing), and each session is DELETEd.
     @Test func neverConnectedIsAFailureWhateverTheDuration() throws {
         let (mock, base) = try startMock()
         defer { mock.stop() }
@@ -140,7 +140,9 @@ import Platform
         }
         let w = try run(["receive", "--whep", base + "/whep-silent", "--duration", "3s"])
         #expect(w.code == 2 && w.err.contains("Error: WHEP: the WebRTC transport never connected"), "\(w.code): \(w.err)")
-        #expect(mock.text.components(separatedBy: "DELETE /session/").count - 1 == 3, "\(mock.text)")
+        let l = try run(["load", "--whip", base + "/silent", "--bots", "2", "--duration", "3s"])
+        #expect(l.code == 2 && l.err.contains("Error: no bot heard back: 2 of 2 bots' WebRTC transports never connected"), "\(l.err)")
+        #expect(mock.text.components(separatedBy: "DELETE /session/").count - 1 == 5, "\(mock.text)")
     }
 
     /// An answer with no codec in common: refused before any media, DELETEd, exit 2.
