@@ -145,7 +145,7 @@ enum CommonOptions {
     /// The options every WHIP command takes.
     static let whip: [String: OptionSpec.Kind] = [
         "whip": .value, "token": .value, "ice-server": .repeated, "ice-interface": .value,
-        "turn-username": .value, "turn-credential": .value, "ice-policy": .value, "turn-ca": .value
+        "turn-username": .value, "turn-credential": .value, "ice-policy": .value, "turn-ca": .value, "strict": .flag
     ]
 
     /// `--whip URL` and what goes with it (secrets also from PUBBOT_WHIP_TOKEN and
@@ -165,6 +165,7 @@ enum CommonOptions {
         var s = WHIPOptions(
             endpoint: url, token: o.value("whep-token") ?? getenv("PUBBOT_WHEP_TOKEN").map { String(cString: $0) } ?? w.token)
         s.interface = w.interface
+        s.strict = w.strict
         return s
     }
 
@@ -174,6 +175,7 @@ enum CommonOptions {
             where o.value(flag) != nil {
                 throw UsageError("--\(flag) needs --whip URL")
             }
+            if o.has("strict") { throw UsageError("--strict needs --whip URL") }
             return nil
         }
         guard url.lowercased().hasPrefix("http://") || url.lowercased().hasPrefix("https://"), url.count > 8 else {
@@ -185,6 +187,7 @@ enum CommonOptions {
             do { w.iceServers.append(try ICEServerURL.parse(s)) } catch { throw UsageError("invalid --ice-server \(error)") }
         }
         w.turnCAFile = o.value("turn-ca")
+        w.strict = o.has("strict")
         w.interface = o.value("ice-interface")
         w.turnUsername = o.value("turn-username")
         w.turnCredential = o.value("turn-credential") ?? env("PUBBOT_TURN_CREDENTIAL")

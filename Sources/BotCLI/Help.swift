@@ -27,13 +27,13 @@ enum Help {
     static func usage(_ command: String?) -> String {
         switch command {
         case "publish":
-            "Usage: pubbot publish (--to HOST:PORT [--key B64] | --whip URL [--token T] [--ice-server stun:HOST:PORT] [--ice-interface IF]) [--srtp-suite aes-cm|gcm] [--sdp-out FILE] [--no-bundle] [--duration D] [--layers LADDER] [--no-audio | --no-video] [--fps N] [--temporal-layers L1T1|L1T2|L1T3 | --scalability MODE] [--codec vp8|h264|vp9|av1|LIST] [--keyframe-interval D] [--no-congestion-control] [--stats FILE|-] [--json]"
+            "Usage: pubbot publish (--to HOST:PORT [--key B64] | --whip URL [--token T] [--ice-server stun:HOST:PORT] [--ice-interface IF] [--strict]) [--srtp-suite aes-cm|gcm] [--sdp-out FILE] [--no-bundle] [--duration D] [--layers LADDER] [--no-audio | --no-video] [--fps N] [--temporal-layers L1T1|L1T2|L1T3 | --scalability MODE] [--codec vp8|h264|vp9|av1|LIST] [--keyframe-interval D] [--no-congestion-control] [--stats FILE|-] [--json]"
         case "receive":
-            "Usage: pubbot receive (--listen HOST:PORT (--key B64 | --sdp FILE) | --whip-listen HOST:PORT [--token T] | --whep URL [--token T] [--ice-interface IF]) [--impair SPEC] [--downlink-impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--no-decode | --decode-publishers N] [--max-publishers N] [--stats FILE|-] [--json]"
+            "Usage: pubbot receive (--listen HOST:PORT (--key B64 | --sdp FILE) | --whip-listen HOST:PORT [--token T] | --whep URL [--token T] [--ice-interface IF] [--strict]) [--impair SPEC] [--downlink-impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--no-decode | --decode-publishers N] [--max-publishers N] [--stats FILE|-] [--json]"
         case "preflight":
-            "Usage: pubbot preflight [--to HOST:PORT --key KEY | --sdp FILE | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--whep URL [--whep-token T]]] [--impair SPEC] [--require TIER] [--duration D] [--json] [--junit FILE] [--stats FILE|-] [--verdict-thresholds LIST] [media options]"
+            "Usage: pubbot preflight [--to HOST:PORT --key KEY | --sdp FILE | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--strict] [--whep URL [--whep-token T]]] [--impair SPEC] [--require TIER] [--duration D] [--json] [--junit FILE] [--stats FILE|-] [--verdict-thresholds LIST] [media options]"
         case "load":
-            "Usage: pubbot load [--to HOST:PORT… --key B64 | --rooms M | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--rooms M] [--whep URL --subscribers S [--decoders N|all] [--decoder-rotation D] [--whep-token T]]] [--bots N | --publishers N] [--duration D] [--ramp D] [--loops N] [--impair SPEC] [--require LIST] [--report FILE] [--metrics [HOST:]PORT] [--progress] [--shard I/N] [--media DIR | --encode [--layers LADDER]] [--codec vp8|h264|vp9|av1] [--srtp-suite aes-cm|gcm] [--json]"
+            "Usage: pubbot load [--to HOST:PORT… --key B64 | --rooms M | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--strict] [--rooms M] [--whep URL --subscribers S [--decoders N|all] [--decoder-rotation D] [--whep-token T]]] [--bots N | --publishers N] [--duration D] [--ramp D] [--loops N] [--impair SPEC] [--require LIST] [--report FILE] [--metrics [HOST:]PORT] [--progress] [--shard I/N] [--media DIR | --encode [--layers LADDER]] [--codec vp8|h264|vp9|av1] [--srtp-suite aes-cm|gcm] [--json]"
         case "simulate":
             "Usage: pubbot simulate [--impair SPEC|SCHEDULE] [--downlink-impair SPEC] [--duration 60s] [--layers LADDER] [--fps N] [--temporal-layers MODE | --scalability MODE] [--codec vp8|h264|vp9|av1] [--media encode|replay|sized] [--one-encoding] [--seed N] [--preflight [--require TIER] [--verdict-thresholds LIST] [--junit FILE]] [--stats FILE|-] [--stats-interval 1s] [--json]"
         case "media":
@@ -86,6 +86,9 @@ enum Help {
                                     the host address out of the offer)
           --ice-interface NAME      offer this interface's address (default: the one routed
                                     toward the endpoint)
+          --strict                  an answer that departs from RFC 9725 §4.2 (HTTP 200 or 202
+                                    for 201, no Location, another Content-Type) is exit 2,
+                                    not a warning
           --key B64                 SRTP master key‖salt, base64 (default: a random key per run)
           --srtp-suite SUITE        aes-cm (AES_CM_128_HMAC_SHA1_80, default) or gcm (AEAD_AES_128_GCM)
           --sdp-out FILE            write an SDP describing exactly what is sent (contains the key)
@@ -158,6 +161,9 @@ enum Help {
                                     PUBBOT_WHIP_TOKEN); with --whep: send it (or PUBBOT_WHEP_TOKEN)
           --whep URL                subscribe through a server's WHEP endpoint (http:// or https://)
           --ice-interface IF        with --whep: the host candidate from this interface
+          --strict                  with --whep: an answer that departs from the WHEP/WHIP
+                                    exchange (HTTP 200 or 202, no Location, another
+                                    Content-Type) is exit 2, not a warning
           --key B64                 SRTP master key‖salt, base64
           --sdp FILE                read the key and suite from the publisher's --sdp-out file
           --srtp-suite SUITE        aes-cm (default) or gcm, with --key

@@ -4,6 +4,7 @@
 import Stats
 import Transport
 import Platform
+import HTTPSignaling
 import Synchronization
 
 /// Writing to the terminal: results to stdout, progress and errors to stderr.
@@ -18,6 +19,12 @@ enum Output {
 
     static func out(_ s: String) { writeAll(stdoutIsStats ? 2 : 1, s) }
     static func err(_ s: String) { writeAll(2, s) }
+
+    /// One warning per way a WHIP/WHEP endpoint's answer departed from RFC 9725 §4.2 and was
+    /// taken all the same (`--strict` makes each an error instead).
+    static func deviations(_ session: WHIPSession) {
+        for d in session.deviations { err("warning: \(d)\n") }
+    }
 
     /// A 20-character progress bar for a fraction in 0…1: `[#####...............]`.
     static func bar(_ fraction: Double) -> String {

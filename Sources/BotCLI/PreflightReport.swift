@@ -35,7 +35,8 @@ extension PreflightCommand {
             let t = phase.publisher?.network.transport
             let negotiated: [(String, JSONValue)] = [
                 ("endpoint", .string(SignalingClient.redacted(w.resource.resourceURL))),
-                ("negotiated", .object(w.summary.map { ($0.0, .string($0.1)) }))
+                ("negotiated", .object(w.summary.map { ($0.0, .string($0.1)) })),
+                ("deviations", .array(w.resource.deviations.map { .string($0) }))
             ]
             f.append(
                 ("whip", .object(negotiated + (t.map { TransportFields.json($0, rttMillis: phase.measurement.roundTripTimeMillis) } ?? [])))

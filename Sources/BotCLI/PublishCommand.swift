@@ -203,6 +203,7 @@ enum PublishCommand {
             "WHIP session \(SignalingClient.redacted(w.resource.resourceURL)): "
                 + w.summary.map { "\($0.0) \($0.1)" }.joined(separator: ", ")
                 + "\n")
+        Output.deviations(w.resource)
         return ([publisher], w)
     }
 
@@ -388,7 +389,8 @@ enum PublishCommand {
         if let w = whip {
             let negotiated: [(String, JSONValue)] = [
                 ("resource", .string(SignalingClient.redacted(w.resource.resourceURL))),
-                ("negotiated", .object(w.summary.map { ($0.0, .string($0.1)) }))
+                ("negotiated", .object(w.summary.map { ($0.0, .string($0.1)) })),
+                ("deviations", .array(w.resource.deviations.map { .string($0) }))
             ]
             fields.append(("whip", .object(negotiated + (p.network.transport.map { TransportFields.json($0, rttMillis: nil) } ?? []))))
         }

@@ -19,7 +19,7 @@ enum ReceiveCommand {
         "listen": .value, "key": .value, "sdp": .value, "srtp-suite": .value, "duration": .value, "json": .flag,
         "impair": .value, "downlink-impair": .value, "stats": .value, "stats-interval": .value, "prefer": .value,
         "no-decode": .flag, "max-publishers": .value, "decode-publishers": .value,
-        "whip-listen": .value, "token": .value, "whep": .value, "ice-interface": .value
+        "whip-listen": .value, "token": .value, "whep": .value, "ice-interface": .value, "strict": .flag
     ])
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
@@ -84,9 +84,11 @@ enum ReceiveCommand {
             }
             var w = WHIPOptions(endpoint: url, token: o.value("token") ?? env("PUBBOT_WHEP_TOKEN"))
             w.interface = o.value("ice-interface")
+            w.strict = o.has("strict")
             return (.whep(w), .random(suite: .gcm), "0.0.0.0:0") // WHEPReceiver.open binds toward the server
         }
         if o.value("ice-interface") != nil { throw UsageError("--ice-interface needs --whep URL") }
+        if o.has("strict") { throw UsageError("--strict needs --whep URL") }
         if let whipListen = o.value("whip-listen") {
             for flag in ["key", "sdp", "listen", "srtp-suite"] where o.value(flag) != nil {
                 throw UsageError("--\(flag) is for SDES receiving; --whip-listen negotiates ICE, DTLS and keys per publisher")
@@ -177,6 +179,7 @@ enum ReceiveCommand {
             Output.err(
                 "WHEP session \(SignalingClient.redacted(whep.resource.resourceURL)) (media on UDP \(receiver.localAddress)); Ctrl-C to stop\n"
             )
+            Output.deviations(whep.resource)
         } else if plan.isWHIPListen {
             Output.err(
                 "WHIP endpoint http://\(plan.config.listen.host):\(receiver.localAddress.port)/whip (media on UDP \(receiver.localAddress)); Ctrl-C to stop\n"
@@ -387,7 +390,10 @@ enum ReceiveCommand {
         let t = r.webrtcPublishers.first
         func ms(_ v: Double?) -> JSONValue { v.map { .double(($0 * 10).rounded() / 10) } ?? .null }
         return .object(
-            [("resource", .string(SignalingClient.redacted(w.resource.resourceURL)))] + w.summary.map { ($0.0, JSONValue.string($0.1)) } + [
+            [
+                ("resource", .string(SignalingClient.redacted(w.resource.resourceURL))),
+                ("deviations", .array(w.resource.deviations.map { .string($0) }))
+            ] + w.summary.map { ($0.0, JSONValue.string($0.1)) } + [
                 ("state", .string(t?.state.rawValue ?? "new")), ("failure", t?.failure.map { .string($0.reason) } ?? .null),
                 ("failureLayer", t?.failure.map { .string($0.layer.rawValue) } ?? .null),
                 ("server", t?.remote.map { .string($0) } ?? .null),

@@ -17,10 +17,28 @@ public struct ICEServerLink: Sendable, Equatable {
 public struct WHIPSession: Sendable {
     /// The SDP answer.
     public var answer: String
-    /// The session URL (`Location`, made absolute): DELETE it to end the session.
+    /// The session URL (`Location`, made absolute): DELETE it to end the session. Without a
+    /// Location (`hasLocation` false) the endpoint's URL, for messages only.
     public var resourceURL: String
     public var etag: String?
     public var iceServers: [ICEServerLink]
+    /// The server gave the session's URL; without it the session cannot be ended or patched.
+    public var hasLocation = true
+    /// Where the answer departed from RFC 9725 §4.2 and was taken all the same (a 200 or 202
+    /// for the 201, no Location, another Content-Type), one sentence each naming the section.
+    public var deviations: [String] = []
+
+    public init(
+        answer: String, resourceURL: String, etag: String? = nil, iceServers: [ICEServerLink] = [], hasLocation: Bool = true,
+        deviations: [String] = []
+    ) {
+        self.answer = answer
+        self.resourceURL = resourceURL
+        self.etag = etag
+        self.iceServers = iceServers
+        self.hasLocation = hasLocation
+        self.deviations = deviations
+    }
 }
 
 /// Why a WHIP exchange failed: one message a person can act on (the token never appears in it).
@@ -49,14 +67,19 @@ public enum SignalingExchange: Sendable {
 /// answer and headers, DELETE at the end. HTTP(S) through libcurl: redirects (307/308 keep the
 /// POST), TLS, timeouts.
 public enum SignalingClient {
-    /// POSTs `offer` to `endpoint`. A 429/503 with `Retry-After` is retried once after waiting
-    /// (`sleep` is the caller's, in µs; at most 10 s).
+    /// POSTs `offer` to `endpoint`. A 409/429/503 with `Retry-After` is retried after waiting
+    /// what it says (`sleep` is the caller's, in µs), up to 3 times and 15 s of waiting in all.
+    /// RFC 9725 §4.1: a client "MUST be able to handle all applicable status codes gracefully":
+    /// a 200 or 202 carrying an SDP answer, a 201 without Location and an SDP answer under
+    /// another Content-Type are taken, each said in `deviations` — unless `strict`, where each
+    /// is an error naming the section.
     public static func publish(
         endpoint: String, offer: String, token: String?, exchange: SignalingExchange = .whip, connectTimeoutMillis: Int = 5_000,
-        timeoutMillis: Int = 10_000, sleep: (Int64) -> Void
+        timeoutMillis: Int = 10_000, strict: Bool = false, sleep: (Int64) -> Void
     ) throws(WHIPError) -> WHIPSession {
         let name = exchange.name
-        var retried = false
+        var retries = 0
+        var waitedMicros: Int64 = 0
         while true {
             let r = request(
                 "POST", endpoint, body: offer, headers: ["Content-Type: application/sdp", "Accept: application/sdp"], token: token,
@@ -64,31 +87,50 @@ public enum SignalingClient {
             try r.transportError(
                 endpoint: endpoint, exchange: exchange, connectTimeoutMillis: connectTimeoutMillis, timeoutMillis: timeoutMillis)
             switch r.status {
-            case 201:
-                guard let location = r.header("location") else {
+            case 200, 201, 202:
+                guard r.body.hasPrefix("v=0") else {
                     throw WHIPError(
-                        kind: .protocolViolation, status: 201,
+                        kind: .protocolViolation, status: r.status,
                         message:
-                            "the \(name) endpoint answered 201 without a Location header: the session could not be ended later (RFC 9725 §4.2)"
+                            "the \(name) endpoint answered \(r.status) without an SDP answer (Content-Type \(r.header("content-type") ?? "none"))"
                     )
                 }
-                guard r.header("content-type")?.lowercased().hasPrefix("application/sdp") == true, r.body.hasPrefix("v=0") else {
-                    throw WHIPError(
-                        kind: .protocolViolation, status: 201,
-                        message:
-                            "the \(name) endpoint answered 201 without an SDP answer (Content-Type \(r.header("content-type") ?? "none"))"
+                var deviations: [String] = []
+                if r.status != 201 {
+                    deviations.append("the \(name) endpoint answered HTTP \(r.status), not 201 Created (RFC 9725 §4.2)")
+                }
+                if r.header("content-type")?.lowercased().hasPrefix("application/sdp") != true {
+                    deviations.append(
+                        "the \(name) endpoint's answer came as \(r.header("content-type").map { "Content-Type \(sanitized($0, secrets: []))" } ?? "no Content-Type"), not application/sdp (RFC 9725 §4.2)"
                     )
                 }
-                return WHIPSession(
-                    answer: r.body, resourceURL: resolve(location, against: r.effectiveURL ?? endpoint), etag: r.header("etag"),
-                    iceServers: r.headers("link").flatMap(parseLink))
-            case 429, 503:
-                // Retry-After: delay-seconds (RFC 9110 §10.2.3), a server's number: 0…10 s here.
-                if !retried, let wait = r.header("retry-after").flatMap({ Int64($0.trimmingCharacters) }) {
-                    retried = true
-                    sleep(max(0, min(wait, 10)) * 1_000_000)
+                let location = r.header("location")
+                if location == nil {
+                    deviations.append(
+                        "the \(name) endpoint answered without a Location header: the session cannot be ended or patched (RFC 9725 §4.2)")
+                }
+                let base = r.effectiveURL ?? endpoint
+                let session = WHIPSession(
+                    answer: r.body, resourceURL: location.map { resolve($0, against: base) } ?? base, etag: r.header("etag"),
+                    iceServers: r.headers("link").flatMap(parseLink), hasLocation: location != nil, deviations: deviations)
+                if strict, let first = deviations.first {
+                    // The server holds a session all the same: ended where it can be (RFC 9725 §4.3).
+                    if session.hasLocation { _ = try? delete(session, token: token, exchange: exchange) }
+                    throw WHIPError(kind: .protocolViolation, status: r.status, message: first + " (--strict)")
+                }
+                return session
+            case 409, 429, 503:
+                // Retry-After: delay-seconds (RFC 9110 §10.2.3), a server's number: 0…10 s a time here.
+                if retries < 3, let wait = r.header("retry-after").flatMap({ Int64($0.trimmingCharacters) }),
+                    waitedMicros + max(0, min(wait, 10)) * 1_000_000 <= 15_000_000
+                {
+                    retries += 1
+                    let micros = max(0, min(wait, 10)) * 1_000_000
+                    waitedMicros += micros
+                    sleep(micros)
                     continue
                 }
+                if r.status == 409 { throw r.httpError(endpoint: endpoint, token: token, exchange: exchange) }
                 throw WHIPError(
                     kind: .busy, status: r.status,
                     message:
@@ -104,6 +146,11 @@ public enum SignalingClient {
     public static func delete(
         _ session: WHIPSession, token: String?, exchange: SignalingExchange = .whip, timeoutMillis: Int = 5_000
     ) throws(WHIPError) {
+        guard session.hasLocation else {
+            throw WHIPError(
+                kind: .protocolViolation, status: nil,
+                message: "the \(exchange.name) endpoint gave no Location for the session: nothing to DELETE (RFC 9725 §4.2)")
+        }
         let r = request(
             "DELETE", session.resourceURL, body: nil, headers: [], token: token, connectTimeoutMillis: timeoutMillis,
             timeoutMillis: timeoutMillis)

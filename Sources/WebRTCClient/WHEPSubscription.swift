@@ -40,7 +40,7 @@ public final class WHEPSubscription: @unchecked Sendable {
         let resource: WHIPSession
         do {
             resource = try SignalingClient.publish(
-                endpoint: options.endpoint, offer: offer.sdp, token: options.token, exchange: .whep, sleep: sleep)
+                endpoint: options.endpoint, offer: offer.sdp, token: options.token, exchange: .whep, strict: options.strict, sleep: sleep)
         } catch {
             throw WHIPConnectError(error.description)
         }

@@ -59,6 +59,9 @@ public struct WHIPOptions: Sendable {
         case host
     }
     public var policy = Policy.all
+    /// `--strict`: an answer that departs from RFC 9725 §4.2 (a 200 or 202, no Location, another
+    /// Content-Type) is an error instead of a warning.
+    public var strict = false
     /// A load test's URL template: `{room}` and `{publisher}` (0-based; the publisher's index in
     /// its room) filled in, e.g. `http://h/whip?room={room}` or `https://h/{room}-{publisher}/whep`.
     public static func expand(_ template: String, room: Int, publisher: Int) -> String {
@@ -106,7 +109,8 @@ public final class WHIPConnection: @unchecked Sendable {
         let (ufrag, password) = (offer.iceUfrag, offer.icePassword)
         let resource: WHIPSession
         do {
-            resource = try SignalingClient.publish(endpoint: options.endpoint, offer: offer.sdp, token: options.token, sleep: sleep)
+            resource = try SignalingClient.publish(
+                endpoint: options.endpoint, offer: offer.sdp, token: options.token, strict: options.strict, sleep: sleep)
         } catch {
             throw WHIPConnectError(error.description)
         }

@@ -88,10 +88,46 @@ import Platform
         #expect(waited == [1_000_000] && s.answer.hasPrefix("v=0"))
     }
 
+    /// A 503 twice and a 409 ("nobody publishes yet", WHEP-04) are waited out as their
+    /// Retry-After says, a bounded number of times.
+    @Test func retryAfterIsWaitedOutUpToThreeTimes() throws {
+        var waited: [Int64] = []
+        let s = try SignalingClient.publish(endpoint: base + "/busy2", offer: offer, token: nil, sleep: { waited.append($0) })
+        #expect(waited == [1_000_000, 1_000_000] && s.deviations.isEmpty)
+        waited = []
+        let c = try SignalingClient.publish(endpoint: base + "/conflict", offer: offer, token: nil, sleep: { waited.append($0) })
+        #expect(waited == [1_000_000] && c.answer.hasPrefix("v=0"))
+    }
+
+    /// RFC 9725 §4.1: "MUST be able to handle all applicable status codes gracefully". A 200 or
+    /// 202 with the answer, a 201 without Location and an answer as text/plain are taken, each
+    /// said once naming §4.2; with `strict` each is an error. A session without Location has
+    /// nothing to DELETE, and says so.
+    @Test func lenientAnswersAreTakenAndSaid() throws {
+        let cases: [(String, String)] = [
+            ("/ok200", "answered HTTP 200, not 201 Created (RFC 9725 §4.2)"),
+            ("/ok202", "answered HTTP 202, not 201 Created (RFC 9725 §4.2)"),
+            ("/noloc", "without a Location header: the session cannot be ended or patched (RFC 9725 §4.2)"),
+            ("/textplain", "Content-Type text/plain, not application/sdp (RFC 9725 §4.2)")
+        ]
+        for (path, said) in cases {
+            let s = try SignalingClient.publish(endpoint: base + path, offer: offer, token: nil, sleep: noSleep)
+            #expect(s.answer.hasPrefix("v=0") && s.deviations.count == 1 && s.deviations[0].contains(said), "\(path): \(s.deviations)")
+            #expect(s.hasLocation == (path != "/noloc"), "\(path)")
+            let strict = #expect(throws: WHIPError.self) {
+                try SignalingClient.publish(endpoint: self.base + path, offer: self.offer, token: nil, strict: true, sleep: self.noSleep)
+            }
+            #expect(strict?.kind == .protocolViolation && strict?.message.contains(said) == true, "\(path): \(String(describing: strict))")
+            #expect(strict?.message.hasSuffix("(--strict)") == true)
+        }
+        let noLocation = try SignalingClient.publish(endpoint: base + "/noloc", offer: offer, token: nil, sleep: noSleep)
+        let delete = #expect(throws: WHIPError.self) { try SignalingClient.delete(noLocation, token: nil) }
+        #expect(delete?.message.contains("nothing to DELETE") == true)
+    }
+
     @Test func errorsSayWhatHappened() throws {
         let cases: [(String, WHIPError.Kind, String)] = [
-            ("/missing", .notFound, "no WHIP endpoint"), ("/bad", .rejected, "simulcast refused: too many layers"),
-            ("/noloc", .protocolViolation, "without a Location")
+            ("/missing", .notFound, "no WHIP endpoint"), ("/bad", .rejected, "simulcast refused: too many layers")
         ]
         for (path, kind, text) in cases {
             let e = #expect(throws: WHIPError.self) {

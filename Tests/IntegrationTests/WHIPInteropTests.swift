@@ -145,6 +145,24 @@ import Platform
         #expect(mock.text.components(separatedBy: "DELETE /session/").count - 1 == 5, "\(mock.text)")
     }
 
+    /// A server that answers 200 for 201 is taken, with one warning naming RFC 9725 §4.2 (in the
+    /// JSON too); `--strict` makes it exit 2 before any media, the session DELETEd.
+    @Test func aTwoHundredIsTakenAndSaidOrRefusedWithStrict() throws {
+        let (mock, base) = try startMock()
+        defer { mock.stop() }
+        let lenient = try run(["publish", "--whip", base + "/silent200", "--duration", "2s", "--json"])
+        #expect(lenient.err.contains("warning: the WHIP endpoint answered HTTP 200, not 201 Created (RFC 9725 §4.2)"), "\(lenient.err)")
+        #expect(lenient.code == 2 && lenient.err.contains("never connected"), "the silent answer's ICE: \(lenient.err)")
+        #expect(lenient.out.contains("answered HTTP 200, not 201 Created"), "the JSON's whip.deviations: \(lenient.out.prefix(400))")
+        let strict = try run(["publish", "--whip", base + "/silent200", "--duration", "2s", "--strict"])
+        #expect(strict.code == 2 && strict.seconds < 2, "\(strict.code) after \(strict.seconds) s")
+        let refused = "Error: the WHIP endpoint answered HTTP 200, not 201 Created (RFC 9725 §4.2) (--strict)"
+        #expect(strict.err.contains(refused), "\(strict.err)")
+        #expect(mock.text.components(separatedBy: "DELETE /session/").count - 1 == 2, "\(mock.text)")
+        let usage = try run(["receive", "--listen", "127.0.0.1:0", "--key", String(repeating: "A", count: 40), "--strict"])
+        #expect(usage.code == 64 && usage.err.contains("--strict needs --whep URL"), "\(usage.err)")
+    }
+
     /// An answer with no codec in common: refused before any media, DELETEd, exit 2.
     @Test func noCommonCodecIsRefused() throws {
         let (mock, base) = try startMock()

@@ -8,6 +8,11 @@
   /missing   404
   /bad       400 with a reason in the body
   /noloc     201 without Location
+  /ok200, /ok202  200 or 202 with the SDP answer, Location and ETag (a lenient server's reply)
+  /textplain 201 whose SDP answer comes as text/plain
+  /busy2     503 with Retry-After: 1 twice, then as /whip
+  /conflict  409 with Retry-After: 1 (nobody publishes yet, WHEP-04), then as /whip
+  /silent200 as /silent, answered 200
   /stall     reads the request, never answers
   /silent    a complete answer (ICE-lite, DTLS, Opus + VP8) whose only candidate never answers
   /nocodec   a complete answer offering only PCMU audio (no codec in common)
@@ -31,7 +36,7 @@ def full_answer(audio_pt, audio_codec, direction="recvonly", setup="active"):
 SILENT = full_answer(111, "opus/48000/2")
 NOCODEC = full_answer(0, "PCMU/8000")
 WHEP_SILENT = full_answer(111, "opus/48000/2", "sendonly", "passive").replace("a=ice-lite\r\n", "")
-state = {"busy": 0, "sessions": 0}
+state = {"busy": 0, "busy2": 0, "conflict": 0, "sessions": 0}
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -47,10 +52,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def created(self, answer=None):
+    def created(self, answer=None, status=201, content_type="application/sdp"):
         state["sessions"] += 1
         n = state["sessions"]
-        self.reply(201, (answer or ANSWER).encode(), [("Content-Type", "application/sdp"), ("Location", f"/session/{n}"), ("ETag", f'"e{n}"'),
+        self.reply(status, (answer or ANSWER).encode(), [("Content-Type", content_type), ("Location", f"/session/{n}"), ("ETag", f'"e{n}"'),
                                           ("Link", '<stun:stun.example.net:3478>; rel="ice-server"'),
                                           ("Link", '<turn:turn.example.net:3478?transport=udp>; rel="ice-server"; username="u1"; credential="c1"; credential-type="password"')])
 
@@ -86,6 +91,22 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.reply(201, ANSWER.encode(), [("Content-Type", "application/sdp")])
         if p == "/silent":
             return self.created(SILENT)
+        if p == "/silent200":
+            return self.created(SILENT, status=200)
+        if p in ("/ok200", "/ok202"):
+            return self.created(status=int(p[3:]))
+        if p == "/textplain":
+            return self.created(content_type="text/plain")
+        if p == "/busy2":
+            state["busy2"] += 1
+            if state["busy2"] <= 2:
+                return self.reply(503, b"", [("Retry-After", "1")])
+            return self.created()
+        if p == "/conflict":
+            state["conflict"] += 1
+            if state["conflict"] == 1:
+                return self.reply(409, b"no publisher yet", [("Retry-After", "1")])
+            return self.created()
         if p == "/nocodec":
             return self.created(NOCODEC)
         if p == "/whep-silent":
