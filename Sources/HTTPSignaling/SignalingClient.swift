@@ -92,7 +92,7 @@ public enum SignalingClient {
                     throw WHIPError(
                         kind: .protocolViolation, status: r.status,
                         message:
-                            "the \(name) endpoint answered \(r.status) without an SDP answer (Content-Type \(r.header("content-type") ?? "none"))"
+                            "the \(name) endpoint answered \(r.status) without an SDP answer (Content-Type \(r.header("content-type").map { sanitized($0, secrets: []) } ?? "none"))"
                     )
                 }
                 var deviations: [String] = []
