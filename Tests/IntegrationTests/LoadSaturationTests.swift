@@ -107,16 +107,26 @@ import PublisherEngine
         #expect(encoded > 0 && Double(decoded) >= 0.95 * Double(encoded), "\(decoded) of \(encoded) frames decoded")
     }
 
+    /// pion's WHIP/WHEP fan-out (Tests/Peers/pion) forwarding the 180p layer, and its HTTP port.
+    func startPionForwardingTheLowestLayer() throws -> (PeerProcess, Int) {
+        try #require(FileManager.default.isExecutableFile(atPath: pionEndpoint), "no pion endpoint (scripts/setup builds it)")
+        let pion = try PeerProcess(pionEndpoint, ["-limit", "60", "-forward-rid", "0"])
+        guard pion.wait(for: "LISTENING ", micros: 10_000_000),
+            let port = pion.text.split(separator: "\n").first(where: { $0.hasPrefix("LISTENING ") }).flatMap({ Int($0.dropFirst(10)) })
+        else {
+            pion.stop()
+            throw WHIPInteropTests.TestFailure("pion did not start: \(pion.text)")
+        }
+        return (pion, port)
+    }
+
     /// Subscribers on the event loops, through pion's WHEP fan-out (Tests/Peers/pion): 100
     /// subscribers of one live publisher in one process, no thread each; every one receives
     /// frames, the decoders rotate over them and decode, and the viewers cost the publisher about one key
     /// frame request each (pion forwards a subscriber's PLI), not a storm.
     @Test func subscribersOnTheEventLoopsThroughPion() throws {
-        try #require(FileManager.default.isExecutableFile(atPath: pionEndpoint), "no pion endpoint (scripts/setup builds it)")
-        let pion = try PeerProcess(pionEndpoint, ["-limit", "60", "-forward-rid", "0"])
+        let (pion, port) = try startPionForwardingTheLowestLayer()
         defer { pion.stop() }
-        try #require(pion.wait(for: "LISTENING ", micros: 10_000_000), "\(pion.text)")
-        let port = try #require(pion.text.split(separator: "\n").first { $0.hasPrefix("LISTENING ") }.flatMap { Int($0.dropFirst(10)) })
         let r = try bin.run([
             "load", "--whip", "http://127.0.0.1:\(port)/whip", "--whep", "http://127.0.0.1:\(port)/whep", "--publishers", "1",
             "--subscribers", "100", "--duration", "16s", "--decoder-rotation", "3s", "--json"
@@ -145,11 +155,8 @@ import PublisherEngine
     /// thousands of packets lost (6 829 for half of 1 000 subscribers) and their pictures
     /// interleaved.
     @Test func subscribersGetTheirOwnRoomsPublisherThroughPion() throws {
-        try #require(FileManager.default.isExecutableFile(atPath: pionEndpoint), "no pion endpoint (scripts/setup builds it)")
-        let pion = try PeerProcess(pionEndpoint, ["-limit", "60", "-forward-rid", "0"])
+        let (pion, port) = try startPionForwardingTheLowestLayer()
         defer { pion.stop() }
-        try #require(pion.wait(for: "LISTENING ", micros: 10_000_000), "\(pion.text)")
-        let port = try #require(pion.text.split(separator: "\n").first { $0.hasPrefix("LISTENING ") }.flatMap { Int($0.dropFirst(10)) })
         let r = try bin.run([
             "load", "--whip", "http://127.0.0.1:\(port)/whip/{room}", "--whep", "http://127.0.0.1:\(port)/whep/{room}", "--rooms", "2",
             "--publishers", "2", "--subscribers", "20", "--duration", "10s", "--json"
