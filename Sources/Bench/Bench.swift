@@ -184,50 +184,100 @@ public struct Benchmarks {
     }
 
     /// One frame through the codec's packetizer into arena slots (the engine's path); returns
-    /// the packets written.
-    @inline(never)
+    /// the packets written. Each codec's loop is a function of its own, as in the engine
+    /// (`PublisherSession.sendVideo`): in one function holding all four, the compiler left each
+    /// packetizer's `next` a call per packet.
     func packetizeFrame(
         _ frameBytes: UnsafeBufferPointer<UInt8>, codec: VideoCodec, key: Bool, template: RTPHeaderTemplate, arena: PacketArena,
         slot: inout Int, slotCount: Int, maxPayload: Int, seq: inout UInt16, pid: inout UInt16
     ) -> Int {
-        var count = 0
+        var out = Slots(
+            header: template.plainWords!, slots: arena.pointer(0), lengths: arena.lengths, slot: slot, slotCount: slotCount, seq: seq,
+            ts: UInt32(truncatingIfNeeded: Int(pid) * 3000))
         let frame = Span(_unsafeElements: frameBytes)
-        let ts = UInt32(truncatingIfNeeded: Int(pid) * 3000)
+        let ok: Bool
+        switch codec {
+        case .vp8: ok = Self.vp8(frame, maxPayload: maxPayload, pid: pid, into: &out)
+        case .h264: ok = Self.h264(frame, maxPayload: maxPayload, into: &out)
+        case .vp9: ok = Self.vp9(frame, maxPayload: maxPayload, pid: pid, key: key, into: &out)
+        case .av1: ok = Self.av1(frame, maxPayload: maxPayload, key: key, into: &out)
+        }
+        slot = out.slot
+        seq = out.seq
+        if ok { pid = (pid &+ 1) & 0x7FFF }
+        return out.count
+    }
+
+    /// Where a frame's packets go: arena slots in turn, each with the RTP header first. It holds
+    /// the arena's storage and the template's words as plain values, as the engine's loop
+    /// does: a copy of the template or the arena itself cost a retain and a release per frame.
+    struct Slots {
+        let header: RTPHeaderTemplate.Words
+        let slots: UnsafeMutableRawPointer
+        let lengths: UnsafeMutablePointer<Int32>
+        var slot: Int
+        let slotCount: Int
+        var seq: UInt16
+        let ts: UInt32
+        var count = 0
+
         /// The RTP header and then `payload` into each of `n` slots.
-        func emit(_ n: Int, _ payload: (inout ByteWriter) throws(RTPWriteError) -> Void) throws(RTPWriteError) {
+        @inline(__always)
+        mutating func emit(_ n: Int, _ payload: (inout ByteWriter) throws(RTPWriteError) -> Void) throws(RTPWriteError) {
+            // In locals through the loop (registers), stored back once.
+            var slot = self.slot, seq = self.seq
+            defer {
+                self.slot = slot
+                self.seq = seq
+            }
             for i in 0..<n {
-                var w = ByteWriter(UnsafeMutableRawBufferPointer(start: arena.pointer(slot), count: PacketArena.slotSize))
-                try template.write(to: &w, sequenceNumber: seq, timestamp: ts, marker: i + 1 == n)
+                var w = ByteWriter(UnsafeMutableRawBufferPointer(start: slots + slot &* PacketArena.slotSize, count: PacketArena.slotSize))
+                try header.write(to: &w, sequenceNumber: seq, timestamp: ts, marker: i + 1 == n)
                 try payload(&w)
-                arena.lengths[slot] = Int32(truncatingIfNeeded: w.count) // a slot is 2 KB
+                lengths[slot] = Int32(truncatingIfNeeded: w.count) // a slot is 2 KB
                 seq &+= 1
-                slot += 1
+                slot &+= 1
                 if slot == slotCount { slot = 0 }
-                count += 1
+                count &+= 1
             }
         }
+    }
+
+    @inline(never)
+    static func vp8(_ frame: Span<UInt8>, maxPayload: Int, pid: UInt16, into out: inout Slots) -> Bool {
         do throws(RTPWriteError) {
-            switch codec {
-            case .vp8:
-                var p = try VP8Packetizer(
-                    frameSize: frameBytes.count, maxPayloadSize: maxPayload, descriptor: VP8PayloadDescriptor(pictureID: pid))
-                try emit(p.packetCount) { (w: inout ByteWriter) throws(RTPWriteError) in _ = try p.next(frame: frame, into: &w) }
-            case .h264:
-                var p = try H264Packetizer(frame: frame, maxPayloadSize: maxPayload)
-                try emit(p.packetCount) { (w: inout ByteWriter) throws(RTPWriteError) in _ = try p.next(frame: frame, into: &w) }
-            case .vp9:
-                var p = try VP9Packetizer(
-                    frameSize: frameBytes.count, maxPayloadSize: maxPayload, pictureID: pid, keyFrame: key, width: 1280, height: 720)
-                try emit(p.packetCount) { (w: inout ByteWriter) throws(RTPWriteError) in _ = try p.next(frame: frame, into: &w) }
-            case .av1:
-                var p = try AV1Packetizer(frame: frame, maxPayloadSize: maxPayload, keyFrame: key)
-                try emit(p.packetCount) { (w: inout ByteWriter) throws(RTPWriteError) in _ = try p.next(frame: frame, into: &w) }
-            }
-        } catch {
-            return count
-        }
-        pid = (pid &+ 1) & 0x7FFF
-        return count
+            var p = try VP8Packetizer(frameSize: frame.count, maxPayloadSize: maxPayload, descriptor: VP8PayloadDescriptor(pictureID: pid))
+            try out.emit(p.packetCount) { (w: inout ByteWriter) throws(RTPWriteError) in _ = try p.next(frame: frame, into: &w) }
+            return true
+        } catch { return false }
+    }
+
+    @inline(never)
+    static func h264(_ frame: Span<UInt8>, maxPayload: Int, into out: inout Slots) -> Bool {
+        do throws(RTPWriteError) {
+            var p = try H264Packetizer(frame: frame, maxPayloadSize: maxPayload)
+            try out.emit(p.packetCount) { (w: inout ByteWriter) throws(RTPWriteError) in _ = try p.next(frame: frame, into: &w) }
+            return true
+        } catch { return false }
+    }
+
+    @inline(never)
+    static func vp9(_ frame: Span<UInt8>, maxPayload: Int, pid: UInt16, key: Bool, into out: inout Slots) -> Bool {
+        do throws(RTPWriteError) {
+            var p = try VP9Packetizer(
+                frameSize: frame.count, maxPayloadSize: maxPayload, pictureID: pid, keyFrame: key, width: 1280, height: 720)
+            try out.emit(p.packetCount) { (w: inout ByteWriter) throws(RTPWriteError) in _ = try p.next(frame: frame, into: &w) }
+            return true
+        } catch { return false }
+    }
+
+    @inline(never)
+    static func av1(_ frame: Span<UInt8>, maxPayload: Int, key: Bool, into out: inout Slots) -> Bool {
+        do throws(RTPWriteError) {
+            var p = try AV1Packetizer(frame: frame, maxPayloadSize: maxPayload, keyFrame: key)
+            try out.emit(p.packetCount) { (w: inout ByteWriter) throws(RTPWriteError) in _ = try p.next(frame: frame, into: &w) }
+            return true
+        } catch { return false }
     }
 
     // MARK: SRTP

@@ -133,6 +133,31 @@ public struct RTPHeaderTemplate: Sendable {
     }
 }
 
+extension RTPHeaderTemplate {
+    /// A header of at most 32 bytes as plain values: what a loop keeps that must not retain the
+    /// template's array per use.
+    public struct Words: Sendable {
+        @usableFromInline let words: (UInt64, UInt64, UInt64, UInt64)
+        @usableFromInline let size: Int
+        @usableFromInline let payloadType: UInt8
+
+        /// Writes the header for one packet, as `RTPHeaderTemplate.write`.
+        @inlinable @inline(__always)
+        public func write(to w: inout ByteWriter, sequenceNumber: UInt16, timestamp: UInt32, marker: Bool) throws(RTPWriteError) {
+            try w.require(32)
+            let start = w.count
+            w.words(words, count: size)
+            w.patch8(at: start + 1, marker ? (payloadType | 0x80) : payloadType)
+            w.patch16(at: start + 2, sequenceNumber)
+            w.patch16(at: start + 4, UInt16(truncatingIfNeeded: timestamp >> 16))
+            w.patch16(at: start + 6, UInt16(truncatingIfNeeded: timestamp))
+        }
+    }
+
+    /// The header as `Words`, or nil when it is longer than 32 bytes.
+    public var plainWords: Words? { headerSize <= 32 ? Words(words: words, size: headerSize, payloadType: payloadType) : nil }
+}
+
 /// Patching send-time fields into an already-written packet (done by the sender at send time).
 public enum RTPHeaderPatch {
     @inlinable

@@ -21,19 +21,15 @@ public struct VP8Packetizer {
     ///   - frameSize: encoded frame bytes.
     ///   - maxPayloadSize: room for descriptor + payload in one packet (MTU minus RTP header and SRTP tag).
     ///   - descriptor: the frame's descriptor; S is set on the first packet only.
+    @inlinable
     public init(frameSize: Int, maxPayloadSize: Int, descriptor: VP8PayloadDescriptor) throws(RTPWriteError) {
-        let room = maxPayloadSize - descriptor.size
-        guard room > 0 else { throw .bufferTooSmall(needed: descriptor.size + 1, available: maxPayloadSize) }
-        self.frameSize = frameSize
         var d = descriptor
         d.startOfPartition = false
-        var packed: UInt64 = 0
-        let size = withUnsafeMutableBytes(of: &packed) { buf -> Int in
-            var w = ByteWriter(buf)
-            try? d.write(to: &w)
-            return w.count
-        }
-        descriptorBytes = UInt64(littleEndian: packed)
+        let (packed, size) = d.packed
+        let room = maxPayloadSize - size
+        guard room > 0 else { throw .bufferTooSmall(needed: size + 1, available: maxPayloadSize) }
+        self.frameSize = frameSize
+        descriptorBytes = packed
         descriptorSize = size
         let n = max(1, (frameSize + room - 1) / room)
         packetCount = n

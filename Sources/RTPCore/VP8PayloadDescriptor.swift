@@ -77,6 +77,39 @@ public struct VP8PayloadDescriptor: Equatable, Sendable {
         }
     }
 
+    /// The descriptor's bytes as `write` lays them out, little-endian in a word (at most 6), and
+    /// their count: built with shifts, for a packetizer that lays it out once per frame.
+    @inlinable
+    public var packed: (bytes: UInt64, count: Int) {
+        let ext = hasExtension
+        var v = UInt64((ext ? 0x80 : 0) | (nonReference ? 0x20 : 0) | (startOfPartition ? 0x10 : 0) | (partitionID & 0x0F))
+        guard ext else { return (v, 1) }
+        let present =
+            (pictureID != nil ? 0x80 : 0) | (tl0PicIdx != nil ? 0x40 : 0) | (temporalID != nil ? 0x20 : 0)
+            | (keyIndex != nil ? 0x10 : 0)
+        v |= UInt64(present) << 8
+        var n = 2
+        if let pictureID {
+            if shortPictureID {
+                v |= UInt64(pictureID & 0x7F) << 16
+                n = 3
+            } else {
+                let id = 0x8000 | (pictureID & 0x7FFF)
+                v |= UInt64(id >> 8) << 16 | UInt64(id & 0xFF) << 24
+                n = 4
+            }
+        }
+        if let tl0PicIdx {
+            v |= UInt64(tl0PicIdx) << (8 * UInt64(n))
+            n += 1
+        }
+        if temporalID != nil || keyIndex != nil {
+            v |= UInt64(((temporalID ?? 0) & 0x03) << 6 | (layerSync ? 0x20 : 0) | ((keyIndex ?? 0) & 0x1F)) << (8 * UInt64(n))
+            n += 1
+        }
+        return (v, n)
+    }
+
     /// Parses a descriptor at the start of a VP8 RTP payload; returns it and its size.
     public static func parse(_ b: Span<UInt8>) throws(RTPParseError) -> (VP8PayloadDescriptor, Int) {
         guard b.count >= 1 else { throw .truncated }

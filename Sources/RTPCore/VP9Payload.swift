@@ -120,10 +120,10 @@ public struct VP9Packetizer {
     @usableFromInline var _index = 0
     @usableFromInline let keyFrame: Bool
     @usableFromInline let layers: Int
-    @usableFromInline var sizes: InlineArray<3, (width: Int, height: Int)> = .init(repeating: (0, 0))
+    /// Each spatial layer's picture size, width << 16 | height (for the scalability structure).
+    @usableFromInline var sizes: InlineArray<3, UInt32> = .init(repeating: 0)
     /// The descriptor's bytes up to its P_DIFFs, laid out once per picture (little-endian, at
-    /// most 7 bytes): I, P, L and F, the picture ID, TID and U, the P_DIFFs. Each packet ORs in
-    /// its B, E, V and Z bits and its layer's SID and D, and writes them in one store.
+    /// most 7 bytes): I, P, L and F, the picture ID, TID and U, the P_DIFFs.
     @usableFromInline let descriptor: UInt64
     @usableFromInline let headerSize: Int
     @usableFromInline let ssSize: Int
@@ -133,6 +133,12 @@ public struct VP9Packetizer {
     @usableFromInline var bases: InlineArray<3, Int> = .init(repeating: 0)
     @usableFromInline var largerFrom: InlineArray<3, Int> = .init(repeating: 0)
     @usableFromInline var layer = 0
+    /// The current layer's figures, so a packet reads no per-layer array: its packets, its
+    /// packet sizes, and its descriptor (`descriptor` with the layer's SID, D and Z).
+    @usableFromInline var layerCount = 0
+    @usableFromInline var layerBase = 0
+    @usableFromInline var layerLargerFrom = 0
+    @usableFromInline var layerDescriptor: UInt64 = 0
     @usableFromInline var inLayer = 0
     @usableFromInline var offset = 0
 
@@ -145,6 +151,7 @@ public struct VP9Packetizer {
     ///     empty means the previous picture.
     ///   - spatialLayers: with spatial layers, each one's frame size and picture size, lowest
     ///     first (at most 3; the sizes add up to `frameSize`); empty: one layer.
+    @inlinable
     public init(
         frameSize: Int, maxPayloadSize: Int, pictureID: UInt16, keyFrame: Bool, width: Int, height: Int,
         temporalID: UInt8 = 0, switchingUp: Bool = false, references: [UInt8] = [],
@@ -173,35 +180,59 @@ public struct VP9Packetizer {
         headerSize = 1 + 2 + 1 + count
         // No array is made for one layer: the bench holds the packetizer to 0 allocations.
         layers = spatialLayers.isEmpty ? 1 : min(3, spatialLayers.count)
-        var layerBytes: InlineArray<3, Int> = .init(repeating: 0)
-        if spatialLayers.isEmpty {
-            layerBytes[0] = frameSize
-            sizes[0] = (width, height)
-        } else {
-            var sum = 0
-            for s in 0..<layers {
-                layerBytes[s] = spatialLayers[s].size
-                sizes[s] = (spatialLayers[s].width, spatialLayers[s].height)
-                sum += spatialLayers[s].size
-            }
-            guard sum == frameSize, spatialLayers.count <= 3 else { throw .valueOutOfRange }
-        }
         ssSize = keyFrame ? 1 + 4 * layers : 0
         let room = maxPayloadSize - headerSize
         guard room > ssSize else { throw .bufferTooSmall(needed: headerSize + ssSize + 1, available: maxPayloadSize) }
         self.keyFrame = keyFrame
-        var total = 0
-        for s in 0..<layers {
-            let bytes = layerBytes[s] + (s == 0 ? ssSize : 0)
+        if spatialLayers.isEmpty {
+            sizes[0] = Self.size(width, height)
+            let bytes = frameSize + ssSize
             var n = max(1, (bytes + room - 1) / room)
-            // The lowest layer's first packet must hold the scalability structure and a byte of the frame.
-            if s == 0 { while bytes / n <= ssSize && n > 1 { n -= 1 } }
-            counts[s] = n
-            bases[s] = bytes / n
-            largerFrom[s] = n - bytes % n
-            total += n
+            // The first packet must hold the scalability structure and a byte of the frame.
+            if ssSize > 0 { while bytes / n <= ssSize && n > 1 { n -= 1 } }
+            counts[0] = n
+            bases[0] = bytes / n
+            largerFrom[0] = n - bytes % n
+            packetCount = n
+        } else {
+            var sum = 0, total = 0
+            for s in 0..<layers {
+                let l = spatialLayers[s]
+                sizes[s] = Self.size(l.width, l.height)
+                sum += l.size
+                let bytes = l.size + (s == 0 ? ssSize : 0)
+                var n = max(1, (bytes + room - 1) / room)
+                if s == 0 && ssSize > 0 { while bytes / n <= ssSize && n > 1 { n -= 1 } }
+                counts[s] = n
+                bases[s] = bytes / n
+                largerFrom[s] = n - bytes % n
+                total += n
+            }
+            guard sum == frameSize, spatialLayers.count <= 3 else { throw .valueOutOfRange }
+            packetCount = total
         }
-        packetCount = total
+        enter(layer: 0)
+    }
+
+    @inlinable
+    static func size(_ width: Int, _ height: Int) -> UInt32 {
+        UInt32(UInt16(clamping: width)) << 16 | UInt32(UInt16(clamping: height))
+    }
+
+    /// Makes spatial layer `s` the current one.
+    @inlinable
+    mutating func enter(layer s: Int) {
+        layer = s
+        inLayer = 0
+        guard s < layers else { return }
+        layerCount = counts[s]
+        layerBase = bases[s]
+        layerLargerFrom = largerFrom[s]
+        // Z where no layer above predicts from this one; SID, and D on a key picture's upper
+        // layers.
+        let z: UInt64 = !keyFrame || s + 1 == layers ? 0x01 : 0
+        let sid = UInt64(s) << 1 | (keyFrame && s > 0 ? 1 : 0)
+        layerDescriptor = descriptor | z | sid << 24
     }
 
     /// Writes the next packet's descriptor and payload. Returns whether it is the picture's last
@@ -209,33 +240,29 @@ public struct VP9Packetizer {
     @inlinable @inline(__always)
     public mutating func next(frame: Span<UInt8>, into w: inout ByteWriter) throws(RTPWriteError) -> Bool? {
         guard _index < packetCount else { return nil }
-        let s = layer
-        let first = inLayer == 0, last = inLayer + 1 == counts[s]
-        let withSS = first && s == 0 && keyFrame
-        let share = bases[s] + (inLayer >= largerFrom[s] ? 1 : 0)
+        let first = inLayer == 0, last = inLayer + 1 == layerCount
+        let withSS = _index == 0 && ssSize > 0
+        let share = layerBase + (inLayer >= layerLargerFrom ? 1 : 0)
         let bytes = withSS ? share - ssSize : share
         try w.require(headerSize + (withSS ? ssSize : 0) + bytes)
-        // B on a layer frame's first packet, E on its last, V with the structure, Z where no
-        // layer above predicts from this one; SID, and D on a key picture's upper layers.
+        // B on a layer frame's first packet, E on its last, V with the structure.
         var flags: UInt64 = first ? 0x08 : 0
         if last { flags |= 0x04 }
-        if withSS { flags |= 0x02 }
-        if !keyFrame || s + 1 == layers { flags |= 0x01 }
-        let sid = UInt64(s) << 1 | (keyFrame && s > 0 ? 1 : 0)
-        w.packed(descriptor | flags | sid << 24, count: headerSize)
         if withSS {
+            w.packed(layerDescriptor | flags | 0x02, count: headerSize)
             w.u8(UInt8(layers - 1) << 5 | 0x10) // N_S, Y 1, G 0
             for l in 0..<layers {
-                w.u16(UInt16(clamping: sizes[l].width))
-                w.u16(UInt16(clamping: sizes[l].height))
+                w.u16(UInt16(truncatingIfNeeded: sizes[l] >> 16))
+                w.u16(UInt16(truncatingIfNeeded: sizes[l]))
             }
+        } else {
+            w.packed(layerDescriptor | flags, count: headerSize)
         }
         w.copy(frame, offset..<(offset + bytes))
         offset += bytes
         _index += 1
         if last {
-            layer += 1
-            inLayer = 0
+            enter(layer: layer + 1)
         } else {
             inLayer += 1
         }

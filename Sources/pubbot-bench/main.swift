@@ -7,10 +7,13 @@ import Transport
     import Glibc
 #endif
 
-/// `pubbot-bench [packetize|srtp|send|pipeline|dtls|subscribers|all] [--json] [--runs N] [--smoke]`
-/// (run through `scripts/bench`, which builds it in release mode).
-let usage = "Usage: pubbot-bench [packetize|srtp|send|pipeline|dtls|subscribers|all] [--json] [--runs N] [--smoke]"
+/// `pubbot-bench [packetize|srtp|send|pipeline|dtls|subscribers|all] [--codec C] [--json] [--runs N] [--smoke]`
+/// (run through `scripts/bench`, which builds it in release mode). `--codec` keeps packetize
+/// to one codec (for a profile of one packetizer).
+let usage =
+    "Usage: pubbot-bench [packetize|srtp|send|pipeline|dtls|subscribers|all] [--codec vp8|h264|vp9|av1] [--json] [--runs N] [--smoke]"
 var which = "all", json = false, runs = 7, smoke = false
+var codecs: [VideoCodec] = [.vp8, .h264, .vp9, .av1]
 var args = CommandLine.arguments.dropFirst()
 while let a = args.popFirst() {
     switch a {
@@ -22,6 +25,11 @@ while let a = args.popFirst() {
             FileHandle.err("Error: --runs takes 1…101\n\(usage)\n"); exit(64)
         }
         runs = v
+    case "--codec":
+        guard let v = args.popFirst().flatMap({ VideoCodec(rawValue: $0) }) else {
+            FileHandle.err("Error: --codec takes vp8, h264, vp9 or av1\n\(usage)\n"); exit(64)
+        }
+        codecs = [v]
     case "-h", "--help": print(usage); exit(0)
     default: FileHandle.err("Error: unknown argument '\(a)'\n\(usage)\n"); exit(64)
     }
@@ -32,10 +40,7 @@ var results: [BenchResult] = []
 do {
     if which == "packetize" || which == "all" {
         FileHandle.err("bench: encoding 2 s of 720p for realistic frames…\n")
-        results.append(bench.packetize(frames: try Benchmarks.frames(codec: .vp8)))
-        results.append(bench.packetize(frames: try Benchmarks.frames(codec: .h264), codec: .h264))
-        results.append(bench.packetize(frames: try Benchmarks.frames(codec: .vp9), codec: .vp9))
-        results.append(bench.packetize(frames: try Benchmarks.frames(codec: .av1), codec: .av1))
+        for codec in codecs { results.append(bench.packetize(frames: try Benchmarks.frames(codec: codec), codec: codec)) }
     }
     if which == "srtp" || which == "all" { results.append(bench.srtp(suite: .aesCm)); results.append(bench.srtp(suite: .gcm)) }
     if which == "send" || which == "all" { results += try bench.send() }

@@ -235,6 +235,37 @@ import Testing
         }
     }
 
+    /// The packet count `init` works out (full fragments counted at once) is the number of
+    /// packets `next` writes, for temporal units of 1–4 OBUs of 1 byte to 40 KB and every kind
+    /// of room: fragments at the LEB128 boundaries, behind other elements, at the 64-byte floor.
+    /// Each unit comes back whole from its packets.
+    @Test func packetCountIsWhatNextWrites() throws {
+        var rng = SplitMix64(seed: 17)
+        let buf = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 8)
+        defer { buf.deallocate() }
+        for trial in 0..<3000 {
+            var unit: [UInt8] = [0x12, 0x00] // temporal delimiter
+            for _ in 0...(rng.next() % 4) {
+                let size = Int(rng.next() % 8 == 0 ? rng.next() % 40_000 : rng.next() % 3000) + 1
+                unit.append(0x32) // OBU_FRAME with a size field
+                AV1OBU.appendLEB128(size, to: &unit)
+                unit += (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ trial) }
+            }
+            let rooms = [3, 4, 65, 66, 67, 128, 129, 130, 131, 132, 1200, 16_386]
+            let maxPayload = rng.next() % 2 == 0 ? rooms[Int(rng.next() % UInt64(rooms.count))] : Int(rng.next() % 1500) + 3
+            var p = try AV1Packetizer(frame: unit.span, maxPayloadSize: min(maxPayload, buf.count), keyFrame: false)
+            var payloads: [[UInt8]] = []
+            while true {
+                var w = ByteWriter(UnsafeMutableRawBufferPointer(rebasing: buf[0..<min(maxPayload, buf.count)]))
+                guard let marker = try p.next(frame: unit.span, into: &w) else { break }
+                payloads.append(Array(buf[0..<w.count]))
+                #expect(marker == (payloads.count == p.packetCount))
+            }
+            #expect(payloads.count == p.packetCount, "trial \(trial), room \(maxPayload)")
+            #expect(try AV1Depacketizer.assemble(payloads).bytes == unit, "trial \(trial)")
+        }
+    }
+
     @Test func malformedPayloadsThrow() {
         let bad: [[[UInt8]]] = [
             [[0x00]], // no element

@@ -19,6 +19,29 @@ import Testing
         #expect(value.size == size)
         let written = try [UInt8].writing(capacity: 16) { w throws(RTPWriteError) in try value.write(to: &w) }
         #expect(written == hex(bytes))
+        // The packetizer's word holds the same bytes.
+        let (word, count) = value.packed
+        #expect(count == size)
+        #expect((0..<count).map { UInt8(truncatingIfNeeded: word >> (8 * UInt64($0))) } == hex(bytes))
+        #expect(word >> (8 * UInt64(count)) == 0)
+    }
+
+    /// Every combination of the optional fields: `packed` is `write`'s bytes.
+    @Test func packedIsWhatWriteWrites() throws {
+        for mask in 0..<64 {
+            var d = VP8PayloadDescriptor(nonReference: mask & 1 != 0, startOfPartition: mask & 2 != 0, partitionID: 3)
+            if mask & 4 != 0 { d.pictureID = 0x7ABC & 0x7FFF }
+            if mask & 8 != 0 { d.tl0PicIdx = 0xA5 }
+            if mask & 16 != 0 { d.temporalID = 2; d.layerSync = true }
+            if mask & 32 != 0 { d.keyIndex = 0x1B }
+            for short in [false, true] where !short || d.pictureID != nil {
+                if short { d.pictureID = 0x55; d.shortPictureID = true }
+                let written = try [UInt8].writing(capacity: 16) { w throws(RTPWriteError) in try d.write(to: &w) }
+                let (word, count) = d.packed
+                #expect(count == written.count)
+                #expect((0..<count).map { UInt8(truncatingIfNeeded: word >> (8 * UInt64($0))) } == written, "mask \(mask) short \(short)")
+            }
+        }
     }
 
     @Test func parsesShortPictureID() throws {
