@@ -184,9 +184,8 @@ public struct Benchmarks {
     }
 
     /// One frame through the codec's packetizer into arena slots (the engine's path); returns
-    /// the packets written. Each codec's loop is a function of its own, as in the engine
-    /// (`PublisherSession.sendVideo`): in one function holding all four, the compiler left each
-    /// packetizer's `next` a call per packet.
+    /// the packets written. Each codec's loop is a function of its own: in one function holding
+    /// all four, the compiler left each packetizer's `next` a call per packet.
     func packetizeFrame(
         _ frameBytes: UnsafeBufferPointer<UInt8>, codec: VideoCodec, key: Bool, template: RTPHeaderTemplate, arena: PacketArena,
         slot: inout Int, slotCount: Int, maxPayload: Int, seq: inout UInt16, pid: inout UInt16
@@ -209,8 +208,8 @@ public struct Benchmarks {
     }
 
     /// Where a frame's packets go: arena slots in turn, each with the RTP header first. It holds
-    /// the arena's storage and the template's words as plain values, as the engine's loop
-    /// does: a copy of the template or the arena itself cost a retain and a release per frame.
+    /// the arena's storage and the template's words as plain values: a copy of the template or
+    /// the arena itself cost a retain and a release per frame.
     struct Slots {
         let header: RTPHeaderTemplate.Words
         let slots: UnsafeMutableRawPointer
