@@ -224,10 +224,11 @@ public struct Benchmarks {
         @inline(__always)
         mutating func emit(_ n: Int, _ payload: (inout ByteWriter) throws(RTPWriteError) -> Void) throws(RTPWriteError) {
             // In locals through the loop (registers), stored back once.
-            var slot = self.slot, seq = self.seq
+            var slot = self.slot, seq = self.seq, count = self.count
             defer {
                 self.slot = slot
                 self.seq = seq
+                self.count = count
             }
             for i in 0..<n {
                 var w = ByteWriter(UnsafeMutableRawBufferPointer(start: slots + slot &* PacketArena.slotSize, count: PacketArena.slotSize))

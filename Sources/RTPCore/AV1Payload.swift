@@ -22,13 +22,21 @@ public enum AV1OBU {
         public var header: Int
         public var headerSize: Int
         public var payload: Range<Int>
-        public var end: Int { payload.upperBound }
+        @inlinable public var end: Int { payload.upperBound }
+
+        @usableFromInline init(header: Int, headerSize: Int, payload: Range<Int>) {
+            self.header = header
+            self.headerSize = headerSize
+            self.payload = payload
+        }
         /// The header byte's obu_type.
+        @inlinable
         public func type(_ b: Span<UInt8>) -> UInt8 { (b[header] >> 3) & 0x0F }
     }
 
     /// Reads an unsigned LEB128 (AV1 §4.10.5: at most 8 bytes, the value below 2^32).
     /// Returns the value and its byte count, or nil when truncated or too long.
+    @inlinable
     public static func leb128(_ b: Span<UInt8>, at offset: Int) -> (value: Int, size: Int)? {
         var value = 0
         var i = 0
@@ -49,7 +57,7 @@ public enum AV1OBU {
     }
 
     /// Each byte of `value` as LEB128, low 7 bits first, the continuation bit on all but the last.
-    @inline(__always)
+    @inlinable @inline(__always)
     static func leb128Bytes(_ value: Int, _ body: (UInt8) -> Void) {
         var v = value
         repeat {
@@ -60,7 +68,7 @@ public enum AV1OBU {
     }
 
     /// Writes `value` as LEB128 (one or two bytes, an element's length in a packet, without a loop).
-    @inline(__always)
+    @inlinable @inline(__always)
     static func writeLEB128(_ value: Int, into w: inout ByteWriter) {
         if value < 0x80 {
             w.u8(UInt8(truncatingIfNeeded: value))
@@ -75,6 +83,7 @@ public enum AV1OBU {
 
     /// The OBU at `offset` of a low-overhead bitstream (an OBU without a size field runs to the
     /// end). nil at the end; throws when the OBU is malformed (forbidden bit, a size past the end).
+    @inlinable
     public static func unit(at offset: Int, in b: Span<UInt8>) throws(RTPParseError) -> Unit? {
         guard offset < b.count else { return nil }
         let h = b[offset]
@@ -116,9 +125,11 @@ public enum AV1OBU {
     }
 
     /// Whether an OBU travels in RTP: temporal delimiters, tile lists and padding do not (§5).
+    @inlinable
     static func isSent(_ type: UInt8) -> Bool { type != temporalDelimiter && type != tileList && type != padding }
 
     /// The first OBU at or after `offset` that travels in RTP.
+    @inlinable
     static func sentUnit(from offset: Int, in b: Span<UInt8>) throws(RTPParseError) -> Unit? {
         var at = offset
         while let u = try unit(at: at, in: b) {
@@ -135,21 +146,27 @@ public enum AV1OBU {
 /// (no allocation).
 public struct AV1Packetizer {
     public let packetCount: Int
-    public var index: Int { _index }
-    var _index = 0
-    var cursor: Cursor
-    let keyFrame: Bool
+    @inlinable public var index: Int { _index }
+    @usableFromInline var _index = 0
+    @usableFromInline var cursor: Cursor
+    @usableFromInline let keyFrame: Bool
 
     /// The element being written and how much of it went into earlier packets.
-    struct Cursor {
-        let room: Int
+    @usableFromInline struct Cursor {
+        @usableFromInline let room: Int
         /// The element being written, until `done`. (Not an optional: storing `nil` into one,
         /// once per picture, was a store-forwarding stall that perf put at a quarter of `pack`.)
-        var unit: AV1OBU.Unit
-        var done = false
-        var consumed = 0
+        @usableFromInline var unit: AV1OBU.Unit
+        @usableFromInline var done = false
+        @usableFromInline var consumed = 0
+
+        @usableFromInline init(room: Int, unit: AV1OBU.Unit) {
+            self.room = room
+            self.unit = unit
+        }
 
         /// Lays out and writes the next packet. Returns (Z, Y), nil when done.
+        @inlinable @inline(__always)
         mutating func pack(_ frame: Span<UInt8>, into w: inout ByteWriter) throws(RTPParseError) -> (z: Bool, y: Bool)? {
             guard !done else { return nil }
             var u = unit
@@ -183,6 +200,7 @@ public struct AV1Packetizer {
 
         /// Writes bytes `from..<from+count` of the element (its header with the size flag cleared,
         /// then its payload) behind their LEB128 length.
+        @inlinable
         static func write(_ u: AV1OBU.Unit, from: Int, count: Int, _ frame: Span<UInt8>, into w: inout ByteWriter) {
             AV1OBU.writeLEB128(count, into: &w)
             var i = from
@@ -202,6 +220,7 @@ public struct AV1Packetizer {
     ///   - frame: one temporal unit as libaom writes it (every OBU with its size field).
     ///   - maxPayloadSize: room for one RTP payload (MTU minus RTP header and SRTP tag).
     ///   - keyFrame: the unit starts a coded video sequence (N on its first packet).
+    @inlinable
     public init(frame: Span<UInt8>, maxPayloadSize: Int, keyFrame: Bool) throws(RTPWriteError) {
         // The aggregation header, a length byte and one byte of an OBU.
         guard maxPayloadSize >= 3 else { throw .bufferTooSmall(needed: 3, available: maxPayloadSize) }
@@ -217,6 +236,7 @@ public struct AV1Packetizer {
     /// written, and the run of full packets through the middle of a large OBU worked out at
     /// once instead of packet by packet (laying the frame out twice was the AV1 packetizer's
     /// largest cost beside the copies: `pubbot-bench packetize`).
+    @usableFromInline
     static func count(_ frame: Span<UInt8>, first: AV1OBU.Unit, room: Int) throws(RTPParseError) -> Int {
         // What one full fragment carries: a packet of `room` less the fragment's length field.
         var full = room - 1
@@ -249,6 +269,7 @@ public struct AV1Packetizer {
     }
 
     /// Writes the next payload. Returns its marker bit (the temporal unit's last packet), or nil when done.
+    @inlinable @inline(__always)
     public mutating func next(frame: Span<UInt8>, into w: inout ByteWriter) throws(RTPWriteError) -> Bool? {
         guard _index < packetCount else { return nil }
         try w.require(cursor.room + 1)

@@ -88,6 +88,16 @@ public struct ByteWriter {
         _count &+= range.count
     }
 
+    /// Copies `count` bytes of `span` from `offset` in (one memcpy); the caller keeps them
+    /// inside the span.
+    @inlinable @inline(__always)
+    public mutating func copy(_ span: Span<UInt8>, from offset: Int, count n: Int) {
+        assert(count + n <= capacity && offset >= 0 && n >= 0 && offset + n <= span.count)
+        let dst = base + count
+        span.withUnsafeBufferPointer { src in dst.copyMemory(from: src.baseAddress! + offset, byteCount: n) }
+        _count &+= n
+    }
+
     /// Copies raw bytes in.
     @inlinable @inline(__always)
     public mutating func copy(_ bytes: UnsafeRawBufferPointer) {

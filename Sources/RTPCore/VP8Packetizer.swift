@@ -40,19 +40,21 @@ public struct VP8Packetizer {
 
     /// Payload bytes (after the descriptor) of packet `i`.
     @inlinable
-    func payloadSize(of i: Int) -> Int { baseSize + (i >= largerFrom ? 1 : 0) }
+    func payloadSize(of i: Int) -> Int { baseSize &+ (i >= largerFrom ? 1 : 0) }
 
     /// Writes the next packet's descriptor and payload. Returns its marker bit, or nil when done.
     @inlinable @inline(__always)
     public mutating func next(frame: Span<UInt8>, into w: inout ByteWriter) throws(RTPWriteError) -> Bool? {
         guard _index < packetCount else { return nil }
+        // Sizes and offsets are bounded by the frame's size, an Int of real memory: the wrapping
+        // operators only drop overflow checks that cannot fire.
         let size = payloadSize(of: _index)
-        try w.require(descriptorSize + size)
+        try w.require(descriptorSize &+ size)
         // S (0x10 in the first byte) on the frame's first packet only.
         w.packed(_index == 0 ? descriptorBytes | 0x10 : descriptorBytes, count: descriptorSize)
-        w.copy(frame, offset..<(offset + size))
-        offset += size
-        _index += 1
+        w.copy(frame, from: offset, count: size)
+        offset &+= size
+        _index &+= 1
         return _index == packetCount
     }
 }
