@@ -240,15 +240,18 @@ public struct VP9Packetizer {
     @inlinable @inline(__always)
     public mutating func next(frame: Span<UInt8>, into w: inout ByteWriter) throws(RTPWriteError) -> Bool? {
         guard _index < packetCount else { return nil }
-        let first = inLayer == 0, last = inLayer + 1 == layerCount
-        let withSS = _index == 0 && ssSize > 0
-        let share = layerBase + (inLayer >= layerLargerFrom ? 1 : 0)
-        let bytes = withSS ? share - ssSize : share
-        try w.require(headerSize + (withSS ? ssSize : 0) + bytes)
-        // B on a layer frame's first packet, E on its last, V with the structure.
+        // Sizes and offsets are bounded by the picture's size, an Int of real memory: the
+        // wrapping operators only drop overflow checks that cannot fire.
+        let first = inLayer == 0, last = inLayer &+ 1 == layerCount
+        let share = layerBase &+ (inLayer >= layerLargerFrom ? 1 : 0)
+        // B on a layer frame's first packet, E on its last.
         var flags: UInt64 = first ? 0x08 : 0
         if last { flags |= 0x04 }
-        if withSS {
+        let bytes: Int
+        if _index == 0 && ssSize > 0 {
+            // V: the scalability structure, on the key picture's first packet.
+            bytes = share &- ssSize
+            try w.require(headerSize &+ share)
             w.packed(layerDescriptor | flags | 0x02, count: headerSize)
             w.u8(UInt8(layers - 1) << 5 | 0x10) // N_S, Y 1, G 0
             for l in 0..<layers {
@@ -256,15 +259,17 @@ public struct VP9Packetizer {
                 w.u16(UInt16(truncatingIfNeeded: sizes[l]))
             }
         } else {
+            bytes = share
+            try w.require(headerSize &+ share)
             w.packed(layerDescriptor | flags, count: headerSize)
         }
-        w.copy(frame, offset..<(offset + bytes))
-        offset += bytes
-        _index += 1
+        w.copy(frame, from: offset, count: bytes)
+        offset &+= bytes
+        _index &+= 1
         if last {
-            enter(layer: layer + 1)
+            enter(layer: layer &+ 1)
         } else {
-            inLayer += 1
+            inLayer &+= 1
         }
         return _index == packetCount
     }
