@@ -14,12 +14,14 @@ public struct ByteWriter {
         capacity = buffer.count
     }
 
-    @inlinable public var remaining: Int { capacity - count }
+    /// `count` never passes `capacity` (every write is checked or asserted first), and both are
+    /// sizes of real memory: their difference cannot overflow, so it is taken without the check.
+    @inlinable public var remaining: Int { capacity &- _count }
 
     /// Throws unless `n` more bytes fit.
     @inlinable
     public func require(_ n: Int) throws(RTPWriteError) {
-        if n > capacity - count { throw .bufferTooSmall(needed: count + n, available: capacity) }
+        if n > capacity &- _count { throw .bufferTooSmall(needed: count &+ n, available: capacity) }
     }
 
     @inlinable @inline(__always)
@@ -56,7 +58,7 @@ public struct ByteWriter {
     @inlinable @inline(__always)
     public mutating func packed(_ v: UInt64, count n: Int) {
         assert(n <= 8 && count + n <= capacity)
-        if capacity - count >= 8 {
+        if capacity &- _count >= 8 {
             base.storeBytes(of: v.littleEndian, toByteOffset: count, as: UInt64.self)
         } else {
             for i in 0..<n { base.storeBytes(of: UInt8(truncatingIfNeeded: v >> (8 * UInt64(i))), toByteOffset: count + i, as: UInt8.self) }
