@@ -25,6 +25,7 @@ public enum BotCLI {
             case "simulate": return try SimulateCommand.run(rest)
             case "media": return try MediaCommand.run(rest)
             case "report": return try ReportCommand.run(rest)
+            case "check": return try CheckCommand.run(rest)
             case "bench":
                 throw UsageError("'\(command)' is not available in this version yet")
             default:
@@ -32,7 +33,8 @@ public enum BotCLI {
             }
         } catch {
             var text = "Error: \(error.message)\n"
-            if let c = error.command ?? (["publish", "receive", "preflight", "load", "simulate"].contains(command) ? command : nil) {
+            if let c = error.command ?? (["publish", "receive", "preflight", "load", "simulate", "check"].contains(command) ? command : nil)
+            {
                 text += Help.usage(c) + "\nSee 'pubbot \(c) --help'.\n"
             } else {
                 text += Help.usage(nil) + "\nSee 'pubbot --help'.\n"

@@ -50,6 +50,11 @@ public struct WHIPError: Error, CustomStringConvertible, Sendable, Equatable {
     public var status: Int?
     public var message: String
     public var description: String { message }
+    public init(kind: Kind, status: Int?, message: String) {
+        self.kind = kind
+        self.status = status
+        self.message = message
+    }
 }
 
 /// Which exchange the client runs: the same HTTP shape (POST an offer, DELETE the resource)
@@ -158,6 +163,61 @@ public enum SignalingClient {
             endpoint: session.resourceURL, exchange: exchange, connectTimeoutMillis: timeoutMillis, timeoutMillis: timeoutMillis)
         guard (200..<300).contains(r.status) else { throw r.httpError(endpoint: session.resourceURL, token: token, exchange: exchange) }
     }
+
+    /// One HTTP exchange as it happened, for a caller that judges the server's answer itself
+    /// (`pubbot check`): the status, the last response's header fields (names lower-cased), the
+    /// body; or the transport failure as one message (`error`, status 0).
+    public struct Reply: Sendable {
+        public var status: Int
+        public var headerFields: [(name: String, value: String)]
+        public var body: String
+        /// Where the request ended after redirects (a relative Location resolves against it).
+        public var effectiveURL: String?
+        public var error: WHIPError?
+
+        public init(
+            status: Int, headerFields: [(name: String, value: String)] = [], body: String = "", effectiveURL: String? = nil,
+            error: WHIPError? = nil
+        ) {
+            self.status = status
+            self.headerFields = headerFields
+            self.body = body
+            self.effectiveURL = effectiveURL
+            self.error = error
+        }
+
+        /// The first field of that name (give it lower-case).
+        public func header(_ name: String) -> String? { headerFields.first { $0.name == name }?.value }
+        public func headers(_ name: String) -> [String] { headerFields.filter { $0.name == name }.map(\.value) }
+    }
+
+    /// Sends one request (`headers` as `Name: value` lines; the token as `Authorization: Bearer`)
+    /// and gives back what came, redirects followed as for the POST.
+    public static func send(
+        _ method: String, _ url: String, body: String?, headers: [String], token: String?, exchange: SignalingExchange = .whip,
+        timeoutMillis: Int = 10_000
+    ) -> Reply {
+        let connect = min(5_000, timeoutMillis)
+        let r = request(
+            method, url, body: body, headers: headers, token: token, connectTimeoutMillis: connect, timeoutMillis: timeoutMillis)
+        do throws(WHIPError) {
+            try r.transportError(endpoint: url, exchange: exchange, connectTimeoutMillis: connect, timeoutMillis: timeoutMillis)
+        } catch {
+            return Reply(status: 0, error: error)
+        }
+        return Reply(
+            status: r.status, headerFields: r.headerLines.map { (name: $0.0, value: $0.1) }, body: r.body, effectiveURL: r.effectiveURL)
+    }
+
+    /// A server's text as it may be printed: control characters out, credentials and tokens in
+    /// it masked, 200 characters at most (what every error message here does with a body).
+    public static func sanitizedText(_ text: String) -> String { sanitized(text, secrets: []) }
+
+    /// `parseLink` for a caller holding a reply's `Link` fields.
+    public static func iceServers(inLinks values: [String]) -> [ICEServerLink] { values.flatMap(parseLink) }
+
+    /// A Location resolved against the URL the request ended at (RFC 3986 §5.2).
+    public static func resolved(_ location: String, against base: String) -> String { resolve(location, against: base) }
 
     struct Response {
         var curlCode: Int32

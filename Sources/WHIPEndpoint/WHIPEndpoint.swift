@@ -11,7 +11,7 @@ import Platform
 /// ICE-lite, DTLS client, the offer's payload types and extension IDs, simulcast as offered);
 /// `DELETE /whip/<id>` ends it. A bearer token, when set, is required (401 otherwise), compared
 /// byte for byte in constant time. Trickle ICE (PATCH) is not offered (405, RFC 9725 §4.3.1
-/// allows it). CORS (RFC 9725 §4.8, Fetch): `OPTIONS` is answered without a token, and every
+/// allows it). CORS (RFC 9725 §4.2, Fetch): `OPTIONS` is answered without a token, and every
 /// answer names the origin and exposes Location, Link, ETag and Accept-Patch, so a page on
 /// another origin can publish. Sessions the receiver ended (ICE never connected, DTLS failed,
 /// consent lost) free their slots: the cap counts live sessions.
@@ -89,8 +89,8 @@ public final class WHIPEndpoint: @unchecked Sendable {
         }
     }
 
-    /// RFC 9725 §4 routes: `/whip` (POST, OPTIONS) and `/whip/<id>` (DELETE, PATCH → 405,
-    /// OPTIONS); 404 for any other path or an unknown session, 405 only for a known resource
+    /// RFC 9725 §4 routes: `/whip` (POST, OPTIONS, GET → 204) and `/whip/<id>` (DELETE, PATCH →
+    /// 405, OPTIONS, GET → 204); 404 for any other path or an unknown session, 405 only for a known resource
     /// with a method it does not take.
     static func route(
         _ r: HTTPRequest, expected: [UInt8]?, create: (HTTPRequest) -> HTTPResponse, delete: (String) -> Bool,
@@ -106,6 +106,8 @@ public final class WHIPEndpoint: @unchecked Sendable {
                 headers: [("Allow", collection ? "POST, OPTIONS" : "DELETE, PATCH, OPTIONS"), ("Accept-Post", "application/sdp")])
         }
         if let expected, let refusal = authorize(r, expected: expected) { return refusal }
+        // RFC 9725 §4.1: the resources have no representation; a GET is a 2xx with no content.
+        if r.method == "GET" && (collection || resource.map(exists) == true) { return HTTPResponse(status: 204) }
         if collection {
             guard r.method == "POST" else {
                 return HTTPResponse(status: 405, headers: [("Allow", "POST, OPTIONS")], body: Array("POST an SDP offer to /whip\n".utf8))

@@ -27,9 +27,16 @@ import HTTPServer
         #expect(answer("DELETE", "/whip/abc").status == 200)
         let patch = answer("PATCH", "/whip/abc")
         #expect(patch.status == 405 && patch.headers.contains { $0.0 == "Allow" && $0.1.contains("DELETE") })
-        let get = answer("GET", "/whip")
-        #expect(get.status == 405 && get.headers.contains { $0 == ("Allow", "POST, OPTIONS") })
-        #expect(answer("GET", "/whip/abc").status == 405)
+        let put = answer("PUT", "/whip")
+        #expect(put.status == 405 && put.headers.contains { $0 == ("Allow", "POST, OPTIONS") })
+        #expect(answer("PUT", "/whip/abc").status == 405)
+        // RFC 9725 §4.1: GET on the endpoint or a session is a 2xx with no content.
+        for path in ["/whip", "/whip/abc"] {
+            let get = answer("GET", path)
+            #expect(get.status == 204 && get.body.isEmpty, "GET \(path)")
+        }
+        #expect(answer("GET", "/whip/nope").status == 404)
+        #expect(answer("GET", "/whip", token: token).status == 401, "GET takes the token as every request but OPTIONS")
         #expect(answer("POST", "/whip/").status == 404)
     }
 
