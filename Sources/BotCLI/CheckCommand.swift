@@ -67,7 +67,13 @@ enum CheckCommand {
         var out = "\(r.exchange.name) \(r.endpoint): \(r.count(.met)) met, \(r.count(.broken)) broken"
         out += musts > 0 ? " (\(musts) MUST)" : ""
         out += ", \(r.count(.notSupported)) not supported, \(r.count(.notExercised)) not exercised\n\n"
-        out += t.render() + "\n"
+        // The last column is padded by the table: no trailing blanks on a line.
+        out +=
+            t.render().split(separator: "\n", omittingEmptySubsequences: false).map { line in
+                var l = Substring(line)
+                while l.last == " " { l = l.dropLast() }
+                return String(l)
+            }.joined(separator: "\n") + "\n"
         if musts > 0 {
             out += "result: \(musts) MUST broken: " + r.brokenMusts.map(\.id).joined(separator: ", ") + "\n\n"
         } else {

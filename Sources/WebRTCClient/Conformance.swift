@@ -219,15 +219,12 @@ public enum ConformanceCheck {
                 wrong.isEmpty
                     ? "\(sections.count) section(s) \(want.rawValue)"
                     : wrong.map { "mid \($0.mid) \($0.direction.rawValue)" }.joined(separator: ", "))
+            let candidates = unique(n.candidates.map { "\($0.kind.rawValue) \($0.address.ipText):\($0.address.port)" })
             add(
                 "answer-candidates", "§4.3.2", .none,
                 "the answer carries the server's ICE candidates (a client that does not trickle needs them)",
-                n.candidates.isEmpty ? .broken : .met,
-                n.candidates.isEmpty
-                    ? "no a=candidate"
-                    : "\(n.candidates.count): "
-                        + n.candidates.prefix(3).map { "\($0.kind.rawValue) \($0.address.ipText):\($0.address.port)" }.joined(
-                            separator: ", "))
+                candidates.isEmpty ? .broken : .met,
+                candidates.isEmpty ? "no a=candidate" : "\(candidates.count): " + candidates.prefix(3).joined(separator: ", "))
         } else {
             add(
                 "answer-direction", "§4.2", .must, "the answer's media sections have the right direction", .notExercised, "no usable answer"
@@ -412,6 +409,12 @@ public enum ConformanceCheck {
             if kind != nil, mid == nil, line.hasPrefix("a=mid:") { mid = String(line.dropFirst(6)) }
         }
         return (kind ?? "audio", mid ?? "0")
+    }
+
+    /// The strings in order, each once.
+    static func unique(_ items: [String]) -> [String] {
+        var seen = Set<String>()
+        return items.filter { seen.insert($0).inserted }
     }
 
     /// `a=NAME:value` in an SDP fragment.

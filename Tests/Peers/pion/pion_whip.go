@@ -7,6 +7,14 @@
 //	{"event":"track","kind":"audio|video","rid":"…","ssrc":N,"codec":"…"}   when OnTrack fires
 //	{"event":"stats","tracks":[{"kind":…,"rid":…,"ssrc":…,"packets":N,"bytes":N}]}  at DELETE
 //	{"event":"whep-stats","id":"…","room":"…","audio":N,"video":N,"pli":N}  at a WHEP session's DELETE
+//	{"event":"trickle","id":"…","candidates":N,"end":true|false}   a trickle PATCH applied
+//	{"event":"restart","id":"…","ufrag":"…"}                        an ICE restart by PATCH applied
+//
+// A session's URL takes PATCH as RFC 9725 §4.3 says: trickle (candidates added with
+// AddICECandidate, 204) and ICE restart (new ufrag/pwd: the offer applied again with them, which
+// restarts pion's ICE; 200 with pion's new credentials and candidates, a new ETag), with the
+// strong ETag of the 201, 428 without If-Match, 412 on a stale one, 415 for another type. GET
+// is a 204 (§4.1); OPTIONS on /whip and /whep answers a CORS preflight with Accept-Post (§4.2).
 //
 // As a WHEP endpoint (POST /whep, a recvonly offer) it forwards what the room's WHIP publisher
 // sends: its audio and the video layer -forward-rid (or its only one), with the publisher's
@@ -33,6 +41,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,6 +56,7 @@ import (
 // A WHEP subscriber: its own local tracks, and what was written to them while connected.
 type subscriber struct {
 	id           string
+	ice          *iceState
 	room         *room
 	pc           *webrtc.PeerConnection
 	audio, video *webrtc.TrackLocalStaticRTP
@@ -272,6 +282,7 @@ func whep(w http.ResponseWriter, r *http.Request, a *webrtc.API, rm *room) {
 	next++
 	s.id = fmt.Sprint(next)
 	s.order = next
+	s.ice = newICEState(s.id, string(offer))
 	smu.Unlock()
 	subMu.Lock()
 	subscribers[s.id] = s
@@ -281,6 +292,7 @@ func whep(w http.ResponseWriter, r *http.Request, a *webrtc.API, rm *room) {
 	rm.mu.Unlock()
 	w.Header().Set("Content-Type", "application/sdp")
 	w.Header().Set("Location", "/whep/"+s.id)
+	w.Header().Set("ETag", s.ice.etag)
 	w.WriteHeader(201)
 	io.WriteString(w, pc.LocalDescription().SDP)
 }
@@ -295,6 +307,7 @@ type trackCount struct {
 
 type session struct {
 	pc     *webrtc.PeerConnection
+	ice    *iceState
 	room   *room
 	mu     sync.Mutex
 	tracks []*trackCount
@@ -413,12 +426,190 @@ func whip(w http.ResponseWriter, r *http.Request, a *webrtc.API, rm *room) {
 	smu.Lock()
 	next++
 	id := fmt.Sprint(next)
+	s.ice = newICEState(id, string(offer))
 	sessions[id] = s
 	smu.Unlock()
 	w.Header().Set("Content-Type", "application/sdp")
 	w.Header().Set("Location", "/whip/"+id)
+	w.Header().Set("ETag", s.ice.etag)
 	w.WriteHeader(201)
 	io.WriteString(w, pc.LocalDescription().SDP)
+}
+
+// iceState is what a session's PATCHes (RFC 9725 §4.3) need: the offer as last applied, the
+// client's current ICE credentials, and the strong entity-tag of the ICE session.
+type iceState struct {
+	mu       sync.Mutex
+	offer    string
+	ufrag    string
+	etag     string
+	restarts int
+	id       string
+}
+
+func newICEState(id, offer string) *iceState {
+	return &iceState{offer: offer, ufrag: sdpAttribute(offer, "ice-ufrag"), etag: fmt.Sprintf("\"%s-0\"", id), id: id}
+}
+
+// sdpAttribute is the first a=NAME:value of an SDP or SDP fragment.
+func sdpAttribute(text, name string) string {
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimRight(line, "\r")
+		if strings.HasPrefix(line, "a="+name+":") {
+			return line[len("a="+name+":"):]
+		}
+	}
+	return ""
+}
+
+// patch answers a PATCH on a session (RFC 9725 §4.3.1): an application/trickle-ice-sdpfrag
+// (RFC 8840) or 415; If-Match required (428) and current (412, "*" always matching). New
+// credentials are a restart (§4.3.3): the stored offer applied again with them and the
+// fragment's candidates (pion restarts its ICE when the remote credentials change), answered
+// 200 with pion's new ufrag, pwd and candidates and a new ETag. The same credentials are a
+// trickle (§4.3.2): each candidate added, 204 without a body or ETag.
+func patch(w http.ResponseWriter, r *http.Request, pc *webrtc.PeerConnection, st *iceState) {
+	if !strings.HasPrefix(strings.ToLower(r.Header.Get("Content-Type")), "application/trickle-ice-sdpfrag") {
+		http.Error(w, "PATCH takes application/trickle-ice-sdpfrag", 415)
+		return
+	}
+	body, _ := io.ReadAll(r.Body)
+	frag := string(body)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	match := r.Header.Get("If-Match")
+	if match == "" {
+		http.Error(w, "If-Match required", 428)
+		return
+	}
+	if match != "*" && match != "\"*\"" && match != st.etag {
+		http.Error(w, "stale entity-tag", 412)
+		return
+	}
+	ufrag, pwd := sdpAttribute(frag, "ice-ufrag"), sdpAttribute(frag, "ice-pwd")
+	var candidates []string
+	for _, line := range strings.Split(frag, "\n") {
+		line = strings.TrimRight(line, "\r")
+		if strings.HasPrefix(line, "a=candidate:") {
+			candidates = append(candidates, line[2:])
+		}
+	}
+	if ufrag != "" && ufrag != st.ufrag {
+		if pwd == "" {
+			http.Error(w, "a restart needs a=ice-pwd", 400)
+			return
+		}
+		// The offer with the new credentials and the fragment's candidates in place of the old.
+		var lines []string
+		for _, line := range strings.Split(st.offer, "\n") {
+			line = strings.TrimRight(line, "\r")
+			switch {
+			case strings.HasPrefix(line, "a=ice-ufrag:"):
+				line = "a=ice-ufrag:" + ufrag
+			case strings.HasPrefix(line, "a=ice-pwd:"):
+				line = "a=ice-pwd:" + pwd
+			case strings.HasPrefix(line, "a=candidate:"), strings.HasPrefix(line, "a=end-of-candidates"):
+				continue
+			}
+			if line != "" {
+				lines = append(lines, line)
+			}
+		}
+		offer := strings.Join(lines, "\r\n") + "\r\n"
+		for _, c := range candidates {
+			offer = strings.Replace(offer, "a=mid:0\r\n", "a=mid:0\r\na="+c+"\r\n", 1)
+		}
+		if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offer}); err != nil {
+			http.Error(w, "restart: "+err.Error(), 400)
+			return
+		}
+		answer, err := pc.CreateAnswer(nil)
+		if err != nil {
+			http.Error(w, "restart: "+err.Error(), 500)
+			return
+		}
+		gathered := webrtc.GatheringCompletePromise(pc)
+		if err := pc.SetLocalDescription(answer); err != nil {
+			http.Error(w, "restart: "+err.Error(), 500)
+			return
+		}
+		<-gathered
+		local := pc.LocalDescription().SDP
+		st.offer, st.ufrag = offer, ufrag
+		st.restarts++
+		st.etag = fmt.Sprintf("\"%s-%d\"", st.id, st.restarts)
+		out := "a=ice-ufrag:" + sdpAttribute(local, "ice-ufrag") + "\r\na=ice-pwd:" + sdpAttribute(local, "ice-pwd") + "\r\n"
+		mline := "m=audio 9 UDP/TLS/RTP/SAVPF 0"
+		for _, line := range strings.Split(local, "\n") {
+			if strings.HasPrefix(line, "m=") {
+				mline = strings.TrimRight(line, "\r")
+				break
+			}
+		}
+		out += mline + "\r\na=mid:" + sdpAttribute(local, "mid") + "\r\n"
+		for _, line := range strings.Split(local, "\n") {
+			line = strings.TrimRight(line, "\r")
+			if strings.HasPrefix(line, "a=candidate:") && !strings.Contains(out, line+"\r\n") {
+				out += line + "\r\n"
+			}
+		}
+		out += "a=end-of-candidates\r\n"
+		emit(map[string]interface{}{"event": "restart", "id": st.id, "ufrag": ufrag})
+		w.Header().Set("Content-Type", "application/trickle-ice-sdpfrag")
+		w.Header().Set("ETag", st.etag)
+		w.WriteHeader(200)
+		io.WriteString(w, out)
+		return
+	}
+	added := 0
+	for _, c := range candidates {
+		if pc.AddICECandidate(webrtc.ICECandidateInit{Candidate: c}) == nil {
+			added++
+		}
+	}
+	emit(map[string]interface{}{"event": "trickle", "id": st.id, "candidates": added, "end": strings.Contains(frag, "a=end-of-candidates")})
+	w.WriteHeader(204)
+}
+
+// resource answers what is not a POST on a session's URL: PATCH (trickle, restart), GET (no
+// representation, RFC 9725 §4.1), OPTIONS; DELETE is the caller's.
+func resource(w http.ResponseWriter, r *http.Request, pc *webrtc.PeerConnection, st *iceState) bool {
+	switch r.Method {
+	case "PATCH":
+		patch(w, r, pc, st)
+	case "GET":
+		w.WriteHeader(204)
+	case "OPTIONS":
+		w.Header().Set("Allow", "PATCH, DELETE, OPTIONS")
+		w.Header().Set("Accept-Patch", "application/trickle-ice-sdpfrag")
+		w.WriteHeader(204)
+	case "DELETE":
+		return false
+	default:
+		http.Error(w, "PATCH or DELETE", 405)
+	}
+	return true
+}
+
+// collection answers what is not a POST on /whip or /whep: GET (§4.1), OPTIONS with CORS and
+// Accept-Post (§4.2), 405 otherwise. True when it answered.
+func collection(w http.ResponseWriter, r *http.Request) bool {
+	switch r.Method {
+	case "POST":
+		return false
+	case "GET":
+		w.WriteHeader(204)
+	case "OPTIONS":
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		w.Header().Set("Access-Control-Allow-Methods", "POST, PATCH, DELETE, OPTIONS")
+		w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type, If-Match")
+		w.Header().Set("Access-Control-Expose-Headers", "Location, ETag, Link")
+		w.Header().Set("Accept-Post", "application/sdp")
+		w.WriteHeader(204)
+	default:
+		http.Error(w, "POST an offer", 405)
+	}
+	return true
 }
 
 func main() {
@@ -452,15 +643,13 @@ func main() {
 		os.Exit(1)
 	}
 	http.HandleFunc("/whip", func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != "POST" {
-			http.Error(w, "POST an offer", 405)
+		if collection(w, r) {
 			return
 		}
 		whip(w, r, a, roomNamed(""))
 	})
 	http.HandleFunc("/whep", func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != "POST" {
-			http.Error(w, "POST an offer", 405)
+		if collection(w, r) {
 			return
 		}
 		whep(w, r, a, roomNamed(""))
@@ -470,6 +659,17 @@ func main() {
 		id := r.URL.Path[len("/whep/"):]
 		if r.Method == "POST" {
 			whep(w, r, a, roomNamed(id))
+			return
+		}
+		if r.Method != "DELETE" {
+			subMu.Lock()
+			s := subscribers[id]
+			subMu.Unlock()
+			if s == nil {
+				http.Error(w, "no such session", 404)
+				return
+			}
+			resource(w, r, s.pc, s.ice)
 			return
 		}
 		subMu.Lock()
@@ -494,6 +694,17 @@ func main() {
 		id := r.URL.Path[len("/whip/"):]
 		if r.Method == "POST" {
 			whip(w, r, a, roomNamed(id))
+			return
+		}
+		if r.Method != "DELETE" {
+			smu.Lock()
+			s := sessions[id]
+			smu.Unlock()
+			if s == nil {
+				http.Error(w, "no such session", 404)
+				return
+			}
+			resource(w, r, s.pc, s.ice)
 			return
 		}
 		smu.Lock()
