@@ -28,7 +28,7 @@ enum Help {
     static func usage(_ command: String?) -> String {
         switch command {
         case "publish":
-            "Usage: pubbot publish (--to HOST:PORT [--key B64] | --whip URL [--token T] [--ice-server stun:HOST:PORT] [--ice-interface IF] [--strict]) [--srtp-suite aes-cm|gcm] [--sdp-out FILE] [--no-bundle] [--duration D] [--layers LADDER] [--no-audio | --no-video] [--fps N] [--temporal-layers L1T1|L1T2|L1T3 | --scalability MODE] [--codec vp8|h264|vp9|av1|LIST] [--keyframe-interval D] [--no-congestion-control] [--stats FILE|-] [--json]"
+            "Usage: pubbot publish (--to HOST:PORT [--key B64] | --whip URL [--token T] [--ice-server stun:HOST:PORT] [--ice-interface IF] [--strict] [--ice-restart-at D…]) [--srtp-suite aes-cm|gcm] [--sdp-out FILE] [--no-bundle] [--duration D] [--layers LADDER] [--no-audio | --no-video] [--fps N] [--temporal-layers L1T1|L1T2|L1T3 | --scalability MODE] [--codec vp8|h264|vp9|av1|LIST] [--keyframe-interval D] [--no-congestion-control] [--stats FILE|-] [--json]"
         case "receive":
             "Usage: pubbot receive (--listen HOST:PORT (--key B64 | --sdp FILE) | --whip-listen HOST:PORT [--token T] | --whep URL [--token T] [--ice-interface IF] [--strict]) [--impair SPEC] [--downlink-impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--no-decode | --decode-publishers N] [--max-publishers N] [--stats FILE|-] [--json]"
         case "preflight":
@@ -92,6 +92,10 @@ enum Help {
           --strict                  an answer that departs from RFC 9725 §4.2 (HTTP 200 or 202
                                     for 201, no Location, another Content-Type) is exit 2,
                                     not a warning
+          --ice-restart-at D        restart ICE at D into the run (repeatable): a PATCH with new
+                                    credentials (RFC 9725 §4.3.3), the server's answer applied,
+                                    media moved to the new pair without a new session; a refusal
+                                    is a warning and the session goes on (JSON: iceRestarts)
           --key B64                 SRTP master key‖salt, base64 (default: a random key per run)
           --srtp-suite SUITE        aes-cm (AES_CM_128_HMAC_SHA1_80, default) or gcm (AEAD_AES_128_GCM)
           --sdp-out FILE            write an SDP describing exactly what is sent (contains the key)

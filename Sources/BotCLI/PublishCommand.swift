@@ -17,7 +17,7 @@ enum PublishCommand {
         for (k, v) in [
             "to": OptionSpec.Kind.repeated, "key": .value, "sdp-out": .value, "no-bundle": .flag, "no-audio": .flag,
             "no-video": .flag, "cname": .value, "no-congestion-control": .flag, "sender-stats": .flag, "rtc-stats": .value,
-            "metrics": .value, "vitals": .flag
+            "metrics": .value, "vitals": .flag, "ice-restart-at": .repeated
         ] { o[k] = v }
         for (k, v) in CommonOptions.whip { o[k] = v }
         return OptionSpec(
@@ -49,6 +49,8 @@ enum PublishCommand {
         var metrics: (host: String, port: Int, text: String)?
         var rtcStatsPath: String?
         var json: Bool
+        /// `--ice-restart-at`: when to restart ICE (µs from the start), in order.
+        var iceRestarts: [Int64] = []
     }
 
     static func plan(_ o: ParsedOptions) throws(UsageError) -> Plan {
@@ -82,10 +84,22 @@ enum PublishCommand {
         }
         let stats = try CommonOptions.stats(o)
         if o.has("vitals") && stats == nil { throw UsageError("--vitals writes into the stats stream: add --stats FILE|-") }
-        return Plan(
+        var restarts: [Int64] = []
+        for r in o.all("ice-restart-at") {
+            guard whipOptions != nil else {
+                throw UsageError("--ice-restart-at needs --whip (the restart is a PATCH to the session, RFC 9725 §4.3.3)")
+            }
+            let at = try ValueParsers.duration(r, option: "ice-restart-at")
+            guard at > 0 else { throw UsageError("--ice-restart-at must be after the start") }
+            if let d = pc.durationMicros, at >= d { throw UsageError("--ice-restart-at \(r) is not before the run's end (--duration)") }
+            restarts.append(at)
+        }
+        var plan = Plan(
             config: pc, destinations: destinations, whip: whipOptions, cnameGiven: o.value("cname") != nil, stats: stats,
             vitals: o.has("vitals"), sdpOut: o.value("sdp-out"), metrics: try o.value("metrics").map(metricsAddress),
             rtcStatsPath: o.value("rtc-stats"), json: o.has("json"))
+        plan.iceRestarts = restarts.sorted()
+        return plan
     }
 
     /// "9100" or ":9100" binds to loopback; a host must be given to listen elsewhere.
@@ -131,6 +145,8 @@ enum PublishCommand {
         let monitor = Monitor(plan: plan, publishers: publishers, whip: whip)
         for publisher in publishers { publisher.start() }
         monitor.started()
+        let restarts = ICERestarts(plan.iceRestarts, whip: whip, publisher: publishers.first)
+        defer { restarts.finish() }
         for (d, publisher) in zip(plan.destinations, publishers) where whip == nil {
             Output.err(
                 "publishing to \(d)\(plan.config.bundle ? " (bundle)" : " (one port per stream)") from \(publisher.localAddress); Ctrl-C to stop\n"
@@ -139,6 +155,7 @@ enum PublishCommand {
         while !publishers.allSatisfy({ $0.control.stopRequested }) && !Signals.isInterrupted {
             Clock.sleep(micros: 100_000)
             monitor.tick()
+            restarts.tick()
         }
         let interrupted = Signals.isInterrupted
         for publisher in publishers { publisher.stop() }
@@ -146,7 +163,8 @@ enum PublishCommand {
         Output.endProgress()
         let snaps = publishers.map { $0.snapshot() }
         monitor.finish(snaps)
-        report(snaps, plan: plan, whip: whip)
+        restarts.finish()
+        report(snaps, plan: plan, whip: whip, restarts: restarts.outcomes.value)
         if let e = snaps.compactMap(\.media.error).first { Output.err("Error: encoder failed: \(e)\n"); return 2 }
         if let failure = snaps.compactMap(\.network.transport?.failure).first {
             Output.err("Error: \(failure)\n")
@@ -296,7 +314,9 @@ enum PublishCommand {
                         "warning: no transport-cc feedback from \(plan.destinations[i]) after 3 s: the estimate is backing off and upper layers stay off. If the receiver does not send transport-cc (ffmpeg, gst-launch), use --no-congestion-control\n"
                     )
                 }
-                if p.network.portUnreachable > 0 && !warnedUnreachable.contains(i) {
+                // After an ICE restart the server may close the old path's port: what was in
+                // flight there answers 'port unreachable', which says nothing of the new path.
+                if p.network.portUnreachable > 0 && !warnedUnreachable.contains(i) && (p.network.transport?.iceRestarts ?? 0) == 0 {
                     warnedUnreachable.insert(i)
                     Output.endProgress()
                     Output.err("warning: \(plan.destinations[i]) answers 'port unreachable' — is a receiver listening there?\n")
@@ -331,13 +351,14 @@ enum PublishCommand {
     }
 
     /// The summary on stdout: JSON (`--json`) or a table per connection.
-    static func report(_ snaps: [PublisherSnapshot], plan: Plan, whip: WHIPConnection?) {
+    static func report(_ snaps: [PublisherSnapshot], plan: Plan, whip: WHIPConnection?, restarts: [ICERestarts.Outcome] = []) {
         let relayed = snaps.count > 1
         guard plan.json else {
             for (p, d) in zip(snaps, plan.destinations) {
                 if relayed { Output.out("to \(d):\n") }
                 Output.out(Report.publisherTable(PublisherSnapshotView(streams: p.streams, elapsedMicros: p.elapsedMicros)))
             }
+            for r in restarts { Output.out("ICE restart at \(Units.fixed(Double(r.atMicros) / 1e6, 1)) s: \(r.text)\n") }
             return
         }
         let docs = zip(snaps, plan.destinations).map { p, d in summaryJSON(p, to: d, whip: whip) }
@@ -347,6 +368,7 @@ enum PublishCommand {
         } else if case let .object(f) = docs[0] {
             fields += f.filter { $0.0 != "to" }
         }
+        if !plan.iceRestarts.isEmpty { fields.append(("iceRestarts", .array(restarts.map(\.json)))) }
         Output.out(JSONValue.object(fields).serialized(pretty: true) + "\n")
     }
 
@@ -427,5 +449,84 @@ enum PublishCommand {
         guard let f = fopen(path, "w") else { return false }
         defer { fclose(f) }
         return fputs(text, f) >= 0
+    }
+}
+
+/// `--ice-restart-at`: at each time a PATCH asks the server for an ICE restart (RFC 9725 §4.3.3)
+/// on a thread of its own (the HTTP exchange blocks), and the publisher applies the answer; a
+/// refusal is said and the session goes on. The outcome of each, for the summary.
+final class ICERestarts: Sendable {
+    struct Outcome: Sendable {
+        var atMicros: Int64
+        var requested: Bool
+        var error: String?
+        /// The new pair's selection after the answer was applied (ms), read from the transport.
+        var recoveryMs: Int?
+        var text: String {
+            if let error { return "failed: \(error) (the session goes on)" }
+            return recoveryMs.map { "new pair selected \($0) ms after the answer" } ?? "answered; no new pair selected yet"
+        }
+        var json: JSONValue {
+            .object([
+                ("atSeconds", .double(Double(atMicros) / 1e6)), ("outcome", .string(error == nil ? "restarted" : "failed")),
+                ("error", error.map { .string($0) } ?? .null), ("recoveryMs", recoveryMs.map { .int(Int64($0)) } ?? .null)
+            ])
+        }
+    }
+    let outcomes = Locked<[Outcome]>([])
+    let thread: JoinableThread?
+    let stop = Locked(false)
+    let publisher: Publisher?
+
+    init(_ times: [Int64], whip: WHIPConnection?, publisher: Publisher?) {
+        self.publisher = publisher
+        guard !times.isEmpty, let whip, let publisher else {
+            thread = nil
+            return
+        }
+        let start = Clock.monotonicMicros()
+        let outcomes = self.outcomes, stop = self.stop
+        thread = JoinableThread(name: "pubbot-ice-restart") {
+            for at in times {
+                while Clock.monotonicMicros() < start + at {
+                    if stop.value || publisher.control.stopRequested { return }
+                    Clock.sleep(micros: min(50_000, max(1, start + at - Clock.monotonicMicros())))
+                }
+                switch whip.requestICERestart() {
+                case let .success(r):
+                    publisher.restartICE(r)
+                    outcomes.withLock { $0.append(Outcome(atMicros: at, requested: true)) }
+                case let .failure(e):
+                    Output.err("warning: ICE restart at \(Units.fixed(Double(at) / 1e6, 1)) s: \(e) — the session goes on\n")
+                    outcomes.withLock { $0.append(Outcome(atMicros: at, requested: true, error: e.description)) }
+                }
+            }
+        }
+    }
+
+    /// The last restart's recovery, once the transport reports it.
+    func tick() {
+        guard thread != nil, let p = publisher, let t = p.snapshot().network.transport,
+            let ms = t.lastRestartRecoveryMicros.map({ Int($0 / 1000) })
+        else {
+            return
+        }
+        outcomes.withLock { list in
+            if let i = list.lastIndex(where: { $0.error == nil }), list[i].recoveryMs == nil { list[i].recoveryMs = ms }
+        }
+    }
+
+    let joined = Locked(false)
+
+    /// Stops the schedule and waits for a PATCH in flight; once.
+    func finish() {
+        stop.value = true
+        guard
+            !joined.withLock({ j in
+                defer { j = true }; return j
+            })
+        else { return }
+        thread?.join()
+        tick()
     }
 }

@@ -235,7 +235,11 @@ enum TransportFields {
             ("srtpCipher", t.srtpCipher.map { .string($0) } ?? .null),
             ("iceDurationMs", t.iceDurationMs.map { .int(Int64($0)) } ?? .null),
             ("dtlsDurationMs", t.dtlsDurationMs.map { .int(Int64($0)) } ?? .null),
-            ("selectedCandidatePair", pair), ("transportFailure", t.failure.map { .string($0.reason) } ?? .null)
+            ("selectedCandidatePair", pair), ("transportFailure", t.failure.map { .string($0.reason) } ?? .null),
+            // ICE restarts (RFC 9725 §4.3.3): how many, the pairs they selected, the last one's time to a new pair.
+            ("iceRestarts", .int(Int64(t.iceRestarts))),
+            ("selectedCandidatePairChangesAfterRestart", .int(Int64(t.selectedPairChangesAfterRestart))),
+            ("lastIceRestartRecoveryMs", t.lastRestartRecoveryMicros.map { .int($0 / 1000) } ?? .null)
         ]
     }
 }

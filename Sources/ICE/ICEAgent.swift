@@ -100,8 +100,11 @@ public final class ICEAgent {
     public private(set) var roundTripMicros: Int64?
     var consentSentAt: [[UInt8]: Int64] = [:]
     public let lite: Bool
-    public let local: Credentials
+    public private(set) var local: Credentials
     public private(set) var remote: Credentials?
+    /// ICE restarts applied (`restart`), and the selected pair changes they brought.
+    public private(set) var restarts = 0
+    public private(set) var selectedPairChanges = 0
     let tieBreaker: UInt64
     let hmac: STUNHMAC
     var random: ICERandom
@@ -175,7 +178,29 @@ public final class ICEAgent {
     public func pollTransmit() -> Transmit? { outbox.isEmpty ? nil : outbox.removeFirst() }
     public func pollEvent() -> Event? { events.isEmpty ? nil : events.removeFirst() }
 
-    // MARK: timers
+    /// An ICE restart (RFC 8445 §9, RFC 8839 §4.4.1.1.1; RFC 9725 §4.3.3 by PATCH): new
+    /// credentials on both sides, the peer's new candidates in place of the old (§4.3.3: the
+    /// previous remote candidates are discarded), and every pair checked again. Until a new pair
+    /// is selected the previous one keeps carrying media (RFC 8445 §9: "the agent MUST continue
+    /// using the previously selected pair"); the new selection is a `.connected` event again.
+    /// Consent runs on the new pair from then. A lite agent only takes the new credentials.
+    public func restart(local newLocal: Credentials, remote newRemote: Credentials, remoteCandidates candidates: [ICECandidate], now: Int64)
+    {
+        self.now = now
+        local = newLocal
+        remote = newRemote
+        restarts += 1
+        remoteCandidates = []
+        pairs = []
+        triggered = []
+        selected = nil
+        consentTransactions = []
+        consentSentAt = [:]
+        nextConsent = .max
+        state = .checking
+        nextCheck = now
+        for c in candidates { addRemote(c) }
+    }
 
     /// Sends what is due at `now`; returns when to be called next (nil: nothing scheduled).
     public func step(now: Int64) -> Int64? {
@@ -444,6 +469,7 @@ public final class ICEAgent {
 
     func connect() {
         guard let s = selected else { return }
+        if restarts > 0 { selectedPairChanges += 1 }
         state = .connected
         lastConsent = now
         nextConsent = now + 4_000_000 + Int64(random.next() % 2_000_001)

@@ -2,7 +2,7 @@ import RTPCore
 import Net
 import SRTP
 import WebRTC
-import ICE
+public import ICE
 import DTLS
 
 extension PublisherSession {
@@ -21,6 +21,15 @@ extension PublisherSession {
         transportDue = wake ?? .max
         afterTransport(now: now)
         return wake
+    }
+
+    /// An ICE restart the server answered (RFC 9725 §4.3.3): ICE checks again on the new
+    /// credentials while media stays on the current path, then moves to the new pair.
+    public func restartICE(local: ICEAgent.Credentials, remote: ICEAgent.Credentials, remoteCandidates: [ICECandidate], now: Int64) {
+        guard let t = webrtc, !stopRequested else { return }
+        t.restartICE(local: local, remote: remote, remoteCandidates: remoteCandidates, now: now)
+        transportDue = nil
+        afterTransport(now: now)
     }
 
     /// A STUN or DTLS datagram (RFC 7983 first byte 0–3 or 20–63) from `from`.
@@ -83,6 +92,13 @@ extension PublisherSession {
                 connectedRemote = destination
                 if t.isRelayed, let turn = t.turn { relayServer = SocketAddress(turn.server) }
                 if !mediaStarted && !stopRequested { startMedia(now: now) }
+            case let .pathChanged(_, remote):
+                // After an ICE restart: media to the newly selected remote (DTLS and SRTP go on).
+                guard let destination = SocketAddress(remote) else {
+                    fail(TransportFailure(.ice, "the selected remote \(remote) is not a usable address")); break
+                }
+                connectedRemote = destination
+                relayServer = t.isRelayed ? t.turn.flatMap { SocketAddress($0.server) } : nil
             case let .failed(reason): fail(reason)
             case .closed:
                 if !stopRequested { fail(TransportFailure(.peer, "the server closed the DTLS connection (close_notify)")) }

@@ -99,6 +99,12 @@ public final class Publisher: Sendable {
         threads.withLock { $0 = [media, network] + (audio.map { [$0] } ?? []) }
     }
 
+    /// An ICE restart the server answered, applied by the network thread at once (it is woken).
+    public func restartICE(_ r: PublisherControl.ICERestart) {
+        control.requestICERestart(r)
+        mailbox.signal.signal()
+    }
+
     /// Asks both loops to finish (the network loop flushes, then sends BYE).
     public func stop() { control.requestStop() }
 

@@ -1,4 +1,5 @@
 public import Synchronization
+public import ICE
 
 /// The few values that cross into the media loop while it runs: stop, key-frame requests and
 /// per-layer target bitrates.
@@ -27,4 +28,26 @@ public final class PublisherControl: Sendable {
     }
 
     public func currentTargets() -> [Int] { targets.withLock { $0 } }
+
+    /// An ICE restart the server answered (RFC 9725 §4.3.3), for the network loop to apply.
+    public struct ICERestart: Sendable {
+        public var local: ICEAgent.Credentials
+        public var remote: ICEAgent.Credentials
+        public var remoteCandidates: [ICECandidate]
+        public init(local: ICEAgent.Credentials, remote: ICEAgent.Credentials, remoteCandidates: [ICECandidate]) {
+            self.local = local
+            self.remote = remote
+            self.remoteCandidates = remoteCandidates
+        }
+    }
+    let iceRestart = Mutex<ICERestart?>(nil)
+
+    /// Hands a restart to the network loop (the last one asked wins: RFC 9725 §4.3.3, a client
+    /// applies only the answer to its last request).
+    public func requestICERestart(_ r: ICERestart) { iceRestart.withLock { $0 = r } }
+    func takeICERestart() -> ICERestart? {
+        iceRestart.withLock { r in
+            defer { r = nil }; return r
+        }
+    }
 }

@@ -113,6 +113,9 @@ extension PublisherSession {
             mailbox.drain(into: &items)
             for item in items { handle(item) }
             socket.read(into: self, now: now)
+            if let r = control.takeICERestart() {
+                restartICE(local: r.local, remote: r.remote, remoteCandidates: r.remoteCandidates, now: now)
+            }
             exchange(with: control)
             let wake = step(now: now)
             exchange(with: control)

@@ -7,7 +7,7 @@ import RTPCore
 /// sequence space (transport-cc feedback), report, NACK and PLI timers and streams.
 final class PeerSession {
     let index: Int
-    let address: SocketAddress
+    var address: SocketAddress
     var order: [UInt32] = []
     /// Its video streams (what the NACK tick looks at), in `order`'s order.
     var videoStreams: [ReceiveStream] = []

@@ -308,6 +308,14 @@ extension ReceiverSession {
                 }
             case let .failed(reason): fail(peer, reason)
             case .closed: peer.state.state = .closed
+            case let .pathChanged(_, remote):
+                // After an ICE restart: feedback to the new address; what was in flight on the
+                // old one is still taken (RFC 8445 §9).
+                guard let address = SocketAddress(remote), let session = peer.peer else { continue }
+                peerIndex[address] = session.index
+                rtcByAddress[address] = peer
+                session.address = address
+                peer.state.remote = remote.description
             }
         }
     }

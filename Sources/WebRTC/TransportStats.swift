@@ -29,6 +29,13 @@ public struct TransportStats: Sendable, Equatable {
     public var turnRefreshes = 0
     /// The peer sent close_notify.
     public var closedByPeer = false
+    /// ICE restarts applied, the selected-pair changes they brought (W3C
+    /// `RTCTransportStats.selectedCandidatePairChanges` counts the first selection too: this
+    /// counts the ones after a restart), and how long the last restart took to select a new
+    /// pair (µs; nil while it has not).
+    public var iceRestarts = 0
+    public var selectedPairChangesAfterRestart = 0
+    public var lastRestartRecoveryMicros: Int64?
     /// Why the transport failed (ICE, DTLS, TURN, consent), once it has; its owner may add a
     /// failure of its own (the keys refused by SRTP, the peer gone).
     public var failure: TransportFailure?
@@ -59,6 +66,9 @@ extension WebRTCTransport {
             s.turnRefreshes = turn.refreshes
         }
         s.closedByPeer = closedByPeer
+        s.iceRestarts = iceRestarts
+        s.selectedPairChangesAfterRestart = ice.selectedPairChanges
+        s.lastRestartRecoveryMicros = lastRestartRecoveryMicros
         s.failure = failure
         return s
     }

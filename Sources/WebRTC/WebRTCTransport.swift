@@ -17,6 +17,9 @@ public final class WebRTCTransport {
         case failed(TransportFailure)
         /// The peer closed DTLS (close_notify).
         case closed
+        /// After an ICE restart, ICE selected a new pair: media goes to `remote` from `local`
+        /// now (DTLS and SRTP go on unchanged over it, RFC 8445 §9).
+        case pathChanged(local: STUNAddress, remote: STUNAddress)
     }
 
     public let ice: ICEAgent
@@ -40,6 +43,10 @@ public final class WebRTCTransport {
     public private(set) var closedByPeer = false
     /// Datagrams that were none of STUN, DTLS or RTP/RTCP (dropped, counted).
     public private(set) var unknownDatagrams = 0
+    /// ICE restarts applied and when the last one began and recovered (a new pair selected).
+    public private(set) var iceRestarts = 0
+    public private(set) var lastRestartMicros: Int64?
+    public private(set) var lastRestartRecoveryMicros: Int64?
 
     /// When the first call came in, ICE selected a pair and DTLS finished (µs, the caller's clock).
     public private(set) var startedMicros: Int64?
@@ -139,6 +146,21 @@ public final class WebRTCTransport {
         }
     }
 
+    /// An ICE restart with the credentials and candidates the server's answer gave (RFC 9725
+    /// §4.3.3): ICE checks again while media stays on the current path; the new pair, once
+    /// selected, is a `.pathChanged` event. DTLS is not touched.
+    public func restartICE(local: ICEAgent.Credentials, remote: ICEAgent.Credentials, remoteCandidates: [ICECandidate], now: Int64) {
+        nowMicros = now
+        iceRestarts += 1
+        lastRestartMicros = now
+        lastRestartRecoveryMicros = nil
+        ice.restart(local: local, remote: remote, remoteCandidates: remoteCandidates, now: now)
+        if let turn, let relay = turn.relay {
+            for c in remoteCandidates where c.address.ip.count == relay.ip.count { turn.permit(c.address) }
+        }
+        pump()
+    }
+
     /// Ends the session: close_notify to the peer.
     public func close() {
         dtls.close()
@@ -163,8 +185,13 @@ public final class WebRTCTransport {
         while let e = ice.pollEvent() {
             switch e {
             case let .connected(local, remote):
+                let before = path
                 path = (local.address, remote.address)
                 if iceConnectedMicros == nil { iceConnectedMicros = nowMicros }
+                if let started = lastRestartMicros, lastRestartRecoveryMicros == nil { lastRestartRecoveryMicros = nowMicros - started }
+                if isConnected, let b = before, b.local != local.address || b.remote != remote.address || iceRestarts > 0 {
+                    events.append(.pathChanged(local: local.address, remote: remote.address))
+                }
                 if !dtlsStarted {
                     dtlsStarted = true
                     dtls.start() // the client's ClientHello; a server waits

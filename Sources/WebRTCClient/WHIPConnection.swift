@@ -91,6 +91,10 @@ public final class WHIPConnection: @unchecked Sendable {
     /// What the answer decided, for the summary and stats (name → value, in order).
     public let summary: [(String, String)]
     let ending: SessionEnd
+    /// The candidates the offer carried (a restart's PATCH carries them again), and the ICE
+    /// session's entity-tag (the 201's, then each restart's).
+    let localCandidates: [ICECandidate]
+    let entityTag: Mutex<String?>
 
     /// Sets the connection up; blocks for the STUN queries (≤ 4 s) and the HTTP exchange.
     public static func open(
@@ -165,7 +169,8 @@ public final class WHIPConnection: @unchecked Sendable {
         if turn != nil && options.policy != .relay { turn?.permit(first.address) } // early permission for the server's candidate
         return WHIPConnection(
             resource: resource, negotiated: n, config: c, socket: socket, local: local,
-            transport: WebRTCTransport(ice: ice, dtls: dtls, turn: turn), turnTCP: turnTCP, summary: summary, token: options.token)
+            transport: WebRTCTransport(ice: ice, dtls: dtls, turn: turn), turnTCP: turnTCP, summary: summary, token: options.token,
+            localCandidates: offered)
     }
 
     /// This socket's candidates: the host one, server-reflexive ones from the STUN servers, and a
@@ -269,8 +274,11 @@ public final class WHIPConnection: @unchecked Sendable {
 
     init(
         resource: WHIPSession, negotiated: NegotiatedSession, config: PublisherConfig, socket: UDPSocket, local: STUNAddress,
-        transport: WebRTCTransport, turnTCP: (any TURNStream)?, summary: [(String, String)], token: String?
+        transport: WebRTCTransport, turnTCP: (any TURNStream)?, summary: [(String, String)], token: String?,
+        localCandidates: [ICECandidate]
     ) {
+        self.localCandidates = localCandidates
+        entityTag = Mutex(resource.etag)
         self.turnTCP = turnTCP
         self.resource = resource
         self.negotiated = negotiated
@@ -285,6 +293,45 @@ public final class WHIPConnection: @unchecked Sendable {
     /// Ends the session on the server (DELETE, RFC 9725 §4.3); once. Returns the failure, if any.
     @discardableResult
     public func end() -> WHIPError? { ending.end() }
+
+    /// Asks the server for an ICE restart (RFC 9725 §4.3.3): new credentials and the offer's
+    /// candidates in an `application/trickle-ice-sdpfrag` PATCH with `If-Match: "*"`; the 200's
+    /// fragment gives the server's new credentials and candidates (the publisher applies them:
+    /// `Publisher.restartICE`) and its ETag is kept. Blocks for the HTTP exchange; a refusal is
+    /// an error and the session goes on (§4.3.3: a failed restart does not end it).
+    public func requestICERestart(timeoutMillis: Int = 5_000) -> Result<PublisherControl.ICERestart, WHIPConnectError> {
+        guard resource.hasLocation else { return .failure(WHIPConnectError("the server gave no session URL (Location): nothing to PATCH")) }
+        let credentials = ICEAgent.Credentials(random: SecureRandom.bytes(32))
+        // Only the offerer-tagged m-line of the bundle, the offer's first (RFC 9725 §4.3.3).
+        let first = negotiated.audio.map { ("audio", $0) } ?? negotiated.video.map { ("video", $0) }
+        var body = "m=\(first?.0 ?? "audio") 9 UDP/TLS/RTP/SAVPF \(first?.1.payloadType ?? 0)\r\na=mid:\(first?.1.mid ?? "0")\r\n"
+        body += "a=ice-ufrag:\(credentials.ufrag)\r\na=ice-pwd:\(credentials.password)\r\n"
+        for c in localCandidates { body += "a=\(c.description)\r\n" }
+        body += "a=end-of-candidates\r\n"
+        let r = SignalingClient.send(
+            "PATCH", resource.resourceURL, body: body, headers: ["Content-Type: application/trickle-ice-sdpfrag", "If-Match: \"*\""],
+            token: ending.token, timeoutMillis: timeoutMillis)
+        if let e = r.error { return .failure(WHIPConnectError("ICE restart: \(e.message)")) }
+        guard r.status == 200 else {
+            let said = r.body.isEmpty ? "" : ": \(SignalingClient.sanitizedText(r.body))"
+            return .failure(WHIPConnectError("the server refused the ICE restart (HTTP \(r.status))\(said)"))
+        }
+        guard let ufrag = ConformanceCheck.attribute("ice-ufrag", in: r.body), let pwd = ConformanceCheck.attribute("ice-pwd", in: r.body)
+        else {
+            return .failure(WHIPConnectError("the server's ICE restart answer has no a=ice-ufrag/a=ice-pwd"))
+        }
+        var remotes: [ICECandidate] = []
+        for line in r.body.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }) where line.hasPrefix("a=candidate:") {
+            if let c = try? ICECandidate.parse(line.dropFirst(2)), c.address.ip.count == local.ip.count, !remotes.contains(c) {
+                remotes.append(c)
+            }
+        }
+        guard !remotes.isEmpty else {
+            return .failure(WHIPConnectError("the server's ICE restart answer has no candidate pubbot can reach"))
+        }
+        entityTag.withLock { $0 = r.header("etag") ?? $0 }
+        return .success(.init(local: credentials, remote: .init(ufrag: ufrag, password: pwd), remoteCandidates: remotes))
+    }
 
     /// `http(s)://host[:port]/…` → host and port (IPv6 in brackets).
     static func endpointHostPort(_ url: String) -> (String, Int)? {

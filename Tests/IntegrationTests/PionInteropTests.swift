@@ -133,4 +133,57 @@ struct PionInteropTests {
             pliSent >= 0 && pliCounted <= pliSent && (pliSent == 0 || pliCounted >= 1),
             "pubbot sent \(pliSent) PLIs, pion counted: \(stats)")
     }
+
+    /// An ICE restart by PATCH (RFC 9725 §4.3.3) 3 s into an 8 s publish: pion applies the new
+    /// credentials (its own "restart" event), pubbot selects the new pair and moves the media
+    /// there in the same DTLS and SRTP session, and pion's count of every stream is pubbot's
+    /// within a few packets (those in flight on the old path as pion closed it).
+    @Test func anICERestartKeepsTheMediaGoing() throws {
+        let pion = try PeerProcess(pionEndpoint, ["-limit", "60"])
+        defer { pion.stop() }
+        try #require(pion.wait(for: "LISTENING ", micros: 10_000_000), "\(pion.text)")
+        let port = try #require(pion.text.split(separator: "\n").first { $0.hasPrefix("LISTENING ") }.flatMap { Int($0.dropFirst(10)) })
+        let r = try runPubbot(
+            WHIPInteropTests.binary,
+            ["publish", "--whip", "http://127.0.0.1:\(port)/whip", "--duration", "8s", "--ice-restart-at", "3s", "--json"])
+        #expect(r.code == 0, "\(r.err)")
+        #expect(!r.err.contains("port unreachable"), "\(r.err)")
+        #expect(pion.wait(for: "\"event\":\"stats\"", micros: 5_000_000), "\(pion.text)")
+        #expect(pion.text.contains("\"event\":\"restart\""), "pion never restarted: \(pion.text)")
+        let published = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
+        let restarts = try #require(published["iceRestarts"] as? [[String: Any]])
+        #expect(restarts.count == 1 && restarts.first?["outcome"] as? String == "restarted", "\(restarts)")
+        let whip = try #require(published["whip"] as? [String: Any])
+        #expect(whip["iceRestarts"] as? Int == 1 && whip["selectedCandidatePairChangesAfterRestart"] as? Int == 1, "\(whip)")
+        #expect((whip["lastIceRestartRecoveryMs"] as? Int ?? 9_999) < 1_000, "\(whip)")
+        let lines = pion.text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        let stats = try #require(lines.first { $0["event"] as? String == "stats" }?["tracks"] as? [[String: Any]])
+        let streams = try #require(published["streams"] as? [[String: Any]])
+        #expect(stats.count == 4, "\(stats)")
+        for t in stats {
+            let ssrc = t["ssrc"] as? Int ?? -1, packets = t["packets"] as? Int ?? 0
+            let sent = streams.first { $0["ssrc"] as? Int == ssrc }?["packetsSent"] as? Int ?? 0
+            #expect(
+                sent > 100 && packets >= sent - 8 && packets <= sent,
+                "\(t["kind"] ?? "") \(t["rid"] ?? ""): pion \(packets), pubbot sent \(sent)")
+        }
+    }
+
+    /// A server that does not restart (pubbot's own endpoint answers PATCH 405): one warning,
+    /// the session goes on, the run succeeds with the restart said to have failed.
+    @Test func aRefusedRestartIsSaidAndTheSessionGoesOn() throws {
+        let receiver = try PeerProcess(
+            WHIPInteropTests.binary, ["receive", "--whip-listen", "127.0.0.1:0", "--duration", "30s", "--no-decode"])
+        defer { receiver.stop() }
+        try #require(receiver.wait(for: "/whip (media", micros: 10_000_000), "\(receiver.text)")
+        let url = try #require(receiver.text.split(separator: " ").first { $0.hasPrefix("http://") }.map(String.init))
+        let r = try runPubbot(WHIPInteropTests.binary, ["publish", "--whip", url, "--duration", "5s", "--ice-restart-at", "2s", "--json"])
+        #expect(r.code == 0, "\(r.err)")
+        #expect(r.err.contains("warning: ICE restart at 2.0 s: the server refused the ICE restart (HTTP 405)"), "\(r.err)")
+        let published = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
+        let restarts = try #require(published["iceRestarts"] as? [[String: Any]])
+        #expect(restarts.first?["outcome"] as? String == "failed", "\(restarts)")
+        let streams = try #require(published["streams"] as? [[String: Any]])
+        #expect(streams.allSatisfy { ($0["packetsSent"] as? Int ?? 0) > 50 }, "\(streams)")
+    }
 }

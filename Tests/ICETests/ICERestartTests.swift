@@ -1,0 +1,83 @@
+import Testing
+import ICE
+import RTPCore
+
+/// ICE restart (RFC 8445 §9; RFC 9725 §4.3.3 by PATCH), in virtual time: both agents take new
+/// credentials, the peer's new candidates replace the old, and a new pair is selected while the
+/// old one is not lost before it; checks with the old credentials are refused after.
+@Suite struct ICERestartTests {
+    static let serverMoved = STUNAddress(ip: [10, 0, 0, 1], port: 8190)
+    static let newPublisher = ICEAgent.Credentials(ufrag: "pub2", password: "publisher-password-22-v2")
+    static let newServer = ICEAgent.Credentials(ufrag: "srv2", password: "server-password-24-chars-v2")
+
+    /// A full (not lite) controlled server, as pion is.
+    func fullServer() -> ICEAgent {
+        let s = ICEAgent(
+            role: .controlled, local: serverCredentials, remote: publisherCredentials, tieBreaker: 0x99, seed: 2, hmacSHA1: hmac)
+        s.addLocal(.host(serverAddress))
+        s.addLocal(.host(Self.serverMoved))
+        s.addRemote(.host(publisherAddress))
+        return s
+    }
+
+    func connected(_ net: VirtualNet, _ k: Int) -> [(Int64, ICECandidate)] {
+        net.events.compactMap { e in
+            guard e.1 == k, case let .connected(_, remote) = e.2 else { return nil }
+            return (e.0, remote)
+        }
+    }
+
+    @Test func aRestartSelectsTheNewPairAndKeepsTheOldUntilThen() {
+        let p = publisher()
+        let s = fullServer()
+        let net = VirtualNet()
+        net.add(p, [publisherAddress])
+        net.add(s, [serverAddress, Self.serverMoved])
+        net.run(until: 2_000_000) { p.state == .connected && s.state == .connected }
+        #expect(p.state == .connected && p.selectedPair?.remote.address == serverAddress)
+        net.run(until: 3_000_000)
+        // The server restarts (its PATCH handler) on the new credentials, and answers with its
+        // new candidate only; the publisher applies that answer.
+        let t0 = net.now
+        s.restart(local: Self.newServer, remote: Self.newPublisher, remoteCandidates: [.host(publisherAddress)], now: t0)
+        p.restart(local: Self.newPublisher, remote: Self.newServer, remoteCandidates: [.host(Self.serverMoved)], now: t0)
+        #expect(p.state == .checking && p.restarts == 1)
+        // Until the new pair is chosen nothing is lost: the transport keeps the previous path.
+        net.run(until: t0 + 2_000_000) { p.state == .connected && s.state == .connected }
+        let after = connected(net, 0).filter { $0.0 >= t0 }
+        #expect(after.count == 1 && after.first?.1.address == Self.serverMoved, "\(after)")
+        #expect(p.selectedPair?.remote.address == Self.serverMoved && p.selectedPairChanges == 1)
+        #expect((after.first?.0 ?? .max) - t0 < 500_000, "the new pair within half a second")
+        // Consent goes on over the new pair, under the new credentials: still connected 40 s on
+        // (30 s without consent would fail it), and nothing of the old credentials is accepted.
+        let rejectedBefore = s.counters.rejected
+        net.run(until: t0 + 40_000_000)
+        #expect(p.state == .connected && s.state == .connected)
+        #expect(s.counters.rejected == rejectedBefore, "checks under the old credentials after the restart")
+    }
+
+    @Test func aCheckUnderTheOldCredentialsIsRefusedAfterTheRestart() {
+        let s = fullServer()
+        s.restart(local: Self.newServer, remote: Self.newPublisher, remoteCandidates: [.host(publisherAddress)], now: 0)
+        // A publisher still on the first credentials: its checks fail integrity (401), it never connects.
+        let p = publisher()
+        let net = VirtualNet()
+        net.add(p, [publisherAddress])
+        net.add(s, [serverAddress, Self.serverMoved])
+        net.run(until: 3_000_000)
+        #expect(p.state != .connected && s.counters.rejected > 0)
+    }
+
+    @Test func aLiteAgentTakesTheNewCredentials() {
+        let s = liteServer()
+        s.restart(local: Self.newServer, remote: Self.newPublisher, remoteCandidates: [], now: 0)
+        let p = ICEAgent(role: .controlling, local: Self.newPublisher, remote: Self.newServer, tieBreaker: 0x1234, seed: 1, hmacSHA1: hmac)
+        p.addLocal(.host(publisherAddress))
+        p.addRemote(.host(serverAddress))
+        let net = VirtualNet()
+        net.add(p, [publisherAddress])
+        net.add(s, [serverAddress])
+        net.run(until: 2_000_000) { p.state == .connected }
+        #expect(p.state == .connected && s.state == .connected && s.restarts == 1)
+    }
+}
