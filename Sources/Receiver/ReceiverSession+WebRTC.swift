@@ -169,6 +169,38 @@ extension ReceiverSession {
         release(peer)
     }
 
+    /// An ICE restart a WHIP client asked for by PATCH (RFC 9725 §4.3.3), answered by the
+    /// endpoint with `local`: the publisher's transport takes the new credentials (an ICE-lite
+    /// agent: the client's next USE-CANDIDATE check selects the path again) while its media keeps
+    /// arriving on the old path; DTLS and SRTP go on. False when no such session is live.
+    @discardableResult
+    public func restartPublisher(
+        resource: String, local: ICEAgent.Credentials, remote: ICEAgent.Credentials, remoteCandidates: [ICECandidate], now: Int64
+    ) -> Bool {
+        guard let w = webrtc, let peer = rtcPeers.first(where: { $0.spec.resource == resource }) else { return false }
+        for (u, r) in rtcRestarted where r.peer === peer { rtcRestarted[u] = nil }
+        rtcRestarted[local.ufrag] = (peer, local.password)
+        peer.transport.restartICE(
+            local: local, remote: remote, remoteCandidates: remoteCandidates.filter { $0.address.ip.count == w.local.ip.count }, now: now)
+        for r in remoteCandidates { if let a = SocketAddress(r.address) { rtcByAddress[a] = peer } }
+        peer.transportWake = 0
+        after(peer, now: now)
+        return true
+    }
+
+    /// Candidates a WHIP client trickled by PATCH (RFC 9725 §4.3.2). An ICE-lite agent checks
+    /// nothing itself: they are noted, and their addresses find the session. False when no such
+    /// session is live.
+    @discardableResult
+    public func addRemoteCandidates(resource: String, _ candidates: [ICECandidate]) -> Bool {
+        guard let w = webrtc, let peer = rtcPeers.first(where: { $0.spec.resource == resource }) else { return false }
+        for c in candidates where c.address.ip.count == w.local.ip.count {
+            peer.transport.ice.addRemote(c)
+            if let a = SocketAddress(c.address) { rtcByAddress[a] = peer }
+        }
+        return true
+    }
+
     /// Whether the first WebRTC peer's transport is connected now (ICE and DTLS done): a WHEP
     /// subscriber's one server, asked once a second by the fleet without a snapshot.
     public var transportConnected: Bool { rtcPeers.first?.state.state == .connected }
@@ -231,6 +263,7 @@ extension ReceiverSession {
         default: if peer.consentLost { snap.webrtcEndings.consentLost += 1 } else { snap.webrtcEndings.failed += 1 }
         }
         rtcPending[peer.spec.localUfrag] = nil
+        for (u, r) in rtcRestarted where r.peer === peer { rtcRestarted[u] = nil }
         for (a, p) in rtcByAddress where p === peer { rtcByAddress[a] = nil }
         rtcPeers.removeAll { $0 === peer }
         // Abandoned sessions (offers that never ran ICE: what a flood leaves) are only counted;
@@ -258,13 +291,13 @@ extension ReceiverSession {
         var peer = rtcByAddress[from]
         if peer == nil, let b0 = bytes.first, b0 <= 3 {
             let user = bytes.withUnsafeBufferPointer { try? STUNMessage.parse(Span(_unsafeElements: $0)) }?.username
-            if let ufrag = user?.split(separator: ":").first, let p = rtcPending[String(ufrag)] {
+            let ufrag = user?.split(separator: ":").first.map(String.init) ?? ""
+            if let (p, password) = rtcPending[ufrag].map({ ($0, $0.spec.localPassword) }) ?? rtcRestarted[ufrag] {
                 peer = p
                 // The source is bound to the session only once the request proves it knows the
                 // session's password (RFC 8445 §7.3: MESSAGE-INTEGRITY, and FINGERPRINT, verify).
                 if STUNMessage.verifyFingerprint(bytes) == true,
-                    STUNMessage.verifyIntegrity(
-                        bytes, key: Array(p.spec.localPassword.utf8), hmacSHA1: { Crypto.hmacSHA1(key: $0, data: $1) })
+                    STUNMessage.verifyIntegrity(bytes, key: Array(password.utf8), hmacSHA1: { Crypto.hmacSHA1(key: $0, data: $1) })
                 {
                     rtcByAddress[from] = p
                 }

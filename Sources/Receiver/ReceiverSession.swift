@@ -56,6 +56,9 @@ public final class ReceiverSession {
     var rtcPeers: [WebRTCPeer] = []
     var rtcPending: [String: WebRTCPeer] = [:]
     var rtcByAddress: [SocketAddress: WebRTCPeer] = [:]
+    /// After an ICE restart (RFC 9725 §4.3.3): the session's new ufrag → the peer and its new
+    /// password, so a check from an address not seen before finds it.
+    var rtcRestarted: [String: (peer: WebRTCPeer, password: String)] = [:]
     /// What became of the sessions that ended (their slots freed), the last `endedKept`.
     var rtcEnded: [WebRTCPublisherState] = []
     var endedResources: [String] = []

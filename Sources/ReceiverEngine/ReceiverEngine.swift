@@ -1,4 +1,5 @@
 public import Transport
+public import ICE
 @_exported public import Receiver
 import Stats
 import Impairment
@@ -28,7 +29,11 @@ public final class ReceiverEngine: Sendable {
     /// Wakes the receive thread when a command comes (it may be waiting up to 20 ms for its
     /// next timer, and the WHIP endpoint's POST waits for the command to be taken).
     let commandSignal = try? EventSignal()
-    enum Command: Sendable { case add(WebRTCPublisherSpec, seed: UInt64), remove(String) }
+    enum Command: Sendable {
+        case add(WebRTCPublisherSpec, seed: UInt64), remove(String)
+        case restart(String, local: ICEAgent.Credentials, remote: ICEAgent.Credentials, candidates: [ICECandidate])
+        case trickle(String, [ICECandidate])
+    }
     /// Receive thread → WHIP endpoint: sessions that ended on their own (abandoned, failed,
     /// consent lost, closed by the peer), whose slots are free.
     let ended = Locked<[String]>([])
@@ -50,6 +55,19 @@ public final class ReceiverEngine: Sendable {
         commandSignal?.signal()
         let deadline = Clock.monotonicMicros() + 100_000
         while commands.withLock({ !$0.isEmpty }) && Clock.monotonicMicros() < deadline && thread.value != nil { Clock.sleep(micros: 500) }
+    }
+
+    /// A WHIP ICE restart by PATCH (RFC 9725 §4.3.3): the publisher's transport takes the new
+    /// credentials on the receive thread, which is woken.
+    public func restartPublisher(resource: String, local: ICEAgent.Credentials, remote: ICEAgent.Credentials, candidates: [ICECandidate]) {
+        commands.withLock { $0.append(.restart(resource, local: local, remote: remote, candidates: candidates)) }
+        commandSignal?.signal()
+    }
+
+    /// Candidates a WHIP client trickled by PATCH (RFC 9725 §4.3.2).
+    public func addRemoteCandidates(resource: String, _ candidates: [ICECandidate]) {
+        commands.withLock { $0.append(.trickle(resource, candidates)) }
+        commandSignal?.signal()
     }
 
     /// A WHIP DELETE: the publisher's transport is closed.
@@ -158,6 +176,10 @@ public final class ReceiverEngine: Sendable {
                 switch c {
                 case let .add(spec, seed): session.addPublisher(spec, seed: seed, now: Clock.monotonicMicros())
                 case let .remove(resource): session.removePublisher(resource: resource)
+                case let .restart(resource, local, remote, candidates):
+                    session.restartPublisher(
+                        resource: resource, local: local, remote: remote, remoteCandidates: candidates, now: Clock.monotonicMicros())
+                case let .trickle(resource, candidates): session.addRemoteCandidates(resource: resource, candidates)
                 }
             }
             read()

@@ -10,8 +10,8 @@ import Platform
 /// /whip` with an SDP offer creates a session (201, `Location: /whip/<id>`, the answer:
 /// ICE-lite, DTLS client, the offer's payload types and extension IDs, simulcast as offered);
 /// `DELETE /whip/<id>` ends it. A bearer token, when set, is required (401 otherwise), compared
-/// byte for byte in constant time. Trickle ICE (PATCH) is not offered (405, RFC 9725 §4.3.1
-/// allows it). CORS (RFC 9725 §4.2, Fetch): `OPTIONS` is answered without a token, and every
+/// byte for byte in constant time. `PATCH /whip/<id>` takes trickle ICE (204) and ICE restarts
+/// (200 with the endpoint's new credentials and a new ETag) as RFC 9725 §4.3 says. CORS (RFC 9725 §4.2, Fetch): `OPTIONS` is answered without a token, and every
 /// answer names the origin and exposes Location, Link, ETag and Accept-Patch, so a page on
 /// another origin can publish. Sessions the receiver ended (ICE never connected, DTLS failed,
 /// consent lost) free their slots: the cap counts live sessions.
@@ -20,6 +20,16 @@ public final class WHIPEndpoint: @unchecked Sendable {
     public var port: Int { server.port }
     /// Live sessions by resource id (the HTTP thread's own bookkeeping).
     let sessions = Locked<Set<String>>([])
+    /// Each session's ICE as PATCHes change it (RFC 9725 §4.3): the client's current ufrag, the
+    /// strong entity-tag of the ICE session, the restarts so far, the offerer-tagged m-line.
+    struct ICESession: Sendable {
+        var remoteUfrag: String
+        var etag: String
+        var restarts = 0
+        var mline: String
+        var mid: String
+    }
+    let iceSessions = Locked<[String: ICESession]>([:])
 
     public struct StartError: Error, CustomStringConvertible {
         public var description: String
@@ -50,7 +60,7 @@ public final class WHIPEndpoint: @unchecked Sendable {
         candidates: [ICECandidate], maxSessions: Int, limits: HTTPServer.Limits = HTTPServer.Limits()
     ) throws(StartError) {
         self.receiver = receiver
-        let sessions = self.sessions, answered = self.answered, ended = self.ended
+        let sessions = self.sessions, answered = self.answered, ended = self.ended, iceSessions = self.iceSessions
         @Sendable func release(_ gone: [String]) {
             guard !gone.isEmpty else { return }
             sessions.withLock { s in for g in gone { s.remove(g) } }
@@ -67,19 +77,25 @@ public final class WHIPEndpoint: @unchecked Sendable {
                     // Slots of sessions the receiver ended are free before this request counts them.
                     release(receiver.takeEndedResources())
                     let response = Self.create(
-                        r, receiver: receiver, sessions: sessions, fingerprint: fingerprint, candidates: candidates,
-                        maxSessions: maxSessions)
+                        r, receiver: receiver, sessions: sessions, iceSessions: iceSessions, fingerprint: fingerprint,
+                        candidates: candidates, maxSessions: maxSessions)
                     if response.status == 201 { answered.withLock { $0 += 1 } }
                     return response
                 } delete: { id in
                     release(receiver.takeEndedResources())
                     if sessions.withLock({ $0.remove(id) }) != nil {
+                        iceSessions.withLock { $0[id] = nil }
                         receiver.removePublisher(resource: id)
                         return true
                     }
                     return ended.withLock { e in e.firstIndex(of: id).map { e.remove(at: $0) } != nil }
                 } exists: { id in
                     sessions.withLock { $0.contains(id) } || ended.withLock { $0.contains(id) }
+                } patch: { id, r in
+                    guard sessions.withLock({ $0.contains(id) }) else {
+                        return HTTPResponse(status: 404, text: "the WHIP session has ended\n")
+                    }
+                    return Self.patch(r, id: id, iceSessions: iceSessions, receiver: receiver, candidates: candidates)
                 }
                 response.headers += Self.corsHeaders(r)
                 return response
@@ -94,7 +110,8 @@ public final class WHIPEndpoint: @unchecked Sendable {
     /// with a method it does not take.
     static func route(
         _ r: HTTPRequest, expected: [UInt8]?, create: (HTTPRequest) -> HTTPResponse, delete: (String) -> Bool,
-        exists: (String) -> Bool
+        exists: (String) -> Bool,
+        patch: (String, HTTPRequest) -> HTTPResponse = { _, _ in HTTPResponse(status: 405, headers: [("Allow", "DELETE, OPTIONS")]) }
     ) -> HTTPResponse {
         let parts = r.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
         let collection = parts.count == 1 && parts.first == "whip"
@@ -103,7 +120,10 @@ public final class WHIPEndpoint: @unchecked Sendable {
             // The CORS preflight carries no credentials (Fetch §4.8): answered without a token.
             return HTTPResponse(
                 status: 204,
-                headers: [("Allow", collection ? "POST, OPTIONS" : "DELETE, PATCH, OPTIONS"), ("Accept-Post", "application/sdp")])
+                headers: [
+                    ("Allow", collection ? "POST, OPTIONS" : "DELETE, PATCH, OPTIONS"), ("Accept-Post", "application/sdp"),
+                    ("Accept-Patch", "application/trickle-ice-sdpfrag")
+                ])
         }
         if let expected, let refusal = authorize(r, expected: expected) { return refusal }
         // RFC 9725 §4.1: the resources have no representation; a GET is a 2xx with no content.
@@ -121,9 +141,7 @@ public final class WHIPEndpoint: @unchecked Sendable {
         case "DELETE":
             return delete(id) ? HTTPResponse(status: 200) : HTTPResponse(status: 404, text: "no such WHIP session\n")
         case "PATCH":
-            return HTTPResponse(
-                status: 405, headers: [("Allow", "DELETE, OPTIONS")],
-                body: Array("trickle ICE is not supported: send every candidate in the offer\n".utf8))
+            return patch(id, r)
         default:
             return HTTPResponse(
                 status: 405, headers: [("Allow", "DELETE, PATCH, OPTIONS")], body: Array("a WHIP session takes DELETE\n".utf8))
@@ -169,8 +187,8 @@ public final class WHIPEndpoint: @unchecked Sendable {
     }
 
     static func create(
-        _ r: HTTPRequest, receiver: ReceiverEngine, sessions: Locked<Set<String>>, fingerprint: String,
-        candidates: [ICECandidate], maxSessions: Int
+        _ r: HTTPRequest, receiver: ReceiverEngine, sessions: Locked<Set<String>>, iceSessions: Locked<[String: ICESession]>,
+        fingerprint: String, candidates: [ICECandidate], maxSessions: Int
     ) -> HTTPResponse {
         guard r.header("content-type")?.lowercased().hasPrefix("application/sdp") == true else {
             return HTTPResponse(status: 415, text: "the offer must be Content-Type: application/sdp\n")
@@ -208,9 +226,75 @@ public final class WHIPEndpoint: @unchecked Sendable {
         }
         receiver.addPublisher(spec)
         sessions.withLock { _ = $0.insert(id) }
+        let (mline, mid) = firstSection(answer.sdp)
+        let etag = "\"\(id)-0\""
+        iceSessions.withLock { $0[id] = ICESession(remoteUfrag: answer.remoteUfrag, etag: etag, mline: mline, mid: mid) }
         return HTTPResponse(
-            status: 201, headers: [("Content-Type", "application/sdp"), ("Location", "/whip/\(id)"), ("ETag", "\"\(id)\"")],
+            status: 201, headers: [("Content-Type", "application/sdp"), ("Location", "/whip/\(id)"), ("ETag", etag)],
             body: Array(answer.sdp.utf8))
+    }
+
+    /// A PATCH on a live session (RFC 9725 §4.3.1): an `application/trickle-ice-sdpfrag` (RFC
+    /// 8840) or 415; `If-Match` required (428) and current or "*" (412). New credentials are an
+    /// ICE restart (§4.3.3): the endpoint's new ufrag/pwd and its candidates in a 200 with a new
+    /// ETag, the receive thread told; the same credentials are a trickle (§4.3.2): the
+    /// candidates noted, 204 without body or ETag. A malformed fragment is a 400.
+    static func patch(
+        _ r: HTTPRequest, id: String, iceSessions: Locked<[String: ICESession]>, receiver: ReceiverEngine, candidates: [ICECandidate]
+    ) -> HTTPResponse {
+        guard r.header("content-type")?.lowercased().hasPrefix("application/trickle-ice-sdpfrag") == true else {
+            return HTTPResponse(status: 415, text: "a PATCH takes Content-Type: application/trickle-ice-sdpfrag\n")
+        }
+        guard let match = r.header("if-match")?.trimmingSpaces, !match.isEmpty else {
+            return HTTPResponse(status: 428, text: "a PATCH needs If-Match (the session's ETag, or \"*\" for an ICE restart)\n")
+        }
+        let text = String(decoding: r.body.prefix(16_384), as: UTF8.self)
+        var ufrag: String?, password: String?
+        var remote: [ICECandidate] = []
+        for line in text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }) {
+            if line.hasPrefix("a=ice-ufrag:") { ufrag = String(line.dropFirst(12)) }
+            if line.hasPrefix("a=ice-pwd:") { password = String(line.dropFirst(10)) }
+            if line.hasPrefix("a=candidate:") {
+                // A candidate of another transport or an unresolvable address is skipped (§4.3.2).
+                if let c = try? ICECandidate.parse(line.dropFirst(2)) { remote.append(c) }
+            }
+        }
+        return iceSessions.withLock { table -> HTTPResponse in
+            guard var s = table[id] else { return HTTPResponse(status: 404, text: "the WHIP session has ended\n") }
+            guard match == "*" || match == "\"*\"" || match == s.etag else {
+                return HTTPResponse(status: 412, text: "the ICE session changed: If-Match \(s.etag) or \"*\"\n")
+            }
+            guard let u = ufrag, u != s.remoteUfrag else {
+                receiver.addRemoteCandidates(resource: id, remote)
+                return HTTPResponse(status: 204)
+            }
+            guard let pwd = password, !u.isEmpty, !pwd.isEmpty else {
+                return HTTPResponse(status: 400, text: "an ICE restart needs a=ice-ufrag and a=ice-pwd\n")
+            }
+            let local = ICEAgent.Credentials(random: SecureRandom.bytes(32))
+            receiver.restartPublisher(
+                resource: id, local: local, remote: .init(ufrag: u, password: pwd), candidates: remote)
+            s.remoteUfrag = u
+            s.restarts += 1
+            s.etag = "\"\(id)-\(s.restarts)\""
+            table[id] = s
+            // The same ice-lite and the offerer-tagged m-line as the answer (§4.3.3).
+            var body = "a=ice-lite\r\n\(s.mline)\r\na=mid:\(s.mid)\r\na=ice-ufrag:\(local.ufrag)\r\na=ice-pwd:\(local.password)\r\n"
+            for c in candidates { body += "a=\(c.description)\r\n" }
+            body += "a=end-of-candidates\r\n"
+            return HTTPResponse(
+                status: 200, headers: [("Content-Type", "application/trickle-ice-sdpfrag"), ("ETag", s.etag)], body: Array(body.utf8))
+        }
+    }
+
+    /// The answer's first m-line and its mid (the offerer-tagged section of the bundle).
+    static func firstSection(_ sdp: String) -> (mline: String, mid: String) {
+        var mline: String?, mid: String?
+        for line in sdp.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }) {
+            if mline == nil, line.hasPrefix("m=") { mline = String(line) }
+            if mline != nil, mid == nil, line.hasPrefix("a=mid:") { mid = String(line.dropFirst(6)) }
+        }
+        return (mline ?? "m=audio 9 UDP/TLS/RTP/SAVPF 0", mid ?? "0")
     }
 
     static func hex(_ b: [UInt8]) -> String {
@@ -219,4 +303,13 @@ public final class WHIPEndpoint: @unchecked Sendable {
     }
 
     public func stop() { server.stop() }
+}
+
+extension String {
+    fileprivate var trimmingSpaces: String {
+        var s = Substring(self)
+        while s.first == " " || s.first == "\t" { s = s.dropFirst() }
+        while s.last == " " || s.last == "\t" { s = s.dropLast() }
+        return String(s)
+    }
 }

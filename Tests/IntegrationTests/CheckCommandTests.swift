@@ -37,7 +37,7 @@ import Testing
         #expect(text.code == 0 && text.out.contains("result: every MUST tried was met"), "\(text.out)")
     }
 
-    @Test func pubbotsOwnEndpointMeetsEveryMustAndOffersNoPatch() throws {
+    @Test func pubbotsOwnEndpointMeetsEveryMustWithTrickleAndRestart() throws {
         let receiver = try PeerProcess(
             WHIPInteropTests.binary, ["receive", "--whip-listen", "127.0.0.1:0", "--duration", "30s", "--no-decode"])
         defer { receiver.stop() }
@@ -51,7 +51,9 @@ import Testing
         ] {
             #expect(Self.outcome(f, id) == "met", "\(id): \(f[id] ?? [:])")
         }
-        #expect(Self.outcome(f, "trickle") == "not supported" && Self.outcome(f, "restart") == "not supported")
+        for id in ["trickle", "trickle-204", "restart", "restart-200", "etag", "patch-not-sdpfrag", "patch-428", "patch-412"] {
+            #expect(Self.outcome(f, id) == "met", "\(id): \(f[id] ?? [:])")
+        }
     }
 
     @Test func aLenientServerBreaksItsMustsAndExitsOne() throws {

@@ -1,0 +1,58 @@
+import Foundation
+import Testing
+
+/// ICE restarts by PATCH (RFC 9725 §4.3.3) with pubbot on both ends, and with a server that
+/// does not restart. (pion's side: `PionInteropTests.anICERestartKeepsTheMediaGoing`.)
+@Suite(.serialized) struct ICERestartInteropTests {
+    /// `publish --ice-restart-at 2s` into `receive --whip-listen`: the endpoint answers the
+    /// restart (200, new credentials, new ETag), its ICE-lite agent selects the path again on the
+    /// publisher's next USE-CANDIDATE check, and the receiver decodes ≥ 97 % of every stream's
+    /// frames across it, in one DTLS session.
+    @Test func aRestartIntoPubbotsOwnEndpointLosesNothing() throws {
+        let receiver = try PeerProcess(WHIPInteropTests.binary, ["receive", "--whip-listen", "127.0.0.1:0", "--duration", "30s", "--json"])
+        defer { receiver.stop() }
+        try #require(receiver.wait(for: "/whip (media", micros: 10_000_000), "\(receiver.text)")
+        let url = try #require(receiver.text.split(separator: " ").first { $0.hasPrefix("http://") }.map(String.init))
+        let r = try runPubbot(
+            WHIPInteropTests.binary,
+            [
+                "publish", "--whip", url, "--duration", "6s", "--ice-restart-at", "2s", "--layers", "640x360@30:500k,320x180@30:150k",
+                "--json"
+            ])
+        #expect(r.code == 0, "\(r.err)")
+        kill(receiver.process.processIdentifier, SIGINT)
+        receiver.wait(for: "\"byes\"", micros: 5_000_000)
+        receiver.process.waitUntilExit()
+        let text = receiver.text
+        let json = try #require(text.firstIndex(of: "{").map { String(text[$0...]) }, "\(text)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any], "\(json)")
+        let received = try #require(summary["streams"] as? [[String: Any]])
+        let published = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
+        let restarts = try #require(published["iceRestarts"] as? [[String: Any]])
+        #expect(restarts.count == 1 && restarts.first?["outcome"] as? String == "restarted", "\(restarts)")
+        let whip = try #require(published["whip"] as? [String: Any])
+        #expect(whip["iceRestarts"] as? Int == 1 && whip["selectedCandidatePairChangesAfterRestart"] as? Int == 1, "\(whip)")
+        for s in try #require(published["streams"] as? [[String: Any]]) {
+            let sent = s["framesSent"] as? Int ?? 0
+            let decoded = received.first { ($0["ssrc"] as? Int) == (s["ssrc"] as? Int) }?["framesDecoded"] as? Int ?? 0
+            #expect(
+                sent > 50 && decoded * 100 >= sent * 97 && decoded <= sent,
+                "\(s["kind"] ?? "") \(s["rid"] ?? ""): sent \(sent), decoded \(decoded)")
+        }
+    }
+
+    /// A server that does not restart (the aiortc test endpoint has no PATCH: 404): one warning,
+    /// the session goes on, the run succeeds with the restart said to have failed.
+    @Test func aRefusedRestartIsSaidAndTheSessionGoesOn() throws {
+        let (peer, url) = try WHIPInteropTests().startEndpoint()
+        defer { peer.stop() }
+        let r = try runPubbot(WHIPInteropTests.binary, ["publish", "--whip", url, "--duration", "5s", "--ice-restart-at", "2s", "--json"])
+        #expect(r.code == 0, "\(r.err)")
+        #expect(r.err.contains("warning: ICE restart at 2.0 s: the server refused the ICE restart (HTTP 404)"), "\(r.err)")
+        let published = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
+        let restarts = try #require(published["iceRestarts"] as? [[String: Any]])
+        #expect(restarts.first?["outcome"] as? String == "failed", "\(restarts)")
+        let streams = try #require(published["streams"] as? [[String: Any]])
+        #expect(streams.allSatisfy { ($0["packetsSent"] as? Int ?? 0) > 50 }, "\(streams)")
+    }
+}
