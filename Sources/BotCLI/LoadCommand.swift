@@ -24,7 +24,7 @@ enum LoadCommand {
             "media": .value, "report": .value, "require": .value, "shard": .value, "json": .flag, "impair": .value, "decode": .flag,
             "encode": .flag, "layers": .value, "codec": .value, "whep": .value, "whep-token": .value, "publishers": .value,
             "metrics": .value, "progress": .flag,
-            "subscribers": .value, "decoders": .value, "decoder-rotation": .value
+            "subscribers": .value, "decoders": .value, "decoder-rotation": .value, "ice-restart-at": .repeated
         ].merging(CommonOptions.whip) { a, _ in a })
 
     static let defaultMedia = "Media/replay"
@@ -75,6 +75,8 @@ enum LoadCommand {
         /// `--codec`: every bot's video codec (nil: VP8, or the replay loops' own with `--media`).
         var askedCodec: VideoCodec?
         var codec: VideoCodec { askedCodec ?? .vp8 }
+        /// `--ice-restart-at`: each WHIP bot's restarts, after its own start (µs, in order).
+        var iceRestarts: [Int64] = []
     }
 
     static func plan(_ o: ParsedOptions) throws(UsageError) -> Plan {
@@ -168,6 +170,15 @@ enum LoadCommand {
         if let rampMicros { plan.subscriberSpacingMicros = max(2_000, rampMicros / Int64(max(1, subscriberCount))) }
         plan.progress = o.has("progress")
         plan.metrics = try o.value("metrics").map(PublishCommand.metricsAddress)
+        for r in o.all("ice-restart-at") {
+            guard whipOptions != nil else {
+                throw UsageError("--ice-restart-at needs --whip (each bot's restart is a PATCH to its session, RFC 9725 §4.3.3)")
+            }
+            let at = try ValueParsers.duration(r, option: "ice-restart-at")
+            guard at > 0, at < duration else { throw UsageError("--ice-restart-at \(r) must be after a bot's start and before --duration") }
+            plan.iceRestarts.append(at)
+        }
+        plan.iceRestarts.sort()
         return plan
     }
 
@@ -368,6 +379,7 @@ enum LoadCommand {
         if let options = plan.whip {
             fc.whip = (options, try DTLSCertificate())
             fc.whipRooms = plan.roomCount
+            fc.iceRestartsAfter = plan.iceRestarts
         }
         if rooms.count > 1 {
             fc.rooms = rooms.map { room in

@@ -142,9 +142,32 @@ extension LoadReport {
                         )
                     ])
             ),
-            ("negotiated", .object(negotiated.map { ($0.0, .string($0.1)) }))
+            ("negotiated", .object(negotiated.map { ($0.0, .string($0.1)) })),
+            ("iceRestarts", restartsJSON)
         ])
 
+    }
+
+    /// `--ice-restart-at`: what the server made of the fleet's restarts (RFC 9725 §4.3.3): asked,
+    /// refused, the bots whose restart selected a new pair and how long that took; null when
+    /// none was asked.
+    var restartsJSON: JSONValue {
+        let asked = bots.compactMap(\.iceRestarts)
+        guard !asked.isEmpty else { return .null }
+        let recovery = bots.compactMap(\.iceRestartRecoveryMs)
+        return .object([
+            ("asked", .int(Int64(asked.reduce(0, +)))), ("refused", .int(Int64(bots.compactMap(\.iceRestartsRefused).reduce(0, +)))),
+            ("botsRecovered", .int(Int64(recovery.count))),
+            (
+                "recoveryMs",
+                recovery.isEmpty
+                    ? .null
+                    : .object([
+                        ("p50", .int(Int64(Self.percentile(recovery, 0.5)))), ("p95", .int(Int64(Self.percentile(recovery, 0.95)))),
+                        ("max", .int(Int64(recovery.max() ?? 0)))
+                    ])
+            )
+        ])
     }
 
     var requirementsJSON: JSONValue {

@@ -57,6 +57,15 @@ extension LoadReport {
                     : ", relay RTT p50 \(Units.fixed(Self.percentileD(rtt, 0.5), 1)) ms, p95 \(Units.fixed(Self.percentileD(rtt, 0.95), 1)) ms\n"
             }
         }
+        let asked = bots.compactMap(\.iceRestarts).reduce(0, +)
+        if asked > 0 {
+            let refused = bots.compactMap(\.iceRestartsRefused).reduce(0, +)
+            let recovery = bots.compactMap(\.iceRestartRecoveryMs)
+            out += "ICE restarts (RFC 9725 §4.3.3): \(asked) asked, \(refused) refused, \(recovery.count) bots on a new pair"
+            out +=
+                recovery.isEmpty
+                ? "\n" : " (p50 \(Self.percentile(recovery, 0.5)) ms, p95 \(Self.percentile(recovery, 0.95)) ms after the answer)\n"
+        }
         out +=
             "conditions: "
             + conditions.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue) \($0.value)" }.joined(separator: ", ")

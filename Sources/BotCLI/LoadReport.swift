@@ -74,6 +74,11 @@ struct LoadReport {
         /// TURN: the allocation time (µs) and whether the selected pair ran through the relay.
         var turnAllocateMicros: Int? = nil
         var relayed = false
+        /// `--ice-restart-at`: restarts asked, refused, and the last applied one's time to a new
+        /// pair (ms; nil while none recovered).
+        var iceRestarts: Int? = nil
+        var iceRestartsRefused: Int? = nil
+        var iceRestartRecoveryMs: Int? = nil
 
         var json: JSONValue {
             var f: [(String, JSONValue)] = [("bot", .int(Int64(number))), ("room", .int(Int64(room))), ("state", .string(state.rawValue))]
@@ -96,6 +101,11 @@ struct LoadReport {
                 f.append(("dtlsMs", dtlsMs.map { .int(Int64($0)) } ?? .null))
                 f.append(("turnAllocateMicros", turnAllocateMicros.map { .int(Int64($0)) } ?? .null))
                 f.append(("relayed", .bool(relayed)))
+            }
+            if let n = iceRestarts {
+                f.append(("iceRestarts", .int(Int64(n))))
+                f.append(("iceRestartsRefused", .int(Int64(iceRestartsRefused ?? 0))))
+                f.append(("iceRestartRecoveryMs", iceRestartRecoveryMs.map { .int(Int64($0)) } ?? .null))
             }
             return .object(f)
         }
@@ -213,7 +223,10 @@ struct LoadReport {
                 packetsReceived: embedded ? (rx?.packets ?? 0) : nil, framesReceived: embedded ? (rx?.frames ?? 0) : nil,
                 error: s.error, iceMs: s.network.transport?.iceDurationMs, dtlsMs: s.network.transport?.dtlsDurationMs,
                 turnAllocateMicros: s.network.transport?.turnAllocateMicros.map { Int($0) },
-                relayed: s.network.transport?.localCandidateType == "relay")
+                relayed: s.network.transport?.localCandidateType == "relay",
+                iceRestarts: s.iceRestartsAsked > 0 ? s.iceRestartsAsked : nil,
+                iceRestartsRefused: s.iceRestartsAsked > 0 ? s.iceRestartsRefused : nil,
+                iceRestartRecoveryMs: s.network.transport?.lastRestartRecoveryMicros.map { Int($0 / 1000) })
             bots.append(b)
             if negotiated.isEmpty { negotiated = s.negotiated }
             guard s.state != .failed && s.state != .pending else { continue }
@@ -286,7 +299,9 @@ struct LoadReport {
                     keyFramesSent: o["keyFramesSent"]?.intValue ?? 0, packetsReceived: o["packetsReceived"]?.intValue,
                     framesReceived: o["framesReceived"]?.intValue, error: o["error"]?.stringValue, iceMs: o["iceMs"]?.intValue,
                     dtlsMs: o["dtlsMs"]?.intValue,
-                    turnAllocateMicros: o["turnAllocateMicros"]?.intValue, relayed: o["relayed"] == .bool(true)))
+                    turnAllocateMicros: o["turnAllocateMicros"]?.intValue, relayed: o["relayed"] == .bool(true),
+                    iceRestarts: o["iceRestarts"]?.intValue, iceRestartsRefused: o["iceRestartsRefused"]?.intValue,
+                    iceRestartRecoveryMs: o["iceRestartRecoveryMs"]?.intValue))
         }
         cost = nil
     }

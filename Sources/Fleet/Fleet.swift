@@ -34,6 +34,9 @@ public struct FleetConfig: Sendable {
     /// WHIP rooms: bot n is in room n mod `whipRooms`, publisher n / `whipRooms` of it (the
     /// endpoint's `{room}` and `{publisher}`).
     public var whipRooms = 1
+    /// `load --ice-restart-at`: each WHIP bot asks its server for an ICE restart this long after
+    /// its own start (µs, in order; RFC 9725 §4.3.3).
+    public var iceRestartsAfter: [Int64] = []
 
     public init(template: PublisherConfig, bots: Int, loops: Int, rampPerSecond: Double, durationMicros: Int64) {
         self.template = template
@@ -60,6 +63,11 @@ public struct BotSnapshot: Sendable {
     public var error: String?
     /// WHIP: what the answer decided, and the ICE/DTLS figures (in `network.transport`).
     public var negotiated: [(String, String)] = []
+    /// ICE restarts asked of the server (`--ice-restart-at`), those it refused, and the last
+    /// refusal (the recovery of those applied is in `network.transport`).
+    public var iceRestartsAsked = 0
+    public var iceRestartsRefused = 0
+    public var iceRestartError: String?
 }
 
 public final class Fleet: Sendable {

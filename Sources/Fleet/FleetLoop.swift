@@ -72,6 +72,11 @@ final class FleetLoop {
                 if now >= b.nextWake && b.nextWake > 0 { lag.record(lateMicros: now - b.nextWake) }
                 let mediaWake = stopping ? Int64.max : b.mediaTick(now: now)
                 if readable { b.io.read(into: b.network, now: now) }
+                if !stopping, let w = b.whip, b.restartsAsked < fleet.config.iceRestartsAfter.count,
+                    now >= b.startedAt + fleet.config.iceRestartsAfter[b.restartsAsked]
+                {
+                    restart(b, w, now: now)
+                }
                 b.network.exchange(with: b.control)
                 let next = b.network.step(now: now)
                 b.network.exchange(with: b.control)
@@ -102,6 +107,10 @@ final class FleetLoop {
             }
             if pending.isEmpty && live == 0 { break }
             if let i = pending.first { wake = min(wake, startTime(i)) }
+            // The next ICE restart a bot is due for.
+            for b in bots where !b.done && !stopping && b.restartsAsked < fleet.config.iceRestartsAfter.count {
+                wake = min(wake, b.startedAt + fleet.config.iceRestartsAfter[b.restartsAsked])
+            }
             // Timer slack: sleep at least 2 ms unless something is already due, so a loop of a
             // hundred bots wakes a few hundred times a second rather than on every bot's timer
             // (a bot's packets leave up to 2 ms late; readable sockets still wake it at once).
@@ -116,6 +125,25 @@ final class FleetLoop {
                 for k in flags.indices where flags[k] != 0 { ready[k] = true }
             } else {
                 Clock.sleep(micros: timeout)
+            }
+        }
+    }
+
+    /// An ICE restart by PATCH (RFC 9725 §4.3.3). The exchange blocks this loop for one HTTP
+    /// round trip, as each bot's offer did at its start; the bots' starts are spread by the ramp,
+    /// so are their restarts. The answer goes into the bot's session at once; a refusal is
+    /// counted and the session goes on.
+    func restart(_ b: ReplayBot, _ w: WHIPConnection, now: Int64) {
+        b.restartsAsked += 1
+        switch w.requestICERestart() {
+        case let .success(r):
+            b.network.restartICE(local: r.local, remote: r.remote, remoteCandidates: r.remoteCandidates, now: Clock.monotonicMicros())
+            fleet.slots[b.slot].withLock { $0.iceRestartsAsked += 1 }
+        case let .failure(e):
+            fleet.slots[b.slot].withLock {
+                $0.iceRestartsAsked += 1
+                $0.iceRestartsRefused += 1
+                $0.iceRestartError = e.description
             }
         }
     }

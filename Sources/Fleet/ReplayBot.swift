@@ -35,6 +35,9 @@ final class ReplayBot {
     var liveKeyFramesSent = 0
     /// WHIP: the session to DELETE when the bot is done.
     let whip: WHIPConnection?
+    /// When the bot started, and how many of the fleet's ICE restarts it has asked for.
+    var startedAt: Int64 = 0
+    var restartsAsked = 0
     var keyFramesSent: Int { live == nil ? replay.keyFramesSent : liveKeyFramesSent }
 
     init(
@@ -43,6 +46,7 @@ final class ReplayBot {
     ) throws(EngineSetupError) {
         self.slot = slot
         self.whip = whip
+        startedAt = startMicros
         let config = whip?.config ?? config
         self.library = library
         self.live = live

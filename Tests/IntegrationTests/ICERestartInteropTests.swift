@@ -55,4 +55,27 @@ import Testing
         let streams = try #require(published["streams"] as? [[String: Any]])
         #expect(streams.allSatisfy { ($0["packetsSent"] as? Int ?? 0) > 50 }, "\(streams)")
     }
+
+    /// A fleet's restarts: 5 WHIP bots into pion each ask for a restart 3 s after their start;
+    /// pion applies 5 (its own events), the report says 5 asked, 0 refused, 5 on a new pair.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: pionEndpoint), "no pion endpoint (scripts/setup builds it)"))
+    func aFleetsRestartsAreCountedAndPionAppliesEach() throws {
+        let pion = try PeerProcess(pionEndpoint, ["-limit", "60"])
+        defer { pion.stop() }
+        try #require(pion.wait(for: "LISTENING ", micros: 10_000_000), "\(pion.text)")
+        let port = try #require(pion.text.split(separator: "\n").first { $0.hasPrefix("LISTENING ") }.flatMap { Int($0.dropFirst(10)) })
+        let r = try runPubbot(
+            WHIPInteropTests.binary,
+            [
+                "load", "--whip", "http://127.0.0.1:\(port)/whip", "--bots", "5", "--ramp", "1s", "--duration", "8s", "--ice-restart-at",
+                "3s", "--json"
+            ])
+        #expect(r.code == 0, "\(r.err)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any], "\(r.out)")
+        let restarts = try #require((report["webrtc"] as? [String: Any])?["iceRestarts"] as? [String: Any], "\(report["webrtc"] ?? "")")
+        #expect(restarts["asked"] as? Int == 5 && restarts["refused"] as? Int == 0 && restarts["botsRecovered"] as? Int == 5, "\(restarts)")
+        let bots = try #require(report["perBot"] as? [[String: Any]])
+        #expect(bots.allSatisfy { $0["iceRestarts"] as? Int == 1 }, "\(bots)")
+        #expect(pion.text.components(separatedBy: "\"event\":\"restart\"").count - 1 == 5, "\(pion.text)")
+    }
 }
