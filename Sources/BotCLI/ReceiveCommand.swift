@@ -19,7 +19,8 @@ enum ReceiveCommand {
         "listen": .value, "key": .value, "sdp": .value, "srtp-suite": .value, "duration": .value, "json": .flag,
         "impair": .value, "downlink-impair": .value, "stats": .value, "stats-interval": .value, "prefer": .value,
         "no-decode": .flag, "max-publishers": .value, "decode-publishers": .value,
-        "whip-listen": .value, "token": .value, "whep": .value, "ice-interface": .value, "strict": .flag
+        "whip-listen": .value, "token": .value, "whep": .value, "ice-interface": .value, "strict": .flag,
+        "ice-server": .repeated, "turn-username": .value, "turn-credential": .value
     ])
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
@@ -34,7 +35,8 @@ enum ReceiveCommand {
         /// One SDES stream (or a fleet's) on `--listen`, keyed by `--key` or `--sdp`.
         case sdes
         /// A WHIP endpoint: each publisher's keys from its DTLS handshake.
-        case whipListen(token: String?)
+        /// `iceServers`: announced to every publisher in the 201's `Link` headers (RFC 9725 §4.6).
+        case whipListen(token: String?, iceServers: [ICEServerLink])
         /// A WHEP subscriber: the server's keys from DTLS, its numbers from its answer.
         case whep(WHIPOptions)
     }
@@ -93,7 +95,28 @@ enum ReceiveCommand {
             for flag in ["key", "sdp", "listen", "srtp-suite"] where o.value(flag) != nil {
                 throw UsageError("--\(flag) is for SDES receiving; --whip-listen negotiates ICE, DTLS and keys per publisher")
             }
-            return (.whipListen(token: o.value("token") ?? env("PUBBOT_WHIP_TOKEN")), .random(suite: .gcm), whipListen)
+            // The STUN/TURN servers the endpoint announces (RFC 9725 §4.6), TURN ones with the
+            // long-term credentials given (sent to each publisher in the 201, never printed).
+            var servers: [ICEServerLink] = []
+            let user = o.value("turn-username"), credential = o.value("turn-credential") ?? env("PUBBOT_TURN_CREDENTIAL")
+            for text in o.all("ice-server") {
+                let u: ICEServerURL
+                do { u = try ICEServerURL.parse(text) } catch { throw UsageError("invalid --ice-server \(error)") }
+                if u.isTURN {
+                    guard let user, let credential else {
+                        throw UsageError("a turn: --ice-server needs --turn-username and --turn-credential (or PUBBOT_TURN_CREDENTIAL)")
+                    }
+                    servers.append(ICEServerLink(url: text, username: user, credential: credential))
+                } else {
+                    servers.append(ICEServerLink(url: text))
+                }
+            }
+            return (
+                .whipListen(token: o.value("token") ?? env("PUBBOT_WHIP_TOKEN"), iceServers: servers), .random(suite: .gcm), whipListen
+            )
+        }
+        for flag in ["ice-server", "turn-username", "turn-credential"] where o.value(flag) != nil {
+            throw UsageError("--\(flag) needs --whip-listen HOST:PORT (the servers it announces to publishers)")
         }
         if o.value("token") != nil { throw UsageError("--token needs --whip-listen HOST:PORT or --whep URL") }
         guard let path = o.value("sdp") else {
@@ -242,7 +265,7 @@ enum ReceiveCommand {
             let (r, subscription) = try WHEPReceiver.open(w, config: plan.config)
             return Running(receiver: r, whep: subscription)
         }
-        guard case let .whipListen(token) = plan.mode else {
+        guard case let .whipListen(token, iceServers) = plan.mode else {
             let r = try ReceiverEngine(config: plan.config)
             r.start()
             return Running(receiver: r)
@@ -265,7 +288,7 @@ enum ReceiveCommand {
             do {
                 let endpoint = try WHIPEndpoint(
                     receiver: r, host: listen.host, port: port, token: token, certificate: certificate, candidates: candidates,
-                    maxSessions: plan.config.maxPublishers)
+                    maxSessions: plan.config.maxPublishers, iceServers: iceServers.map { ($0.url, $0.username, $0.credential) })
                 r.start()
                 return Running(receiver: r, endpoint: endpoint)
             } catch {

@@ -57,7 +57,8 @@ public final class WHIPEndpoint: @unchecked Sendable {
     ///   - maxSessions: live sessions at once; beyond this, 503 with Retry-After.
     public init(
         receiver: ReceiverEngine, host: String, port: Int, token: String?, certificate: DTLSCertificate,
-        candidates: [ICECandidate], maxSessions: Int, limits: HTTPServer.Limits = HTTPServer.Limits()
+        candidates: [ICECandidate], maxSessions: Int, limits: HTTPServer.Limits = HTTPServer.Limits(),
+        iceServers: [(url: String, username: String?, credential: String?)] = []
     ) throws(StartError) {
         self.receiver = receiver
         let sessions = self.sessions, answered = self.answered, ended = self.ended, iceSessions = self.iceSessions
@@ -71,14 +72,21 @@ public final class WHIPEndpoint: @unchecked Sendable {
         }
         let fingerprint = certificate.sdpFingerprint
         let expected = token.map { Array($0.utf8) }
+        // RFC 9725 §4.6: one Link header per STUN/TURN server, credentials as target attributes.
+        let links = iceServers.map { s -> (String, String) in
+            var v = "<\(s.url)>; rel=\"ice-server\""
+            if let u = s.username, let c = s.credential { v += "; username=\"\(u)\"; credential=\"\(c)\"; credential-type=\"password\"" }
+            return ("Link", v)
+        }
         do {
             server = try HTTPServer(host: host, port: port, name: "pubbot-whip", limits: limits) { r in
                 var response = Self.route(r, expected: expected) { r in
                     // Slots of sessions the receiver ended are free before this request counts them.
                     release(receiver.takeEndedResources())
-                    let response = Self.create(
+                    var response = Self.create(
                         r, receiver: receiver, sessions: sessions, iceSessions: iceSessions, fingerprint: fingerprint,
                         candidates: candidates, maxSessions: maxSessions)
+                    if response.status == 201 { response.headers += links }
                     if response.status == 201 { answered.withLock { $0 += 1 } }
                     return response
                 } delete: { id in

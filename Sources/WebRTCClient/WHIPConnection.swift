@@ -106,7 +106,7 @@ public final class WHIPConnection: @unchecked Sendable {
         do { socket = try UDPSocket(bind: bindAddress) } catch { throw WHIPConnectError("cannot open the media socket: \(error)") }
         guard let local = STUNAddress(socket.localAddress) else { throw WHIPConnectError("the media socket has no usable address") }
         let g = try gather(options, socket: socket, local: local)
-        let (candidates, turn, turnTCP, turnFailures) = (g.candidates, g.turn, g.turnTCP, g.turnFailures)
+        var (candidates, turn, turnTCP, turnFailures) = (g.candidates, g.turn, g.turnTCP, g.turnFailures)
         let offered = options.policy == .noHost ? candidates.filter { $0.kind != .host } : candidates
         let (offer, ssrcs) = makeOffer(base, candidates: offered, certificate: certificate)
         let (audioSSRC, videoSSRC, videoRTXSSRC, oneEncoding) = (ssrcs.audio, ssrcs.video, ssrcs.videoRTX, ssrcs.oneEncoding)
@@ -138,6 +138,62 @@ public final class WHIPConnection: @unchecked Sendable {
                     "relay",
                     "\(relay) via TURN \(t.server) over \(turnTCP is TLSStream ? "TLS" : t.overTCP ? "TCP" : "UDP") (\((t.allocatedMicros ?? 0) - (t.startedMicros ?? 0)) µs to allocate)"
                 ))
+        }
+        // RFC 9725 §4.6: the STUN/TURN servers the endpoint announced in its 201, used where the
+        // user gave none of that kind; what they give is trickled (§4.3.2) — an ICE-lite or
+        // full server that does not take PATCH still learns a relayed address from its checks
+        // (a peer-reflexive candidate, RFC 8445 §7.3.1.3).
+        let announced = serverICEServers(resource.iceServers, options: options)
+        if !announced.isEmpty {
+            var fresh: [ICECandidate] = []
+            let stunGiven = options.iceServers.contains { !$0.isTURN }
+            if !stunGiven && options.policy != .relay && options.policy != .host {
+                let stun = announced.filter { !$0.url.isTURN }.compactMap { s -> STUNAddress? in
+                    (try? SocketAddress(host: s.url.host, port: s.url.port)).flatMap { STUNAddress($0) }
+                }
+                fresh += gatherReflexive(socket: socket, host: candidates[0], servers: stun).filter { !candidates.contains($0) }
+            }
+            if turn == nil && options.policy != .host {
+                for s in announced where s.url.isTURN && turn == nil {
+                    guard let a = try? SocketAddress(host: s.url.host, port: s.url.port), let server = STUNAddress(a) else {
+                        turnFailures.append("\(s.url) (announced by the server): cannot resolve it")
+                        continue
+                    }
+                    switch allocate(
+                        socket: socket, base: local, server: server, tcp: s.url.transport != .udp,
+                        tls: s.url.transport == .tls ? (s.url.host, options.turnCAFile) : nil, username: s.username,
+                        password: s.credential)
+                    {
+                    case let .success((t, stream)):
+                        turn = t
+                        turnTCP = stream
+                        if let relay = t.relay {
+                            fresh.append(
+                                ICECandidate(
+                                    foundation: "relay" + String(CRC32.checksum(relay.ip), radix: 16),
+                                    priority: ICECandidate.priority(kind: .relay), address: relay, kind: .relay))
+                            summary.append(
+                                (
+                                    "relay",
+                                    "\(relay) via TURN \(t.server) over \(stream is TLSStream ? "TLS" : t.overTCP ? "TCP" : "UDP") (announced by the server, RFC 9725 §4.6; \((t.allocatedMicros ?? 0) - (t.startedMicros ?? 0)) µs to allocate)"
+                                ))
+                        }
+                    case let .failure(e): turnFailures.append("\(e.description) (announced by the server)")
+                    }
+                }
+            }
+            if options.policy == .relay { fresh.removeAll { $0.kind != .relay } }
+            if !fresh.isEmpty {
+                candidates += fresh
+                summary.append(
+                    (
+                        "serverICEServers",
+                        "\(announced.count) announced (Link, RFC 9725 §4.6): "
+                            + trickle(fresh, resource: resource, offer: offer, n: n, token: options.token)
+                    ))
+            } else {
+                summary.append(("serverICEServers", "\(announced.count) announced (Link, RFC 9725 §4.6), none gave a candidate"))
+            }
         }
         if !turnFailures.isEmpty { summary.append(("turnFailures", turnFailures.joined(separator: "; "))) }
         if options.policy != .all { summary.append(("icePolicy", options.policy.rawValue)) }
@@ -171,6 +227,44 @@ public final class WHIPConnection: @unchecked Sendable {
             resource: resource, negotiated: n, config: c, socket: socket, local: local,
             transport: WebRTCTransport(ice: ice, dtls: dtls, turn: turn), turnTCP: turnTCP, summary: summary, token: options.token,
             localCandidates: offered)
+    }
+
+    /// The servers of the 201's `Link` headers pubbot can use (stun:, turn:, turns:; a TURN
+    /// server with its credentials), where the user gave none of the kind.
+    static func serverICEServers(
+        _ links: [ICEServerLink], options: WHIPOptions
+    ) -> [(url: ICEServerURL, username: String, credential: String)] {
+        let turnGiven = options.iceServers.contains { $0.isTURN }
+        return links.compactMap { l in
+            guard let u = try? ICEServerURL.parse(l.url) else { return nil }
+            if u.isTURN {
+                guard !turnGiven, let user = l.username, let credential = l.credential else { return nil }
+                return (u, user, credential)
+            }
+            return (u, "", "")
+        }
+    }
+
+    /// Trickles candidates gathered after the answer (RFC 9725 §4.3.2: one aggregated PATCH of
+    /// the offerer-tagged m-line, with the session's entity-tag); says what the server did.
+    static func trickle(
+        _ fresh: [ICECandidate], resource: WHIPSession, offer: WHIPOffer, n: NegotiatedSession, token: String?
+    ) -> String {
+        guard resource.hasLocation else { return "no session URL to trickle them to" }
+        let first = n.audio.map { ("audio", $0) } ?? n.video.map { ("video", $0) }
+        var body = "m=\(first?.0 ?? "audio") 9 UDP/TLS/RTP/SAVPF \(first?.1.payloadType ?? 0)\r\na=mid:\(first?.1.mid ?? "0")\r\n"
+        body += "a=ice-ufrag:\(offer.iceUfrag)\r\na=ice-pwd:\(offer.icePassword)\r\n"
+        for c in fresh { body += "a=\(c.description)\r\n" }
+        body += "a=end-of-candidates\r\n"
+        let r = SignalingClient.send(
+            "PATCH", resource.resourceURL, body: body,
+            headers: ["Content-Type: application/trickle-ice-sdpfrag", "If-Match: \(resource.etag ?? "\"*\"")"], token: token,
+            timeoutMillis: 5_000)
+        let kinds = fresh.map(\.kind.rawValue).joined(separator: ", ")
+        if let e = r.error { return "\(kinds) gathered; trickling them failed (\(e.message)): the server learns them from the checks" }
+        return (200..<300).contains(r.status)
+            ? "\(kinds) gathered and trickled (HTTP \(r.status))"
+            : "\(kinds) gathered; the server did not take them by PATCH (HTTP \(r.status)): it learns them from the checks"
     }
 
     /// This socket's candidates: the host one, server-reflexive ones from the STUN servers, and a

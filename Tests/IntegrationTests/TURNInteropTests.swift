@@ -295,6 +295,60 @@ import Crypto
         #expect(d["type"] as? String == "verdict" && (d["estimate"] as? Int ?? 0) > 1_000_000)
     }
 
+    /// A server reachable only through the TURN server it announces (RFC 9725 §4.6): the
+    /// publisher in its own namespace, its UDP to the endpoint's media port dropped, given no
+    /// TURN server; `receive --whip-listen` names coturn in its 201's `Link` header. pubbot
+    /// allocates there after the answer, trickles the relayed candidate (204) and publishes over
+    /// the relay, and its summary says the relay came from the server. Without the announcement
+    /// the same publish never connects (exit 2): the Link is what got it through.
+    @Test(.enabled(if: getuid() == 0, "network namespaces need root"))
+    func aServerReachableOnlyThroughTheTURNItAnnounces() throws {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
+            "Peers/turn_required.sh"
+        ).path
+        func run(link: Bool) throws -> (Int32, String, String) {
+            let dir = FileManager.default.temporaryDirectory
+            let log = dir.appendingPathComponent("pubbot-turn-link-\(getpid())-\(link).json").path
+            let err = dir.appendingPathComponent("pubbot-turn-link-\(getpid())-\(link).err").path
+            for f in [log, err] { _ = FileManager.default.createFile(atPath: f, contents: nil) }
+            defer { for f in [log, err] { try? FileManager.default.removeItem(atPath: f) } }
+            let p = Process()
+            p.executableURL = URL(fileURLWithPath: "/bin/bash")
+            p.arguments = [script, Self.binary, String(20 + (Int(getpid()) + (link ? 40 : 60)) % 200)]
+            p.environment = ProcessInfo.processInfo.environment.merging(["PUBLISH": "1", "LINK": link ? "1" : "0"]) { $1 }
+            let out = try #require(FileHandle(forWritingAtPath: log)), e = try #require(FileHandle(forWritingAtPath: err))
+            p.standardOutput = out
+            p.standardError = e
+            p.standardInput = FileHandle.nullDevice
+            try p.run()
+            let deadline = Clock.monotonicMicros() + 90_000_000
+            while p.isRunning && Clock.monotonicMicros() < deadline { Clock.sleep(micros: 50_000) }
+            try? out.close()
+            try? e.close()
+            return (
+                p.isRunning ? -1 : p.terminationStatus, try String(contentsOfFile: log, encoding: .utf8),
+                try String(contentsOfFile: err, encoding: .utf8)
+            )
+        }
+        let (code, text, err) = try run(link: true)
+        #expect(code == 0, "\(err)")
+        let d = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any], "\(text)\n\(err)")
+        let whip = try #require(d["whip"] as? [String: Any])
+        let negotiated = try #require(whip["negotiated"] as? [String: String])
+        #expect(negotiated["relay"]?.contains("announced by the server") == true, "\(negotiated)")
+        #expect(negotiated["serverICEServers"]?.contains("relay gathered and trickled (HTTP 204)") == true, "\(negotiated)")
+        let pair = try #require(whip["selectedCandidatePair"] as? [String: Any])
+        #expect(pair["localCandidateType"] as? String == "relay", "\(pair)")
+        let streams = try #require(d["streams"] as? [[String: Any]])
+        #expect(streams.allSatisfy { ($0["packetsSent"] as? Int ?? 0) > 50 }, "\(streams)")
+        // pubbot's own output (bash's job messages about the script's own processes aside).
+        let own = err.split(separator: "\n").filter { !$0.contains("turn_required.sh: line") }.joined(separator: "\n")
+        #expect(!text.contains("s3cret") && !own.contains("s3cret"), "the announced credential was printed")
+        // The control: no announcement, the same firewall — nothing connects.
+        let (control, _, controlErr) = try run(link: false)
+        #expect(control == 2 && controlErr.contains("never connected"), "\(control): \(controlErr)")
+    }
+
     /// TURN over TLS (`turns:`): coturn with a certificate made here (openssl, P-256, IP SAN
     /// 127.0.0.1). With it as `--turn-ca` the relay works and the summary says TLS; without it
     /// the system store refuses the self-signed certificate: one error with OpenSSL's reason.

@@ -4,9 +4,11 @@
 # the default) or every UDP datagram it sends (BLOCK=udp: only TCP leaves — TURN over TCP);
 # the WHIP endpoint (`pubbot receive --whip-listen`) and coturn 4.6 (UDP and TCP) listen on
 # this side of a veth. Prints the pre-flight's JSON on stdout. Needs root; exit 77 (skip) when
-# namespaces are refused.
+# namespaces are refused. PUBLISH=1: a 5 s `publish --whip … --json` runs instead, given no TURN
+# server (its summary on stdout; its exit code is the script's); LINK=1: the endpoint announces
+# coturn in its 201's Link header (RFC 9725 §4.6).
 #
-#   [BLOCK=media|udp] turn_required.sh PUBBOT_BINARY [N]
+#   [BLOCK=media|udp] [PUBLISH=1 [LINK=1]] turn_required.sh PUBBOT_BINARY [N]
 set -euo pipefail
 bin=$1 n=${2:-$(( ($$ % 200) + 20 ))}
 ns="pbturn$n" host_if="vth$n" pub_if="vtp$n" addr="10.80.$n.1"
@@ -31,7 +33,10 @@ ip -n "$ns" link set lo up
 timeout -s KILL 60 turnserver -n -L "$addr" -E "$addr" -p 3478 --no-tls --no-dtls --no-cli --log-file=stdout --lt-cred-mech \
   --user=bot:s3cret --realm=pubbot.test --min-port=49152 --max-port=65535 </dev/null >"$work/turn.log" 2>&1 &
 turn=$!
-timeout -s KILL 60 "$bin" receive --whip-listen "$addr:18111" --duration 45s </dev/null >/dev/null 2>"$work/recv.err" &
+announce=()
+# The credential by environment, not on a command line (ps, and bash's job messages, show those).
+[ "${LINK:-}" = 1 ] && announce=(--ice-server "turn:$addr:3478" --turn-username bot)
+PUBBOT_TURN_CREDENTIAL=s3cret timeout -s KILL 60 "$bin" receive --whip-listen "$addr:18111" --duration 45s "${announce[@]}" </dev/null >/dev/null 2>"$work/recv.err" &
 recv=$!
 for _ in $(seq 50); do grep -q '/whip (media' "$work/recv.err" 2>/dev/null && grep -q 'IO method' "$work/turn.log" 2>/dev/null && break; sleep 0.1; done
 # The firewall: no UDP from the publisher to the server's media port; HTTP and TURN pass.
@@ -43,6 +48,13 @@ if [ "${BLOCK:-media}" = udp ]; then
 else
   ip netns exec "$ns" nft add rule inet pubbot out ip daddr "$addr" udp dport 18111 drop
   servers=(--ice-server "turn:$addr:3478")
+fi
+if [ "${PUBLISH:-}" = 1 ]; then
+  code=0
+  ip netns exec "$ns" timeout -s KILL 60 "$bin" publish --whip "http://$addr:18111/whip" --duration 5s --json </dev/null \
+    2>"$work/pub.err" || code=$?
+  [ "$code" -eq 0 ] || echo "turn_required: publish exited $code: $(tail -1 "$work/pub.err")" >&2
+  exit "$code"
 fi
 ip netns exec "$ns" timeout -s KILL 60 "$bin" preflight --whip "http://$addr:18111/whip" "${servers[@]}" --turn-username bot \
   --duration 6s --json </dev/null 2>"$work/pre.err" || { echo "turn_required: preflight failed: $(tail -2 "$work/pre.err")" >&2; exit 1; }
