@@ -46,7 +46,7 @@ extension PreflightCommand {
                     ("path", .string(r.path)), ("reachable", .bool(r.reachable)),
                     ("connectMs", r.connectMs.map { .double(($0 * 10).rounded() / 10) } ?? .null),
                     ("roundTripTimeMs", r.rttMs.map { .double(($0 * 100).rounded() / 100) } ?? .null),
-                    ("detail", .string(r.detail))
+                    ("detail", .string(r.detail)), ("announcedByServer", .bool(r.announced))
                 ])
             }
             f.append(("connectivity", .array(paths)))

@@ -5,6 +5,7 @@ import ICE
 import RTPCore
 import Transport
 import Platform
+import HTTPSignaling
 
 /// One path of the connectivity pre-flight: could a WebRTC session be set up over it, how long
 /// ICE and DTLS took, and the round trip ICE measured — or why not.
@@ -17,6 +18,8 @@ public struct PathResult: Sendable, Equatable {
     public var rttMs: Double?
     /// The selected pair or the mapped address, or the reason it failed.
     public var detail: String
+    /// The server came from the endpoint's own list (its 201's `Link` headers, RFC 9725 §4.6).
+    public var announced = false
 }
 
 /// The connectivity pre-flight (as Twilio's Preflight and Daily's connectivity test): before the
@@ -33,7 +36,8 @@ public enum ConnectivityCheck {
         var host = options
         host.policy = .host
         host.iceServers = []
-        results.append(session("host-udp", host, base: base, certificate: certificate, sleep: sleep))
+        var announced: [ICEServerLink] = []
+        results.append(session("host-udp", host, base: base, certificate: certificate, sleep: sleep, announced: &announced))
         for s in options.iceServers where !s.isTURN { results.append(reflexive(s)) }
         let turn = options.iceServers.filter(\.isTURN)
         let kinds: [(String, [ICEServerURL])] = [
@@ -44,7 +48,32 @@ public enum ConnectivityCheck {
             var relay = options
             relay.policy = .relay
             relay.iceServers = servers
-            results.append(session(name, relay, base: base, certificate: certificate, sleep: sleep))
+            var ignored: [ICEServerLink] = []
+            results.append(session(name, relay, base: base, certificate: certificate, sleep: sleep, announced: &ignored))
+        }
+        // The endpoint's own servers (RFC 9725 §4.6), each kind the user gave none of, tried as
+        // its own path too: a path that works only through them is said to come from the server.
+        let stunGiven = options.iceServers.contains { !$0.isTURN }
+        for s in WHIPConnection.serverICEServers(announced, options: options) {
+            if !s.url.isTURN {
+                guard !stunGiven else { continue }
+                var r = reflexive(s.url)
+                r.announced = true
+                r.detail += " (announced by the server)"
+                results.append(r)
+                continue
+            }
+            var relay = options
+            relay.policy = .relay
+            relay.iceServers = [s.url]
+            relay.turnUsername = s.username
+            relay.turnCredential = s.credential
+            let name = s.url.transport == .udp ? "relay-udp" : s.url.transport == .tcp ? "relay-tcp" : "relay-tls"
+            var ignored: [ICEServerLink] = []
+            var r = session(name, relay, base: base, certificate: certificate, sleep: sleep, announced: &ignored)
+            r.announced = true
+            r.detail += " (\(s.url), announced by the server)"
+            results.append(r)
         }
         return results
     }
@@ -52,12 +81,13 @@ public enum ConnectivityCheck {
     /// A whole WHIP session over one kind of candidate, up to DTLS done (≤ 12 s), then ended.
     static func session(
         _ name: String, _ options: WHIPOptions, base: PublisherConfig, certificate: DTLSCertificate,
-        sleep: @escaping (Int64) -> Void
+        sleep: @escaping (Int64) -> Void, announced: inout [ICEServerLink]
     ) -> PathResult {
         let w: WHIPConnection
         do { w = try WHIPConnection.open(options, base: base, certificate: certificate, sleep: sleep) } catch {
             return PathResult(path: name, reachable: false, connectMs: nil, rttMs: nil, detail: error.description)
         }
+        announced = w.announcedICEServers
         defer { w.end() }
         let t = w.transport
         var failure: String?

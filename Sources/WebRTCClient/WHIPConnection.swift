@@ -95,6 +95,8 @@ public final class WHIPConnection: @unchecked Sendable {
     /// session's entity-tag (the 201's, then each restart's).
     let localCandidates: [ICECandidate]
     let entityTag: Mutex<String?>
+    /// The STUN/TURN servers the endpoint announced in its 201 (RFC 9725 §4.6).
+    public var announcedICEServers: [ICEServerLink] { resource.iceServers }
 
     /// Sets the connection up; blocks for the STUN queries (≤ 4 s) and the HTTP exchange.
     public static func open(

@@ -306,7 +306,7 @@ import Crypto
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
             "Peers/turn_required.sh"
         ).path
-        func run(link: Bool) throws -> (Int32, String, String) {
+        func run(link: Bool, publish: Bool = true) throws -> (Int32, String, String) {
             let dir = FileManager.default.temporaryDirectory
             let log = dir.appendingPathComponent("pubbot-turn-link-\(getpid())-\(link).json").path
             let err = dir.appendingPathComponent("pubbot-turn-link-\(getpid())-\(link).err").path
@@ -314,8 +314,10 @@ import Crypto
             defer { for f in [log, err] { try? FileManager.default.removeItem(atPath: f) } }
             let p = Process()
             p.executableURL = URL(fileURLWithPath: "/bin/bash")
-            p.arguments = [script, Self.binary, String(20 + (Int(getpid()) + (link ? 40 : 60)) % 200)]
-            p.environment = ProcessInfo.processInfo.environment.merging(["PUBLISH": "1", "LINK": link ? "1" : "0"]) { $1 }
+            p.arguments = [script, Self.binary, String(20 + (Int(getpid()) + (link ? 40 : 60) + (publish ? 0 : 80)) % 200)]
+            p.environment = ProcessInfo.processInfo.environment.merging(["PUBLISH": publish ? "1" : "0", "LINK": link ? "1" : "0"]) {
+                $1
+            }
             let out = try #require(FileHandle(forWritingAtPath: log)), e = try #require(FileHandle(forWritingAtPath: err))
             p.standardOutput = out
             p.standardError = e
@@ -347,6 +349,15 @@ import Crypto
         // The control: no announcement, the same firewall — nothing connects.
         let (control, _, controlErr) = try run(link: false)
         #expect(control == 2 && controlErr.contains("never connected"), "\(control): \(controlErr)")
+        // The connectivity pre-flight tries the announced relay as a path of its own and says so;
+        // the verdict is measured over it.
+        let (pre, preText, preErr) = try run(link: true, publish: false)
+        #expect(pre == 0, "\(preErr)")
+        let v = try #require(try JSONSerialization.jsonObject(with: Data(preText.utf8)) as? [String: Any], "\(preText)")
+        let paths = try #require(v["connectivity"] as? [[String: Any]])
+        let relay = paths.first { $0["path"] as? String == "relay-udp" }
+        #expect(relay?["reachable"] as? Bool == true && relay?["announcedByServer"] as? Bool == true, "\(paths)")
+        #expect(v["turnRequired"] as? Bool == true && (v["path"] as? String)?.hasPrefix("relay") == true, "\(v["path"] ?? "")")
     }
 
     /// TURN over TLS (`turns:`): coturn with a certificate made here (openssl, P-256, IP SAN

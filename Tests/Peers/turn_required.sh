@@ -56,5 +56,7 @@ if [ "${PUBLISH:-}" = 1 ]; then
   [ "$code" -eq 0 ] || echo "turn_required: publish exited $code: $(tail -1 "$work/pub.err")" >&2
   exit "$code"
 fi
+# LINK=1: the pre-flight is given no server either (the endpoint's Link names it).
+[ "${LINK:-}" = 1 ] && servers=()
 ip netns exec "$ns" timeout -s KILL 60 "$bin" preflight --whip "http://$addr:18111/whip" "${servers[@]}" --turn-username bot \
   --duration 6s --json </dev/null 2>"$work/pre.err" || { echo "turn_required: preflight failed: $(tail -2 "$work/pre.err")" >&2; exit 1; }
