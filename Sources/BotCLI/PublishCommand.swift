@@ -145,7 +145,12 @@ enum PublishCommand {
         let monitor = Monitor(plan: plan, publishers: publishers, whip: whip)
         for publisher in publishers { publisher.start() }
         monitor.started()
-        let restarts = ICERestarts(plan.iceRestarts, whip: whip, publisher: publishers.first)
+        let first = publishers.first
+        let restarts = ICERestarts(
+            whip != nil && first != nil ? plan.iceRestarts : [],
+            request: { [whip] in whip.map { $0.requestICERestart() } ?? .failure(WHIPConnectError("no WHIP session")) },
+            apply: { first?.restartICE($0) }, stopped: { first?.control.stopRequested ?? true },
+            recovery: { first?.snapshot().network.transport?.lastRestartRecoveryMicros.map { Int($0 / 1000) } })
         defer { restarts.finish() }
         for (d, publisher) in zip(plan.destinations, publishers) where whip == nil {
             Output.err(
@@ -449,84 +454,5 @@ enum PublishCommand {
         guard let f = fopen(path, "w") else { return false }
         defer { fclose(f) }
         return fputs(text, f) >= 0
-    }
-}
-
-/// `--ice-restart-at`: at each time a PATCH asks the server for an ICE restart (RFC 9725 §4.3.3)
-/// on a thread of its own (the HTTP exchange blocks), and the publisher applies the answer; a
-/// refusal is said and the session goes on. The outcome of each, for the summary.
-final class ICERestarts: Sendable {
-    struct Outcome: Sendable {
-        var atMicros: Int64
-        var requested: Bool
-        var error: String?
-        /// The new pair's selection after the answer was applied (ms), read from the transport.
-        var recoveryMs: Int?
-        var text: String {
-            if let error { return "failed: \(error) (the session goes on)" }
-            return recoveryMs.map { "new pair selected \($0) ms after the answer" } ?? "answered; no new pair selected yet"
-        }
-        var json: JSONValue {
-            .object([
-                ("atSeconds", .double(Double(atMicros) / 1e6)), ("outcome", .string(error == nil ? "restarted" : "failed")),
-                ("error", error.map { .string($0) } ?? .null), ("recoveryMs", recoveryMs.map { .int(Int64($0)) } ?? .null)
-            ])
-        }
-    }
-    let outcomes = Locked<[Outcome]>([])
-    let thread: JoinableThread?
-    let stop = Locked(false)
-    let publisher: Publisher?
-
-    init(_ times: [Int64], whip: WHIPConnection?, publisher: Publisher?) {
-        self.publisher = publisher
-        guard !times.isEmpty, let whip, let publisher else {
-            thread = nil
-            return
-        }
-        let start = Clock.monotonicMicros()
-        let outcomes = self.outcomes, stop = self.stop
-        thread = JoinableThread(name: "pubbot-ice-restart") {
-            for at in times {
-                while Clock.monotonicMicros() < start + at {
-                    if stop.value || publisher.control.stopRequested { return }
-                    Clock.sleep(micros: min(50_000, max(1, start + at - Clock.monotonicMicros())))
-                }
-                switch whip.requestICERestart() {
-                case let .success(r):
-                    publisher.restartICE(r)
-                    outcomes.withLock { $0.append(Outcome(atMicros: at, requested: true)) }
-                case let .failure(e):
-                    Output.err("warning: ICE restart at \(Units.fixed(Double(at) / 1e6, 1)) s: \(e) — the session goes on\n")
-                    outcomes.withLock { $0.append(Outcome(atMicros: at, requested: true, error: e.description)) }
-                }
-            }
-        }
-    }
-
-    /// The last restart's recovery, once the transport reports it.
-    func tick() {
-        guard thread != nil, let p = publisher, let t = p.snapshot().network.transport,
-            let ms = t.lastRestartRecoveryMicros.map({ Int($0 / 1000) })
-        else {
-            return
-        }
-        outcomes.withLock { list in
-            if let i = list.lastIndex(where: { $0.error == nil }), list[i].recoveryMs == nil { list[i].recoveryMs = ms }
-        }
-    }
-
-    let joined = Locked(false)
-
-    /// Stops the schedule and waits for a PATCH in flight; once.
-    func finish() {
-        stop.value = true
-        guard
-            !joined.withLock({ j in
-                defer { j = true }; return j
-            })
-        else { return }
-        thread?.join()
-        tick()
     }
 }

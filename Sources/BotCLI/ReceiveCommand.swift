@@ -20,7 +20,7 @@ enum ReceiveCommand {
         "impair": .value, "downlink-impair": .value, "stats": .value, "stats-interval": .value, "prefer": .value,
         "no-decode": .flag, "max-publishers": .value, "decode-publishers": .value,
         "whip-listen": .value, "token": .value, "whep": .value, "ice-interface": .value, "strict": .flag,
-        "ice-server": .repeated, "turn-username": .value, "turn-credential": .value
+        "ice-server": .repeated, "turn-username": .value, "turn-credential": .value, "ice-restart-at": .repeated
     ])
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
@@ -49,6 +49,8 @@ enum ReceiveCommand {
         var stats: (SubscriberStatsStream, Int64)?
         var json: Bool
         var whep: WHIPOptions? { if case let .whep(w) = mode { w } else { nil } }
+        /// `--ice-restart-at` with --whep: when to restart the subscription's ICE (µs, in order).
+        var iceRestarts: [Int64] = []
         var isWHIPListen: Bool { if case .whipListen = mode { true } else { false } }
     }
 
@@ -69,7 +71,18 @@ enum ReceiveCommand {
             rc.decodedPublishers = Int.max
         }
         let stats = try CommonOptions.statsWriter(o).map { (SubscriberStatsStream($0.0, viaServer: whep != nil), $0.1) }
-        return Plan(mode: mode, config: rc, duration: duration, stats: stats, json: o.has("json"))
+        var plan = Plan(mode: mode, config: rc, duration: duration, stats: stats, json: o.has("json"))
+        for r in o.all("ice-restart-at") {
+            guard plan.whep != nil else {
+                throw UsageError("--ice-restart-at needs --whep URL (the restart is a PATCH to the WHEP session, RFC 9725 §4.3.3)")
+            }
+            let at = try ValueParsers.duration(r, option: "ice-restart-at")
+            guard at > 0 else { throw UsageError("--ice-restart-at must be after the start") }
+            if let d = duration, at >= d { throw UsageError("--ice-restart-at \(r) is not before the run's end (--duration)") }
+            plan.iceRestarts.append(at)
+        }
+        plan.iceRestarts.sort()
+        return plan
     }
 
     /// The mode, the SRTP key (SDES; a placeholder where DTLS gives the keys) and where to listen.
@@ -210,8 +223,17 @@ enum ReceiveCommand {
         } else {
             Output.err("listening on \(receiver.localAddress); Ctrl-C to stop\n")
         }
+        let whep = running.whep
+        let resource = whep?.spec.resource ?? ""
+        let restarts = ICERestarts(
+            whep != nil ? plan.iceRestarts : [],
+            request: { whep.map { $0.requestICERestart() } ?? .failure(WHIPConnectError("no WHEP session")) },
+            apply: { r in receiver.restartPublisher(resource: resource, local: r.local, remote: r.remote, candidates: r.remoteCandidates) },
+            stopped: { Signals.isInterrupted },
+            recovery: { receiver.snapshot().webrtcPublishers.first?.transport?.lastRestartRecoveryMicros.map { Int($0 / 1000) } })
         let watch = Watch(plan: plan, receiver: receiver, whep: running.whep != nil)
         watch.run()
+        restarts.finish()
         let interrupted = Signals.isInterrupted
         receiver.stop()
         receiver.wait()
@@ -220,7 +242,11 @@ enum ReceiveCommand {
         let r = receiver.snapshot()
         plan.stats?.0.emit(r, final: true) // the run's averages, with BYE events
         if plan.json {
-            Output.out(summaryJSON(r, running).serialized(pretty: true) + "\n")
+            var doc = summaryJSON(r, running)
+            if !plan.iceRestarts.isEmpty, case let .object(f) = doc {
+                doc = .object(f + [("iceRestarts", .array(restarts.outcomes.value.map(\.json)))])
+            }
+            Output.out(doc.serialized(pretty: true) + "\n")
         } else if watch.whepFailure == nil || !r.streams.isEmpty {
             Output.out(table(r))
             if let endpoint = running.endpoint { Output.out(endpointText(endpoint, r)) }
@@ -412,6 +438,8 @@ enum ReceiveCommand {
     static func whepJSON(_ w: WHEPSubscription, _ r: ReceiverSnapshot) -> JSONValue {
         let t = r.webrtcPublishers.first
         func ms(_ v: Double?) -> JSONValue { v.map { .double(($0 * 10).rounded() / 10) } ?? .null }
+        let restarts = JSONValue.int(Int64(t?.transport?.iceRestarts ?? 0))
+        let recovery: JSONValue = t?.transport?.lastRestartRecoveryMicros.map { .int($0 / 1000) } ?? .null
         return .object(
             [
                 ("resource", .string(SignalingClient.redacted(w.resource.resourceURL))),
@@ -423,7 +451,7 @@ enum ReceiveCommand {
                 ("iceRole", (t?.transport?.iceRole).map { .string($0.rawValue) } ?? .null), ("iceDurationMs", ms(t?.transport?.iceMillis)),
                 ("dtlsDurationMs", ms(t?.transport?.dtlsMillis)),
                 ("srtpCipher", t?.transport?.srtpCipher.map { .string($0) } ?? .null),
-                ("roundTripTimeMs", ms(t?.transport?.roundTripMillis)),
+                ("roundTripTimeMs", ms(t?.transport?.roundTripMillis)), ("iceRestarts", restarts), ("lastIceRestartRecoveryMs", recovery),
                 ("rtcpSent", .int(Int64(r.rtcpSent))), ("nackSent", .int(Int64(r.nackSent))), ("pliSent", .int(Int64(r.pliSent))),
                 ("transportFeedbackSent", .int(Int64(r.transportFeedbackSent))),
                 ("retransmissionsReceived", .int(Int64(r.retransmissionsReceived))),

@@ -45,6 +45,9 @@ public struct WebRTCPublisherSpec: Sendable, Equatable {
     public var offerer = false
     public var dtlsServer = false
     public var remoteCandidates: [ICECandidate] = []
+    /// The candidates this side offered (a WHEP subscriber's host candidate): what an ICE
+    /// restart's PATCH carries again.
+    public var localCandidates: [ICECandidate] = []
     /// RTX SSRC → media SSRC, from the answer's `a=ssrc-group:FID` (a server that rewrites SSRCs
     /// sends no repaired-rtp-stream-id).
     public var rtxToMedia: [UInt32: UInt32] = [:]

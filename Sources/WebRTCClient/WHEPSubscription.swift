@@ -6,6 +6,7 @@ public import ReceiverEngine
 import RTPCore
 public import ICE
 import Platform
+public import PublisherEngine
 
 /// One WHEP subscription set up (draft-ietf-wish-whep §4.2, the same HTTP rules as WHIP, RFC
 /// 9725): a `recvonly` offer (Opus, VP8 with RTX, the feedback and header extensions the
@@ -73,6 +74,7 @@ public final class WHEPSubscription: @unchecked Sendable {
             audioPayloadTypes: a.map { [$0.payloadType] } ?? [], videoPayloadTypes: v.map { [$0.payloadType] } ?? [],
             rtxPayloadTypes: v?.rtxPayloadType.map { [$0] } ?? [], extensions: RTPExtensionIDs(negotiated: ext))
         spec.offerer = true
+        spec.localCandidates = [.host(local)]
         spec.dtlsServer = n.dtlsServer
         spec.remoteCandidates = remotes
         spec.rtxToMedia = v?.rtxSSRCs ?? [:]
@@ -108,4 +110,13 @@ public final class WHEPSubscription: @unchecked Sendable {
     /// Ends the session on the server (DELETE); once. Returns the failure, if any.
     @discardableResult
     public func end() -> WHIPError? { ending.end() }
+
+    /// Asks the server for an ICE restart of this subscription (RFC 9725 §4.3.3, as WHEP keeps
+    /// it); the answer is for the receiver to apply (`ReceiverEngine.restartPublisher` with
+    /// `spec.resource`). Blocks for the HTTP exchange; a refusal is an error, the session goes on.
+    public func requestICERestart(timeoutMillis: Int = 5_000) -> Result<PublisherControl.ICERestart, WHIPConnectError> {
+        WHIPConnection.requestICERestart(
+            resource: resource, localCandidates: spec.localCandidates, negotiated: negotiated, token: ending.token, exchange: .whep,
+            family: spec.localCandidates.first?.address.ip.count ?? 4, timeoutMillis: timeoutMillis)
+    }
 }

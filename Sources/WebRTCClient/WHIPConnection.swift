@@ -396,6 +396,18 @@ public final class WHIPConnection: @unchecked Sendable {
     /// `Publisher.restartICE`) and its ETag is kept. Blocks for the HTTP exchange; a refusal is
     /// an error and the session goes on (§4.3.3: a failed restart does not end it).
     public func requestICERestart(timeoutMillis: Int = 5_000) -> Result<PublisherControl.ICERestart, WHIPConnectError> {
+        Self.requestICERestart(
+            resource: resource, localCandidates: localCandidates, negotiated: negotiated, token: ending.token, exchange: .whip,
+            family: local.ip.count, timeoutMillis: timeoutMillis)
+    }
+
+    /// The restart exchange for a WHIP or WHEP session (WHEP keeps WHIP's PATCH rules): new
+    /// credentials and `localCandidates` in the offerer-tagged m-line, `If-Match: "*"`; the
+    /// server's new credentials and its candidates of `family` (4 or 16 address bytes) back.
+    static func requestICERestart(
+        resource: WHIPSession, localCandidates: [ICECandidate], negotiated: NegotiatedSession, token: String?,
+        exchange: SignalingExchange, family: Int, timeoutMillis: Int
+    ) -> Result<PublisherControl.ICERestart, WHIPConnectError> {
         guard resource.hasLocation else { return .failure(WHIPConnectError("the server gave no session URL (Location): nothing to PATCH")) }
         let credentials = ICEAgent.Credentials(random: SecureRandom.bytes(32))
         // Only the offerer-tagged m-line of the bundle, the offer's first (RFC 9725 §4.3.3).
@@ -406,7 +418,7 @@ public final class WHIPConnection: @unchecked Sendable {
         body += "a=end-of-candidates\r\n"
         let r = SignalingClient.send(
             "PATCH", resource.resourceURL, body: body, headers: ["Content-Type: application/trickle-ice-sdpfrag", "If-Match: \"*\""],
-            token: ending.token, timeoutMillis: timeoutMillis)
+            token: token, exchange: exchange, timeoutMillis: timeoutMillis)
         if let e = r.error { return .failure(WHIPConnectError("ICE restart: \(e.message)")) }
         guard r.status == 200 else {
             let said = r.body.isEmpty ? "" : ": \(SignalingClient.sanitizedText(r.body))"
@@ -418,14 +430,13 @@ public final class WHIPConnection: @unchecked Sendable {
         }
         var remotes: [ICECandidate] = []
         for line in r.body.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }) where line.hasPrefix("a=candidate:") {
-            if let c = try? ICECandidate.parse(line.dropFirst(2)), c.address.ip.count == local.ip.count, !remotes.contains(c) {
+            if let c = try? ICECandidate.parse(line.dropFirst(2)), c.address.ip.count == family, !remotes.contains(c) {
                 remotes.append(c)
             }
         }
         guard !remotes.isEmpty else {
             return .failure(WHIPConnectError("the server's ICE restart answer has no candidate pubbot can reach"))
         }
-        entityTag.withLock { $0 = r.header("etag") ?? $0 }
         return .success(.init(local: credentials, remote: .init(ufrag: ufrag, password: pwd), remoteCandidates: remotes))
     }
 

@@ -78,4 +78,39 @@ import Testing
         #expect(bots.allSatisfy { $0["iceRestarts"] as? Int == 1 }, "\(bots)")
         #expect(pion.text.components(separatedBy: "\"event\":\"restart\"").count - 1 == 5, "\(pion.text)")
     }
+
+    /// A WHEP subscriber's restart: `receive --whep --ice-restart-at 3s` from pion's fan-out of
+    /// a live publisher. pion restarts that subscription's ICE (its own event, on the WHEP
+    /// session), the subscriber's full agent selects the new pair and keeps decoding through it:
+    /// what pion wrote (its 180p layer) ≥ 95 % received, frames decoded across the restart.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: pionEndpoint), "no pion endpoint (scripts/setup builds it)"))
+    func aWHEPSubscribersRestartKeepsItsStream() throws {
+        let pion = try PeerProcess(pionEndpoint, ["-limit", "60", "-forward-rid", "q"])
+        defer { pion.stop() }
+        try #require(pion.wait(for: "LISTENING ", micros: 10_000_000), "\(pion.text)")
+        let port = try #require(pion.text.split(separator: "\n").first { $0.hasPrefix("LISTENING ") }.flatMap { Int($0.dropFirst(10)) })
+        let publisher = try PeerProcess(
+            WHIPInteropTests.binary, ["publish", "--whip", "http://127.0.0.1:\(port)/whip", "--duration", "14s"])
+        defer { publisher.stop(grace: 3_000_000) }
+        try #require(pion.wait(for: "\"rid\":\"q\"", micros: 8_000_000), "\(pion.text) \(publisher.text)")
+        let r = try runPubbot(
+            WHIPInteropTests.binary,
+            ["receive", "--whep", "http://127.0.0.1:\(port)/whep", "--duration", "8s", "--ice-restart-at", "3s", "--json"])
+        #expect(r.code == 0, "\(r.err)")
+        try #require(pion.wait(for: "\"event\":\"whep-stats\"", micros: 5_000_000), "\(pion.text)")
+        #expect(pion.text.contains("\"event\":\"restart\""), "pion never restarted the subscription: \(pion.text)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any], "\(r.out)")
+        let restarts = try #require(summary["iceRestarts"] as? [[String: Any]])
+        #expect(restarts.first?["outcome"] as? String == "restarted", "\(restarts)")
+        let w = try #require(summary["whep"] as? [String: Any])
+        #expect(w["iceRestarts"] as? Int == 1 && (w["lastIceRestartRecoveryMs"] as? Int ?? 9_999) < 1_000, "\(w)")
+        let stats = try #require(
+            pion.text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+                .first { $0["event"] as? String == "whep-stats" })
+        let streams = try #require(summary["streams"] as? [[String: Any]])
+        let video = try #require(streams.first { $0["kind"] as? String == "video" }, "\(r.out)")
+        let written = stats["video"] as? Int ?? 0, got = video["packetsReceived"] as? Int ?? 0
+        #expect(written > 150 && got <= written && got * 100 >= written * 95, "pion wrote \(written), pubbot received \(got)")
+        #expect((video["framesDecoded"] as? Int ?? 0) >= 150, "\(video)")
+    }
 }
