@@ -182,7 +182,9 @@ import TestSupport
         let auth = "Authorization: Bearer t0ken-for-hostile-test\r\n"
         #expect(status(exchange(e.port, "PATCH /whip/0123abcd HTTP/1.1\r\nHost: x\r\n\(auth)Content-Length: 0\r\n\r\n")) == 404)
         #expect(status(exchange(e.port, "POST /elsewhere HTTP/1.1\r\nHost: x\r\n\(auth)Content-Length: 0\r\n\r\n")) == 404)
-        #expect(status(exchange(e.port, "GET /whip HTTP/1.1\r\nHost: x\r\n\(auth)\r\n")) == 405)
+        // RFC 9725 §4.1: GET is a 2xx without content; a method the endpoint does not take, 405.
+        #expect(status(exchange(e.port, "GET /whip HTTP/1.1\r\nHost: x\r\n\(auth)\r\n")) == 204)
+        #expect(status(exchange(e.port, "PUT /whip HTTP/1.1\r\nHost: x\r\n\(auth)Content-Length: 0\r\n\r\n")) == 405)
         let r = try runPubbot(Self.binary, ["publish", "--whip", e.url, "--token", "t0ken-for-hostile-test", "--duration", "2s"])
         #expect(r.code == 0, "\(r.err)")
     }
