@@ -3,6 +3,7 @@ import Signalling
 import ICE
 import DTLS
 import Transport
+import WebRTC
 import RTPCore
 import Crypto
 import Platform
@@ -66,7 +67,19 @@ extension ConformanceCheck {
                 socket: s, base: base, server: server, tcp: u.transport != .udp, tls: u.transport == .tls ? (u.host, turnCAFile) : nil,
                 username: link.username ?? "", password: link.credential ?? "")
             {
-            case let .success((t, _)): return (true, "allocated, relay \(t.relay.map { "\($0.ipText):\($0.port)" } ?? "?")")
+            case let .success((t, stream)):
+                let relay = t.relay.map { "\($0.ipText):\($0.port)" } ?? "?"
+                // Released at once (a Refresh of lifetime 0, RFC 8656 §7): the check holds no relay.
+                t.close()
+                while let x = t.pollTransmit() {
+                    if let stream {
+                        x.bytes.withUnsafeBytes { stream.write($0) }
+                        stream.flush()
+                    } else if let to = SocketAddress(x.to) {
+                        x.bytes.withUnsafeBytes { _ = try? s.send($0, to: to) }
+                    }
+                }
+                return (true, "allocated, relay \(relay) (released)")
             case let .failure(e): return (false, e.description)
             }
         }
