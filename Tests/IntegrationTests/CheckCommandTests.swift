@@ -17,10 +17,8 @@ import Testing
 
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: pionEndpoint), "no pion endpoint (scripts/setup builds it)"))
     func pionMeetsEveryMustAndSaysItTrickledAndRestarted() throws {
-        let pion = try PeerProcess(pionEndpoint, ["-limit", "60"])
+        let (pion, port) = try startPion(["-limit", "60"])
         defer { pion.stop() }
-        try #require(pion.wait(for: "LISTENING ", micros: 10_000_000), "\(pion.text)")
-        let port = try #require(pion.text.split(separator: "\n").first { $0.hasPrefix("LISTENING ") }.flatMap { Int($0.dropFirst(10)) })
         let r = try runPubbot(WHIPInteropTests.binary, ["check", "--whip", "http://127.0.0.1:\(port)/whip", "--json"])
         #expect(r.code == 0, "\(r.out)\n\(r.err)")
         let f = try Self.findings(r.out)

@@ -60,10 +60,8 @@ import Testing
     /// pion applies 5 (its own events), the report says 5 asked, 0 refused, 5 on a new pair.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: pionEndpoint), "no pion endpoint (scripts/setup builds it)"))
     func aFleetsRestartsAreCountedAndPionAppliesEach() throws {
-        let pion = try PeerProcess(pionEndpoint, ["-limit", "60"])
+        let (pion, port) = try startPion(["-limit", "60"])
         defer { pion.stop() }
-        try #require(pion.wait(for: "LISTENING ", micros: 10_000_000), "\(pion.text)")
-        let port = try #require(pion.text.split(separator: "\n").first { $0.hasPrefix("LISTENING ") }.flatMap { Int($0.dropFirst(10)) })
         let r = try runPubbot(
             WHIPInteropTests.binary,
             [
@@ -85,10 +83,8 @@ import Testing
     /// what pion wrote (its 180p layer) ≥ 95 % received, frames decoded across the restart.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: pionEndpoint), "no pion endpoint (scripts/setup builds it)"))
     func aWHEPSubscribersRestartKeepsItsStream() throws {
-        let pion = try PeerProcess(pionEndpoint, ["-limit", "60", "-forward-rid", "q"])
+        let (pion, port) = try startPion(["-limit", "60", "-forward-rid", "q"])
         defer { pion.stop() }
-        try #require(pion.wait(for: "LISTENING ", micros: 10_000_000), "\(pion.text)")
-        let port = try #require(pion.text.split(separator: "\n").first { $0.hasPrefix("LISTENING ") }.flatMap { Int($0.dropFirst(10)) })
         let publisher = try PeerProcess(
             WHIPInteropTests.binary, ["publish", "--whip", "http://127.0.0.1:\(port)/whip", "--duration", "14s"])
         defer { publisher.stop(grace: 3_000_000) }

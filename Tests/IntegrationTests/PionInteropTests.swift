@@ -4,6 +4,18 @@ import Platform
 
 let pionEndpoint = WHIPInteropTests.root.appendingPathComponent(".build/peers/pion_whip").path
 
+/// Starts the pion endpoint (Tests/Peers/pion) with `arguments`; returns it and its HTTP port.
+func startPion(_ arguments: [String]) throws -> (PeerProcess, Int) {
+    let pion = try PeerProcess(pionEndpoint, arguments)
+    guard pion.wait(for: "LISTENING ", micros: 10_000_000),
+        let port = pion.text.split(separator: "\n").first(where: { $0.hasPrefix("LISTENING ") }).flatMap({ Int($0.dropFirst(10)) })
+    else {
+        pion.stop()
+        throw WHIPInteropTests.TestFailure("pion did not start: \(pion.text)")
+    }
+    return (pion, port)
+}
+
 /// pion/webrtc v3 (Debian's 3.1.56) as a WHIP endpoint (Tests/Peers/pion, built by scripts/setup):
 /// strict about attribution — a stream it cannot map to a track (no `a=ssrc`, no MID + RID) never
 /// fires OnTrack. pion's own OnTrack and packet counts are the judge.
@@ -19,10 +31,8 @@ struct PionInteropTests {
     /// pion v3's defaults leave it out).
     @Test(arguments: ["vp8", "h264", "vp9", "av1"])
     func pionTakesAudioAndEveryLayer(_ codec: String) throws {
-        let pion = try PeerProcess(pionEndpoint, ["-limit", "60"])
+        let (pion, port) = try startPion(["-limit", "60"])
         defer { pion.stop() }
-        try #require(pion.wait(for: "LISTENING ", micros: 10_000_000), "\(pion.text)")
-        let port = try #require(pion.text.split(separator: "\n").first { $0.hasPrefix("LISTENING ") }.flatMap { Int($0.dropFirst(10)) })
         let r = try runPubbot(
             WHIPInteropTests.binary, ["publish", "--whip", "http://127.0.0.1:\(port)/whip", "--codec", codec, "--duration", "5s", "--json"])
         #expect(r.code == 0, "\(r.err)")
@@ -51,10 +61,8 @@ struct PionInteropTests {
     /// pion maps the video by its announced SSRC and fires OnTrack for it and the audio, each
     /// with every packet pubbot sent on it.
     @Test func pionTakesOneEncodingByItsAnnouncedSSRC() throws {
-        let pion = try PeerProcess(pionEndpoint, ["-limit", "60"])
+        let (pion, port) = try startPion(["-limit", "60"])
         defer { pion.stop() }
-        try #require(pion.wait(for: "LISTENING ", micros: 10_000_000), "\(pion.text)")
-        let port = try #require(pion.text.split(separator: "\n").first { $0.hasPrefix("LISTENING ") }.flatMap { Int($0.dropFirst(10)) })
         let r = try runPubbot(
             WHIPInteropTests.binary,
             [
@@ -85,10 +93,8 @@ struct PionInteropTests {
     /// pubbot receives every packet pion says it wrote to it, loses none, and decodes the video
     /// at 720p; every PLI it sends reaches pion.
     @Test func receiveWHEPFromPion() throws {
-        let pion = try PeerProcess(pionEndpoint, ["-limit", "60", "-forward-rid", "f"])
+        let (pion, port) = try startPion(["-limit", "60", "-forward-rid", "f"])
         defer { pion.stop() }
-        try #require(pion.wait(for: "LISTENING ", micros: 10_000_000), "\(pion.text)")
-        let port = try #require(pion.text.split(separator: "\n").first { $0.hasPrefix("LISTENING ") }.flatMap { Int($0.dropFirst(10)) })
         let publisher = try PeerProcess(
             WHIPInteropTests.binary, ["publish", "--whip", "http://127.0.0.1:\(port)/whip", "--duration", "16s"])
         defer { publisher.stop(grace: 3_000_000) }
@@ -139,10 +145,8 @@ struct PionInteropTests {
     /// there in the same DTLS and SRTP session, and pion's count of every stream is pubbot's
     /// within a few packets (those in flight on the old path as pion closed it).
     @Test func anICERestartKeepsTheMediaGoing() throws {
-        let pion = try PeerProcess(pionEndpoint, ["-limit", "60"])
+        let (pion, port) = try startPion(["-limit", "60"])
         defer { pion.stop() }
-        try #require(pion.wait(for: "LISTENING ", micros: 10_000_000), "\(pion.text)")
-        let port = try #require(pion.text.split(separator: "\n").first { $0.hasPrefix("LISTENING ") }.flatMap { Int($0.dropFirst(10)) })
         let r = try runPubbot(
             WHIPInteropTests.binary,
             ["publish", "--whip", "http://127.0.0.1:\(port)/whip", "--duration", "8s", "--ice-restart-at", "3s", "--json"])
