@@ -235,7 +235,11 @@ import Platform
         let whip = try #require(started.split(separator: " ").last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) })
         let base = String(whip.dropLast("/whip".count))
 
-        let publisher = try PeerProcess(Self.binary, ["publish", "--whip", whip, "--duration", "25s"])
+        // Every layer at its target: what is judged here is what Janus forwards each subscriber
+        // and what each reports. With its estimator on, the publisher paused 720p in a CI run
+        // (A and C then got 360p) — the publisher's estimate through Janus is judged by the
+        // publish tests above, not here.
+        let publisher = try PeerProcess(Self.binary, ["publish", "--whip", whip, "--duration", "25s", "--no-congestion-control"])
         defer { publisher.stop() }
         try #require(publisher.wait(for: "connected:", micros: 15_000_000), "the publisher did not connect: \(publisher.text)")
         Clock.sleep(micros: 1_500_000) // its first key frames reach Janus
