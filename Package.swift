@@ -83,13 +83,18 @@ let package = Package(
         // deadlines out. No clock, thread, socket or OS random can be imported here.
         .target(
             name: "PublisherCore",
-            dependencies: ["RTPCore", "MediaCodecs", "Net", "SRTP", "Stats", "Congestion", "WebRTC", "ICE", "DTLS", "Signalling"],
+            dependencies: [
+                "RTPCore", "MediaCodecs", "Net", "SRTP", "Stats", "Congestion", "WebRTC", "ICE", "DTLS", "Signalling", "Impairment"
+            ],
             swiftSettings: hot),
         // Its drivers: the media and network threads of one publisher, the mailbox between them,
         // the socket side. Re-exports PublisherCore.
         .target(
             name: "PublisherEngine",
-            dependencies: ["PublisherCore", "Platform", "RTPCore", "MediaCodecs", "Transport", "Stats", "Congestion", "WebRTC", "ICE"],
+            dependencies: [
+                "PublisherCore", "Platform", "RTPCore", "MediaCodecs", "Transport", "Stats", "Congestion", "WebRTC", "ICE", "Impairment",
+                "Net"
+            ],
             swiftSettings: hot),
         // The receiver session, sans-IO: the router's side of each publisher (SRTP, demux,
         // transport-cc, NACK, PLI, reports; the ICE-lite/DTLS endpoint of WHIP publishers) and the
@@ -173,7 +178,7 @@ let package = Package(
             name: "PublisherEngineTests",
             dependencies: [
                 "Platform", "PublisherEngine", "PublisherCore", "WebRTC", "ICE", "DTLS", "Crypto", "Transport", "RTPCore", "MediaCodecs",
-                "Stats", "CAllocCounter", "Congestion"
+                "Stats", "CAllocCounter", "Congestion", "Impairment", "Net"
             ]),
         .testTarget(
             name: "ReceiverEngineTests",

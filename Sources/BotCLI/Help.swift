@@ -28,7 +28,7 @@ enum Help {
     static func usage(_ command: String?) -> String {
         switch command {
         case "publish":
-            "Usage: pubbot publish (--to HOST:PORT [--key B64] | --whip URL [--token T] [--ice-server stun:HOST:PORT] [--ice-interface IF] [--strict] [--ice-restart-at D…]) [--srtp-suite aes-cm|gcm] [--sdp-out FILE] [--no-bundle] [--duration D] [--layers LADDER] [--no-audio | --no-video] [--fps N] [--temporal-layers L1T1|L1T2|L1T3 | --scalability MODE] [--codec vp8|h264|vp9|av1|LIST] [--keyframe-interval D] [--no-congestion-control] [--stats FILE|-] [--json]"
+            "Usage: pubbot publish (--to HOST:PORT [--key B64] | --whip URL [--token T] [--ice-server stun:HOST:PORT] [--ice-interface IF] [--strict] [--ice-restart-at D…]) [--srtp-suite aes-cm|gcm] [--sdp-out FILE] [--no-bundle] [--duration D] [--layers LADDER] [--no-audio | --no-video] [--fps N] [--temporal-layers L1T1|L1T2|L1T3 | --scalability MODE] [--codec vp8|h264|vp9|av1|LIST] [--keyframe-interval D] [--no-congestion-control] [--impair SPEC] [--stats FILE|-] [--json]"
         case "receive":
             "Usage: pubbot receive (--listen HOST:PORT (--key B64 | --sdp FILE) | --whip-listen HOST:PORT [--token T] [--ice-server URL… [--turn-username U --turn-credential C]] | --whep URL [--token T] [--ice-interface IF] [--strict] [--ice-restart-at D…]) [--impair SPEC] [--downlink-impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--no-decode | --decode-publishers N] [--max-publishers N] [--stats FILE|-] [--json]"
         case "preflight":
@@ -128,6 +128,11 @@ enum Help {
           --no-congestion-control   send every layer at its target, no estimation or probing
                                     (for receivers that send no transport-cc feedback;
                                     --no-bundle implies it)
+          --impair SPEC|SCHEDULE    emulate the uplink on pubbot's own send path (after the
+                                    pacer, before the socket; no root needed, any receiver or
+                                    server): loss=2%,burst=4,delay=40ms,jitter=10ms,rate=800kbit,
+                                    queue=200ms, or 0s:rate=3mbit;10s:rate=600kbit;20s:loss=100%;
+                                    what it dropped is reported apart (JSON: uplinkEmulator)
           --json                    print the final summary as JSON
 
         Exit codes: 0 media sent, 2 runtime failure or no media sent (a WebRTC transport that never
@@ -222,7 +227,9 @@ enum Help {
                                     glass-to-glass latency, layer changes
           --whep-token TOKEN        its bearer token (or PUBBOT_WHEP_TOKEN; default: the WHIP one)
           --impair SPEC             emulate the uplink at the embedded receiver (rehearsal):
-                                    loss=2%,burst=4,delay=40ms,jitter=10ms,rate=800kbit,queue=200ms
+                                    loss=2%,burst=4,delay=40ms,jitter=10ms,rate=800kbit,queue=200ms;
+                                    with --whip, on pubbot's own send path toward the server (after
+                                    the pacer, before the socket; its drops reported apart)
 
         Verdict:
           --require TIER            1080p, 720p, 540p, 360p, 270p, 180p or audio; sets the exit code
@@ -291,7 +298,9 @@ enum Help {
           --duration D              from the first start to every bot's BYE (default 30s)
           --ramp D                  start all bots within D (default: 50 bots a second; at most 500/s)
           --loops N                 event loops (threads; default: one per core)
-          --impair SPEC             emulate the link in front of the embedded receiver (as for receive)
+          --impair SPEC             emulate the link in front of the embedded receiver (as for receive);
+                                    with --whip, each bot's own uplink toward the server (the
+                                    totals count what the emulators dropped apart)
           --decode                  the embedded receiver also decodes video (default: reassembles
                                     every frame, decodes audio; VP8 decoding of hundreds of streams
                                     does not fit a small machine)

@@ -109,7 +109,7 @@ enum LoadCommand {
         let suite = try CommonOptions.suite(o)
         let whipOptions = try CommonOptions.whipOptions(o)
         if whipOptions != nil {
-            for flag in ["to", "key", "impair", "decode", "srtp-suite"] where o.value(flag) != nil || o.has(flag) {
+            for flag in ["to", "key", "decode", "srtp-suite"] where o.value(flag) != nil || o.has(flag) {
                 throw UsageError("--\(flag) does not go with --whip (each bot negotiates with the server; keys come from DTLS)")
             }
         }
@@ -377,6 +377,8 @@ enum LoadCommand {
         fc.firstBot = plan.range.lowerBound
         fc.live = live
         if let options = plan.whip {
+            // Toward a real server --impair is each bot's own uplink (UplinkEmulator, its own seed).
+            fc.template.uplinkImpairment = plan.impairment
             fc.whip = (options, try DTLSCertificate())
             fc.whipRooms = plan.roomCount
             fc.iceRestartsAfter = plan.iceRestarts

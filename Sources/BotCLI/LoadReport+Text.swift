@@ -75,6 +75,10 @@ extension LoadReport {
         if totals.receiverPacketsReceived > 0 {
             out += ", receiver: \(totals.receiverPacketsReceived) packets, \(totals.receiverFramesReceived) frames"
         }
+        if totals.uplinkDroppedByLoss + totals.uplinkDroppedByQueue > 0 {
+            out +=
+                ", uplink emulator dropped \(totals.uplinkDroppedByLoss) at random and \(totals.uplinkDroppedByQueue) at its queue (before the network)"
+        }
         out += "\n"
         if let c = cost {
             let perCore = c.loopCPUPercent > 0 ? Double(started) / (c.loopCPUPercent / 100) : 0

@@ -124,6 +124,10 @@ struct LoadReport {
         var rtcpReceived = 0
         var receiverPacketsReceived = 0
         var receiverFramesReceived = 0
+        /// `--impair` toward a server: what the bots' emulated uplinks dropped before the network
+        /// (at random, and at their full queues); the server's feedback counts these as loss too.
+        var uplinkDroppedByLoss = 0
+        var uplinkDroppedByQueue = 0
 
         static var fields: [(String, WritableKeyPath<Totals, Int>)] {
             [
@@ -131,7 +135,8 @@ struct LoadReport {
                 ("paddingPackets", \.paddingPackets),
                 ("nackReceived", \.nackReceived), ("pliReceived", \.pliReceived), ("keyFramesSent", \.keyFramesSent),
                 ("packetsLostReported", \.packetsLostReported), ("rtcpReceived", \.rtcpReceived),
-                ("receiverPacketsReceived", \.receiverPacketsReceived), ("receiverFramesReceived", \.receiverFramesReceived)
+                ("receiverPacketsReceived", \.receiverPacketsReceived), ("receiverFramesReceived", \.receiverFramesReceived),
+                ("uplinkDroppedByLoss", \.uplinkDroppedByLoss), ("uplinkDroppedByQueue", \.uplinkDroppedByQueue)
             ]
         }
 
@@ -239,6 +244,8 @@ struct LoadReport {
             totals.keyFramesSent += s.keyFramesSent
             totals.packetsLostReported += max(0, lost)
             totals.rtcpReceived += s.network.rtcpReceived
+            totals.uplinkDroppedByLoss += s.network.uplink?.droppedByLoss ?? 0
+            totals.uplinkDroppedByQueue += s.network.uplink?.droppedByQueue ?? 0
             totals.receiverPacketsReceived += b.packetsReceived ?? 0
             totals.receiverFramesReceived += b.framesReceived ?? 0
             conditions[b.condition, default: 0] += 1

@@ -80,7 +80,7 @@ enum PreflightCommand {
         let destination: SocketAddress
         let key: SRTPKey
         if let options = whipOptions {
-            for flag in ["to", "sdp", "key", "impair", "srtp-suite"] where o.value(flag) != nil {
+            for flag in ["to", "sdp", "key", "srtp-suite"] where o.value(flag) != nil {
                 throw UsageError("--\(flag) does not go with --whip (the server's answer and DTLS decide the transport)")
             }
             (target, key) = (.whip(options), SRTPKey.random(suite: .gcm))
@@ -105,6 +105,10 @@ enum PreflightCommand {
             throw UsageError("--scalability with spatial layers is for publish and simulate; preflight measures with simulcast")
         }
         if o.has("audio-only") { pc.sendVideo = false; pc.layers = [] }
+        // Toward a real server the emulated link is the uplink, after the pacer (UplinkEmulator).
+        if whipOptions != nil {
+            pc.uplinkImpairment = try o.value("impair").map { t throws(UsageError) in try ValueParsers.impairment(t, option: "impair") }
+        }
         pc.durationMicros = limit
         // Measure beyond what the ladder uses: the highest tier needs 5.55 Mbps with simulcast.
         pc.probeCeiling = 12_000_000

@@ -55,6 +55,9 @@ extension PreflightCommand {
             let path = t.flatMap { t in t.localCandidateType.map { "\($0) → \(t.remoteCandidateType ?? "?")" } }
             f.append(("path", path.map { .string($0) } ?? .null))
             if let subscriber { f.append(("subscriber", WHEPProbe.json(subscriber))) }
+            if let u = phase.publisher?.network.uplink {
+                f.append(("uplinkEmulator", UplinkReport.json(u, spec: plan.config.uplinkImpairment?.summary)))
+            }
             return .object(f)
         }
 
@@ -326,6 +329,7 @@ extension PreflightCommand {
             out.details +=
                 "impairment: \(i.packets) packets offered, \(i.droppedByLoss) lost, \(i.droppedByQueue) dropped by the queue, max queueing \(Units.fixed(Double(i.maxQueueMicros) / 1000, 0)) ms\n"
         }
+        if let u = n.uplink { out.details += UplinkReport.text(u, spec: nil) }
         if let r, r.rejected.total > 0 {
             out.details +=
                 "rejected packets: \(r.rejected.total) (auth \(r.rejected.authenticationFailed), malformed \(r.rejected.malformed))\n"

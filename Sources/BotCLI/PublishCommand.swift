@@ -17,7 +17,7 @@ enum PublishCommand {
         for (k, v) in [
             "to": OptionSpec.Kind.repeated, "key": .value, "sdp-out": .value, "no-bundle": .flag, "no-audio": .flag,
             "no-video": .flag, "cname": .value, "no-congestion-control": .flag, "sender-stats": .flag, "rtc-stats": .value,
-            "metrics": .value, "vitals": .flag, "ice-restart-at": .repeated
+            "metrics": .value, "vitals": .flag, "ice-restart-at": .repeated, "impair": .value
         ] { o[k] = v }
         for (k, v) in CommonOptions.whip { o[k] = v }
         return OptionSpec(
@@ -78,6 +78,7 @@ enum PublishCommand {
         if let c = o.value("cname") { pc.cname = c }
         if o.has("no-congestion-control") { pc.congestionControl = false }
         pc.senderStats = o.has("sender-stats")
+        pc.uplinkImpairment = try o.value("impair").map { t throws(UsageError) in try ValueParsers.impairment(t, option: "impair") }
         if let d = o.value("duration") { pc.durationMicros = try ValueParsers.duration(d, option: "duration") }
         for d in destinations where !pc.bundle && d.port + 2 * (pc.layers.count + 1) > 65535 {
             throw UsageError("--no-bundle needs \(2 * (pc.layers.count + 1)) ports from \(d.port)")
@@ -362,11 +363,14 @@ enum PublishCommand {
             for (p, d) in zip(snaps, plan.destinations) {
                 if relayed { Output.out("to \(d):\n") }
                 Output.out(Report.publisherTable(PublisherSnapshotView(streams: p.streams, elapsedMicros: p.elapsedMicros)))
+                if let u = p.network.uplink { Output.out(UplinkReport.text(u, spec: plan.config.uplinkImpairment?.summary)) }
             }
             for r in restarts { Output.out("ICE restart at \(Units.fixed(Double(r.atMicros) / 1e6, 1)) s: \(r.text)\n") }
             return
         }
-        let docs = zip(snaps, plan.destinations).map { p, d in summaryJSON(p, to: d, whip: whip) }
+        let docs = zip(snaps, plan.destinations).map { p, d in
+            summaryJSON(p, to: d, whip: whip, impair: plan.config.uplinkImpairment?.summary)
+        }
         var fields: [(String, JSONValue)] = [("type", .string("summary")), ("command", .string("publish"))]
         if relayed {
             fields.append(("connections", .array(docs)))
@@ -378,7 +382,7 @@ enum PublishCommand {
     }
 
     /// One connection's summary object.
-    static func summaryJSON(_ p: PublisherSnapshot, to d: SocketAddress, whip: WHIPConnection?) -> JSONValue {
+    static func summaryJSON(_ p: PublisherSnapshot, to d: SocketAddress, whip: WHIPConnection?, impair: String? = nil) -> JSONValue {
         let feedback: JSONValue = .object([
             ("rtcpReceived", .int(Int64(p.network.rtcpReceived))),
             ("transportFeedbackReceived", .int(Int64(p.network.transportFeedbackReceived))),
@@ -413,6 +417,7 @@ enum PublishCommand {
             // Back-pressure from the socket or qdisc (ENOBUFS): datagrams that waited, not lost.
             ("sendDeferred", .int(Int64(p.network.sendDeferred)))
         ]
+        if let u = p.network.uplink { fields.append(("uplinkEmulator", UplinkReport.json(u, spec: impair))) }
         if let w = whip {
             let negotiated: [(String, JSONValue)] = [
                 ("resource", .string(SignalingClient.redacted(w.resource.resourceURL))),

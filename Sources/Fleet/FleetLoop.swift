@@ -82,15 +82,21 @@ final class FleetLoop {
                 b.network.exchange(with: b.control)
                 b.io.flush(b.network)
                 if now >= b.nextPublish {
-                    b.published.withLock { $0 = b.network.statistics }; b.nextPublish = now + b.network.config.publishIntervalMicros
+                    b.published.withLock {
+                        $0 = b.network.statistics; $0.1.uplink = b.io.uplink?.counters
+                    }
+                    b.nextPublish = now + b.network.config.publishIntervalMicros
                 }
                 if let w = next {
-                    b.nextWake = min(w, mediaWake, b.nextPublish)
+                    b.nextWake = min(w, mediaWake, b.nextPublish, b.io.nextDue.map { max($0, now + 200) } ?? .max)
                     wake = min(wake, b.nextWake)
                 } else {
                     b.network.finish(now: now)
                     b.io.flush(b.network)
-                    b.published.withLock { $0 = b.network.statistics }
+                    b.io.releaseHeld(b.network, now: .max)
+                    b.published.withLock {
+                        $0 = b.network.statistics; $0.1.uplink = b.io.uplink?.counters
+                    }
                     b.done = true
                     readiness?.remove(b.io.socket)
                     if let tcp = b.io.tcp { readiness?.remove(fd: tcp.fd) }

@@ -59,7 +59,10 @@ final class ReplayBot {
         } else {
             do { socket = try UDPSocket(for: config.destination) } catch { throw .socket(error) }
         }
-        io = SessionSocket(socket, tcp: whip?.turnTCP)
+        // Each bot's emulated uplink has its own seed: their random losses do not line up.
+        io = SessionSocket(
+            socket, tcp: whip?.turnTCP,
+            uplink: config.uplinkImpairment.map { UplinkEmulator(schedule: $0, seed: UInt64(slot) &+ 1, startMicros: startMicros) })
         do {
             network = try PublisherSession(
                 config: config, plan: plan, startMicros: startMicros,

@@ -119,6 +119,38 @@ public struct ImpairmentSchedule: Equatable, Sendable {
     }
 }
 
+extension ImpairmentSchedule {
+    /// The schedule as a person writes it: each step with what it changes (steps carry the
+    /// rest over), in round units (`loss=10%`, `0s:rate=3mbit;10s:rate=600kbit`); `parse`
+    /// reads it back to the same schedule.
+    public var summary: String {
+        func time(_ us: Int64) -> String {
+            us % 1_000_000 == 0 ? "\(us / 1_000_000)s" : us % 1_000 == 0 ? "\(us / 1_000)ms" : "\(us)us"
+        }
+        func number(_ d: Double) -> String { d == d.rounded() ? String(Int(d)) : String(d) }
+        func rate(_ b: Int) -> String {
+            b % 1_000_000 == 0 ? "\(b / 1_000_000)mbit" : b % 1_000 == 0 ? "\(b / 1_000)kbit" : "\(b)bit"
+        }
+        var d = ImpairmentSettings()
+        let parts = steps.map { step -> String in
+            let s = step.settings
+            defer { d = s }
+            var kv: [String] = []
+            if s.lossPercent != d.lossPercent { kv.append("loss=\(number(s.lossPercent))%") }
+            if s.burstLength != d.burstLength { kv.append("burst=\(number(s.burstLength))") }
+            if s.delayMicros != d.delayMicros { kv.append("delay=\(time(s.delayMicros))") }
+            if s.jitterMicros != d.jitterMicros { kv.append("jitter=\(time(s.jitterMicros))") }
+            if s.rateBps != d.rateBps { kv.append("rate=\(s.rateBps.map(rate) ?? "none")") }
+            if s.queueMicros != d.queueMicros { kv.append("queue=\(time(s.queueMicros))") }
+            if s.bucketBytes != d.bucketBytes { kv.append("bucket=\(s.bucketBytes)b") }
+            if kv.isEmpty { kv.append("loss=\(number(s.lossPercent))%") }
+            return kv.joined(separator: ",")
+        }
+        guard steps.count > 1 else { return parts.first ?? "loss=0%" }
+        return zip(steps, parts).map { "\(time($0.startMicros)):\($1)" }.joined(separator: ";")
+    }
+}
+
 extension String {
     /// Without the blanks around it (a slice, not a reversed copy of a reversed copy).
     var trimmed: String {

@@ -4,6 +4,7 @@ public import SRTP
 public import Stats
 public import RTPCore
 public import Congestion
+public import Impairment
 
 /// Everything a publisher needs to know before it starts.
 public struct PublisherConfig: Sendable {
@@ -90,6 +91,9 @@ public struct PublisherConfig: Sendable {
     public var publishIntervalMicros: Int64 = 100_000
     /// Where the estimate starts before probing (libwebrtc: 300 kbps).
     public var startBitrate = 300_000
+    /// An emulated uplink in front of the socket (`--impair` toward a real server): its drivers
+    /// put every datagram through it (`UplinkEmulator`).
+    public var uplinkImpairment: ImpairmentSchedule?
 
     public init(
         destination: SocketAddress, layers: [VideoLayerConfig] = VideoLayerConfig.ladder(top: 1280, 720), key: SRTPKey,

@@ -6,6 +6,7 @@ public import Congestion
 public import WebRTC
 import RTPCore
 public import ICE
+public import Impairment
 
 /// Counters the network thread publishes.
 public struct NetworkCounters: Sendable, Equatable {
@@ -36,6 +37,9 @@ public struct NetworkCounters: Sendable, Equatable {
     public var lastError: String?
     /// ICE/DTLS figures of a WebRTC session (nil with SDES).
     public var transport: TransportStats?
+    /// The emulated uplink's own counts (`--impair` toward a real server; nil without): what it
+    /// dropped never reached the network, so it is told apart from what the network lost.
+    public var uplink: LinkEmulator.Counters?
     /// Frames the encoders made before ICE and DTLS were done, or delta frames before a
     /// stream's first key frame (not sent).
     public var framesBeforeConnected = 0

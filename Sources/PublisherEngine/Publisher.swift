@@ -88,8 +88,9 @@ public final class Publisher: Sendable {
                 let loop = try PublisherSession(
                     config: config, plan: plan, startMicros: start,
                     wallOffsetMicros: Clock.wallMicros() - Clock.monotonicMicros(), webrtc: webrtc.take())
+                let uplink = config.uplinkImpairment.map { UplinkEmulator(schedule: $0, seed: 1, startMicros: start) }
                 PublisherNetworkLoop.run(
-                    loop, socket: SessionSocket(handoff.take(), tcp: tcp.take()), mailbox: mailbox, control: control,
+                    loop, socket: SessionSocket(handoff.take(), tcp: tcp.take(), uplink: uplink), mailbox: mailbox, control: control,
                     published: networkState)
             } catch {
                 networkState.withLock { $0.1.lastError = "srtp: \(error)" }

@@ -15,10 +15,17 @@ public final class SessionSocket {
     var scratch = [UInt8](repeating: 0, count: PacketBatch.slotSize)
     var ready = [UInt8](repeating: 0, count: 3)
 
-    public init(_ socket: UDPSocket, tcp: (any TURNStream)? = nil) {
+    /// `--impair` toward a real server: what is sent goes through the emulated uplink first.
+    public let uplink: UplinkEmulator?
+
+    public init(_ socket: UDPSocket, tcp: (any TURNStream)? = nil, uplink: UplinkEmulator? = nil) {
         self.socket = socket
         self.tcp = tcp
+        self.uplink = uplink
     }
+
+    /// When a datagram held by the emulated uplink is due (nil: none held, or no emulator).
+    public var nextDue: Int64? { uplink?.nextDue }
 
     /// Waits for the UDP socket, the TCP stream (if any) or `wake`, at most `timeoutMicros`.
     public func wait(timeoutMicros: Int64, wake: EventSignal?) -> Int {
@@ -54,7 +61,19 @@ public final class SessionSocket {
     }
 
     /// Sends the session's outbox (batched `sendmmsg`, GSO where the kernel takes it).
+    /// With an emulated uplink, the outbox goes into it and what it has due goes to the socket.
     public func flush(_ session: PublisherSession) {
+        if let uplink {
+            if session.outCount > 0 {
+                let now = Clock.monotonicMicros()
+                session.pollTransmit { pointers, lengths, count, destination throws(SocketError) in
+                    uplink.admit(pointers: pointers, lengths: lengths, count: count, to: destination, now: now)
+                    return count
+                }
+            }
+            releaseHeld(session, now: Clock.monotonicMicros())
+            return
+        }
         guard session.outCount > 0 else { return }
         let socket = self.socket, tcp = self.tcp
         session.pollTransmit { pointers, lengths, count, destination throws(SocketError) in
@@ -63,6 +82,27 @@ public final class SessionSocket {
                 return count
             }
             return try socket.send(pointers: pointers, lengths: lengths, count: count, to: destination)
+        }
+    }
+
+    /// Sends what the emulated uplink has due by `now`; a full socket buffer keeps the rest
+    /// for the next call, an error is the session's (as a direct send's would be).
+    public func releaseHeld(_ session: PublisherSession, now: Int64) {
+        guard let uplink else { return }
+        let socket = self.socket, tcp = self.tcp
+        uplink.release(now: now) { bytes, destination in
+            if let tcp, destination == tcp.remote {
+                tcp.write(bytes)
+                return true
+            }
+            var ptr: UnsafeMutableRawPointer? = UnsafeMutableRawPointer(mutating: bytes.baseAddress)
+            var len = UInt32(bytes.count)
+            do throws(SocketError) {
+                return try socket.send(pointers: &ptr, lengths: &len, count: 1, to: destination) == 1
+            } catch {
+                session.handleSocketError(error)
+                return true
+            }
         }
     }
 }
@@ -120,16 +160,27 @@ extension PublisherSession {
             let wake = step(now: now)
             exchange(with: control)
             socket.flush(self)
-            if now >= nextPublish { published.withLock { $0 = statistics }; nextPublish = now + config.publishIntervalMicros }
+            if now >= nextPublish {
+                published.withLock {
+                    $0 = statistics; $0.1.uplink = socket.uplink?.counters
+                }
+                nextPublish = now + config.publishIntervalMicros
+            }
             guard let wake else { break }
             // Datagrams the socket refused (a full buffer or qdisc) are tried again within 1 ms.
-            let until = min(wake, nextPublish, hasDeferredTransmit ? now + 1_000 : .max) - Clock.monotonicMicros()
+            // So are those the emulated uplink holds, when due.
+            let due = socket.nextDue.map { max($0, now + 200) } ?? .max
+            let until = min(wake, nextPublish, hasDeferredTransmit ? now + 1_000 : .max, due) - Clock.monotonicMicros()
             let ready = socket.wait(timeoutMicros: max(0, until), wake: mailbox.signal)
             if ready & 2 != 0 { mailbox.signal.drain() }
         }
         finish(now: Clock.monotonicMicros())
         socket.flush(self)
-        published.withLock { $0 = statistics }
+        // The last datagrams (RTCP BYE, DTLS close_notify) leave the emulated uplink at once.
+        socket.releaseHeld(self, now: .max)
+        published.withLock {
+            $0 = statistics; $0.1.uplink = socket.uplink?.counters
+        }
         // The session may have ended by itself (its transport failed): the media side stops too.
         control.requestStop()
     }

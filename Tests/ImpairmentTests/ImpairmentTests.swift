@@ -179,6 +179,10 @@ import RTPCore
                 if (try? ImpairmentSchedule.parse(s.spec)) != s {
                     Issue.record("round trip: \(String(decoding: input, as: UTF8.self)) → \(s.spec)")
                 }
+                // So does the summary a person reads (only what each step changes, round units).
+                if (try? ImpairmentSchedule.parse(s.summary)) != s {
+                    Issue.record("summary round trip: \(String(decoding: input, as: UTF8.self)) → \(s.summary)")
+                }
                 var link = LinkEmulator(schedule: s, seed: 1, startMicros: 0)
                 for k in 0..<5 { _ = link.admit(size: 1_000, now: Int64(k) * 1_000) }
             } else {
@@ -186,5 +190,20 @@ import RTPCore
             }
         }
         #expect(ok > 1_000 && failed > 1_000)
+    }
+}
+
+@Suite struct ImpairmentSummaryTests {
+    @Test(arguments: [
+        ("loss=10%", "loss=10%"), ("rate=800kbit", "rate=800kbit"),
+        ("loss=2%,burst=4,delay=40ms,jitter=10ms", "loss=2%,burst=4,delay=40ms,jitter=10ms"),
+        ("0s:rate=3mbit;10s:rate=600kbit", "0s:rate=3mbit;10s:rate=600kbit"), ("0s:rate=1mbit;5s:rate=none", "0s:rate=1mbit;5s:rate=none"),
+        ("20s:loss=100%;22s:loss=0%", "0s:loss=0%;20s:loss=100%;22s:loss=0%"),
+        ("rate=1500kbit,queue=50ms,bucket=20kb", "rate=1500kbit,queue=50ms,bucket=20480b")
+    ])
+    func theSummaryIsWhatWasMeant(_ given: String, _ summary: String) throws {
+        let s = try ImpairmentSchedule.parse(given)
+        #expect(s.summary == summary)
+        #expect(try ImpairmentSchedule.parse(s.summary) == s)
     }
 }

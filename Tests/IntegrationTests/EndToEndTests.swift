@@ -222,6 +222,8 @@ import Platform
         #expect(r.err.contains("Error: unknown option '--bogus'"))
         #expect(r.err.contains("Usage: pubbot publish"))
         #expect(r.err.contains("See 'pubbot publish --help'"))
+        let impair = try run(["publish", "--to", "127.0.0.1:5004", "--impair", "rate=fast"])
+        #expect(impair.code == 64 && impair.err.contains("Error: invalid --impair"), "\(impair.err)")
     }
 
     /// The pre-flight verdict's Done-when, as a user runs it: no arguments → top tier within

@@ -172,4 +172,56 @@ struct PionInteropTests {
                 "\(t["kind"] ?? "") \(t["rid"] ?? ""): pion \(packets), pubbot sent \(sent)")
         }
     }
+
+    /// An emulated uplink toward a real server (`publish --whip --impair loss=10%`): the emulator
+    /// drops about a tenth of what the session sends, before the socket, and counts it apart;
+    /// pion's own count is what got through — pubbot's sent minus the emulator's media drops.
+    @Test func anEmulatedUplinkIsWhatPionReceives() throws {
+        let (pion, port) = try startPion(["-limit", "60"])
+        defer { pion.stop() }
+        let r = try runPubbot(
+            WHIPInteropTests.binary,
+            [
+                "publish", "--whip", "http://127.0.0.1:\(port)/whip", "--duration", "6s", "--impair", "loss=10%", "--no-congestion-control",
+                "--layers", "640x360@30:700k,320x180@15:150k", "--json"
+            ])
+        #expect(r.code == 0, "\(r.err)")
+        #expect(pion.wait(for: "\"event\":\"stats\"", micros: 5_000_000), "\(pion.text)")
+        let published = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any], "\(r.out) \(r.err)")
+        let emulator = try #require(published["uplinkEmulator"] as? [String: Any], "\(published.keys)")
+        let offered = emulator["packets"] as? Int ?? 0, dropped = emulator["droppedByLoss"] as? Int ?? -1
+        #expect(emulator["impair"] as? String == "loss=10%" && emulator["droppedByQueue"] as? Int == 0, "\(emulator)")
+        #expect(offered > 500 && dropped * 100 >= offered * 6 && dropped * 100 <= offered * 14, "\(emulator)")
+        let lines = pion.text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        let tracks = try #require(lines.first { $0["event"] as? String == "stats" }?["tracks"] as? [[String: Any]])
+        let streams = try #require(published["streams"] as? [[String: Any]])
+        let sent = streams.reduce(0) { $0 + ($1["packetsSent"] as? Int ?? 0) }
+        let got = tracks.reduce(0) { $0 + ($1["packets"] as? Int ?? 0) }
+        // What the emulator dropped includes RTX, padding, RTCP and ICE/DTLS datagrams: the media
+        // it dropped is at most all of it, and about a tenth of the media sent.
+        print(
+            "emulated uplink loss=10%: pubbot sent \(sent) media packets, the emulator dropped \(dropped) of \(offered) datagrams, pion counted \(got)"
+        )
+        #expect(
+            tracks.count == 3 && got <= sent && got >= sent - dropped && got * 100 >= sent * 84 && got * 100 <= sent * 96,
+            "pion \(got) of \(sent) sent, \(dropped) dropped by the emulator: \(tracks)")
+
+        // The pre-flight behind an emulated 800 kbit/s uplink: the tier a kernel tbf of that rate
+        // gives (scripts/verdict-check UPLINKS="tbf emulated" compares the two), the emulator's
+        // own counts in the document.
+        let (pion2, port2) = try startPion(["-limit", "60"])
+        defer { pion2.stop() }
+        let p = try runPubbot(
+            WHIPInteropTests.binary, ["preflight", "--whip", "http://127.0.0.1:\(port2)/whip", "--impair", "rate=800kbit", "--json"])
+        #expect(p.code == 0, "\(p.err)")
+        let doc = try #require(try JSONSerialization.jsonObject(with: Data(p.out.utf8)) as? [String: Any], "\(p.out) \(p.err)")
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let schema = try SchemaValidator(path: root.appendingPathComponent("Sources/BotCLI/preflight.schema.json").path)
+        #expect(schema.validateDocument(doc) == [])
+        #expect(
+            (doc["recommended"] as? [String: Any])?["name"] as? String == "360p", "\(doc["recommended"] ?? "") \(doc["estimate"] ?? "")")
+        let u = try #require(doc["uplinkEmulator"] as? [String: Any], "\(doc.keys)")
+        #expect(
+            u["impair"] as? String == "rate=800kbit" && (u["packets"] as? Int ?? 0) > 500 && (u["maxQueueMs"] as? Double ?? 0) > 0, "\(u)")
+    }
 }

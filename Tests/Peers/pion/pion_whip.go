@@ -614,6 +614,7 @@ func collection(w http.ResponseWriter, r *http.Request) bool {
 
 func main() {
 	limit := flag.Float64("limit", 120, "seconds before exiting")
+	listen := flag.String("listen", "127.0.0.1:0", "the HTTP address (a namespace's address to be reached over its veth)")
 	flag.Parse()
 	// Go's collector at GOGC=400 unless GOGC says otherwise. At 1 000 WHEP subscribers pion holds
 	// about 500 MB live (each subscriber's NACK history, contexts, buffers); at the default 100
@@ -637,7 +638,7 @@ func main() {
 		}
 		os.Exit(0)
 	}()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", *listen)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
