@@ -145,7 +145,8 @@ enum CommonOptions {
     /// The options every WHIP command takes.
     static let whip: [String: OptionSpec.Kind] = [
         "whip": .value, "token": .value, "ice-server": .repeated, "ice-interface": .value,
-        "turn-username": .value, "turn-credential": .value, "ice-policy": .value, "turn-ca": .value, "strict": .flag
+        "turn-username": .value, "turn-credential": .value, "ice-policy": .value, "turn-ca": .value, "strict": .flag,
+        "no-trickle": .flag
     ]
 
     /// `--whip URL` and what goes with it (secrets also from PUBBOT_WHIP_TOKEN and
@@ -176,6 +177,7 @@ enum CommonOptions {
                 throw UsageError("--\(flag) needs --whip URL")
             }
             if o.has("strict") { throw UsageError("--strict needs --whip URL") }
+            if o.has("no-trickle") { throw UsageError("--no-trickle needs --whip URL") }
             return nil
         }
         guard url.lowercased().hasPrefix("http://") || url.lowercased().hasPrefix("https://"), url.count > 8 else {
@@ -188,6 +190,7 @@ enum CommonOptions {
         }
         w.turnCAFile = o.value("turn-ca")
         w.strict = o.has("strict")
+        w.trickle = !o.has("no-trickle")
         w.interface = o.value("ice-interface")
         w.turnUsername = o.value("turn-username")
         w.turnCredential = o.value("turn-credential") ?? env("PUBBOT_TURN_CREDENTIAL")

@@ -22,8 +22,8 @@ enum Output {
 
     /// One warning per way a WHIP/WHEP endpoint's answer departed from RFC 9725 §4.2 and was
     /// taken all the same (`--strict` makes each an error instead).
-    static func deviations(_ session: WHIPSession) {
-        for d in session.deviations { err("warning: \(d)\n") }
+    static func deviations(_ session: WHIPSession, _ warnings: [String] = []) {
+        for d in session.deviations + warnings { err("warning: \(d)\n") }
     }
 
     /// A 20-character progress bar for a fraction in 0…1: `[#####...............]`.

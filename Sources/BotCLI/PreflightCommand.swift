@@ -202,7 +202,7 @@ enum PreflightCommand {
         let report = Summary(
             outcome: outcome, verdict: verdict, met: met, connectivity: connectivity, whip: whipSessions.value.first, subscriber: subscriber
         )
-        if let w = whipSessions.value.first { Output.deviations(w.resource) }
+        if let w = whipSessions.value.first { Output.deviations(w.resource, w.warnings) }
         Output.out(
             plan.json
                 ? report.json(plan).serialized(pretty: true) + "\n"

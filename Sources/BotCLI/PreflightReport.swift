@@ -38,9 +38,14 @@ extension PreflightCommand {
                 ("negotiated", .object(w.summary.map { ($0.0, .string($0.1)) })),
                 ("deviations", .array(w.resource.deviations.map { .string($0) }))
             ]
+            let first = phase.publisher.flatMap { PublishCommand.timeToFirstMedia($0, w) }
             f.append(
-                ("whip", .object(negotiated + (t.map { TransportFields.json($0, rttMillis: phase.measurement.roundTripTimeMillis) } ?? [])))
-            )
+                (
+                    "whip",
+                    .object(
+                        negotiated + [("timeToFirstMediaMs", first.map { .int($0) } ?? .null)]
+                            + (t.map { TransportFields.json($0, rttMillis: phase.measurement.roundTripTimeMillis) } ?? []))
+                ))
             let paths: [JSONValue] = connectivity.map { r in
                 .object([
                     ("path", .string(r.path)), ("reachable", .bool(r.reachable)),
@@ -83,8 +88,11 @@ extension PreflightCommand {
             }
             if let w = whip, let t = phase.publisher?.network.transport {
                 text += "\nWHIP: " + w.summary.map { "\($0.0) \($0.1)" }.joined(separator: ", ") + "\n"
+                let first = phase.publisher.flatMap { PublishCommand.timeToFirstMedia($0, w) }.map {
+                    ", first media \($0) ms after the set-up began"
+                }
                 text +=
-                    "ICE \(t.iceDurationMs ?? 0) ms (\(t.localCandidateType ?? "?") \(t.localAddress ?? "?") → \(t.remoteCandidateType ?? "?") \(t.remoteAddress ?? "?")), DTLS \(t.dtlsDurationMs ?? 0) ms, \(t.srtpCipher ?? "-")\n"
+                    "ICE \(t.iceDurationMs ?? 0) ms (\(t.localCandidateType ?? "?") \(t.localAddress ?? "?") → \(t.remoteCandidateType ?? "?") \(t.remoteAddress ?? "?")), DTLS \(t.dtlsDurationMs ?? 0) ms, \(t.srtpCipher ?? "-")\(first ?? "")\n"
             }
             if let subscriber { text += WHEPProbe.text(subscriber) }
             return text

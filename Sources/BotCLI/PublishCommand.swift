@@ -227,7 +227,7 @@ enum PublishCommand {
             "WHIP session \(SignalingClient.redacted(w.resource.resourceURL)): "
                 + w.summary.map { "\($0.0) \($0.1)" }.joined(separator: ", ")
                 + "\n")
-        Output.deviations(w.resource)
+        Output.deviations(w.resource, w.warnings)
         return ([publisher], w)
     }
 
@@ -366,6 +366,9 @@ enum PublishCommand {
                 if let u = p.network.uplink { Output.out(UplinkReport.text(u, spec: plan.config.uplinkImpairment?.summary)) }
             }
             for r in restarts { Output.out("ICE restart at \(Units.fixed(Double(r.atMicros) / 1e6, 1)) s: \(r.text)\n") }
+            if let w = whip, let ms = timeToFirstMedia(snaps[0], w) {
+                Output.out("time to first media: \(ms) ms (gathering, the POST, ICE and DTLS, the first key frame)\n")
+            }
             return
         }
         let docs = zip(snaps, plan.destinations).map { p, d in
@@ -424,9 +427,18 @@ enum PublishCommand {
                 ("negotiated", .object(w.summary.map { ($0.0, .string($0.1)) })),
                 ("deviations", .array(w.resource.deviations.map { .string($0) }))
             ]
-            fields.append(("whip", .object(negotiated + (p.network.transport.map { TransportFields.json($0, rttMillis: nil) } ?? []))))
+            let first: [(String, JSONValue)] = [("timeToFirstMediaMs", Self.timeToFirstMedia(p, w).map { .int($0) } ?? .null)]
+            fields.append(
+                ("whip", .object(negotiated + first + (p.network.transport.map { TransportFields.json($0, rttMillis: nil) } ?? []))))
         }
         return .object(fields)
+    }
+
+    /// From the start of the WHIP set-up (gathering, the POST, ICE, DTLS) to the first media
+    /// packet on the wire, ms; nil while none went.
+    static func timeToFirstMedia(_ p: PublisherSnapshot, _ w: WHIPConnection) -> Int64? {
+        guard let first = p.network.firstMediaMicros, w.openedMicros > 0 else { return nil }
+        return max(0, first - w.openedMicros) / 1000
     }
 
     /// The live view on a terminal: per connection, the estimate and condition, then per stream

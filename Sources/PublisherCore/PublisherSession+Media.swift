@@ -272,6 +272,7 @@ extension PublisherSession {
         while true {
             switch pacer.next(now: now) {
             case let .send(slot, cluster):
+                if counters.firstMediaMicros == nil { counters.firstMediaMicros = now }
                 transmit(Int(slot), probeCluster: cluster, now: now)
             case let .pad(bytes, cluster):
                 if let slot = makePadding(bytes) { transmit(slot, probeCluster: cluster, now: now) }

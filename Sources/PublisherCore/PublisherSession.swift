@@ -37,6 +37,9 @@ public struct NetworkCounters: Sendable, Equatable {
     public var lastError: String?
     /// ICE/DTLS figures of a WebRTC session (nil with SDES).
     public var transport: TransportStats?
+    /// When the first media packet left the pacer (the session's clock, µs; nil before): with
+    /// the WHIP connection's start, the time to first media.
+    public var firstMediaMicros: Int64?
     /// The emulated uplink's own counts (`--impair` toward a real server; nil without): what it
     /// dropped never reached the network, so it is told apart from what the network lost.
     public var uplink: LinkEmulator.Counters?

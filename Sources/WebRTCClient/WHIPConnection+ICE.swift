@@ -28,18 +28,22 @@ extension WHIPConnection {
     /// the offerer-tagged m-line, with the session's entity-tag); says what the server did.
     static func trickle(
         _ fresh: [ICECandidate], resource: WHIPSession, offer: WHIPOffer, n: NegotiatedSession, token: String?
-    ) -> String {
-        guard resource.hasLocation else { return "no session URL to trickle them to" }
+    ) -> (text: String, taken: Bool) {
+        let kinds = fresh.map(\.kind.rawValue).joined(separator: ", ")
+        guard resource.hasLocation else {
+            return ("\(kinds) gathered, not trickled: no session URL (Location) to PATCH; the session runs on the offer's", false)
+        }
         let body = sdpFragment(ufrag: offer.iceUfrag, password: offer.icePassword, candidates: fresh, negotiated: n)
         let r = SignalingClient.send(
             "PATCH", resource.resourceURL, body: body,
             headers: ["Content-Type: application/trickle-ice-sdpfrag", "If-Match: \(resource.etag ?? "\"*\"")"], token: token,
             timeoutMillis: 5_000)
-        let kinds = fresh.map(\.kind.rawValue).joined(separator: ", ")
-        if let e = r.error { return "\(kinds) gathered; trickling them failed (\(e.message)): the server learns them from the checks" }
+        if let e = r.error {
+            return ("\(kinds) gathered; the PATCH failed (\(e.message)): the session runs on the offer's candidates", false)
+        }
         return (200..<300).contains(r.status)
-            ? "\(kinds) gathered and trickled (HTTP \(r.status))"
-            : "\(kinds) gathered; the server did not take them by PATCH (HTTP \(r.status)): it learns them from the checks"
+            ? ("\(kinds) trickled in one PATCH (HTTP \(r.status))", true)
+            : ("\(kinds) gathered; the server refused the PATCH (HTTP \(r.status)): the session runs on the offer's candidates", false)
     }
 
     /// The body of a PATCH (RFC 9725 §4.3.2, §4.3.3; RFC 8840): only the offerer-tagged m-line

@@ -62,6 +62,10 @@ public struct WHIPOptions: Sendable {
     /// `--strict`: an answer that departs from RFC 9725 §4.2 (a 200 or 202, no Location, another
     /// Content-Type) is an error instead of a warning.
     public var strict = false
+    /// Trickle ICE (RFC 9725 §4.3.2, RFC 8838): the offer carries the host candidate and goes at
+    /// once; the server-reflexive and relayed ones, gathered while the POST is in flight, follow
+    /// in one PATCH. `--no-trickle`: gather everything first, one complete offer.
+    public var trickle = true
     /// A load test's URL template: `{room}` and `{publisher}` (0-based; the publisher's index in
     /// its room) filled in, e.g. `http://h/whip?room={room}` or `https://h/{room}-{publisher}/whep`.
     public static func expand(_ template: String, room: Int, publisher: Int) -> String {
@@ -95,6 +99,10 @@ public final class WHIPConnection: @unchecked Sendable {
     /// session's entity-tag (the 201's, then each restart's).
     let localCandidates: [ICECandidate]
     let entityTag: Mutex<String?>
+    /// When `open` began (monotonic µs, before gathering): time to first media counts from here.
+    public let openedMicros: Int64
+    /// What the user should hear once (a trickle the server refused).
+    public let warnings: [String]
     /// The STUN/TURN servers the endpoint announced in its 201 (RFC 9725 §4.6).
     public var announcedICEServers: [ICEServerLink] { resource.iceServers }
 
@@ -107,24 +115,67 @@ public final class WHIPConnection: @unchecked Sendable {
         let socket: UDPSocket
         do { socket = try UDPSocket(bind: bindAddress) } catch { throw WHIPConnectError("cannot open the media socket: \(error)") }
         guard let local = STUNAddress(socket.localAddress) else { throw WHIPConnectError("the media socket has no usable address") }
-        let g = try gather(options, socket: socket, local: local)
-        var (candidates, turn, turnTCP, turnFailures) = (g.candidates, g.turn, g.turnTCP, g.turnFailures)
+        let openedMicros = Clock.monotonicMicros()
+        // Trickle ICE (RFC 9725 §4.3.2): with servers to ask, the offer goes with the host
+        // candidate at once and the rest is gathered while the POST is in flight. The relay and
+        // no-host policies have nothing to offer before gathering: they gather first.
+        let trickling = options.trickle && options.policy == .all && !options.iceServers.isEmpty
+        var candidates: [ICECandidate]
+        var (turn, turnTCP, turnFailures): (TURNClient?, (any TURNStream)?, [String]) = (nil, nil, [])
+        if !trickling {
+            let g = try gather(options, socket: socket, local: local)
+            (candidates, turn, turnTCP, turnFailures) = (g.candidates, g.turn, g.turnTCP, g.turnFailures)
+        } else {
+            candidates = [ICECandidate.host(local)]
+        }
         let offered = options.policy == .noHost ? candidates.filter { $0.kind != .host } : candidates
         let (offer, ssrcs) = makeOffer(base, candidates: offered, certificate: certificate)
         let (audioSSRC, videoSSRC, videoRTXSSRC, oneEncoding) = (ssrcs.audio, ssrcs.video, ssrcs.videoRTX, ssrcs.oneEncoding)
         let (ufrag, password) = (offer.iceUfrag, offer.icePassword)
         let resource: WHIPSession
-        do {
-            resource = try SignalingClient.publish(
-                endpoint: options.endpoint, offer: offer.sdp, token: options.token, strict: options.strict, sleep: sleep)
-        } catch {
-            throw WHIPConnectError(error.description)
+        var trickled: [ICECandidate] = []
+        var gatherError: WHIPConnectError?
+        if trickling {
+            // The POST on a thread of its own; this one gathers on the media socket meanwhile.
+            let posted = Mutex<Result<WHIPSession, WHIPError>?>(nil)
+            let (endpoint, sdp, token, strict) = (options.endpoint, offer.sdp, options.token, options.strict)
+            // The thread is joined before `sleep` goes out of scope.
+            withoutActuallyEscaping(sleep) { sleep in
+                nonisolated(unsafe) let wait = sleep
+                let post = JoinableThread(name: "pubbot-whip-post") {
+                    let r = Result { () throws(WHIPError) in
+                        try SignalingClient.publish(endpoint: endpoint, offer: sdp, token: token, strict: strict, sleep: wait)
+                    }
+                    posted.withLock { $0 = r }
+                }
+                do throws(WHIPConnectError) {
+                    let g = try gather(options, socket: socket, local: local)
+                    trickled = g.candidates.filter { $0.kind != .host }
+                    (turn, turnTCP, turnFailures) = (g.turn, g.turnTCP, g.turnFailures)
+                } catch { gatherError = error }
+                post.join()
+            }
+            switch posted.withLock({ $0 }) {
+            case let .success(r)?: resource = r
+            case let .failure(e)?: throw WHIPConnectError(e.description)
+            case nil: throw WHIPConnectError("the POST did not finish")
+            }
+        } else {
+            do {
+                resource = try SignalingClient.publish(
+                    endpoint: options.endpoint, offer: offer.sdp, token: options.token, strict: options.strict, sleep: sleep)
+            } catch {
+                throw WHIPConnectError(error.description)
+            }
         }
+        let answeredMicros = Clock.monotonicMicros()
         // From here on the server holds a session: end it whatever goes wrong next.
         func refuse(_ message: String) -> WHIPConnectError {
             _ = try? SignalingClient.delete(resource, token: options.token)
             return WHIPConnectError(message)
         }
+        if let gatherError { throw refuse(gatherError.description) }
+        candidates += trickled
         let n: NegotiatedSession
         do { n = try NegotiatedSession.from(answer: resource.answer, offer: offer) } catch { throw refuse(error.description) }
         guard n.audio != nil || n.video != nil else {
@@ -187,15 +238,28 @@ public final class WHIPConnection: @unchecked Sendable {
             if options.policy == .relay { fresh.removeAll { $0.kind != .relay } }
             if !fresh.isEmpty {
                 candidates += fresh
+                trickled += fresh
                 summary.append(
                     (
                         "serverICEServers",
-                        "\(announced.count) announced (Link, RFC 9725 §4.6): "
-                            + trickle(fresh, resource: resource, offer: offer, n: n, token: options.token)
+                        "\(announced.count) announced (Link, RFC 9725 §4.6): \(fresh.map(\.kind.rawValue).joined(separator: ", ")) gathered"
                     ))
             } else {
                 summary.append(("serverICEServers", "\(announced.count) announced (Link, RFC 9725 §4.6), none gave a candidate"))
             }
+        }
+        // Everything gathered after the offer went, in one PATCH with the 201's ETag and
+        // end-of-candidates (RFC 9725 §4.3.2). A server that does not take it keeps the session
+        // on what the offer carried (its checks may still find the rest: peer-reflexive, RFC
+        // 8445 §7.3.1.3): said once.
+        var warnings: [String] = []
+        if !trickled.isEmpty {
+            let t = trickle(trickled, resource: resource, offer: offer, n: n, token: options.token)
+            let after = "\((Clock.monotonicMicros() - answeredMicros) / 1000) ms after the answer"
+            summary.append(("trickle", t.text + (t.taken ? " \(after)" : "")))
+            if !t.taken { warnings.append("trickle ICE: \(t.text)") }
+        } else if trickling {
+            summary.append(("trickle", "nothing gathered beyond the offer's host candidate"))
         }
         if !turnFailures.isEmpty { summary.append(("turnFailures", turnFailures.joined(separator: "; "))) }
         if options.policy != .all { summary.append(("icePolicy", options.policy.rawValue)) }
@@ -228,7 +292,8 @@ public final class WHIPConnection: @unchecked Sendable {
         return WHIPConnection(
             resource: resource, negotiated: n, config: c, socket: socket, local: local,
             transport: WebRTCTransport(ice: ice, dtls: dtls, turn: turn), turnTCP: turnTCP, summary: summary, token: options.token,
-            localCandidates: offered)
+            localCandidates: options.policy == .noHost ? candidates.filter { $0.kind != .host } : candidates,
+            openedMicros: openedMicros, warnings: warnings)
     }
 
     /// This socket's candidates: the host one, server-reflexive ones from the STUN servers, and a
@@ -333,9 +398,11 @@ public final class WHIPConnection: @unchecked Sendable {
     init(
         resource: WHIPSession, negotiated: NegotiatedSession, config: PublisherConfig, socket: UDPSocket, local: STUNAddress,
         transport: WebRTCTransport, turnTCP: (any TURNStream)?, summary: [(String, String)], token: String?,
-        localCandidates: [ICECandidate]
+        localCandidates: [ICECandidate], openedMicros: Int64 = 0, warnings: [String] = []
     ) {
         self.localCandidates = localCandidates
+        self.openedMicros = openedMicros
+        self.warnings = warnings
         entityTag = Mutex(resource.etag)
         self.turnTCP = turnTCP
         self.resource = resource

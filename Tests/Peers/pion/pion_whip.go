@@ -7,7 +7,7 @@
 //	{"event":"track","kind":"audio|video","rid":"…","ssrc":N,"codec":"…"}   when OnTrack fires
 //	{"event":"stats","tracks":[{"kind":…,"rid":…,"ssrc":…,"packets":N,"bytes":N}]}  at DELETE
 //	{"event":"whep-stats","id":"…","room":"…","audio":N,"video":N,"pli":N}  at a WHEP session's DELETE
-//	{"event":"trickle","id":"…","candidates":N,"end":true|false}   a trickle PATCH applied
+//	{"event":"trickle","id":"…","candidates":N,"types":["relay"],"end":true|false}   a trickle PATCH applied
 //	{"event":"restart","id":"…","ufrag":"…"}                        an ICE restart by PATCH applied
 //
 // A session's URL takes PATCH as RFC 9725 §4.3 says: trickle (candidates added with
@@ -562,12 +562,17 @@ func patch(w http.ResponseWriter, r *http.Request, pc *webrtc.PeerConnection, st
 		return
 	}
 	added := 0
+	types := []string{}
 	for _, c := range candidates {
 		if pc.AddICECandidate(webrtc.ICECandidateInit{Candidate: c}) == nil {
 			added++
+			// "typ host|srflx|prflx|relay" (RFC 8839 §5.1): what pion took, by kind.
+			if f := strings.Fields(c); len(f) > 7 && f[6] == "typ" {
+				types = append(types, f[7])
+			}
 		}
 	}
-	emit(map[string]interface{}{"event": "trickle", "id": st.id, "candidates": added, "end": strings.Contains(frag, "a=end-of-candidates")})
+	emit(map[string]interface{}{"event": "trickle", "id": st.id, "candidates": added, "types": types, "end": strings.Contains(frag, "a=end-of-candidates")})
 	w.WriteHeader(204)
 }
 

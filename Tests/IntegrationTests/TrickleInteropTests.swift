@@ -1,0 +1,78 @@
+import Foundation
+import Testing
+
+/// Trickle ICE (RFC 9725 §4.3.2): the offer goes with the host candidate, the relayed one that
+/// coturn allocates while the POST is in flight follows in one PATCH with the 201's ETag and
+/// end-of-candidates; a server that refuses the PATCH keeps the session on the offer's candidate,
+/// said once.
+@Suite(.serialized) struct TrickleInteropTests {
+    static var turnFlags: (TURNInteropTests.Rig) -> [String] {
+        { ["--ice-server", "turn:127.0.0.1:\($0.port)", "--turn-username", "bot", "--turn-credential", "s3cret"] }
+    }
+
+    /// Into pion: pion's own `trickle` event names the relay candidate it added (and the end of
+    /// candidates); its packet counts equal pubbot's; the time to first media is reported. With
+    /// --no-trickle pion hears no PATCH (the relay went in the offer).
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: pionEndpoint), "no pion endpoint (scripts/setup builds it)"))
+    func pionTakesTheTrickledRelayCandidate() throws {
+        let turn = try TURNInteropTests.Rig()
+        defer { turn.server.stop() }
+        let (pion, port) = try startPion(["-limit", "60"])
+        defer { pion.stop() }
+        let r = try runPubbot(
+            WHIPInteropTests.binary,
+            ["publish", "--whip", "http://127.0.0.1:\(port)/whip", "--duration", "4s", "--layers", "640x360@30:500k", "--json"]
+                + Self.turnFlags(turn))
+        #expect(r.code == 0, "\(r.err)")
+        #expect(pion.wait(for: "\"event\":\"stats\"", micros: 5_000_000), "\(pion.text)")
+        let events = pion.text.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        let trickles = events.filter { $0["event"] as? String == "trickle" }
+        #expect(
+            trickles.count == 1 && trickles.first?["types"] as? [String] == ["relay"] && trickles.first?["end"] as? Bool == true,
+            "pion's trickle events: \(trickles)")
+        let published = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any], "\(r.out)")
+        let whip = try #require(published["whip"] as? [String: Any])
+        let negotiated = whip["negotiated"] as? [String: Any] ?? [:]
+        #expect((negotiated["trickle"] as? String ?? "").hasPrefix("relay trickled in one PATCH (HTTP 204)"), "\(negotiated)")
+        let first = try #require(whip["timeToFirstMediaMs"] as? Int, "\(whip)")
+        #expect(first > 0 && first < 3_000, "\(first) ms")
+        let stats = try #require(events.first { $0["event"] as? String == "stats" }?["tracks"] as? [[String: Any]])
+        let streams = try #require(published["streams"] as? [[String: Any]])
+        for t in stats {
+            let sent = streams.first { $0["ssrc"] as? Int == t["ssrc"] as? Int }?["packetsSent"] as? Int ?? 0
+            let got = t["packets"] as? Int ?? 0
+            #expect(sent > 50 && got >= sent - 8 && got <= sent, "\(t["kind"] ?? ""): pion \(got), pubbot sent \(sent)")
+        }
+
+        let (pion2, port2) = try startPion(["-limit", "60"])
+        defer { pion2.stop() }
+        let whole = try runPubbot(
+            WHIPInteropTests.binary,
+            ["publish", "--whip", "http://127.0.0.1:\(port2)/whip", "--duration", "2s", "--no-video", "--no-trickle", "--json"]
+                + Self.turnFlags(turn))
+        #expect(whole.code == 0, "\(whole.err)")
+        #expect(pion2.wait(for: "\"event\":\"stats\"", micros: 5_000_000), "\(pion2.text)")
+        #expect(!pion2.text.contains("\"event\":\"trickle\""), "\(pion2.text)")
+        let doc = try #require(try JSONSerialization.jsonObject(with: Data(whole.out.utf8)) as? [String: Any], "\(whole.out)")
+        #expect(((doc["whip"] as? [String: Any])?["negotiated"] as? [String: Any])?["trickle"] == nil, "\(doc["whip"] ?? "")")
+    }
+
+    /// Into a server without PATCH (the aiortc test endpoint: 404): one warning, and the session
+    /// runs on the host candidate the offer carried.
+    @Test func aRefusedTrickleIsSaidOnceAndTheSessionGoesOn() throws {
+        let turn = try TURNInteropTests.Rig()
+        defer { turn.server.stop() }
+        let (peer, url) = try WHIPInteropTests().startEndpoint()
+        defer { peer.stop() }
+        let r = try runPubbot(WHIPInteropTests.binary, ["publish", "--whip", url, "--duration", "4s", "--json"] + Self.turnFlags(turn))
+        #expect(r.code == 0, "\(r.err)")
+        let warnings = r.err.split(separator: "\n").filter { $0.hasPrefix("warning: trickle ICE:") }
+        #expect(warnings.count == 1 && warnings[0].contains("HTTP 404") && warnings[0].contains("offer's candidates"), "\(r.err)")
+        let published = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any], "\(r.out)")
+        let streams = try #require(published["streams"] as? [[String: Any]])
+        #expect(streams.allSatisfy { ($0["packetsSent"] as? Int ?? 0) > 50 }, "\(streams)")
+        #expect(!r.err.contains("s3cret") && !r.out.contains("s3cret"))
+    }
+}
