@@ -28,7 +28,7 @@ enum Help {
     static func usage(_ command: String?) -> String {
         switch command {
         case "publish":
-            "Usage: pubbot publish (--to HOST:PORT [--key B64] | --whip URL [--token T] [--ice-server stun:HOST:PORT] [--ice-interface IF] [--strict] [--ice-restart-at D…]) [--srtp-suite aes-cm|gcm] [--sdp-out FILE] [--no-bundle] [--duration D] [--layers LADDER] [--no-audio | --no-video] [--fps N] [--temporal-layers L1T1|L1T2|L1T3 | --scalability MODE] [--codec vp8|h264|vp9|av1|LIST] [--keyframe-interval D] [--no-congestion-control] [--impair SPEC] [--stats FILE|-] [--json]"
+            "Usage: pubbot publish (--to HOST:PORT [--key B64] | --whip URL [--token T] [--ice-server stun:HOST:PORT] [--ice-interface IF] [--strict] [--no-trickle] [--ice-restart-at D…]) [--srtp-suite aes-cm|gcm] [--sdp-out FILE] [--no-bundle] [--duration D] [--layers LADDER] [--no-audio | --no-video] [--fps N] [--temporal-layers L1T1|L1T2|L1T3 | --scalability MODE] [--codec vp8|h264|vp9|av1|LIST] [--keyframe-interval D] [--no-congestion-control] [--impair SPEC] [--stats FILE|-] [--json]"
         case "receive":
             "Usage: pubbot receive (--listen HOST:PORT (--key B64 | --sdp FILE) | --whip-listen HOST:PORT [--token T] [--ice-server URL… [--turn-username U --turn-credential C]] | --whep URL [--token T] [--ice-interface IF] [--strict] [--ice-restart-at D…]) [--impair SPEC] [--downlink-impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--no-decode | --decode-publishers N] [--max-publishers N] [--stats FILE|-] [--json]"
         case "preflight":
@@ -92,6 +92,10 @@ enum Help {
           --strict                  an answer that departs from RFC 9725 §4.2 (HTTP 200 or 202
                                     for 201, no Location, another Content-Type) is exit 2,
                                     not a warning
+          --no-trickle              gather every candidate before the offer goes (default: trickle
+                                    ICE, RFC 9725 §4.3.2 — the offer carries the host candidate,
+                                    the server-reflexive and relayed ones gathered during the
+                                    POST follow in one PATCH; a refused PATCH is one warning)
           --ice-restart-at D        restart ICE at D into the run (repeatable): a PATCH with new
                                     credentials (RFC 9725 §4.3.3), the server's answer applied,
                                     media moved to the new pair without a new session; a refusal
