@@ -130,7 +130,7 @@ let package = Package(
                 "MediaCodecs", "ReceiverEngine"
             ]),
         // pubbot's small HTTP/1.1 server (metrics, the WHIP endpoint of `receive --whip-listen`).
-        .target(name: "HTTPServer", dependencies: ["Platform"]),
+        .target(name: "HTTPServer", dependencies: ["Platform", "COpenSSL"]),
         // `receive --whip-listen`: the WHIP endpoint in front of the receiver.
         .target(name: "WHIPEndpoint", dependencies: ["ReceiverEngine", "HTTPServer", "Signalling", "DTLS", "ICE", "RTPCore", "Platform"]),
         .target(

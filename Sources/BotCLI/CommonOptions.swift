@@ -146,8 +146,19 @@ enum CommonOptions {
     static let whip: [String: OptionSpec.Kind] = [
         "whip": .value, "token": .value, "ice-server": .repeated, "ice-interface": .value,
         "turn-username": .value, "turn-credential": .value, "ice-policy": .value, "turn-ca": .value, "strict": .flag,
-        "no-trickle": .flag
+        "no-trickle": .flag, "ca-file": .value
     ]
+
+    /// `--ca-file FILE`: the CA certificates (PEM) the https exchanges of this run verify the
+    /// server with (a private CA; default the system's store). Checked readable here.
+    static func caFile(_ o: ParsedOptions, command: String? = nil) throws(UsageError) {
+        guard let path = o.value("ca-file") else { return }
+        guard let f = fopen(path, "r") else {
+            throw UsageError("cannot read the --ca-file '\(path)' (\(String(cString: strerror(errno))))", command: command)
+        }
+        fclose(f)
+        SignalingClient.caFile = path
+    }
 
     /// `--whip URL` and what goes with it (secrets also from PUBBOT_WHIP_TOKEN and
     /// PUBBOT_TURN_CREDENTIAL); nil without --whip, where the other WHIP options are refused.
@@ -178,6 +189,7 @@ enum CommonOptions {
             }
             if o.has("strict") { throw UsageError("--strict needs --whip URL") }
             if o.has("no-trickle") { throw UsageError("--no-trickle needs --whip URL") }
+            if o.value("ca-file") != nil && o.value("whep") == nil { throw UsageError("--ca-file needs --whip URL (or --whep URL)") }
             return nil
         }
         guard url.lowercased().hasPrefix("http://") || url.lowercased().hasPrefix("https://"), url.count > 8 else {
@@ -185,6 +197,7 @@ enum CommonOptions {
         }
         func env(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
         var w = WHIPOptions(endpoint: url, token: o.value("token") ?? env("PUBBOT_WHIP_TOKEN"))
+        try caFile(o)
         for s in o.all("ice-server") {
             do { w.iceServers.append(try ICEServerURL.parse(s)) } catch { throw UsageError("invalid --ice-server \(error)") }
         }

@@ -30,7 +30,7 @@ enum Help {
         case "publish":
             "Usage: pubbot publish (--to HOST:PORT [--key B64] | --whip URL [--token T] [--ice-server stun:HOST:PORT] [--ice-interface IF] [--strict] [--no-trickle] [--ice-restart-at D…]) [--srtp-suite aes-cm|gcm] [--sdp-out FILE] [--no-bundle] [--duration D] [--layers LADDER] [--no-audio | --no-video] [--fps N] [--temporal-layers L1T1|L1T2|L1T3 | --scalability MODE] [--codec vp8|h264|vp9|av1|LIST] [--keyframe-interval D] [--no-congestion-control] [--impair SPEC] [--stats FILE|-] [--json]"
         case "receive":
-            "Usage: pubbot receive (--listen HOST:PORT (--key B64 | --sdp FILE) | --whip-listen HOST:PORT [--token T] [--ice-server URL… [--turn-username U --turn-credential C]] | --whep URL [--token T] [--ice-interface IF] [--strict] [--ice-restart-at D…]) [--impair SPEC] [--downlink-impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--no-decode | --decode-publishers N] [--max-publishers N] [--stats FILE|-] [--json]"
+            "Usage: pubbot receive (--listen HOST:PORT (--key B64 | --sdp FILE) | --whip-listen HOST:PORT [--token T] [--tls-cert FILE --tls-key FILE] [--ice-server URL… [--turn-username U --turn-credential C]] | --whep URL [--token T] [--ice-interface IF] [--strict] [--ice-restart-at D…]) [--impair SPEC] [--downlink-impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--no-decode | --decode-publishers N] [--max-publishers N] [--stats FILE|-] [--json]"
         case "preflight":
             "Usage: pubbot preflight [--to HOST:PORT --key KEY | --sdp FILE | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--strict] [--whep URL [--whep-token T]]] [--impair SPEC] [--require TIER] [--duration D] [--json] [--junit FILE] [--stats FILE|-] [--verdict-thresholds LIST] [media options]"
         case "load":
@@ -40,7 +40,8 @@ enum Help {
         case "media":
             "Usage: pubbot media build [--out DIR] [--codec vp8|h264|vp9|av1] [--seconds N] [--keyframe-interval D] [--layers LADDER] [--fps N]"
         case "report": "Usage: pubbot report merge FILE… [--report OUT] [--require LIST] [--json]"
-        case "check": "Usage: pubbot check (--whip URL [--token T] | --whep URL [--whep-token T] | both) [--timeout D] [--json]"
+        case "check":
+            "Usage: pubbot check (--whip URL [--token T] | --whep URL [--whep-token T] | both) [--timeout D] [--ca-file FILE] [--json]"
         default: "Usage: pubbot <command> [options]"
         }
     }
@@ -85,6 +86,8 @@ enum Help {
           --turn-credential C       PUBBOT_TURN_CREDENTIAL; never printed)
           --turn-ca FILE            CA certificates (PEM) for a turns: server (default: the
                                     system's store)
+          --ca-file FILE            CA certificates (PEM) an https:// endpoint is verified with
+                                    (a private CA; default: the system's store)
           --ice-policy POLICY       all (default), relay (only the TURN relay) or no-host (keep
                                     the host address out of the offer)
           --ice-interface NAME      offer this interface's address (default: the one routed
@@ -173,6 +176,10 @@ enum Help {
         Options:
           --listen HOST:PORT        where to listen (SDES), e.g. 127.0.0.1:5004
           --whip-listen HOST:PORT   serve WHIP (HTTP) and WebRTC media (UDP) on HOST:PORT
+          --tls-cert FILE           with --whip-listen: serve HTTPS (TLS 1.2+, OpenSSL) with this
+          --tls-key FILE            certificate chain and key (PEM); without them a --token on
+                                    an address other hosts reach is a warning (sent in clear)
+          --ca-file FILE            with --whep: CA certificates (PEM) for an https:// server
           --token TOKEN             with --whip-listen: require this bearer token (or
                                     PUBBOT_WHIP_TOKEN); with --whep: send it (or PUBBOT_WHEP_TOKEN)
           --ice-server URL          with --whip-listen: a STUN/TURN server announced to every
@@ -438,6 +445,7 @@ enum Help {
           --whep URL                the WHEP endpoint to check
           --whep-token TOKEN        its bearer token (or PUBBOT_WHEP_TOKEN)
           --timeout D               each HTTP request's limit (default 10s)
+          --ca-file FILE            CA certificates (PEM) for https:// endpoints (a private CA)
           --json                    the findings as JSON
 
         Exit codes: 0 no MUST broken, 1 a MUST broken, 2 an endpoint could not be checked

@@ -9,6 +9,7 @@ import RTPCore
 import Signalling
 import Platform
 import WHIPEndpoint
+import HTTPServer
 import DTLS
 import ICE
 import WebRTCClient
@@ -20,7 +21,8 @@ enum ReceiveCommand {
         "impair": .value, "downlink-impair": .value, "stats": .value, "stats-interval": .value, "prefer": .value,
         "no-decode": .flag, "max-publishers": .value, "decode-publishers": .value,
         "whip-listen": .value, "token": .value, "whep": .value, "ice-interface": .value, "strict": .flag,
-        "ice-server": .repeated, "turn-username": .value, "turn-credential": .value, "ice-restart-at": .repeated
+        "ice-server": .repeated, "turn-username": .value, "turn-credential": .value, "ice-restart-at": .repeated,
+        "tls-cert": .value, "tls-key": .value, "ca-file": .value
     ])
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
@@ -51,6 +53,8 @@ enum ReceiveCommand {
         var whep: WHIPOptions? { if case let .whep(w) = mode { w } else { nil } }
         /// `--ice-restart-at` with --whep: when to restart the subscription's ICE (µs, in order).
         var iceRestarts: [Int64] = []
+        /// `--tls-cert`/`--tls-key` with --whip-listen: the endpoint serves HTTPS.
+        var tls: TLSServerContext?
         var isWHIPListen: Bool { if case .whipListen = mode { true } else { false } }
     }
 
@@ -82,7 +86,33 @@ enum ReceiveCommand {
             plan.iceRestarts.append(at)
         }
         plan.iceRestarts.sort()
+        plan.tls = try tlsContext(o, listen: listen)
+        if o.value("ca-file") != nil {
+            guard plan.whep != nil else {
+                throw UsageError("--ca-file needs --whep URL (the CA the WHEP server's certificate is checked with)")
+            }
+            try CommonOptions.caFile(o)
+        }
         return plan
+    }
+
+    /// `--tls-cert FILE --tls-key FILE` (PEM) with --whip-listen: HTTPS (OpenSSL, TLS 1.2+). A
+    /// token over plain HTTP on an address other hosts reach crosses the network in clear: said.
+    static func tlsContext(_ o: ParsedOptions, listen: SocketAddress) throws(UsageError) -> TLSServerContext? {
+        let cert = o.value("tls-cert"), key = o.value("tls-key")
+        guard cert != nil || key != nil else {
+            if o.value("whip-listen") != nil, o.value("token") != nil || getenv("PUBBOT_WHIP_TOKEN") != nil,
+                !listen.host.hasPrefix("127.")
+            {
+                Output.err(
+                    "warning: --token over plain HTTP on \(listen.host): the bearer token crosses the network in clear "
+                        + "(serve HTTPS with --tls-cert FILE --tls-key FILE)\n")
+            }
+            return nil
+        }
+        guard o.value("whip-listen") != nil else { throw UsageError("--tls-cert and --tls-key go with --whip-listen HOST:PORT") }
+        guard let cert, let key else { throw UsageError("--tls-cert and --tls-key go together (the certificate and its key, PEM)") }
+        do { return try TLSServerContext(certificateFile: cert, keyFile: key) } catch { throw UsageError("--tls-cert/--tls-key: \(error)") }
     }
 
     /// The mode, the SRTP key (SDES; a placeholder where DTLS gives the keys) and where to listen.
@@ -218,7 +248,7 @@ enum ReceiveCommand {
             Output.deviations(whep.resource)
         } else if plan.isWHIPListen {
             Output.err(
-                "WHIP endpoint http://\(plan.config.listen.host):\(receiver.localAddress.port)/whip (media on UDP \(receiver.localAddress)); Ctrl-C to stop\n"
+                "WHIP endpoint \(plan.tls == nil ? "http" : "https")://\(plan.config.listen.host):\(receiver.localAddress.port)/whip (media on UDP \(receiver.localAddress)); Ctrl-C to stop\n"
             )
         } else {
             Output.err("listening on \(receiver.localAddress); Ctrl-C to stop\n")
@@ -314,7 +344,8 @@ enum ReceiveCommand {
             do {
                 let endpoint = try WHIPEndpoint(
                     receiver: r, host: listen.host, port: port, token: token, certificate: certificate, candidates: candidates,
-                    maxSessions: plan.config.maxPublishers, iceServers: iceServers.map { ($0.url, $0.username, $0.credential) })
+                    maxSessions: plan.config.maxPublishers, iceServers: iceServers.map { ($0.url, $0.username, $0.credential) },
+                    tls: plan.tls)
                 r.start()
                 return Running(receiver: r, endpoint: endpoint)
             } catch {
@@ -420,7 +451,8 @@ enum ReceiveCommand {
                 "http",
                 .object([
                     ("connections", n(h.accepted)), ("requests", n(h.requests)), ("timedOut", n(h.timedOut)),
-                    ("overCapacity", n(h.overCapacity)), ("idleClosed", n(h.idleClosed)), ("malformed", n(h.malformed))
+                    ("overCapacity", n(h.overCapacity)), ("idleClosed", n(h.idleClosed)), ("malformed", n(h.malformed)),
+                    ("tlsFailed", n(h.tlsFailed))
                 ])
             )
         ])

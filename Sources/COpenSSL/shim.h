@@ -195,6 +195,47 @@ static inline SSL *copenssl_tls_client(const char *host, const char *ca_file, ch
     return ssl;
 }
 
+/// A TLS server context for pubbot's HTTP endpoint (`receive --whip-listen --tls-cert --tls-key`):
+/// TLS 1.2 at least, the certificate chain and its private key from PEM files, checked to
+/// match; no renegotiation. NULL on failure, the reason in `reason`.
+static inline SSL_CTX *copenssl_tls_server_context(const char *cert_file, const char *key_file, char *reason, size_t reason_len) {
+    SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+    if (ctx == NULL) { snprintf(reason, reason_len, "OpenSSL could not create a TLS context"); return NULL; }
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
+    if (SSL_CTX_use_certificate_chain_file(ctx, cert_file) != 1) {
+        snprintf(reason, reason_len, "cannot read a PEM certificate (chain) in '%s'", cert_file);
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    if (SSL_CTX_use_PrivateKey_file(ctx, key_file, SSL_FILETYPE_PEM) != 1) {
+        snprintf(reason, reason_len, "cannot read a PEM private key in '%s'", key_file);
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    if (SSL_CTX_check_private_key(ctx) != 1) {
+        snprintf(reason, reason_len, "the key in '%s' is not the certificate's", key_file);
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+/// One server-side TLS connection of `ctx` over memory BIOs (the caller moves the bytes).
+static inline SSL *copenssl_tls_server(SSL_CTX *ctx) {
+    SSL *ssl = SSL_new(ctx);
+    if (ssl == NULL) return NULL;
+    BIO *in = BIO_new(BIO_s_mem()), *out = BIO_new(BIO_s_mem());
+    BIO_set_mem_eof_return(in, -1);
+    BIO_set_mem_eof_return(out, -1);
+    SSL_set_bio(ssl, in, out);
+    SSL_set_accept_state(ssl);
+    return ssl;
+}
+
+static inline void copenssl_tls_context_free(SSL_CTX *ctx) { SSL_CTX_free(ctx); }
+static inline int copenssl_handshake_done(SSL *ssl) { return SSL_is_init_finished(ssl); }
+
 /// Application data read after (or during) the handshake: > 0 bytes, 0 nothing yet, -1 closed
 /// or failed.
 static inline int copenssl_tls_read(SSL *ssl, unsigned char *buf, int len) {

@@ -2,6 +2,24 @@
     import Glibc
 #endif
 import Platform
+internal import COpenSSL
+
+/// The certificate and key an HTTPS endpoint serves (`--tls-cert`, `--tls-key`): an OpenSSL
+/// server context, TLS 1.2 at least, the chain and key read from PEM files and checked to match.
+public final class TLSServerContext: @unchecked Sendable {
+    let ctx: OpaquePointer
+
+    public init(certificateFile: String, keyFile: String) throws(HTTPServer.StartError) {
+        var reason = [CChar](repeating: 0, count: 256)
+        guard let c = copenssl_tls_server_context(certificateFile, keyFile, &reason, reason.count) else {
+            throw HTTPServer.StartError(
+                description: String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+        ctx = c
+    }
+
+    deinit { copenssl_tls_context_free(ctx) }
+}
 
 /// A small HTTP/1.1 server for pubbot's own endpoints (Prometheus metrics, the WHIP endpoint of
 /// `receive --whip-listen`), not a general web server — but one no client can hold: every
@@ -45,6 +63,8 @@ public final class HTTPServer: @unchecked Sendable {
         public var overCapacity = 0
         public var idleClosed = 0
         public var malformed = 0
+        /// HTTPS: handshakes that failed (a plain-HTTP client, an unknown CA, garbage).
+        public var tlsFailed = 0
     }
 
     public var stats: Counters { counters.value }
@@ -52,10 +72,14 @@ public final class HTTPServer: @unchecked Sendable {
     /// - Parameters:
     ///   - host: a numeric IPv4 address (e.g. 127.0.0.1; 0.0.0.0 only when asked for).
     ///   - handler: called on the server's thread, one request at a time; it must not block.
+    /// Served over TLS (HTTPS).
+    public let isTLS: Bool
+
     public init(
-        host: String, port: Int, name: String = "pubbot-http", limits: Limits = Limits(),
+        host: String, port: Int, name: String = "pubbot-http", limits: Limits = Limits(), tls: TLSServerContext? = nil,
         handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse
     ) throws(StartError) {
+        isTLS = tls != nil
         var addr = sockaddr_in()
         addr.sin_family = sa_family_t(AF_INET)
         addr.sin_port = in_port_t(UInt16(clamping: port).bigEndian)
@@ -81,7 +105,7 @@ public final class HTTPServer: @unchecked Sendable {
         self.port = Int(UInt16(bigEndian: bound.sin_port))
         let stop = stopFlag, counters = self.counters
         thread.value = JoinableThread(name: name) {
-            var loop = Loop(listener: s, limits: limits, handler: handler, counters: counters)
+            var loop = Loop(listener: s, limits: limits, handler: handler, counters: counters, tls: tls)
             while !stop.value { loop.turn(now: Clock.monotonicMicros()) }
             loop.closeAll()
         }
@@ -113,6 +137,10 @@ public final class HTTPServer: @unchecked Sendable {
         /// closes or this time (so the kernel does not reset the connection over unread bytes
         /// and lose the answer before the client read it).
         var lingerUntil: Int64?
+        /// HTTPS: the connection's TLS state (memory BIOs: the bytes go through `input` and
+        /// `output` as ciphertext here, plaintext to the parser), and whether its handshake is done.
+        var ssl: OpaquePointer?
+        var handshaken = false
     }
 
     struct Loop {
@@ -123,13 +151,19 @@ public final class HTTPServer: @unchecked Sendable {
         var connections: [Connection] = []
         var perSource: [UInt32: Int] = [:]
         var buffer = [UInt8](repeating: 0, count: 16_384)
+        var plain = [UInt8](repeating: 0, count: 16_384)
         var fds: [pollfd] = []
+        let tls: TLSServerContext?
 
-        init(listener: Int32, limits: Limits, handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse, counters: Locked<Counters>) {
+        init(
+            listener: Int32, limits: Limits, handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse, counters: Locked<Counters>,
+            tls: TLSServerContext? = nil
+        ) {
             self.listener = listener
             self.limits = limits
             self.handler = handler
             self.counters = counters
+            self.tls = tls
         }
 
         mutating func turn(now: Int64) {
@@ -163,8 +197,13 @@ public final class HTTPServer: @unchecked Sendable {
                 let source = peer.sin_addr.s_addr
                 counters.withLock { $0.accepted += 1 }
                 if connections.count >= limits.maxConnections || perSource[source, default: 0] >= limits.maxConnectionsPerSource {
-                    // Told at once, not left in the backlog: the client learns to come back.
+                    // Told at once, not left in the backlog: the client learns to come back
+                    // (over TLS no plaintext answer can be read before a handshake: closed).
                     counters.withLock { $0.overCapacity += 1 }
+                    if tls != nil {
+                        close(c)
+                        continue
+                    }
                     let busy = HTTPResponse(
                         status: 503, headers: [("Retry-After", "5"), ("Content-Type", "text/plain")],
                         body: Array("too many connections\n".utf8)
@@ -173,9 +212,63 @@ public final class HTTPServer: @unchecked Sendable {
                     close(c)
                     continue
                 }
+                var connection = Connection(fd: c, source: source, requestStarted: now, idleSince: now)
+                if let tls {
+                    guard let ssl = copenssl_tls_server(tls.ctx) else {
+                        close(c)
+                        continue
+                    }
+                    connection.ssl = ssl
+                }
                 perSource[source, default: 0] += 1
-                connections.append(Connection(fd: c, source: source, requestStarted: now, idleSince: now))
+                connections.append(connection)
             }
+        }
+
+        /// HTTPS: what OpenSSL has to send (handshake records, encrypted answers) goes after
+        /// what is still unsent.
+        mutating func queueTLSOutput(_ i: Int, now: Int64) {
+            guard let ssl = connections[i].ssl else { return }
+            var queued = false
+            while copenssl_pending_out(ssl) > 0 {
+                let n = plain.withUnsafeMutableBytes { copenssl_take_out(ssl, $0.baseAddress, Int32($0.count)) }
+                guard n > 0 else { break }
+                connections[i].output += plain[0..<Int(n)]
+                queued = true
+            }
+            if queued && connections[i].writeStarted == nil { connections[i].writeStarted = now }
+        }
+
+        /// HTTPS: feeds `n` received bytes to the connection's TLS state, runs its handshake and
+        /// appends what it decrypts to `input`. False when the connection was dropped.
+        mutating func receiveTLS(_ i: Int, _ n: Int, now: Int64) -> Bool {
+            guard let ssl = connections[i].ssl else { return true }
+            _ = buffer.withUnsafeBytes { copenssl_feed(ssl, $0.baseAddress, Int32(n)) }
+            if !connections[i].handshaken {
+                var reason = [CChar](repeating: 0, count: 128)
+                let rc = copenssl_handshake(ssl, &reason, reason.count)
+                queueTLSOutput(i, now: now)
+                if rc < 0 {
+                    // A plain-HTTP client, an unknown CA, garbage: its alert goes out, then it is closed.
+                    counters.withLock { $0.tlsFailed += 1 }
+                    connections[i].closeAfterWrite = true
+                    if !connections[i].output.isEmpty { write(i, now: now) } else { drop(i) }
+                    return false
+                }
+                if !connections[i].output.isEmpty { write(i, now: now) }
+                guard rc == 1, i < connections.count, connections[i].ssl == ssl else { return false }
+                connections[i].handshaken = true
+            }
+            while true {
+                let m = plain.withUnsafeMutableBytes { copenssl_tls_read(ssl, $0.baseAddress, Int32($0.count)) }
+                if m < 0 {
+                    drop(i)
+                    return false
+                }
+                if m == 0 { break }
+                connections[i].input += plain[0..<Int(m)]
+            }
+            return true
         }
 
         mutating func read(_ i: Int, now: Int64) {
@@ -183,7 +276,12 @@ public final class HTTPServer: @unchecked Sendable {
             if n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) { drop(i); return }
             guard n > 0, connections[i].lingerUntil == nil else { return }
             if connections[i].requestStarted == nil { connections[i].requestStarted = now }
-            connections[i].input += buffer[0..<n]
+            if connections[i].ssl != nil {
+                let before = connections[i].input.count
+                guard receiveTLS(i, n, now: now), connections[i].input.count > before else { return }
+            } else {
+                connections[i].input += buffer[0..<n]
+            }
             switch HTTPRequest.parse(connections[i].input, maxHeader: limits.maxHeader, maxBody: limits.maxBody) {
             case .needMore: return
             case let .invalid(status, reason):
@@ -198,6 +296,16 @@ public final class HTTPServer: @unchecked Sendable {
         }
 
         mutating func respond(_ i: Int, _ response: HTTPResponse, keepAlive: Bool, now: Int64) {
+            if let ssl = connections[i].ssl {
+                // Encrypted into the memory BIO, queued after anything still unsent.
+                let text = response.serialized(keepAlive: keepAlive)
+                _ = text.withUnsafeBytes { copenssl_tls_write(ssl, $0.baseAddress, Int32($0.count)) }
+                connections[i].closeAfterWrite = !keepAlive
+                connections[i].requestStarted = nil
+                queueTLSOutput(i, now: now)
+                write(i, now: now)
+                return
+            }
             connections[i].output = response.serialized(keepAlive: keepAlive)
             connections[i].written = 0
             connections[i].closeAfterWrite = !keepAlive
@@ -255,6 +363,12 @@ public final class HTTPServer: @unchecked Sendable {
                     drop(i)
                 } else if c.output.isEmpty, let s = c.requestStarted, now - s > limits.requestDeadlineMicros {
                     counters.withLock { $0.timedOut += 1 }
+                    // No handshake yet: nothing can be said to it.
+                    if c.ssl != nil && !c.handshaken {
+                        drop(i)
+                        i -= 1
+                        continue
+                    }
                     respond(
                         i,
                         HTTPResponse(
@@ -271,6 +385,7 @@ public final class HTTPServer: @unchecked Sendable {
         mutating func drop(_ i: Int) {
             let c = connections[i]
             close(c.fd)
+            if let ssl = c.ssl { SSL_free(ssl) }
             if let n = perSource[c.source] { perSource[c.source] = n > 1 ? n - 1 : nil }
             connections.remove(at: i)
         }

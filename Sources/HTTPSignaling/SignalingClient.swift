@@ -1,3 +1,4 @@
+import Synchronization
 internal import CCurl
 
 /// An ICE server a WHIP endpoint offers in a `Link: <…>; rel="ice-server"` header (RFC 9725 §4.6).
@@ -72,6 +73,14 @@ public enum SignalingExchange: Sendable {
 /// answer and headers, DELETE at the end. HTTP(S) through libcurl: redirects (307/308 keep the
 /// POST), TLS, timeouts.
 public enum SignalingClient {
+    /// `--ca-file`: the CA certificates (PEM) every https exchange of this process verifies the
+    /// server with (a private CA); nil: the system's store.
+    static let caFileSetting = Mutex<String?>(nil)
+    public static var caFile: String? {
+        get { caFileSetting.withLock { $0 } }
+        set { caFileSetting.withLock { $0 = newValue } }
+    }
+
     /// POSTs `offer` to `endpoint`. A 409/429/503 with `Retry-After` is retried after waiting
     /// what it says (`sleep` is the caller's, in µs), up to 3 times and 15 s of waiting in all.
     /// RFC 9725 §4.1: a client "MUST be able to handle all applicable status codes gracefully":
@@ -255,7 +264,8 @@ public enum SignalingClient {
                 throw WHIPError(kind: .unreachable, status: nil, message: "cannot reach the \(name) endpoint \(where_): \(said)")
             }
             if ccurl_is_tls(curlCode) != 0 {
-                throw WHIPError(kind: .tls, status: nil, message: "TLS with the \(name) endpoint \(where_) failed: \(said)")
+                let hint = SignalingClient.caFile == nil ? " (a server with a private CA: --ca-file FILE)" : ""
+                throw WHIPError(kind: .tls, status: nil, message: "TLS with the \(name) endpoint \(where_) failed: \(said)\(hint)")
             }
             throw WHIPError(kind: .unreachable, status: nil, message: "the \(name) request to \(where_) failed: \(said)")
         }
@@ -295,7 +305,11 @@ public enum SignalingClient {
         let cStrings = lines.map { strdup($0) }
         defer { cStrings.forEach { free($0) } }
         cStrings.map { UnsafePointer($0) }.withUnsafeBufferPointer { h in
-            ccurl_request(method, url, body, h.baseAddress, Int32(h.count), connectTimeoutMillis, timeoutMillis, &r)
+            if let ca = caFile {
+                ccurl_request(method, url, body, h.baseAddress, Int32(h.count), connectTimeoutMillis, timeoutMillis, ca, &r)
+            } else {
+                ccurl_request(method, url, body, h.baseAddress, Int32(h.count), connectTimeoutMillis, timeoutMillis, nil, &r)
+            }
         }
         defer { ccurl_result_free(&r) }
         let bodyText = r.body.data.map { String(cString: $0) } ?? ""

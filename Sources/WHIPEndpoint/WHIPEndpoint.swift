@@ -58,7 +58,7 @@ public final class WHIPEndpoint: @unchecked Sendable {
     public init(
         receiver: ReceiverEngine, host: String, port: Int, token: String?, certificate: DTLSCertificate,
         candidates: [ICECandidate], maxSessions: Int, limits: HTTPServer.Limits = HTTPServer.Limits(),
-        iceServers: [(url: String, username: String?, credential: String?)] = []
+        iceServers: [(url: String, username: String?, credential: String?)] = [], tls: TLSServerContext? = nil
     ) throws(StartError) {
         self.receiver = receiver
         let sessions = self.sessions, answered = self.answered, ended = self.ended, iceSessions = self.iceSessions
@@ -79,7 +79,7 @@ public final class WHIPEndpoint: @unchecked Sendable {
             return ("Link", v)
         }
         do {
-            server = try HTTPServer(host: host, port: port, name: "pubbot-whip", limits: limits) { r in
+            server = try HTTPServer(host: host, port: port, name: "pubbot-whip", limits: limits, tls: tls) { r in
                 var response = Self.route(r, expected: expected) { r in
                     // Slots of sessions the receiver ended are free before this request counts them.
                     release(receiver.takeEndedResources())

@@ -10,7 +10,7 @@ one JSON line each. Chromium's own getStats() is the count.
       to one encoding) → 201 with the answer and Location /whip/N. Every second the page reports
       inbound-rtp/candidate-pair stats: {"event": "stats", "session": N, ...}; at DELETE one
       final line {"event": "final", ...}.
-  chromium_peer.py publish URL [--simulcast] [--codec NAME] [--seconds S] [--limit S]
+  chromium_peer.py publish URL [--simulcast] [--codec NAME] [--seconds S] [--limit S] [--trust-cert PEM]
       Chromium publishes its fake camera and microphone (30 fps) by WHIP to URL — q/h/f simulcast
       (scaleResolutionDownBy 4/2/1) with --simulcast — by fetch() from the page, i.e. from another
       origin than URL's (CORS); --codec puts that video codec first in its offer
@@ -38,6 +38,8 @@ args.add_argument("--limit", type=float, default=120)
 args.add_argument("--end-on-stdin-eof", action="store_true", help="stop the browser and exit when stdin closes (PeerProcess)")
 args.add_argument("--field-trials", help="libwebrtc field trials (--force-fieldtrials), e.g. WebRTC-DependencyDescriptorAdvertised/Enabled/")
 args.add_argument("--bind", default="127.0.0.1", help="the HTTP server's address (0.0.0.0: reachable from another network namespace)")
+args.add_argument("--trust-cert", help="publish to an https URL whose server certificate (PEM) a test CA signed: Chromium "
+                  "trusts that certificate's key (--ignore-certificate-errors-spki-list), nothing else")
 opts = args.parse_args()
 
 chromium = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -181,6 +183,11 @@ if os.getuid() == 0:
     flags.append("--no-sandbox")
 if opts.field_trials:
     flags.append("--force-fieldtrials=" + opts.field_trials)
+if opts.trust_cert:
+    # The base64 SHA-256 of the certificate's SubjectPublicKeyInfo, as Chromium's flag wants it.
+    spki = subprocess.run("openssl x509 -in '%s' -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary "
+                          "| base64" % opts.trust_cert, shell=True, check=True, capture_output=True, text=True).stdout.strip()
+    flags.append("--ignore-certificate-errors-spki-list=" + spki)
 browser = subprocess.Popen([chromium] + flags + ["http://127.0.0.1:%d/page" % port], stdout=subprocess.DEVNULL,
                            stderr=open(os.path.join(profile, "chromium.log"), "w"), start_new_session=True,
                            preexec_fn=die_with_parent)
