@@ -149,6 +149,19 @@ enum CommonOptions {
         "no-trickle": .flag, "ca-file": .value
     ]
 
+    /// `--ice-recover-after D` (WHIP): restart ICE when the path has answered no consent check
+    /// for D — at least 7 s (consent is checked every 4–6 s, RFC 7675 §5.1) and under the 30 s
+    /// after which consent is lost.
+    static func iceRecoverAfter(_ o: ParsedOptions, whip: Bool) throws(UsageError) -> Int64? {
+        guard let text = o.value("ice-recover-after") else { return nil }
+        guard whip else { throw UsageError("--ice-recover-after needs --whip (the restart is a PATCH to the session, RFC 9725 §4.3.3)") }
+        let d = try ValueParsers.duration(text, option: "ice-recover-after")
+        guard (7_000_000..<30_000_000).contains(d) else {
+            throw UsageError("--ice-recover-after must be 7s…29s (consent is checked every 4–6 s and lost after 30 s)")
+        }
+        return d
+    }
+
     /// `--ca-file FILE`: the CA certificates (PEM) the https exchanges of this run verify the
     /// server with (a private CA; default the system's store). Checked readable here.
     static func caFile(_ o: ParsedOptions, command: String? = nil) throws(UsageError) {

@@ -6,10 +6,18 @@ import Platform
 /// `--ice-restart-at`: at each time a PATCH asks the server for an ICE restart (RFC 9725 §4.3.3)
 /// on a thread of its own (the HTTP exchange blocks), and the answer is applied (`apply`: the
 /// publisher's or the WHEP subscriber's network thread takes it); a refusal is said and the
-/// session goes on. The outcome of each, for the summary.
+/// session goes on. `--ice-recover-after D`: also when the path has answered no consent check
+/// for D (RFC 7675: the path is gone; a browser's application restarts ICE then), again every
+/// D while it stays silent, until consent runs out at 30 s; three refusals in a row end the
+/// attempts. The outcome of each, for the summary.
 final class ICERestarts: Sendable {
+    /// Restarts asked for by the consent watch, at most.
+    static let maxRecoveries = 8
+
     struct Outcome: Sendable {
         var atMicros: Int64
+        /// Why: nil for a scheduled restart; the silence that set a recovery off.
+        var trigger: String? = nil
         var error: String?
         /// The new pair's selection after the answer was applied (ms), read from the transport.
         var recoveryMs: Int?
@@ -19,7 +27,8 @@ final class ICERestarts: Sendable {
         }
         var json: JSONValue {
             .object([
-                ("atSeconds", .double(Double(atMicros) / 1e6)), ("outcome", .string(error == nil ? "restarted" : "failed")),
+                ("atSeconds", .double(Double(atMicros) / 1e6)), ("trigger", .string(trigger ?? "scheduled")),
+                ("outcome", .string(error == nil ? "restarted" : "failed")),
                 ("error", error.map { .string($0) } ?? .null), ("recoveryMs", recoveryMs.map { .int(Int64($0)) } ?? .null)
             ])
         }
@@ -32,31 +41,45 @@ final class ICERestarts: Sendable {
     let recovery: @Sendable () -> Int?
 
     init(
-        _ times: [Int64], request: @escaping @Sendable () -> Result<PublisherControl.ICERestart, WHIPConnectError>,
+        _ times: [Int64], recoverAfter: Int64? = nil, consentAge: @escaping @Sendable () -> Int64? = { nil },
+        request: @escaping @Sendable () -> Result<PublisherControl.ICERestart, WHIPConnectError>,
         apply: @escaping @Sendable (PublisherControl.ICERestart) -> Void, stopped: @escaping @Sendable () -> Bool,
         recovery: @escaping @Sendable () -> Int?
     ) {
         self.recovery = recovery
-        guard !times.isEmpty else {
+        guard !times.isEmpty || recoverAfter != nil else {
             thread = nil
             return
         }
         let start = Clock.monotonicMicros()
         let outcomes = self.outcomes, stop = self.stop
         thread = JoinableThread(name: "pubbot-ice-restart") {
-            for at in times {
-                while Clock.monotonicMicros() < start + at {
-                    if stop.value || stopped() { return }
-                    Clock.sleep(micros: min(50_000, max(1, start + at - Clock.monotonicMicros())))
-                }
+            var pending = times[...]
+            var policy = recoverAfter.map { ICERecoveryPolicy(graceMicros: $0, maxAttempts: Self.maxRecoveries) }
+            func perform(_ at: Int64, trigger: String?) -> Bool {
                 switch request() {
                 case let .success(r):
                     apply(r)
-                    outcomes.withLock { $0.append(Outcome(atMicros: at)) }
+                    outcomes.withLock { $0.append(Outcome(atMicros: at, trigger: trigger)) }
+                    return true
                 case let .failure(e):
-                    Output.err("warning: ICE restart at \(Units.fixed(Double(at) / 1e6, 1)) s: \(e) — the session goes on\n")
-                    outcomes.withLock { $0.append(Outcome(atMicros: at, error: e.description)) }
+                    let why = trigger.map { " (\($0))" } ?? ""
+                    Output.err("warning: ICE restart at \(Units.fixed(Double(at) / 1e6, 1)) s\(why): \(e) — the session goes on\n")
+                    outcomes.withLock { $0.append(Outcome(atMicros: at, trigger: trigger, error: e.description)) }
+                    return false
                 }
+            }
+            while !(stop.value || stopped()) {
+                let now = Clock.monotonicMicros() - start
+                if let at = pending.first, now >= at {
+                    pending = pending.dropFirst()
+                    _ = perform(at, trigger: nil)
+                    policy?.scheduledRestart(at: now)
+                } else if let age = consentAge(), let why = policy?.shouldRestart(now: now, consentAge: age) {
+                    policy?.attempted(succeeded: perform(now, trigger: why), at: now)
+                }
+                if pending.isEmpty && policy == nil { return }
+                Clock.sleep(micros: 50_000)
             }
         }
     }
@@ -80,4 +103,29 @@ final class ICERestarts: Sendable {
         thread?.join()
         tick()
     }
+}
+
+/// When the consent watch restarts ICE (`--ice-recover-after`): plain state over time passed in.
+struct ICERecoveryPolicy {
+    let graceMicros: Int64
+    let maxAttempts: Int
+    var lastAttempt: Int64 = .min / 2
+    var attempts = 0
+    var refusedInARow = 0
+
+    /// Why to restart now (nil: not now): the path silent for the grace, the last attempt at
+    /// least a grace ago, attempts left, the server not refusing three times in a row.
+    func shouldRestart(now: Int64, consentAge: Int64) -> String? {
+        guard consentAge >= graceMicros, now - lastAttempt >= graceMicros, attempts < maxAttempts, refusedInARow < 3 else { return nil }
+        return "no consent answer for \(Units.fixed(Double(consentAge) / 1e6, 1)) s"
+    }
+
+    mutating func attempted(succeeded: Bool, at now: Int64) {
+        lastAttempt = now
+        attempts += 1
+        refusedInARow = succeeded ? 0 : refusedInARow + 1
+    }
+
+    /// A scheduled restart counts as an attempt for the spacing (not against the limit).
+    mutating func scheduledRestart(at now: Int64) { lastAttempt = now }
 }

@@ -17,7 +17,7 @@ enum PublishCommand {
         for (k, v) in [
             "to": OptionSpec.Kind.repeated, "key": .value, "sdp-out": .value, "no-bundle": .flag, "no-audio": .flag,
             "no-video": .flag, "cname": .value, "no-congestion-control": .flag, "sender-stats": .flag, "rtc-stats": .value,
-            "metrics": .value, "vitals": .flag, "ice-restart-at": .repeated, "impair": .value
+            "metrics": .value, "vitals": .flag, "ice-restart-at": .repeated, "impair": .value, "ice-recover-after": .value
         ] { o[k] = v }
         for (k, v) in CommonOptions.whip { o[k] = v }
         return OptionSpec(
@@ -51,6 +51,8 @@ enum PublishCommand {
         var json: Bool
         /// `--ice-restart-at`: when to restart ICE (µs from the start), in order.
         var iceRestarts: [Int64] = []
+        /// `--ice-recover-after`: restart ICE when the path answers no consent check this long.
+        var iceRecoverAfter: Int64?
     }
 
     static func plan(_ o: ParsedOptions) throws(UsageError) -> Plan {
@@ -100,6 +102,7 @@ enum PublishCommand {
             vitals: o.has("vitals"), sdpOut: o.value("sdp-out"), metrics: try o.value("metrics").map(metricsAddress),
             rtcStatsPath: o.value("rtc-stats"), json: o.has("json"))
         plan.iceRestarts = restarts.sorted()
+        plan.iceRecoverAfter = try CommonOptions.iceRecoverAfter(o, whip: whipOptions != nil)
         return plan
     }
 
@@ -148,7 +151,8 @@ enum PublishCommand {
         monitor.started()
         let first = publishers.first
         let restarts = ICERestarts(
-            whip != nil && first != nil ? plan.iceRestarts : [],
+            whip != nil && first != nil ? plan.iceRestarts : [], recoverAfter: whip != nil ? plan.iceRecoverAfter : nil,
+            consentAge: { first?.snapshot().network.transport?.consentAgeMicros },
             request: { [whip] in whip.map { $0.requestICERestart() } ?? .failure(WHIPConnectError("no WHIP session")) },
             apply: { first?.restartICE($0) }, stopped: { first?.control.stopRequested ?? true },
             recovery: { first?.snapshot().network.transport?.lastRestartRecoveryMicros.map { Int($0 / 1000) } })
@@ -380,7 +384,7 @@ enum PublishCommand {
         } else if case let .object(f) = docs[0] {
             fields += f.filter { $0.0 != "to" }
         }
-        if !plan.iceRestarts.isEmpty { fields.append(("iceRestarts", .array(restarts.map(\.json)))) }
+        if !plan.iceRestarts.isEmpty || plan.iceRecoverAfter != nil { fields.append(("iceRestarts", .array(restarts.map(\.json)))) }
         Output.out(JSONValue.object(fields).serialized(pretty: true) + "\n")
     }
 

@@ -126,6 +126,10 @@ public final class ICEAgent {
     /// sends no consent requests of its own (RFC 8445 §8.2), so this is how it sees the peer
     /// keeping the session alive (RFC 7675 §5.1: every 4–6 s).
     public private(set) var lastRequestMicros: Int64?
+    /// How long since the selected path last proved alive (a consent or check answered, RFC 7675),
+    /// as of the last call: a full agent's, once it connected (also while a restart is checking).
+    /// Consent is checked every 4–6 s, so a healthy path's age stays under ~6 s plus a round trip.
+    public var consentAgeMicros: Int64? { lite || lastConsent == 0 ? nil : max(0, now - lastConsent) }
 
     public init(
         role: Role, local: Credentials, remote: Credentials? = nil, tieBreaker: UInt64, lite: Bool = false, seed: UInt64,
@@ -232,8 +236,16 @@ public final class ICEAgent {
                 nextCheck = now + Self.ta
             }
         }
+        // After a restart the path that worked stays in use until a new pair is selected (RFC
+        // 8445 §9): a restart whose checks all fail does not end the session — consent freshness
+        // does (RFC 7675 §5.1), 30 s after the old pair's last answer; another restart may come first.
+        let afterRestart = restarts > 0 && lastConsent > 0
+        if state == .checking && !lite && afterRestart && now - lastConsent >= Self.consentTimeout {
+            fail(.consentExpired(seconds: Int(Self.consentTimeout / 1_000_000)))
+            return nil
+        }
         // Every pair failed: nothing will connect.
-        if state == .checking && !lite && !pairs.isEmpty && pairs.allSatisfy({ $0.state == .failed }) {
+        if state == .checking && !lite && !afterRestart && !pairs.isEmpty && pairs.allSatisfy({ $0.state == .failed }) {
             fail(
                 .noPairAnswered(
                     pairs: pairs.count, checksEach: Self.maxTransmissions, peerChecksAnswered: counters.requestsAnswered,
@@ -262,6 +274,7 @@ public final class ICEAgent {
         for p in pairs where p.state == .inProgress { wake = min(wake, p.nextRetransmit) }
         if state == .checking && !lite && pairs.contains(where: { $0.state == .waiting }) { wake = min(wake, max(nextCheck, now)) }
         if state == .connected && !lite { wake = min(wake, nextConsent, lastConsent + Self.consentTimeout) }
+        if state == .checking && !lite && afterRestart { wake = min(wake, lastConsent + Self.consentTimeout) }
         return wake == .max ? nil : wake
     }
 

@@ -36,6 +36,9 @@ public struct TransportStats: Sendable, Equatable {
     public var iceRestarts = 0
     public var selectedPairChangesAfterRestart = 0
     public var lastRestartRecoveryMicros: Int64?
+    /// Since the selected path last answered a consent check (µs; a full ICE agent once
+    /// connected): what `--ice-recover-after` watches.
+    public var consentAgeMicros: Int64?
     /// Why the transport failed (ICE, DTLS, TURN, consent), once it has; its owner may add a
     /// failure of its own (the keys refused by SRTP, the peer gone).
     public var failure: TransportFailure?
@@ -69,6 +72,7 @@ extension WebRTCTransport {
         s.iceRestarts = iceRestarts
         s.selectedPairChangesAfterRestart = ice.selectedPairChanges
         s.lastRestartRecoveryMicros = lastRestartRecoveryMicros
+        s.consentAgeMicros = ice.consentAgeMicros
         s.failure = failure
         return s
     }

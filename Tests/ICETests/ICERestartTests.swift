@@ -80,4 +80,58 @@ import RTPCore
         net.run(until: 2_000_000) { p.state == .connected }
         #expect(p.state == .connected && s.state == .connected && s.restarts == 1)
     }
+    /// A restart during an outage: its checks all go unanswered, and that does not end the
+    /// session — the old pair's consent does, 30 s after its last answer (RFC 7675 §5.1). The
+    /// consent age grows through the outage; a second restart once the path is back connects.
+    @Test func aFailedRestartWaitsForConsentAndASecondOneRecovers() {
+        let p = publisher()
+        let s = fullServer()
+        let net = VirtualNet()
+        net.add(p, [publisherAddress])
+        net.add(s, [serverAddress, Self.serverMoved])
+        net.run(until: 2_000_000) { p.state == .connected && s.state == .connected }
+        #expect(p.state == .connected && (p.consentAgeMicros ?? .max) < 100_000)
+        // Everything is lost from 3 s to 25 s.
+        net.drop = { _, now in now >= 3_000_000 && now < 25_000_000 }
+        net.run(until: 12_000_000)
+        let age = p.consentAgeMicros ?? 0
+        #expect(age > 6_000_000 && age < 12_000_000, "\(age)")
+        // A restart at 12 s: its checks all fail in the outage, the agent waits.
+        s.restart(local: Self.newServer, remote: Self.newPublisher, remoteCandidates: [.host(publisherAddress)], now: net.now)
+        p.restart(local: Self.newPublisher, remote: Self.newServer, remoteCandidates: [.host(serverAddress)], now: net.now)
+        net.run(until: 24_000_000)
+        #expect(p.state == .checking, "a failed restart ended the session: \(p.state)")
+        #expect(
+            !net.events.contains { e in
+                if e.1 == 0, case .failed = e.2 { return true }
+                return false
+            })
+        // The path is back at 25 s; a second restart at 26 s connects before the 30 s of consent run out.
+        net.run(until: 26_000_000)
+        let third = ICEAgent.Credentials(ufrag: "pub3", password: "publisher-password-22-v3")
+        let serverThird = ICEAgent.Credentials(ufrag: "srv3", password: "server-password-24-chars-v3")
+        s.restart(local: serverThird, remote: third, remoteCandidates: [.host(publisherAddress)], now: net.now)
+        p.restart(local: third, remote: serverThird, remoteCandidates: [.host(serverAddress)], now: net.now)
+        net.run(until: 28_000_000) { p.state == .connected }
+        #expect(p.state == .connected && p.restarts == 2 && (p.consentAgeMicros ?? .max) < 1_000_000)
+    }
+
+    /// Without a second restart the old pair's consent runs out 30 s after its last answer.
+    @Test func consentEndsASessionWhoseRestartNeverConnected() {
+        let p = publisher()
+        let s = fullServer()
+        let net = VirtualNet()
+        net.add(p, [publisherAddress])
+        net.add(s, [serverAddress, Self.serverMoved])
+        net.run(until: 2_000_000) { p.state == .connected && s.state == .connected }
+        net.drop = { _, now in now >= 3_000_000 }
+        net.run(until: 10_000_000)
+        p.restart(local: Self.newPublisher, remote: Self.newServer, remoteCandidates: [.host(serverAddress)], now: net.now)
+        net.run(until: 40_000_000) { p.state == .failed }
+        let failedAt = net.events.first { e in
+            if e.1 == 0, case let .failed(f) = e.2, case .consentExpired = f { return true }
+            return false
+        }?.0
+        #expect(p.state == .failed && failedAt != nil && (failedAt ?? 0) <= 36_500_000, "\(p.state) at \(failedAt ?? -1)")
+    }
 }

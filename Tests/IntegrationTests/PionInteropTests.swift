@@ -224,4 +224,40 @@ struct PionInteropTests {
         #expect(
             u["impair"] as? String == "rate=800kbit" && (u["packets"] as? Int ?? 0) > 500 && (u["maxQueueMs"] as? Double ?? 0) > 0, "\(u)")
     }
+    /// `--ice-recover-after 8s` through an outage (the uplink emulator loses everything from 3 s
+    /// to 15 s): the consent watch restarts ICE at ~9 s — its checks fail in the outage, which no
+    /// longer ends the session — and again at ~17 s, which connects; pion's own restart events
+    /// match, and pion counts what the emulator let through but the couple of seconds between the
+    /// path's return and the new pair.
+    @Test func theConsentWatchRestartsICEAfterAnOutage() throws {
+        let (pion, port) = try startPion(["-limit", "60"])
+        defer { pion.stop() }
+        let r = try runPubbot(
+            WHIPInteropTests.binary,
+            [
+                "publish", "--whip", "http://127.0.0.1:\(port)/whip", "--layers", "320x180@15:150k", "--duration", "26s", "--impair",
+                "3s:loss=100%;15s:loss=0%", "--ice-recover-after", "8s", "--json"
+            ])
+        #expect(r.code == 0, "\(r.err)")
+        let published = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any], "\(r.out) \(r.err)")
+        let restarts = try #require(published["iceRestarts"] as? [[String: Any]])
+        #expect(
+            restarts.count >= 2 && restarts.allSatisfy { ($0["trigger"] as? String ?? "").hasPrefix("no consent answer for") }
+                && restarts.last?["outcome"] as? String == "restarted" && restarts.last?["recoveryMs"] is Int, "\(restarts)")
+        let first = restarts.first?["atSeconds"] as? Double ?? 0
+        #expect(first > 8 && first < 12, "the first restart at \(first) s")
+        let whip = try #require(published["whip"] as? [String: Any])
+        #expect(whip["selectedCandidatePairChangesAfterRestart"] as? Int == 1, "\(whip)")
+        #expect(pion.wait(for: "\"event\":\"stats\"", micros: 5_000_000), "\(pion.text)")
+        let events = pion.text.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        #expect(events.filter { $0["event"] as? String == "restart" }.count == restarts.count, "\(pion.text.suffix(600))")
+        let tracks = try #require(events.first { $0["event"] as? String == "stats" }?["tracks"] as? [[String: Any]])
+        let got = tracks.reduce(0) { $0 + ($1["packets"] as? Int ?? 0) }
+        let sent = (published["streams"] as? [[String: Any]] ?? []).reduce(0) { $0 + ($1["packetsSent"] as? Int ?? 0) }
+        let dropped = (published["uplinkEmulator"] as? [String: Any])?["droppedByLoss"] as? Int ?? 0
+        print("outage 3–15 s: pubbot sent \(sent) media packets, the emulator dropped \(dropped) datagrams, pion counted \(got)")
+        #expect(got * 100 >= (sent - dropped) * 75 && got <= sent, "pion \(got) of \(sent) sent, \(dropped) dropped")
+    }
 }
