@@ -256,17 +256,9 @@ public final class WHIPEndpoint: @unchecked Sendable {
         guard let match = r.header("if-match")?.trimmingSpaces, !match.isEmpty else {
             return HTTPResponse(status: 428, text: "a PATCH needs If-Match (the session's ETag, or \"*\" for an ICE restart)\n")
         }
-        let text = String(decoding: r.body.prefix(16_384), as: UTF8.self)
-        var ufrag: String?, password: String?
-        var remote: [ICECandidate] = []
-        for line in text.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }) {
-            if line.hasPrefix("a=ice-ufrag:") { ufrag = String(line.dropFirst(12)) }
-            if line.hasPrefix("a=ice-pwd:") { password = String(line.dropFirst(10)) }
-            if line.hasPrefix("a=candidate:") {
-                // A candidate of another transport or an unresolvable address is skipped (§4.3.2).
-                if let c = try? ICECandidate.parse(line.dropFirst(2)) { remote.append(c) }
-            }
-        }
+        // A candidate of another transport or an unresolvable address is skipped (§4.3.2).
+        let fragment = SDPFragment.parse(String(decoding: r.body.prefix(16_384), as: UTF8.self))
+        let (ufrag, password, remote) = (fragment.ufrag, fragment.password, fragment.candidates)
         return iceSessions.withLock { table -> HTTPResponse in
             guard var s = table[id] else { return HTTPResponse(status: 404, text: "the WHIP session has ended\n") }
             guard match == "*" || match == "\"*\"" || match == s.etag else {
@@ -276,8 +268,9 @@ public final class WHIPEndpoint: @unchecked Sendable {
                 receiver.addRemoteCandidates(resource: id, remote)
                 return HTTPResponse(status: 204)
             }
-            guard let pwd = password, !u.isEmpty, !pwd.isEmpty else {
-                return HTTPResponse(status: 400, text: "an ICE restart needs a=ice-ufrag and a=ice-pwd\n")
+            guard let pwd = password, fragment.credentialsValid else {
+                return HTTPResponse(
+                    status: 400, text: "an ICE restart needs a=ice-ufrag (4–256) and a=ice-pwd (22–256 ice-chars, RFC 8839 §5.4)\n")
             }
             let local = ICEAgent.Credentials(random: SecureRandom.bytes(32))
             receiver.restartPublisher(

@@ -86,16 +86,11 @@ extension WHIPConnection {
             let said = r.body.isEmpty ? "" : ": \(SignalingClient.sanitizedText(r.body))"
             return .failure(WHIPConnectError("the server refused the ICE restart (HTTP \(r.status))\(said)"))
         }
-        guard let ufrag = ConformanceCheck.attribute("ice-ufrag", in: r.body), let pwd = ConformanceCheck.attribute("ice-pwd", in: r.body)
-        else {
+        let fragment = SDPFragment.parse(r.body)
+        guard let ufrag = fragment.ufrag, let pwd = fragment.password, !ufrag.isEmpty, !pwd.isEmpty else {
             return .failure(WHIPConnectError("the server's ICE restart answer has no a=ice-ufrag/a=ice-pwd"))
         }
-        var remotes: [ICECandidate] = []
-        for line in r.body.split(whereSeparator: { $0 == "\n" || $0 == "\r\n" || $0 == "\r" }) where line.hasPrefix("a=candidate:") {
-            if let c = try? ICECandidate.parse(line.dropFirst(2)), c.address.ip.count == family, !remotes.contains(c) {
-                remotes.append(c)
-            }
-        }
+        let remotes = fragment.candidates.filter { $0.address.ip.count == family }
         guard !remotes.isEmpty else {
             return .failure(WHIPConnectError("the server's ICE restart answer has no candidate pubbot can reach"))
         }
