@@ -34,7 +34,7 @@ enum Help {
         case "preflight":
             "Usage: pubbot preflight [--to HOST:PORT --key KEY | --sdp FILE | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--strict] [--whep URL [--whep-token T]]] [--impair SPEC] [--require TIER] [--duration D] [--json] [--junit FILE] [--stats FILE|-] [--verdict-thresholds LIST] [media options]"
         case "load":
-            "Usage: pubbot load [--to HOST:PORT… --key B64 | --rooms M | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--strict] [--rooms M] [--whep URL --subscribers S [--decoders N|all] [--decoder-rotation D] [--whep-token T]] [--ice-restart-at D…]] [--bots N | --publishers N] [--duration D] [--ramp D] [--loops N] [--impair SPEC] [--require LIST] [--report FILE] [--metrics [HOST:]PORT] [--progress] [--shard I/N] [--media DIR | --encode [--layers LADDER]] [--codec vp8|h264|vp9|av1] [--srtp-suite aes-cm|gcm] [--json]"
+            "Usage: pubbot load [--to HOST:PORT… --key B64 | --rooms M | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--strict] [--rooms M] [--whep URL --subscribers S [--decoders N|all] [--decoder-rotation D] [--whep-token T]] [--ice-restart-at D…] [--ice-recover-after D]] [--bots N | --publishers N] [--duration D] [--ramp D] [--loops N] [--impair SPEC] [--require LIST] [--report FILE] [--metrics [HOST:]PORT] [--progress] [--shard I/N] [--media DIR | --encode [--layers LADDER]] [--codec vp8|h264|vp9|av1] [--srtp-suite aes-cm|gcm] [--json]"
         case "simulate":
             "Usage: pubbot simulate [--impair SPEC|SCHEDULE] [--downlink-impair SPEC] [--duration 60s] [--layers LADDER] [--fps N] [--temporal-layers MODE | --scalability MODE] [--codec vp8|h264|vp9|av1] [--media encode|replay|sized] [--one-encoding] [--seed N] [--preflight [--require TIER] [--verdict-thresholds LIST] [--junit FILE]] [--stats FILE|-] [--stats-interval 1s] [--json]"
         case "media":
@@ -287,6 +287,9 @@ enum Help {
                                     after its own start (repeatable; RFC 9725 §4.3.3); the
                                     report counts those asked and refused and the time to a
                                     new pair (JSON: webrtc.iceRestarts, each bot's iceRestarts)
+          --ice-recover-after D     with --whip: each bot restarts ICE when its path has answered
+                                    no consent check for D (7s…29s), again every D while silent
+                                    (JSON: webrtc.iceRestarts.byConsentWatch, iceRecoveries)
           --whep URL                with --whip: subscriber bots too, each a real WHEP subscriber
                                     (socket, ICE, DTLS, feedback, reassembly) on the event
                                     loops — no thread each; they join 2 s after the ramp, 50 ms

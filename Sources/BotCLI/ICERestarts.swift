@@ -104,28 +104,3 @@ final class ICERestarts: Sendable {
         tick()
     }
 }
-
-/// When the consent watch restarts ICE (`--ice-recover-after`): plain state over time passed in.
-struct ICERecoveryPolicy {
-    let graceMicros: Int64
-    let maxAttempts: Int
-    var lastAttempt: Int64 = .min / 2
-    var attempts = 0
-    var refusedInARow = 0
-
-    /// Why to restart now (nil: not now): the path silent for the grace, the last attempt at
-    /// least a grace ago, attempts left, the server not refusing three times in a row.
-    func shouldRestart(now: Int64, consentAge: Int64) -> String? {
-        guard consentAge >= graceMicros, now - lastAttempt >= graceMicros, attempts < maxAttempts, refusedInARow < 3 else { return nil }
-        return "no consent answer for \(Units.fixed(Double(consentAge) / 1e6, 1)) s"
-    }
-
-    mutating func attempted(succeeded: Bool, at now: Int64) {
-        lastAttempt = now
-        attempts += 1
-        refusedInARow = succeeded ? 0 : refusedInARow + 1
-    }
-
-    /// A scheduled restart counts as an attempt for the spacing (not against the limit).
-    mutating func scheduledRestart(at now: Int64) { lastAttempt = now }
-}

@@ -24,7 +24,8 @@ enum LoadCommand {
             "media": .value, "report": .value, "require": .value, "shard": .value, "json": .flag, "impair": .value, "decode": .flag,
             "encode": .flag, "layers": .value, "codec": .value, "whep": .value, "whep-token": .value, "publishers": .value,
             "metrics": .value, "progress": .flag,
-            "subscribers": .value, "decoders": .value, "decoder-rotation": .value, "ice-restart-at": .repeated
+            "subscribers": .value, "decoders": .value, "decoder-rotation": .value, "ice-restart-at": .repeated,
+            "ice-recover-after": .value
         ].merging(CommonOptions.whip) { a, _ in a })
 
     static let defaultMedia = "Media/replay"
@@ -77,6 +78,8 @@ enum LoadCommand {
         var codec: VideoCodec { askedCodec ?? .vp8 }
         /// `--ice-restart-at`: each WHIP bot's restarts, after its own start (µs, in order).
         var iceRestarts: [Int64] = []
+        /// `--ice-recover-after`: each WHIP bot restarts ICE when its path is silent this long.
+        var iceRecoverAfter: Int64?
     }
 
     static func plan(_ o: ParsedOptions) throws(UsageError) -> Plan {
@@ -179,6 +182,7 @@ enum LoadCommand {
             plan.iceRestarts.append(at)
         }
         plan.iceRestarts.sort()
+        plan.iceRecoverAfter = try CommonOptions.iceRecoverAfter(o, whip: whipOptions != nil)
         return plan
     }
 
@@ -382,6 +386,7 @@ enum LoadCommand {
             fc.whip = (options, try DTLSCertificate())
             fc.whipRooms = plan.roomCount
             fc.iceRestartsAfter = plan.iceRestarts
+            fc.iceRecoverAfter = plan.iceRecoverAfter
         }
         if rooms.count > 1 {
             fc.rooms = rooms.map { room in

@@ -79,6 +79,8 @@ struct LoadReport {
         var iceRestarts: Int? = nil
         var iceRestartsRefused: Int? = nil
         var iceRestartRecoveryMs: Int? = nil
+        /// Of `iceRestarts`, those the consent watch set off (`--ice-recover-after`).
+        var iceRecoveries: Int? = nil
 
         var json: JSONValue {
             var f: [(String, JSONValue)] = [("bot", .int(Int64(number))), ("room", .int(Int64(room))), ("state", .string(state.rawValue))]
@@ -106,6 +108,7 @@ struct LoadReport {
                 f.append(("iceRestarts", .int(Int64(n))))
                 f.append(("iceRestartsRefused", .int(Int64(iceRestartsRefused ?? 0))))
                 f.append(("iceRestartRecoveryMs", iceRestartRecoveryMs.map { .int(Int64($0)) } ?? .null))
+                f.append(("iceRecoveries", .int(Int64(iceRecoveries ?? 0))))
             }
             return .object(f)
         }
@@ -231,7 +234,8 @@ struct LoadReport {
                 relayed: s.network.transport?.localCandidateType == "relay",
                 iceRestarts: s.iceRestartsAsked > 0 ? s.iceRestartsAsked : nil,
                 iceRestartsRefused: s.iceRestartsAsked > 0 ? s.iceRestartsRefused : nil,
-                iceRestartRecoveryMs: s.network.transport?.lastRestartRecoveryMicros.map { Int($0 / 1000) })
+                iceRestartRecoveryMs: s.network.transport?.lastRestartRecoveryMicros.map { Int($0 / 1000) },
+                iceRecoveries: s.iceRestartsAsked > 0 ? s.iceRecoveries : nil)
             bots.append(b)
             if negotiated.isEmpty { negotiated = s.negotiated }
             guard s.state != .failed && s.state != .pending else { continue }
@@ -308,7 +312,7 @@ struct LoadReport {
                     dtlsMs: o["dtlsMs"]?.intValue,
                     turnAllocateMicros: o["turnAllocateMicros"]?.intValue, relayed: o["relayed"] == .bool(true),
                     iceRestarts: o["iceRestarts"]?.intValue, iceRestartsRefused: o["iceRestartsRefused"]?.intValue,
-                    iceRestartRecoveryMs: o["iceRestartRecoveryMs"]?.intValue))
+                    iceRestartRecoveryMs: o["iceRestartRecoveryMs"]?.intValue, iceRecoveries: o["iceRecoveries"]?.intValue))
         }
         cost = nil
     }

@@ -37,6 +37,9 @@ public struct FleetConfig: Sendable {
     /// `load --ice-restart-at`: each WHIP bot asks its server for an ICE restart this long after
     /// its own start (µs, in order; RFC 9725 §4.3.3).
     public var iceRestartsAfter: [Int64] = []
+    /// `load --ice-recover-after`: each WHIP bot restarts ICE when its path has answered no
+    /// consent check this long (`ICERecoveryPolicy`).
+    public var iceRecoverAfter: Int64?
 
     public init(template: PublisherConfig, bots: Int, loops: Int, rampPerSecond: Double, durationMicros: Int64) {
         self.template = template
@@ -68,6 +71,8 @@ public struct BotSnapshot: Sendable {
     public var iceRestartsAsked = 0
     public var iceRestartsRefused = 0
     public var iceRestartError: String?
+    /// Of the restarts asked, those the consent watch set off (`--ice-recover-after`).
+    public var iceRecoveries = 0
 }
 
 public final class Fleet: Sendable {

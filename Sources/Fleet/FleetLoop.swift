@@ -75,7 +75,19 @@ final class FleetLoop {
                 if !stopping, let w = b.whip, b.restartsAsked < fleet.config.iceRestartsAfter.count,
                     now >= b.startedAt + fleet.config.iceRestartsAfter[b.restartsAsked]
                 {
-                    restart(b, w, now: now)
+                    b.restartsAsked += 1
+                    _ = restart(b, w, now: now)
+                    b.recovery?.scheduledRestart(at: now - b.startedAt)
+                }
+                // The consent watch (`--ice-recover-after`), four times a second.
+                if !stopping, let w = b.whip, let grace = fleet.config.iceRecoverAfter, now >= b.nextRecoveryCheck {
+                    b.nextRecoveryCheck = now + 250_000
+                    if b.recovery == nil { b.recovery = ICERecoveryPolicy(graceMicros: grace, maxAttempts: 8) }
+                    if let age = b.network.consentAgeMicros, b.recovery?.shouldRestart(now: now - b.startedAt, consentAge: age) != nil {
+                        let ok = restart(b, w, now: now)
+                        b.recovery?.attempted(succeeded: ok, at: now - b.startedAt)
+                        fleet.slots[b.slot].withLock { $0.iceRecoveries += 1 }
+                    }
                 }
                 b.network.exchange(with: b.control)
                 let next = b.network.step(now: now)
@@ -139,18 +151,20 @@ final class FleetLoop {
     /// round trip, as each bot's offer did at its start; the bots' starts are spread by the ramp,
     /// so are their restarts. The answer goes into the bot's session at once; a refusal is
     /// counted and the session goes on.
-    func restart(_ b: ReplayBot, _ w: WHIPConnection, now: Int64) {
-        b.restartsAsked += 1
+    /// True when the server answered and the restart was applied.
+    func restart(_ b: ReplayBot, _ w: WHIPConnection, now: Int64) -> Bool {
         switch w.requestICERestart() {
         case let .success(r):
             b.network.restartICE(local: r.local, remote: r.remote, remoteCandidates: r.remoteCandidates, now: Clock.monotonicMicros())
             fleet.slots[b.slot].withLock { $0.iceRestartsAsked += 1 }
+            return true
         case let .failure(e):
             fleet.slots[b.slot].withLock {
                 $0.iceRestartsAsked += 1
                 $0.iceRestartsRefused += 1
                 $0.iceRestartError = e.description
             }
+            return false
         }
     }
 

@@ -38,6 +38,9 @@ final class ReplayBot {
     /// When the bot started, and how many of the fleet's ICE restarts it has asked for.
     var startedAt: Int64 = 0
     var restartsAsked = 0
+    /// `--ice-recover-after`: the bot's consent watch, and when it looks next.
+    var recovery: ICERecoveryPolicy?
+    var nextRecoveryCheck: Int64 = 0
     var keyFramesSent: Int { live == nil ? replay.keyFramesSent : liveKeyFramesSent }
 
     init(

@@ -142,3 +142,9 @@ extension PublisherSession {
         }
     }
 }
+
+extension PublisherSession {
+    /// Since the selected path last answered a consent check (µs; nil without WebRTC or before
+    /// ICE connected): a fleet's consent watch reads it without building the statistics.
+    public var consentAgeMicros: Int64? { webrtc?.ice.consentAgeMicros }
+}

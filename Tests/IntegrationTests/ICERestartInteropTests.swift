@@ -109,4 +109,31 @@ import Testing
         #expect(written > 150 && got <= written && got * 100 >= written * 95, "pion wrote \(written), pubbot received \(got)")
         #expect((video["framesDecoded"] as? Int ?? 0) >= 150, "\(video)")
     }
+    /// A fleet's consent watch (`load --ice-recover-after 8s`): 3 bots into pion, each bot's
+    /// emulated uplink silent from 3 s to 15 s of its run; every bot restarts on its own (the
+    /// first during the outage, again once the path is back) and every one ends on a new pair;
+    /// pion's own restart events match what the report says was asked.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: pionEndpoint), "no pion endpoint (scripts/setup builds it)"))
+    func aFleetsConsentWatchRecoversEveryBot() throws {
+        let (pion, port) = try startPion(["-limit", "60"])
+        defer { pion.stop() }
+        let r = try runPubbot(
+            WHIPInteropTests.binary,
+            [
+                "load", "--whip", "http://127.0.0.1:\(port)/whip", "--bots", "3", "--ramp", "1s", "--duration", "26s", "--impair",
+                "3s:loss=100%;15s:loss=0%", "--ice-recover-after", "8s", "--require", "started>=100%", "--json"
+            ])
+        #expect(r.code == 0, "\(r.err)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any], "\(r.out)")
+        let restarts = try #require((report["webrtc"] as? [String: Any])?["iceRestarts"] as? [String: Any], "\(report["webrtc"] ?? "")")
+        let asked = restarts["asked"] as? Int ?? 0
+        #expect(
+            asked >= 3 && restarts["byConsentWatch"] as? Int == asked && restarts["refused"] as? Int == 0
+                && restarts["botsRecovered"] as? Int == 3, "\(restarts)")
+        let bots = try #require(report["perBot"] as? [[String: Any]])
+        #expect(bots.allSatisfy { $0["state"] as? String == "done" && ($0["iceRecoveries"] as? Int ?? 0) >= 1 }, "\(bots)")
+        #expect(((report["totals"] as? [String: Any])?["uplinkDroppedByLoss"] as? Int ?? 0) > 0)
+        #expect(pion.wait(for: "\"event\":\"stats\"", micros: 5_000_000))
+        #expect(pion.text.components(separatedBy: "\"event\":\"restart\"").count - 1 == asked, "\(pion.text.suffix(600))")
+    }
 }
