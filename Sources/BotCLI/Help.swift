@@ -30,7 +30,7 @@ enum Help {
         case "publish":
             "Usage: pubbot publish (--to HOST:PORT [--key B64] | --whip URL [--token T] [--ice-server stun:HOST:PORT] [--ice-interface IF] [--strict] [--no-trickle] [--ice-restart-at D…] [--ice-recover-after D]) [--srtp-suite aes-cm|gcm] [--sdp-out FILE] [--no-bundle] [--duration D] [--layers LADDER] [--no-audio | --no-video] [--fps N] [--temporal-layers L1T1|L1T2|L1T3 | --scalability MODE] [--codec vp8|h264|vp9|av1|LIST] [--keyframe-interval D] [--no-congestion-control] [--impair SPEC] [--stats FILE|-] [--json]"
         case "receive":
-            "Usage: pubbot receive (--listen HOST:PORT (--key B64 | --sdp FILE) | --whip-listen HOST:PORT [--token T] [--tls-cert FILE --tls-key FILE] [--ice-server URL… [--turn-username U --turn-credential C]] | --whep URL [--token T] [--ice-interface IF] [--strict] [--ice-restart-at D…]) [--impair SPEC] [--downlink-impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--no-decode | --decode-publishers N] [--max-publishers N] [--stats FILE|-] [--json]"
+            "Usage: pubbot receive (--listen HOST:PORT (--key B64 | --sdp FILE) | --whip-listen HOST:PORT [--token T] [--tls-cert FILE --tls-key FILE] [--ice-server URL… [--turn-username U --turn-credential C]] | --whep URL [--token T] [--ice-interface IF] [--strict] [--ice-restart-at D…] [--ice-recover-after D] [--ca-file FILE]) [--impair SPEC] [--downlink-impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--no-decode | --decode-publishers N] [--max-publishers N] [--stats FILE|-] [--json]"
         case "preflight":
             "Usage: pubbot preflight [--to HOST:PORT --key KEY | --sdp FILE | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--strict] [--whep URL [--whep-token T]]] [--impair SPEC] [--require TIER] [--duration D] [--json] [--junit FILE] [--stats FILE|-] [--verdict-thresholds LIST] [media options]"
         case "load":
@@ -194,6 +194,8 @@ enum Help {
           --ice-interface IF        with --whep: the host candidate from this interface
           --ice-restart-at D        with --whep: restart the subscription's ICE at D (repeatable;
                                     a PATCH as for publish, RFC 9725 §4.3.3; JSON: iceRestarts)
+          --ice-recover-after D     with --whep: restart when the server's path has answered no
+                                    consent check for D (7s…29s), as publish does
           --strict                  with --whep: an answer that departs from the WHEP/WHIP
                                     exchange (HTTP 200 or 202, no Location, another
                                     Content-Type) is exit 2, not a warning

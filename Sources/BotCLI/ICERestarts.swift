@@ -69,14 +69,19 @@ final class ICERestarts: Sendable {
                     return false
                 }
             }
+            var nextWatch: Int64 = 0
             while !(stop.value || stopped()) {
                 let now = Clock.monotonicMicros() - start
                 if let at = pending.first, now >= at {
                     pending = pending.dropFirst()
                     _ = perform(at, trigger: nil)
                     policy?.scheduledRestart(at: now)
-                } else if let age = consentAge(), let why = policy?.shouldRestart(now: now, consentAge: age) {
-                    policy?.attempted(succeeded: perform(now, trigger: why), at: now)
+                } else if policy != nil && now >= nextWatch {
+                    // Four times a second (a snapshot is not free).
+                    nextWatch = now + 250_000
+                    if let age = consentAge(), let why = policy?.shouldRestart(now: now, consentAge: age) {
+                        policy?.attempted(succeeded: perform(now, trigger: why), at: now)
+                    }
                 }
                 if pending.isEmpty && policy == nil { return }
                 Clock.sleep(micros: 50_000)

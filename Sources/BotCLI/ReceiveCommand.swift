@@ -22,7 +22,7 @@ enum ReceiveCommand {
         "no-decode": .flag, "max-publishers": .value, "decode-publishers": .value,
         "whip-listen": .value, "token": .value, "whep": .value, "ice-interface": .value, "strict": .flag,
         "ice-server": .repeated, "turn-username": .value, "turn-credential": .value, "ice-restart-at": .repeated,
-        "tls-cert": .value, "tls-key": .value, "ca-file": .value
+        "tls-cert": .value, "tls-key": .value, "ca-file": .value, "ice-recover-after": .value
     ])
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
@@ -53,6 +53,8 @@ enum ReceiveCommand {
         var whep: WHIPOptions? { if case let .whep(w) = mode { w } else { nil } }
         /// `--ice-restart-at` with --whep: when to restart the subscription's ICE (µs, in order).
         var iceRestarts: [Int64] = []
+        /// `--ice-recover-after` with --whep: restart when the server's path is silent this long.
+        var iceRecoverAfter: Int64?
         /// `--tls-cert`/`--tls-key` with --whip-listen: the endpoint serves HTTPS.
         var tls: TLSServerContext?
         var isWHIPListen: Bool { if case .whipListen = mode { true } else { false } }
@@ -86,6 +88,10 @@ enum ReceiveCommand {
             plan.iceRestarts.append(at)
         }
         plan.iceRestarts.sort()
+        if o.value("ice-recover-after") != nil && plan.whep == nil {
+            throw UsageError("--ice-recover-after needs --whep URL (the restart is a PATCH to the WHEP session, RFC 9725 §4.3.3)")
+        }
+        plan.iceRecoverAfter = try CommonOptions.iceRecoverAfter(o, whip: plan.whep != nil)
         plan.tls = try tlsContext(o, listen: listen)
         if o.value("ca-file") != nil {
             guard plan.whep != nil else {
@@ -256,7 +262,8 @@ enum ReceiveCommand {
         let whep = running.whep
         let resource = whep?.spec.resource ?? ""
         let restarts = ICERestarts(
-            whep != nil ? plan.iceRestarts : [],
+            whep != nil ? plan.iceRestarts : [], recoverAfter: whep != nil ? plan.iceRecoverAfter : nil,
+            consentAge: { receiver.snapshot().webrtcPublishers.first?.transport?.consentAgeMicros },
             request: { whep.map { $0.requestICERestart() } ?? .failure(WHIPConnectError("no WHEP session")) },
             apply: { r in receiver.restartPublisher(resource: resource, local: r.local, remote: r.remote, candidates: r.remoteCandidates) },
             stopped: { Signals.isInterrupted },
@@ -273,7 +280,7 @@ enum ReceiveCommand {
         plan.stats?.0.emit(r, final: true) // the run's averages, with BYE events
         if plan.json {
             var doc = summaryJSON(r, running)
-            if !plan.iceRestarts.isEmpty, case let .object(f) = doc {
+            if !plan.iceRestarts.isEmpty || plan.iceRecoverAfter != nil, case let .object(f) = doc {
                 doc = .object(f + [("iceRestarts", .array(restarts.outcomes.value.map(\.json)))])
             }
             Output.out(doc.serialized(pretty: true) + "\n")
