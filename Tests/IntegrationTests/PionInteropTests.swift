@@ -225,10 +225,10 @@ struct PionInteropTests {
             u["impair"] as? String == "rate=800kbit" && (u["packets"] as? Int ?? 0) > 500 && (u["maxQueueMs"] as? Double ?? 0) > 0, "\(u)")
     }
     /// `--ice-recover-after 8s` through an outage (the uplink emulator loses everything from 3 s
-    /// to 15 s): the consent watch restarts ICE at ~9 s — its checks fail in the outage, which no
-    /// longer ends the session — and again at ~17 s, which connects; pion's own restart events
-    /// match, and pion counts what the emulator let through but the couple of seconds between the
-    /// path's return and the new pair.
+    /// to 15 s): the consent watch restarts ICE at ~9 s — its checks go unanswered in the outage,
+    /// which no longer ends the session — and the session ends on a new pair, through that restart
+    /// or the next at ~17 s; pion's own restart events match, and pion counts what the emulator
+    /// let through but what went between the path's return and the new pair.
     @Test func theConsentWatchRestartsICEAfterAnOutage() throws {
         let (pion, port) = try startPion(["-limit", "60"])
         defer { pion.stop() }
@@ -241,8 +241,11 @@ struct PionInteropTests {
         #expect(r.code == 0, "\(r.err)")
         let published = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any], "\(r.out) \(r.err)")
         let restarts = try #require(published["iceRestarts"] as? [[String: Any]])
+        // The restart during the outage connects if its checks are still retransmitting when the
+        // path comes back at 15 s (a CI run: at 9.3 s, the new pair 5.75 s later); if they have
+        // given up (here: at 9.1 s), the next one at ~17 s does.
         #expect(
-            restarts.count >= 2 && restarts.allSatisfy { ($0["trigger"] as? String ?? "").hasPrefix("no consent answer for") }
+            !restarts.isEmpty && restarts.allSatisfy { ($0["trigger"] as? String ?? "").hasPrefix("no consent answer for") }
                 && restarts.last?["outcome"] as? String == "restarted" && restarts.last?["recoveryMs"] is Int, "\(restarts)")
         let first = restarts.first?["atSeconds"] as? Double ?? 0
         #expect(first > 8 && first < 12, "the first restart at \(first) s")
