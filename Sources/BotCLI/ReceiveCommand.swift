@@ -64,7 +64,6 @@ enum ReceiveCommand {
         let (mode, key, listenText) = try modeAndKey(o)
         let whipListen = o.value("whip-listen") != nil
         let listen = try CommonOptions.address(listenText, option: whipListen ? "whip-listen" : "listen")
-        if whipListen && (listen.isIPv6 || listen.host.contains(":")) { throw UsageError("--whip-listen takes an IPv4 HOST:PORT") }
         let duration = try o.value("duration").map { d throws(UsageError) in try ValueParsers.duration(d, option: "duration") }
         var rc = try receiverConfig(o, listen: listen, key: key)
         var whep: WHIPOptions?
@@ -108,7 +107,7 @@ enum ReceiveCommand {
         let cert = o.value("tls-cert"), key = o.value("tls-key")
         guard cert != nil || key != nil else {
             if o.value("whip-listen") != nil, o.value("token") != nil || getenv("PUBBOT_WHIP_TOKEN") != nil,
-                !listen.host.hasPrefix("127.")
+                !listen.host.hasPrefix("127."), listen.host != "::1"
             {
                 Output.err(
                     "warning: --token over plain HTTP on \(listen.host): the bearer token crosses the network in clear "
@@ -254,7 +253,7 @@ enum ReceiveCommand {
             Output.deviations(whep.resource)
         } else if plan.isWHIPListen {
             Output.err(
-                "WHIP endpoint \(plan.tls == nil ? "http" : "https")://\(plan.config.listen.host):\(receiver.localAddress.port)/whip (media on UDP \(receiver.localAddress)); Ctrl-C to stop\n"
+                "WHIP endpoint \(plan.tls == nil ? "http" : "https")://\(urlHost(plan.config.listen.host)):\(receiver.localAddress.port)/whip (media on UDP \(receiver.localAddress)); Ctrl-C to stop\n"
             )
         } else {
             Output.err("listening on \(receiver.localAddress); Ctrl-C to stop\n")
@@ -334,20 +333,31 @@ enum ReceiveCommand {
             return Running(receiver: r)
         }
         // The media socket takes the same port number as the HTTP endpoint (UDP and TCP apart).
+        // A wildcard offers every usable address of its family — both families for `[::]`, whose
+        // socket is dual-stack (RFC 3493 §5.3) — and a numeric address itself.
         let listen = plan.config.listen
-        let ips =
-            listen.host == "0.0.0.0"
-            ? LocalInterfaces.hostAddresses(ipv6: false).map(\.ip) : [STUNAddress.parseIP(Substring(listen.host)) ?? []]
-        guard let first = ips.first, first.count == 4 else { throw NoCandidate(host: listen.host) }
+        let ips: [[UInt8]]
+        switch listen.host {
+        case "0.0.0.0": ips = LocalInterfaces.hostAddresses(ipv6: false).map(\.ip)
+        case "::": ips = LocalInterfaces.hostAddresses(ipv6: true).map(\.ip)
+        default: ips = STUNAddress.parseIP(Substring(listen.host)).map { [$0] } ?? []
+        }
+        guard !ips.isEmpty else { throw NoCandidate(host: listen.host) }
         let certificate = try DTLSCertificate()
-        plan.config.webrtc = WebRTCListenConfig(certificate: certificate, local: STUNAddress(ip: ips[0], port: UInt16(listen.port)))
+        plan.config.webrtc = WebRTCListenConfig(
+            certificate: certificate, locals: ips.map { STUNAddress(ip: $0, port: UInt16(listen.port)) })
         // Port 0: the kernel gives the media socket (UDP) a port and the endpoint (TCP) takes the
         // same number — which another process may hold on TCP: then another UDP port is tried.
         var attempt = 0
         while true {
             let r = try ReceiverEngine(config: plan.config)
             let port = r.localAddress.port
-            let candidates = ips.map { ICECandidate.host(STUNAddress(ip: $0, port: UInt16(port))) }
+            // Distinct priorities, IPv6 first (RFC 8421 §4: a dual-stack agent prefers IPv6; RFC
+            // 8445 §5.1.2.1: a multihomed agent's candidates have unique local preferences).
+            let ordered = ips.filter { $0.count == 16 } + ips.filter { $0.count == 4 }
+            let candidates = ordered.enumerated().map { i, ip in
+                ICECandidate.host(STUNAddress(ip: ip, port: UInt16(port)), localPreference: 65_535 - UInt32(i))
+            }
             do {
                 let endpoint = try WHIPEndpoint(
                     receiver: r, host: listen.host, port: port, token: token, certificate: certificate, candidates: candidates,
@@ -364,8 +374,11 @@ enum ReceiveCommand {
 
     struct NoCandidate: Error, CustomStringConvertible {
         var host: String
-        var description: String { "no IPv4 address to offer as an ICE candidate for \(host)" }
+        var description: String { "no address to offer as an ICE candidate for \(host) (no usable interface has one)" }
     }
+
+    /// A host as a URL writes it: IPv6 in brackets (RFC 3986 §3.2.2).
+    static func urlHost(_ host: String) -> String { host.contains(":") ? "[\(host)]" : host }
 
     /// The 100 ms loop while receiving: the progress line, the stats stream, the WHEP
     /// connection line and its failure, the key-mismatch error (once).

@@ -79,6 +79,36 @@ int clinux_addr_from_ip(const uint8_t *ip, int ip_length, int port, clinux_addr 
     return -EINVAL;
 }
 
+int clinux_addr_v4_mapped(const clinux_addr *addr, clinux_addr *out) {
+    const struct sockaddr *sa = (const struct sockaddr *)addr->storage;
+    if (sa->sa_family != AF_INET) { *out = *addr; return 0; }
+    const struct sockaddr_in *v4 = (const struct sockaddr_in *)sa;
+    memset(out, 0, sizeof(*out));
+    struct sockaddr_in6 *a = (struct sockaddr_in6 *)out->storage;
+    a->sin6_family = AF_INET6;
+    a->sin6_port = v4->sin_port;
+    a->sin6_addr.s6_addr[10] = 0xff;
+    a->sin6_addr.s6_addr[11] = 0xff;
+    memcpy(&a->sin6_addr.s6_addr[12], &v4->sin_addr, 4);
+    out->length = sizeof(*a);
+    return 1;
+}
+
+/* ::ffff:a.b.c.d (an IPv4 peer on a dual-stack socket, RFC 4291 §2.5.5.2) → a.b.c.d, so one
+   peer has one address whichever socket it reached. */
+static void unmap_v4(clinux_addr *addr) {
+    struct sockaddr_in6 *a = (struct sockaddr_in6 *)addr->storage;
+    if (a->sin6_family != AF_INET6 || !IN6_IS_ADDR_V4MAPPED(&a->sin6_addr)) return;
+    struct sockaddr_in v4;
+    memset(&v4, 0, sizeof(v4));
+    v4.sin_family = AF_INET;
+    v4.sin_port = a->sin6_port;
+    memcpy(&v4.sin_addr, &a->sin6_addr.s6_addr[12], 4);
+    memset(addr->storage, 0, sizeof(addr->storage));
+    memcpy(addr->storage, &v4, sizeof(v4));
+    addr->length = sizeof(v4);
+}
+
 int clinux_addr_ip(const clinux_addr *addr, uint8_t *ip) {
     const struct sockaddr *sa = (const struct sockaddr *)addr->storage;
     if (sa->sa_family == AF_INET) { memcpy(ip, &((const struct sockaddr_in *)sa)->sin_addr, 4); return 4; }
@@ -127,9 +157,16 @@ int clinux_udp_open(int family, int rcvbuf, int sndbuf) {
     if (fd < 0) return -errno;
     /* ICMP errors (port unreachable) reach an unconnected socket only with RECVERR: they then
        surface as ECONNREFUSED on the next call, and are counted rather than lost. */
-    int one = 1;
-    if (family == AF_INET6) setsockopt(fd, IPPROTO_IPV6, IPV6_RECVERR, &one, sizeof(one));
-    else setsockopt(fd, IPPROTO_IP, IP_RECVERR, &one, sizeof(one));
+    int one = 1, zero = 0;
+    if (family == AF_INET6) {
+        setsockopt(fd, IPPROTO_IPV6, IPV6_RECVERR, &one, sizeof(one));
+        /* Dual-stack when bound to [::] (RFC 3493 §5.3), whatever net.ipv6.bindv6only says:
+           IPv4 peers arrive as ::ffff:a.b.c.d (made plain IPv4 again by clinux_recvmmsg). */
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+        setsockopt(fd, IPPROTO_IP, IP_RECVERR, &one, sizeof(one));
+    } else {
+        setsockopt(fd, IPPROTO_IP, IP_RECVERR, &one, sizeof(one));
+    }
     if (rcvbuf > 0 && setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)) != 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
     if (sndbuf > 0 && setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf)) != 0)
@@ -371,7 +408,10 @@ int clinux_recvmmsg(int fd, void *const *bufs, uint32_t capacity, uint32_t *lens
         for (int i = 0; i < rc; i++) {
             /* a datagram longer than the buffer is truncated: report its real size (> capacity) */
             lens[i] = (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) ? capacity + 1 : msgs[i].msg_len;
-            if (froms) froms[i].length = msgs[i].msg_hdr.msg_namelen;
+            if (froms) {
+                froms[i].length = msgs[i].msg_hdr.msg_namelen;
+                unmap_v4(&froms[i]);
+            }
             if (arrivals) {
                 arrivals[i] = 0;
                 for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msgs[i].msg_hdr); cm; cm = CMSG_NXTHDR(&msgs[i].msg_hdr, cm)) {

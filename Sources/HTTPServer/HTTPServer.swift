@@ -70,7 +70,7 @@ public final class HTTPServer: @unchecked Sendable {
     public var stats: Counters { counters.value }
 
     /// - Parameters:
-    ///   - host: a numeric IPv4 address (e.g. 127.0.0.1; 0.0.0.0 only when asked for).
+    ///   - host: a numeric IPv4 or IPv6 address (127.0.0.1, ::1; 0.0.0.0 or :: only when asked for).
     ///   - handler: called on the server's thread, one request at a time; it must not block.
     /// Served over TLS (HTTPS).
     public let isTLS: Bool
@@ -80,29 +80,51 @@ public final class HTTPServer: @unchecked Sendable {
         handler: @escaping @Sendable (HTTPRequest) -> HTTPResponse
     ) throws(StartError) {
         isTLS = tls != nil
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_port = in_port_t(UInt16(clamping: port).bigEndian)
-        guard inet_pton(AF_INET, host, &addr.sin_addr) == 1 else {
-            throw StartError(description: "needs a numeric IPv4 address, got '\(host)'")
+        // IPv4, or IPv6 (brackets taken off): `::` is dual-stack, IPv4 clients arriving mapped
+        // (RFC 3493 §5.3).
+        var storage = sockaddr_storage()
+        let length: Int
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        let family: Int32
+        if inet_pton(AF_INET, bare, &storage) == 1 {
+            var a = sockaddr_in()
+            a.sin_family = sa_family_t(AF_INET)
+            a.sin_port = in_port_t(UInt16(clamping: port).bigEndian)
+            _ = inet_pton(AF_INET, bare, &a.sin_addr)
+            withUnsafeMutableBytes(of: &storage) { $0.storeBytes(of: a, as: sockaddr_in.self) }
+            length = MemoryLayout<sockaddr_in>.size
+            family = AF_INET
+        } else {
+            var a = sockaddr_in6()
+            a.sin6_family = sa_family_t(AF_INET6)
+            a.sin6_port = in_port_t(UInt16(clamping: port).bigEndian)
+            guard inet_pton(AF_INET6, bare, &a.sin6_addr) == 1 else {
+                throw StartError(description: "needs a numeric IPv4 or IPv6 address, got '\(host)'")
+            }
+            withUnsafeMutableBytes(of: &storage) { $0.storeBytes(of: a, as: sockaddr_in6.self) }
+            length = MemoryLayout<sockaddr_in6>.size
+            family = AF_INET6
         }
-        let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        let s = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard s >= 0 else { throw StartError(description: "socket: errno \(errno)") }
-        var one: Int32 = 1
+        var one: Int32 = 1, zero: Int32 = 0
         setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(s, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        if family == AF_INET6 { setsockopt(s, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &zero, socklen_t(MemoryLayout<Int32>.size)) }
+        let rc = withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(s, $0, socklen_t(length)) }
         }
         guard rc == 0, listen(s, 1024) == 0 else {
             let e = errno
             close(s)
             throw StartError(description: "cannot listen on \(host):\(port) (\(String(cString: strerror(e))))")
         }
-        var bound = sockaddr_in()
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        var bound = sockaddr_storage()
+        var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
         _ = withUnsafeMutablePointer(to: &bound) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(s, $0, &len) } }
+        // sin_port and sin6_port sit at the same offset (RFC 3493 §3.3).
+        let boundPort = withUnsafeBytes(of: &bound) { $0.load(fromByteOffset: 2, as: UInt16.self) }
         fd = s
-        self.port = Int(UInt16(bigEndian: bound.sin_port))
+        self.port = Int(UInt16(bigEndian: boundPort))
         let stop = stopFlag, counters = self.counters
         thread.value = JoinableThread(name: name) {
             var loop = Loop(listener: s, limits: limits, handler: handler, counters: counters, tls: tls)
@@ -121,10 +143,33 @@ public final class HTTPServer: @unchecked Sendable {
         close(fd)
     }
 
+    /// A client's address as 128 bits, IPv4 as IPv4-mapped (RFC 4291 §2.5.5.2): one client is one
+    /// source whichever family it came in by.
+    struct SourceAddress: Hashable {
+        var high: UInt64 = 0, low: UInt64 = 0
+
+        init(_ peer: sockaddr_storage) {
+            var bytes = [UInt8](repeating: 0, count: 16)
+            withUnsafeBytes(of: peer) { raw in
+                if Int32(peer.ss_family) == AF_INET6 {
+                    for i in 0..<16 { bytes[i] = raw[8 + i] } // sin6_addr
+                } else {
+                    bytes[10] = 0xff
+                    bytes[11] = 0xff
+                    for i in 0..<4 { bytes[12 + i] = raw[4 + i] } // sin_addr
+                }
+            }
+            for i in 0..<8 {
+                high = high << 8 | UInt64(bytes[i])
+                low = low << 8 | UInt64(bytes[8 + i])
+            }
+        }
+    }
+
     /// One client connection: what it sent so far and what it is owed.
     struct Connection {
         var fd: Int32
-        var source: UInt32
+        var source: SourceAddress
         var input: [UInt8] = []
         var output: [UInt8] = []
         var written = 0
@@ -149,7 +194,7 @@ public final class HTTPServer: @unchecked Sendable {
         let handler: @Sendable (HTTPRequest) -> HTTPResponse
         let counters: Locked<Counters>
         var connections: [Connection] = []
-        var perSource: [UInt32: Int] = [:]
+        var perSource: [SourceAddress: Int] = [:]
         var buffer = [UInt8](repeating: 0, count: 16_384)
         var plain = [UInt8](repeating: 0, count: 16_384)
         var fds: [pollfd] = []
@@ -186,15 +231,15 @@ public final class HTTPServer: @unchecked Sendable {
 
         mutating func acceptAll(now: Int64) {
             for _ in 0..<64 {
-                var peer = sockaddr_in()
-                var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+                var peer = sockaddr_storage()
+                var len = socklen_t(MemoryLayout<sockaddr_storage>.size)
                 let c = withUnsafeMutablePointer(to: &peer) {
                     $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { accept(listener, $0, &len) }
                 }
                 guard c >= 0 else { return }
                 _ = fcntl(c, F_SETFL, fcntl(c, F_GETFL) | O_NONBLOCK)
                 _ = fcntl(c, F_SETFD, FD_CLOEXEC)
-                let source = peer.sin_addr.s_addr
+                let source = SourceAddress(peer)
                 counters.withLock { $0.accepted += 1 }
                 if connections.count >= limits.maxConnections || perSource[source, default: 0] >= limits.maxConnectionsPerSource {
                     // Told at once, not left in the backlog: the client learns to come back

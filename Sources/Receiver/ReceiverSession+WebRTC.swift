@@ -10,8 +10,13 @@ import Crypto
 /// in answers, and the certificate its DTLS uses.
 public struct WebRTCListenConfig: Sendable {
     public var certificate: DTLSCertificate
-    /// The host candidate (the media socket's address as publishers reach it).
-    public var local: STUNAddress
+    /// The host candidates (the media socket's addresses as publishers reach it): one, or on a
+    /// dual-stack socket (`[::]`) one per interface and family. The first of a family is the
+    /// local side of that family's pairs (the socket does not tell which address a datagram
+    /// reached).
+    public var locals: [STUNAddress]
+    /// The first host candidate.
+    public var local: STUNAddress { locals[0] }
     /// A publisher whose ICE has not connected this long after the answer is abandoned and its
     /// slot freed (its DTLS has its own deadline, `WebRTCTransport.dtlsTimeoutMicros`).
     var iceTimeoutMicros: Int64 = 15_000_000
@@ -19,8 +24,27 @@ public struct WebRTCListenConfig: Sendable {
     /// long has gone (RFC 7675 §5.1: it checks every 4–6 s and gives up after 30 s itself).
     var consentTimeoutMicros: Int64 = 30_000_000
     public init(certificate: DTLSCertificate, local: STUNAddress) {
+        self.init(certificate: certificate, locals: [local])
+    }
+
+    /// `locals` must not be empty.
+    public init(certificate: DTLSCertificate, locals: [STUNAddress]) {
+        precondition(!locals.isEmpty, "a WebRTC receiver needs a host candidate")
         self.certificate = certificate
-        self.local = local
+        self.locals = locals
+    }
+
+    /// The media socket's port, once the kernel has given one.
+    public mutating func setPort(_ port: UInt16) {
+        for i in locals.indices { locals[i].port = port }
+    }
+
+    /// Whether a remote candidate's family is one of ours (IPv4 pairs with IPv4: RFC 8445 §6.1.2.2).
+    func reaches(_ c: ICECandidate) -> Bool { locals.contains { $0.ip.count == c.address.ip.count } }
+
+    /// Our address in `remote`'s family (the first of it).
+    func local(toward remote: STUNAddress) -> STUNAddress {
+        locals.first { $0.ip.count == remote.ip.count } ?? locals[0]
     }
 }
 
@@ -147,8 +171,8 @@ extension ReceiverSession {
             role: spec.offerer ? .controlling : .controlled, local: .init(ufrag: spec.localUfrag, password: spec.localPassword),
             remote: .init(ufrag: spec.remoteUfrag, password: spec.remotePassword), tieBreaker: seed, lite: !spec.offerer, seed: seed,
             hmacSHA1: { Crypto.hmacSHA1(key: $0, data: $1) })
-        ice.addLocal(.host(w.local))
-        for r in spec.remoteCandidates where r.address.ip.count == w.local.ip.count { ice.addRemote(r) }
+        for l in w.locals { ice.addLocal(.host(l)) }
+        for r in spec.remoteCandidates where w.reaches(r) { ice.addRemote(r) }
         do {
             let dtls = try DTLSEndpoint(
                 role: spec.offerer && spec.dtlsServer ? .server : .client, certificate: w.certificate,
@@ -184,7 +208,7 @@ extension ReceiverSession {
         for (u, r) in rtcRestarted where r.peer === peer { rtcRestarted[u] = nil }
         rtcRestarted[local.ufrag] = (peer, local.password)
         peer.transport.restartICE(
-            local: local, remote: remote, remoteCandidates: remoteCandidates.filter { $0.address.ip.count == w.local.ip.count }, now: now)
+            local: local, remote: remote, remoteCandidates: remoteCandidates.filter(w.reaches), now: now)
         for r in remoteCandidates { if let a = SocketAddress(r.address) { rtcByAddress[a] = peer } }
         peer.transportWake = 0
         after(peer, now: now)
@@ -197,7 +221,7 @@ extension ReceiverSession {
     @discardableResult
     public func addRemoteCandidates(resource: String, _ candidates: [ICECandidate]) -> Bool {
         guard let w = webrtc, let peer = rtcPeers.first(where: { $0.spec.resource == resource }) else { return false }
-        for c in candidates where c.address.ip.count == w.local.ip.count {
+        for c in candidates where w.reaches(c) {
             peer.transport.ice.addRemote(c)
             if let a = SocketAddress(c.address) { rtcByAddress[a] = peer }
         }
@@ -307,7 +331,7 @@ extension ReceiverSession {
             }
         }
         guard let peer else { snap.rejected.unknownSource += 1; return }
-        _ = peer.transport.handle(bytes, from: source, to: w.local, now: now)
+        _ = peer.transport.handle(bytes, from: source, to: w.local(toward: source), now: now)
         peer.transportWake = 0
         after(peer, now: now)
     }

@@ -92,7 +92,7 @@ public final class ReceiverEngine: Sendable {
         // (SO_TIMESTAMPNS), so time spent in the buffer does not bend the delays reported.
         do { socket = try UDPSocket(bind: config.listen, receiveBuffer: 32 << 20) } catch { throw .socket(error) }
         // Port 0 asked the kernel for one: the ICE candidate carries the port it gave.
-        if config.webrtc?.local.port == 0 { config.webrtc?.local.port = UInt16(socket.localAddress.port) }
+        if config.webrtc?.local.port == 0 { config.webrtc?.setPort(UInt16(socket.localAddress.port)) }
         // One thread for every publisher: step on their deadlines, not every 10 ms for all.
         config.deadlineSteps = true
         self.config = config

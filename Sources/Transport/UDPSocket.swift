@@ -25,7 +25,21 @@ public final class UDPSocket {
         _ = clinux_local_addr(fd, &local)
         self.fd = fd
         localAddress = SocketAddress(raw: local)
+        dualStack = bind.isIPv6 && bind.ipBytes.allSatisfy { $0 == 0 }
         usesGSO = clinux_gso_supported(fd) != 0
+    }
+
+    /// Bound to `[::]`: reaches and hears IPv4 peers too (RFC 3493 §5.3). Their addresses stay
+    /// plain IPv4 above this type: mapped (::ffff:a.b.c.d) only on their way to the kernel.
+    public let dualStack: Bool
+
+    /// The kernel's form of `destination` for this socket.
+    @inline(__always)
+    func raw(_ destination: SocketAddress) -> clinux_addr {
+        guard dualStack else { return destination.raw }
+        var mapped = clinux_addr()
+        withUnsafePointer(to: destination.raw) { _ = clinux_addr_v4_mapped($0, &mapped) }
+        return mapped
     }
 
     /// Whether receives report the kernel's arrival time of each datagram (`PacketBatch.arrivals`).
@@ -55,7 +69,7 @@ public final class UDPSocket {
     @discardableResult
     public func send(_ batch: PacketBatch, _ range: Range<Int>, to destination: SocketAddress) throws(SocketError) -> Int {
         guard !range.isEmpty else { return 0 }
-        var dst = destination.raw
+        var dst = raw(destination)
         let rc = batch.pointers.withUnsafeBufferPointer { ptrs in
             batch.lengths.withUnsafeBufferPointer { lens in
                 clinux_sendmmsg(fd, &dst, ptrs.baseAddress! + range.lowerBound, lens.baseAddress! + range.lowerBound, Int32(range.count))
@@ -74,7 +88,7 @@ public final class UDPSocket {
         to destination: SocketAddress
     ) throws(SocketError) -> Int {
         guard count > 0 else { return 0 }
-        var dst = destination.raw
+        var dst = raw(destination)
         if usesGSO {
             let rc = clinux_sendmmsg_gso(fd, &dst, pointers, lengths, Int32(count))
             refusals &+= Int(clinux_take_refusals())
@@ -95,7 +109,7 @@ public final class UDPSocket {
 
     /// Sends one datagram.
     public func send(_ bytes: UnsafeRawBufferPointer, to destination: SocketAddress) throws(SocketError) {
-        var dst = destination.raw
+        var dst = raw(destination)
         var ptr: UnsafeMutableRawPointer? = UnsafeMutableRawPointer(mutating: bytes.baseAddress)
         var len = UInt32(bytes.count)
         let rc = clinux_sendmmsg(fd, &dst, &ptr, &len, 1)

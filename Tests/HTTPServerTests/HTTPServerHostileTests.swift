@@ -101,6 +101,38 @@ import TestSupport
         ([fifth, other, over, again] + held).forEach { $0.close() }
     }
 
+    /// On `::` the server is dual-stack (RFC 3493 §5.3): IPv4 and IPv6 clients are both served,
+    /// and an IPv4 client is one source whichever family carried it (its limit holds). A
+    /// bracketed IPv6 host is taken; a name is refused with the reason.
+    @Test func servesBothFamiliesOnTheIPv6Wildcard() throws {
+        var limits = HTTPServer.Limits()
+        limits.maxConnectionsPerSource = 2
+        let s = try HTTPServer(host: "::", port: 0, limits: limits) { r in HTTPResponse(status: 200, text: "ok \(r.path)\n") }
+        defer { s.stop() }
+        for (source, host) in [("127.0.0.1", "127.0.0.1"), ("::1", "::1")] {
+            let c = try #require(RawClient(port: s.port, from: source, to: host), "\(host)")
+            c.send("GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            let r = c.read()
+            c.close()
+            #expect(httpStatus(r) == 200 && r.contains("ok /metrics"), "over \(host): \(r.prefix(60))")
+        }
+        let held = (0..<2).compactMap { _ in RawClient(port: s.port, from: "127.0.0.2") }
+        defer { held.forEach { $0.close() } }
+        Clock.sleep(micros: 100_000)
+        let third = try #require(RawClient(port: s.port, from: "127.0.0.2"))
+        #expect(httpStatus(third.read()) == 503, "the per-source limit holds for an IPv4 client of a dual-stack server")
+        third.close()
+        let bracketed = try HTTPServer(host: "[::1]", port: 0) { _ in HTTPResponse(status: 204, text: "") }
+        defer { bracketed.stop() }
+        let c = try #require(RawClient(port: bracketed.port, from: "::1", to: "::1"))
+        c.send("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        #expect(httpStatus(c.read()) == 204)
+        c.close()
+        #expect(throws: HTTPServer.StartError.self) {
+            try HTTPServer(host: "localhost", port: 0) { _ in HTTPResponse(status: 200, text: "") }
+        }
+    }
+
     /// A client that never reads its answer (a large one) is dropped after the write deadline
     /// and meanwhile delays no one.
     @Test func unreadAnswersDelayNobody() throws {

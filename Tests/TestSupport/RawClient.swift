@@ -5,17 +5,36 @@ import Platform
 public final class RawClient: @unchecked Sendable {
     public let fd: Int32
 
-    public init?(port: Int, from source: String = "127.0.0.1", nonBlocking: Bool = false) {
-        let s = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    /// A TCP connection to `host:port` from `source` (IPv4, or IPv6 when `host` has a colon:
+    /// then from `source` only if it has one too, else the kernel's choice).
+    public init?(port: Int, from source: String = "127.0.0.1", to host: String = "127.0.0.1", nonBlocking: Bool = false) {
+        let v6 = host.contains(":")
+        let s = socket(v6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard s >= 0 else { return nil }
-        var local = sockaddr_in(), to = sockaddr_in()
-        local.sin_family = sa_family_t(AF_INET)
-        inet_pton(AF_INET, source, &local.sin_addr)
-        to.sin_family = sa_family_t(AF_INET)
-        to.sin_port = in_port_t(UInt16(port).bigEndian)
-        inet_pton(AF_INET, "127.0.0.1", &to.sin_addr)
+        var local = sockaddr_storage(), to = sockaddr_storage()
+        let size: socklen_t
+        if v6 {
+            var l = sockaddr_in6(), t = sockaddr_in6()
+            l.sin6_family = sa_family_t(AF_INET6)
+            if source.contains(":") { inet_pton(AF_INET6, source, &l.sin6_addr) }
+            t.sin6_family = sa_family_t(AF_INET6)
+            t.sin6_port = in_port_t(UInt16(port).bigEndian)
+            inet_pton(AF_INET6, host, &t.sin6_addr)
+            withUnsafeMutableBytes(of: &local) { $0.storeBytes(of: l, as: sockaddr_in6.self) }
+            withUnsafeMutableBytes(of: &to) { $0.storeBytes(of: t, as: sockaddr_in6.self) }
+            size = socklen_t(MemoryLayout<sockaddr_in6>.size)
+        } else {
+            var l = sockaddr_in(), t = sockaddr_in()
+            l.sin_family = sa_family_t(AF_INET)
+            inet_pton(AF_INET, source, &l.sin_addr)
+            t.sin_family = sa_family_t(AF_INET)
+            t.sin_port = in_port_t(UInt16(port).bigEndian)
+            inet_pton(AF_INET, host, &t.sin_addr)
+            withUnsafeMutableBytes(of: &local) { $0.storeBytes(of: l, as: sockaddr_in.self) }
+            withUnsafeMutableBytes(of: &to) { $0.storeBytes(of: t, as: sockaddr_in.self) }
+            size = socklen_t(MemoryLayout<sockaddr_in>.size)
+        }
         if nonBlocking { _ = fcntl(s, F_SETFL, fcntl(s, F_GETFL) | O_NONBLOCK) }
-        let size = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafePointer(to: &local) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(s, $0, size) } }
         let rc = withUnsafePointer(to: &to) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(s, $0, size) } }
         guard bound == 0, rc == 0 || (nonBlocking && errno == EINPROGRESS) else { _ = Glibc.close(s); return nil }

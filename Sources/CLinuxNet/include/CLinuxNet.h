@@ -21,6 +21,8 @@ int clinux_addr_port(const clinux_addr *addr);
 int clinux_addr_from_ip(const uint8_t *ip, int ip_length, int port, clinux_addr *out);
 /// Copies the address's IP bytes into `ip` (room for 16). Returns 4, 16, or -EAFNOSUPPORT.
 int clinux_addr_ip(const clinux_addr *addr, uint8_t *ip);
+/* An IPv4 address as IPv4-mapped IPv6 (for a dual-stack socket); others copied. 1 when mapped. */
+int clinux_addr_v4_mapped(const clinux_addr *addr, clinux_addr *out);
 /// The same address with another port (0, or -EAFNOSUPPORT).
 int clinux_addr_set_port(clinux_addr *addr, int port);
 

@@ -1,0 +1,148 @@
+import Foundation
+import Testing
+import Platform
+
+/// A network namespace whose one link (a veth to this one) carries only IPv6: ULA addresses
+/// (RFC 4193), no IPv4 but its loopback; removed by `remove()`. Root only.
+final class IPv6OnlyNamespace {
+    let name: String
+    /// The namespace's address and ours on the veth.
+    let inside: String, outside: String
+
+    static var usable: Bool { getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/sbin/ip") }
+
+    init() throws {
+        let id = String(getpid() % 0xffff, radix: 16)
+        name = "pb6-\(id)"
+        inside = "fd6b:\(id)::2"
+        outside = "fd6b:\(id)::1"
+        let host = "pb6h\(id)", peer = "pb6n\(id)"
+        Self.ip(["netns", "del", name])
+        Self.ip(["link", "del", host])
+        // nodad: usable at once (no duplicate-address detection wait, RFC 4862 §5.4).
+        for args in [
+            ["netns", "add", name], ["link", "add", host, "type", "veth", "peer", "name", peer], ["link", "set", peer, "netns", name],
+            ["addr", "add", outside + "/64", "dev", host, "nodad"], ["link", "set", host, "up"],
+            ["-n", name, "addr", "add", inside + "/64", "dev", peer, "nodad"], ["-n", name, "link", "set", peer, "up"],
+            ["-n", name, "link", "set", "lo", "up"]
+        ] {
+            guard Self.ip(args) == 0 else {
+                remove()
+                throw WHIPInteropTests.TestFailure("ip \(args.joined(separator: " ")) failed")
+            }
+        }
+    }
+
+    /// `command` run inside the namespace.
+    func process(_ command: String, _ arguments: [String]) throws -> PeerProcess {
+        try PeerProcess("/usr/sbin/ip", ["netns", "exec", name, command] + arguments)
+    }
+
+    func remove() {
+        Self.ip(["netns", "del", name])
+        Self.ip(["link", "del", "pb6h" + name.dropFirst(4)])
+    }
+
+    @discardableResult
+    static func ip(_ args: [String]) -> Int32 {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        p.arguments = args
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        do { try p.run() } catch { return -1 }
+        p.waitUntilExit()
+        return p.terminationStatus
+    }
+}
+
+/// IPv6: pubbot's endpoint on `[::1]` and on `[::]` (dual-stack), its publisher and its WHEP
+/// subscriber over IPv6 — on loopback, and to peers in a namespace that has no IPv4 at all
+/// (pion, judged by its own counts; pubbot's own endpoint listening on `[::]` there).
+@Suite(.serialized) struct IPv6InteropTests {
+    /// The endpoint on `[::1]`: a publisher over `http://[::1]`, every packet it sent received.
+    @Test func publishesOverIPv6Loopback() throws {
+        let receiver = try PeerProcess(WHIPInteropTests.binary, ["receive", "--whip-listen", "[::1]:0", "--duration", "30s", "--json"])
+        defer { receiver.stop() }
+        try #require(receiver.wait(for: "/whip (media", micros: 10_000_000), "\(receiver.text)")
+        let url = try #require(receiver.text.split(separator: " ").first { $0.hasPrefix("http://[::1]:") }.map(String.init), "\(receiver.text)")
+        let r = try runPubbot(
+            WHIPInteropTests.binary,
+            ["publish", "--whip", url, "--duration", "4s", "--layers", "640x360@30:500k", "--no-congestion-control", "--json"])
+        #expect(r.code == 0, "\(r.err)")
+        let published = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any], "\(r.out)")
+        kill(receiver.process.processIdentifier, SIGINT)
+        receiver.wait(for: "\"whipEndpoint\"", micros: 5_000_000)
+        let text = receiver.text
+        let summary = try #require(
+            text.firstIndex(of: "{").flatMap { try? JSONSerialization.jsonObject(with: Data(text[$0...].utf8)) as? [String: Any] },
+            "\(text.suffix(400))")
+        let received = summary["streams"] as? [[String: Any]] ?? []
+        for s in published["streams"] as? [[String: Any]] ?? [] {
+            let ssrc = s["ssrc"] as? Int ?? -1, sent = s["packetsSent"] as? Int ?? 0
+            let got = received.first { $0["ssrc"] as? Int == ssrc }?["packetsReceived"] as? Int ?? 0
+            #expect(sent > 100 && got == sent, "\(s["kind"] ?? "") \(ssrc): sent \(sent), the endpoint received \(got)")
+        }
+        #expect(!received.isEmpty)
+    }
+
+    /// A namespace with only IPv6: pion there takes pubbot's simulcast over IPv6 (its counts
+    /// equal pubbot's) and `receive --whep` from it decodes what pion forwards; then pubbot's own
+    /// endpoint there on `[::]` offers only the namespace's IPv6 address and a publisher
+    /// connects to it.
+    @Test(
+        .enabled(if: IPv6OnlyNamespace.usable && FileManager.default.isExecutableFile(atPath: pionEndpoint), "needs root, ip and pion"))
+    func anIPv6OnlyNetwork() throws {
+        let ns = try IPv6OnlyNamespace()
+        defer { ns.remove() }
+        let pion = try ns.process(pionEndpoint, ["-limit", "60", "-forward-rid", "q", "-listen", "[\(ns.inside)]:0"])
+        defer { pion.stop() }
+        try #require(pion.wait(for: "LISTENING ", micros: 10_000_000), "\(pion.text)")
+        let port = try #require(pion.text.split(separator: "\n").first { $0.hasPrefix("LISTENING ") }.flatMap { Int($0.dropFirst(10)) })
+        let base = "http://[\(ns.inside)]:\(port)"
+        // The publisher runs beside the subscription, its report kept whole (stdout apart).
+        let published = Locked<(code: Int32, out: String, err: String, seconds: Double)?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            published.value = try? runPubbot(WHIPInteropTests.binary, ["publish", "--whip", base + "/whip", "--duration", "9s", "--json"])
+            done.signal()
+        }
+        try #require(pion.wait(for: "\"rid\":\"q\"", micros: 8_000_000), "\(pion.text)")
+        let sub = try runPubbot(WHIPInteropTests.binary, ["receive", "--whep", base + "/whep", "--duration", "4s", "--json"])
+        #expect(sub.code == 0, "\(sub.err)")
+        let subscribed = try #require(try JSONSerialization.jsonObject(with: Data(sub.out.utf8)) as? [String: Any], "\(sub.out)")
+        let video = (subscribed["streams"] as? [[String: Any]] ?? []).first { $0["kind"] as? String == "video" }
+        #expect((video?["framesDecoded"] as? Int ?? 0) >= 60 && video?["packetsLost"] as? Int == 0, "\(video ?? [:])")
+        #expect(sub.err.contains("server [fd6b:"), "the subscription's path: \(sub.err)")
+        #expect(done.wait(timeout: .now() + 15) == .success)
+        let p = try #require(published.value, "the publisher did not run")
+        #expect(p.code == 0, "\(p.err)")
+        #expect(pion.wait(for: "\"event\":\"stats\"", micros: 5_000_000), "\(pion.text)")
+        let lines = pion.text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        let tracks = try #require(lines.first { $0["event"] as? String == "stats" }?["tracks"] as? [[String: Any]], "\(pion.text)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(p.out.utf8)) as? [String: Any], "\(p.out)")
+        let streams = report["streams"] as? [[String: Any]] ?? []
+        #expect(tracks.count == 4, "\(tracks)")
+        for t in tracks {
+            let ssrc = t["ssrc"] as? Int ?? -1, packets = t["packets"] as? Int ?? 0
+            let sent = streams.first { $0["ssrc"] as? Int == ssrc }?["packetsSent"] as? Int ?? 0
+            // pion reads a stream's first packet to find its track before OnTrack: one may not be counted.
+            #expect(
+                sent > 100 && packets >= sent - 1 && packets <= sent, "\(t["kind"] ?? "") \(t["rid"] ?? ""): pion \(packets), sent \(sent)")
+        }
+
+        // pubbot's endpoint on [::] in the namespace: its answer offers the namespace's address.
+        let endpoint = try ns.process(WHIPInteropTests.binary, ["receive", "--whip-listen", "[::]:0", "--duration", "20s"])
+        defer { endpoint.stop() }
+        try #require(endpoint.wait(for: "/whip (media", micros: 10_000_000), "\(endpoint.text)")
+        let listened = try #require(endpoint.text.split(separator: " ").first { $0.hasPrefix("http://[::]:") }, "\(endpoint.text)")
+        let endpointPort = try #require(listened.split(separator: ":").last.flatMap { Int($0.prefix { $0.isNumber }) })
+        let r = try runPubbot(
+            WHIPInteropTests.binary,
+            ["publish", "--whip", "http://[\(ns.inside)]:\(endpointPort)/whip", "--duration", "3s", "--layers", "320x180@30:200k", "--json"]
+        )
+        #expect(r.code == 0, "\(r.err)")
+        let pair = r.err.split(separator: "\n").first { $0.hasPrefix("connected:") } ?? ""
+        #expect(pair.contains("→ host [fd6b:"), "\(pair)")
+    }
+}
