@@ -65,7 +65,8 @@ final class IPv6OnlyNamespace {
         let receiver = try PeerProcess(WHIPInteropTests.binary, ["receive", "--whip-listen", "[::1]:0", "--duration", "30s", "--json"])
         defer { receiver.stop() }
         try #require(receiver.wait(for: "/whip (media", micros: 10_000_000), "\(receiver.text)")
-        let url = try #require(receiver.text.split(separator: " ").first { $0.hasPrefix("http://[::1]:") }.map(String.init), "\(receiver.text)")
+        let url = try #require(
+            receiver.text.split(separator: " ").first { $0.hasPrefix("http://[::1]:") }.map(String.init), "\(receiver.text)")
         let r = try runPubbot(
             WHIPInteropTests.binary,
             ["publish", "--whip", url, "--duration", "4s", "--layers", "640x360@30:500k", "--no-congestion-control", "--json"])
