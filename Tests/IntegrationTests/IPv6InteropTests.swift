@@ -87,6 +87,29 @@ final class IPv6OnlyNamespace {
         #expect(!received.isEmpty)
     }
 
+    /// `receive --whep http://[::1]…` from pion (its loopback candidates offered): what pion
+    /// forwards over IPv6 is decoded, nothing lost, and pion's count of what it wrote is met.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: pionEndpoint), "needs pion"))
+    func subscribesOverIPv6Loopback() throws {
+        let (pion, port) = try startPion(["-limit", "40", "-forward-rid", "q", "-loopback", "-listen", "[::1]:0"])
+        defer { pion.stop() }
+        let publisher = try PeerProcess(WHIPInteropTests.binary, ["publish", "--whip", "http://[::1]:\(port)/whip", "--duration", "10s"])
+        defer { publisher.stop(grace: 3_000_000) }
+        try #require(pion.wait(for: "\"rid\":\"q\"", micros: 8_000_000), "\(pion.text) \(publisher.text)")
+        let r = try runPubbot(WHIPInteropTests.binary, ["receive", "--whep", "http://[::1]:\(port)/whep", "--duration", "4s", "--json"])
+        #expect(r.code == 0, "\(r.err)")
+        try #require(pion.wait(for: "\"event\":\"whep-stats\"", micros: 5_000_000), "no DELETE reached pion: \(pion.text)")
+        let written =
+            pion.text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            .first { $0["event"] as? String == "whep-stats" }?["video"] as? Int ?? 0
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any], "\(r.out)")
+        let video = try #require((summary["streams"] as? [[String: Any]] ?? []).first { $0["kind"] as? String == "video" }, "\(r.out)")
+        let got = video["packetsReceived"] as? Int ?? 0
+        #expect(written > 50 && got <= written && got * 100 >= written * 97, "pion wrote \(written), pubbot received \(got)")
+        #expect(video["packetsLost"] as? Int == 0 && (video["framesDecoded"] as? Int ?? 0) >= 60, "\(video)")
+        #expect(r.err.contains("WHEP session http://[::1]:"), "\(r.err)")
+    }
+
     /// A namespace with only IPv6: pion there takes pubbot's simulcast over IPv6 (its counts
     /// equal pubbot's) and `receive --whep` from it decodes what pion forwards; then pubbot's own
     /// endpoint there on `[::]` offers only the namespace's IPv6 address and a publisher

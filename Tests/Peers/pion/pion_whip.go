@@ -327,7 +327,7 @@ func emit(v interface{}) {
 	out.Unlock()
 }
 
-func api() (*webrtc.API, error) {
+func api(loopback bool) (*webrtc.API, error) {
 	m := &webrtc.MediaEngine{}
 	if err := m.RegisterDefaultCodecs(); err != nil {
 		return nil, err
@@ -378,7 +378,10 @@ func api() (*webrtc.API, error) {
 	if err := webrtc.ConfigureTWCCSender(m, i); err != nil {
 		return nil, err
 	}
-	return webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(i)), nil
+	// pion gathers no loopback candidates unless told (-loopback: a same-host test over ::1).
+	se := webrtc.SettingEngine{}
+	se.SetIncludeLoopbackCandidate(loopback)
+	return webrtc.NewAPI(webrtc.WithMediaEngine(m), webrtc.WithInterceptorRegistry(i), webrtc.WithSettingEngine(se)), nil
 }
 
 func whip(w http.ResponseWriter, r *http.Request, a *webrtc.API, rm *room) {
@@ -620,6 +623,7 @@ func collection(w http.ResponseWriter, r *http.Request) bool {
 func main() {
 	limit := flag.Float64("limit", 120, "seconds before exiting")
 	listen := flag.String("listen", "127.0.0.1:0", "the HTTP address (a namespace's address to be reached over its veth)")
+	loopback := flag.Bool("loopback", false, "offer loopback candidates too (127.0.0.1, ::1)")
 	flag.Parse()
 	// Go's collector at GOGC=400 unless GOGC says otherwise. At 1 000 WHEP subscribers pion holds
 	// about 500 MB live (each subscriber's NACK history, contexts, buffers); at the default 100
@@ -630,7 +634,7 @@ func main() {
 		debug.SetGCPercent(400)
 	}
 	startFanOut(2 * runtime.GOMAXPROCS(0))
-	a, err := api()
+	a, err := api(*loopback)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
