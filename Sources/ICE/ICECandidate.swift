@@ -22,13 +22,21 @@ public struct ICECandidate: Equatable, Hashable, Sendable, CustomStringConvertib
     public var priority: UInt32
     public var address: STUNAddress
     public var kind: Kind
+    /// `raddr`/`rport` (RFC 8839 §5.1, RFC 8445 §5.1.1.2): a reflexive candidate's base, a
+    /// relayed one's mapped address. RFC 8839 makes them MUST for every type but host — Janus
+    /// skips a relay candidate without them ("Invalid base address") — so one written without a
+    /// known address gets the unspecified address and port 0, as libwebrtc writes a hidden one.
+    public var relatedAddress: STUNAddress?
 
-    public init(foundation: String, component: Int = 1, priority: UInt32, address: STUNAddress, kind: Kind) {
+    public init(
+        foundation: String, component: Int = 1, priority: UInt32, address: STUNAddress, kind: Kind, relatedAddress: STUNAddress? = nil
+    ) {
         self.foundation = foundation
         self.component = component
         self.priority = priority
         self.address = address
         self.kind = kind
+        self.relatedAddress = relatedAddress
     }
 
     /// RFC 8445 §5.1.2.1: (2^24)·type preference + (2^8)·local preference + (256 − component).
@@ -45,7 +53,10 @@ public struct ICECandidate: Equatable, Hashable, Sendable, CustomStringConvertib
 
     /// The SDP attribute value (without `a=`).
     public var description: String {
-        "candidate:\(foundation) \(component) udp \(priority) \(address.ipText) \(address.port) typ \(kind.rawValue)"
+        let line = "candidate:\(foundation) \(component) udp \(priority) \(address.ipText) \(address.port) typ \(kind.rawValue)"
+        guard kind != .host else { return line }
+        let related = relatedAddress ?? STUNAddress(ip: [UInt8](repeating: 0, count: address.ip.count), port: 0)
+        return line + " raddr \(related.ipText) rport \(related.port)"
     }
 
     public struct ParseError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -68,8 +79,16 @@ public struct ICECandidate: Equatable, Hashable, Sendable, CustomStringConvertib
         }
         guard let ip = STUNAddress.parseIP(f[4]) else { throw ParseError(description: "'\(f[4])' is not an IP address") }
         guard let kind = Kind(rawValue: String(f[7])) else { throw ParseError(description: "unknown candidate type \(f[7])") }
+        // Then name-value pairs (RFC 8839 §5.1: rel-addr, rel-port, extensions); unknown ones skipped.
+        var raddr: [UInt8]?, rport: UInt16?
+        var i = 8
+        while i + 1 < f.count {
+            if f[i] == "raddr" { raddr = STUNAddress.parseIP(f[i + 1]) } else if f[i] == "rport" { rport = UInt16(f[i + 1]) }
+            i += 2
+        }
         return ICECandidate(
-            foundation: String(f[0]), component: component, priority: priority, address: STUNAddress(ip: ip, port: port), kind: kind)
+            foundation: String(f[0]), component: component, priority: priority, address: STUNAddress(ip: ip, port: port), kind: kind,
+            relatedAddress: raddr.flatMap { a in rport.map { STUNAddress(ip: a, port: $0) } })
     }
 }
 

@@ -84,7 +84,7 @@ public final class ICEGatherer {
         } else if let mapped = m.xorMappedAddress {
             let c = ICECandidate(
                 foundation: String(CRC32.checksum(q.base.ip + q.server.ip), radix: 16), priority: ICECandidate.priority(kind: .srflx),
-                address: mapped, kind: .srflx)
+                address: mapped, kind: .srflx, relatedAddress: q.base)
             results.append(.reflexive(c, base: q.base, server: q.server, redundant: mapped == q.base, roundTripMicros: now - q.firstSent))
         } else {
             results.append(.failed(base: q.base, server: q.server, reason: "the STUN server's answer has no XOR-MAPPED-ADDRESS"))

@@ -224,7 +224,8 @@ public final class WHIPConnection: @unchecked Sendable {
                             fresh.append(
                                 ICECandidate(
                                     foundation: "relay" + String(CRC32.checksum(relay.ip), radix: 16),
-                                    priority: ICECandidate.priority(kind: .relay), address: relay, kind: .relay))
+                                    priority: ICECandidate.priority(kind: .relay), address: relay, kind: .relay,
+                                    relatedAddress: t.mapped ?? local))
                             summary.append(
                                 (
                                     "relay",
@@ -338,7 +339,7 @@ public final class WHIPConnection: @unchecked Sendable {
             candidates.append(
                 ICECandidate(
                     foundation: "relay" + String(CRC32.checksum(relay.ip), radix: 16), priority: ICECandidate.priority(kind: .relay),
-                    address: relay, kind: .relay))
+                    address: relay, kind: .relay, relatedAddress: t.mapped ?? local))
         }
         if options.policy == .relay {
             guard turn != nil else { throw WHIPConnectError("no relay candidate: " + turnFailures.joined(separator: "; ")) }

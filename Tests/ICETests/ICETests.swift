@@ -78,6 +78,16 @@ func liteServer() -> ICEAgent {
         ] {
             #expect(throws: ICECandidate.ParseError.self) { try ICECandidate.parse(Substring(bad)) }
         }
+        // RFC 8839 §5.1: raddr/rport read past other pairs, and written for every type but host
+        // (the unspecified address when not known, as libwebrtc writes a hidden one).
+        let relay = try ICECandidate.parse("candidate:9 1 udp 16777215 10.0.0.1 5000 typ relay network-id 1 raddr 192.0.2.1 rport 4000")
+        #expect(relay.relatedAddress == STUNAddress(ip: [192, 0, 2, 1], port: 4000), "\(relay)")
+        #expect(relay.description.hasSuffix("typ relay raddr 192.0.2.1 rport 4000"))
+        #expect(try ICECandidate.parse(Substring(relay.description)) == relay)
+        var bare = relay
+        bare.relatedAddress = nil
+        #expect(bare.description.hasSuffix("typ relay raddr 0.0.0.0 rport 0"))
+        #expect(!c.description.contains("raddr"))
         // RFC 8445 §5.1.2.1 with the recommended preferences.
         #expect(ICECandidate.priority(kind: .host) == 2_130_706_431)
         #expect(ICECandidate.priority(kind: .relay, localPreference: 0) == 255)
@@ -231,7 +241,8 @@ func liteServer() -> ICEAgent {
                 .reflexive(
                     ICECandidate(
                         foundation: String(CRC32.checksum(host.ip + server.ip), radix: 16), priority: ICECandidate.priority(kind: .srflx),
-                        address: publicAddress, kind: .srflx), base: host, server: server, redundant: false, roundTripMicros: 280_000)),
+                        address: publicAddress, kind: .srflx, relatedAddress: host), base: host, server: server, redundant: false,
+                    roundTripMicros: 280_000)),
             "\(results)")
         #expect(
             results.contains { if case let .failed(_, s, reason) = $0 { s == silent && reason.contains("no answer") } else { false } },

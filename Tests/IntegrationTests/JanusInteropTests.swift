@@ -388,6 +388,69 @@ import Platform
         #expect(Set(bots.compactMap { $0["room"] as? Int }) == [0, 1] && bots.count == 4, "\(bots)")
     }
 
+    /// Trickle and ICE restart through Janus (the shim's PATCH: Janus's `trickle`, and a
+    /// `configure` with the offer's new credentials). Janus's namespace drops every datagram from
+    /// this side but coturn's relayed ones, so the only path is the relay candidate pubbot
+    /// trickles after the 201: Janus must take it (it skipped one without `raddr`/`rport`,
+    /// RFC 8839 §5.1, until pubbot wrote them). A restart at 5 s over the same relay: one session
+    /// throughout, Janus's new credentials applied, and Janus's packet counts are pubbot's.
+    @Test func trickleAndRestartThroughJanus() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pubbot-janus-trickle-\(getpid())").path
+        let n = 20 + (Int(getpid()) + 50) % 200
+        let (code, started) = try sh([Self.script, "start", dir, String(n)], env: ["LIMIT": "90"])
+        defer { _ = try? sh([Self.script, "stop", dir, String(n)]); try? FileManager.default.removeItem(atPath: dir) }
+        try #require(code == 0, "Janus did not start: \(started)")
+        let url = try #require(started.split(separator: " ").last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) })
+        // coturn on this side of the veth, relaying from ports outside the kernel's ephemeral range.
+        let turn = try TURNInteropTests.Rig(extra: ["--min-port=61000", "--max-port=61999"], host: "10.78.\(n).1")
+        defer { turn.server.stop() }
+        for rule in [
+            ["add", "table", "inet", "onlyrelay"], ["add", "chain", "inet", "onlyrelay", "input", "{ type filter hook input priority 0; }"],
+            ["add", "rule", "inet", "onlyrelay", "input", "ip", "saddr", "10.78.\(n).1", "udp", "sport", "!=", "61000-61999", "drop"]
+        ] {
+            let (rc, out) = try sh(["-c", "ip netns exec pbjanus\(n) nft " + rule.map { "'\($0)'" }.joined(separator: " ")])
+            try #require(rc == 0, "nft \(rule): \(out)")
+        }
+        let run = try runPubbot(
+            Self.binary,
+            [
+                "publish", "--whip", url, "--duration", "10s", "--ice-restart-at", "5s", "--layers", "640x360@30:500k", "--ice-server",
+                "turn:10.78.\(n).1:\(turn.port)", "--turn-username", "bot", "--turn-credential", "s3cret", "--json"
+            ])
+        #expect(run.code == 0, "\(run.err)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(run.out.utf8)) as? [String: Any], "\(run.out)")
+        let whip = try #require(summary["whip"] as? [String: Any])
+        let trickle = (whip["negotiated"] as? [String: Any])?["trickle"] as? String ?? ""
+        #expect(trickle.hasPrefix("relay trickled in one PATCH (HTTP 204)"), "\(whip["negotiated"] ?? "")")
+        let pair = whip["selectedCandidatePair"] as? [String: Any] ?? [:]
+        #expect(pair["localCandidateType"] as? String == "relay", "\(pair)")
+        #expect(whip["iceRestarts"] as? Int == 1 && (whip["selectedCandidatePairChangesAfterRestart"] as? Int ?? 0) >= 1, "\(whip)")
+        #expect((whip["lastIceRestartRecoveryMs"] as? Int ?? 9_999) < 1_000, "\(whip)")
+        #expect(!(run.out + run.err).contains("s3cret"))
+
+        let log = try String(contentsOfFile: dir + "/shim.log", encoding: .utf8)
+        let events = log.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        let trickles = events.filter { $0["event"] as? String == "trickle" }
+        #expect(
+            trickles.count == 1 && trickles.first?["types"] as? [String] == ["relay"] && trickles.first?["end"] as? Bool == true,
+            "\(trickles)")
+        #expect(events.filter { $0["event"] as? String == "restart" }.count == 1, "\(log.suffix(1500))")
+        #expect(events.filter { $0["event"] as? String == "published" }.count == 1, "one session throughout")
+        // Janus's side: the relay it was trickled, and what arrived over it.
+        let line = try #require(log.split(separator: "\n").first { $0.contains("\"event\": \"stats\"") }, "\(log.suffix(1500))")
+        #expect(line.contains("typ relay raddr"), "Janus's remote candidates: \(line.prefix(1200))")
+        let media = try janusMedia(dir: dir)
+        let janus = [
+            "audio": Self.stats(media, "audio", "in")["packets"] as? Int ?? 0,
+            "video": Self.stats(media, "video", "in")["packets"] as? Int ?? 0
+        ]
+        for s in try #require(summary["streams"] as? [[String: Any]]) {
+            let kind = s["kind"] as? String ?? "", sent = s["packetsSent"] as? Int ?? 0, seen = janus[kind] ?? 0
+            // Janus's last reading is up to a second before the end (the shim polls handle_info).
+            #expect(sent > 100 && seen * 100 >= sent * 85 && seen <= sent, "\(kind): pubbot sent \(sent), Janus received \(seen)")
+        }
+    }
+
     /// The media of the handle_info the shim printed at a DELETE (`"event": "stats"`; with `id`,
     /// the one for that resource).
     func janusMedia(dir: String, id: String? = nil) throws -> [String: Any] {

@@ -14,11 +14,12 @@ import Crypto
     struct Rig {
         let server: PeerProcess
         let port: Int
-        init(extra: [String] = [], tls: Bool = false) throws {
-            port = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port // a free port, released
+        /// coturn on `host` (listening and relaying), user bot:s3cret.
+        init(extra: [String] = [], tls: Bool = false, host: String = "127.0.0.1") throws {
+            port = try UDPSocket(bind: SocketAddress(host: host, port: 0)).localAddress.port // a free port, released
             server = try PeerProcess(
                 "/usr/bin/turnserver",
-                ["-n", "-L", "127.0.0.1", "-E", "127.0.0.1", "-p", "\(port)", "--no-dtls"] + (tls ? [] : ["--no-tcp", "--no-tls"]) + [
+                ["-n", "-L", host, "-E", host, "-p", "\(port)", "--no-dtls"] + (tls ? [] : ["--no-tcp", "--no-tls"]) + [
                     "--no-cli", "--log-file=stdout", "--lt-cred-mech", "--user=bot:s3cret", "--realm=pubbot.test",
                     "--allow-loopback-peers", "--min-port=49152", "--max-port=65535"
                 ] + extra)

@@ -18,6 +18,14 @@ library only). At start it creates a room (VP8, H.264 or VP9 + Opus, transport-w
                       Janus's offer (Janus's payload types, extension IDs, SSRCs, ICE and
                       fingerprint; setup:passive). substream/temporal become a `configure` (Janus
                       switches on the next key frame; it never switches on bandwidth by itself).
+  PATCH /whip/ID      RFC 9725 §4.3 (application/trickle-ice-sdpfrag, If-Match): the same ufrag
+                      is a trickle — Janus's `trickle` with the candidates (and `completed` at
+                      end-of-candidates), 204, prints {"event": "trickle", "types", "end"}; a new
+                      ufrag/pwd with If-Match: "*" is an ICE restart — the stored offer with the
+                      new credentials and candidates as a `configure` jsep (Janus restarts its ICE
+                      on new credentials), 200 with Janus's new credentials and candidates and a
+                      new ETag, prints {"event": "restart"}. 428 without If-Match, 412 for a stale
+                      one, 415 for another body type.
   GET/DELETE /whep/ID as for /whip.
   ?room=N (both)      rooms for load tests: Janus room --room + N, created on first use; a WHEP
                       subscriber gets publisher ?publisher=K of the room (in the order they joined)
@@ -61,6 +69,7 @@ feeds = []  # publisher IDs in the order they joined
 room_feeds = {}  # Janus room -> publisher IDs in the order they joined
 room_turn = {}  # Janus room -> subscriptions handed out (round robin over its publishers)
 published = {}  # WHIP sid -> (room, feed): a DELETEd publisher is no longer handed out
+whip_state = {}  # WHIP sid -> {"offer", "etag", "ufrag"}: what a PATCH is checked against
 rooms_made = {opts.room}
 
 
@@ -176,6 +185,11 @@ def translate(offer, janus_offer):
     return to_janus, to_client
 
 
+def ufrag_of(sdp):
+    h, m = sections(sdp)
+    return first_attr(h, m, "ice-ufrag")
+
+
 def new_handle():
     s = call(opts.janus, {"janus": "create"})["data"]["id"]
     h = call("%s/%d" % (opts.janus, s), {"janus": "attach", "plugin": "janus.plugin.videoroom"})["data"]["id"]
@@ -259,8 +273,78 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 feeds.append(feed)
                 room_feeds.setdefault(room, []).append(feed)
                 published[sid] = (room, feed)
+        etag = '"%x"' % random.getrandbits(64)
+        with lock:
+            whip_state[sid] = {"offer": offer, "etag": etag, "ufrag": ufrag_of(offer)}
         say({"event": "published", "id": sid, "rid_order": order})
-        self.reply(201, jsep["sdp"].encode(), [("Content-Type", "application/sdp"), ("Location", "/whip/" + sid)])
+        self.reply(201, jsep["sdp"].encode(), [("Content-Type", "application/sdp"), ("Location", "/whip/" + sid), ("ETag", etag)])
+
+    def do_PATCH(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0"))).decode(errors="replace")
+        m = re.fullmatch(r"/whip/([0-9-]+)", self.path)
+        with lock:
+            state = whip_state.get(m.group(1)) if m else None
+        if state is None:
+            return self.reply(404)
+        sid = m.group(1)
+        s, h = sessions[sid]
+        if not (self.headers.get("Content-Type") or "").startswith("application/trickle-ice-sdpfrag"):
+            return self.reply(415, b"expected application/trickle-ice-sdpfrag")
+        match = self.headers.get("If-Match")
+        if match is None:
+            return self.reply(428, b"If-Match required (RFC 9725 4.3.1)")
+        lines = body.replace("\r\n", "\n").split("\n")
+        ufrag = next((l[12:] for l in lines if l.startswith("a=ice-ufrag:")), None)
+        pwd = next((l[10:] for l in lines if l.startswith("a=ice-pwd:")), None)
+        mid = next((l[6:] for l in lines if l.startswith("a=mid:")), "0")
+        cands = [l[2:] for l in lines if l.startswith("a=candidate:")]
+        end = "a=end-of-candidates" in lines
+        restart = ufrag is not None and ufrag != state["ufrag"]
+        # RFC 9725 §4.3.3 writes the wildcard quoted ("*"); RFC 9110 §13.1.1 bare (*): both taken.
+        if restart and match not in ("*", '"*"') or not restart and match != state["etag"]:
+            return self.reply(412, b"stale or mismatched If-Match")
+        if not restart:
+            try:
+                if cands:
+                    call("%s/%d/%d" % (opts.janus, s, h), {"janus": "trickle", "candidates": [
+                        {"sdpMid": mid, "sdpMLineIndex": 0, "candidate": c} for c in cands]})
+                if end:
+                    call("%s/%d/%d" % (opts.janus, s, h), {"janus": "trickle", "candidate": {"completed": True}})
+            except Exception as e:
+                return self.reply(502, ("Janus: %r" % e).encode())
+            say({"event": "trickle", "id": sid, "types": [c.split()[7] for c in cands if len(c.split()) > 7], "end": end})
+            return self.reply(204)
+        # The restart: the offer again, with the new credentials and candidates.
+        offer = []
+        for l in state["offer"].replace("\r\n", "\n").split("\n"):
+            if l.startswith("a=ice-ufrag:"):
+                l = "a=ice-ufrag:" + ufrag
+            elif l.startswith("a=ice-pwd:"):
+                l = "a=ice-pwd:" + (pwd or "")
+            elif l.startswith("a=candidate:") or l.startswith("a=end-of-candidates"):
+                continue
+            if l:
+                offer.append(l)
+            if l.startswith("m="):
+                offer += ["a=candidate:" + c for c in cands]
+        offer = "\r\n".join(offer) + "\r\n"
+        try:
+            call("%s/%d/%d" % (opts.janus, s, h), {"janus": "message", "body": {"request": "configure"},
+                                                   "jsep": {"type": "offer", "sdp": offer}})
+            event, error = poll_for(s, h, time.time() + 10)
+        except Exception as e:
+            return self.reply(502, ("Janus: %r" % e).encode())
+        if error:
+            return self.reply(400, ("Janus refused the restart: %s" % error).encode())
+        answer = event["jsep"]["sdp"]
+        ah, am = sections(answer)
+        frag = ["a=ice-ufrag:" + first_attr(ah, am, "ice-ufrag"), "a=ice-pwd:" + first_attr(ah, am, "ice-pwd")]
+        frag += sorted({l for sec in am for l in sec if l.startswith("a=candidate:")}) + ["a=end-of-candidates"]
+        etag = '"%x"' % random.getrandbits(64)
+        with lock:
+            state.update(offer=offer, etag=etag, ufrag=ufrag)
+        say({"event": "restart", "id": sid, "candidates": len(cands)})
+        self.reply(200, ("\r\n".join(frag) + "\r\n").encode(), [("Content-Type", "application/trickle-ice-sdpfrag"), ("ETag", etag)])
 
     def whep(self, offer):
         if not (self.headers.get("Content-Type") or "").startswith("application/sdp"):
