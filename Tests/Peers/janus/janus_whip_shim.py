@@ -26,6 +26,8 @@ library only). At start it creates a room (VP8, H.264 or VP9 + Opus, transport-w
                       on new credentials), 200 with Janus's new credentials and candidates and a
                       new ETag, prints {"event": "restart"}. 428 without If-Match, 412 for a stale
                       one, 415 for another body type.
+  PATCH /whep/ID      as for /whip; a restart is a subscriber `configure` with "restart": true —
+                      Janus's new offer answered (`start`) with the client's new credentials.
   GET/DELETE /whep/ID as for /whip.
   ?room=N (both)      rooms for load tests: Janus room --room + N, created on first use; a WHEP
                       subscriber gets publisher ?publisher=K of the room (in the order they joined)
@@ -185,6 +187,23 @@ def translate(offer, janus_offer):
     return to_janus, to_client
 
 
+def renewed(sdp, ufrag, pwd, cands):
+    """`sdp` with new ICE credentials and candidates (for an ICE restart)."""
+    offer = []
+    for l in sdp.replace("\r\n", "\n").split("\n"):
+        if l.startswith("a=ice-ufrag:"):
+            l = "a=ice-ufrag:" + ufrag
+        elif l.startswith("a=ice-pwd:"):
+            l = "a=ice-pwd:" + (pwd or "")
+        elif l.startswith("a=candidate:") or l.startswith("a=end-of-candidates"):
+            continue
+        if l:
+            offer.append(l)
+        if l.startswith("m="):
+            offer += ["a=candidate:" + c for c in cands]
+    return "\r\n".join(offer) + "\r\n"
+
+
 def ufrag_of(sdp):
     h, m = sections(sdp)
     return first_attr(h, m, "ice-ufrag")
@@ -281,7 +300,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_PATCH(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", "0"))).decode(errors="replace")
-        m = re.fullmatch(r"/whip/([0-9-]+)", self.path)
+        m = re.fullmatch(r"/wh(?:ip|ep)/([0-9-]+)", self.path)
         with lock:
             state = whip_state.get(m.group(1)) if m else None
         if state is None:
@@ -315,23 +334,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
             say({"event": "trickle", "id": sid, "types": [c.split()[7] for c in cands if len(c.split()) > 7], "end": end})
             return self.reply(204)
         # The restart: the offer again, with the new credentials and candidates.
-        offer = []
-        for l in state["offer"].replace("\r\n", "\n").split("\n"):
-            if l.startswith("a=ice-ufrag:"):
-                l = "a=ice-ufrag:" + ufrag
-            elif l.startswith("a=ice-pwd:"):
-                l = "a=ice-pwd:" + (pwd or "")
-            elif l.startswith("a=candidate:") or l.startswith("a=end-of-candidates"):
-                continue
-            if l:
-                offer.append(l)
-            if l.startswith("m="):
-                offer += ["a=candidate:" + c for c in cands]
-        offer = "\r\n".join(offer) + "\r\n"
+        offer = renewed(state["offer"], ufrag, pwd, cands)
         try:
-            call("%s/%d/%d" % (opts.janus, s, h), {"janus": "message", "body": {"request": "configure"},
-                                                   "jsep": {"type": "offer", "sdp": offer}})
-            event, error = poll_for(s, h, time.time() + 10)
+            if state.get("whep"):
+                # Janus offers (a subscriber's restart is Janus's new offer); the client's new
+                # credentials answer it, and Janus's offer gives the client its new ones.
+                call("%s/%d/%d" % (opts.janus, s, h), {"janus": "message", "body": {"request": "configure", "restart": True}})
+                event, error = poll_for(s, h, time.time() + 10)
+                if not error:
+                    to_janus, _ = translate(offer, event["jsep"]["sdp"])
+                    call("%s/%d/%d" % (opts.janus, s, h), {"janus": "message", "body": {"request": "start"},
+                                                           "jsep": {"type": "answer", "sdp": to_janus}})
+            else:
+                call("%s/%d/%d" % (opts.janus, s, h), {"janus": "message", "body": {"request": "configure"},
+                                                       "jsep": {"type": "offer", "sdp": offer}})
+                event, error = poll_for(s, h, time.time() + 10)
         except Exception as e:
             return self.reply(502, ("Janus: %r" % e).encode())
         if error:
@@ -345,6 +362,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             state.update(offer=offer, etag=etag, ufrag=ufrag)
         say({"event": "restart", "id": sid, "candidates": len(cands)})
         self.reply(200, ("\r\n".join(frag) + "\r\n").encode(), [("Content-Type", "application/trickle-ice-sdpfrag"), ("ETag", etag)])
+
 
     def whep(self, offer):
         if not (self.headers.get("Content-Type") or "").startswith("application/sdp"):
@@ -400,8 +418,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         sid = "%d-%d" % (s, h)
         with lock:
             sessions[sid] = (s, h)
+        etag = '"%x"' % random.getrandbits(64)
+        with lock:
+            whip_state[sid] = {"offer": offer, "etag": etag, "ufrag": ufrag_of(offer), "whep": True}
         say({"event": "subscribed", "id": sid, "feed": feed, "query": q})
-        self.reply(201, to_client.encode(), [("Content-Type", "application/sdp"), ("Location", "/whep/" + sid)])
+        self.reply(201, to_client.encode(), [("Content-Type", "application/sdp"), ("Location", "/whep/" + sid), ("ETag", etag)])
 
     def do_GET(self):
         m = re.fullmatch(r"/wh(?:ip|ep)/([0-9-]+)/stats", self.path)
