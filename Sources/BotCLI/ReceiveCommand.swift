@@ -462,11 +462,12 @@ enum ReceiveCommand {
     /// The WHIP endpoint's sessions (answered, live, and how the others ended: their slots were
     /// freed) and what its HTTP server refused or cut short.
     static func endpointJSON(_ e: WHIPEndpoint, _ r: ReceiverSnapshot) -> JSONValue {
-        let h = e.httpStats, x = r.webrtcEndings
+        let h = e.httpStats, x = r.webrtcEndings, p = e.patches
         func n(_ v: Int) -> JSONValue { .int(Int64(v)) }
         return .object([
             ("sessionsAnswered", n(e.sessionsAnswered)), ("live", n(e.sessionsLive)), ("abandoned", n(x.abandoned)),
             ("consentLost", n(x.consentLost)), ("failed", n(x.failed)), ("closed", n(x.closed)),
+            ("patches", .object([("trickles", n(p.trickles)), ("trickledCandidates", n(p.trickledCandidates)), ("restarts", n(p.restarts))])),
             (
                 "http",
                 .object([
@@ -479,10 +480,11 @@ enum ReceiveCommand {
     }
 
     static func endpointText(_ e: WHIPEndpoint, _ r: ReceiverSnapshot) -> String {
-        let h = e.httpStats, x = r.webrtcEndings
+        let h = e.httpStats, x = r.webrtcEndings, p = e.patches
         return
             "WHIP endpoint: \(e.sessionsAnswered) sessions answered, \(e.sessionsLive) live, \(x.closed) closed, \(x.abandoned) abandoned (no ICE), "
-            + "\(x.consentLost) consent lost, \(x.failed) failed; HTTP: \(h.requests) requests, \(h.timedOut) timed out (408), "
+            + "\(x.consentLost) consent lost, \(x.failed) failed; PATCH: \(p.trickles) trickles (\(p.trickledCandidates) candidates), "
+            + "\(p.restarts) ICE restarts; HTTP: \(h.requests) requests, \(h.timedOut) timed out (408), "
             + "\(h.overCapacity) refused over the connection limits (503), \(h.malformed) malformed\n"
     }
 

@@ -31,6 +31,16 @@ public final class WHIPEndpoint: @unchecked Sendable {
     }
     let iceSessions = Locked<[String: ICESession]>([:])
 
+    /// What PATCHes did (RFC 9725 §4.3): trickles taken (204) and the candidates they carried,
+    /// ICE restarts answered (200).
+    public struct Patches: Sendable, Equatable {
+        public var trickles = 0
+        public var trickledCandidates = 0
+        public var restarts = 0
+    }
+    let patchCounts = Locked(Patches())
+    public var patches: Patches { patchCounts.value }
+
     public struct StartError: Error, CustomStringConvertible {
         public var description: String
     }
@@ -62,6 +72,7 @@ public final class WHIPEndpoint: @unchecked Sendable {
     ) throws(StartError) {
         self.receiver = receiver
         let sessions = self.sessions, answered = self.answered, ended = self.ended, iceSessions = self.iceSessions
+        let patchCounts = self.patchCounts
         @Sendable func release(_ gone: [String]) {
             guard !gone.isEmpty else { return }
             sessions.withLock { s in for g in gone { s.remove(g) } }
@@ -103,7 +114,8 @@ public final class WHIPEndpoint: @unchecked Sendable {
                     guard sessions.withLock({ $0.contains(id) }) else {
                         return HTTPResponse(status: 404, text: "the WHIP session has ended\n")
                     }
-                    return Self.patch(r, id: id, iceSessions: iceSessions, receiver: receiver, candidates: candidates)
+                    return Self.patch(
+                        r, id: id, iceSessions: iceSessions, receiver: receiver, candidates: candidates, counts: patchCounts)
                 }
                 response.headers += Self.corsHeaders(r)
                 return response
@@ -248,7 +260,8 @@ public final class WHIPEndpoint: @unchecked Sendable {
     /// ETag, the receive thread told; the same credentials are a trickle (§4.3.2): the
     /// candidates noted, 204 without body or ETag. A malformed fragment is a 400.
     static func patch(
-        _ r: HTTPRequest, id: String, iceSessions: Locked<[String: ICESession]>, receiver: ReceiverEngine, candidates: [ICECandidate]
+        _ r: HTTPRequest, id: String, iceSessions: Locked<[String: ICESession]>, receiver: ReceiverEngine, candidates: [ICECandidate],
+        counts: Locked<Patches>
     ) -> HTTPResponse {
         guard r.header("content-type")?.lowercased().hasPrefix("application/trickle-ice-sdpfrag") == true else {
             return HTTPResponse(status: 415, text: "a PATCH takes Content-Type: application/trickle-ice-sdpfrag\n")
@@ -266,6 +279,10 @@ public final class WHIPEndpoint: @unchecked Sendable {
             }
             guard let u = ufrag, u != s.remoteUfrag else {
                 receiver.addRemoteCandidates(resource: id, remote)
+                counts.withLock {
+                    $0.trickles += 1
+                    $0.trickledCandidates += remote.count
+                }
                 return HTTPResponse(status: 204)
             }
             guard let pwd = password, fragment.credentialsValid else {
@@ -277,6 +294,7 @@ public final class WHIPEndpoint: @unchecked Sendable {
                 resource: id, local: local, remote: .init(ufrag: u, password: pwd), candidates: remote)
             s.remoteUfrag = u
             s.restarts += 1
+            counts.withLock { $0.restarts += 1 }
             s.etag = "\"\(id)-\(s.restarts)\""
             table[id] = s
             // The same ice-lite and the offerer-tagged m-line as the answer (§4.3.3).

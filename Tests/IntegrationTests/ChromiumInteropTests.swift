@@ -201,6 +201,44 @@ struct ChromiumInteropTests {
         #expect(sent > 100 && decoded * 100 >= sent * 95, "Chromium sent \(sent) frames, pubbot decoded \(decoded)")
     }
 
+    /// Chromium publishes into `receive --whip-listen` with trickle ICE and an ICE restart, both
+    /// by PATCH from its page (RFC 9725 §4.3): the offer goes at once and its candidates follow
+    /// in one PATCH (204); at 4 s `restartIce()` and a PATCH with `If-Match: "*"` (200, a new
+    /// ETag) whose fragment Chromium applies as its new answer. Chromium's transport then runs
+    /// on its new credentials, the endpoint counted one trickle and one restart, and pubbot
+    /// decodes ≥ 95 % of the frames Chromium sent.
+    @Test func chromiumTricklesAndRestartsIntoReceive() throws {
+        let receiver = try PeerProcess(Self.binary, ["receive", "--whip-listen", "127.0.0.1:0", "--duration", "60s", "--json"])
+        defer { receiver.stop() }
+        try #require(receiver.wait(for: "/whip (media", micros: 10_000_000), "\(receiver.text)")
+        let url = try #require(receiver.text.split(separator: " ").first { $0.hasPrefix("http") }.map(String.init))
+        let (peer, _) = try start(["publish", url, "--trickle", "--restart-at", "4", "--seconds", "9", "--limit", "60"])
+        defer { peer.stop(grace: 2_000_000) }
+        #expect(peer.wait(for: "\"event\": \"done\"", micros: 40_000_000), "\(peer.text.suffix(800))")
+        let trickle = events(peer, "trickle").first, restart = events(peer, "restart").first
+        #expect(trickle?["status"] as? Int == 204 && (trickle?["candidates"] as? Int ?? 0) >= 1, "\(trickle ?? [:])")
+        #expect(restart?["status"] as? Int == 200 && (restart?["etag"] as? String)?.isEmpty == false, "\(restart ?? [:])")
+        let done = try #require(events(peer, "done").first, "\(peer.text.suffix(800))")
+        #expect(
+            done["iceLocalUsernameFragment"] as? String == restart?["ufrag"] as? String
+                && (done["selectedCandidatePairChanges"] as? Int ?? 0) >= 2,
+            "Chromium's transport after the restart: \(done["iceLocalUsernameFragment"] ?? "") \(done["selectedCandidatePairChanges"] ?? "")"
+        )
+        Clock.sleep(micros: 300_000)
+        kill(receiver.process.processIdentifier, SIGINT)
+        receiver.wait(for: "\"whipEndpoint\"", micros: 5_000_000)
+        let text = receiver.text
+        let summary = try #require(
+            text.firstIndex(of: "{").flatMap { try? JSONSerialization.jsonObject(with: Data(text[$0...].utf8)) as? [String: Any] })
+        let patches = (summary["whipEndpoint"] as? [String: Any])?["patches"] as? [String: Any] ?? [:]
+        #expect(patches["trickles"] as? Int == 1 && patches["restarts"] as? Int == 1, "\(patches)")
+        let video = try #require((done["outbound"] as? [[String: Any]] ?? []).first { $0["kind"] as? String == "video" }, "\(done)")
+        let sent = video["framesSent"] as? Int ?? 0
+        let received = summary["streams"] as? [[String: Any]] ?? []
+        let decoded = received.first { $0["ssrc"] as? Int == video["ssrc"] as? Int }?["framesDecoded"] as? Int ?? 0
+        #expect(sent > 100 && decoded * 100 >= sent * 95, "Chromium sent \(sent) frames, pubbot decoded \(decoded)")
+    }
+
     /// Chromium publishes q/h/f simulcast in H.264 (OpenH264 per layer), VP9 and AV1 (one
     /// `L1T1` scalability mode per encoding: without one libwebrtc sends VP9/AV1 as one SVC
     /// stream) into `receive --whip-listen`: pubbot decodes every layer frame for frame at its

@@ -10,11 +10,12 @@ one JSON line each. Chromium's own getStats() is the count.
       to one encoding) → 201 with the answer and Location /whip/N. Every second the page reports
       inbound-rtp/candidate-pair stats: {"event": "stats", "session": N, ...}; at DELETE one
       final line {"event": "final", ...}.
-  chromium_peer.py publish URL [--simulcast] [--codec NAME] [--seconds S] [--limit S] [--trust-cert PEM]
+  chromium_peer.py publish URL [--simulcast] [--codec NAME] [--seconds S] [--limit S] [--trust-cert PEM] [--trickle] [--restart-at S]
       Chromium publishes its fake camera and microphone (30 fps) by WHIP to URL — q/h/f simulcast
       (scaleResolutionDownBy 4/2/1) with --simulcast — by fetch() from the page, i.e. from another
       origin than URL's (CORS); --codec puts that video codec first in its offer
-      (setCodecPreferences). Every second: {"event": "stats", "layers": {rid: {...}},
+      (setCodecPreferences); --trickle offers at once and PATCHes its candidates after the 201
+      ({"event": "trickle", "status"}), --restart-at S restarts ICE by PATCH ({"event": "restart"}). Every second: {"event": "stats", "layers": {rid: {...}},
       "availableOutgoingBitrate": …}; after S seconds it DELETEs and prints {"event": "done"}.
   Every inbound/outbound entry names its codec ("codec": "video/H264 level-asymmetry-allowed=1;…").
   chromium_peer.py endpoint (also) serves WHEP: POST /whep with a recvonly offer → Chromium answers
@@ -34,6 +35,8 @@ args.add_argument("url", nargs="?")
 args.add_argument("--simulcast", action="store_true")
 args.add_argument("--codec", help="publish: the video codec Chromium puts first (VP8, H264, VP9, AV1)")
 args.add_argument("--seconds", type=float, default=10)
+args.add_argument("--trickle", action="store_true", help="publish: offer at once, trickle the candidates in one PATCH after the 201")
+args.add_argument("--restart-at", type=float, help="publish: an ICE restart by PATCH this many seconds after the 201")
 args.add_argument("--limit", type=float, default=120)
 args.add_argument("--end-on-stdin-eof", action="store_true", help="stop the browser and exit when stdin closes (PeerProcess)")
 args.add_argument("--field-trials", help="libwebrtc field trials (--force-fieldtrials), e.g. WebRTC-DependencyDescriptorAdvertised/Enabled/")
@@ -172,7 +175,8 @@ port = server.server_address[1]
 print("LISTENING %d" % port, flush=True)
 threading.Thread(target=server.serve_forever, daemon=True).start()
 if opts.mode == "publish":
-    jobs.put({"type": "publish", "url": opts.url, "simulcast": opts.simulcast, "seconds": opts.seconds, "codec": opts.codec})
+    jobs.put({"type": "publish", "url": opts.url, "simulcast": opts.simulcast, "seconds": opts.seconds, "codec": opts.codec,
+              "trickle": opts.trickle, "restartAt": opts.restart_at})
 
 profile = tempfile.mkdtemp(prefix="pubbot-chromium-")
 flags = ["--headless=new", "--disable-gpu", "--user-data-dir=" + profile, "--use-fake-ui-for-media-stream",
