@@ -467,7 +467,10 @@ enum ReceiveCommand {
         return .object([
             ("sessionsAnswered", n(e.sessionsAnswered)), ("live", n(e.sessionsLive)), ("abandoned", n(x.abandoned)),
             ("consentLost", n(x.consentLost)), ("failed", n(x.failed)), ("closed", n(x.closed)),
-            ("patches", .object([("trickles", n(p.trickles)), ("trickledCandidates", n(p.trickledCandidates)), ("restarts", n(p.restarts))])),
+            (
+                "patches",
+                .object([("trickles", n(p.trickles)), ("trickledCandidates", n(p.trickledCandidates)), ("restarts", n(p.restarts))])
+            ),
             (
                 "http",
                 .object([

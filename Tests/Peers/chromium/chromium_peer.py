@@ -9,7 +9,9 @@ one JSON line each. Chromium's own getStats() is the count.
       (recvonly; Chromium refuses rid simulcast as an answerer, so a simulcast publisher falls back
       to one encoding) → 201 with the answer and Location /whip/N. Every second the page reports
       inbound-rtp/candidate-pair stats: {"event": "stats", "session": N, ...}; at DELETE one
-      final line {"event": "final", ...}.
+      final line {"event": "final", ...}. PATCH /whip/N (RFC 9725 §4.3): a trickle goes to the page's
+      addIceCandidate ({"event": "trickled", "added", "failed"}); an ICE restart is the stored offer
+      with the new credentials, answered by Chromium (200 with its new ones, a new ETag).
   chromium_peer.py publish URL [--simulcast] [--codec NAME] [--seconds S] [--limit S] [--trust-cert PEM] [--trickle] [--restart-at S]
       Chromium publishes its fake camera and microphone (30 fps) by WHIP to URL — q/h/f simulcast
       (scaleResolutionDownBy 4/2/1) with --simulcast — by fetch() from the page, i.e. from another
@@ -52,6 +54,9 @@ if chromium is None:
 
 jobs = queue.Queue()
 answers = {}          # session → answer SDP (filled by the page)
+offers = {}           # session → the offer it answered (a restart renews it)
+etags = {}            # session → its ICE session's entity-tag (RFC 9725 §4.3.1)
+ufrags = {}           # session → the client's current ICE ufrag
 answer_ready = {}     # session → threading.Event
 state = {"sessions": 0, "ready": False}
 lock = threading.Lock()
@@ -149,11 +154,69 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 state["sessions"] += 1
                 n = state["sessions"]
             answer_ready[n] = threading.Event()
-            jobs.put({"type": "answer", "session": n, "offer": body.decode(), "send": self.path == "/whep"})
+            offers[n], etags[n] = body.decode(), '"%d"' % n
+            ufrags[n] = next((l[12:] for l in offers[n].splitlines() if l.startswith("a=ice-ufrag:")), None)
+            jobs.put({"type": "answer", "session": n, "offer": offers[n], "send": self.path == "/whep"})
             if not answer_ready[n].wait(15) or answers.get(n, "").startswith("ERROR"):
                 return self.reply(500, ("Chromium did not answer: " + answers.get(n, "timeout")).encode())
-            return self.reply(201, answers[n].encode(), [("Location", "%s/%d" % (self.path, n)), ("ETag", '"%d"' % n)], "application/sdp")
+            return self.reply(201, answers[n].encode(), [("Location", "%s/%d" % (self.path, n)), ("ETag", etags[n])], "application/sdp")
         return self.reply(404)
+
+    def do_PATCH(self):
+        """RFC 9725 §4.3: a trickle (the same ufrag, If-Match the ETag) goes to the page's
+        addIceCandidate, 204; an ICE restart (a new ufrag, If-Match "*") is the stored offer with
+        the new credentials and candidates, answered by Chromium (an answerer cannot restartIce()
+        itself), 200 with its new credentials and candidates and a new ETag."""
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0"))).decode(errors="replace")
+        try:
+            n = int(self.path.split("/")[-1])
+        except ValueError:
+            return self.reply(404)
+        if not (self.path.startswith("/whip/") or self.path.startswith("/whep/")) or n not in offers:
+            return self.reply(404)
+        if not (self.headers.get("Content-Type") or "").startswith("application/trickle-ice-sdpfrag"):
+            return self.reply(415)
+        match = self.headers.get("If-Match")
+        if match is None:
+            return self.reply(428)
+        lines = body.replace("\r\n", "\n").split("\n")
+        ufrag = next((l[12:] for l in lines if l.startswith("a=ice-ufrag:")), None)
+        pwd = next((l[10:] for l in lines if l.startswith("a=ice-pwd:")), None)
+        mid = next((l[6:] for l in lines if l.startswith("a=mid:")), "0")
+        cands = [l[2:] for l in lines if l.startswith("a=candidate:")]
+        restart = ufrag is not None and ufrag != ufrags[n]
+        if restart and match not in ("*", '"*"') or not restart and match != etags[n]:
+            return self.reply(412)
+        if not restart:
+            jobs.put({"type": "trickle", "session": n, "candidates": cands, "mid": mid, "ufrag": ufrags[n], "end": "a=end-of-candidates" in lines})
+            return self.reply(204)
+        offer = []
+        for l in offers[n].replace("\r\n", "\n").split("\n"):
+            if l.startswith("a=candidate:") or l.startswith("a=end-of-candidates"):
+                continue
+            if l.startswith("a=ice-ufrag:"):
+                l = "a=ice-ufrag:" + ufrag
+            elif l.startswith("a=ice-pwd:"):
+                l = "a=ice-pwd:" + (pwd or "")
+            if l:
+                offer.append(l)
+            if l.startswith("m="):
+                offer += ["a=" + c for c in cands]
+        offers[n], ufrags[n] = "\r\n".join(offer) + "\r\n", ufrag
+        answer_ready[n] = threading.Event()
+        answers.pop(n, None)
+        jobs.put({"type": "restart", "session": n, "offer": offers[n]})
+        if not answer_ready[n].wait(15) or answers.get(n, "").startswith("ERROR"):
+            return self.reply(500, ("Chromium did not answer the restart: " + answers.get(n, "timeout")).encode())
+        answer = answers[n].replace("\r\n", "\n").split("\n")
+        first = answer.index(next(l for l in answer if l.startswith("m=")))
+        frag = [next(l for l in answer if l.startswith("a=ice-ufrag:")), next(l for l in answer if l.startswith("a=ice-pwd:"))]
+        section = answer[first + 1:]
+        section = section[:next((i for i, l in enumerate(section) if l.startswith("m=")), len(section))]
+        frag += [l for l in section if l.startswith("a=candidate:")] + ["a=end-of-candidates"]
+        etags[n] = '"%d-%s"' % (n, ufrag)
+        emit({"event": "restarted", "session": n})
+        return self.reply(200, ("\r\n".join(frag) + "\r\n").encode(), [("ETag", etags[n])], "application/trickle-ice-sdpfrag")
 
     def do_DELETE(self):
         if self.path.startswith("/whip/") or self.path.startswith("/whep/"):
@@ -162,7 +225,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return self.reply(404)
 
     def do_OPTIONS(self):
-        self.reply(204, headers=[("Access-Control-Allow-Methods", "POST, DELETE"), ("Access-Control-Allow-Headers", "Content-Type, Authorization")])
+        self.reply(204, headers=[("Access-Control-Allow-Methods", "POST, PATCH, DELETE"), ("Access-Control-Allow-Headers", "Content-Type, Authorization")])
 
 
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
