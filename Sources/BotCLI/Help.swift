@@ -167,6 +167,9 @@ enum Help {
         whose ICE has not connected 15 s after the answer, or whose publisher stops its consent
         checks for 30 s, is closed and its slot freed. The HTTP server serves every connection at
         once: 10 s for a whole request (408), 512 connections, 64 per source address (503).
+        HOST is IPv4 or IPv6 in brackets: [::1], or [::] for both families (one dual-stack
+        socket; the answer offers every usable address of each, IPv6 first). PATCH takes trickled
+        candidates (204) and ICE restarts (200, a new ETag); the summary counts them.
 
         With --whep URL it is a WHEP subscriber (draft-ietf-wish-whep) to a media server: it POSTs
         a recvonly offer, follows the server's answer (its payload types, extension IDs and RTX
@@ -180,6 +183,7 @@ enum Help {
         Options:
           --listen HOST:PORT        where to listen (SDES), e.g. 127.0.0.1:5004
           --whip-listen HOST:PORT   serve WHIP (HTTP) and WebRTC media (UDP) on HOST:PORT
+                                    (0.0.0.0:8080, [::]:8080, [::1]:0, …)
           --tls-cert FILE           with --whip-listen: serve HTTPS (TLS 1.2+, OpenSSL) with this
           --tls-key FILE            certificate chain and key (PEM); without them a --token on
                                     an address other hosts reach is a warning (sent in clear)
