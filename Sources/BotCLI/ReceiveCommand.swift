@@ -22,7 +22,7 @@ enum ReceiveCommand {
         "no-decode": .flag, "max-publishers": .value, "decode-publishers": .value,
         "whip-listen": .value, "token": .value, "whep": .value, "ice-interface": .value, "strict": .flag,
         "ice-server": .repeated, "turn-username": .value, "turn-credential": .value, "ice-restart-at": .repeated,
-        "tls-cert": .value, "tls-key": .value, "ca-file": .value, "ice-recover-after": .value
+        "tls-cert": .value, "tls-key": .value, "ca-file": .value, "ice-recover-after": .value, "ice-policy": .value
     ])
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
@@ -135,6 +135,27 @@ enum ReceiveCommand {
             var w = WHIPOptions(endpoint: url, token: o.value("token") ?? env("PUBBOT_WHEP_TOKEN"))
             w.interface = o.value("ice-interface")
             w.strict = o.has("strict")
+            // The subscriber's own STUN/TURN servers: asked from the receive socket before the
+            // offer (server-reflexive candidates; a relayed one over UDP TURN, RFC 8656).
+            for text in o.all("ice-server") {
+                do { w.iceServers.append(try ICEServerURL.parse(text)) } catch { throw UsageError("invalid --ice-server \(error)") }
+            }
+            w.turnUsername = o.value("turn-username")
+            w.turnCredential = o.value("turn-credential") ?? env("PUBBOT_TURN_CREDENTIAL")
+            if let p = o.value("ice-policy") {
+                guard let policy = WHIPOptions.Policy(rawValue: p), policy == .all || policy == .relay else {
+                    throw UsageError("invalid --ice-policy '\(p)' for --whep (all or relay)")
+                }
+                w.policy = policy
+            }
+            let turn = w.iceServers.filter(\.isTURN)
+            if !turn.isEmpty && (w.turnUsername == nil || w.turnCredential == nil) {
+                throw UsageError("a turn: --ice-server needs --turn-username and --turn-credential (or PUBBOT_TURN_CREDENTIAL)")
+            }
+            if turn.contains(where: { $0.transport != .udp }) {
+                throw UsageError("--whep relays over UDP TURN only (turn:HOST:PORT), not TCP or TLS")
+            }
+            if w.policy == .relay && turn.isEmpty { throw UsageError("--ice-policy relay needs a --ice-server turn:HOST:PORT") }
             return (.whep(w), .random(suite: .gcm), "0.0.0.0:0") // WHEPReceiver.open binds toward the server
         }
         if o.value("ice-interface") != nil { throw UsageError("--ice-interface needs --whep URL") }
@@ -164,8 +185,9 @@ enum ReceiveCommand {
             )
         }
         for flag in ["ice-server", "turn-username", "turn-credential"] where o.value(flag) != nil {
-            throw UsageError("--\(flag) needs --whip-listen HOST:PORT (the servers it announces to publishers)")
+            throw UsageError("--\(flag) needs --whip-listen HOST:PORT (the servers it announces) or --whep URL (the subscriber's own)")
         }
+        if o.value("ice-policy") != nil { throw UsageError("--ice-policy needs --whep URL") }
         if o.value("token") != nil { throw UsageError("--token needs --whip-listen HOST:PORT or --whep URL") }
         guard let path = o.value("sdp") else {
             guard o.value("key") != nil else { throw UsageError("missing --key B64 or --sdp FILE (the publisher's SRTP key)") }
@@ -428,7 +450,8 @@ enum ReceiveCommand {
                 whepConnected = true
                 Output.endProgress()
                 Output.err(
-                    "connected: ICE \(t.transport?.iceMillis.map { Units.fixed($0, 1) } ?? "?") ms (\(t.transport?.iceRole.rawValue ?? "?")), DTLS \(t.transport?.dtlsMillis.map { Units.fixed($0, 1) } ?? "?") ms, \(t.transport?.srtpCipher ?? "?"), server \(t.remote ?? "?")\n"
+                    "connected: ICE \(t.transport?.iceMillis.map { Units.fixed($0, 1) } ?? "?") ms (\(t.transport?.iceRole.rawValue ?? "?")), DTLS \(t.transport?.dtlsMillis.map { Units.fixed($0, 1) } ?? "?") ms, \(t.transport?.srtpCipher ?? "?"), server \(t.remote ?? "?")"
+                        + (t.transport?.localCandidateType.map { " from \($0) \(t.transport?.localAddress ?? "?")" } ?? "") + "\n"
                 )
             }
             return true
@@ -497,6 +520,14 @@ enum ReceiveCommand {
         func ms(_ v: Double?) -> JSONValue { v.map { .double(($0 * 10).rounded() / 10) } ?? .null }
         let restarts = JSONValue.int(Int64(t?.transport?.iceRestarts ?? 0))
         let recovery: JSONValue = t?.transport?.lastRestartRecoveryMicros.map { .int($0 / 1000) } ?? .null
+        func text(_ v: String?) -> JSONValue { v.map { .string($0) } ?? .null }
+        var pair = JSONValue.null
+        if let x = t?.transport {
+            pair = .object([
+                ("localCandidateType", text(x.localCandidateType)), ("localAddress", text(x.localAddress)),
+                ("remoteCandidateType", text(x.remoteCandidateType)), ("remoteAddress", text(x.remoteAddress))
+            ])
+        }
         return .object(
             [
                 ("resource", .string(SignalingClient.redacted(w.resource.resourceURL))),
@@ -505,6 +536,7 @@ enum ReceiveCommand {
                 ("state", .string(t?.state.rawValue ?? "new")), ("failure", t?.failure.map { .string($0.reason) } ?? .null),
                 ("failureLayer", t?.failure.map { .string($0.layer.rawValue) } ?? .null),
                 ("server", t?.remote.map { .string($0) } ?? .null),
+                ("selectedCandidatePair", pair),
                 ("iceRole", (t?.transport?.iceRole).map { .string($0.rawValue) } ?? .null), ("iceDurationMs", ms(t?.transport?.iceMillis)),
                 ("dtlsDurationMs", ms(t?.transport?.dtlsMillis)),
                 ("srtpCipher", t?.transport?.srtpCipher.map { .string($0) } ?? .null),

@@ -2,12 +2,16 @@ import Net
 import SRTP
 import Congestion
 import RTPCore
+import WebRTC
 
 /// One publisher as the receiver sees it: a source address with its own transport-wide
 /// sequence space (transport-cc feedback), report, NACK and PLI timers and streams.
 final class PeerSession {
     let index: Int
     var address: SocketAddress
+    /// The transport whose TURN relay the selected pair runs through: feedback goes wrapped for
+    /// the TURN server (RFC 8656 §11, §12).
+    var relay: WebRTCTransport?
     var order: [UInt32] = []
     /// Its video streams (what the NACK tick looks at), in `order`'s order.
     var videoStreams: [ReceiveStream] = []

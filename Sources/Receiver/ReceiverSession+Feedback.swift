@@ -3,6 +3,7 @@ import SRTP
 import Stats
 import RTPCore
 import Congestion
+import ICE
 
 /// The router's feedback to each publisher: transport-cc, NACK and the frame-release tick, PLI,
 /// receiver reports and REMB, due on each publisher's own timers (a `DeadlineHeap` of them),
@@ -114,14 +115,28 @@ extension ReceiverSession {
             snap.lastError = "rtcp: \(error)"
             return false
         }
+        let n: Int
         do {
-            let n = try (peer.srtpOut ?? srtpOut).protectRTCP(slot.baseAddress!, length: w.count, capacity: PacketBatch.slotSize)
-            outBytes.append(contentsOf: UnsafeRawBufferPointer(start: slot.baseAddress, count: n))
+            n = try (peer.srtpOut ?? srtpOut).protectRTCP(slot.baseAddress!, length: w.count, capacity: PacketBatch.slotSize)
         } catch {
             snap.lastError = "rtcp protect: \(error)"
             return false
         }
-        outPackets.append((outBytes.count, peer.address))
+        // Through a TURN relay: to the server, in ChannelData or a Send indication (a permission
+        // or channel request first when one is due).
+        if let t = peer.relay, let turn = t.turn, let remote = STUNAddress(peer.address), let server = SocketAddress(turn.server) {
+            let bytes = [UInt8](UnsafeRawBufferPointer(start: slot.baseAddress, count: n))
+            guard let wrapped = turn.send(bytes, to: remote) else { return false }
+            while let x = turn.pollTransmit() {
+                outBytes.append(contentsOf: x.bytes)
+                outPackets.append((outBytes.count, server))
+            }
+            outBytes.append(contentsOf: wrapped)
+            outPackets.append((outBytes.count, server))
+        } else {
+            outBytes.append(contentsOf: UnsafeRawBufferPointer(start: slot.baseAddress, count: n))
+            outPackets.append((outBytes.count, peer.address))
+        }
         snap.rtcpSent += 1
         return true
     }

@@ -79,6 +79,12 @@ public struct WebRTCPublisherSpec: Sendable, Equatable {
     /// receiver report and SDES (RFC 3550 §6.1) — Janus drops a NACK that travels alone.
     public var reducedSizeRTCP = true
     public var feedback = NegotiatedFeedback()
+    /// A WHEP subscriber's TURN allocation (made by its driver on the receive socket before the
+    /// offer): its relayed address is a local candidate, checks and media through it are
+    /// wrapped for the server (RFC 8656), and what the server relays is unwrapped.
+    public var relay: TURNRelay?
+    /// Only the relayed candidate is checked from (`--ice-policy relay`).
+    public var relayOnly = false
 
     public init(
         resource: String, localUfrag: String, localPassword: String, remoteUfrag: String, remotePassword: String,
@@ -96,6 +102,14 @@ public struct WebRTCPublisherSpec: Sendable, Equatable {
         self.rtxPayloadTypes = rtxPayloadTypes
         self.extensions = extensions
     }
+}
+
+/// A TURN allocation handed from the set-up driver to the receive thread (once; only that thread
+/// uses it after).
+public final class TURNRelay: @unchecked Sendable, Equatable {
+    public let client: TURNClient
+    public init(_ client: TURNClient) { self.client = client }
+    public static func == (a: TURNRelay, b: TURNRelay) -> Bool { a === b }
 }
 
 /// How the WebRTC sessions the receiver held ended, by cause: their slots are free again.
@@ -171,13 +185,25 @@ extension ReceiverSession {
             role: spec.offerer ? .controlling : .controlled, local: .init(ufrag: spec.localUfrag, password: spec.localPassword),
             remote: .init(ufrag: spec.remoteUfrag, password: spec.remotePassword), tieBreaker: seed, lite: !spec.offerer, seed: seed,
             hmacSHA1: { Crypto.hmacSHA1(key: $0, data: $1) })
-        for l in w.locals { ice.addLocal(.host(l)) }
+        if !spec.relayOnly { for l in w.locals { ice.addLocal(.host(l)) } }
+        let turn = spec.relay?.client
+        if let turn, let relay = turn.relay {
+            ice.addLocal(
+                ICECandidate(
+                    foundation: "relay" + String(relay.port), priority: ICECandidate.priority(kind: .relay), address: relay, kind: .relay,
+                    relatedAddress: turn.mapped))
+        }
         for r in spec.remoteCandidates where w.reaches(r) { ice.addRemote(r) }
         do {
             let dtls = try DTLSEndpoint(
                 role: spec.offerer && spec.dtlsServer ? .server : .client, certificate: w.certificate,
                 remoteFingerprint: spec.remoteFingerprint)
-            let peer = WebRTCPeer(spec: spec, transport: WebRTCTransport(ice: ice, dtls: dtls), now: now)
+            let peer = WebRTCPeer(spec: spec, transport: WebRTCTransport(ice: ice, dtls: dtls, turn: turn), now: now)
+            // What the TURN server relays comes from it: the session is known by its address.
+            if let turn, let server = SocketAddress(turn.server) {
+                for r in ice.remoteCandidates { turn.permit(r.address) }
+                rtcByAddress[server] = peer
+            }
             rtcPending[spec.localUfrag] = peer
             rtcPeers.append(peer)
             // Answers to our checks carry no USERNAME: known by the candidates' addresses.
@@ -331,9 +357,15 @@ extension ReceiverSession {
             }
         }
         guard let peer else { snap.rejected.unknownSource += 1; return }
-        _ = peer.transport.handle(bytes, from: source, to: w.local(toward: source), now: now)
+        let media = peer.transport.handle(bytes, from: source, to: w.local(toward: source), now: now)
         peer.transportWake = 0
         after(peer, now: now)
+        // Media the TURN server relayed (RFC 8656 §11.6, §12.4), unwrapped: SRTP or SRTCP from the
+        // selected remote, handled as if it came from there (it fits where it came).
+        if let m = media, let first = m.first, (128...191).contains(first), m.count <= length, let session = peer.peer {
+            m.withUnsafeBytes { p.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+            handle(p, length: m.count, now: now, wall: now + wallOffsetMicros, from: session.address)
+        }
     }
 
     func after(_ peer: WebRTCPeer, now: Int64) {
@@ -356,6 +388,7 @@ extension ReceiverSession {
                     session.rtxToMedia = peer.spec.rtxToMedia
                     session.reducedSizeRTCP = peer.spec.reducedSizeRTCP
                     session.negotiated = peer.spec.feedback
+                    session.relay = peer.transport.isRelayed ? peer.transport : nil
                     peers.append(session)
                     peerIndex[address] = session.index
                     peer.peer = session
@@ -375,6 +408,7 @@ extension ReceiverSession {
                 peerIndex[address] = session.index
                 rtcByAddress[address] = peer
                 session.address = address
+                session.relay = peer.transport.isRelayed ? peer.transport : nil
                 peer.state.remote = remote.description
             }
         }

@@ -298,7 +298,8 @@ public final class ReceiverSession {
         } else {
             guard len > 0, let from else { snap.rejected.notRTP += 1; return }
             let first = bytes[0]
-            if first <= 3 || (20...63).contains(first) { handleTransportDatagram(p, length: len, from: from, now: now); return }
+            // RFC 7983: STUN 0–3, DTLS 20–63 and TURN ChannelData 64–79 belong to the transport.
+            if first <= 3 || (20...79).contains(first) { handleTransportDatagram(p, length: len, from: from, now: now); return }
             guard let w = rtcByAddress[from], let peer = w.peer, let s = w.srtpIn else { snap.rejected.unknownSource += 1; return }
             known = peer
             inbound = s

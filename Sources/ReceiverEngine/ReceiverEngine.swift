@@ -83,14 +83,20 @@ public final class ReceiverEngine: Sendable {
 
     public typealias StartError = EngineSetupError
 
-    public init(config: ReceiverConfig) throws(StartError) {
+    /// - Parameter socket: one already bound (a WHEP subscriber's, on which its driver gathered
+    ///   and allocated a TURN relay); nil: one bound to `config.listen`.
+    public init(config: ReceiverConfig, socket given: UDPSocket? = nil) throws(StartError) {
         var config = config
         let socket: UDPSocket
         // 32 MB (doubled by the kernel; SO_RCVBUFFORCE as root): a fleet of 500 publishers on a
         // machine with no idle CPU overflowed 8 MB while the scheduler kept this thread off the
         // core (13 812 datagrams in 20 s). The datagrams' arrival times are the kernel's
         // (SO_TIMESTAMPNS), so time spent in the buffer does not bend the delays reported.
-        do { socket = try UDPSocket(bind: config.listen, receiveBuffer: 32 << 20) } catch { throw .socket(error) }
+        if let given {
+            socket = given
+        } else {
+            do { socket = try UDPSocket(bind: config.listen, receiveBuffer: 32 << 20) } catch { throw .socket(error) }
+        }
         // Port 0 asked the kernel for one: the ICE candidate carries the port it gave.
         if config.webrtc?.local.port == 0 { config.webrtc?.setPort(UInt16(socket.localAddress.port)) }
         // One thread for every publisher: step on their deadlines, not every 10 ms for all.

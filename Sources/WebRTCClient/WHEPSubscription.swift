@@ -24,14 +24,17 @@ public final class WHEPSubscription: @unchecked Sendable {
 
     /// Offers `local` (the receiver's bound socket) as the one host candidate; blocks for the HTTP
     /// exchange (≤ 10 s, one retry after a 429/503 Retry-After).
+    ///   - gathered: what the driver gathered on the socket (`WHIPConnection.gather`: server-reflexive
+    ///     candidates, a TURN relay); nil: the host candidate alone.
     public static func open(
         _ options: WHIPOptions, local: STUNAddress, certificate: DTLSCertificate, audio: Bool = true, video: Bool = true,
-        sleep: (Int64) -> Void
+        gathered: (candidates: [ICECandidate], turn: TURNClient?)? = nil, sleep: (Int64) -> Void
     ) throws(WHIPConnectError) -> WHEPSubscription {
         let credentials = ICEAgent.Credentials(random: SecureRandom.bytes(32))
+        let candidates = gathered?.candidates ?? [.host(local)]
         var offer = WHIPOffer(
             iceUfrag: credentials.ufrag, icePassword: credentials.password, fingerprint: certificate.sdpFingerprint,
-            candidates: [.host(local)])
+            candidates: candidates)
         offer.direction = .receive
         offer.audio = audio
         offer.receiveVideo = video
@@ -64,6 +67,7 @@ public final class WHEPSubscription: @unchecked Sendable {
         guard !remotes.isEmpty else {
             throw refuse("the answer has no ICE candidate pubbot can reach from \(local.ipText) (trickle ICE by PATCH is not supported)")
         }
+        if let turn = gathered?.turn, options.policy != .relay { turn.permit(remotes[0].address) }
         // One extension numbering for the bundle: a server uses the same IDs on every section
         // (RFC 8285 §6 forbids one ID meaning two URIs in a bundle).
         var ext: [String: Int] = [:]
@@ -74,7 +78,9 @@ public final class WHEPSubscription: @unchecked Sendable {
             audioPayloadTypes: a.map { [$0.payloadType] } ?? [], videoPayloadTypes: v.map { [$0.payloadType] } ?? [],
             rtxPayloadTypes: v?.rtxPayloadType.map { [$0] } ?? [], extensions: RTPExtensionIDs(negotiated: ext))
         spec.offerer = true
-        spec.localCandidates = [.host(local)]
+        spec.localCandidates = candidates
+        spec.relay = gathered?.turn.map(TURNRelay.init)
+        spec.relayOnly = options.policy == .relay
         spec.dtlsServer = n.dtlsServer
         spec.remoteCandidates = remotes
         spec.rtxToMedia = v?.rtxSSRCs ?? [:]
@@ -94,6 +100,11 @@ public final class WHEPSubscription: @unchecked Sendable {
         ].compactMap { $0 }
         summary.append(("feedback", kinds.isEmpty ? "none negotiated (receiver reports only)" : kinds.joined(separator: ", ")))
         summary.append(("rtcp", spec.reducedSizeRTCP ? "reduced-size (RFC 5506)" : "compound"))
+        if let turn = gathered?.turn, let relay = turn.relay {
+            summary.append(("relay", "\(relay) via TURN \(turn.server)" + (options.policy == .relay ? " (icePolicy relay)" : "")))
+        }
+        let reflexive = candidates.filter { $0.kind == .srflx }.map(\.address.description)
+        if !reflexive.isEmpty { summary.append(("srflx", reflexive.joined(separator: ", "))) }
         summary.append(("iceLite", n.iceLite ? "yes" : "no"))
         summary.append(("dtlsRole", n.dtlsServer ? "server (answer setup:active)" : "client (answer setup:passive)"))
         return WHEPSubscription(resource: resource, negotiated: n, spec: spec, summary: summary, token: options.token)

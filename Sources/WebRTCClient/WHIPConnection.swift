@@ -299,7 +299,7 @@ public final class WHIPConnection: @unchecked Sendable {
 
     /// This socket's candidates: the host one, server-reflexive ones from the STUN servers, and a
     /// relayed one from the first TURN server that allocates (RFC 8656) — as the policy allows.
-    static func gather(
+    public static func gather(
         _ options: WHIPOptions, socket: UDPSocket, local: STUNAddress
     ) throws(WHIPConnectError) -> (candidates: [ICECandidate], turn: TURNClient?, turnTCP: (any TURNStream)?, turnFailures: [String]) {
         var candidates = [ICECandidate.host(local)]

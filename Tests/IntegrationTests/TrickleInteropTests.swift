@@ -76,3 +76,58 @@ import Testing
         #expect(!r.err.contains("s3cret") && !r.out.contains("s3cret"))
     }
 }
+
+/// The WHEP subscriber's own networks (`receive --whep --ice-server … [--ice-policy relay]`):
+/// STUN and TURN asked from the receive socket before the offer, the relayed candidate offered
+/// and checked from, media and feedback through coturn.
+@Suite(.serialized) struct WHEPNetworksTests {
+    /// From pion's fan-out through coturn only: the selected pair's local side is the relay,
+    /// every packet pion wrote arrives, none lost, the video decodes; the TURN credential is
+    /// printed nowhere. A wrong credential: one error, exit 2.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: pionEndpoint), "no pion endpoint (scripts/setup builds it)"))
+    func aWHEPSubscriberThroughItsRelay() throws {
+        let turn = try TURNInteropTests.Rig()
+        defer { turn.server.stop() }
+        let (pion, port) = try startPion(["-limit", "60", "-forward-rid", "q"])
+        defer { pion.stop() }
+        let publisher = try PeerProcess(
+            WHIPInteropTests.binary, ["publish", "--whip", "http://127.0.0.1:\(port)/whip", "--duration", "14s", "--no-congestion-control"])
+        defer { publisher.stop(grace: 3_000_000) }
+        try #require(pion.wait(for: "\"rid\":\"q\"", micros: 8_000_000), "\(pion.text) \(publisher.text)")
+        let r = try runPubbot(
+            WHIPInteropTests.binary,
+            ["receive", "--whep", "http://127.0.0.1:\(port)/whep", "--duration", "5s", "--ice-policy", "relay", "--json"]
+                + TrickleInteropTests.turnFlags(turn))
+        #expect(r.code == 0, "\(r.err)")
+        #expect(!(r.out + r.err).contains("s3cret"))
+        try #require(pion.wait(for: "\"event\":\"whep-stats\"", micros: 5_000_000), "no DELETE reached pion: \(pion.text)")
+        let written = pion.text.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        .first { $0["event"] as? String == "whep-stats" }
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any], "\(r.out)")
+        let whep = summary["whep"] as? [String: Any] ?? [:]
+        let pair = whep["selectedCandidatePair"] as? [String: Any] ?? [:]
+        #expect(pair["localCandidateType"] as? String == "relay", "\(whep)")
+        #expect((whep["relay"] as? String ?? "").contains("via TURN 127.0.0.1:\(turn.port)"), "\(whep)")
+        for kind in ["audio", "video"] {
+            let s = try #require((summary["streams"] as? [[String: Any]] ?? []).first { $0["kind"] as? String == kind }, "\(r.out)")
+            let sent = written?[kind] as? Int ?? 0, got = s["packetsReceived"] as? Int ?? 0
+            #expect(
+                sent > 100 && got <= sent && got * 100 >= sent * 97, "\(kind): pion wrote \(sent), pubbot received \(got) through the relay"
+            )
+            #expect(s["packetsLost"] as? Int == 0, "\(kind): \(s)")
+        }
+        let video = (summary["streams"] as? [[String: Any]] ?? []).first { $0["kind"] as? String == "video" }
+        #expect((video?["framesDecoded"] as? Int ?? 0) >= 100, "\(video ?? [:])")
+
+        let wrong = try runPubbot(
+            WHIPInteropTests.binary,
+            [
+                "receive", "--whep", "http://127.0.0.1:\(port)/whep", "--duration", "3s", "--ice-policy", "relay", "--ice-server",
+                "turn:127.0.0.1:\(turn.port)", "--turn-username", "bot", "--turn-credential", "wrong-one"
+            ])
+        let errors = wrong.err.split(separator: "\n").filter { $0.hasPrefix("Error:") }
+        #expect(wrong.code == 2 && errors.count == 1 && !wrong.err.contains("wrong-one"), "\(wrong.code) \(wrong.err)")
+    }
+}
