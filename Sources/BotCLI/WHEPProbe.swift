@@ -46,7 +46,7 @@ enum WHEPReceiver {
         let receiver: ReceiverEngine
         do { receiver = try ReceiverEngine(config: rc, socket: socket) } catch { throw WHIPConnectError("\(error)") }
         let subscription = try WHEPSubscription.open(
-            options, local: base, certificate: certificate, gathered: gathered, sleep: { Clock.sleep(micros: $0) })
+            options, local: base, certificate: certificate, gathered: gathered, socket: socket, sleep: { Clock.sleep(micros: $0) })
         receiver.start()
         receiver.addPublisher(subscription.spec)
         return (receiver, subscription)

@@ -1,7 +1,7 @@
 public import HTTPSignaling
 public import Signalling
 public import DTLS
-import Transport
+public import Transport
 public import ReceiverEngine
 import RTPCore
 public import ICE
@@ -26,12 +26,14 @@ public final class WHEPSubscription: @unchecked Sendable {
     /// exchange (≤ 10 s, one retry after a 429/503 Retry-After).
     ///   - gathered: what the driver gathered on the socket (`WHIPConnection.gather`: server-reflexive
     ///     candidates, a TURN relay); nil: the host candidate alone.
+    ///   - socket: the receive socket, not yet read by its thread: the STUN/TURN servers the 201
+    ///     announces (RFC 9725 §4.6) are asked from it and what they give is trickled (§4.3.2).
     public static func open(
         _ options: WHIPOptions, local: STUNAddress, certificate: DTLSCertificate, audio: Bool = true, video: Bool = true,
-        gathered: (candidates: [ICECandidate], turn: TURNClient?)? = nil, sleep: (Int64) -> Void
+        gathered: (candidates: [ICECandidate], turn: TURNClient?)? = nil, socket: UDPSocket? = nil, sleep: (Int64) -> Void
     ) throws(WHIPConnectError) -> WHEPSubscription {
         let credentials = ICEAgent.Credentials(random: SecureRandom.bytes(32))
-        let candidates = gathered?.candidates ?? [.host(local)]
+        var candidates = gathered?.candidates ?? [.host(local)]
         var offer = WHIPOffer(
             iceUfrag: credentials.ufrag, icePassword: credentials.password, fingerprint: certificate.sdpFingerprint,
             candidates: candidates)
@@ -67,7 +69,30 @@ public final class WHEPSubscription: @unchecked Sendable {
         guard !remotes.isEmpty else {
             throw refuse("the answer has no ICE candidate pubbot can reach from \(local.ipText) (trickle ICE by PATCH is not supported)")
         }
-        if let turn = gathered?.turn, options.policy != .relay { turn.permit(remotes[0].address) }
+        var turn = gathered?.turn
+        var summary: [(String, String)] = []
+        let announced = WHIPConnection.serverICEServers(resource.iceServers, options: options)
+        if let socket, !announced.isEmpty {
+            var turnTCP: (any TURNStream)?
+            var failures: [String] = []
+            var fresh = WHIPConnection.gatherAnnounced(
+                announced, options: options, socket: socket, local: local, existing: candidates, turn: &turn, turnTCP: &turnTCP,
+                turnFailures: &failures, summary: &summary)
+            if turnTCP != nil {
+                // The receive thread reads one UDP socket: a relay over TCP or TLS is not taken.
+                turnTCP = nil
+                turn?.close()
+                turn = nil
+                fresh.removeAll { $0.kind == .relay }
+                summary.append(("relayNotUsed", "the announced TURN is over TCP/TLS; a WHEP subscriber relays over UDP only"))
+            }
+            if !fresh.isEmpty {
+                candidates += fresh
+                let t = WHIPConnection.trickle(fresh, resource: resource, offer: offer, n: n, token: options.token, exchange: .whep)
+                summary.append(("trickle", t.text))
+            }
+        }
+        if let turn, options.policy != .relay { turn.permit(remotes[0].address) }
         // One extension numbering for the bundle: a server uses the same IDs on every section
         // (RFC 8285 §6 forbids one ID meaning two URIs in a bundle).
         var ext: [String: Int] = [:]
@@ -79,7 +104,7 @@ public final class WHEPSubscription: @unchecked Sendable {
             rtxPayloadTypes: v?.rtxPayloadType.map { [$0] } ?? [], extensions: RTPExtensionIDs(negotiated: ext))
         spec.offerer = true
         spec.localCandidates = candidates
-        spec.relay = gathered?.turn.map(TURNRelay.init)
+        spec.relay = turn.map(TURNRelay.init)
         spec.relayOnly = options.policy == .relay
         spec.dtlsServer = n.dtlsServer
         spec.remoteCandidates = remotes
@@ -91,7 +116,8 @@ public final class WHEPSubscription: @unchecked Sendable {
         // only with abs-send-time to time the packets by (libwebrtc's receive-side estimator).
         let remb = !transportCC && [a, v].contains { $0?.remb == true } && ext[RTPExtension.absSendTime.uri] != nil
         spec.feedback = NegotiatedFeedback(nack: v?.nack ?? false, pli: v?.pli ?? false, transportCC: transportCC, remb: remb)
-        var summary: [(String, String)] = []
+        let announcedSummary = summary
+        summary = []
         summary.append(("audio", a.map { "opus/\($0.payloadType)" } ?? "not sent"))
         summary.append(("video", v.map { "VP8/\($0.payloadType)" + ($0.rtxPayloadType.map { " rtx/\($0)" } ?? " no rtx") } ?? "not sent"))
         let kinds = [
@@ -103,6 +129,7 @@ public final class WHEPSubscription: @unchecked Sendable {
         if let turn = gathered?.turn, let relay = turn.relay {
             summary.append(("relay", "\(relay) via TURN \(turn.server)" + (options.policy == .relay ? " (icePolicy relay)" : "")))
         }
+        summary += announcedSummary
         let reflexive = candidates.filter { $0.kind == .srflx }.map(\.address.description)
         if !reflexive.isEmpty { summary.append(("srflx", reflexive.joined(separator: ", "))) }
         summary.append(("iceLite", n.iceLite ? "yes" : "no"))

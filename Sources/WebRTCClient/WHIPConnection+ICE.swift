@@ -27,7 +27,8 @@ extension WHIPConnection {
     /// Trickles candidates gathered after the answer (RFC 9725 §4.3.2: one aggregated PATCH of
     /// the offerer-tagged m-line, with the session's entity-tag); says what the server did.
     static func trickle(
-        _ fresh: [ICECandidate], resource: WHIPSession, offer: WHIPOffer, n: NegotiatedSession, token: String?
+        _ fresh: [ICECandidate], resource: WHIPSession, offer: WHIPOffer, n: NegotiatedSession, token: String?,
+        exchange: SignalingExchange = .whip
     ) -> (text: String, taken: Bool) {
         let kinds = fresh.map(\.kind.rawValue).joined(separator: ", ")
         guard resource.hasLocation else {
@@ -37,7 +38,7 @@ extension WHIPConnection {
         let r = SignalingClient.send(
             "PATCH", resource.resourceURL, body: body,
             headers: ["Content-Type: application/trickle-ice-sdpfrag", "If-Match: \(resource.etag ?? "\"*\"")"], token: token,
-            timeoutMillis: 5_000)
+            exchange: exchange, timeoutMillis: 5_000)
         if let e = r.error {
             return ("\(kinds) gathered; the PATCH failed (\(e.message)): the session runs on the offer's candidates", false)
         }

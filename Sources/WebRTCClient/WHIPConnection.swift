@@ -198,56 +198,11 @@ public final class WHIPConnection: @unchecked Sendable {
         // (a peer-reflexive candidate, RFC 8445 §7.3.1.3).
         let announced = serverICEServers(resource.iceServers, options: options)
         if !announced.isEmpty {
-            var fresh: [ICECandidate] = []
-            let stunGiven = options.iceServers.contains { !$0.isTURN }
-            if !stunGiven && options.policy != .relay && options.policy != .host {
-                let stun = announced.filter { !$0.url.isTURN }.compactMap { s -> STUNAddress? in
-                    (try? SocketAddress(host: s.url.host, port: s.url.port)).flatMap { STUNAddress($0) }
-                }
-                fresh += gatherReflexive(socket: socket, host: candidates[0], servers: stun).filter { !candidates.contains($0) }
-            }
-            if turn == nil && options.policy != .host {
-                for s in announced where s.url.isTURN && turn == nil {
-                    guard let a = try? SocketAddress(host: s.url.host, port: s.url.port), let server = STUNAddress(a) else {
-                        turnFailures.append("\(s.url) (announced by the server): cannot resolve it")
-                        continue
-                    }
-                    switch allocate(
-                        socket: socket, base: local, server: server, tcp: s.url.transport != .udp,
-                        tls: s.url.transport == .tls ? (s.url.host, options.turnCAFile) : nil, username: s.username,
-                        password: s.credential)
-                    {
-                    case let .success((t, stream)):
-                        turn = t
-                        turnTCP = stream
-                        if let relay = t.relay {
-                            fresh.append(
-                                ICECandidate(
-                                    foundation: "relay" + String(CRC32.checksum(relay.ip), radix: 16),
-                                    priority: ICECandidate.priority(kind: .relay), address: relay, kind: .relay,
-                                    relatedAddress: t.mapped ?? local))
-                            summary.append(
-                                (
-                                    "relay",
-                                    "\(relay) via TURN \(t.server) over \(stream is TLSStream ? "TLS" : t.overTCP ? "TCP" : "UDP") (announced by the server, RFC 9725 §4.6; \((t.allocatedMicros ?? 0) - (t.startedMicros ?? 0)) µs to allocate)"
-                                ))
-                        }
-                    case let .failure(e): turnFailures.append("\(e.description) (announced by the server)")
-                    }
-                }
-            }
-            if options.policy == .relay { fresh.removeAll { $0.kind != .relay } }
-            if !fresh.isEmpty {
-                candidates += fresh
-                trickled += fresh
-                summary.append(
-                    (
-                        "serverICEServers",
-                        "\(announced.count) announced (Link, RFC 9725 §4.6): \(fresh.map(\.kind.rawValue).joined(separator: ", ")) gathered"
-                    ))
-            } else {
-                summary.append(("serverICEServers", "\(announced.count) announced (Link, RFC 9725 §4.6), none gave a candidate"))
-            }
+            let fresh = gatherAnnounced(
+                announced, options: options, socket: socket, local: local, existing: candidates, turn: &turn, turnTCP: &turnTCP,
+                turnFailures: &turnFailures, summary: &summary)
+            candidates += fresh
+            trickled += fresh
         }
         // Everything gathered after the offer went, in one PATCH with the 201's ETag and
         // end-of-candidates (RFC 9725 §4.3.2). A server that does not take it keeps the session
@@ -346,6 +301,65 @@ public final class WHIPConnection: @unchecked Sendable {
             candidates.removeAll { $0.kind != .relay }
         }
         return (candidates, turn, turnTCP, turnFailures)
+    }
+
+    /// RFC 9725 §4.6: candidates from the STUN/TURN servers the endpoint announced in its 201,
+    /// used where the user gave none of that kind; what they give is to be trickled (§4.3.2) — an
+    /// ICE-lite or full server that does not take PATCH still learns a relayed address from its
+    /// checks (a peer-reflexive candidate, RFC 8445 §7.3.1.3). The allocation, if one is made,
+    /// goes into `turn`; the summary says what came of them.
+    static func gatherAnnounced(
+        _ announced: [(url: ICEServerURL, username: String, credential: String)], options: WHIPOptions, socket: UDPSocket,
+        local: STUNAddress, existing: [ICECandidate], turn: inout TURNClient?, turnTCP: inout (any TURNStream)?,
+        turnFailures: inout [String], summary: inout [(String, String)]
+    ) -> [ICECandidate] {
+        var fresh: [ICECandidate] = []
+        let stunGiven = options.iceServers.contains { !$0.isTURN }
+        if !stunGiven && options.policy != .relay && options.policy != .host {
+            let stun = announced.filter { !$0.url.isTURN }.compactMap { s -> STUNAddress? in
+                (try? SocketAddress(host: s.url.host, port: s.url.port)).flatMap { STUNAddress($0) }
+            }
+            fresh += gatherReflexive(socket: socket, host: .host(local), servers: stun).filter { !existing.contains($0) }
+        }
+        if turn == nil && options.policy != .host {
+            for s in announced where s.url.isTURN && turn == nil {
+                guard let a = try? SocketAddress(host: s.url.host, port: s.url.port), let server = STUNAddress(a) else {
+                    turnFailures.append("\(s.url) (announced by the server): cannot resolve it")
+                    continue
+                }
+                switch allocate(
+                    socket: socket, base: local, server: server, tcp: s.url.transport != .udp,
+                    tls: s.url.transport == .tls ? (s.url.host, options.turnCAFile) : nil, username: s.username,
+                    password: s.credential)
+                {
+                case let .success((t, stream)):
+                    turn = t
+                    turnTCP = stream
+                    if let relay = t.relay {
+                        fresh.append(
+                            ICECandidate(
+                                foundation: "relay" + String(CRC32.checksum(relay.ip), radix: 16),
+                                priority: ICECandidate.priority(kind: .relay), address: relay, kind: .relay,
+                                relatedAddress: t.mapped ?? local))
+                        summary.append(
+                            (
+                                "relay",
+                                "\(relay) via TURN \(t.server) over \(stream is TLSStream ? "TLS" : t.overTCP ? "TCP" : "UDP") (announced by the server, RFC 9725 §4.6; \((t.allocatedMicros ?? 0) - (t.startedMicros ?? 0)) µs to allocate)"
+                            ))
+                    }
+                case let .failure(e): turnFailures.append("\(e.description) (announced by the server)")
+                }
+            }
+        }
+        if options.policy == .relay { fresh.removeAll { $0.kind != .relay } }
+        summary.append(
+            (
+                "serverICEServers",
+                fresh.isEmpty
+                    ? "\(announced.count) announced (Link, RFC 9725 §4.6), none gave a candidate"
+                    : "\(announced.count) announced (Link, RFC 9725 §4.6): \(fresh.map(\.kind.rawValue).joined(separator: ", ")) gathered"
+            ))
+        return fresh
     }
 
     /// The offer (fresh ICE credentials, the certificate's fingerprint, audio, simulcast RIDs or

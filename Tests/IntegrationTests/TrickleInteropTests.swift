@@ -130,4 +130,39 @@ import Testing
         let errors = wrong.err.split(separator: "\n").filter { $0.hasPrefix("Error:") }
         #expect(wrong.code == 2 && errors.count == 1 && !wrong.err.contains("wrong-one"), "\(wrong.code) \(wrong.err)")
     }
+
+    /// A WHEP server that announces its TURN (pion's `-link`, a `Link` header in the 201, RFC
+    /// 9725 §4.6) and a subscriber given none: it allocates on the announced server after the
+    /// answer, trickles the relayed candidate (pion's own `trickle` event for that session), says
+    /// so, and never prints the credential.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: pionEndpoint), "no pion endpoint (scripts/setup builds it)"))
+    func aWHEPSubscriberUsesTheTURNTheServerAnnounces() throws {
+        let turn = try TURNInteropTests.Rig()
+        defer { turn.server.stop() }
+        let (pion, port) = try startPion([
+            "-limit", "60", "-forward-rid", "q", "-link", "turn:127.0.0.1:\(turn.port)", "-link-username", "bot", "-link-credential",
+            "s3cret"
+        ])
+        defer { pion.stop() }
+        let publisher = try PeerProcess(
+            WHIPInteropTests.binary, ["publish", "--whip", "http://127.0.0.1:\(port)/whip", "--duration", "12s", "--no-congestion-control"])
+        defer { publisher.stop(grace: 3_000_000) }
+        try #require(pion.wait(for: "\"rid\":\"q\"", micros: 8_000_000), "\(pion.text) \(publisher.text)")
+        let r = try runPubbot(WHIPInteropTests.binary, ["receive", "--whep", "http://127.0.0.1:\(port)/whep", "--duration", "4s", "--json"])
+        #expect(r.code == 0, "\(r.err)")
+        #expect(!(r.out + r.err).contains("s3cret"))
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any], "\(r.out)")
+        let whep = summary["whep"] as? [String: Any] ?? [:]
+        #expect((whep["serverICEServers"] as? String ?? "").contains("relay gathered"), "\(whep)")
+        #expect((whep["relay"] as? String ?? "").contains("announced by the server"), "\(whep)")
+        #expect((whep["trickle"] as? String ?? "").hasPrefix("relay trickled in one PATCH (HTTP 204)"), "\(whep)")
+        let resource = (whep["resource"] as? String ?? "").split(separator: "/").last.map(String.init) ?? "?"
+        let events = pion.text.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        let trickled = events.first { $0["event"] as? String == "trickle" && $0["id"] as? String == resource }
+        #expect(trickled?["types"] as? [String] == ["relay"] && trickled?["end"] as? Bool == true, "pion's events: \(events)")
+        let video = (summary["streams"] as? [[String: Any]] ?? []).first { $0["kind"] as? String == "video" }
+        #expect((video?["framesDecoded"] as? Int ?? 0) >= 60 && video?["packetsLost"] as? Int == 0, "\(video ?? [:])")
+    }
 }

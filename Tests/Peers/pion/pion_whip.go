@@ -292,6 +292,7 @@ func whep(w http.ResponseWriter, r *http.Request, a *webrtc.API, rm *room) {
 	rm.mu.Unlock()
 	w.Header().Set("Content-Type", "application/sdp")
 	w.Header().Set("Location", "/whep/"+s.id)
+	announce(w)
 	w.Header().Set("ETag", s.ice.etag)
 	w.WriteHeader(201)
 	io.WriteString(w, pc.LocalDescription().SDP)
@@ -325,6 +326,21 @@ func emit(v interface{}) {
 	out.Lock()
 	fmt.Println(string(b))
 	out.Unlock()
+}
+
+// linkServer is the STUN/TURN server the 201s announce (-link, RFC 9725 §4.6), if any.
+var linkServer, linkUser, linkCredential string
+
+// announce adds the Link header of -link to a 201.
+func announce(w http.ResponseWriter) {
+	if linkServer == "" {
+		return
+	}
+	v := "<" + linkServer + ">; rel=\"ice-server\""
+	if linkUser != "" {
+		v += "; username=\"" + linkUser + "\"; credential=\"" + linkCredential + "\"; credential-type=\"password\""
+	}
+	w.Header().Add("Link", v)
 }
 
 func api(loopback bool) (*webrtc.API, error) {
@@ -434,6 +450,7 @@ func whip(w http.ResponseWriter, r *http.Request, a *webrtc.API, rm *room) {
 	smu.Unlock()
 	w.Header().Set("Content-Type", "application/sdp")
 	w.Header().Set("Location", "/whip/"+id)
+	announce(w)
 	w.Header().Set("ETag", s.ice.etag)
 	w.WriteHeader(201)
 	io.WriteString(w, pc.LocalDescription().SDP)
@@ -624,6 +641,9 @@ func main() {
 	limit := flag.Float64("limit", 120, "seconds before exiting")
 	listen := flag.String("listen", "127.0.0.1:0", "the HTTP address (a namespace's address to be reached over its veth)")
 	loopback := flag.Bool("loopback", false, "offer loopback candidates too (127.0.0.1, ::1)")
+	flag.StringVar(&linkServer, "link", "", "a STUN/TURN URL every 201 announces in a Link header (RFC 9725 §4.6)")
+	flag.StringVar(&linkUser, "link-username", "", "the -link TURN server's username")
+	flag.StringVar(&linkCredential, "link-credential", "", "the -link TURN server's credential")
 	flag.Parse()
 	// Go's collector at GOGC=400 unless GOGC says otherwise. At 1 000 WHEP subscribers pion holds
 	// about 500 MB live (each subscriber's NACK history, contexts, buffers); at the default 100
