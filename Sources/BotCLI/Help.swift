@@ -30,7 +30,7 @@ enum Help {
         case "publish":
             "Usage: pubbot publish (--to HOST:PORT [--key B64] | --whip URL [--token T] [--ice-server stun:HOST:PORT] [--ice-interface IF] [--strict] [--no-trickle] [--ice-restart-at D…] [--ice-recover-after D]) [--srtp-suite aes-cm|gcm] [--sdp-out FILE] [--no-bundle] [--duration D] [--layers LADDER] [--no-audio | --no-video] [--fps N] [--temporal-layers L1T1|L1T2|L1T3 | --scalability MODE] [--codec vp8|h264|vp9|av1|LIST] [--keyframe-interval D] [--no-congestion-control] [--impair SPEC] [--stats FILE|-] [--json]"
         case "receive":
-            "Usage: pubbot receive (--listen HOST:PORT (--key B64 | --sdp FILE) | --whip-listen HOST:PORT [--token T] [--tls-cert FILE --tls-key FILE] [--ice-server URL… [--turn-username U --turn-credential C]] | --whep URL [--token T] [--ice-interface IF] [--strict] [--ice-restart-at D…] [--ice-recover-after D] [--ca-file FILE]) [--impair SPEC] [--downlink-impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--no-decode | --decode-publishers N] [--max-publishers N] [--stats FILE|-] [--json]"
+            "Usage: pubbot receive (--listen HOST:PORT (--key B64 | --sdp FILE) | --whip-listen HOST:PORT [--token T] [--tls-cert FILE --tls-key FILE] [--ice-server URL… [--turn-username U --turn-credential C]] | --whep URL [--token T] [--ice-interface IF] [--ice-server URL… [--turn-username U --turn-credential C] [--ice-policy all|relay]] [--strict] [--ice-restart-at D…] [--ice-recover-after D] [--ca-file FILE]) [--impair SPEC] [--downlink-impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--no-decode | --decode-publishers N] [--max-publishers N] [--stats FILE|-] [--json]"
         case "preflight":
             "Usage: pubbot preflight [--to HOST:PORT --key KEY | --sdp FILE | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--strict] [--whep URL [--whep-token T]]] [--impair SPEC] [--require TIER] [--duration D] [--json] [--junit FILE] [--stats FILE|-] [--verdict-thresholds LIST] [media options]"
         case "load":
@@ -193,8 +193,12 @@ enum Help {
           --ice-server URL          with --whip-listen: a STUN/TURN server announced to every
                                     publisher in the 201's Link header (RFC 9725 §4.6; repeatable);
                                     a turn: one with --turn-username and --turn-credential (or
-                                    PUBBOT_TURN_CREDENTIAL), sent to publishers, never printed
-          --whep URL                subscribe through a server's WHEP endpoint (http:// or https://)
+                                    PUBBOT_TURN_CREDENTIAL), sent to publishers, never printed;
+                                    with --whep: the subscriber's own STUN/TURN servers (UDP),
+                                    asked before the offer (srflx, a relayed candidate)
+          --ice-policy all|relay    with --whep: relay checks from the TURN relay only
+          --whep URL                subscribe through a server's WHEP endpoint (http:// or https://);
+                                    STUN/TURN servers its 201 announces (Link) are used too
           --ice-interface IF        with --whep: the host candidate from this interface
           --ice-restart-at D        with --whep: restart the subscription's ICE at D (repeatable;
                                     a PATCH as for publish, RFC 9725 §4.3.3; JSON: iceRestarts)
