@@ -22,7 +22,8 @@ enum PreflightCommand {
         var o = CommonOptions.media
         for (k, v) in [
             "audio-only": OptionSpec.Kind.flag, "impair": .value, "to": .value, "key": .value, "sdp": .value, "require": .value,
-            "junit": .value, "verdict-thresholds": .value, "whep": .value, "whep-token": .value
+            "junit": .value, "verdict-thresholds": .value, "whep": .value, "whep-token": .value, "ice-restart-at": .repeated,
+            "ice-recover-after": .value
         ] { o[k] = v }
         for (k, v) in CommonOptions.whip { o[k] = v }
         return OptionSpec(options: o)
@@ -64,6 +65,10 @@ enum PreflightCommand {
         var junit: String?
         var json: Bool
         var whipOptions: WHIPOptions? { if case let .whip(w) = target { w } else { nil } }
+        /// `--ice-restart-at` (µs into the main phase, in order) and `--ice-recover-after`: ICE
+        /// restarts of the main phase's session, as `publish` makes them.
+        var iceRestarts: [Int64] = []
+        var iceRecoverAfter: Int64?
     }
 
     static func plan(_ o: ParsedOptions) throws(UsageError) -> Plan {
@@ -116,9 +121,21 @@ enum PreflightCommand {
         if let r = o.value("require"), paths.contains(r), whipOptions == nil {
             throw UsageError("--require \(r) is a connectivity path: it needs --whip URL")
         }
-        return Plan(
+        var plan = Plan(
             config: pc, target: target, whep: whep, cnameGiven: o.value("cname") != nil, thresholds: thresholds,
             requirement: o.value("require"), stats: try CommonOptions.stats(o), junit: o.value("junit"), json: o.has("json"))
+        for r in o.all("ice-restart-at") {
+            guard whipOptions != nil else {
+                throw UsageError("--ice-restart-at needs --whip (the restart is a PATCH to the session, RFC 9725 §4.3.3)")
+            }
+            let at = try ValueParsers.duration(r, option: "ice-restart-at")
+            guard at > 0 else { throw UsageError("--ice-restart-at must be after the start") }
+            if at >= limit { throw UsageError("--ice-restart-at \(r) is not before the run's end (--duration)") }
+            plan.iceRestarts.append(at)
+        }
+        plan.iceRestarts.sort()
+        plan.iceRecoverAfter = try CommonOptions.iceRecoverAfter(o, whip: whipOptions != nil)
+        return plan
     }
 
     /// A remote `pubbot receive`: its address and key from `--to` and `--key`, or from its `--sdp`.
@@ -165,12 +182,14 @@ enum PreflightCommand {
         // ended when that phase ends (the audio-only phase has no video to look at).
         let probe = plan.whep.map(WHEPProbe.init)
         let probeResult = Locked<WHEPProbe.Result?>(nil)
+        let restartOutcomes = Locked<[ICERestarts.Outcome]>([])
         var connector = PreflightRunner.Connector.plain
         var connectivity: [PathResult] = []
         if let options = plan.whipOptions {
             do {
                 connector = whipConnector(
-                    options, certificate: try DTLSCertificate(), sessions: whipSessions, probe: probe, result: probeResult)
+                    options, certificate: try DTLSCertificate(), sessions: whipSessions, probe: probe, result: probeResult,
+                    restarts: (plan.iceRestarts, plan.iceRecoverAfter, restartOutcomes))
                 // The connectivity pre-flight: each path on its own, before the media test.
                 Output.progress("connectivity: trying each path (host, server-reflexive, relay)…")
                 connectivity = ConnectivityCheck.run(
@@ -200,8 +219,9 @@ enum PreflightCommand {
         }
         writeJUnit(plan.junit, paths: connectivity, verdict: verdict, requirement: plan.requirement, failure: nil)
         let report = Summary(
-            outcome: outcome, verdict: verdict, met: met, connectivity: connectivity, whip: whipSessions.value.first, subscriber: subscriber
-        )
+            outcome: outcome, verdict: verdict, met: met, connectivity: connectivity, whip: whipSessions.value.first,
+            subscriber: subscriber,
+            restarts: restartOutcomes.value)
         if let w = whipSessions.value.first { Output.deviations(w.resource, w.warnings) }
         Output.out(
             plan.json
@@ -236,7 +256,8 @@ enum PreflightCommand {
     /// phase ends), the first one with the WHEP subscriber watching.
     static func whipConnector(
         _ options: WHIPOptions, certificate: DTLSCertificate, sessions: Locked<[WHIPConnection]>, probe: WHEPProbe?,
-        result: Locked<WHEPProbe.Result?>
+        result: Locked<WHEPProbe.Result?>,
+        restarts plan: (times: [Int64], recoverAfter: Int64?, outcomes: Locked<[ICERestarts.Outcome]>) = ([], nil, Locked([]))
     ) -> PreflightRunner.Connector {
         PreflightRunner.Connector { base in
             let w: WHIPConnection
@@ -249,13 +270,26 @@ enum PreflightCommand {
                 w.end()
                 return .failure(.init(message: "\(error)"))
             }
-            guard let probe, sessions.value.count == 1 else { return .success((p, { _ = w.end() })) }
+            let main = sessions.value.count == 1
+            // The main phase's session restarts as `publish` would (scheduled, or on consent loss).
+            let restarts = ICERestarts(
+                main ? plan.times : [], recoverAfter: main ? plan.recoverAfter : nil,
+                consentAge: { p.snapshot().network.transport?.consentAgeMicros }, request: { w.requestICERestart() },
+                apply: { p.restartICE($0) }, stopped: { p.control.stopRequested },
+                recovery: { p.snapshot().network.transport?.lastRestartRecoveryMicros.map { Int($0 / 1000) } })
+            let end: @Sendable () -> Void = {
+                restarts.finish()
+                if main { plan.outcomes.value = restarts.outcomes.value }
+                _ = w.end()
+            }
+            guard let probe, main else { return .success((p, end)) }
             probe.start(delayMicros: 1_500_000)
             return .success(
                 (
                     p,
                     {
-                        result.withLock { $0 = probe.stop() }; _ = w.end()
+                        result.withLock { $0 = probe.stop() }
+                        end()
                     }
                 ))
         }

@@ -26,6 +26,8 @@ extension PreflightCommand {
         var connectivity: [PathResult]
         var whip: WHIPConnection?
         var subscriber: WHEPProbe.Result?
+        /// The main phase's ICE restarts (`--ice-restart-at`, `--ice-recover-after`).
+        var restarts: [ICERestarts.Outcome] = []
 
         func json(_ plan: Plan) -> JSONValue {
             let phase = outcome.phase
@@ -60,6 +62,7 @@ extension PreflightCommand {
             let path = t.flatMap { t in t.localCandidateType.map { "\($0) → \(t.remoteCandidateType ?? "?")" } }
             f.append(("path", path.map { .string($0) } ?? .null))
             if let subscriber { f.append(("subscriber", WHEPProbe.json(subscriber))) }
+            if !plan.iceRestarts.isEmpty || plan.iceRecoverAfter != nil { f.append(("iceRestarts", .array(restarts.map(\.json)))) }
             if let u = phase.publisher?.network.uplink {
                 f.append(("uplinkEmulator", UplinkReport.json(u, spec: plan.config.uplinkImpairment?.summary)))
             }
@@ -93,6 +96,9 @@ extension PreflightCommand {
                 }
                 text +=
                     "ICE \(t.iceDurationMs ?? 0) ms (\(t.localCandidateType ?? "?") \(t.localAddress ?? "?") → \(t.remoteCandidateType ?? "?") \(t.remoteAddress ?? "?")), DTLS \(t.dtlsDurationMs ?? 0) ms, \(t.srtpCipher ?? "-")\(first ?? "")\n"
+            }
+            for r in restarts {
+                text += "ICE restart at \(Units.fixed(Double(r.atMicros) / 1e6, 1)) s\(r.trigger.map { " (\($0))" } ?? ""): \(r.text)\n"
             }
             if let subscriber { text += WHEPProbe.text(subscriber) }
             return text

@@ -140,6 +140,28 @@ struct PionInteropTests {
             "pubbot sent \(pliSent) PLIs, pion counted: \(stats)")
     }
 
+    /// `preflight --whip --ice-restart-at 3s`: the main phase's session restarts by PATCH (pion's
+    /// own restart event), the report lists it with its recovery, and the verdict is still made.
+    /// Without --whip the flag is a usage error.
+    @Test func aPreflightRestartsICEWhenAsked() throws {
+        let (pion, port) = try startPion(["-limit", "60"])
+        defer { pion.stop() }
+        let r = try runPubbot(
+            WHIPInteropTests.binary,
+            ["preflight", "--whip", "http://127.0.0.1:\(port)/whip", "--duration", "7s", "--ice-restart-at", "3s", "--json"])
+        #expect(r.code == 0, "\(r.err)")
+        let doc = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any], "\(r.out)")
+        let restarts = doc["iceRestarts"] as? [[String: Any]] ?? []
+        #expect(
+            restarts.count == 1 && restarts.first?["outcome"] as? String == "restarted"
+                && (restarts.first?["recoveryMs"] as? Int ?? 9_999) < 1_000,
+            "\(restarts)")
+        #expect((doc["recommended"] as? [String: Any])?["name"] != nil, "\(doc.keys)")
+        #expect(pion.wait(for: "\"event\":\"restart\"", micros: 3_000_000), "\(pion.text)")
+        let usage = try runPubbot(WHIPInteropTests.binary, ["preflight", "--ice-restart-at", "3s"])
+        #expect(usage.code == 64 && usage.err.hasPrefix("Error: --ice-restart-at needs --whip"), "\(usage.err)")
+    }
+
     /// An ICE restart by PATCH (RFC 9725 §4.3.3) 3 s into an 8 s publish: pion applies the new
     /// credentials (its own "restart" event), pubbot selects the new pair and moves the media
     /// there in the same DTLS and SRTP session, and pion's count of every stream is pubbot's
