@@ -358,10 +358,18 @@ enum ReceiveCommand {
         // A wildcard offers every usable address of its family — both families for `[::]`, whose
         // socket is dual-stack (RFC 3493 §5.3) — and a numeric address itself.
         let listen = plan.config.listen
+        // A wildcard's loopback addresses go last (the lowest priority): a publisher on this
+        // same host bound to 127.0.0.1 cannot reach the interface's address (Linux drops a
+        // loopback source on it), and a reply from the unbound socket leaves from the kernel's
+        // choice of source, so that publisher connects through the loopback candidate.
         let ips: [[UInt8]]
         switch listen.host {
-        case "0.0.0.0": ips = LocalInterfaces.hostAddresses(ipv6: false).map(\.ip)
-        case "::": ips = LocalInterfaces.hostAddresses(ipv6: true).map(\.ip)
+        case "0.0.0.0":
+            let all = LocalInterfaces.hostAddresses(includeLoopback: true, ipv6: false)
+            ips = all.filter { !$0.isLoopback }.map(\.ip) + all.filter(\.isLoopback).map(\.ip)
+        case "::":
+            let all = LocalInterfaces.hostAddresses(includeLoopback: true, ipv6: true)
+            ips = all.filter { !$0.isLoopback }.map(\.ip) + all.filter(\.isLoopback).map(\.ip)
         default: ips = STUNAddress.parseIP(Substring(listen.host)).map { [$0] } ?? []
         }
         guard !ips.isEmpty else { throw NoCandidate(host: listen.host) }
@@ -376,7 +384,11 @@ enum ReceiveCommand {
             let port = r.localAddress.port
             // Distinct priorities, IPv6 first (RFC 8421 §4: a dual-stack agent prefers IPv6; RFC
             // 8445 §5.1.2.1: a multihomed agent's candidates have unique local preferences).
-            let ordered = ips.filter { $0.count == 16 } + ips.filter { $0.count == 4 }
+            func loopback(_ ip: [UInt8]) -> Bool { ip.count == 4 ? ip[0] == 127 : ip == [UInt8](repeating: 0, count: 15) + [1] }
+            let routable = ips.filter { !loopback($0) }, local = ips.filter(loopback)
+            let ordered =
+                routable.filter { $0.count == 16 } + routable.filter { $0.count == 4 } + local.filter { $0.count == 16 }
+                + local.filter { $0.count == 4 }
             let candidates = ordered.enumerated().map { i, ip in
                 ICECandidate.host(STUNAddress(ip: ip, port: UInt16(port)), localPreference: 65_535 - UInt32(i))
             }

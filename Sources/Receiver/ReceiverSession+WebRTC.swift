@@ -42,9 +42,14 @@ public struct WebRTCListenConfig: Sendable {
     /// Whether a remote candidate's family is one of ours (IPv4 pairs with IPv4: RFC 8445 §6.1.2.2).
     func reaches(_ c: ICECandidate) -> Bool { locals.contains { $0.ip.count == c.address.ip.count } }
 
-    /// Our address in `remote`'s family (the first of it).
+    /// Our address in `remote`'s family (the first of it; a loopback one toward a loopback peer).
     func local(toward remote: STUNAddress) -> STUNAddress {
-        locals.first { $0.ip.count == remote.ip.count } ?? locals[0]
+        let family = locals.filter { $0.ip.count == remote.ip.count }
+        return family.first { Self.isLoopback($0) == Self.isLoopback(remote) } ?? family.first ?? locals[0]
+    }
+
+    static func isLoopback(_ a: STUNAddress) -> Bool {
+        a.ip.count == 4 ? a.ip[0] == 127 : a.ip == [UInt8](repeating: 0, count: 15) + [1]
     }
 }
 

@@ -87,6 +87,26 @@ final class IPv6OnlyNamespace {
         #expect(!received.isEmpty)
     }
 
+    /// The endpoint on the wildcards: `[::]` (one dual-stack socket) is published to over IPv4
+    /// and IPv6 from this same host (127.0.0.1 and ::1: its loopback candidates, offered last,
+    /// are the pairs that answer — a socket bound to 127.0.0.1 cannot reach the interface's
+    /// address), and so is `0.0.0.0` over 127.0.0.1.
+    @Test func theWildcardEndpointServesThisHostsPublishers() throws {
+        for (listen, hosts) in [("[::]:0", ["127.0.0.1", "[::1]"]), ("0.0.0.0:0", ["127.0.0.1"])] {
+            let receiver = try PeerProcess(WHIPInteropTests.binary, ["receive", "--whip-listen", listen, "--duration", "30s"])
+            defer { receiver.stop() }
+            try #require(receiver.wait(for: "/whip (media", micros: 10_000_000), "\(receiver.text)")
+            let url = try #require(receiver.text.split(separator: " ").first { $0.hasPrefix("http://") }, "\(receiver.text)")
+            let port = try #require(url.split(separator: ":").last.flatMap { Int($0.prefix { $0.isNumber }) })
+            for host in hosts {
+                let r = try runPubbot(
+                    WHIPInteropTests.binary,
+                    ["publish", "--whip", "http://\(host):\(port)/whip", "--duration", "2s", "--layers", "320x180@30:200k"])
+                #expect(r.code == 0 && r.err.contains("connected: ICE"), "\(listen) from \(host): \(r.err)")
+            }
+        }
+    }
+
     /// `receive --whep http://[::1]…` from pion (its loopback candidates offered): what pion
     /// forwards over IPv6 is decoded, nothing lost, and pion's count of what it wrote is met.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: pionEndpoint), "needs pion"))
