@@ -34,6 +34,9 @@ final class ICERestarts: Sendable {
         }
     }
     let outcomes = Locked<[Outcome]>([])
+    /// A restart has been asked for (set before its PATCH goes): the server may close the old
+    /// path's port before its answer is applied here.
+    let requested = Locked(false)
     let thread: JoinableThread?
     let stop = Locked(false)
     let joined = Locked(false)
@@ -52,11 +55,12 @@ final class ICERestarts: Sendable {
             return
         }
         let start = Clock.monotonicMicros()
-        let outcomes = self.outcomes, stop = self.stop
+        let outcomes = self.outcomes, stop = self.stop, requested = self.requested
         thread = JoinableThread(name: "pubbot-ice-restart") {
             var pending = times[...]
             var policy = recoverAfter.map { ICERecoveryPolicy(graceMicros: $0, maxAttempts: Self.maxRecoveries) }
             func perform(_ at: Int64, trigger: String?) -> Bool {
+                requested.value = true
                 switch request() {
                 case let .success(r):
                     apply(r)

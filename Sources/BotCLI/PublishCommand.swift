@@ -157,6 +157,7 @@ enum PublishCommand {
             apply: { first?.restartICE($0) }, stopped: { first?.control.stopRequested ?? true },
             recovery: { first?.snapshot().network.transport?.lastRestartRecoveryMicros.map { Int($0 / 1000) } })
         defer { restarts.finish() }
+        monitor.restartRequested = { restarts.requested.value }
         for (d, publisher) in zip(plan.destinations, publishers) where whip == nil {
             Output.err(
                 "publishing to \(d)\(plan.config.bundle ? " (bundle)" : " (one port per stream)") from \(publisher.localAddress); Ctrl-C to stop\n"
@@ -260,6 +261,8 @@ enum PublishCommand {
         var announcedConnection = false
         var warnedUnreachable = Set<Int>()
         var warnedNoFeedback = Set<Int>()
+        /// Whether an ICE restart has been asked for (its refusals say nothing of the new path).
+        var restartRequested: () -> Bool = { false }
         var nextStats: Int64
         var relayed: Bool { publishers.count > 1 }
 
@@ -324,9 +327,13 @@ enum PublishCommand {
                         "warning: no transport-cc feedback from \(plan.destinations[i]) after 3 s: the estimate is backing off and upper layers stay off. If the receiver does not send transport-cc (ffmpeg, gst-launch), use --no-congestion-control\n"
                     )
                 }
-                // After an ICE restart the server may close the old path's port: what was in
-                // flight there answers 'port unreachable', which says nothing of the new path.
-                if p.network.portUnreachable > 0 && !warnedUnreachable.contains(i) && (p.network.transport?.iceRestarts ?? 0) == 0 {
+                // After an ICE restart the server may close the old path's port — as soon as it
+                // takes the PATCH, before its answer is applied here (a CI run warned in that
+                // window): what was in flight there answers 'port unreachable', which says
+                // nothing of the new path.
+                if p.network.portUnreachable > 0 && !warnedUnreachable.contains(i) && (p.network.transport?.iceRestarts ?? 0) == 0
+                    && !restartRequested()
+                {
                     warnedUnreachable.insert(i)
                     Output.endProgress()
                     Output.err("warning: \(plan.destinations[i]) answers 'port unreachable' — is a receiver listening there?\n")

@@ -22,7 +22,8 @@ enum ReceiveCommand {
         "no-decode": .flag, "max-publishers": .value, "decode-publishers": .value,
         "whip-listen": .value, "token": .value, "whep": .value, "ice-interface": .value, "strict": .flag,
         "ice-server": .repeated, "turn-username": .value, "turn-credential": .value, "ice-restart-at": .repeated,
-        "tls-cert": .value, "tls-key": .value, "ca-file": .value, "ice-recover-after": .value, "ice-policy": .value
+        "tls-cert": .value, "tls-key": .value, "ca-file": .value, "ice-recover-after": .value, "ice-policy": .value,
+        "no-trickle": .flag
     ])
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
@@ -142,6 +143,7 @@ enum ReceiveCommand {
             }
             w.turnUsername = o.value("turn-username")
             w.turnCredential = o.value("turn-credential") ?? env("PUBBOT_TURN_CREDENTIAL")
+            w.trickle = !o.has("no-trickle")
             if let p = o.value("ice-policy") {
                 guard let policy = WHIPOptions.Policy(rawValue: p), policy == .all || policy == .relay else {
                     throw UsageError("invalid --ice-policy '\(p)' for --whep (all or relay)")
@@ -188,6 +190,7 @@ enum ReceiveCommand {
             throw UsageError("--\(flag) needs --whip-listen HOST:PORT (the servers it announces) or --whep URL (the subscriber's own)")
         }
         if o.value("ice-policy") != nil { throw UsageError("--ice-policy needs --whep URL") }
+        if o.has("no-trickle") { throw UsageError("--no-trickle needs --whep URL") }
         if o.value("token") != nil { throw UsageError("--token needs --whip-listen HOST:PORT or --whep URL") }
         guard let path = o.value("sdp") else {
             guard o.value("key") != nil else { throw UsageError("missing --key B64 or --sdp FILE (the publisher's SRTP key)") }

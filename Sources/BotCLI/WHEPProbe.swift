@@ -28,25 +28,16 @@ enum WHEPReceiver {
         rc.maxPublishers = 1
         let certificate: DTLSCertificate
         do { certificate = try DTLSCertificate() } catch { throw WHIPConnectError("\(error)") }
-        // The receive socket, bound now: STUN and TURN servers (--ice-server) are asked from it
-        // before the offer (server-reflexive candidates, a relayed one), as the publisher does.
+        // The receive socket, bound now: STUN and TURN servers (--ice-server, and those the 201
+        // announces) are asked from it by the subscription, as the publisher does.
         let socket: UDPSocket
         do { socket = try UDPSocket(bind: bind, receiveBuffer: 32 << 20) } catch { throw WHIPConnectError("cannot bind \(bind): \(error)") }
         guard let base = STUNAddress(socket.localAddress) else { throw WHIPConnectError("the local address \(bind) is not usable for ICE") }
-        var gathered: (candidates: [ICECandidate], turn: TURNClient?)?
-        if !options.iceServers.isEmpty {
-            let g = try WHIPConnection.gather(options, socket: socket, local: base)
-            guard g.turnTCP == nil else {
-                g.turn?.close()
-                throw WHIPConnectError("a WHEP subscriber relays over UDP TURN only (turn:HOST:PORT?transport=udp), not TCP or TLS")
-            }
-            gathered = (g.candidates, g.turn)
-        }
         rc.webrtc = WebRTCListenConfig(certificate: certificate, local: base)
         let receiver: ReceiverEngine
         do { receiver = try ReceiverEngine(config: rc, socket: socket) } catch { throw WHIPConnectError("\(error)") }
         let subscription = try WHEPSubscription.open(
-            options, local: base, certificate: certificate, gathered: gathered, socket: socket, sleep: { Clock.sleep(micros: $0) })
+            options, local: base, certificate: certificate, socket: socket, sleep: { Clock.sleep(micros: $0) })
         receiver.start()
         receiver.addPublisher(subscription.spec)
         return (receiver, subscription)

@@ -1,3 +1,4 @@
+import Synchronization
 public import HTTPSignaling
 public import Signalling
 public import DTLS
@@ -22,18 +23,32 @@ public final class WHEPSubscription: @unchecked Sendable {
     public let summary: [(String, String)]
     let ending: SessionEnd
 
-    /// Offers `local` (the receiver's bound socket) as the one host candidate; blocks for the HTTP
-    /// exchange (≤ 10 s, one retry after a 429/503 Retry-After).
-    ///   - gathered: what the driver gathered on the socket (`WHIPConnection.gather`: server-reflexive
-    ///     candidates, a TURN relay); nil: the host candidate alone.
-    ///   - socket: the receive socket, not yet read by its thread: the STUN/TURN servers the 201
-    ///     announces (RFC 9725 §4.6) are asked from it and what they give is trickled (§4.3.2).
+    /// Offers `local` (the receiver's bound socket); blocks for the HTTP exchange (≤ 10 s, one
+    /// retry after a 429/503 Retry-After) and the STUN/TURN queries.
+    ///   - socket: the receive socket, not yet read by its thread. The subscriber's own servers
+    ///     (`options.iceServers`) are asked from it: with trickle (RFC 9725 §4.3.2) while the POST
+    ///     is in flight — the offer carries the host candidate, the rest follows in one PATCH —
+    ///     else before the offer (`--no-trickle`, `--ice-policy relay`). The servers the 201
+    ///     announces (§4.6) are asked after the answer and trickled too. nil: the host candidate.
     public static func open(
         _ options: WHIPOptions, local: STUNAddress, certificate: DTLSCertificate, audio: Bool = true, video: Bool = true,
-        gathered: (candidates: [ICECandidate], turn: TURNClient?)? = nil, socket: UDPSocket? = nil, sleep: (Int64) -> Void
+        socket: UDPSocket? = nil, sleep: (Int64) -> Void
     ) throws(WHIPConnectError) -> WHEPSubscription {
         let credentials = ICEAgent.Credentials(random: SecureRandom.bytes(32))
-        var candidates = gathered?.candidates ?? [.host(local)]
+        var candidates: [ICECandidate] = [.host(local)]
+        var turn: TURNClient?
+        // What a gathering on the receive socket gave; TURN over TCP/TLS is not taken here (the
+        // receive thread reads one UDP socket).
+        func gathered(_ socket: UDPSocket) throws(WHIPConnectError) -> (candidates: [ICECandidate], turn: TURNClient?) {
+            let g = try WHIPConnection.gather(options, socket: socket, local: local)
+            guard g.turnTCP == nil else {
+                g.turn?.close()
+                throw WHIPConnectError("a WHEP subscriber relays over UDP TURN only (turn:HOST:PORT?transport=udp), not TCP or TLS")
+            }
+            return (g.candidates, g.turn)
+        }
+        let trickling = options.trickle && options.policy == .all && !options.iceServers.isEmpty && socket != nil
+        if let socket, !options.iceServers.isEmpty, !trickling { (candidates, turn) = try gathered(socket) }
         var offer = WHIPOffer(
             iceUfrag: credentials.ufrag, icePassword: credentials.password, fingerprint: certificate.sdpFingerprint,
             candidates: candidates)
@@ -44,16 +59,51 @@ public final class WHEPSubscription: @unchecked Sendable {
         offer.codecs = VideoCodec.allCases
         offer.sessionID = UInt64(SecureRandom.uint32()) << 16 | 1
         let resource: WHIPSession
-        do {
-            resource = try SignalingClient.publish(
-                endpoint: options.endpoint, offer: offer.sdp, token: options.token, exchange: .whep, strict: options.strict, sleep: sleep)
-        } catch {
-            throw WHIPConnectError(error.description)
+        var trickled: [ICECandidate] = []
+        var gatherError: WHIPConnectError?
+        if trickling, let socket {
+            // The POST on a thread of its own; this one gathers on the receive socket meanwhile.
+            let posted = Mutex<Result<WHIPSession, WHIPError>?>(nil)
+            let (endpoint, sdp, token, strict) = (options.endpoint, offer.sdp, options.token, options.strict)
+            // The thread is joined before `sleep` goes out of scope.
+            withoutActuallyEscaping(sleep) { sleep in
+                nonisolated(unsafe) let wait = sleep
+                let post = JoinableThread(name: "pubbot-whep-post") {
+                    let r = Result { () throws(WHIPError) in
+                        try SignalingClient.publish(
+                            endpoint: endpoint, offer: sdp, token: token, exchange: .whep, strict: strict, sleep: wait)
+                    }
+                    posted.withLock { $0 = r }
+                }
+                do throws(WHIPConnectError) {
+                    let g = try gathered(socket)
+                    trickled = g.candidates.filter { $0.kind != .host }
+                    turn = g.turn
+                } catch { gatherError = error }
+                post.join()
+            }
+            switch posted.withLock({ $0 }) {
+            case let .success(r)?: resource = r
+            case let .failure(e)?:
+                turn?.close()
+                throw WHIPConnectError(e.description)
+            case nil: throw WHIPConnectError("the POST did not finish")
+            }
+        } else {
+            do {
+                resource = try SignalingClient.publish(
+                    endpoint: options.endpoint, offer: offer.sdp, token: options.token, exchange: .whep, strict: options.strict,
+                    sleep: sleep)
+            } catch {
+                turn?.close()
+                throw WHIPConnectError(error.description)
+            }
         }
         func refuse(_ message: String) -> WHIPConnectError {
             _ = try? SignalingClient.delete(resource, token: options.token, exchange: .whep)
             return WHIPConnectError(message)
         }
+        if let gatherError { throw refuse(gatherError.description) }
         let n: NegotiatedSession
         do { n = try NegotiatedSession.from(answer: resource.answer, offer: offer) } catch { throw refuse(error.description) }
         let a = n.audio.flatMap { $0.sends ? $0 : nil }, v = n.video.flatMap { $0.sends ? $0 : nil }
@@ -69,28 +119,30 @@ public final class WHEPSubscription: @unchecked Sendable {
         guard !remotes.isEmpty else {
             throw refuse("the answer has no ICE candidate pubbot can reach from \(local.ipText) (trickle ICE by PATCH is not supported)")
         }
-        var turn = gathered?.turn
         var summary: [(String, String)] = []
+        // Everything gathered after the offer went, in one PATCH (RFC 9725 §4.3.2).
+        var fresh = trickled
         let announced = WHIPConnection.serverICEServers(resource.iceServers, options: options)
         if let socket, !announced.isEmpty {
             var turnTCP: (any TURNStream)?
             var failures: [String] = []
-            var fresh = WHIPConnection.gatherAnnounced(
-                announced, options: options, socket: socket, local: local, existing: candidates, turn: &turn, turnTCP: &turnTCP,
-                turnFailures: &failures, summary: &summary)
+            var announcedFresh = WHIPConnection.gatherAnnounced(
+                announced, options: options, socket: socket, local: local, existing: candidates + trickled, turn: &turn,
+                turnTCP: &turnTCP, turnFailures: &failures, summary: &summary)
             if turnTCP != nil {
                 // The receive thread reads one UDP socket: a relay over TCP or TLS is not taken.
                 turnTCP = nil
                 turn?.close()
                 turn = nil
-                fresh.removeAll { $0.kind == .relay }
+                announcedFresh.removeAll { $0.kind == .relay }
                 summary.append(("relayNotUsed", "the announced TURN is over TCP/TLS; a WHEP subscriber relays over UDP only"))
             }
-            if !fresh.isEmpty {
-                candidates += fresh
-                let t = WHIPConnection.trickle(fresh, resource: resource, offer: offer, n: n, token: options.token, exchange: .whep)
-                summary.append(("trickle", t.text))
-            }
+            fresh += announcedFresh
+        }
+        if !fresh.isEmpty {
+            candidates += fresh
+            let t = WHIPConnection.trickle(fresh, resource: resource, offer: offer, n: n, token: options.token, exchange: .whep)
+            summary.append(("trickle", t.text))
         }
         if let turn, options.policy != .relay { turn.permit(remotes[0].address) }
         // One extension numbering for the bundle: a server uses the same IDs on every section
@@ -126,7 +178,7 @@ public final class WHEPSubscription: @unchecked Sendable {
         ].compactMap { $0 }
         summary.append(("feedback", kinds.isEmpty ? "none negotiated (receiver reports only)" : kinds.joined(separator: ", ")))
         summary.append(("rtcp", spec.reducedSizeRTCP ? "reduced-size (RFC 5506)" : "compound"))
-        if let turn = gathered?.turn, let relay = turn.relay {
+        if let turn, let relay = turn.relay, !announcedSummary.contains(where: { $0.0 == "relay" }) {
             summary.append(("relay", "\(relay) via TURN \(turn.server)" + (options.policy == .relay ? " (icePolicy relay)" : "")))
         }
         summary += announcedSummary

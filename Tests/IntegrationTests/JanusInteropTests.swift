@@ -451,10 +451,12 @@ import Platform
         }
     }
 
-    /// `receive --whep --ice-restart-at 4s` through Janus: the shim turns the PATCH into a
-    /// subscriber `configure` with `restart`, answers Janus's new offer with pubbot's new
-    /// credentials and hands pubbot Janus's. One subscription throughout, recovered within a
-    /// second, nothing lost, no freeze, and pubbot received what Janus says it sent.
+    /// `receive --whep --ice-server turn:… --ice-restart-at 4s` through Janus: the relay coturn
+    /// allocates is trickled (the shim's PATCH → Janus's `trickle`; Janus lists it), and the
+    /// restart PATCH becomes a subscriber `configure` with `restart` whose new offer the shim
+    /// answers with pubbot's new credentials, handing pubbot Janus's. One subscription
+    /// throughout, recovered within a second, nothing lost, no freeze, and pubbot received what
+    /// Janus says it sent.
     @Test func aWHEPRestartThroughJanus() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pubbot-janus-whep-restart-\(getpid())").path
         let n = String(20 + (Int(getpid()) + 150) % 200)
@@ -467,7 +469,16 @@ import Platform
             Self.binary, ["publish", "--whip", whip, "--duration", "16s", "--layers", "640x360@30:500k", "--no-congestion-control"])
         defer { publisher.stop(grace: 3_000_000) }
         try #require(publisher.wait(for: "connected:", micros: 8_000_000), "\(publisher.text)")
-        let r = try runPubbot(Self.binary, ["receive", "--whep", base + "/whep", "--duration", "9s", "--ice-restart-at", "4s", "--json"])
+        // The subscriber's own TURN on this side of the veth: its relay is trickled (the shim's PATCH →
+        // Janus's `trickle`) while the host pair carries the media.
+        let turn = try TURNInteropTests.Rig(host: "10.78.\(n).1")
+        defer { turn.server.stop() }
+        let r = try runPubbot(
+            Self.binary,
+            [
+                "receive", "--whep", base + "/whep", "--duration", "9s", "--ice-restart-at", "4s", "--ice-server",
+                "turn:10.78.\(n).1:\(turn.port)", "--turn-username", "bot", "--turn-credential", "s3cret", "--json"
+            ])
         #expect(r.code == 0, "\(r.err)")
         let summary = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any], "\(r.out)")
         let w = summary["whep"] as? [String: Any] ?? [:]
@@ -477,6 +488,9 @@ import Platform
         let events = log.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         #expect(events.filter { $0["event"] as? String == "restart" }.count == 1, "\(log.suffix(1500))")
         #expect(events.filter { $0["event"] as? String == "subscribed" }.count == 1, "one subscription throughout")
+        let trickles = events.filter { $0["event"] as? String == "trickle" }
+        #expect(trickles.count == 1 && trickles.first?["types"] as? [String] == ["relay"], "the shim's trickle events: \(trickles)")
+        #expect(log.contains("typ relay raddr"), "Janus's remote candidates lack the trickled relay: \(log.suffix(1500))")
         let subscription = try #require(events.first { $0["event"] as? String == "subscribed" }?["id"] as? String)
         let media = try janusMedia(dir: dir, id: subscription)
         for s in try #require(summary["streams"] as? [[String: Any]]) {

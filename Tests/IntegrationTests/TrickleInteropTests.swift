@@ -165,4 +165,42 @@ import Testing
         let video = (summary["streams"] as? [[String: Any]] ?? []).first { $0["kind"] as? String == "video" }
         #expect((video?["framesDecoded"] as? Int ?? 0) >= 60 && video?["packetsLost"] as? Int == 0, "\(video ?? [:])")
     }
+
+    /// Trickle from the subscriber (RFC 9725 §4.3.2, WHEP keeping WHIP's PATCH): with its own
+    /// TURN server and no policy, the offer goes with the host candidate and the relay coturn
+    /// allocates meanwhile follows in one PATCH — pion's own `trickle` event for that
+    /// subscription; with `--no-trickle` it went in the offer and pion hears no PATCH from it.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: pionEndpoint), "no pion endpoint (scripts/setup builds it)"))
+    func aWHEPSubscriberTricklesItsRelay() throws {
+        let turn = try TURNInteropTests.Rig()
+        defer { turn.server.stop() }
+        let (pion, port) = try startPion(["-limit", "60", "-forward-rid", "q"])
+        defer { pion.stop() }
+        let publisher = try PeerProcess(
+            WHIPInteropTests.binary, ["publish", "--whip", "http://127.0.0.1:\(port)/whip", "--duration", "14s", "--no-congestion-control"])
+        defer { publisher.stop(grace: 3_000_000) }
+        try #require(pion.wait(for: "\"rid\":\"q\"", micros: 8_000_000), "\(pion.text) \(publisher.text)")
+        for trickle in [true, false] {
+            let r = try runPubbot(
+                WHIPInteropTests.binary,
+                ["receive", "--whep", "http://127.0.0.1:\(port)/whep", "--duration", "3s", "--json"] + TrickleInteropTests.turnFlags(turn)
+                    + (trickle ? [] : ["--no-trickle"]))
+            #expect(r.code == 0, "\(r.err)")
+            let summary = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any], "\(r.out)")
+            let whep = summary["whep"] as? [String: Any] ?? [:]
+            let resource = (whep["resource"] as? String ?? "").split(separator: "/").last.map(String.init) ?? "?"
+            let events = pion.text.split(separator: "\n").compactMap {
+                try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            }
+            let trickled = events.filter { $0["event"] as? String == "trickle" && $0["id"] as? String == resource }
+            if trickle {
+                #expect((whep["trickle"] as? String ?? "").hasPrefix("relay trickled in one PATCH (HTTP 204)"), "\(whep)")
+                #expect(trickled.count == 1 && trickled.first?["types"] as? [String] == ["relay"], "pion's events: \(events)")
+            } else {
+                #expect(whep["trickle"] == nil && trickled.isEmpty, "\(whep) \(trickled)")
+            }
+            let video = (summary["streams"] as? [[String: Any]] ?? []).first { $0["kind"] as? String == "video" }
+            #expect((video?["framesDecoded"] as? Int ?? 0) >= 45 && video?["packetsLost"] as? Int == 0, "\(video ?? [:])")
+        }
+    }
 }
