@@ -28,6 +28,9 @@ public struct WHIPSession: Sendable {
     /// Where the answer departed from RFC 9725 §4.2 and was taken all the same (a 200 or 202
     /// for the 201, no Location, another Content-Type), one sentence each naming the section.
     public var deviations: [String] = []
+    /// WHEP's 406 (draft-ietf-wish-whep-04): the server did not take the subscriber's offer and
+    /// sent its own in `answer`; the subscriber answers it by PATCH (`answerCounterOffer`).
+    public var counterOffer = false
 
     public init(
         answer: String, resourceURL: String, etag: String? = nil, iceServers: [ICEServerLink] = [], hasLocation: Bool = true,
@@ -133,6 +136,21 @@ public enum SignalingClient {
                     throw WHIPError(kind: .protocolViolation, status: r.status, message: first + " (--strict)")
                 }
                 return session
+            case 406 where exchange == .whep && r.body.hasPrefix("v=0"):
+                // draft-ietf-wish-whep-04: 406 Not Acceptable with the server's own offer; the
+                // client answers it by PATCH on the session's URL.
+                guard let location = r.header("location") else {
+                    throw WHIPError(
+                        kind: .protocolViolation, status: 406,
+                        message:
+                            "the WHEP endpoint answered 406 with a counter-offer but no Location to PATCH the answer to (draft-ietf-wish-whep-04)"
+                    )
+                }
+                var session = WHIPSession(
+                    answer: r.body, resourceURL: resolve(location, against: r.effectiveURL ?? endpoint), etag: r.header("etag"),
+                    iceServers: r.headers("link").flatMap(parseLink))
+                session.counterOffer = true
+                return session
             case 409, 429, 503:
                 // Retry-After: delay-seconds (RFC 9110 §10.2.3), a server's number: 0…10 s a time here.
                 if retries < 3, let wait = r.header("retry-after").flatMap({ Int64($0.trimmingCharacters) }),
@@ -171,6 +189,26 @@ public enum SignalingClient {
         try r.transportError(
             endpoint: session.resourceURL, exchange: exchange, connectTimeoutMillis: timeoutMillis, timeoutMillis: timeoutMillis)
         guard (200..<300).contains(r.status) else { throw r.httpError(endpoint: session.resourceURL, token: token, exchange: exchange) }
+    }
+
+    /// Answers a WHEP server's counter-offer (the 406 of draft-ietf-wish-whep-04): PATCH on the
+    /// session's URL with the SDP answer (`application/sdp`), `If-Match` the 406's entity-tag
+    /// when it gave one; a 2xx takes it (204 expected). The new entity-tag, if any, is returned.
+    public static func answerCounterOffer(
+        _ session: WHIPSession, answer: String, token: String?, timeoutMillis: Int = 10_000
+    ) throws(WHIPError) -> String? {
+        var headers = ["Content-Type: application/sdp"]
+        if let etag = session.etag { headers.append("If-Match: \(etag)") }
+        let connect = min(5_000, timeoutMillis)
+        let r = request(
+            "PATCH", session.resourceURL, body: answer, headers: headers, token: token, connectTimeoutMillis: connect,
+            timeoutMillis: timeoutMillis)
+        try r.transportError(endpoint: session.resourceURL, exchange: .whep, connectTimeoutMillis: connect, timeoutMillis: timeoutMillis)
+        guard (200..<300).contains(r.status) else {
+            let e = r.httpError(endpoint: session.resourceURL, token: token, exchange: .whep)
+            throw WHIPError(kind: e.kind, status: e.status, message: "the answer to the WHEP counter-offer was refused: " + e.message)
+        }
+        return r.header("etag") ?? session.etag
     }
 
     /// One HTTP exchange as it happened, for a caller that judges the server's answer itself

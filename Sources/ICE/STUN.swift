@@ -267,10 +267,28 @@ public struct STUNAddress: Equatable, Hashable, Sendable, CustomStringConvertibl
         self.port = port
     }
 
-    /// The address without the port, as SDP writes it (IPv6 groups in hex, not shortened).
+    /// The address without the port, IPv6 in its canonical text (RFC 5952 §4: lower-case hex
+    /// without leading zeros, the longest run of two or more zero groups — the first of equals —
+    /// as `::`). pion finds a remote candidate by comparing that text with Go's (ice/v2
+    /// agent.go `findRemoteCandidate`): an uncanonical `0:0:0:0:0:0:0:1` became a peer-reflexive
+    /// candidate there, nominated only after its 1 s wait.
     public var ipText: String {
         if ip.count == 4 { return ip.map(String.init).joined(separator: ".") }
-        return stride(from: 0, to: 16, by: 2).map { String(UInt16(ip[$0]) << 8 | UInt16(ip[$0 + 1]), radix: 16) }.joined(separator: ":")
+        let groups = stride(from: 0, to: 16, by: 2).map { UInt16(ip[$0]) << 8 | UInt16(ip[$0 + 1]) }
+        var best = (start: -1, count: 0), i = 0
+        while i < 8 {
+            guard groups[i] == 0 else {
+                i += 1
+                continue
+            }
+            var j = i
+            while j < 8 && groups[j] == 0 { j += 1 }
+            if j - i > best.count { best = (i, j - i) }
+            i = j
+        }
+        let hex = groups.map { String($0, radix: 16) }
+        guard best.count >= 2 else { return hex.joined(separator: ":") }
+        return hex[..<best.start].joined(separator: ":") + "::" + hex[(best.start + best.count)...].joined(separator: ":")
     }
 
     public var description: String { ip.count == 4 ? "\(ipText):\(port)" : "[\(ipText)]:\(port)" }

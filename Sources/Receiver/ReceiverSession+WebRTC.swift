@@ -72,6 +72,12 @@ public struct WebRTCPublisherSpec: Sendable, Equatable {
     /// controlling (a full-ICE server starts controlling too; RFC 8445 §7.3.1.1 settles it), checks
     /// to the answer's `remoteCandidates`; DTLS server when the answer said `setup:active`.
     public var offerer = false
+    /// The server made the offer and the receiver answered it (a WHEP server's 406 counter-offer,
+    /// draft-ietf-wish-whep-04): full ICE, controlled — controlling when that offer was ICE-lite
+    /// (`remoteLite`, RFC 8445 §6.1.1) — checks to the offer's `remoteCandidates`; DTLS client
+    /// (the answer said `setup:active`).
+    public var counterOffered = false
+    public var remoteLite = false
     public var dtlsServer = false
     public var remoteCandidates: [ICECandidate] = []
     /// The candidates this side offered (a WHEP subscriber's host candidate): what an ICE
@@ -183,12 +189,15 @@ extension ReceiverSession {
     /// A publisher the endpoint answered: ICE-lite agent (controlled) with the answer's
     /// credentials, DTLS client (the answer said `setup:active`) checking the offer's fingerprint.
     /// Or the server a WHEP subscriber offered to (`spec.offerer`): full ICE, controlling, checks
-    /// to its candidates, DTLS in the role its answer left.
+    /// to its candidates, DTLS in the role its answer left; or whose counter-offer it answered
+    /// (`spec.counterOffered`): full ICE, controlled, DTLS client.
     public func addPublisher(_ spec: WebRTCPublisherSpec, seed: UInt64, now: Int64) {
         guard let w = webrtc, rtcPending[spec.localUfrag] == nil else { return }
+        let full = spec.offerer || spec.counterOffered
+        let controlling = spec.offerer || (spec.counterOffered && spec.remoteLite)
         let ice = ICEAgent(
-            role: spec.offerer ? .controlling : .controlled, local: .init(ufrag: spec.localUfrag, password: spec.localPassword),
-            remote: .init(ufrag: spec.remoteUfrag, password: spec.remotePassword), tieBreaker: seed, lite: !spec.offerer, seed: seed,
+            role: controlling ? .controlling : .controlled, local: .init(ufrag: spec.localUfrag, password: spec.localPassword),
+            remote: .init(ufrag: spec.remoteUfrag, password: spec.remotePassword), tieBreaker: seed, lite: !full, seed: seed,
             hmacSHA1: { Crypto.hmacSHA1(key: $0, data: $1) })
         if !spec.relayOnly { for l in w.locals { ice.addLocal(.host(l)) } }
         let turn = spec.relay?.client

@@ -168,7 +168,11 @@ public struct NegotiatedSession: Sendable, Equatable {
         public var description: String
     }
 
-    public static func from(answer text: String, offer: WHIPOffer) throws(AnswerError) -> NegotiatedSession {
+    /// - counterOffer: `text` is a WHEP server's own offer (its 406, draft-ietf-wish-whep-04),
+    ///   which pubbot answers with `WHIPAnswer.answer(…, lite: false)`: its `a=setup` is
+    ///   `actpass` or `passive` (pubbot answers `active`, the DTLS client), and what it sends is read
+    ///   as from an answer.
+    public static func from(answer text: String, offer: WHIPOffer, counterOffer: Bool = false) throws(AnswerError) -> NegotiatedSession {
         let doc: SDPDocument
         do { doc = try SDPDocument.parse(text) } catch { throw AnswerError(description: "the answer is not valid SDP: \(error)") }
         func first(_ name: String) -> String? {
@@ -183,9 +187,16 @@ public struct NegotiatedSession: Sendable, Equatable {
         guard fingerprint.lowercased().hasPrefix("sha-256 ") else {
             throw AnswerError(description: "the answer's fingerprint is not sha-256 (\(fingerprint.prefix(12))…)")
         }
-        let setup = first("setup") ?? "active"
-        guard setup == "active" || setup == "passive" else {
-            throw AnswerError(description: "the answer must choose a DTLS role (a=setup:active or passive), not '\(setup)' (RFC 5763 §5)")
+        let setup = first("setup") ?? (counterOffer ? "actpass" : "active")
+        if counterOffer {
+            guard setup == "actpass" || setup == "passive" else {
+                throw AnswerError(
+                    description: "the counter-offer's a=setup:\(setup) leaves pubbot no DTLS client role (it answers active; RFC 5763 §5)")
+            }
+        } else {
+            guard setup == "active" || setup == "passive" else {
+                throw AnswerError(description: "the answer must choose a DTLS role (a=setup:active or passive), not '\(setup)' (RFC 5763 §5)")
+            }
         }
         var candidates: [ICECandidate] = []
         for m in doc.media {
@@ -198,7 +209,7 @@ public struct NegotiatedSession: Sendable, Equatable {
         let lite = doc.sessionAttributes.contains { $0.name == "ice-lite" } || doc.media.contains { $0.has("ice-lite") }
         var n = NegotiatedSession(
             iceUfrag: ufrag, icePassword: pwd, iceLite: lite, candidates: candidates, fingerprint: fingerprint,
-            dtlsServer: setup == "active",
+            dtlsServer: !counterOffer && setup == "active",
             audio: try stream(doc.media.first { $0.kind == .audio }, codecs: ["opus"], offer: offer),
             video: try stream(doc.media.first { $0.kind == .video }, codecs: offer.codecs.map { $0.sdpName.lowercased() }, offer: offer))
         n.extmapAllowMixed =
@@ -299,7 +310,8 @@ public struct NegotiatedSession: Sendable, Equatable {
     }
 }
 
-/// A WHIP endpoint's side of offer/answer (RFC 9725 §4.2, RFC 8829 §5.3 from the answerer):
+/// A WHIP endpoint's side of offer/answer (RFC 9725 §4.2, RFC 8829 §5.3 from the answerer) —
+/// and a WHEP subscriber's answer to a server's counter-offer (`lite: false`, a full agent):
 /// what the publisher offered (ICE credentials, DTLS fingerprint and role, per kind the
 /// payload types, extension IDs and simulcast RIDs pubbot can receive) and the answer — ICE-lite,
 /// `setup:active` (the endpoint is the DTLS client, as Janus and aiortc answer), `recvonly`,
@@ -335,7 +347,7 @@ public struct WHIPAnswer: Sendable {
     }
 
     /// URIs of the extensions the receiver reads.
-    static let understood: Set<String> = [
+    public static let understood: Set<String> = [
         "urn:ietf:params:rtp-hdrext:sdes:mid", "http://www.webrtc.org/experiments/rtp-hdrext/abs-send-time",
         "http://www.ietf.org/id/draft-holmer-rmcat-transport-wide-cc-extensions-01", "urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id",
         "urn:ietf:params:rtp-hdrext:sdes:repaired-rtp-stream-id",
@@ -344,7 +356,7 @@ public struct WHIPAnswer: Sendable {
 
     public static func answer(
         offer text: String, iceUfrag: String, icePassword: String, fingerprint: String,
-        candidates: [ICECandidate], sessionID: UInt64
+        candidates: [ICECandidate], sessionID: UInt64, lite: Bool = true
     ) throws(OfferError) -> WHIPAnswer {
         let offer: SDPDocument
         do { offer = try SDPDocument.parse(text) } catch { throw OfferError(description: "the offer is not valid SDP: \(error)") }
@@ -367,7 +379,7 @@ public struct WHIPAnswer: Sendable {
             sessionLines: [
                 .init("v", "0"), .init("o", "- \(sessionID) 2 IN IP4 127.0.0.1"), .init("s", "pubbot receive"), .init("t", "0 0")
             ],
-            sessionAttributes: [.init("ice-lite")], media: [])
+            sessionAttributes: lite ? [.init("ice-lite")] : [], media: [])
         if let b = bundle { answer.sessionAttributes.insert(.init("group", b.value), at: 0) }
         // Two-byte header extensions (an AV1 sender's Dependency Descriptor structure) are read.
         if offer.sessionAttributes.contains(where: { $0.name == "extmap-allow-mixed" })

@@ -104,23 +104,29 @@ public final class WHEPSubscription: @unchecked Sendable {
             return WHIPConnectError(message)
         }
         if let gatherError { throw refuse(gatherError.description) }
+        let counter = resource.counterOffer
         let n: NegotiatedSession
-        do { n = try NegotiatedSession.from(answer: resource.answer, offer: offer) } catch { throw refuse(error.description) }
+        do { n = try NegotiatedSession.from(answer: resource.answer, offer: offer, counterOffer: counter) } catch {
+            throw refuse((counter ? "the WHEP counter-offer (406): " : "") + error.description)
+        }
         let a = n.audio.flatMap { $0.sends ? $0 : nil }, v = n.video.flatMap { $0.sends ? $0 : nil }
         guard a != nil || v != nil else {
             throw refuse(
-                "the WHEP answer sends neither Opus audio nor VP8 video (no common codec, or the sections are not sendonly): nothing to receive"
+                "the WHEP \(counter ? "counter-offer" : "answer") sends neither Opus audio nor video pubbot decodes (no common codec, or the sections are not sendonly): nothing to receive"
             )
         }
         guard let fingerprint = DTLSCertificate.parseFingerprint(n.fingerprint) else {
-            throw refuse("the answer's a=fingerprint is malformed")
+            throw refuse("the \(counter ? "counter-offer" : "answer")'s a=fingerprint is malformed")
         }
         let remotes = n.candidates.filter { $0.address.ip.count == local.ip.count }
         guard !remotes.isEmpty else {
-            throw refuse("the answer has no ICE candidate pubbot can reach from \(local.ipText) (trickle ICE by PATCH is not supported)")
+            throw refuse(
+                "the \(counter ? "counter-offer" : "answer") has no ICE candidate pubbot can reach from \(local.ipText) (trickle ICE by PATCH is not supported)"
+            )
         }
         var summary: [(String, String)] = []
-        // Everything gathered after the offer went, in one PATCH (RFC 9725 §4.3.2).
+        // Everything gathered after the offer went: in one PATCH (RFC 9725 §4.3.2), or in the
+        // answer to a counter-offer.
         var fresh = trickled
         let announced = WHIPConnection.serverICEServers(resource.iceServers, options: options)
         if let socket, !announced.isEmpty {
@@ -139,7 +145,27 @@ public final class WHEPSubscription: @unchecked Sendable {
             }
             fresh += announcedFresh
         }
-        if !fresh.isEmpty {
+        var resourceNow = resource
+        if counter {
+            // draft-ietf-wish-whep-04: the server's offer answered by PATCH, as pubbot's endpoint
+            // answers a publisher (the same codec choice `n` made) but a full ICE agent, with
+            // every candidate gathered.
+            candidates += fresh
+            let answer: WHIPAnswer
+            do {
+                answer = try WHIPAnswer.answer(
+                    offer: resource.answer, iceUfrag: credentials.ufrag, icePassword: credentials.password,
+                    fingerprint: certificate.sdpFingerprint, candidates: candidates, sessionID: offer.sessionID, lite: false)
+            } catch {
+                turn?.close()
+                throw refuse("the WHEP counter-offer (406): " + error.description)
+            }
+            do { resourceNow.etag = try SignalingClient.answerCounterOffer(resource, answer: answer.sdp, token: options.token) } catch {
+                turn?.close()
+                throw refuse(error.description)
+            }
+            summary.append(("offer", "the server's (406 counter-offer, answered by PATCH; draft-ietf-wish-whep-04)"))
+        } else if !fresh.isEmpty {
             candidates += fresh
             let t = WHIPConnection.trickle(fresh, resource: resource, offer: offer, n: n, token: options.token, exchange: .whep)
             summary.append(("trickle", t.text))
@@ -149,12 +175,19 @@ public final class WHEPSubscription: @unchecked Sendable {
         // (RFC 8285 §6 forbids one ID meaning two URIs in a bundle).
         var ext: [String: Int] = [:]
         for s in [a, v].compactMap({ $0 }) { ext.merge(s.extensions) { old, _ in old } }
+        if counter {
+            // Only what the answer kept: the extensions the receiver reads.
+            ext = ext.filter { WHIPAnswer.understood.contains($0.key) }
+        }
         var spec = WebRTCPublisherSpec(
-            resource: SignalingClient.redacted(resource.resourceURL), localUfrag: credentials.ufrag, localPassword: credentials.password,
+            resource: SignalingClient.redacted(resourceNow.resourceURL), localUfrag: credentials.ufrag,
+            localPassword: credentials.password,
             remoteUfrag: n.iceUfrag, remotePassword: n.icePassword, remoteFingerprint: fingerprint,
             audioPayloadTypes: a.map { [$0.payloadType] } ?? [], videoPayloadTypes: v.map { [$0.payloadType] } ?? [],
             rtxPayloadTypes: v?.rtxPayloadType.map { [$0] } ?? [], extensions: RTPExtensionIDs(negotiated: ext))
-        spec.offerer = true
+        spec.offerer = !counter
+        spec.counterOffered = counter
+        spec.remoteLite = n.iceLite
         spec.localCandidates = candidates
         spec.relay = turn.map(TURNRelay.init)
         spec.relayOnly = options.policy == .relay
@@ -165,13 +198,14 @@ public final class WHEPSubscription: @unchecked Sendable {
         spec.reducedSizeRTCP = [a, v].compactMap { $0 }.allSatisfy(\.reducedSizeRTCP)
         let transportCC = [a, v].contains { $0?.transportCC == true } && ext[RTPExtension.transportSequenceNumber.uri] != nil
         // REMB only where transport-cc is not negotiated (the server then estimates itself), and
-        // only with abs-send-time to time the packets by (libwebrtc's receive-side estimator).
-        let remb = !transportCC && [a, v].contains { $0?.remb == true } && ext[RTPExtension.absSendTime.uri] != nil
+        // only with abs-send-time to time the packets by (libwebrtc's receive-side estimator); not
+        // in an answer to a counter-offer, which offers none.
+        let remb = !counter && !transportCC && [a, v].contains { $0?.remb == true } && ext[RTPExtension.absSendTime.uri] != nil
         spec.feedback = NegotiatedFeedback(nack: v?.nack ?? false, pli: v?.pli ?? false, transportCC: transportCC, remb: remb)
         let announcedSummary = summary
         summary = []
         summary.append(("audio", a.map { "opus/\($0.payloadType)" } ?? "not sent"))
-        summary.append(("video", v.map { "VP8/\($0.payloadType)" + ($0.rtxPayloadType.map { " rtx/\($0)" } ?? " no rtx") } ?? "not sent"))
+        summary.append(("video", v.map { "\($0.codec?.sdpName ?? "VP8")/\($0.payloadType)" + ($0.rtxPayloadType.map { " rtx/\($0)" } ?? " no rtx") } ?? "not sent"))
         let kinds = [
             transportCC ? "transport-cc" : nil, remb ? "goog-remb (receive-side estimate)" : nil,
             v?.nack == true ? "nack" : nil, v?.pli == true ? "pli" : nil
@@ -185,8 +219,9 @@ public final class WHEPSubscription: @unchecked Sendable {
         let reflexive = candidates.filter { $0.kind == .srflx }.map(\.address.description)
         if !reflexive.isEmpty { summary.append(("srflx", reflexive.joined(separator: ", "))) }
         summary.append(("iceLite", n.iceLite ? "yes" : "no"))
-        summary.append(("dtlsRole", n.dtlsServer ? "server (answer setup:active)" : "client (answer setup:passive)"))
-        return WHEPSubscription(resource: resource, negotiated: n, spec: spec, summary: summary, token: options.token)
+        summary.append(
+            ("dtlsRole", counter ? "client (pubbot answered setup:active)" : n.dtlsServer ? "server (answer setup:active)" : "client (answer setup:passive)"))
+        return WHEPSubscription(resource: resourceNow, negotiated: n, spec: spec, summary: summary, token: options.token)
     }
 
     init(resource: WHIPSession, negotiated: NegotiatedSession, spec: WebRTCPublisherSpec, summary: [(String, String)], token: String?) {

@@ -125,6 +125,33 @@ import Platform
         #expect(delete?.message.contains("nothing to DELETE") == true)
     }
 
+    /// draft-ietf-wish-whep-04: a WHEP server's 406 carries its own offer; the session is
+    /// returned as a counter-offer and its answer PATCHed as application/sdp with If-Match the
+    /// 406's entity-tag. A 406 without Location is one clear error; to a WHIP client a 406 is
+    /// a refusal; a refused answer says so.
+    @Test func aWHEPCounterOfferIsAnsweredByPatch() throws {
+        let s = try SignalingClient.publish(endpoint: base + "/counter", offer: offer, token: nil, exchange: .whep, sleep: noSleep)
+        #expect(s.counterOffer && s.answer.contains("a=setup:actpass") && s.etag?.hasPrefix("\"e") == true, "\(s)")
+        let etag = try SignalingClient.answerCounterOffer(s, answer: "v=0\r\no=- 9 2 IN IP4 127.0.0.1\r\n", token: nil)
+        #expect(etag == s.etag)
+        let path = String(s.resourceURL.dropFirst(base.count))
+        let deadline = Clock.monotonicMicros() + 3_000_000
+        while !output.value.contains("PATCH \(path) ") && Clock.monotonicMicros() < deadline { Clock.sleep(micros: 10_000) }
+        #expect(output.value.contains("PATCH \(path) \(s.etag ?? "-") v=0|o=- 9 2 IN IP4 127.0.0.1"), "\(output.value)")
+        let noLocation = #expect(throws: WHIPError.self) {
+            try SignalingClient.publish(endpoint: self.base + "/counter-noloc", offer: self.offer, token: nil, exchange: .whep, sleep: self.noSleep)
+        }
+        #expect(noLocation?.message.contains("406 with a counter-offer but no Location") == true, "\(String(describing: noLocation))")
+        let asWHIP = #expect(throws: WHIPError.self) {
+            try SignalingClient.publish(endpoint: self.base + "/counter", offer: self.offer, token: nil, sleep: self.noSleep)
+        }
+        #expect(asWHIP?.status == 406, "\(String(describing: asWHIP))")
+        let refused = try SignalingClient.publish(
+            endpoint: base + "/counter-refused", offer: offer, token: nil, exchange: .whep, sleep: noSleep)
+        let e = #expect(throws: WHIPError.self) { try SignalingClient.answerCounterOffer(refused, answer: "v=0\r\n", token: nil) }
+        #expect(e?.status == 400 && e?.message.contains("the answer to the WHEP counter-offer was refused") == true, "\(String(describing: e))")
+    }
+
     @Test func errorsSayWhatHappened() throws {
         let cases: [(String, WHIPError.Kind, String)] = [
             ("/missing", .notFound, "no WHIP endpoint"), ("/bad", .rejected, "simulcast refused: too many layers")

@@ -92,6 +92,25 @@ func liteServer() -> ICEAgent {
         #expect(ICECandidate.priority(kind: .host) == 2_130_706_431)
         #expect(ICECandidate.priority(kind: .relay, localPreference: 0) == 255)
     }
+
+    /// RFC 5952 §4: the canonical text of an IPv6 address, as Go's `net.IP.String` writes it
+    /// (pion compares candidate addresses as text).
+    @Test func writesIPv6Canonically() throws {
+        func text(_ groups: [UInt16]) -> String {
+            STUNAddress(ip: groups.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] }, port: 9).ipText
+        }
+        #expect(text([0, 0, 0, 0, 0, 0, 0, 1]) == "::1")
+        #expect(text([0, 0, 0, 0, 0, 0, 0, 0]) == "::")
+        #expect(text([0xfd00, 0, 0, 0, 0, 0, 0, 2]) == "fd00::2")
+        #expect(text([0x2001, 0xdb8, 0, 0, 1, 0, 0, 1]) == "2001:db8::1:0:0:1")  // the first of equal runs
+        #expect(text([0x2001, 0xdb8, 0, 1, 1, 1, 1, 1]) == "2001:db8:0:1:1:1:1:1")  // one zero group stays
+        #expect(text([0x2001, 0xdb8, 0, 0, 0, 1, 0, 0]) == "2001:db8::1:0:0")  // the longest run
+        #expect(text([0xfe80, 0, 0, 0, 0xABCD, 0, 0, 0]) == "fe80::abcd:0:0:0")
+        #expect(text([1, 0, 0, 0, 0, 0, 0, 0]) == "1::")
+        let c = try ICECandidate.parse("candidate:1 1 udp 1 0:0:0:0:0:0:0:1 9 typ host")
+        #expect(c.description.contains(" ::1 9 typ host"), "\(c)")
+        #expect(try ICECandidate.parse(Substring(c.description)) == c)
+    }
 }
 
 @Suite struct ICEAgentTests {

@@ -21,7 +21,13 @@
              a terminal escape: what a careless server does; the client must not print the secrets
   /ftp       307 to an ftp: URL (the client must not follow it)
   /extmap    a complete answer whose video section has `a=extmap:/ …` (once a client crash)
-DELETE /session/N answers 200 and is logged to stdout as "DELETE /session/N"."""
+  /counter   a WHEP server's 406 with its own offer (sendonly, full ICE, setup:actpass; a candidate
+             that never answers), Location and ETag (draft-ietf-wish-whep-04)
+  /counter-noloc  that 406 without Location
+  /counter-refused  that 406, whose answer's PATCH is refused 400
+DELETE /session/N answers 200 and is logged to stdout as "DELETE /session/N". PATCH /session/N
+with application/sdp is logged as one line "PATCH /session/N <If-Match> <the body, lines joined
+by |>" and answered 204 (400 for a /counter-refused session)."""
 import http.server, os, socketserver, sys, time
 
 ANSWER = "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\nm=audio 9 UDP/TLS/RTP/SAVPF 111\r\nc=IN IP4 127.0.0.1\r\na=mid:0\r\n"
@@ -36,7 +42,8 @@ def full_answer(audio_pt, audio_codec, direction="recvonly", setup="active"):
 SILENT = full_answer(111, "opus/48000/2")
 NOCODEC = full_answer(0, "PCMU/8000")
 WHEP_SILENT = full_answer(111, "opus/48000/2", "sendonly", "passive").replace("a=ice-lite\r\n", "")
-state = {"busy": 0, "busy2": 0, "conflict": 0, "sessions": 0}
+COUNTER = full_answer(111, "opus/48000/2", "sendonly", "actpass").replace("a=ice-lite\r\n", "")
+state = {"busy": 0, "busy2": 0, "conflict": 0, "sessions": 0, "refused": set()}
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -111,10 +118,26 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.created(NOCODEC)
         if p == "/whep-silent":
             return self.created(WHEP_SILENT)
+        if p in ("/counter", "/counter-refused"):
+            state["sessions"] += 1
+            n = state["sessions"]
+            if p == "/counter-refused":
+                state["refused"].add(f"/session/{n}")
+            return self.reply(406, COUNTER.encode(), [("Content-Type", "application/sdp"), ("Location", f"/session/{n}"), ("ETag", f'"e{n}"')])
+        if p == "/counter-noloc":
+            return self.reply(406, COUNTER.encode(), [("Content-Type", "application/sdp")])
         if p == "/stall":
             time.sleep(30)
             return
         return self.reply(404, b"")
+
+    def do_PATCH(self):
+        length = int(self.headers.get("Content-Length", "0"))
+        body = self.rfile.read(length).decode()
+        if self.headers.get("Content-Type") != "application/sdp":
+            return self.reply(415, b"expected application/sdp")
+        print(f"PATCH {self.path} {self.headers.get('If-Match')} " + "|".join(body.splitlines()), flush=True)
+        self.reply(400 if self.path in state["refused"] else 204, b"answer refused" if self.path in state["refused"] else b"")
 
     def do_DELETE(self):
         print(f"DELETE {self.path}", flush=True)

@@ -71,11 +71,13 @@ type subscriber struct {
 }
 
 var (
-	forwardRID  = flag.String("forward-rid", "f", "the simulcast layer WHEP subscribers get")
-	subMu       sync.Mutex
-	subscribers = map[string]*subscriber{}
-	roomsMu     sync.Mutex
-	rooms       = map[string]*room{}
+	forwardRID = flag.String("forward-rid", "f", "the simulcast layer WHEP subscribers get")
+	// -counter-offer: every WHEP POST is answered 406 with pion's own offer (draft-ietf-wish-whep-04).
+	counterOffer = flag.Bool("counter-offer", false, "answer WHEP POSTs with 406 and pion's own offer, the answer taken by PATCH")
+	subMu        sync.Mutex
+	subscribers  = map[string]*subscriber{}
+	roomsMu      sync.Mutex
+	rooms        = map[string]*room{}
 )
 
 // A room: the publisher whose media its subscribers get, the SSRC of the forwarded layer (for
@@ -232,8 +234,16 @@ func whep(w http.ResponseWriter, r *http.Request, a *webrtc.API, rm *room) {
 	video, _ := webrtc.NewTrackLocalStaticRTP(webrtc.RTPCodecCapability{MimeType: webrtc.MimeTypeVP8, ClockRate: 90000}, "video", "pion")
 	s := &subscriber{pc: pc, audio: audio, video: video, room: rm}
 	for _, t := range []*webrtc.TrackLocalStaticRTP{audio, video} {
-		sender, err := pc.AddTrack(t)
-		if err != nil {
+		var sender *webrtc.RTPSender
+		if *counterOffer {
+			// Its own offer: sendonly sections (a WHEP server's, draft-ietf-wish-whep-04).
+			tr, err := pc.AddTransceiverFromTrack(t, webrtc.RTPTransceiverInit{Direction: webrtc.RTPTransceiverDirectionSendonly})
+			if err != nil {
+				http.Error(w, err.Error(), 500)
+				return
+			}
+			sender = tr.Sender()
+		} else if sender, err = pc.AddTrack(t); err != nil {
 			http.Error(w, err.Error(), 500)
 			return
 		}
@@ -275,7 +285,21 @@ func whep(w http.ResponseWriter, r *http.Request, a *webrtc.API, rm *room) {
 			rm.askKeyFrame()
 		}
 	})
-	if !answerOffer(w, pc, offer) {
+	if *counterOffer {
+		// The subscriber's offer is not taken: pion's own goes back with 406 and the subscriber
+		// answers it by PATCH (draft-ietf-wish-whep-04).
+		own, err := pc.CreateOffer(nil)
+		if err != nil {
+			http.Error(w, "offer: "+err.Error(), 500)
+			return
+		}
+		gathered := webrtc.GatheringCompletePromise(pc)
+		if err := pc.SetLocalDescription(own); err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		<-gathered
+	} else if !answerOffer(w, pc, offer) {
 		return
 	}
 	smu.Lock()
@@ -283,6 +307,7 @@ func whep(w http.ResponseWriter, r *http.Request, a *webrtc.API, rm *room) {
 	s.id = fmt.Sprint(next)
 	s.order = next
 	s.ice = newICEState(s.id, string(offer))
+	s.ice.awaitingAnswer = *counterOffer
 	smu.Unlock()
 	subMu.Lock()
 	subscribers[s.id] = s
@@ -294,7 +319,11 @@ func whep(w http.ResponseWriter, r *http.Request, a *webrtc.API, rm *room) {
 	w.Header().Set("Location", "/whep/"+s.id)
 	announce(w)
 	w.Header().Set("ETag", s.ice.etag)
-	w.WriteHeader(201)
+	if *counterOffer {
+		w.WriteHeader(406)
+	} else {
+		w.WriteHeader(201)
+	}
 	io.WriteString(w, pc.LocalDescription().SDP)
 }
 
@@ -465,6 +494,8 @@ type iceState struct {
 	etag     string
 	restarts int
 	id       string
+	// A counter-offer went with a 406: the next PATCH carries the subscriber's answer.
+	awaitingAnswer bool
 }
 
 func newICEState(id, offer string) *iceState {
@@ -489,6 +520,10 @@ func sdpAttribute(text, name string) string {
 // 200 with pion's new ufrag, pwd and candidates and a new ETag. The same credentials are a
 // trickle (§4.3.2): each candidate added, 204 without a body or ETag.
 func patch(w http.ResponseWriter, r *http.Request, pc *webrtc.PeerConnection, st *iceState) {
+	if strings.HasPrefix(strings.ToLower(r.Header.Get("Content-Type")), "application/sdp") {
+		answerPatch(w, r, pc, st)
+		return
+	}
 	if !strings.HasPrefix(strings.ToLower(r.Header.Get("Content-Type")), "application/trickle-ice-sdpfrag") {
 		http.Error(w, "PATCH takes application/trickle-ice-sdpfrag", 415)
 		return
@@ -593,6 +628,39 @@ func patch(w http.ResponseWriter, r *http.Request, pc *webrtc.PeerConnection, st
 		}
 	}
 	emit(map[string]interface{}{"event": "trickle", "id": st.id, "candidates": added, "types": types, "end": strings.Contains(frag, "a=end-of-candidates")})
+	w.WriteHeader(204)
+}
+
+// answerPatch takes a subscriber's answer to the counter-offer (draft-ietf-wish-whep-04): once,
+// If-Match the 406's entity-tag when given, 204. The answer's ICE and DTLS roles are pion's
+// checks on the subscriber: it must be a full agent (no ice-lite) and setup:active or passive.
+func answerPatch(w http.ResponseWriter, r *http.Request, pc *webrtc.PeerConnection, st *iceState) {
+	body, _ := io.ReadAll(r.Body)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.awaitingAnswer {
+		http.Error(w, "no counter-offer awaits an answer", 409)
+		return
+	}
+	if m := r.Header.Get("If-Match"); m != "" && m != st.etag && m != "*" && m != "\"*\"" {
+		http.Error(w, "stale entity-tag", 412)
+		return
+	}
+	answer := string(body)
+	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: answer}); err != nil {
+		emit(map[string]interface{}{"event": "counter-answer", "id": st.id, "error": err.Error()})
+		http.Error(w, "answer: "+err.Error(), 400)
+		return
+	}
+	st.awaitingAnswer = false
+	st.ufrag = sdpAttribute(answer, "ice-ufrag")
+	candidates := 0
+	for _, line := range strings.Split(answer, "\n") {
+		if strings.HasPrefix(line, "a=candidate:") {
+			candidates++
+		}
+	}
+	emit(map[string]interface{}{"event": "counter-answer", "id": st.id, "candidates": candidates, "lite": strings.Contains(answer, "a=ice-lite"), "setup": sdpAttribute(answer, "setup")})
 	w.WriteHeader(204)
 }
 
