@@ -140,6 +140,60 @@ struct PionInteropTests {
             "pubbot sent \(pliSent) PLIs, pion counted: \(stats)")
     }
 
+    /// A WHEP server that counter-offers (draft-ietf-wish-whep-04): pion answers every POST 406
+    /// with its own offer and takes the answer by PATCH. A `load` fleet's 3 subscribers and a
+    /// `receive --whep` beside them answer it — full ICE agents, controlled (pion, the offerer,
+    /// nominates), DTLS clients — and receive what pion writes: pion's own event for each answer
+    /// (no ice-lite, setup:active), its counts against pubbot's.
+    @Test func aWHEPCounterOfferFromPion() throws {
+        let (pion, port) = try startPion(["-limit", "60", "-forward-rid", "0", "-counter-offer"])
+        defer { pion.stop() }
+        let base = "http://127.0.0.1:\(port)"
+        // The fleet runs beside the subscription, its report kept whole (stdout apart).
+        let loaded = Locked<(code: Int32, out: String, err: String, seconds: Double)?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            loaded.value = try? runPubbot(
+                WHIPInteropTests.binary,
+                ["load", "--whip", base + "/whip", "--whep", base + "/whep", "--publishers", "1", "--subscribers", "3", "--duration", "12s",
+                 "--json"])
+            done.signal()
+        }
+        try #require(pion.wait(for: "\"rid\":\"0\"", micros: 10_000_000), "the load's publisher did not reach pion: \(pion.text)")
+        let r = try runPubbot(WHIPInteropTests.binary, ["receive", "--whep", base + "/whep", "--duration", "5s", "--json"])
+        #expect(r.code == 0, "\(r.err)")
+        let summary = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any], "\(r.out)")
+        let w = summary["whep"] as? [String: Any]
+        #expect(w?["state"] as? String == "connected" && w?["iceRole"] as? String == "controlled", "\(w ?? [:])")
+        #expect((w?["offer"] as? String)?.hasPrefix("the server's (406 counter-offer, answered by PATCH") == true, "\(w ?? [:])")
+        try #require(pion.wait(for: "\"event\":\"whep-stats\"", micros: 5_000_000), "no DELETE reached pion: \(pion.text)")
+        let events = { pion.text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] } }
+        let stats = try #require(events().first { $0["event"] as? String == "whep-stats" })
+        for kind in ["audio", "video"] {
+            let s = try #require((summary["streams"] as? [[String: Any]])?.first { $0["kind"] as? String == kind }, "no \(kind): \(r.out)")
+            let written = stats[kind] as? Int ?? 0, got = s["packetsReceived"] as? Int ?? 0
+            #expect(written > 100 && got <= written && got * 100 >= written * 97, "\(kind): pion wrote \(written), pubbot received \(got)")
+            #expect(s["packetsLost"] as? Int == 0, "\(kind): \(s)")
+        }
+        let video = (summary["streams"] as? [[String: Any]])?.first { $0["kind"] as? String == "video" }
+        #expect((video?["framesDecoded"] as? Int ?? 0) >= 60, "\(video ?? [:])")
+        #expect(done.wait(timeout: .now() + 20) == .success)
+        let l = try #require(loaded.value, "the load did not run")
+        #expect(l.code == 0, "\(l.err)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(l.out.utf8)) as? [String: Any], "\(l.out.prefix(300)) \(l.err)")
+        let subs = try #require((report["subscribers"] as? [String: Any])?["perSubscriber"] as? [[String: Any]], "\(report.keys)")
+        #expect(subs.count == 3)
+        for s in subs {
+            #expect(s["error"] is NSNull && (s["packetsReceived"] as? Int ?? 0) > 100 && s["packetsLost"] as? Int == 0, "\(s)")
+        }
+        // pion's word on every answer: 4 PATCHes, each a full agent's, each setup:active.
+        let answers = events().filter { $0["event"] as? String == "counter-answer" }
+        #expect(answers.count == 4, "\(pion.text.suffix(600))")
+        for a in answers {
+            #expect(a["error"] == nil && a["lite"] as? Bool == false && a["setup"] as? String == "active" && (a["candidates"] as? Int ?? 0) >= 1, "\(a)")
+        }
+    }
+
     /// `preflight --whip --ice-restart-at 3s`: the main phase's session restarts by PATCH (pion's
     /// own restart event), the report lists it with its recovery, and the verdict is still made.
     /// Without --whip the flag is a usage error.

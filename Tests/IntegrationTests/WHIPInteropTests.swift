@@ -163,6 +163,31 @@ import Platform
         #expect(usage.code == 64 && usage.err.contains("--strict needs --whep URL"), "\(usage.err)")
     }
 
+    /// A WHEP server's 406 counter-offer (draft-ietf-wish-whep-04): `receive --whep` answers it
+    /// by PATCH — application/sdp, If-Match the 406's ETag, a full ICE agent's answer (no
+    /// ice-lite) taking the DTLS client role (`setup:active`), recvonly, its candidate — and then
+    /// fails as any subscription whose server never answers ICE (the mock's candidate is silent),
+    /// the session DELETEd. An answer the server refuses is one clear error, also DELETEd.
+    @Test func aWHEPCounterOfferIsAnsweredByPatch() throws {
+        let (mock, base) = try startMock()
+        defer { mock.stop() }
+        let r = try run(["receive", "--whep", base + "/counter", "--duration", "3s"])
+        #expect(r.code == 2 && r.err.contains("Error: WHEP: the WebRTC transport never connected"), "\(r.code): \(r.err)")
+        let patch = try #require(mock.text.split(separator: "\n").first { $0.hasPrefix("PATCH /session/") }, "\(mock.text)")
+        let fields = patch.split(separator: " ", maxSplits: 3)
+        let lines = fields.count == 4 ? fields[3].split(separator: "|").map(String.init) : []
+        #expect(fields.count == 4 && fields[2].hasPrefix("\"e"), "If-Match: \(patch)")
+        #expect(!lines.contains("a=ice-lite") && lines.filter { $0 == "a=setup:active" }.count == 2, "\(patch)")
+        #expect(lines.filter { $0 == "a=recvonly" }.count == 2 && lines.contains { $0.hasPrefix("a=candidate:") }, "\(patch)")
+        #expect(lines.contains("a=rtpmap:111 opus/48000/2") && lines.contains("a=rtpmap:96 VP8/90000"), "\(patch)")
+        #expect(mock.wait(for: "DELETE /session/", micros: 2_000_000), "\(mock.text)")
+        let refused = try run(["receive", "--whep", base + "/counter-refused", "--duration", "3s"])
+        let errors = refused.err.split(separator: "\n").filter { $0.hasPrefix("Error:") }
+        #expect(refused.code == 2 && refused.seconds < 3, "\(refused.code) after \(refused.seconds) s: \(refused.err)")
+        #expect(errors.count == 1 && errors[0].contains("the answer to the WHEP counter-offer was refused"), "\(refused.err)")
+        #expect(mock.text.components(separatedBy: "DELETE /session/").count - 1 == 2, "\(mock.text)")
+    }
+
     /// An answer with no codec in common: refused before any media, DELETEd, exit 2.
     @Test func noCommonCodecIsRefused() throws {
         let (mock, base) = try startMock()
