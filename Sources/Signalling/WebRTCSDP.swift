@@ -195,7 +195,8 @@ public struct NegotiatedSession: Sendable, Equatable {
             }
         } else {
             guard setup == "active" || setup == "passive" else {
-                throw AnswerError(description: "the answer must choose a DTLS role (a=setup:active or passive), not '\(setup)' (RFC 5763 §5)")
+                throw AnswerError(
+                    description: "the answer must choose a DTLS role (a=setup:active or passive), not '\(setup)' (RFC 5763 §5)")
             }
         }
         var candidates: [ICECandidate] = []

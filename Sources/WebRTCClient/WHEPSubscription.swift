@@ -205,7 +205,12 @@ public final class WHEPSubscription: @unchecked Sendable {
         let announcedSummary = summary
         summary = []
         summary.append(("audio", a.map { "opus/\($0.payloadType)" } ?? "not sent"))
-        summary.append(("video", v.map { "\($0.codec?.sdpName ?? "VP8")/\($0.payloadType)" + ($0.rtxPayloadType.map { " rtx/\($0)" } ?? " no rtx") } ?? "not sent"))
+        summary.append(
+            (
+                "video",
+                v.map { "\($0.codec?.sdpName ?? "VP8")/\($0.payloadType)" + ($0.rtxPayloadType.map { " rtx/\($0)" } ?? " no rtx") }
+                    ?? "not sent"
+            ))
         let kinds = [
             transportCC ? "transport-cc" : nil, remb ? "goog-remb (receive-side estimate)" : nil,
             v?.nack == true ? "nack" : nil, v?.pli == true ? "pli" : nil
@@ -220,7 +225,12 @@ public final class WHEPSubscription: @unchecked Sendable {
         if !reflexive.isEmpty { summary.append(("srflx", reflexive.joined(separator: ", "))) }
         summary.append(("iceLite", n.iceLite ? "yes" : "no"))
         summary.append(
-            ("dtlsRole", counter ? "client (pubbot answered setup:active)" : n.dtlsServer ? "server (answer setup:active)" : "client (answer setup:passive)"))
+            (
+                "dtlsRole",
+                counter
+                    ? "client (pubbot answered setup:active)"
+                    : n.dtlsServer ? "server (answer setup:active)" : "client (answer setup:passive)"
+            ))
         return WHEPSubscription(resource: resourceNow, negotiated: n, spec: spec, summary: summary, token: options.token)
     }
 

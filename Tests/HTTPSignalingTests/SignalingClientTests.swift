@@ -139,7 +139,8 @@ import Platform
         while !output.value.contains("PATCH \(path) ") && Clock.monotonicMicros() < deadline { Clock.sleep(micros: 10_000) }
         #expect(output.value.contains("PATCH \(path) \(s.etag ?? "-") v=0|o=- 9 2 IN IP4 127.0.0.1"), "\(output.value)")
         let noLocation = #expect(throws: WHIPError.self) {
-            try SignalingClient.publish(endpoint: self.base + "/counter-noloc", offer: self.offer, token: nil, exchange: .whep, sleep: self.noSleep)
+            try SignalingClient.publish(
+                endpoint: self.base + "/counter-noloc", offer: self.offer, token: nil, exchange: .whep, sleep: self.noSleep)
         }
         #expect(noLocation?.message.contains("406 with a counter-offer but no Location") == true, "\(String(describing: noLocation))")
         let asWHIP = #expect(throws: WHIPError.self) {
@@ -149,7 +150,8 @@ import Platform
         let refused = try SignalingClient.publish(
             endpoint: base + "/counter-refused", offer: offer, token: nil, exchange: .whep, sleep: noSleep)
         let e = #expect(throws: WHIPError.self) { try SignalingClient.answerCounterOffer(refused, answer: "v=0\r\n", token: nil) }
-        #expect(e?.status == 400 && e?.message.contains("the answer to the WHEP counter-offer was refused") == true, "\(String(describing: e))")
+        #expect(
+            e?.status == 400 && e?.message.contains("the answer to the WHEP counter-offer was refused") == true, "\(String(describing: e))")
     }
 
     @Test func errorsSayWhatHappened() throws {

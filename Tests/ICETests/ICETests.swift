@@ -102,9 +102,9 @@ func liteServer() -> ICEAgent {
         #expect(text([0, 0, 0, 0, 0, 0, 0, 1]) == "::1")
         #expect(text([0, 0, 0, 0, 0, 0, 0, 0]) == "::")
         #expect(text([0xfd00, 0, 0, 0, 0, 0, 0, 2]) == "fd00::2")
-        #expect(text([0x2001, 0xdb8, 0, 0, 1, 0, 0, 1]) == "2001:db8::1:0:0:1")  // the first of equal runs
-        #expect(text([0x2001, 0xdb8, 0, 1, 1, 1, 1, 1]) == "2001:db8:0:1:1:1:1:1")  // one zero group stays
-        #expect(text([0x2001, 0xdb8, 0, 0, 0, 1, 0, 0]) == "2001:db8::1:0:0")  // the longest run
+        #expect(text([0x2001, 0xdb8, 0, 0, 1, 0, 0, 1]) == "2001:db8::1:0:0:1") // the first of equal runs
+        #expect(text([0x2001, 0xdb8, 0, 1, 1, 1, 1, 1]) == "2001:db8:0:1:1:1:1:1") // one zero group stays
+        #expect(text([0x2001, 0xdb8, 0, 0, 0, 1, 0, 0]) == "2001:db8::1:0:0") // the longest run
         #expect(text([0xfe80, 0, 0, 0, 0xABCD, 0, 0, 0]) == "fe80::abcd:0:0:0")
         #expect(text([1, 0, 0, 0, 0, 0, 0, 0]) == "1::")
         let c = try ICECandidate.parse("candidate:1 1 udp 1 0:0:0:0:0:0:0:1 9 typ host")

@@ -155,8 +155,11 @@ struct PionInteropTests {
         DispatchQueue.global().async {
             loaded.value = try? runPubbot(
                 WHIPInteropTests.binary,
-                ["load", "--whip", base + "/whip", "--whep", base + "/whep", "--publishers", "1", "--subscribers", "3", "--duration", "12s",
-                 "--json"])
+                [
+                    "load", "--whip", base + "/whip", "--whep", base + "/whep", "--publishers", "1", "--subscribers", "3", "--duration",
+                    "12s",
+                    "--json"
+                ])
             done.signal()
         }
         try #require(pion.wait(for: "\"rid\":\"0\"", micros: 10_000_000), "the load's publisher did not reach pion: \(pion.text)")
@@ -167,7 +170,9 @@ struct PionInteropTests {
         #expect(w?["state"] as? String == "connected" && w?["iceRole"] as? String == "controlled", "\(w ?? [:])")
         #expect((w?["offer"] as? String)?.hasPrefix("the server's (406 counter-offer, answered by PATCH") == true, "\(w ?? [:])")
         try #require(pion.wait(for: "\"event\":\"whep-stats\"", micros: 5_000_000), "no DELETE reached pion: \(pion.text)")
-        let events = { pion.text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] } }
+        let events = {
+            pion.text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        }
         let stats = try #require(events().first { $0["event"] as? String == "whep-stats" })
         for kind in ["audio", "video"] {
             let s = try #require((summary["streams"] as? [[String: Any]])?.first { $0["kind"] as? String == kind }, "no \(kind): \(r.out)")
@@ -180,7 +185,8 @@ struct PionInteropTests {
         #expect(done.wait(timeout: .now() + 20) == .success)
         let l = try #require(loaded.value, "the load did not run")
         #expect(l.code == 0, "\(l.err)")
-        let report = try #require(try JSONSerialization.jsonObject(with: Data(l.out.utf8)) as? [String: Any], "\(l.out.prefix(300)) \(l.err)")
+        let report = try #require(
+            try JSONSerialization.jsonObject(with: Data(l.out.utf8)) as? [String: Any], "\(l.out.prefix(300)) \(l.err)")
         let subs = try #require((report["subscribers"] as? [String: Any])?["perSubscriber"] as? [[String: Any]], "\(report.keys)")
         #expect(subs.count == 3)
         for s in subs {
@@ -190,7 +196,9 @@ struct PionInteropTests {
         let answers = events().filter { $0["event"] as? String == "counter-answer" }
         #expect(answers.count == 4, "\(pion.text.suffix(600))")
         for a in answers {
-            #expect(a["error"] == nil && a["lite"] as? Bool == false && a["setup"] as? String == "active" && (a["candidates"] as? Int ?? 0) >= 1, "\(a)")
+            #expect(
+                a["error"] == nil && a["lite"] as? Bool == false && a["setup"] as? String == "active"
+                    && (a["candidates"] as? Int ?? 0) >= 1, "\(a)")
         }
     }
 
