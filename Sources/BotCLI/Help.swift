@@ -208,7 +208,8 @@ enum Help {
                                     consent check for D (7s…29s), as publish does
           --strict                  with --whep: an answer that departs from the WHEP/WHIP
                                     exchange (HTTP 200 or 202, no Location, another
-                                    Content-Type) is exit 2, not a warning
+                                    Content-Type, a 406 counter-offer) is exit 2, not a
+                                    warning
           --key B64                 SRTP master key‖salt, base64
           --sdp FILE                read the key and suite from the publisher's --sdp-out file
           --srtp-suite SUITE        aes-cm (default) or gcm, with --key

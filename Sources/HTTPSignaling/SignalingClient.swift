@@ -146,10 +146,19 @@ public enum SignalingClient {
                             "the WHEP endpoint answered 406 with a counter-offer but no Location to PATCH the answer to (draft-ietf-wish-whep-04)"
                     )
                 }
+                // Said as the 200/202 leniencies are: the client's offer was not answered, which
+                // is outside RFC 9725 §4.2's exchange; `strict` (that exchange only) refuses it.
                 var session = WHIPSession(
                     answer: r.body, resourceURL: resolve(location, against: r.effectiveURL ?? endpoint), etag: r.header("etag"),
-                    iceServers: r.headers("link").flatMap(parseLink))
+                    iceServers: r.headers("link").flatMap(parseLink),
+                    deviations: [
+                        "the WHEP endpoint answered 406 Not Acceptable with its own offer, not an answer to pubbot's (RFC 9725 §4.2); answered by PATCH (draft-ietf-wish-whep-04)"
+                    ])
                 session.counterOffer = true
+                if strict {
+                    _ = try? delete(session, token: token, exchange: exchange)
+                    throw WHIPError(kind: .protocolViolation, status: 406, message: session.deviations[0] + " (--strict)")
+                }
                 return session
             case 409, 429, 503:
                 // Retry-After: delay-seconds (RFC 9110 §10.2.3), a server's number: 0…10 s a time here.

@@ -132,6 +132,7 @@ import Platform
     @Test func aWHEPCounterOfferIsAnsweredByPatch() throws {
         let s = try SignalingClient.publish(endpoint: base + "/counter", offer: offer, token: nil, exchange: .whep, sleep: noSleep)
         #expect(s.counterOffer && s.answer.contains("a=setup:actpass") && s.etag?.hasPrefix("\"e") == true, "\(s)")
+        #expect(s.deviations.count == 1 && s.deviations[0].contains("406 Not Acceptable with its own offer"), "\(s.deviations)")
         let etag = try SignalingClient.answerCounterOffer(s, answer: "v=0\r\no=- 9 2 IN IP4 127.0.0.1\r\n", token: nil)
         #expect(etag == s.etag)
         let path = String(s.resourceURL.dropFirst(base.count))
@@ -147,6 +148,13 @@ import Platform
             try SignalingClient.publish(endpoint: self.base + "/counter", offer: self.offer, token: nil, sleep: self.noSleep)
         }
         #expect(asWHIP?.status == 406, "\(String(describing: asWHIP))")
+        let strict = #expect(throws: WHIPError.self) {
+            try SignalingClient.publish(
+                endpoint: self.base + "/counter", offer: self.offer, token: nil, exchange: .whep, strict: true, sleep: self.noSleep)
+        }
+        #expect(
+            strict?.status == 406 && strict?.message.contains("draft-ietf-wish-whep-04") == true
+                && strict?.message.hasSuffix("(--strict)") == true, "\(String(describing: strict))")
         let refused = try SignalingClient.publish(
             endpoint: base + "/counter-refused", offer: offer, token: nil, exchange: .whep, sleep: noSleep)
         let e = #expect(throws: WHIPError.self) { try SignalingClient.answerCounterOffer(refused, answer: "v=0\r\n", token: nil) }

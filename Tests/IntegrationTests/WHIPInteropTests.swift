@@ -186,6 +186,17 @@ import Platform
         #expect(refused.code == 2 && refused.seconds < 3, "\(refused.code) after \(refused.seconds) s: \(refused.err)")
         #expect(errors.count == 1 && errors[0].contains("the answer to the WHEP counter-offer was refused"), "\(refused.err)")
         #expect(mock.text.components(separatedBy: "DELETE /session/").count - 1 == 2, "\(mock.text)")
+        #expect(r.err.contains("warning: the WHEP endpoint answered 406 Not Acceptable with its own offer"), "\(r.err)")
+        // --strict takes only RFC 9725's exchange: the counter-offer is exit 2 before any PATCH.
+        let patches = mock.text.components(separatedBy: "PATCH /session/").count
+        let strict = try run(["receive", "--whep", base + "/counter", "--duration", "3s", "--strict"])
+        #expect(strict.code == 2 && strict.seconds < 3, "\(strict.code) after \(strict.seconds) s: \(strict.err)")
+        #expect(strict.err.contains("Error: ") && strict.err.contains("(draft-ietf-wish-whep-04) (--strict)"), "\(strict.err)")
+        let deletes = { mock.text.components(separatedBy: "DELETE /session/").count - 1 }
+        let end = Clock.monotonicMicros() + 2_000_000
+        while deletes() < 3 && Clock.monotonicMicros() < end { Clock.sleep(micros: 10_000) }
+        #expect(deletes() == 3, "\(mock.text)")
+        #expect(mock.text.components(separatedBy: "PATCH /session/").count == patches, "\(mock.text)")
     }
 
     /// An answer with no codec in common: refused before any media, DELETEd, exit 2.
