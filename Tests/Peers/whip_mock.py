@@ -43,7 +43,7 @@ SILENT = full_answer(111, "opus/48000/2")
 NOCODEC = full_answer(0, "PCMU/8000")
 WHEP_SILENT = full_answer(111, "opus/48000/2", "sendonly", "passive").replace("a=ice-lite\r\n", "")
 COUNTER = full_answer(111, "opus/48000/2", "sendonly", "actpass").replace("a=ice-lite\r\n", "")
-state = {"busy": 0, "busy2": 0, "conflict": 0, "sessions": 0, "refused": set()}
+state = {"busy": 0, "busy2": 0, "conflict": 0, "sessions": 0, "refused": set(), "counter": set()}
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -121,6 +121,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if p in ("/counter", "/counter-refused"):
             state["sessions"] += 1
             n = state["sessions"]
+            state["counter"].add(f"/session/{n}")
             if p == "/counter-refused":
                 state["refused"].add(f"/session/{n}")
             return self.reply(406, COUNTER.encode(), [("Content-Type", "application/sdp"), ("Location", f"/session/{n}"), ("ETag", f'"e{n}"')])
@@ -132,8 +133,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return self.reply(404, b"")
 
     def do_PATCH(self):
+        # Only a counter-offer's session takes PATCH (its answer); elsewhere the mock is a
+        # server that does not know the method, as http.server answers one (501).
         length = int(self.headers.get("Content-Length", "0"))
         body = self.rfile.read(length).decode()
+        if self.path not in state["counter"]:
+            return self.reply(501, b"Unsupported method ('PATCH')")
         if self.headers.get("Content-Type") != "application/sdp":
             return self.reply(415, b"expected application/sdp")
         print(f"PATCH {self.path} {self.headers.get('If-Match')} " + "|".join(body.splitlines()), flush=True)
