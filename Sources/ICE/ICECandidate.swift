@@ -86,9 +86,12 @@ public struct ICECandidate: Equatable, Hashable, Sendable, CustomStringConvertib
             if f[i] == "raddr" { raddr = STUNAddress.parseIP(f[i + 1]) } else if f[i] == "rport" { rport = UInt16(f[i + 1]) }
             i += 2
         }
+        // `raddr 0.0.0.0 rport 0` (or `::`) is a base withheld (RFC 8839 §5.1: the fields are
+        // required, the values may hide it) — what `description` writes for none: no base.
+        let related = raddr.flatMap { a in rport.map { STUNAddress(ip: a, port: $0) } }
         return ICECandidate(
             foundation: String(f[0]), component: component, priority: priority, address: STUNAddress(ip: ip, port: port), kind: kind,
-            relatedAddress: raddr.flatMap { a in rport.map { STUNAddress(ip: a, port: $0) } })
+            relatedAddress: related.flatMap { $0.port == 0 && $0.ip.allSatisfy { $0 == 0 } ? nil : $0 })
     }
 }
 
