@@ -9,7 +9,8 @@ import Stats
 /// (`ConformanceCheck`), as a table or JSON; exit 1 when a MUST is broken.
 enum CheckCommand {
     static let spec = OptionSpec(options: [
-        "whip": .value, "token": .value, "whep": .value, "whep-token": .value, "timeout": .value, "json": .flag, "ca-file": .value
+        "whip": .value, "token": .value, "whep": .value, "whep-token": .value, "timeout": .value, "json": .flag, "ca-file": .value,
+        "no-ipv6": .flag
     ])
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
@@ -21,6 +22,7 @@ enum CheckCommand {
         if let url = o.value("whep") { targets.append((.whep, url, o.value("whep-token") ?? env("PUBBOT_WHEP_TOKEN"))) }
         guard !targets.isEmpty else { throw UsageError("give --whip URL or --whep URL (or both)", command: "check") }
         try CommonOptions.caFile(o, command: "check")
+        try CommonOptions.noIPv6(o, urls: targets.map(\.1), command: "check")
         if o.value("token") != nil && o.value("whip") == nil { throw UsageError("--token goes with --whip", command: "check") }
         if o.value("whep-token") != nil && o.value("whep") == nil { throw UsageError("--whep-token goes with --whep", command: "check") }
         for (exchange, url, _) in targets {

@@ -146,8 +146,30 @@ enum CommonOptions {
     static let whip: [String: OptionSpec.Kind] = [
         "whip": .value, "token": .value, "ice-server": .repeated, "ice-interface": .value,
         "turn-username": .value, "turn-credential": .value, "ice-policy": .value, "turn-ca": .value, "strict": .flag,
-        "no-trickle": .flag, "ca-file": .value
+        "no-trickle": .flag, "ca-file": .value, "no-ipv6": .flag
     ]
+
+    /// `--no-ipv6`: this run's signalling and media over IPv4 only — names resolve to IPv4
+    /// addresses (the endpoint, STUN and TURN servers), libcurl connects over IPv4, the media
+    /// socket binds an IPv4 address and offers IPv4 candidates (a host whose IPv6 path is broken
+    /// while its name has an AAAA record; RFC 8421 dual-stack agents prefer IPv6). An IPv6
+    /// literal among the URLs is refused here, not left to fail to resolve.
+    static func noIPv6(_ o: ParsedOptions, urls: [String], iceServers: [ICEServerURL] = [], command: String? = nil) throws(UsageError) {
+        guard o.has("no-ipv6") else { return }
+        for url in urls {
+            guard let colon = url.firstIndex(of: ":"), url[colon...].hasPrefix("://") else { continue }
+            if url[colon...].dropFirst(3).hasPrefix("[") {
+                throw UsageError(
+                    "--no-ipv6 with an IPv6 endpoint '\(SignalingClient.redacted(url))' (give its IPv4 address or a name)", command: command
+                )
+            }
+        }
+        for s in iceServers where s.host.contains(":") {
+            throw UsageError("--no-ipv6 with an IPv6 --ice-server '\(s.host)'", command: command)
+        }
+        SocketAddress.ipv4Only = true
+        SignalingClient.ipv4Only = true
+    }
 
     /// `--ice-recover-after D` (WHIP): restart ICE when the path has answered no consent check
     /// for D — at least 7 s (consent is checked every 4–6 s, RFC 7675 §5.1) and under the 30 s
@@ -202,6 +224,7 @@ enum CommonOptions {
             }
             if o.has("strict") { throw UsageError("--strict needs --whip URL") }
             if o.has("no-trickle") { throw UsageError("--no-trickle needs --whip URL") }
+            if o.has("no-ipv6") { throw UsageError("--no-ipv6 needs --whip URL") }
             if o.value("ca-file") != nil && o.value("whep") == nil { throw UsageError("--ca-file needs --whip URL (or --whep URL)") }
             return nil
         }
@@ -214,6 +237,7 @@ enum CommonOptions {
         for s in o.all("ice-server") {
             do { w.iceServers.append(try ICEServerURL.parse(s)) } catch { throw UsageError("invalid --ice-server \(error)") }
         }
+        try noIPv6(o, urls: [url] + [o.value("whep")].compactMap { $0 }, iceServers: w.iceServers)
         w.turnCAFile = o.value("turn-ca")
         w.strict = o.has("strict")
         w.trickle = !o.has("no-trickle")

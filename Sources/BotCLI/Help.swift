@@ -28,20 +28,20 @@ enum Help {
     static func usage(_ command: String?) -> String {
         switch command {
         case "publish":
-            "Usage: pubbot publish (--to HOST:PORT [--key B64] | --whip URL [--token T] [--ice-server stun:HOST:PORT] [--ice-interface IF] [--strict] [--no-trickle] [--ice-restart-at D…] [--ice-recover-after D]) [--srtp-suite aes-cm|gcm] [--sdp-out FILE] [--no-bundle] [--duration D] [--layers LADDER] [--no-audio | --no-video] [--fps N] [--temporal-layers L1T1|L1T2|L1T3 | --scalability MODE] [--codec vp8|h264|vp9|av1|LIST] [--keyframe-interval D] [--no-congestion-control] [--impair SPEC] [--stats FILE|-] [--json]"
+            "Usage: pubbot publish (--to HOST:PORT [--key B64] | --whip URL [--token T] [--ice-server stun:HOST:PORT] [--ice-interface IF] [--no-ipv6] [--strict] [--no-trickle] [--ice-restart-at D…] [--ice-recover-after D]) [--srtp-suite aes-cm|gcm] [--sdp-out FILE] [--no-bundle] [--duration D] [--layers LADDER] [--no-audio | --no-video] [--fps N] [--temporal-layers L1T1|L1T2|L1T3 | --scalability MODE] [--codec vp8|h264|vp9|av1|LIST] [--keyframe-interval D] [--no-congestion-control] [--impair SPEC] [--stats FILE|-] [--json]"
         case "receive":
-            "Usage: pubbot receive (--listen HOST:PORT (--key B64 | --sdp FILE) | --whip-listen HOST:PORT [--token T] [--tls-cert FILE --tls-key FILE] [--ice-server URL… [--turn-username U --turn-credential C]] | --whep URL [--token T] [--ice-interface IF] [--ice-server URL… [--turn-username U --turn-credential C] [--ice-policy all|relay] [--no-trickle]] [--strict] [--ice-restart-at D…] [--ice-recover-after D] [--ca-file FILE]) [--impair SPEC] [--downlink-impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--no-decode | --decode-publishers N] [--max-publishers N] [--stats FILE|-] [--json]"
+            "Usage: pubbot receive (--listen HOST:PORT (--key B64 | --sdp FILE) | --whip-listen HOST:PORT [--token T] [--tls-cert FILE --tls-key FILE] [--ice-server URL… [--turn-username U --turn-credential C]] | --whep URL [--token T] [--ice-interface IF] [--no-ipv6] [--ice-server URL… [--turn-username U --turn-credential C] [--ice-policy all|relay] [--no-trickle]] [--strict] [--ice-restart-at D…] [--ice-recover-after D] [--ca-file FILE]) [--impair SPEC] [--downlink-impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--no-decode | --decode-publishers N] [--max-publishers N] [--stats FILE|-] [--json]"
         case "preflight":
-            "Usage: pubbot preflight [--to HOST:PORT --key KEY | --sdp FILE | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--strict] [--ice-restart-at D…] [--ice-recover-after D] [--whep URL [--whep-token T]]] [--impair SPEC] [--require TIER] [--duration D] [--json] [--junit FILE] [--stats FILE|-] [--verdict-thresholds LIST] [media options]"
+            "Usage: pubbot preflight [--to HOST:PORT --key KEY | --sdp FILE | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--no-ipv6] [--strict] [--ice-restart-at D…] [--ice-recover-after D] [--whep URL [--whep-token T]]] [--impair SPEC] [--require TIER] [--duration D] [--json] [--junit FILE] [--stats FILE|-] [--verdict-thresholds LIST] [media options]"
         case "load":
-            "Usage: pubbot load [--to HOST:PORT… --key B64 | --rooms M | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--strict] [--rooms M] [--whep URL --subscribers S [--decoders N|all] [--decoder-rotation D] [--whep-token T]] [--ice-restart-at D…] [--ice-recover-after D]] [--bots N | --publishers N] [--duration D] [--ramp D] [--loops N] [--impair SPEC] [--require LIST] [--report FILE] [--metrics [HOST:]PORT] [--progress] [--shard I/N] [--media DIR | --encode [--layers LADDER]] [--codec vp8|h264|vp9|av1] [--srtp-suite aes-cm|gcm] [--json]"
+            "Usage: pubbot load [--to HOST:PORT… --key B64 | --rooms M | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--no-ipv6] [--strict] [--rooms M] [--whep URL --subscribers S [--decoders N|all] [--decoder-rotation D] [--whep-token T]] [--ice-restart-at D…] [--ice-recover-after D]] [--bots N | --publishers N] [--duration D] [--ramp D] [--loops N] [--impair SPEC] [--require LIST] [--report FILE] [--metrics [HOST:]PORT] [--progress] [--shard I/N] [--media DIR | --encode [--layers LADDER]] [--codec vp8|h264|vp9|av1] [--srtp-suite aes-cm|gcm] [--json]"
         case "simulate":
             "Usage: pubbot simulate [--impair SPEC|SCHEDULE] [--downlink-impair SPEC] [--duration 60s] [--layers LADDER] [--fps N] [--temporal-layers MODE | --scalability MODE] [--codec vp8|h264|vp9|av1] [--media encode|replay|sized] [--one-encoding] [--seed N] [--preflight [--require TIER] [--verdict-thresholds LIST] [--junit FILE]] [--stats FILE|-] [--stats-interval 1s] [--json]"
         case "media":
             "Usage: pubbot media build [--out DIR] [--codec vp8|h264|vp9|av1] [--seconds N] [--keyframe-interval D] [--layers LADDER] [--fps N]"
         case "report": "Usage: pubbot report merge FILE… [--report OUT] [--require LIST] [--json]"
         case "check":
-            "Usage: pubbot check (--whip URL [--token T] | --whep URL [--whep-token T] | both) [--timeout D] [--ca-file FILE] [--json]"
+            "Usage: pubbot check (--whip URL [--token T] | --whep URL [--whep-token T] | both) [--timeout D] [--ca-file FILE] [--no-ipv6] [--json]"
         default: "Usage: pubbot <command> [options]"
         }
     }
@@ -92,6 +92,9 @@ enum Help {
                                     the host address out of the offer)
           --ice-interface NAME      offer this interface's address (default: the one routed
                                     toward the endpoint)
+          --no-ipv6                 IPv4 only: names resolve to IPv4 (endpoint, STUN, TURN), the
+                                    HTTP exchanges and the media go over IPv4 (default: the
+                                    first address the resolver gives, IPv6 first, RFC 6724)
           --strict                  an answer that departs from RFC 9725 §4.2 (HTTP 200 or 202
                                     for 201, no Location, another Content-Type) is exit 2,
                                     not a warning
@@ -202,6 +205,7 @@ enum Help {
           --whep URL                subscribe through a server's WHEP endpoint (http:// or https://);
                                     STUN/TURN servers its 201 announces (Link) are used too
           --ice-interface IF        with --whep: the host candidate from this interface
+          --no-ipv6                 with --whep: IPv4 only, HTTP and media (as for publish)
           --ice-restart-at D        with --whep: restart the subscription's ICE at D (repeatable;
                                     a PATCH as for publish, RFC 9725 §4.3.3; JSON: iceRestarts)
           --ice-recover-after D     with --whep: restart when the server's path has answered no
@@ -470,6 +474,7 @@ enum Help {
           --whep-token TOKEN        its bearer token (or PUBBOT_WHEP_TOKEN)
           --timeout D               each HTTP request's limit (default 10s)
           --ca-file FILE            CA certificates (PEM) for https:// endpoints (a private CA)
+          --no-ipv6                 reach the endpoints over IPv4 only
           --json                    the findings as JSON
 
         Exit codes: 0 no MUST broken, 1 a MUST broken, 2 an endpoint could not be checked

@@ -20,7 +20,7 @@ enum ReceiveCommand {
         "listen": .value, "key": .value, "sdp": .value, "srtp-suite": .value, "duration": .value, "json": .flag,
         "impair": .value, "downlink-impair": .value, "stats": .value, "stats-interval": .value, "prefer": .value,
         "no-decode": .flag, "max-publishers": .value, "decode-publishers": .value,
-        "whip-listen": .value, "token": .value, "whep": .value, "ice-interface": .value, "strict": .flag,
+        "whip-listen": .value, "token": .value, "whep": .value, "ice-interface": .value, "strict": .flag, "no-ipv6": .flag,
         "ice-server": .repeated, "turn-username": .value, "turn-credential": .value, "ice-restart-at": .repeated,
         "tls-cert": .value, "tls-key": .value, "ca-file": .value, "ice-recover-after": .value, "ice-policy": .value,
         "no-trickle": .flag
@@ -141,6 +141,7 @@ enum ReceiveCommand {
             for text in o.all("ice-server") {
                 do { w.iceServers.append(try ICEServerURL.parse(text)) } catch { throw UsageError("invalid --ice-server \(error)") }
             }
+            try CommonOptions.noIPv6(o, urls: [url], iceServers: w.iceServers)
             w.turnUsername = o.value("turn-username")
             w.turnCredential = o.value("turn-credential") ?? env("PUBBOT_TURN_CREDENTIAL")
             w.trickle = !o.has("no-trickle")
@@ -162,6 +163,9 @@ enum ReceiveCommand {
         }
         if o.value("ice-interface") != nil { throw UsageError("--ice-interface needs --whep URL") }
         if o.has("strict") { throw UsageError("--strict needs --whep URL") }
+        if o.has("no-ipv6") {
+            throw UsageError("--no-ipv6 needs --whep URL (an endpoint's family is its listening address: --whip-listen 0.0.0.0:PORT)")
+        }
         if let whipListen = o.value("whip-listen") {
             for flag in ["key", "sdp", "listen", "srtp-suite"] where o.value(flag) != nil {
                 throw UsageError("--\(flag) is for SDES receiving; --whip-listen negotiates ICE, DTLS and keys per publisher")

@@ -44,9 +44,9 @@ static inline void ccurl_result_free(ccurl_result *r) {
 /// method: "POST" or "DELETE"; body may be NULL; headers: `count` lines "Name: value".
 /// Redirects are followed (307/308 keep the method and body), at most 5.
 /// ca_file: the CA certificates (PEM) to verify an https server with (a private CA); NULL: the
-/// system's store.
+/// system's store. ipv4_only: resolve and connect over IPv4 only (`--no-ipv6`).
 static inline void ccurl_request(const char *method, const char *url, const char *body, const char *const *headers, int count,
-                                 long connect_timeout_ms, long timeout_ms, const char *ca_file, ccurl_result *r) {
+                                 long connect_timeout_ms, long timeout_ms, const char *ca_file, int ipv4_only, ccurl_result *r) {
     memset(r, 0, sizeof *r);
     CURL *c = curl_easy_init();
     if (c == NULL) { r->curl_code = CURLE_FAILED_INIT; return; }
@@ -72,6 +72,7 @@ static inline void ccurl_request(const char *method, const char *url, const char
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, r->error);
     curl_easy_setopt(c, CURLOPT_USERAGENT, "pubbot");
     if (ca_file != NULL) curl_easy_setopt(c, CURLOPT_CAINFO, ca_file);
+    if (ipv4_only) curl_easy_setopt(c, CURLOPT_IPRESOLVE, (long)CURL_IPRESOLVE_V4);
     r->curl_code = (int)curl_easy_perform(c);
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
     curl_off_t connect_us = 0;

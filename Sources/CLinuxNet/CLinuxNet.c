@@ -32,10 +32,10 @@
 
 _Static_assert(sizeof(struct sockaddr_storage) <= 128, "sockaddr_storage fits");
 
-int clinux_resolve(const char *host, int port, clinux_addr *out) {
+int clinux_resolve(const char *host, int port, int family, clinux_addr *out) {
     struct addrinfo hints, *res = NULL;
     memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
+    hints.ai_family = family == 4 ? AF_INET : AF_UNSPEC;
     hints.ai_socktype = SOCK_DGRAM;
     char service[16];
     snprintf(service, sizeof(service), "%d", port);

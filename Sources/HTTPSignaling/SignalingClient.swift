@@ -84,6 +84,14 @@ public enum SignalingClient {
         set { caFileSetting.withLock { $0 = newValue } }
     }
 
+    /// `--no-ipv6`: every exchange of this process resolves and connects over IPv4 only (as the
+    /// media socket then does: `SocketAddress.ipv4Only`).
+    static let ipv4OnlySetting = Mutex(false)
+    public static var ipv4Only: Bool {
+        get { ipv4OnlySetting.withLock { $0 } }
+        set { ipv4OnlySetting.withLock { $0 = newValue } }
+    }
+
     /// POSTs `offer` to `endpoint`. A 409/429/503 with `Retry-After` is retried after waiting
     /// what it says (`sleep` is the caller's, in µs), up to 3 times and 15 s of waiting in all.
     /// RFC 9725 §4.1: a client "MUST be able to handle all applicable status codes gracefully":
@@ -308,7 +316,10 @@ public enum SignalingClient {
             }
             let said = SignalingClient.sanitized(curlMessage, secrets: [])
             if ccurl_is_unreachable(curlCode) != 0 {
-                throw WHIPError(kind: .unreachable, status: nil, message: "cannot reach the \(name) endpoint \(where_): \(said)")
+                throw WHIPError(
+                    kind: .unreachable, status: nil,
+                    message:
+                        "cannot reach the \(name) endpoint \(where_)\(SignalingClient.ipv4Only ? " over IPv4 (--no-ipv6)" : ""): \(said)")
             }
             if ccurl_is_tls(curlCode) != 0 {
                 let hint = SignalingClient.caFile == nil ? " (a server with a private CA: --ca-file FILE)" : ""
@@ -352,10 +363,11 @@ public enum SignalingClient {
         let cStrings = lines.map { strdup($0) }
         defer { cStrings.forEach { free($0) } }
         cStrings.map { UnsafePointer($0) }.withUnsafeBufferPointer { h in
+            let v4: Int32 = ipv4Only ? 1 : 0
             if let ca = caFile {
-                ccurl_request(method, url, body, h.baseAddress, Int32(h.count), connectTimeoutMillis, timeoutMillis, ca, &r)
+                ccurl_request(method, url, body, h.baseAddress, Int32(h.count), connectTimeoutMillis, timeoutMillis, ca, v4, &r)
             } else {
-                ccurl_request(method, url, body, h.baseAddress, Int32(h.count), connectTimeoutMillis, timeoutMillis, nil, &r)
+                ccurl_request(method, url, body, h.baseAddress, Int32(h.count), connectTimeoutMillis, timeoutMillis, nil, v4, &r)
             }
         }
         defer { ccurl_result_free(&r) }

@@ -1,4 +1,5 @@
 package import CLinuxNet
+import Synchronization
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -9,11 +10,20 @@ public struct SocketAddress: Sendable, CustomStringConvertible, Hashable {
 
     package init(raw: clinux_addr) { self.raw = raw }
 
-    /// Resolves `host` and `port` (numeric addresses or names such as `localhost`).
+    /// `--no-ipv6`: names resolve to IPv4 addresses only, in every resolution of this process
+    /// (the endpoint's host, STUN and TURN servers); an IPv6 literal does not resolve.
+    static let ipv4OnlySetting = Mutex(false)
+    public static var ipv4Only: Bool {
+        get { ipv4OnlySetting.withLock { $0 } }
+        set { ipv4OnlySetting.withLock { $0 = newValue } }
+    }
+
+    /// Resolves `host` and `port` (numeric addresses or names such as `localhost`): the first
+    /// address getaddrinfo gives (RFC 6724's order), an IPv4 one under `ipv4Only`.
     public init(host: String, port: Int) throws(SocketError) {
         guard (0...65535).contains(port) else { throw SocketError("resolve port \(port)", errno: 22) }
         var a = clinux_addr()
-        let rc = clinux_resolve(host, Int32(port), &a)
+        let rc = clinux_resolve(host, Int32(port), Self.ipv4Only ? 4 : 0, &a)
         guard rc == 0 else { throw SocketError("resolve \(host)", errno: -rc) }
         raw = a
     }

@@ -189,4 +189,50 @@ final class IPv6OnlyNamespace {
         let pair = r.err.split(separator: "\n").first { $0.hasPrefix("connected:") } ?? ""
         #expect(pair.contains("→ host [fd6b:"), "\(pair)")
     }
+
+    /// `--no-ipv6`: a name with both an AAAA and an A record (the namespace's own hosts file,
+    /// which `ip netns exec` mounts over /etc/hosts) is reached over IPv6 by default (RFC 6724
+    /// ranks ::1 first) and over IPv4 with it — the media's host candidate and libcurl's
+    /// connection both: an endpoint listening on ::1 alone is not reached at all. An IPv6 literal
+    /// with `--no-ipv6` is a usage error, and so is `--no-ipv6` where nothing connects out.
+    @Test(.enabled(if: IPv6OnlyNamespace.usable, "needs root and ip"))
+    func noIPv6KeepsSignallingAndMediaOnIPv4() throws {
+        let ns = try IPv6OnlyNamespace()
+        let etc = "/etc/netns/\(ns.name)"
+        defer {
+            ns.remove()
+            try? FileManager.default.removeItem(atPath: etc)
+        }
+        try FileManager.default.createDirectory(atPath: etc, withIntermediateDirectories: true)
+        try "::1 dual.test\n127.0.0.1 dual.test\n".write(toFile: etc + "/hosts", atomically: true, encoding: .utf8)
+        func inside(_ args: [String]) throws -> (code: Int32, out: String, err: String, seconds: Double) {
+            try runPubbot("/usr/sbin/ip", ["netns", "exec", ns.name, WHIPInteropTests.binary] + args)
+        }
+        for (listen, flags, expected) in [
+            ("[::]:0", [String](), "host [::1]:"), ("[::]:0", ["--no-ipv6"], "host 127.0.0.1:"), ("[::1]:0", ["--no-ipv6"], "")
+        ] {
+            let endpoint = try ns.process(WHIPInteropTests.binary, ["receive", "--whip-listen", listen, "--duration", "20s"])
+            defer { endpoint.stop() }
+            try #require(endpoint.wait(for: "/whip (media", micros: 10_000_000), "\(endpoint.text)")
+            let url = try #require(endpoint.text.split(separator: " ").first { $0.hasPrefix("http://") }, "\(endpoint.text)")
+            let port = try #require(url.split(separator: ":").last.flatMap { Int($0.prefix { $0.isNumber }) })
+            let r = try inside(
+                ["publish", "--whip", "http://dual.test:\(port)/whip", "--duration", "2s", "--layers", "320x180@30:200k"] + flags)
+            let connected = r.err.split(separator: "\n").first { $0.hasPrefix("connected:") } ?? ""
+            if expected.isEmpty {
+                // libcurl tried IPv4 only: the endpoint on ::1 alone is refused, one clear line.
+                let errors = r.err.split(separator: "\n").filter { $0.hasPrefix("Error:") }
+                #expect(
+                    r.code == 2 && errors.count == 1 && errors[0].contains("over IPv4 (--no-ipv6)") && connected.isEmpty,
+                    "\(listen) \(flags): \(r.err)")
+                #expect(!endpoint.text.contains("publisher"), "\(endpoint.text)")
+            } else {
+                #expect(r.code == 0 && connected.contains("(\(expected)"), "\(listen) \(flags): \(r.err)")
+            }
+        }
+        let literal = try runPubbot(WHIPInteropTests.binary, ["publish", "--whip", "http://[::1]:9/whip", "--no-ipv6"])
+        #expect(literal.code == 64 && literal.err.contains("--no-ipv6 with an IPv6 endpoint"), "\(literal.err)")
+        let listening = try runPubbot(WHIPInteropTests.binary, ["receive", "--whip-listen", "0.0.0.0:0", "--no-ipv6"])
+        #expect(listening.code == 64 && listening.err.contains("--no-ipv6 needs --whep URL"), "\(listening.err)")
+    }
 }

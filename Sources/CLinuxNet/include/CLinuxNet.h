@@ -11,7 +11,8 @@ typedef struct {
 } clinux_addr;
 
 /// Resolves "host" (numeric or name) and port into an address. Returns 0 or -errno / -EAI.
-int clinux_resolve(const char *host, int port, clinux_addr *out);
+/* family: 0 any (getaddrinfo's order, RFC 6724), 4 IPv4 only. */
+int clinux_resolve(const char *host, int port, int family, clinux_addr *out);
 /// Formats an address as "host:port" ("[v6]:port") into buf.
 int clinux_format(const clinux_addr *addr, char *buf, size_t cap);
 int clinux_addr_family(const clinux_addr *addr);
