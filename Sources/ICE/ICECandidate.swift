@@ -88,7 +88,8 @@ public struct ICECandidate: Equatable, Hashable, Sendable, CustomStringConvertib
         }
         // `raddr 0.0.0.0 rport 0` (or `::`) is a base withheld (RFC 8839 §5.1: the fields are
         // required, the values may hide it) — what `description` writes for none: no base.
-        let related = raddr.flatMap { a in rport.map { STUNAddress(ip: a, port: $0) } }
+        // A host candidate has no base but itself (RFC 8445 §5.1.1.1): a raddr on one is ignored.
+        let related = kind == .host ? nil : raddr.flatMap { a in rport.map { STUNAddress(ip: a, port: $0) } }
         return ICECandidate(
             foundation: String(f[0]), component: component, priority: priority, address: STUNAddress(ip: ip, port: port), kind: kind,
             relatedAddress: related.flatMap { $0.port == 0 && $0.ip.allSatisfy { $0 == 0 } ? nil : $0 })

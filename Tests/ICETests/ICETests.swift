@@ -90,6 +90,9 @@ func liteServer() -> ICEAgent {
         // …which reads back as no base (the fuzzer's round trip: a relay line without one).
         #expect(try ICECandidate.parse(Substring(bare.description)) == bare)
         #expect(v6.relatedAddress == nil)
+        let hostWithBase = try ICECandidate.parse("candidate:1 1 udp 1 fd00::2 9 typ host raddr 203.0.113.9 rport 5")
+        let hostAgain = try ICECandidate.parse(Substring(hostWithBase.description))
+        #expect(hostWithBase.relatedAddress == nil && hostAgain == hostWithBase)
         #expect(!c.description.contains("raddr"))
         // RFC 8445 §5.1.2.1 with the recommended preferences.
         #expect(ICECandidate.priority(kind: .host) == 2_130_706_431)
