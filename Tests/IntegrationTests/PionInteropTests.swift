@@ -227,7 +227,9 @@ struct PionInteropTests {
     /// An ICE restart by PATCH (RFC 9725 §4.3.3) 3 s into an 8 s publish: pion applies the new
     /// credentials (its own "restart" event), pubbot selects the new pair and moves the media
     /// there in the same DTLS and SRTP session, and pion's count of every stream is pubbot's
-    /// within a few packets (those in flight on the old path as pion closed it).
+    /// within a few packets: those in flight on the old path as pion closed it — pion's
+    /// `Agent.Restart` sets the selected pair to nil at once (pion/ice/v2 agent.go), so about 40 ms of
+    /// the top layer's packets (11 of 2 185 in one clean-clone run) can go; 1 % or 8 packets.
     @Test func anICERestartKeepsTheMediaGoing() throws {
         let (pion, port) = try startPion(["-limit", "60"])
         defer { pion.stop() }
@@ -252,7 +254,7 @@ struct PionInteropTests {
             let ssrc = t["ssrc"] as? Int ?? -1, packets = t["packets"] as? Int ?? 0
             let sent = streams.first { $0["ssrc"] as? Int == ssrc }?["packetsSent"] as? Int ?? 0
             #expect(
-                sent > 100 && packets >= sent - 8 && packets <= sent,
+                sent > 100 && packets >= sent - max(8, sent / 100) && packets <= sent,
                 "\(t["kind"] ?? "") \(t["rid"] ?? ""): pion \(packets), pubbot sent \(sent)")
         }
     }
