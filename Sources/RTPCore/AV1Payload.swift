@@ -83,7 +83,7 @@ public enum AV1OBU {
 
     /// The OBU at `offset` of a low-overhead bitstream (an OBU without a size field runs to the
     /// end). nil at the end; throws when the OBU is malformed (forbidden bit, a size past the end).
-    @inlinable
+    @inlinable @inline(__always)
     public static func unit(at offset: Int, in b: Span<UInt8>) throws(RTPParseError) -> Unit? {
         guard offset < b.count else { return nil }
         let h = b[offset]
@@ -129,7 +129,7 @@ public enum AV1OBU {
     static func isSent(_ type: UInt8) -> Bool { type != temporalDelimiter && type != tileList && type != padding }
 
     /// The first OBU at or after `offset` that travels in RTP.
-    @inlinable
+    @inlinable @inline(__always)
     static func sentUnit(from offset: Int, in b: Span<UInt8>) throws(RTPParseError) -> Unit? {
         var at = offset
         while let u = try unit(at: at, in: b) {
@@ -220,7 +220,7 @@ public struct AV1Packetizer {
     ///   - frame: one temporal unit as libaom writes it (every OBU with its size field).
     ///   - maxPayloadSize: room for one RTP payload (MTU minus RTP header and SRTP tag).
     ///   - keyFrame: the unit starts a coded video sequence (N on its first packet).
-    @inlinable
+    @inlinable @inline(__always)
     public init(frame: Span<UInt8>, maxPayloadSize: Int, keyFrame: Bool) throws(RTPWriteError) {
         // The aggregation header, a length byte and one byte of an OBU.
         guard maxPayloadSize >= 3 else { throw .bufferTooSmall(needed: 3, available: maxPayloadSize) }

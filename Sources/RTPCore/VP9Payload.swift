@@ -151,7 +151,7 @@ public struct VP9Packetizer {
     ///     empty means the previous picture.
     ///   - spatialLayers: with spatial layers, each one's frame size and picture size, lowest
     ///     first (at most 3; the sizes add up to `frameSize`); empty: one layer.
-    @inlinable
+    @inlinable @inline(__always)
     public init(
         frameSize: Int, maxPayloadSize: Int, pictureID: UInt16, keyFrame: Bool, width: Int, height: Int,
         temporalID: UInt8 = 0, switchingUp: Bool = false, references: [UInt8] = [],
