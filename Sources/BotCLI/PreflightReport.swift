@@ -17,6 +17,28 @@ import DTLS
 /// What `pubbot preflight` prints: the JSON document (schema: preflight.schema.json), the
 /// human verdict, the JUnit report and the per-stream table.
 extension PreflightCommand {
+    /// One connectivity path in the JSON report (the publisher's and the subscriber's alike).
+    static func pathJSON(_ r: PathResult) -> JSONValue {
+        .object([
+            ("path", .string(r.path)), ("reachable", .bool(r.reachable)),
+            ("connectMs", r.connectMs.map { .double(($0 * 10).rounded() / 10) } ?? .null),
+            ("roundTripTimeMs", r.rttMs.map { .double(($0 * 100).rounded() / 100) } ?? .null),
+            ("detail", .string(r.detail)), ("announcedByServer", .bool(r.announced))
+        ])
+    }
+
+    /// The connectivity paths as a text table.
+    static func pathTable(_ paths: [PathResult]) -> String {
+        var table = TextTable(headers: ["path", "reachable", "connect", "RTT", "detail"], rightAligned: [2, 3])
+        for r in paths {
+            table.add([
+                r.path, r.reachable ? "yes" : "NO", r.connectMs.map { Units.fixed($0, 1) + " ms" } ?? "-",
+                r.rttMs.map { Units.fixed($0, 2) + " ms" } ?? "-", r.detail
+            ])
+        }
+        return table.render()
+    }
+
     /// A finished pre-flight, as printed: the verdict with, through a WHIP server, what was
     /// negotiated, each connectivity path and what the WHEP subscriber saw.
     struct Summary {
@@ -48,15 +70,7 @@ extension PreflightCommand {
                         negotiated + [("timeToFirstMediaMs", first.map { .int($0) } ?? .null)]
                             + (t.map { TransportFields.json($0, rttMillis: phase.measurement.roundTripTimeMillis) } ?? []))
                 ))
-            let paths: [JSONValue] = connectivity.map { r in
-                .object([
-                    ("path", .string(r.path)), ("reachable", .bool(r.reachable)),
-                    ("connectMs", r.connectMs.map { .double(($0 * 10).rounded() / 10) } ?? .null),
-                    ("roundTripTimeMs", r.rttMs.map { .double(($0 * 100).rounded() / 100) } ?? .null),
-                    ("detail", .string(r.detail)), ("announcedByServer", .bool(r.announced))
-                ])
-            }
-            f.append(("connectivity", .array(paths)))
+            f.append(("connectivity", .array(connectivity.map(PreflightCommand.pathJSON))))
             // No direct path worked: only a relay can carry this client's media.
             f.append(("turnRequired", .bool(!connectivity.contains { $0.path == "host-udp" && $0.reachable })))
             let path = t.flatMap { t in t.localCandidateType.map { "\($0) → \(t.remoteCandidateType ?? "?")" } }
@@ -77,14 +91,7 @@ extension PreflightCommand {
             var text = PreflightCommand.human(
                 verdict, phase: phase, audioOnly: outcome.audioOnly, target: target, requirement: plan.requirement, met: met)
             if !connectivity.isEmpty {
-                var table = TextTable(headers: ["path", "reachable", "connect", "RTT", "detail"], rightAligned: [2, 3])
-                for r in connectivity {
-                    table.add([
-                        r.path, r.reachable ? "yes" : "NO", r.connectMs.map { Units.fixed($0, 1) + " ms" } ?? "-",
-                        r.rttMs.map { Units.fixed($0, 2) + " ms" } ?? "-", r.detail
-                    ])
-                }
-                text += "\nconnectivity (each path on its own):\n" + table.render()
+                text += "\nconnectivity (each path on its own):\n" + PreflightCommand.pathTable(connectivity)
                 if !connectivity.contains(where: { $0.path == "host-udp" && $0.reachable }) {
                     text += "TURN required: no direct path worked\n"
                 }

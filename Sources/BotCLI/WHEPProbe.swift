@@ -53,17 +53,21 @@ final class WHEPProbe: @unchecked Sendable {
         var snapshot: ReceiverSnapshot?
         var subscription: WHEPSubscription?
         var error: String?
+        /// The subscribing leg's paths, each tried on its own (`WHEPConnectivity`).
+        var connectivity: [PathResult] = []
     }
 
     let options: WHIPOptions
-    let state = Locked<(receiver: ReceiverEngine?, subscription: WHEPSubscription?, error: String?, stopped: Bool)>(
-        (nil, nil, nil, false))
+    let state = Locked<
+        (receiver: ReceiverEngine?, subscription: WHEPSubscription?, error: String?, stopped: Bool, connectivity: [PathResult])
+    >((nil, nil, nil, false, []))
     let thread = Locked<JoinableThread?>(nil)
 
     init(_ options: WHIPOptions) { self.options = options }
 
     /// Subscribes after `delayMicros` (the publisher's media has reached the server), on a
-    /// thread of its own (the HTTP exchange blocks).
+    /// thread of its own (the HTTP exchange blocks); then, beside that subscription, tries each
+    /// path of the subscribing leg on its own (while the server has a publisher to serve).
     func start(delayMicros: Int64) {
         let options = self.options, state = self.state
         thread.value = JoinableThread(name: "pubbot-whep") {
@@ -78,6 +82,8 @@ final class WHEPProbe: @unchecked Sendable {
             } catch {
                 state.withLock { $0.error = error.description }
             }
+            let paths = WHEPConnectivity.run(options, stopped: { state.value.stopped })
+            state.withLock { $0.connectivity = paths }
         }
     }
 
@@ -90,7 +96,9 @@ final class WHEPProbe: @unchecked Sendable {
             return taken
         }?.join()
         let s = state.value
-        guard let receiver = s.receiver else { return Result(error: s.error ?? "the subscriber did not start") }
+        guard let receiver = s.receiver else {
+            return Result(error: s.error ?? "the subscriber did not start", connectivity: s.connectivity)
+        }
         receiver.stop()
         receiver.wait()
         s.subscription?.end()
@@ -101,7 +109,7 @@ final class WHEPProbe: @unchecked Sendable {
         } else if snapshot.streams.isEmpty {
             error = "connected (\(snapshot.webrtcPublishers.first?.state.rawValue ?? "new")) but no media arrived from the server"
         }
-        return Result(snapshot: snapshot, subscription: s.subscription, error: error)
+        return Result(snapshot: snapshot, subscription: s.subscription, error: error, connectivity: s.connectivity)
     }
 
     /// The report's `subscriber` object.
@@ -113,6 +121,7 @@ final class WHEPProbe: @unchecked Sendable {
             f.append(("negotiated", .object(w.summary.map { ($0.0, .string($0.1)) })))
         }
         if let e = r.error { f.append(("error", .string(e))) }
+        if !r.connectivity.isEmpty { f.append(("connectivity", .array(r.connectivity.map(PreflightCommand.pathJSON)))) }
         if let snap = r.snapshot {
             let t = snap.webrtcPublishers.first
             f += [
@@ -139,7 +148,11 @@ final class WHEPProbe: @unchecked Sendable {
 
     /// One paragraph for the human report.
     static func text(_ r: Result) -> String {
-        var out = "\nThrough the server (WHEP subscriber):"
+        var out = ""
+        if !r.connectivity.isEmpty {
+            out += "\nsubscriber connectivity (each path of the WHEP leg on its own):\n" + PreflightCommand.pathTable(r.connectivity)
+        }
+        out += "\nThrough the server (WHEP subscriber):"
         if let e = r.error { out += " FAILED — \(e)\n"; if r.snapshot?.streams.isEmpty ?? true { return out } } else { out += "\n" }
         guard let snap = r.snapshot, let v = snap.streams.first(where: { $0.kind == .video }) else { return out + "  no video received\n" }
         out += "  video \(v.width)x\(v.height) at \(Units.fixed(v.receivedFrameRate, 1)) fps decoded, \(v.freezeCount) freezes"

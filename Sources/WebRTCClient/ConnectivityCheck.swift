@@ -1,7 +1,7 @@
 public import PublisherEngine
 public import DTLS
 import WebRTC
-import ICE
+public import ICE
 import RTPCore
 import Transport
 import Platform
@@ -20,6 +20,20 @@ public struct PathResult: Sendable, Equatable {
     public var detail: String
     /// The server came from the endpoint's own list (its 201's `Link` headers, RFC 9725 §4.6).
     public var announced = false
+
+    public init(path: String, reachable: Bool, connectMs: Double?, rttMs: Double?, detail: String, announced: Bool = false) {
+        self.path = path
+        self.reachable = reachable
+        self.connectMs = connectMs
+        self.rttMs = rttMs
+        self.detail = detail
+        self.announced = announced
+    }
+
+    /// The relay path a TURN server's transport gives: `relay-udp`, `relay-tcp` or `relay-tls`.
+    public static func relayPath(_ server: ICEServerURL) -> String {
+        server.transport == .udp ? "relay-udp" : server.transport == .tcp ? "relay-tcp" : "relay-tls"
+    }
 }
 
 /// The connectivity pre-flight (as Twilio's Preflight and Daily's connectivity test): before the
@@ -68,7 +82,7 @@ public enum ConnectivityCheck {
             relay.iceServers = [s.url]
             relay.turnUsername = s.username
             relay.turnCredential = s.credential
-            let name = s.url.transport == .udp ? "relay-udp" : s.url.transport == .tcp ? "relay-tcp" : "relay-tls"
+            let name = PathResult.relayPath(s.url)
             var ignored: [ICEServerLink] = []
             var r = session(name, relay, base: base, certificate: certificate, sleep: sleep, announced: &ignored)
             r.announced = true
@@ -123,7 +137,7 @@ public enum ConnectivityCheck {
     }
 
     /// A STUN server: reachable, and the address it maps the media socket to.
-    static func reflexive(_ server: ICEServerURL) -> PathResult {
+    public static func reflexive(_ server: ICEServerURL) -> PathResult {
         guard let a = try? SocketAddress(host: server.host, port: server.port), let sa = STUNAddress(a), let source = try? a.routeSource(),
             let socket = try? UDPSocket(bind: source),
             let base = STUNAddress(socket.localAddress)

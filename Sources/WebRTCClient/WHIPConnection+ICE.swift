@@ -1,6 +1,6 @@
-import HTTPSignaling
+public import HTTPSignaling
 import Signalling
-import ICE
+public import ICE
 import Crypto
 import Platform
 public import PublisherEngine
@@ -10,7 +10,7 @@ public import PublisherEngine
 extension WHIPConnection {
     /// The servers of the 201's `Link` headers pubbot can use (stun:, turn:, turns:; a TURN
     /// server with its credentials), where the user gave none of the kind.
-    static func serverICEServers(
+    public static func serverICEServers(
         _ links: [ICEServerLink], options: WHIPOptions
     ) -> [(url: ICEServerURL, username: String, credential: String)] {
         let turnGiven = options.iceServers.contains { $0.isTURN }

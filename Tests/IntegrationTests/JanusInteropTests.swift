@@ -348,8 +348,9 @@ import Platform
         return result
     }
 
-    /// `preflight --whip --whep` through Janus: pubbot publishes and subscribes to itself; the
-    /// verdict and the subscribers' stats lines follow their schemas.
+    /// `preflight --whip --whep` through Janus: pubbot publishes and subscribes to itself (and
+    /// tries the subscribing leg's host path in a subscription of its own); the verdict and the
+    /// subscribers' stats lines follow their schemas.
     func preflightsThroughJanus(whip: String, base: String, statsLines: [[String: Any]]) throws {
         let pre = try runPubbot(Self.binary, ["preflight", "--whip", whip, "--whep", base + "/whep", "--duration", "8s", "--json"])
         #expect(pre.code == 0, "\(pre.err)")
@@ -359,6 +360,9 @@ import Platform
             sub["error"] == nil && (sub["height"] as? Int ?? 0) >= 180 && (sub["framesDecoded"] as? Int ?? 0) > 30
                 && (sub["decodedFrameRate"] as? Double ?? 0) > 15 && (sub["latencyMeanMs"] as? Double ?? 0) > 0, "\(sub)")
         #expect((sub["negotiated"] as? [String: String])?["video"] == "VP8/96 rtx/97", "\(sub)")
+        // The subscribing leg's own connectivity report: its host path, a subscription of its own.
+        let paths = sub["connectivity"] as? [[String: Any]] ?? []
+        #expect(paths.first?["path"] as? String == "host-udp" && paths.first?["reachable"] as? Bool == true, "\(paths)")
         let preSchema = try SchemaValidator(path: Self.root.appendingPathComponent("Sources/BotCLI/preflight.schema.json").path)
         #expect(preSchema.validateDocument(verdict).isEmpty, "\(preSchema.validateDocument(verdict))")
         let statsSchema = try SchemaValidator(path: Self.root.appendingPathComponent("Sources/BotCLI/stats.schema.json").path)

@@ -203,4 +203,44 @@ import Testing
             #expect((video?["framesDecoded"] as? Int ?? 0) >= 45 && video?["packetsLost"] as? Int == 0, "\(video ?? [:])")
         }
     }
+
+    /// The subscribing leg's connectivity report (`preflight --whip … --whep …`), as the
+    /// publisher's: a WHEP server that announces its TURN (pion's `-link`) gets a subscription
+    /// per path — host UDP, then UDP relay through the announced coturn — each connected and
+    /// ended; pion's own `whep-stats` events (one per WHEP session DELETEd) count them beside the
+    /// real subscriber, and the credential is never printed.
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: pionEndpoint), "no pion endpoint (scripts/setup builds it)"))
+    func aPreflightReportsEachPathOfTheSubscribingLeg() throws {
+        let turn = try TURNInteropTests.Rig()
+        defer { turn.server.stop() }
+        let (pion, port) = try startPion([
+            "-limit", "60", "-forward-rid", "q", "-link", "turn:127.0.0.1:\(turn.port)", "-link-username", "bot", "-link-credential",
+            "s3cret"
+        ])
+        defer { pion.stop() }
+        let base = "http://127.0.0.1:\(port)"
+        let r = try runPubbot(
+            WHIPInteropTests.binary,
+            ["preflight", "--whip", base + "/whip", "--whep", base + "/whep", "--duration", "10s", "--json"])
+        #expect(r.code == 0, "\(r.err)")
+        #expect(!(r.out + r.err).contains("s3cret"))
+        let doc = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any], "\(r.out)")
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let schema = try SchemaValidator(path: root.appendingPathComponent("Sources/BotCLI/preflight.schema.json").path)
+        #expect(schema.validateDocument(doc) == [])
+        let subscriber = try #require(doc["subscriber"] as? [String: Any], "\(doc.keys)")
+        let paths = subscriber["connectivity"] as? [[String: Any]] ?? []
+        let host = paths.first { $0["path"] as? String == "host-udp" }
+        #expect(host?["reachable"] as? Bool == true && (host?["connectMs"] as? Double ?? 0) > 0, "\(paths)")
+        #expect((host?["detail"] as? String ?? "").hasPrefix("host 127.0.0.1:"), "\(paths)")
+        let relay = paths.first { $0["path"] as? String == "relay-udp" }
+        #expect(
+            relay?["reachable"] as? Bool == true && relay?["announcedByServer"] as? Bool == true
+                && (relay?["detail"] as? String ?? "").hasPrefix("relay ")
+                && (relay?["detail"] as? String ?? "").contains("announced by the server"), "\(paths)")
+        #expect((subscriber["framesDecoded"] as? Int ?? 0) > 0, "\(subscriber)")
+        pion.stop()
+        let sessions = pion.text.split(separator: "\n").filter { $0.contains("\"event\":\"whep-stats\"") }
+        #expect(sessions.count >= 3, "pion's WHEP sessions ended: \(sessions)")
+    }
 }
