@@ -30,40 +30,26 @@ enum WHEPConnectivity {
         }
         let udp = turn.filter { $0.transport == .udp }
         if !udp.isEmpty && !stopped() {
-            var relay = options
-            relay.policy = .relay
-            relay.iceServers = udp
             var ignored: [ICEServerLink] = []
-            results.append(session("relay-udp", relay, timeoutMicros: timeoutMicros, announced: &ignored))
+            results.append(session("relay-udp", options.relayOnly(udp), timeoutMicros: timeoutMicros, announced: &ignored))
         }
         // The WHEP endpoint's own servers, each kind the user gave none of.
         let stunGiven = options.iceServers.contains { !$0.isTURN }
         for s in WHIPConnection.serverICEServers(announced, options: options) where !stopped() {
             if !s.url.isTURN {
                 guard !stunGiven else { continue }
-                var r = ConnectivityCheck.reflexive(s.url)
-                r.announced = true
-                r.detail += " (announced by the server)"
-                results.append(r)
+                results.append(ConnectivityCheck.reflexive(s.url).announcedByServer())
                 continue
             }
             guard s.url.transport == .udp else {
-                var r = Self.notTaken(s.url)
-                r.announced = true
-                r.detail += " (announced by the server)"
-                results.append(r)
+                results.append(Self.notTaken(s.url).announcedByServer())
                 continue
             }
-            var relay = options
-            relay.policy = .relay
-            relay.iceServers = [s.url]
-            relay.turnUsername = s.username
-            relay.turnCredential = s.credential
+            let relay = options.relayOnly([s.url], username: s.username, credential: s.credential)
             var ignored: [ICEServerLink] = []
-            var r = session("relay-udp", relay, timeoutMicros: timeoutMicros, announced: &ignored)
-            r.announced = true
-            r.detail += " (\(s.url), announced by the server)"
-            results.append(r)
+            results.append(
+                session("relay-udp", relay, timeoutMicros: timeoutMicros, announced: &ignored)
+                    .announcedByServer(" (\(s.url), announced by the server)"))
         }
         return results
     }

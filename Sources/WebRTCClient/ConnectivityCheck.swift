@@ -34,6 +34,28 @@ public struct PathResult: Sendable, Equatable {
     public static func relayPath(_ server: ICEServerURL) -> String {
         server.transport == .udp ? "relay-udp" : server.transport == .tcp ? "relay-tcp" : "relay-tls"
     }
+
+    /// This path, marked as coming from the endpoint's own servers (RFC 9725 §4.6), `note` added
+    /// to its detail.
+    public func announcedByServer(_ note: String = " (announced by the server)") -> PathResult {
+        var r = self
+        r.announced = true
+        r.detail += note
+        return r
+    }
+}
+
+extension WHIPOptions {
+    /// These options for one relay path tried on its own: only `servers`, the relay policy, and
+    /// the credentials of a server the endpoint announced where given.
+    public func relayOnly(_ servers: [ICEServerURL], username: String? = nil, credential: String? = nil) -> WHIPOptions {
+        var o = self
+        o.policy = .relay
+        o.iceServers = servers
+        if let username { o.turnUsername = username }
+        if let credential { o.turnCredential = credential }
+        return o
+    }
 }
 
 /// The connectivity pre-flight (as Twilio's Preflight and Daily's connectivity test): before the
@@ -59,11 +81,9 @@ public enum ConnectivityCheck {
             ("relay-tls", turn.filter { $0.transport == .tls })
         ]
         for (name, servers) in kinds where !servers.isEmpty {
-            var relay = options
-            relay.policy = .relay
-            relay.iceServers = servers
             var ignored: [ICEServerLink] = []
-            results.append(session(name, relay, base: base, certificate: certificate, sleep: sleep, announced: &ignored))
+            results.append(
+                session(name, options.relayOnly(servers), base: base, certificate: certificate, sleep: sleep, announced: &ignored))
         }
         // The endpoint's own servers (RFC 9725 §4.6), each kind the user gave none of, tried as
         // its own path too: a path that works only through them is said to come from the server.
@@ -71,23 +91,15 @@ public enum ConnectivityCheck {
         for s in WHIPConnection.serverICEServers(announced, options: options) {
             if !s.url.isTURN {
                 guard !stunGiven else { continue }
-                var r = reflexive(s.url)
-                r.announced = true
-                r.detail += " (announced by the server)"
-                results.append(r)
+                results.append(reflexive(s.url).announcedByServer())
                 continue
             }
-            var relay = options
-            relay.policy = .relay
-            relay.iceServers = [s.url]
-            relay.turnUsername = s.username
-            relay.turnCredential = s.credential
+            let relay = options.relayOnly([s.url], username: s.username, credential: s.credential)
             let name = PathResult.relayPath(s.url)
             var ignored: [ICEServerLink] = []
-            var r = session(name, relay, base: base, certificate: certificate, sleep: sleep, announced: &ignored)
-            r.announced = true
-            r.detail += " (\(s.url), announced by the server)"
-            results.append(r)
+            results.append(
+                session(name, relay, base: base, certificate: certificate, sleep: sleep, announced: &ignored)
+                    .announcedByServer(" (\(s.url), announced by the server)"))
         }
         return results
     }
