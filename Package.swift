@@ -3,8 +3,9 @@ import PackageDescription
 
 // pubbot: a headless test-publisher bot for real-time video.
 // No package dependencies: the C libraries come in as system-library targets.
-// The hot path (packetizer, arena, send loop): no dynamic exclusivity checks in release builds
-// (measured by `scripts/bench`: they cost ~10 % of a packet; debug builds keep them).
+// The hot paths (packetizer, arena, send loop; the receiver's per-datagram path and the fleet's
+// loops): no dynamic exclusivity checks in release builds (measured by `scripts/bench`: they
+// cost ~10 % of a packet; 2 % of a 500-publisher receiver by perf; debug builds keep them).
 //
 // On x86-64 the hot modules' loops (and the bench's C loops) start on 32-byte boundaries and no
 // branch crosses or ends on one: H.264's start-code scan measured 0.85× or 0.92× its C loop as
@@ -65,7 +66,7 @@ let package = Package(
         .target(name: "ICE", dependencies: ["RTPCore"]),
         .target(name: "Stats"),
         .target(name: "Impairment", dependencies: ["RTPCore"]),
-        .target(name: "Congestion", dependencies: ["RTPCore"]),
+        .target(name: "Congestion", dependencies: ["RTPCore"], swiftSettings: hot),
         .target(name: "Preflight"),
         .target(name: "MediaCodecs", dependencies: ["CVPX", "COpus", "COpenH264", "CAOM", "RTPCore"]),
         // Addresses and packet buffers (the arena the send path fills, the batch `recvmmsg` fills):
@@ -101,14 +102,16 @@ let package = Package(
         // subscriber behind it (reassembly, decoding, stamps), with the link emulators.
         .target(
             name: "Receiver",
-            dependencies: ["RTPCore", "MediaCodecs", "Net", "SRTP", "Stats", "Impairment", "Congestion", "WebRTC", "ICE", "DTLS", "Crypto"]),
+            dependencies: ["RTPCore", "MediaCodecs", "Net", "SRTP", "Stats", "Impairment", "Congestion", "WebRTC", "ICE", "DTLS", "Crypto"],
+            swiftSettings: hot),
         // Its driver: the receive thread, its socket and clock. Re-exports Receiver.
         .target(
             name: "ReceiverEngine",
             dependencies: [
                 "Receiver", "Platform", "RTPCore", "MediaCodecs", "Transport", "Stats", "Impairment", "Congestion", "WebRTC", "ICE", "DTLS",
                 "Crypto"
-            ]),
+            ],
+            swiftSettings: hot),
         // The pre-flight's driver: a real publisher (and the embedded receiver) sampled into the
         // sans-IO `PreflightProbe`, the verdict, the audio-only phase.
         .target(name: "PreflightRunner", dependencies: ["Platform", "Preflight", "PublisherEngine", "ReceiverEngine", "Simulation"]),
@@ -118,7 +121,8 @@ let package = Package(
             dependencies: [
                 "Platform", "PublisherEngine", "ReceiverEngine", "Transport", "MediaCodecs", "Stats", "WebRTCClient", "DTLS", "WebRTC",
                 "RTPCore", "ICE"
-            ]),
+            ],
+            swiftSettings: hot),
         // The publisher and receiver sessions connected in virtual time (`pubbot simulate`, scenario tests).
         .target(name: "Simulation", dependencies: ["PublisherCore", "Receiver", "MediaCodecs", "Net", "SRTP", "Stats", "RTPCore"]),
         // A WebRTC client's set-up drivers: a WHIP publish (socket and candidates, the offer POSTed,

@@ -30,7 +30,8 @@
 #define SOL_UDP 17
 #endif
 
-_Static_assert(sizeof(struct sockaddr_storage) <= 128, "sockaddr_storage fits");
+_Static_assert(sizeof(struct sockaddr_in6) <= sizeof(((clinux_addr *)0)->storage), "sockaddr_in6 fits");
+_Static_assert(sizeof(struct sockaddr_in) <= sizeof(((clinux_addr *)0)->storage), "sockaddr_in fits");
 
 int clinux_resolve(const char *host, int port, int family, clinux_addr *out) {
     struct addrinfo hints, *res = NULL;
@@ -41,6 +42,7 @@ int clinux_resolve(const char *host, int port, int family, clinux_addr *out) {
     snprintf(service, sizeof(service), "%d", port);
     int rc = getaddrinfo(host, service, &hints, &res);
     if (rc != 0 || res == NULL) return rc == EAI_SYSTEM ? -errno : -EINVAL;
+    if (res->ai_addrlen > sizeof(out->storage)) { freeaddrinfo(res); return -EAFNOSUPPORT; }
     memset(out, 0, sizeof(*out));
     memcpy(out->storage, res->ai_addr, res->ai_addrlen);
     out->length = (uint32_t)res->ai_addrlen;
@@ -410,6 +412,7 @@ int clinux_recvmmsg(int fd, void *const *bufs, uint32_t capacity, uint32_t *lens
             lens[i] = (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) ? capacity + 1 : msgs[i].msg_len;
             if (froms) {
                 froms[i].length = msgs[i].msg_hdr.msg_namelen;
+                if (froms[i].length > sizeof(froms[i].storage)) froms[i].length = sizeof(froms[i].storage);
                 unmap_v4(&froms[i]);
             }
             if (arrivals) {

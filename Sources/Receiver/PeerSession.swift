@@ -33,10 +33,13 @@ final class PeerSession {
     /// authenticated packet); WebRTC publishers' inbound keys live with their transport.
     var srtpIn: SRTPSession?
     var extensionIDs: RTPExtensionIDs?
-    var audioPayloadTypes: Set<UInt8>?
-    var videoPayloadTypes: Set<UInt8>?
+    var audioPayloadTypes: Set<UInt8>? { didSet { kinds = nil } }
+    var videoPayloadTypes: Set<UInt8>? { didSet { kinds = nil } }
     var videoCodecs: [UInt8: VideoCodec]?
-    var rtxPayloadTypes: Set<UInt8>?
+    var rtxPayloadTypes: Set<UInt8>? { didSet { kinds = nil } }
+    /// The three sets above (or the receiver's) as bit masks, made on the first packet after
+    /// they change: a packet's payload type is looked up without hashing or retaining a set.
+    var kinds: PayloadKinds?
     /// RFC 5506 negotiated (pubbot's own SDES sessions and its WHIP answers use it).
     var reducedSizeRTCP = true
     /// The feedback the answer allows (RFC 4585 §4.2: only what was negotiated is sent).
@@ -44,11 +47,30 @@ final class PeerSession {
         didSet { remoteEstimator = negotiated.remb ? RemoteBitrateEstimator() : nil }
     }
     /// With REMB negotiated: the receive-side estimate it carries.
-    var remoteEstimator: RemoteBitrateEstimator?
+    var remoteEstimator: RemoteBitrateEstimator? { didSet { hasRemoteEstimator = remoteEstimator != nil } }
+    /// Whether `remoteEstimator` is there (asked per packet: the optional itself is a struct of
+    /// arrays, copied out and retained to be compared with nil).
+    private(set) var hasRemoteEstimator = false
 
     init(index: Int, address: SocketAddress, ssrc: UInt32) {
         self.index = index
         self.address = address
         feedback = TransportFeedbackGenerator(senderSSRC: ssrc)
     }
+}
+
+/// Which payload types are RTX, video and audio: one bit each of the 7-bit payload type.
+struct PayloadKinds {
+    struct Mask {
+        var low: UInt64 = 0, high: UInt64 = 0
+        init(_ types: Set<UInt8>) {
+            for t in types where t < 128 {
+                if t < 64 { low |= 1 << UInt64(t) } else { high |= 1 << UInt64(t - 64) }
+            }
+        }
+        @inline(__always) func contains(_ t: UInt8) -> Bool {
+            t < 64 ? low & (1 << UInt64(t)) != 0 : t < 128 && high & (1 << UInt64(t &- 64)) != 0
+        }
+    }
+    let rtx: Mask, video: Mask, audio: Mask
 }

@@ -206,7 +206,7 @@ public final class ReceiverSession {
         _ header: RTPHeader, _ ext: RTPExtensionValues, _ span: Span<UInt8>, now: Int64, wall: Int64, peer: PeerSession,
         stream known: ReceiveStream?
     ) {
-        if (peer.rtxPayloadTypes ?? config.rtxPayloadTypes).contains(header.payloadType) {
+        if known == nil && payloadKinds(peer).rtx.contains(header.payloadType) { // a known stream is media
             receiveRetransmission(header, ext, span, now: now, wall: wall, peer: peer)
         } else if let stream = known ?? streams[header.ssrc], stream.peer == peer.index {
             guard forwarded(stream) else { return }
@@ -371,10 +371,11 @@ public final class ReceiverSession {
             return
         }
         guard let peer = known ?? session(from, adopting: inbound) else { refuse(inbound, ssrc: header.ssrc); return }
-        if let ast = ext.absSendTime, peer.remoteEstimator != nil {
+        if let ast = ext.absSendTime, peer.hasRemoteEstimator {
             peer.remoteEstimator?.onPacket(absSendTime: ast, arrivalMicros: now, size: len)
         }
-        if (peer.rtxPayloadTypes ?? config.rtxPayloadTypes).contains(header.payloadType) {
+        let kinds = payloadKinds(peer)
+        if kinds.rtx.contains(header.payloadType) {
             if let tw = ext.transportSequenceNumber {
                 peer.feedback.onPacket(transportSequence: tw, arrivalMicros: now, ssrc: header.ssrc)
             }
@@ -387,9 +388,9 @@ public final class ReceiverSession {
             return
         }
         let kind: MediaKind
-        if (peer.videoPayloadTypes ?? config.videoPayloadTypes).contains(header.payloadType) {
+        if kinds.video.contains(header.payloadType) {
             kind = .video
-        } else if (peer.audioPayloadTypes ?? config.audioPayloadTypes).contains(header.payloadType) {
+        } else if kinds.audio.contains(header.payloadType) {
             kind = .audio
         } else {
             snap.rejected.unknownPayloadType += 1; return
@@ -432,6 +433,17 @@ public final class ReceiverSession {
         } else {
             forward(p, length: plain, now: now, wall: wall, peer: peer)
         }
+    }
+
+    /// The publisher's payload types by kind (its own from its offer, else the receiver's).
+    @inline(__always)
+    func payloadKinds(_ peer: PeerSession) -> PayloadKinds {
+        if let k = peer.kinds { return k }
+        let k = PayloadKinds(
+            rtx: .init(peer.rtxPayloadTypes ?? config.rtxPayloadTypes), video: .init(peer.videoPayloadTypes ?? config.videoPayloadTypes),
+            audio: .init(peer.audioPayloadTypes ?? config.audioPayloadTypes))
+        peer.kinds = k
+        return k
     }
 
     /// RTX (RFC 4588): the payload starts with the original sequence number (OSN), then the

@@ -6,7 +6,10 @@
 #include <stddef.h>
 
 typedef struct {
-    uint8_t storage[128]; /* struct sockaddr_storage */
+    /* A struct sockaddr_in or sockaddr_in6 (the only families pubbot speaks): 28 bytes, not a
+       128-byte sockaddr_storage, so an address is cheap to copy (the receive path moves one per
+       datagram; at 128 bytes each copy was a memmove call: 6 % of a 500-publisher receiver). */
+    uint8_t storage[28];
     uint32_t length;      /* socklen_t */
 } clinux_addr;
 
