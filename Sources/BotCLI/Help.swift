@@ -30,9 +30,9 @@ enum Help {
         case "publish":
             "Usage: pubbot publish (--to HOST:PORT [--key B64] | --whip URL [--token T] [--ice-server stun:HOST:PORT] [--ice-interface IF] [--no-ipv6] [--strict] [--no-trickle] [--ice-restart-at D…] [--ice-recover-after D]) [--srtp-suite aes-cm|gcm] [--sdp-out FILE] [--no-bundle] [--duration D] [--layers LADDER] [--no-audio | --no-video] [--fps N] [--temporal-layers L1T1|L1T2|L1T3 | --scalability MODE] [--codec vp8|h264|vp9|av1|LIST] [--keyframe-interval D] [--no-congestion-control] [--impair SPEC] [--stats FILE|-] [--json]"
         case "receive":
-            "Usage: pubbot receive (--listen HOST:PORT (--key B64 | --sdp FILE) | --whip-listen HOST:PORT [--token T] [--tls-cert FILE --tls-key FILE] [--ice-server URL… [--turn-username U --turn-credential C]] | --whep URL [--token T] [--ice-interface IF] [--no-ipv6] [--ice-server URL… [--turn-username U --turn-credential C] [--ice-policy all|relay] [--no-trickle]] [--strict] [--ice-restart-at D…] [--ice-recover-after D] [--ca-file FILE]) [--impair SPEC] [--downlink-impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--no-decode | --decode-publishers N] [--max-publishers N] [--stats FILE|-] [--json]"
+            "Usage: pubbot receive (--listen HOST:PORT (--key B64 | --sdp FILE) | --whip-listen HOST:PORT [--token T] [--tls-cert FILE --tls-key FILE] [--ice-server URL… [--turn-username U --turn-credential C]] | --whep URL [--token T] [--ice-interface IF] [--no-ipv6] [--ice-server URL… [--turn-username U --turn-credential C] [--ice-policy all|relay] [--no-trickle]] [--strict] [--ice-restart-at D…] [--ice-recover-after D] [--ca-file FILE]) [--impair SPEC] [--downlink-impair SPEC] [--srtp-suite aes-cm|gcm] [--duration D] [--no-decode | --decode-publishers N] [--max-publishers N] [--dump-frames DIR] [--stats FILE|-] [--json]"
         case "preflight":
-            "Usage: pubbot preflight [--to HOST:PORT --key KEY | --sdp FILE | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--no-ipv6] [--strict] [--ice-restart-at D…] [--ice-recover-after D] [--whep URL [--whep-token T]]] [--impair SPEC] [--require TIER] [--duration D] [--json] [--junit FILE] [--stats FILE|-] [--verdict-thresholds LIST] [media options]"
+            "Usage: pubbot preflight [--to HOST:PORT --key KEY | --sdp FILE | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--no-ipv6] [--strict] [--ice-restart-at D…] [--ice-recover-after D] [--whep URL [--whep-token T]]] [--impair SPEC] [--require TIER] [--duration D] [--json] [--junit FILE] [--stats FILE|-] [--verdict-thresholds LIST] [--dump-frames DIR] [media options]"
         case "load":
             "Usage: pubbot load [--to HOST:PORT… --key B64 | --rooms M | --whip URL [--token T] [--ice-server stun:H:P] [--ice-interface IF] [--no-ipv6] [--strict] [--rooms M] [--whep URL --subscribers S [--decoders N|all] [--decoder-rotation D] [--whep-token T]] [--ice-restart-at D…] [--ice-recover-after D]] [--bots N | --publishers N] [--duration D] [--ramp D] [--loops N] [--impair SPEC] [--require LIST] [--report FILE] [--metrics [HOST:]PORT] [--progress] [--shard I/N] [--media DIR | --encode [--layers LADDER]] [--codec vp8|h264|vp9|av1] [--srtp-suite aes-cm|gcm] [--json]"
         case "simulate":
@@ -227,6 +227,9 @@ enum Help {
                                     bucket=20kb adds a token bucket at the rate (tbf's burst)
           --duration D              stop after D; default: until Ctrl-C
           --no-decode               reassemble video frames without decoding them (fleets)
+          --dump-frames DIR         write each measured frame's decoded and reference luma as Y4M
+                                    (DIR/<ssrc>-<W>x<H>-decoded.y4m, …-reference.y4m) to check the
+                                    PSNR-Y with another tool (ffmpeg's psnr filter)
           --decode-publishers N     decode the video and audio of the first N publishers only
                                     (default 4; `all`); everyone's frames are still reassembled,
                                     counted and checked
@@ -275,6 +278,8 @@ enum Help {
         Output:
           --json                    one JSON document (schema: Sources/BotCLI/preflight.schema.json)
           --junit FILE              JUnit XML, one test case per requirement
+          --dump-frames DIR         the embedded receiver's measured frames as Y4M (decoded and
+                                    reference luma; see receive --dump-frames)
           --stats FILE|-            the publisher stats stream while it runs (JSON lines)
           --stats-interval D        default 1s
 

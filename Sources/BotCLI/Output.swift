@@ -105,6 +105,13 @@ enum Report {
         return t.render()
     }
 
+    /// PSNR-Y mean/p10 and SSIM-Y mean as text ("-" when nothing was measured).
+    static func psnrText(_ s: InboundStreamStats) -> String {
+        guard s.kind == .video, let mean = s.psnrYMean else { return "-" }
+        let ssim = s.ssimYMean.map { " SSIM \(Units.fixed($0, 3))" } ?? ""
+        return "\(Units.fixed(mean, 1))/\(Units.fixed(s.psnrYP10 ?? mean, 1)) dB" + ssim
+    }
+
     static func inboundJSON(_ s: InboundStreamStats) -> JSONValue {
         var f: [(String, JSONValue)] = [
             ("ssrc", .int(Int64(s.ssrc))), ("kind", .string(s.kind.rawValue)), ("payloadType", .int(Int64(s.payloadType))),
@@ -122,7 +129,13 @@ enum Report {
                 ("stampsOutOfOrder", .int(Int64(s.stampsOutOfOrder))), ("resolutionChanges", .int(Int64(s.resolutionChanges))),
                 ("freezeCount", .int(Int64(s.freezeCount))), ("totalFreezesDurationMs", .double(s.totalFreezesDurationMillis.rounded())),
                 ("latencyMeanMs", s.latencyMeanMillis.map { .double(($0 * 10).rounded() / 10) } ?? .null),
-                ("latencyP95Ms", s.latencyP95Millis.map { .double(($0 * 10).rounded() / 10) } ?? .null)
+                ("latencyP95Ms", s.latencyP95Millis.map { .double(($0 * 10).rounded() / 10) } ?? .null),
+                ("framesMeasured", .int(Int64(s.framesMeasured))),
+                ("psnrYMeanDb", s.psnrYMean.map { .double(($0 * 100).rounded() / 100) } ?? .null),
+                ("psnrYP10Db", s.psnrYP10.map { .double(($0 * 100).rounded() / 100) } ?? .null),
+                ("ssimFramesMeasured", .int(Int64(s.ssimFramesMeasured))),
+                ("ssimYMean", s.ssimYMean.map { .double(($0 * 10000).rounded() / 10000) } ?? .null),
+                ("ssimYP10", s.ssimYP10.map { .double(($0 * 10000).rounded() / 10000) } ?? .null)
             ]
             if s.dependencyDescriptors + s.dependencyDescriptorErrors > 0 {
                 f += [

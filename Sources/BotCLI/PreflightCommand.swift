@@ -23,7 +23,7 @@ enum PreflightCommand {
         for (k, v) in [
             "audio-only": OptionSpec.Kind.flag, "impair": .value, "to": .value, "key": .value, "sdp": .value, "require": .value,
             "junit": .value, "verdict-thresholds": .value, "whep": .value, "whep-token": .value, "ice-restart-at": .repeated,
-            "ice-recover-after": .value
+            "ice-recover-after": .value, "dump-frames": .value
         ] { o[k] = v }
         for (k, v) in CommonOptions.whip { o[k] = v }
         return OptionSpec(options: o)
@@ -69,6 +69,8 @@ enum PreflightCommand {
         /// restarts of the main phase's session, as `publish` makes them.
         var iceRestarts: [Int64] = []
         var iceRecoverAfter: Int64?
+        /// `--dump-frames DIR`: the embedded receiver's measured frames as Y4M.
+        var dumps: FrameDumps?
     }
 
     static func plan(_ o: ParsedOptions) throws(UsageError) -> Plan {
@@ -135,6 +137,12 @@ enum PreflightCommand {
         }
         plan.iceRestarts.sort()
         plan.iceRecoverAfter = try CommonOptions.iceRecoverAfter(o, whip: whipOptions != nil)
+        if let dir = o.value("dump-frames") {
+            guard case .embedded = target else {
+                throw UsageError("--dump-frames is for the embedded receiver; a remote `pubbot receive` takes --dump-frames itself")
+            }
+            plan.dumps = try ReceiveCommand.frameDumps(dir, decoding: true)
+        }
         return plan
     }
 
@@ -166,6 +174,7 @@ enum PreflightCommand {
             do {
                 var rc = ReceiverConfig(listen: try SocketAddress(host: "127.0.0.1", port: 0), key: pc.key)
                 rc.impairment = impairment
+                if let dumps = plan.dumps { rc.frameSinks = { ssrc in dumps.sink(ssrc: ssrc) } }
                 let r = try ReceiverEngine(config: rc)
                 receiver = r
                 pc.destination = r.localAddress
@@ -204,6 +213,7 @@ enum PreflightCommand {
         let outcome = PreflightRunner.run(
             pc, receiver: receiver, thresholds: plan.thresholds, observer: observer(plan.stats), connector: connector,
             minimumMicros: plan.whep == nil ? 0 : 9_500_000)
+        if let e = plan.dumps?.finish() { Output.err("warning: --dump-frames: \(e)\n") }
         if outcome.phase.interrupted { Output.endProgress(); return 130 }
         guard let verdict = outcome.verdict, outcome.phase.answered, outcome.phase.startError == nil,
             outcome.phase.publisher?.network.transport?.failure == nil

@@ -289,9 +289,9 @@ extension PreflightCommand {
         var t = TextTable(
             headers: [
                 "stream", "sent", "decoded", "frames sent", "frames decoded", "pkts sent", "pkts recv", "lost", "bitrate", "stamps",
-                "latency mean/p95"
+                "latency mean/p95", "quality (PSNR-Y mean/p10)"
             ],
-            rightAligned: [3, 4, 5, 6, 7, 8, 9, 10])
+            rightAligned: [3, 4, 5, 6, 7, 8, 9, 10, 11])
         // A remote receiver (--to, --whip): only what was sent is known here.
         var sentOnly = TextTable(
             headers: ["stream", "sent", "frames sent", "pkts sent", "lost (reported)", "limited by"], rightAligned: [2, 3, 4])
@@ -315,7 +315,7 @@ extension PreflightCommand {
                 name, o.kind == .audio ? "opus" : "\(o.width)x\(o.height)", decodedRes, String(o.framesSent),
                 String(inb?.framesDecoded ?? 0),
                 String(o.packetsSent), String(inb?.packetsReceived ?? 0), String(inb?.packetsLost ?? 0), Units.bitrate(inb?.bitrate ?? 0),
-                o.kind == .audio ? "-" : "\(inb?.stampsRead ?? 0)", o.kind == .audio ? "-" : lat
+                o.kind == .audio ? "-" : "\(inb?.stampsRead ?? 0)", o.kind == .audio ? "-" : lat, inb.map(Report.psnrText) ?? "-"
             ])
             if r != nil {
                 if let inb {

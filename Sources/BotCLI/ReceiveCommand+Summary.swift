@@ -156,9 +156,9 @@ extension ReceiveCommand {
         var t = TextTable(
             headers: [
                 "stream", "ssrc", "resolution", "pkts recv", "lost", "frames decoded", "decode errors", "bitrate", "stamps",
-                "latency mean/p95"
+                "latency mean/p95", "quality (PSNR-Y mean/p10)"
             ],
-            rightAligned: [1, 3, 4, 5, 6, 7, 8, 9])
+            rightAligned: [1, 3, 4, 5, 6, 7, 8, 9, 10])
         for s in r.streams {
             let lat =
                 !showLatency
@@ -167,7 +167,7 @@ extension ReceiveCommand {
                 Report.streamName(kind: s.kind, rid: s.rid, width: s.width, height: s.height), String(s.ssrc),
                 s.kind == .audio ? "opus" : "\(s.width)x\(s.height)", String(s.packetsReceived), String(s.packetsLost),
                 String(s.framesDecoded), String(s.decodeErrors), Units.bitrate(s.bitrate),
-                s.kind == .audio ? "-" : String(s.stampsRead), s.kind == .audio ? "-" : lat
+                s.kind == .audio ? "-" : String(s.stampsRead), s.kind == .audio ? "-" : lat, Report.psnrText(s)
             ])
         }
         var out = t.render()

@@ -23,7 +23,7 @@ enum ReceiveCommand {
         "whip-listen": .value, "token": .value, "whep": .value, "ice-interface": .value, "strict": .flag, "no-ipv6": .flag,
         "ice-server": .repeated, "turn-username": .value, "turn-credential": .value, "ice-restart-at": .repeated,
         "tls-cert": .value, "tls-key": .value, "ca-file": .value, "ice-recover-after": .value, "ice-policy": .value,
-        "no-trickle": .flag
+        "no-trickle": .flag, "dump-frames": .value
     ])
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
@@ -58,6 +58,8 @@ enum ReceiveCommand {
         var iceRecoverAfter: Int64?
         /// `--tls-cert`/`--tls-key` with --whip-listen: the endpoint serves HTTPS.
         var tls: TLSServerContext?
+        /// `--dump-frames DIR`: the measured frames' files.
+        var dumps: FrameDumps?
         var isWHIPListen: Bool { if case .whipListen = mode { true } else { false } }
     }
 
@@ -76,8 +78,11 @@ enum ReceiveCommand {
             rc.downlinkImpairment = nil
             rc.decodedPublishers = Int.max
         }
+        let dumps = try o.value("dump-frames").map { d throws(UsageError) in try frameDumps(d, decoding: rc.decodeVideo) }
+        if let dumps { rc.frameSinks = { ssrc in dumps.sink(ssrc: ssrc) } }
         let stats = try CommonOptions.statsWriter(o).map { (SubscriberStatsStream($0.0, viaServer: whep != nil), $0.1) }
         var plan = Plan(mode: mode, config: rc, duration: duration, stats: stats, json: o.has("json"))
+        plan.dumps = dumps
         for r in o.all("ice-restart-at") {
             guard plan.whep != nil else {
                 throw UsageError("--ice-restart-at needs --whep URL (the restart is a PATCH to the WHEP session, RFC 9725 §4.3.3)")
@@ -100,6 +105,18 @@ enum ReceiveCommand {
             try CommonOptions.caFile(o)
         }
         return plan
+    }
+
+    /// `--dump-frames DIR`: the directory made if missing (one level), refused when it cannot be
+    /// written or nothing is decoded.
+    static func frameDumps(_ dir: String, decoding: Bool) throws(UsageError) -> FrameDumps {
+        guard decoding else { throw UsageError("--dump-frames needs decoded frames (not with --no-decode)") }
+        guard !dir.isEmpty else { throw UsageError("invalid --dump-frames '' (a directory)") }
+        if mkdir(dir, 0o755) != 0 && errno != EEXIST {
+            throw UsageError("--dump-frames \(dir): \(String(cString: strerror(errno)))")
+        }
+        guard access(dir, W_OK) == 0 else { throw UsageError("--dump-frames \(dir): not a writable directory") }
+        return FrameDumps(directory: dir)
     }
 
     /// `--tls-cert FILE --tls-key FILE` (PEM) with --whip-listen: HTTPS (OpenSSL, TLS 1.2+). A
@@ -303,6 +320,7 @@ enum ReceiveCommand {
         receiver.stop()
         receiver.wait()
         Output.endProgress()
+        if let e = plan.dumps?.finish() { Output.err("warning: --dump-frames: \(e)\n") }
         let deleteError = running.whep?.end()
         let r = receiver.snapshot()
         plan.stats?.0.emit(r, final: true) // the run's averages, with BYE events

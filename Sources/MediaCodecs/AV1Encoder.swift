@@ -317,7 +317,7 @@ public final class AV1Decoder: VideoDecoder {
 
     deinit { aom_codec_destroy(&ctx) }
 
-    public func decode(_ bytes: [UInt8], readStamp: Bool = true) throws(CodecError) -> DecodedVideoFrame? {
+    public func decode(_ bytes: [UInt8], readStamp: Bool = true, quality: PictureQuality? = nil) throws(CodecError) -> DecodedVideoFrame? {
         let rc = bytes.withUnsafeBufferPointer { aom_codec_decode(&ctx, $0.baseAddress, $0.count, nil) }
         guard rc == AOM_CODEC_OK else {
             throw CodecError("aom_codec_decode", code: Int32(rc.rawValue), message: AV1Encoder.errorString(&ctx))
@@ -327,11 +327,13 @@ public final class AV1Decoder: VideoDecoder {
         while let img = aom_codec_get_frame(&ctx, &iter) {
             let w = Int(img.pointee.d_w), h = Int(img.pointee.d_h)
             var stamp: FrameStamp?
+            var measured: PictureQuality.Measurement?
             if readStamp, let y = img.pointee.planes.0, img.pointee.fmt == AOM_IMG_FMT_I420 {
                 let stride = Int(img.pointee.stride.0)
                 stamp = FrameStamp.read(luma: UnsafeBufferPointer(start: y, count: stride * h), width: w, height: h, stride: stride)
+                if let quality, let stamp { measured = quality.measure(luma: y, width: w, height: h, stride: stride, stamp: stamp) }
             }
-            result = DecodedVideoFrame(width: w, height: h, stamp: stamp)
+            result = DecodedVideoFrame(width: w, height: h, stamp: stamp, quality: measured)
         }
         return result
     }

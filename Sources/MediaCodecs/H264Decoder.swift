@@ -26,7 +26,7 @@ public final class H264Decoder {
 
     deinit { if let decoder { coh_dec_destroy(decoder) } }
 
-    public func decode(_ bytes: [UInt8], readStamp: Bool = true) throws(CodecError) -> DecodedVideoFrame? {
+    public func decode(_ bytes: [UInt8], readStamp: Bool = true, quality: PictureQuality? = nil) throws(CodecError) -> DecodedVideoFrame? {
         guard let decoder, !bytes.isEmpty else { return nil }
         var planes: (UnsafeMutablePointer<UInt8>?, UnsafeMutablePointer<UInt8>?, UnsafeMutablePointer<UInt8>?) = (nil, nil, nil)
         var info = SBufferInfo()
@@ -41,10 +41,12 @@ public final class H264Decoder {
         guard coh_buf_ready(&info) != 0, let y = planes.0 else { return nil }
         let w = Int(coh_buf_width(&info)), h = Int(coh_buf_height(&info)), stride = Int(coh_buf_luma_stride(&info))
         var stamp: FrameStamp?
+        var measured: PictureQuality.Measurement?
         if readStamp {
             stamp = FrameStamp.read(luma: UnsafeBufferPointer(start: y, count: stride * h), width: w, height: h, stride: stride)
+            if let quality, let stamp { measured = quality.measure(luma: y, width: w, height: h, stride: stride, stamp: stamp) }
         }
-        return DecodedVideoFrame(width: w, height: h, stamp: stamp)
+        return DecodedVideoFrame(width: w, height: h, stamp: stamp, quality: measured)
     }
 }
 

@@ -20,8 +20,15 @@ extension LibvpxEncoder: VideoEncoder {}
 
 /// One received stream's video decoder, whatever the codec.
 public protocol VideoDecoder: AnyObject {
-    /// Decodes one frame and reads its stamp. Returns nil when no picture came out.
-    func decode(_ bytes: [UInt8], readStamp: Bool) throws(CodecError) -> DecodedVideoFrame?
+    /// Decodes one frame and reads its stamp; with `quality`, measures the picture against the
+    /// one its stamp names. Returns nil when no picture came out.
+    func decode(_ bytes: [UInt8], readStamp: Bool, quality: PictureQuality?) throws(CodecError) -> DecodedVideoFrame?
+}
+
+extension VideoDecoder {
+    public func decode(_ bytes: [UInt8], readStamp: Bool) throws(CodecError) -> DecodedVideoFrame? {
+        try decode(bytes, readStamp: readStamp, quality: nil)
+    }
 }
 
 extension LibvpxDecoder: VideoDecoder {}

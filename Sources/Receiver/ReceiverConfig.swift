@@ -3,6 +3,7 @@ public import SRTP
 public import Stats
 public import Impairment
 public import RTPCore
+public import MediaCodecs
 
 /// How the receiver is set up.
 public struct ReceiverConfig: Sendable {
@@ -26,6 +27,13 @@ public struct ReceiverConfig: Sendable {
     public var preferredHeight: Int?
     /// `--prefer …@15`: only temporal layers up to this frame rate reach the subscriber's decoder.
     public var preferredFrameRate: Int?
+    /// Decoded frames whose stamp reads are measured against the picture the stamp names
+    /// (PSNR-Y, `PictureQuality`): pubbot's synthetic source with this seed (1: what `publish`,
+    /// `preflight` and the replay loops draw).
+    public var measureQuality = true
+    public var sourceSeed: UInt64 = 1
+    /// `--dump-frames`: a sink for each decoded video stream's measured frames (by SSRC).
+    public var frameSinks: (@Sendable (UInt32) -> (any DecodedFrameSink)?)?
     /// Publishers (source addresses) served at once, and streams in all; packets beyond are refused.
     public var maxPublishers = 64
     /// Decoding (video and Opus) is for the first this many publishers; the others' frames are

@@ -408,6 +408,11 @@ public final class ReceiverSession {
                 decodeVideo: config.decodeVideo && (videoDecoding ?? (peer.index < config.decodedPublishers)),
                 decodeAudio: peer.index < config.decodedPublishers)
             stream.preferredFrameRate = config.preferredFrameRate
+            if kind == .video && config.measureQuality {
+                let quality = PictureQuality(seed: config.sourceSeed)
+                quality.sink = config.frameSinks?(header.ssrc)
+                stream.quality = quality
+            }
             stream.followsChain = config.nonDecodingFollowsChain
             stream.peer = peer.index
             streams[header.ssrc] = stream

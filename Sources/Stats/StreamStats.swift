@@ -120,6 +120,15 @@ public struct InboundStreamStats: Sendable, Equatable {
     /// End-to-end latency from the stamps (capture → decoded), milliseconds.
     public var latencyMeanMillis: Double?
     public var latencyP95Millis: Double?
+    /// Picture quality of the decoded frames measured against the synthetic source (PSNR of the
+    /// luma plane, dB): frames measured, their mean and 10th percentile.
+    public var framesMeasured: Int = 0
+    public var psnrYMean: Double?
+    public var psnrYP10: Double?
+    /// SSIM of the luma plane on a sample of those frames (every fourth): how many, mean, p10.
+    public var ssimFramesMeasured: Int = 0
+    public var ssimYMean: Double?
+    public var ssimYP10: Double?
     /// Audio: decoded samples and the peak level seen (never-silent check).
     public var samplesDecoded: Int = 0
     public var audioPeak: Int = 0

@@ -7,17 +7,17 @@ import Transport
     import Glibc
 #endif
 
-/// `pubbot-bench [packetize|srtp|send|pipeline|dtls|subscribers|all] [--codec C] [--json] [--runs N] [--smoke]`
+/// `pubbot-bench [packetize|srtp|send|pipeline|dtls|subscribers|quality|all] [--codec C] [--json] [--runs N] [--smoke]`
 /// (run through `scripts/bench`, which builds it in release mode). `--codec` keeps packetize
 /// to one codec (for a profile of one packetizer).
 let usage =
-    "Usage: pubbot-bench [packetize|srtp|send|pipeline|dtls|subscribers|all] [--codec vp8|h264|vp9|av1] [--json] [--runs N] [--smoke]"
+    "Usage: pubbot-bench [packetize|srtp|send|pipeline|dtls|subscribers|quality|all] [--codec vp8|h264|vp9|av1] [--json] [--runs N] [--smoke]"
 var which = "all", json = false, runs = 7, smoke = false
 var codecs: [VideoCodec] = [.vp8, .h264, .vp9, .av1]
 var args = CommandLine.arguments.dropFirst()
 while let a = args.popFirst() {
     switch a {
-    case "packetize", "srtp", "send", "pipeline", "dtls", "subscribers", "all": which = a
+    case "packetize", "srtp", "send", "pipeline", "dtls", "subscribers", "quality", "all": which = a
     case "--json": json = true
     case "--smoke": smoke = true
     case "--runs":
@@ -47,6 +47,7 @@ do {
     if (which == "pipeline" || which == "all") && !smoke { results.append(try bench.pipeline(seconds: 10)) }
     if which == "dtls" || which == "all" { results.append(try bench.dtlsHandshake()) }
     if which == "subscribers" || which == "all" { results.append(try bench.subscribers()) }
+    if which == "quality" || which == "all" { results.append(try bench.quality()) }
 } catch {
     FileHandle.err("Error: \(error)\n")
     exit(2)

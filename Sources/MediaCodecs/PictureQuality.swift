@@ -1,0 +1,167 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Full-reference picture quality of decoded frames from pubbot's synthetic source, measured
+/// live: the source is deterministic (seed, frame number, size; `SyntheticVideoSource`), so the
+/// picture the encoder was given is drawn again from the frame's stamp — nothing is recorded or
+/// sent beside the media.
+///
+/// PSNR of the luma plane (ITU-T J.340's definition, as libwebrtc's `I420PSNR` and ffmpeg's
+/// `psnr` filter compute it): 10·log10(255² / MSE) over every luma sample, the stamp's cells
+/// included (they are part of the encoder's input, and ffmpeg, checking the figure, compares
+/// whole frames). An identical frame has no finite PSNR; it is reported as `PictureQuality.maxPSNR`,
+/// libwebrtc's cap (`kPerfectPSNR` in `common_video/libyuv/webrtc_libyuv.cc`).
+public final class PictureQuality {
+    /// What an identical frame scores (libwebrtc `kPerfectPSNR`).
+    public static let maxPSNR = 48.0
+    /// Larger decoded pictures are not measured (a hostile stream's size must not allocate
+    /// without bound): 4096 × 2304.
+    public static let maxSamples = 4096 * 2304
+
+    let source: SyntheticVideoSource
+    var reference: I420Frame?
+    var lastStamp: FrameStamp?
+    /// Where each measured frame's decoded and reference luma go (`--dump-frames`), if anywhere.
+    public var sink: (any DecodedFrameSink)?
+
+    public init(seed: UInt64 = 1) { source = SyntheticVideoSource(seed: seed) }
+
+    /// The picture `stamp` names at `width` × `height`, as the publisher drew it (cached: one
+    /// buffer reused while the size holds). nil for a size that cannot be drawn or measured.
+    public func referencePicture(width: Int, height: Int, stamp: FrameStamp) -> I420Frame? {
+        guard width > 0, height > 0, width <= 16384, width * height <= Self.maxSamples else { return nil }
+        if reference?.width != width || reference?.height != height {
+            reference = I420Frame(width: width, height: height)
+            measured = 0 // the SSIM sample restarts with each size (each `--dump-frames` file)
+        }
+        source.fill(&reference!, frameNumber: stamp.frameNumber, captureMillis: stamp.captureMillis)
+        lastStamp = stamp
+        return reference
+    }
+
+    /// SSIM is computed on every `ssimEvery`-th frame measured at one size, from its first (a
+    /// sample: it costs several times what PSNR does).
+    public var ssimEvery = 4
+    var measured = 0
+
+    /// What one frame measured: PSNR-Y always, SSIM-Y on the sample.
+    public struct Measurement: Sendable, Equatable {
+        public var psnrY: Double
+        public var ssimY: Double?
+    }
+
+    /// Measures one decoded luma plane against the picture its stamp names; nil when it cannot.
+    public func measure(luma: UnsafePointer<UInt8>, width: Int, height: Int, stride: Int, stamp: FrameStamp) -> Measurement? {
+        guard let psnr = psnrY(luma: luma, width: width, height: height, stride: stride, stamp: stamp) else { return nil }
+        defer { measured += 1 }
+        guard measured % max(1, ssimEvery) == 0 else { return Measurement(psnrY: psnr, ssimY: nil) }
+        return Measurement(psnrY: psnr, ssimY: ssimY(luma: luma, width: width, height: height, stride: stride, stamp: stamp))
+    }
+
+    /// PSNR-Y in dB of a decoded luma plane (`stride` bytes a row) against the picture its stamp
+    /// names; nil when it cannot be measured.
+    public func psnrY(luma: UnsafePointer<UInt8>, width: Int, height: Int, stride: Int, stamp: FrameStamp) -> Double? {
+        guard stride >= width, let ref = referencePicture(width: width, height: height, stamp: stamp) else { return nil }
+        let sse = ref.data.withUnsafeBufferPointer { r in
+            if let sink {
+                withUnsafeTemporaryAllocation(of: UInt8.self, capacity: width * height) { d in
+                    for row in 0..<height { (d.baseAddress! + row * width).update(from: luma + row * stride, count: width) }
+                    sink.write(
+                        decoded: UnsafeBufferPointer(d), reference: UnsafeBufferPointer(rebasing: r.prefix(width * height)), width: width,
+                        height: height)
+                }
+            }
+            return Self.sumOfSquaredErrors(luma, stride: stride, r.baseAddress!, stride: width, width: width, height: height)
+        }
+        return Self.psnr(sse: sse, samples: width * height)
+    }
+
+    /// SSIM of a decoded luma plane against the picture its stamp names (call after `psnrY` for
+    /// the same frame: it reuses the picture drawn there); nil when it cannot be measured.
+    public func ssimY(luma: UnsafePointer<UInt8>, width: Int, height: Int, stride: Int, stamp: FrameStamp) -> Double? {
+        guard stride >= width, width >= 8, height >= 8 else { return nil }
+        if reference?.width != width || reference?.height != height || lastStamp != stamp {
+            guard referencePicture(width: width, height: height, stamp: stamp) != nil else { return nil }
+        }
+        return reference!.data.withUnsafeBufferPointer { r in
+            Self.ssim(luma, stride: stride, r.baseAddress!, stride: width, width: width, height: height)
+        }
+    }
+
+    /// SSIM (Wang et al., IEEE TIP 2004) as x264 and ffmpeg's `ssim` filter compute it
+    /// (`libavfilter/vf_ssim.c`): sums over 4×4 blocks, each 8×8 window (2×2 blocks) stepping 4
+    /// pixels, C1 = (0.01·255)², C2 = (0.03·255)² scaled to the window's 64 samples, the mean
+    /// over all windows — so the figure can be checked against ffmpeg's.
+    static func ssim(_ a: UnsafePointer<UInt8>, stride sa: Int, _ b: UnsafePointer<UInt8>, stride sb: Int, width: Int, height: Int)
+        -> Double
+    {
+        let bw = width / 4, bh = height / 4
+        guard bw >= 2, bh >= 2 else { return 1 }
+        // Two rows of block sums (s1, s2, ss, s12 per 4×4 block), the previous and the current.
+        var previous = [Int64](repeating: 0, count: bw * 4), current = [Int64](repeating: 0, count: bw * 4)
+        func blockRow(_ by: Int, into sums: inout [Int64]) {
+            for bx in 0..<bw {
+                var s1: Int64 = 0, s2: Int64 = 0, ss: Int64 = 0, s12: Int64 = 0
+                for y in 0..<4 {
+                    let p = a + (by * 4 + y) * sa + bx * 4, q = b + (by * 4 + y) * sb + bx * 4
+                    for x in 0..<4 {
+                        let u = Int64(p[x]), v = Int64(q[x])
+                        s1 += u; s2 += v; ss += u * u + v * v; s12 += u * v
+                    }
+                }
+                sums[bx * 4] = s1; sums[bx * 4 + 1] = s2; sums[bx * 4 + 2] = ss; sums[bx * 4 + 3] = s12
+            }
+        }
+        let c1 = Double(Int64(0.01 * 0.01 * 255 * 255 * 64 + 0.5))
+        let c2 = Double(Int64(0.03 * 0.03 * 255 * 255 * 64 * 63 + 0.5))
+        var total = 0.0
+        blockRow(0, into: &previous)
+        for by in 1..<bh {
+            blockRow(by, into: &current)
+            for bx in 0..<(bw - 1) {
+                var s1: Int64 = 0, s2: Int64 = 0, ss: Int64 = 0, s12: Int64 = 0
+                for k in [bx * 4, bx * 4 + 4] {
+                    s1 += previous[k] + current[k]; s2 += previous[k + 1] + current[k + 1]
+                    ss += previous[k + 2] + current[k + 2]; s12 += previous[k + 3] + current[k + 3]
+                }
+                let vars = Double(ss * 64 - s1 * s1 - s2 * s2), covar = Double(s12 * 64 - s1 * s2)
+                let f1 = Double(s1), f2 = Double(s2)
+                total += (2 * f1 * f2 + c1) * (2 * covar + c2) / ((f1 * f1 + f2 * f2 + c1) * (vars + c2))
+            }
+            swap(&previous, &current)
+        }
+        return total / Double((bw - 1) * (bh - 1))
+    }
+
+    /// 10·log10(255² · samples / SSE), capped at `maxPSNR`.
+    public static func psnr(sse: UInt64, samples: Int) -> Double {
+        guard sse > 0 else { return maxPSNR }
+        let mse = Double(sse) / Double(samples)
+        return min(maxPSNR, 10 * log10(255 * 255 / mse))
+    }
+
+    /// Σ (a − b)² over a `width` × `height` block of two planes.
+    static func sumOfSquaredErrors(
+        _ a: UnsafePointer<UInt8>, stride sa: Int, _ b: UnsafePointer<UInt8>, stride sb: Int, width: Int, height: Int
+    ) -> UInt64 {
+        var total: UInt64 = 0
+        for row in 0..<height {
+            let p = a + row * sa, q = b + row * sb
+            // A row's sum fits 32 bits (≤ 4096 × 255²); in 32-bit lanes it vectorizes.
+            var s: UInt32 = 0
+            for x in 0..<width {
+                let d = Int32(p[x]) &- Int32(q[x])
+                s &+= UInt32(bitPattern: d &* d)
+            }
+            total &+= UInt64(s)
+        }
+        return total
+    }
+}
+
+/// Takes each measured frame's luma, decoded and reference (tightly packed, `width` × `height`):
+/// the driver's file writer for `--dump-frames`, so an outside tool can check the figures.
+public protocol DecodedFrameSink: AnyObject {
+    func write(decoded: UnsafeBufferPointer<UInt8>, reference: UnsafeBufferPointer<UInt8>, width: Int, height: Int)
+}
