@@ -68,7 +68,10 @@ let package = Package(
         .target(name: "Impairment", dependencies: ["RTPCore"]),
         .target(name: "Congestion", dependencies: ["RTPCore"], swiftSettings: hot),
         .target(name: "Preflight"),
-        .target(name: "MediaCodecs", dependencies: ["CVPX", "COpus", "COpenH264", "CAOM", "RTPCore"]),
+        // Optimized in debug builds too: the live picture-quality measurement (PSNR and SSIM of
+        // every decoded frame, the source drawn again) is per-pixel work the embedded receivers of
+        // the integration tests do; unoptimized, it starved a pre-flight beside the other tests.
+        .target(name: "MediaCodecs", dependencies: ["CVPX", "COpus", "COpenH264", "CAOM", "RTPCore"], swiftSettings: optimizedInTests),
         // Addresses and packet buffers (the arena the send path fills, the batch `recvmmsg` fills):
         // values the sessions hold; no socket is opened here.
         .target(name: "Net", dependencies: ["CLinuxNet"], swiftSettings: hot),

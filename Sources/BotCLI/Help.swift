@@ -13,7 +13,8 @@ enum Help {
           receive     receive, decrypt, reassemble and decode what publishers send
           load        many replay bots in one process: fleet percentiles, requirements, exit code
           simulate    publisher + receiver over an emulated link in virtual time: same stats, seconds
-          media       media build: encode the replay loops the load bots send (Media/replay/)
+          media       media build: encode the replay loops the load bots send (Media/replay/);
+                      media export: the synthetic source as Y4M for other senders
           report      report merge: combine the reports of load shards exactly
           check       a WHIP/WHEP server against RFC 9725, requirement by requirement
           help        show help for a command
@@ -38,7 +39,7 @@ enum Help {
         case "simulate":
             "Usage: pubbot simulate [--impair SPEC|SCHEDULE] [--downlink-impair SPEC] [--duration 60s] [--layers LADDER] [--fps N] [--temporal-layers MODE | --scalability MODE] [--codec vp8|h264|vp9|av1] [--media encode|replay|sized] [--one-encoding] [--seed N] [--preflight [--require TIER] [--verdict-thresholds LIST] [--junit FILE]] [--stats FILE|-] [--stats-interval 1s] [--json]"
         case "media":
-            "Usage: pubbot media build [--out DIR] [--codec vp8|h264|vp9|av1] [--seconds N] [--keyframe-interval D] [--layers LADDER] [--fps N]"
+            "Usage: pubbot media build [--out DIR] [--codec vp8|h264|vp9|av1] [--seconds N] [--keyframe-interval D] [--layers LADDER] [--fps N]\n       pubbot media export --y4m FILE [--size WxH] [--seconds N] [--fps N]"
         case "report": "Usage: pubbot report merge FILE… [--report OUT] [--require LIST] [--json]"
         case "check":
             "Usage: pubbot check (--whip URL [--token T] | --whep URL [--whep-token T] | both) [--timeout D] [--ca-file FILE] [--no-ipv6] [--json]"
@@ -397,6 +398,14 @@ enum Help {
           --keyframe-interval D     a key frame every D (default 1s; PLIs are answered at the next one)
           --layers LADDER           simulcast ladder (default 640x360 + 320x180, the usual load-test
                                     publisher; e.g. 1280x720@30:2500k,640x360@30:500k,320x180@30:150k)
+          --fps N                   frame rate (default 30)
+
+        media export writes the synthetic source itself (what pubbot encodes, stamps included) as
+        YUV4MPEG2 — for Chromium's fake camera (--use-file-for-fake-video-capture=FILE), ffmpeg or
+        another sender; pubbot's receiver measures what they send against the same source.
+          --y4m FILE                where to write
+          --size WxH                picture size (default 1280x720)
+          --seconds N               length (default 10; 1…600)
           --fps N                   frame rate (default 30)
         """
 

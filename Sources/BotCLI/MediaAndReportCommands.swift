@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
 import MediaCodecs
 import RTPCore
 import Transport
@@ -8,6 +11,7 @@ enum MediaCommand {
     static let spec = OptionSpec(options: [
         "out": .value, "seconds": .value, "keyframe-interval": .value, "layers": .value, "fps": .value, "codec": .value
     ])
+    static let exportSpec = OptionSpec(options: ["y4m": .value, "size": .value, "seconds": .value, "fps": .value])
 
     /// Encodes replay loops with a progress line on a terminal; nil after saying why.
     static func buildLoops(
@@ -26,30 +30,80 @@ enum MediaCommand {
         }
     }
 
+    /// `pubbot media export --y4m FILE [--size WxH] [--seconds N] [--fps N]`: the synthetic source
+    /// — the picture pubbot encodes, stamps included — as YUV4MPEG2, for Chromium's fake camera
+    /// (`--use-file-for-fake-video-capture`), ffmpeg or another tool: what they send is then
+    /// measured by pubbot's receiver against the same source.
+    static func export(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
+        let o = try ParsedOptions.parse(args, spec: exportSpec, command: "media")
+        if o.helpRequested { Output.out(Help.help("media")! + "\n"); return 0 }
+        guard let path = o.value("y4m") else { throw UsageError("media export needs --y4m FILE", command: "media") }
+        var width = 1280, height = 720
+        if let s = o.value("size") {
+            let parts = s.lowercased().split(separator: "x").map { Int($0) }
+            guard parts.count == 2, let w = parts[0], let h = parts[1], (16...4096).contains(w), (16...2304).contains(h), w % 2 == 0,
+                h % 2 == 0
+            else { throw UsageError("invalid --size '\(s)' (WxH, even, at most 4096x2304)", command: "media") }
+            (width, height) = (w, h)
+        }
+        let (seconds, fps) = try secondsAndFps(o, range: 1...600, default: 10)
+
+        guard let file = fopen(path, "w") else {
+            Output.err("Error: cannot write \(path): \(String(cString: strerror(errno)))\n")
+            return 2
+        }
+        defer { fclose(file) }
+        fputs("YUV4MPEG2 W\(width) H\(height) F\(fps):1 Ip A1:1 C420jpeg\n", file)
+        let source = SyntheticVideoSource(seed: 1)
+        var picture = I420Frame(width: width, height: height)
+        let frames = seconds * fps
+        defer { Output.endProgress() }
+        for n in 0..<frames {
+            source.fill(&picture, frameNumber: UInt32(n), captureMillis: UInt32(n * 1000 / fps))
+            fputs("FRAME\n", file)
+            let written = picture.data.withUnsafeBufferPointer { fwrite($0.baseAddress, 1, $0.count, file) }
+            guard written == picture.data.count else {
+                Output.endProgress()
+                Output.err("Error: cannot write \(path): \(String(cString: strerror(errno)))\n")
+                return 2
+            }
+            if n % fps == 0 { Output.progress("media export \(Output.bar(Double(n) / Double(frames))) \(n / fps) s of \(seconds)") }
+        }
+        Output.endProgress()
+        Output.out("\(path): \(frames) frames of \(width)x\(height) at \(fps) fps (\(seconds) s), the synthetic source with its stamps\n")
+        return 0
+    }
+
+    /// `--seconds N` (within `range`) and `--fps N` (30 by default).
+    static func secondsAndFps(_ o: ParsedOptions, range: ClosedRange<Int>, default d: Int) throws(UsageError) -> (seconds: Int, fps: Int) {
+        let seconds =
+            try o.value("seconds").map { s throws(UsageError) in
+                guard let n = Int(s), range.contains(n) else {
+                    throw UsageError("invalid --seconds '\(s)' (\(range.lowerBound)…\(range.upperBound))", command: "media")
+                }
+                return n
+            } ?? d
+        guard let f = o.value("fps") else { return (seconds, 30) }
+        guard let v = Int(f), ValueParsers.frameRates.contains(v) else {
+            throw UsageError("invalid --fps '\(f)' (\(ValueParsers.frameRateList))", command: "media")
+        }
+        return (seconds, v)
+    }
+
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
         guard let sub = args.first, !sub.hasPrefix("-") else {
             if args.contains("--help") || args.contains("-h") { Output.out(Help.help("media")! + "\n"); return 0 }
-            throw UsageError("missing subcommand (build)", command: "media")
+            throw UsageError("missing subcommand (build, export)", command: "media")
         }
-        guard sub == "build" else { throw UsageError("unknown subcommand '\(sub)' (build)", command: "media") }
+        if sub == "export" { return try export(args.dropFirst()) }
+        guard sub == "build" else { throw UsageError("unknown subcommand '\(sub)' (build, export)", command: "media") }
         let o = try ParsedOptions.parse(args.dropFirst(), spec: spec, command: "media")
         if o.helpRequested { Output.out(Help.help("media")! + "\n"); return 0 }
         let codecs = try o.value("codec").map { c throws(UsageError) in try ValueParsers.codecs(c) } ?? [.vp8]
         guard codecs.count == 1 else { throw UsageError("--codec takes one codec for replay loops", command: "media") }
         let codec = codecs[0]
         let out = o.value("out") ?? "Media/\(DefaultMedia.name(codec))"
-        let seconds =
-            try o.value("seconds").map { s throws(UsageError) in
-                guard let n = Int(s), (1...60).contains(n) else { throw UsageError("invalid --seconds '\(s)' (1…60)", command: "media") }
-                return n
-            } ?? 4
-        var fps = 30
-        if let f = o.value("fps") {
-            guard let v = Int(f), ValueParsers.frameRates.contains(v) else {
-                throw UsageError("invalid --fps '\(f)' (\(ValueParsers.frameRateList))", command: "media")
-            }
-            fps = v
-        }
+        let (seconds, fps) = try secondsAndFps(o, range: 1...60, default: 4)
         let layers =
             try o.value("layers").map { l throws(UsageError) in try ValueParsers.ladder(l, temporalLayers: 1, defaultFps: fps) }
             ?? VideoLayerConfig.ladder(top: 640, 360, layers: 2, fps: fps)

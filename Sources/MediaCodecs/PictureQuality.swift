@@ -11,7 +11,7 @@
 /// `psnr` filter compute it): 10·log10(255² / MSE) over every luma sample, the stamp's cells
 /// included (they are part of the encoder's input, and ffmpeg, checking the figure, compares
 /// whole frames). An identical frame has no finite PSNR; it is reported as `PictureQuality.maxPSNR`,
-/// libwebrtc's cap (`kPerfectPSNR` in `common_video/libyuv/webrtc_libyuv.cc`).
+/// libwebrtc's cap (`kPerfectPSNR` in `common_video/libyuv/include/webrtc_libyuv.h`).
 public final class PictureQuality {
     /// What an identical frame scores (libwebrtc `kPerfectPSNR`).
     public static let maxPSNR = 48.0

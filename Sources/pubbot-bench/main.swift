@@ -47,7 +47,7 @@ do {
     if (which == "pipeline" || which == "all") && !smoke { results.append(try bench.pipeline(seconds: 10)) }
     if which == "dtls" || which == "all" { results.append(try bench.dtlsHandshake()) }
     if which == "subscribers" || which == "all" { results.append(try bench.subscribers()) }
-    if which == "quality" || which == "all" { results.append(try bench.quality()) }
+    if which == "quality" || which == "all" { results += try bench.quality() }
 } catch {
     FileHandle.err("Error: \(error)\n")
     exit(2)

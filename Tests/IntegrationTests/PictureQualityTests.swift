@@ -1,5 +1,6 @@
 import Testing
 import Foundation
+import MediaCodecs
 
 /// The picture-quality figures are checked by a tool pubbot did not write: ffmpeg's `psnr` and
 /// `ssim` filters on the frames pubbot measured (`--dump-frames`: decoded and reference luma).
@@ -67,5 +68,31 @@ import Foundation
             // A picture that is not the source's scores far lower: the figure measures something.
             #expect(mean > 25 && ssim > 0.8, "ssrc \(ssrc): \(mean) dB, SSIM \(ssim)")
         }
+    }
+
+    /// `media export --y4m` writes the source pubbot encodes and measures against: the header,
+    /// every frame, and each frame's picture the one `PictureQuality` draws for its stamp.
+    @Test func theExportedSourceIsThePictureTheReceiverMeasuresAgainst() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pubbot-export-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = dir.appendingPathComponent("source.y4m").path
+        let r = try runPubbot(Self.binary.path, ["media", "export", "--y4m", path, "--size", "320x180", "--seconds", "1", "--fps", "15"])
+        #expect(r.code == 0, "\(r.err)")
+        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        let header = Array("YUV4MPEG2 W320 H180 F15:1 Ip A1:1 C420jpeg\n".utf8)
+        #expect(Array(bytes.prefix(header.count)) == header)
+        let frameSize = 320 * 180 * 3 / 2, marker = Array("FRAME\n".utf8)
+        #expect(bytes.count == header.count + 15 * (marker.count + frameSize), "15 frames")
+        let quality = PictureQuality()
+        for n in [0, 7, 14] {
+            let start = header.count + n * (marker.count + frameSize) + marker.count
+            let picture = try #require(
+                quality.referencePicture(
+                    width: 320, height: 180, stamp: FrameStamp(frameNumber: UInt32(n), captureMillis: UInt32(n * 1000 / 15))))
+            #expect(Array(bytes[start..<(start + frameSize)]) == picture.data, "frame \(n)")
+        }
+        let bad = try runPubbot(Self.binary.path, ["media", "export", "--y4m", path, "--size", "321x180"])
+        #expect(bad.code == 64 && bad.err.contains("invalid --size"), "\(bad.err)")
     }
 }
