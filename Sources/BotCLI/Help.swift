@@ -402,7 +402,9 @@ enum Help {
 
         media export writes the synthetic source itself (what pubbot encodes, stamps included) as
         YUV4MPEG2 — for Chromium's fake camera (--use-file-for-fake-video-capture=FILE), ffmpeg or
-        another sender; pubbot's receiver measures what they send against the same source.
+        another sender. pubbot's receiver measures what they send against the source drawn at the
+        decoded size: a true figure while they send the exported size; a sender that scales it
+        down sends its own downscale, which pubbot does not draw (the figure is then too low).
           --y4m FILE                where to write
           --size WxH                picture size (default 1280x720)
           --seconds N               length (default 10; 1…600)

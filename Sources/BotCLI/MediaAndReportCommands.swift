@@ -32,8 +32,9 @@ enum MediaCommand {
 
     /// `pubbot media export --y4m FILE [--size WxH] [--seconds N] [--fps N]`: the synthetic source
     /// — the picture pubbot encodes, stamps included — as YUV4MPEG2, for Chromium's fake camera
-    /// (`--use-file-for-fake-video-capture`), ffmpeg or another tool: what they send is then
-    /// measured by pubbot's receiver against the same source.
+    /// (`--use-file-for-fake-video-capture`), ffmpeg or another tool: what they send at the
+    /// exported size is then measured by pubbot's receiver against the same source (at another
+    /// size the receiver draws the source natively, not the sender's downscale).
     static func export(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
         let o = try ParsedOptions.parse(args, spec: exportSpec, command: "media")
         if o.helpRequested { Output.out(Help.help("media")! + "\n"); return 0 }

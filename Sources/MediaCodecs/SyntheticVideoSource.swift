@@ -4,7 +4,10 @@ import RTPCore
 /// noise every frame (so the encoder always has work at any bitrate) and a `FrameStamp`.
 ///
 /// The picture depends only on (seed, frame number, size), so every simulcast layer shows the
-/// same scene at its own resolution, and two runs with one seed produce identical frames.
+/// same scene drawn at its own resolution, and two runs with one seed produce identical frames.
+/// Each size is drawn natively, not scaled from a larger one (the boxes' starting offsets are in
+/// pixels, the noise patch is per pixel): a lower layer is not a downscale of a higher one, so a
+/// decoded layer is measured only against the source at its own size (`PictureQuality`).
 public struct SyntheticVideoSource: Sendable {
     public let seed: UInt64
 

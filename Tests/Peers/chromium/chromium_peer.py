@@ -42,6 +42,8 @@ args.add_argument("--restart-at", type=float, help="publish: an ICE restart by P
 args.add_argument("--limit", type=float, default=120)
 args.add_argument("--end-on-stdin-eof", action="store_true", help="stop the browser and exit when stdin closes (PeerProcess)")
 args.add_argument("--field-trials", help="libwebrtc field trials (--force-fieldtrials), e.g. WebRTC-DependencyDescriptorAdvertised/Enabled/")
+args.add_argument("--video-file", help="publish: the fake camera plays this Y4M (pubbot media export --y4m) instead of "
+                  "Chromium's own pattern (--use-file-for-fake-video-capture)")
 args.add_argument("--bind", default="127.0.0.1", help="the HTTP server's address (0.0.0.0: reachable from another network namespace)")
 args.add_argument("--trust-cert", help="publish to an https URL whose server certificate (PEM) a test CA signed: Chromium "
                   "trusts that certificate's key (--ignore-certificate-errors-spki-list), nothing else")
@@ -250,6 +252,8 @@ if os.getuid() == 0:
     flags.append("--no-sandbox")
 if opts.field_trials:
     flags.append("--force-fieldtrials=" + opts.field_trials)
+if opts.video_file:
+    flags.append("--use-file-for-fake-video-capture=" + os.path.abspath(opts.video_file))
 if opts.trust_cert:
     # The base64 SHA-256 of the certificate's SubjectPublicKeyInfo, as Chromium's flag wants it.
     spki = subprocess.run("openssl x509 -in '%s' -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary "
