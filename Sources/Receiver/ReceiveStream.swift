@@ -41,8 +41,8 @@ final class ReceiveStream {
     var preferredFrameRate: Int?
     /// Measures decoded frames against the synthetic source (nil: not measured).
     var quality: PictureQuality?
-    var psnrHistogram = QualityHistogram(binWidth: 0.05, top: PictureQuality.maxPSNR)
-    var ssimValues = QualityHistogram(binWidth: 0.0005, top: 1)
+    var psnrHistogram = LinearHistogram(binWidth: 0.05, top: PictureQuality.maxPSNR)
+    var ssimValues = LinearHistogram(binWidth: 0.0005, top: 1)
     var highestTemporalID: UInt8 = 0
     var framesFilteredTemporal = 0
     var nominalFrameRate = 30.0
@@ -448,44 +448,5 @@ struct IntervalWindow {
         values[next] = v
         sum += v
         next = next + 1 == Self.capacity ? 0 : next + 1
-    }
-}
-
-/// Values in fixed bins from 0 to `top` (PSNR: 0.05 dB; SSIM: 0.0005), with their exact sum:
-/// the mean is exact, a percentile within half a bin.
-struct QualityHistogram {
-    let binWidth: Double
-    let top: Double
-    /// Allocated on the first value (most streams of a fleet are never measured).
-    var bins: [UInt32] = []
-    private(set) var count = 0
-    private(set) var sum = 0.0
-
-    init(binWidth: Double, top: Double) {
-        self.binWidth = binWidth
-        self.top = top
-    }
-
-    var mean: Double? { count == 0 ? nil : sum / Double(count) }
-
-    mutating func add(_ v: Double) {
-        guard v.isFinite else { return }
-        if bins.isEmpty { bins = [UInt32](repeating: 0, count: Int((top / binWidth).rounded()) + 1) }
-        let clamped = min(max(v, 0), top)
-        bins[min(bins.count - 1, Int(clamped / binWidth))] += 1
-        count += 1
-        sum += clamped
-    }
-
-    /// The value below which a fraction `q` of the samples lie (the middle of its bin).
-    func percentile(_ q: Double) -> Double? {
-        guard count > 0 else { return nil }
-        let rank = max(1, Int((q * Double(count)).rounded(.up)))
-        var seen = 0
-        for (i, n) in bins.enumerated() {
-            seen += Int(n)
-            if seen >= rank { return min(top, (Double(i) + 0.5) * binWidth) }
-        }
-        return top
     }
 }
