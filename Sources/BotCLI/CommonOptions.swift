@@ -15,7 +15,7 @@ enum CommonOptions {
     static let media: [String: OptionSpec.Kind] = [
         "duration": .value, "layers": .value, "fps": .value, "temporal-layers": .value, "scalability": .value, "srtp-suite": .value,
         "keyframe-interval": .value, "json": .flag, "mtu": .value, "stats": .value, "stats-interval": .value,
-        "condition-thresholds": .value, "audio-fallback": .flag, "codec": .value
+        "condition-thresholds": .value, "audio-fallback": .flag, "codec": .value, "content": .value
     ]
 
     static func suite(_ o: ParsedOptions) throws(UsageError) -> SRTPSuite {
@@ -66,6 +66,7 @@ enum CommonOptions {
         {
             throw UsageError("--scalability \(l.scalabilityMode): spatial layers are built for VP9 and AV1 (use --codec vp9 or av1)")
         }
+        if let t = o.value("content") { c.content = try ValueParsers.content(t) }
         if let t = o.value("condition-thresholds") { c.conditionThresholds = try conditionThresholds(t) }
         c.audioFallback = o.has("audio-fallback")
         if let d = o.value("keyframe-interval") {

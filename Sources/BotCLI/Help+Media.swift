@@ -22,6 +22,8 @@ extension Help {
         decoded size: a true figure while they send the exported size; a sender that scales it
         down sends its own downscale, which pubbot does not draw (the figure is then too low).
           --y4m FILE                where to write
+          --content easy|natural|hard
+                                    the scene (default natural; as publish --content)
           --size WxH                picture size (default 1280x720)
           --seconds N               length (default 10; 1…600)
           --fps N                   frame rate (default 30)

@@ -36,6 +36,16 @@ extension Help {
           --verdict-thresholds LIST share=75%,audio-mos=2.4,audio-bitrate=40kbit,video-loss=10%,simulcast=on
           --duration D              hard limit (default 15s; 2s…10m)
 
+        What a browser would send on this link (`browserEquivalent` in JSON): libwebrtc's rules
+        applied to the settled estimate — one encoding (its quality scaler walked with the QP
+        pubbot's own encoder reaches on the content at each size, and the PSNR-Y there) and
+        simulcast (the layers the estimate turns on); never above the camera:
+          --camera 720p|1080p|WxH   the camera a browser would capture from (default 720p)
+          --content easy|natural|hard
+                                    the scene pubbot's camera draws (sent and probed; default
+                                    natural, the content the tiers were calibrated on): a still
+                                    desk, a panning camera, a hand-held street
+
         Output:
           --json                    one JSON document (schema: Sources/BotCLI/preflight.schema.json)
           --junit FILE              JUnit XML, one test case per requirement

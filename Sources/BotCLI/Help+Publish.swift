@@ -68,6 +68,9 @@ extension Help {
                                     flexible mode, L1T1-L1T3) or av1 (libaom, main profile,
                                     AOM RTP format, L1T1-L1T3); a list (h264,vp8) is offered in that
                                     order over WHIP and the answer picks
+          --content easy|natural|hard
+                                    the synthetic scene (default natural): a still desk (few bits
+                                    per QP), a panning camera, a hand-held street (several times more)
           --keyframe-interval D     automatic key frames every D (default: only at start)
           --no-audio / --no-video   send only one kind of media
           --cname NAME              RTCP CNAME (default pubbot; with --whip a random one)

@@ -77,6 +77,9 @@ extension Help {
           --dump-frames DIR         write each measured frame's decoded and reference luma as Y4M
                                     (DIR/<ssrc>-<W>x<H>-decoded.y4m, …-reference.y4m) to check the
                                     PSNR-Y with another tool (ffmpeg's psnr filter)
+          --content easy|natural|hard
+                                    the scene the publisher draws (its own --content; default
+                                    natural): what decoded frames are measured against
           --decode-publishers N     decode the video and audio of the first N publishers only
                                     (default 4; `all`); everyone's frames are still reassembled,
                                     counted and checked

@@ -11,7 +11,7 @@ enum MediaCommand {
     static let spec = OptionSpec(options: [
         "out": .value, "seconds": .value, "keyframe-interval": .value, "layers": .value, "fps": .value, "codec": .value
     ])
-    static let exportSpec = OptionSpec(options: ["y4m": .value, "size": .value, "seconds": .value, "fps": .value])
+    static let exportSpec = OptionSpec(options: ["y4m": .value, "size": .value, "seconds": .value, "fps": .value, "content": .value])
 
     /// Encodes replay loops with a progress line on a terminal; nil after saying why.
     static func buildLoops(
@@ -30,7 +30,7 @@ enum MediaCommand {
         }
     }
 
-    /// `pubbot media export --y4m FILE [--size WxH] [--seconds N] [--fps N]`: the synthetic source
+    /// `pubbot media export --y4m FILE [--content C] [--size WxH] [--seconds N] [--fps N]`: the synthetic source
     /// — the picture pubbot encodes, stamps included — as YUV4MPEG2, for Chromium's fake camera
     /// (`--use-file-for-fake-video-capture`), ffmpeg or another tool: what they send at the
     /// exported size is then measured by pubbot's receiver against the same source (at another
@@ -55,7 +55,8 @@ enum MediaCommand {
         }
         defer { fclose(file) }
         fputs("YUV4MPEG2 W\(width) H\(height) F\(fps):1 Ip A1:1 C420jpeg\n", file)
-        let source = SyntheticVideoSource(seed: 1)
+        let content = try o.value("content").map { t throws(UsageError) in try ValueParsers.content(t) } ?? .natural
+        let source = SyntheticVideoSource(seed: 1, content: content)
         var picture = I420Frame(width: width, height: height)
         let frames = seconds * fps
         defer { Output.endProgress() }
@@ -71,7 +72,9 @@ enum MediaCommand {
             if n % fps == 0 { Output.progress("media export \(Output.bar(Double(n) / Double(frames))) \(n / fps) s of \(seconds)") }
         }
         Output.endProgress()
-        Output.out("\(path): \(frames) frames of \(width)x\(height) at \(fps) fps (\(seconds) s), the synthetic source with its stamps\n")
+        Output.out(
+            "\(path): \(frames) frames of \(width)x\(height) at \(fps) fps (\(seconds) s), the synthetic source (\(content.rawValue) content) with its stamps\n"
+        )
         return 0
     }
 

@@ -23,7 +23,7 @@ enum PreflightCommand {
         for (k, v) in [
             "audio-only": OptionSpec.Kind.flag, "impair": .value, "to": .value, "key": .value, "sdp": .value, "require": .value,
             "junit": .value, "verdict-thresholds": .value, "whep": .value, "whep-token": .value, "ice-restart-at": .repeated,
-            "ice-recover-after": .value, "dump-frames": .value
+            "ice-recover-after": .value, "dump-frames": .value, "camera": .value
         ] { o[k] = v }
         for (k, v) in CommonOptions.whip { o[k] = v }
         return OptionSpec(options: o)
@@ -71,6 +71,8 @@ enum PreflightCommand {
         var iceRecoverAfter: Int64?
         /// `--dump-frames DIR`: the embedded receiver's measured frames as Y4M.
         var dumps: FrameDumps?
+        /// `--camera`: the camera the browser-equivalent resolution is predicted for.
+        var camera = BrowserResolution.Size(width: 1280, height: 720)
     }
 
     static func plan(_ o: ParsedOptions) throws(UsageError) -> Plan {
@@ -136,6 +138,7 @@ enum PreflightCommand {
             plan.iceRestarts.append(at)
         }
         plan.iceRestarts.sort()
+        plan.camera = try BrowserEquivalent.camera(o.value("camera"))
         plan.iceRecoverAfter = try CommonOptions.iceRecoverAfter(o, whip: whipOptions != nil)
         if let dir = o.value("dump-frames") {
             guard case .embedded = target else {
@@ -174,6 +177,7 @@ enum PreflightCommand {
             do {
                 var rc = ReceiverConfig(listen: try SocketAddress(host: "127.0.0.1", port: 0), key: pc.key)
                 rc.impairment = impairment
+                rc.sourceContent = pc.content
                 if let dumps = plan.dumps { rc.frameSinks = { ssrc in dumps.sink(ssrc: ssrc) } }
                 let r = try ReceiverEngine(config: rc)
                 receiver = r
@@ -228,10 +232,16 @@ enum PreflightCommand {
             paths.contains(r) ? connectivity.contains { $0.path == r && $0.reachable } : verdict.meets(r)
         }
         writeJUnit(plan.junit, paths: connectivity, verdict: verdict, requirement: plan.requirement, failure: nil)
+        // What a browser would send on this link, from the settled estimate (video only).
+        let browser =
+            pc.sendVideo
+            ? BrowserEquivalent.predict(
+                estimate: verdict.measurement.estimate, audioBitrate: pc.sendAudio ? pc.audioBitrate : 0, camera: plan.camera,
+                codec: pc.videoCodec, content: pc.content) : nil
         let report = Summary(
             outcome: outcome, verdict: verdict, met: met, connectivity: connectivity, whip: whipSessions.value.first,
             subscriber: subscriber,
-            restarts: restartOutcomes.value)
+            restarts: restartOutcomes.value, browser: browser)
         if let w = whipSessions.value.first { Output.deviations(w.resource, w.warnings) }
         Output.out(
             plan.json

@@ -50,11 +50,14 @@ extension PreflightCommand {
         var subscriber: WHEPProbe.Result?
         /// The main phase's ICE restarts (`--ice-restart-at`, `--ice-recover-after`).
         var restarts: [ICERestarts.Outcome] = []
+        /// The resolution a browser would send on this link (not for an audio-only run).
+        var browser: BrowserEquivalent?
 
         func json(_ plan: Plan) -> JSONValue {
             let phase = outcome.phase
             let doc = PreflightCommand.json(
-                verdict, phase: phase, audioOnly: outcome.audioOnly, requirement: plan.requirement, met: met, thresholds: plan.thresholds)
+                verdict, phase: phase, audioOnly: outcome.audioOnly, requirement: plan.requirement, met: met, thresholds: plan.thresholds,
+                browser: browser)
             guard case var .object(f) = doc, let w = whip else { return doc }
             let t = phase.publisher?.network.transport
             let negotiated: [(String, JSONValue)] = [
@@ -90,6 +93,7 @@ extension PreflightCommand {
                 ?? (embedded ? "embedded loopback receiver" : "\(destination)")
             var text = PreflightCommand.human(
                 verdict, phase: phase, audioOnly: outcome.audioOnly, target: target, requirement: plan.requirement, met: met)
+            if let browser { text += "\n" + browser.text }
             if !connectivity.isEmpty {
                 text += "\nconnectivity (each path on its own):\n" + PreflightCommand.pathTable(connectivity)
                 if !connectivity.contains(where: { $0.path == "host-udp" && $0.reachable }) {
@@ -114,7 +118,7 @@ extension PreflightCommand {
 
     static func json(
         _ v: Verdict, phase: PreflightRunner.Phase, audioOnly: Measurement?, requirement: String?, met: Bool?,
-        thresholds: VerdictThresholds,
+        thresholds: VerdictThresholds, browser: BrowserEquivalent? = nil,
         timestampMillis: Int64 = Clock.wallMicros() / 1000
     ) -> JSONValue {
         let m = v.measurement
@@ -184,6 +188,7 @@ extension PreflightCommand {
         f.append(("streams", .array(sr.rows)))
         f.append(("problems", .array(sr.problems.map { JSONValue.string($0) })))
         f.append(("suspended", .array(sr.suspended.map { JSONValue.string($0) })))
+        f.append(("browserEquivalent", browser?.json ?? .null))
         return .object(f)
     }
 

@@ -23,7 +23,7 @@ enum ReceiveCommand {
         "whip-listen": .value, "token": .value, "whep": .value, "ice-interface": .value, "strict": .flag, "no-ipv6": .flag,
         "ice-server": .repeated, "turn-username": .value, "turn-credential": .value, "ice-restart-at": .repeated,
         "tls-cert": .value, "tls-key": .value, "ca-file": .value, "ice-recover-after": .value, "ice-policy": .value,
-        "no-trickle": .flag, "dump-frames": .value
+        "no-trickle": .flag, "dump-frames": .value, "content": .value
     ])
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
@@ -245,6 +245,7 @@ enum ReceiveCommand {
             } ?? 1024
         rc.maxStreams = rc.maxPublishers * 8
         rc.decodeVideo = !o.has("no-decode")
+        if let t = o.value("content") { rc.sourceContent = try ValueParsers.content(t) }
         rc.decodedPublishers =
             try o.value("decode-publishers").map { d throws(UsageError) in
                 if d == "all" { return Int.max }

@@ -86,6 +86,7 @@ enum SimulateCommand {
             try ValueParsers.impairment(t, option: "downlink-impair")
         }
         rc.impairmentSeed = seed
+        rc.sourceContent = pc.content
         rc.decodeVideo = !o.has("no-decode")
         let mediaKind = o.value("media") ?? "encode"
         guard ["replay", "encode", "sized"].contains(mediaKind) else {

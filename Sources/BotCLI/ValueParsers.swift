@@ -68,6 +68,15 @@ enum ValueParsers {
 
     /// `--codec h264` or a preference list `--codec h264,vp8` (a WHIP offer lists them in this
     /// order; the answer picks).
+    /// `--content easy|natural|hard`: the synthetic camera's scene.
+    static func content(_ text: String) throws(UsageError) -> SyntheticVideoSource.Content {
+        guard let c = SyntheticVideoSource.Content(rawValue: text.lowercased()) else {
+            throw UsageError(
+                "invalid --content '\(text)' (use \(SyntheticVideoSource.Content.allCases.map(\.rawValue).joined(separator: ", ")))")
+        }
+        return c
+    }
+
     static func codecs(_ text: String) throws(UsageError) -> [VideoCodec] {
         var out: [VideoCodec] = []
         for name in text.split(separator: ",", omittingEmptySubsequences: false) {

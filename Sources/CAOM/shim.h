@@ -106,6 +106,9 @@ static inline aom_codec_err_t caom_set_svc_layer_frame(aom_codec_ctx_t *ctx, int
     }
     return (aom_codec_control)(ctx, AV1E_SET_SVC_REF_FRAME_CONFIG, &c);
 }
+/* The last frame's quantizer index, 0-255: what libwebrtc's AV1 quality scaler reads
+   (libaom_av1_encoder.cc, AOME_GET_LAST_QUANTIZER). */
+static inline aom_codec_err_t caom_get_last_qindex(aom_codec_ctx_t *ctx, int *q) { return (aom_codec_control)(ctx, AOME_GET_LAST_QUANTIZER, q); }
 static inline long caom_flag_force_kf(void) { return AOM_EFLAG_FORCE_KF; }
 static inline const aom_codec_cx_pkt_t *caom_get_cx_data(aom_codec_ctx_t *ctx, aom_codec_iter_t *iter) {
     return aom_codec_get_cx_data(ctx, iter);

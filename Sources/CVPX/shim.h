@@ -151,6 +151,11 @@ static inline vpx_codec_err_t cvpx_set_token_partitions(vpx_codec_ctx_t *ctx, in
 static inline vpx_codec_err_t cvpx_get_last_quantizer(vpx_codec_ctx_t *ctx, int *q) {
     return vpx_codec_control(ctx, VP8E_GET_LAST_QUANTIZER_64, q);
 }
+/* The codec's own quantizer index (VP8 0-127, VP9 0-255): what libwebrtc's quality scaler reads
+   (libvpx_vp8_encoder.cc and libvpx_vp9_encoder.cc, VP8E_GET_LAST_QUANTIZER). */
+static inline vpx_codec_err_t cvpx_get_last_qindex(vpx_codec_ctx_t *ctx, int *q) {
+    return vpx_codec_control(ctx, VP8E_GET_LAST_QUANTIZER, q);
+}
 
 /* vpx_codec_cx_pkt_t is a tagged union; read it through accessors. */
 static inline int cvpx_pkt_is_frame(const vpx_codec_cx_pkt_t *p) { return p->kind == VPX_CODEC_CX_FRAME_PKT; }

@@ -111,6 +111,11 @@ public final class AV1Encoder: VideoEncoder {
 
     deinit { aom_codec_destroy(&ctx) }
 
+    public var lastQP: Int? {
+        var q: Int32 = -1
+        return caom_get_last_qindex(&ctx, &q) == AOM_CODEC_OK && q >= 0 ? Int(q) : nil
+    }
+
     /// libaom takes the target in kbps.
     static let minimumBitrate = 1_000
 

@@ -215,6 +215,11 @@ public final class LibvpxEncoder {
     /// The frames of a VP9 superframe: the index at its end (VP9 bitstream specification,
     /// Annex B: a marker byte 110 mm fff, frame sizes of mm + 1 bytes little-endian, the marker
     /// again first) gives each frame's size; without a valid index the data is one frame.
+    public var lastQP: Int? {
+        var q: Int32 = -1
+        return cvpx_get_last_qindex(&ctx, &q) == VPX_CODEC_OK && q >= 0 ? Int(q) : nil
+    }
+
     static func superframeFrames(_ data: [UInt8]) -> [Range<Int>] {
         guard let marker = data.last, marker & 0xE0 == 0xC0 else { return data.isEmpty ? [] : [0..<data.count] }
         let frames = Int(marker & 0x07) + 1, mag = Int((marker >> 3) & 0x03) + 1

@@ -25,7 +25,9 @@ public final class PictureQuality {
     /// Where each measured frame's decoded and reference luma go (`--dump-frames`), if anywhere.
     public var sink: (any DecodedFrameSink)?
 
-    public init(seed: UInt64 = 1) { source = SyntheticVideoSource(seed: seed) }
+    public init(seed: UInt64 = 1, content: SyntheticVideoSource.Content = .natural) {
+        source = SyntheticVideoSource(seed: seed, content: content)
+    }
 
     /// The picture `stamp` names at `width` × `height`, as the publisher drew it (cached: one
     /// buffer reused while the size holds). nil for a size that cannot be drawn or measured.

@@ -14,6 +14,14 @@ public protocol VideoEncoder: AnyObject {
         _ frame: inout I420Frame, layer: Int, frameNumber: UInt32, captureMicros: Int64,
         forceKeyFrame: Bool, clock: () -> Int64
     ) throws(CodecError) -> EncodedVideoFrame?
+    /// The last encoded frame's quantizer on the scale libwebrtc's quality scaler reads (VP8
+    /// 0–127, VP9 and AV1 0–255); nil when the codec cannot say (openh264 reports no QP:
+    /// libwebrtc parses it from the H.264 slice headers, `h264_bitstream_parser.cc`).
+    var lastQP: Int? { get }
+}
+
+extension VideoEncoder {
+    public var lastQP: Int? { nil }
 }
 
 extension LibvpxEncoder: VideoEncoder {}

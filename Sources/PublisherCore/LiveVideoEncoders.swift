@@ -36,7 +36,7 @@ public struct LiveVideoEncoders {
             encoders.append(try Self.makeEncoder(codec, l, keyFrameIntervalMicros: config.keyFrameIntervalMicros))
         }
         pictures = layers.map { I420Frame(width: $0.width, height: $0.height) }
-        source = SyntheticVideoSource(seed: config.seed)
+        source = SyntheticVideoSource(seed: config.sourceSeed, content: config.content)
         intervals = layers.map { Int64(1_000_000 / max(1, $0.fps)) }
         self.startMicros = startMicros
         nextVideo = layers.map { _ in startMicros }

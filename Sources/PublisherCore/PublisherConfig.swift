@@ -32,6 +32,12 @@ public struct PublisherConfig: Sendable {
     public var videoSSRC: UInt32?
     public var videoRTXSSRC: UInt32?
     public var seed: UInt64 = 1
+    /// The synthetic picture's seed, apart from `seed` (a simulation's or a fleet's publishers
+    /// each have their own session seed but draw one picture): what a receiver's
+    /// `ReceiverConfig.sourceSeed` measures against.
+    public var sourceSeed: UInt64 = 1
+    /// What the synthetic camera sees (`--content`): the scene's cost in bits at a given quantizer.
+    public var content = SyntheticVideoSource.Content.natural
     public var audioBitrate = 32_000
     /// Sender report interval (RTCP), microseconds.
     public var reportIntervalMicros: Int64 = 1_000_000

@@ -32,6 +32,8 @@ public struct ReceiverConfig: Sendable {
     /// `preflight` and the replay loops draw).
     public var measureQuality = true
     public var sourceSeed: UInt64 = 1
+    /// The scene the measured publisher draws (`--content`; its publish's own option).
+    public var sourceContent = SyntheticVideoSource.Content.natural
     /// `--dump-frames`: a sink for each decoded video stream's measured frames (by SSRC).
     public var frameSinks: (@Sendable (UInt32) -> (any DecodedFrameSink)?)?
     /// Publishers (source addresses) served at once, and streams in all; packets beyond are refused.

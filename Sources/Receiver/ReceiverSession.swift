@@ -409,7 +409,7 @@ public final class ReceiverSession {
                 decodeAudio: peer.index < config.decodedPublishers)
             stream.preferredFrameRate = config.preferredFrameRate
             if kind == .video && config.measureQuality {
-                let quality = PictureQuality(seed: config.sourceSeed)
+                let quality = PictureQuality(seed: config.sourceSeed, content: config.sourceContent)
                 quality.sink = config.frameSinks?(header.ssrc)
                 stream.quality = quality
             }

@@ -286,6 +286,33 @@ import Platform
         }
     }
 
+    /// On one emulated 1.5 Mbit/s link the content decides the rung a browser's quality scaler
+    /// settles on: the still desk reaches the 720p camera's own size, the street stays lower —
+    /// from the QP pubbot's encoder measured at each size the walk visited (and the walk's moves
+    /// agree with libwebrtc's VP8 thresholds, 29 and 95).
+    @Test func theBrowserEquivalentResolutionFollowsTheContent() throws {
+        var heights: [String: Int] = [:]
+        for content in ["easy", "hard"] {
+            let r = try run(["preflight", "--duration", "6s", "--impair", "rate=1500kbit", "--content", content, "--json"])
+            #expect(r.code == 0, "stderr: \(r.err)")
+            let doc = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any])
+            let b = try #require(doc["browserEquivalent"] as? [String: Any])
+            #expect(b["content"] as? String == content)
+            let one = try #require(b["oneEncoding"] as? [String: Any])
+            let steps = try #require(one["steps"] as? [[String: Any]])
+            for s in steps {
+                let qp = try #require(s["qp"] as? Double), move = s["move"] as? String
+                if move == "down" { #expect(qp > 95) }
+                if move == "up" { #expect(qp < 29) }
+            }
+            heights[content] = one["height"] as? Int
+            let sim = try #require(b["simulcast"] as? [String: Any])
+            #expect((sim["height"] as? Int ?? 0) <= 720)
+        }
+        #expect(heights["easy"] == 720, "\(heights)")
+        #expect((heights["hard"] ?? 720) < 720, "\(heights)")
+    }
+
     @Test func publishWritesAnSDPAndReceiveDecodesFromIt() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pubbot-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
