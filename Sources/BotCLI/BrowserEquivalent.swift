@@ -48,10 +48,11 @@ struct BrowserEquivalent {
             simulcast: BrowserResolution.simulcast(videoBitrate: video, camera: camera))
         defer { Output.endProgress() }
         do throws(BrowserResolution.ProbeError) {
-            r.oneEncoding = try BrowserResolution.oneEncoding(videoBitrate: video, camera: camera, codec: codec) {
+            let start = BrowserResolution.videoBitrate(estimate: BrowserResolution.startBitrate, audioBitrate: audioBitrate)
+            r.oneEncoding = try BrowserResolution.oneEncoding(videoBitrate: video, camera: camera, codec: codec, startBitrate: start) {
                 size, rate throws(BrowserResolution.ProbeError) in
                 Output.progress("browser-equivalent: encoding \(content.rawValue) content at \(size) and \(Units.bitrate(rate))…")
-                return try BrowserResolution.measure(size: size, bitrate: rate, codec: codec, content: content)
+                return try BrowserResolution.measure(size: size, camera: camera, bitrate: rate, codec: codec, content: content)
             }
         } catch {
             r.error = "\(error)"

@@ -82,6 +82,8 @@ extension Help {
           --encode                  live instead of replay: one encoder in this process, shared by
                                     every bot (a PLI or a resumed layer forces a key frame for all)
           --layers LADDER           with --encode (default 640x360 + 320x180)
+          --content easy|natural|hard
+                                    with --encode: the scene (default natural; as publish --content)
           --codec vp8|h264|vp9|av1  every bot's video codec (replay loops: Media/replay-h264, -vp9
                                     or -av1, or built once on demand into the cache)
           --srtp-suite SUITE        aes-cm (default) or gcm

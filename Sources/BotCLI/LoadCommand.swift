@@ -22,7 +22,8 @@ enum LoadCommand {
             "to": .repeated, "rooms": .value, "key": .value, "srtp-suite": .value, "bots": .value, "ramp": .value, "duration": .value,
             "loops": .value,
             "media": .value, "report": .value, "require": .value, "shard": .value, "json": .flag, "impair": .value, "decode": .flag,
-            "encode": .flag, "layers": .value, "codec": .value, "whep": .value, "whep-token": .value, "publishers": .value,
+            "encode": .flag, "layers": .value, "codec": .value, "content": .value, "whep": .value, "whep-token": .value,
+            "publishers": .value,
             "metrics": .value, "progress": .flag,
             "subscribers": .value, "decoders": .value, "decoder-rotation": .value, "ice-restart-at": .repeated,
             "ice-recover-after": .value
@@ -80,6 +81,8 @@ enum LoadCommand {
         var iceRestarts: [Int64] = []
         /// `--ice-recover-after`: each WHIP bot restarts ICE when its path is silent this long.
         var iceRecoverAfter: Int64?
+        /// `--content`: the scene the live encoder draws.
+        var content = SyntheticVideoSource.Content.natural
     }
 
     static func plan(_ o: ParsedOptions) throws(UsageError) -> Plan {
@@ -149,6 +152,9 @@ enum LoadCommand {
         if !encodeLive && o.value("layers") != nil {
             throw UsageError("--layers is for --encode; replay loops have theirs (pubbot media build --layers)")
         }
+        if !encodeLive && o.value("content") != nil {
+            throw UsageError("--content is for --encode; replay loops are the natural scene (pubbot media build)")
+        }
         let liveLayers =
             !encodeLive
             ? nil
@@ -168,6 +174,7 @@ enum LoadCommand {
                 return codecs[0]
             })
         plan.requireGiven = o.value("require") != nil
+        if let c = o.value("content") { plan.content = try ValueParsers.content(c) }
         plan.decoders = decoders
         if let rotation { plan.decoderRotationMicros = rotation }
         if let rampMicros { plan.subscriberSpacingMicros = max(2_000, rampMicros / Int64(max(1, subscriberCount))) }
@@ -242,7 +249,7 @@ enum LoadCommand {
     /// report's exit code, 130 (interrupted) or 2 (the media, a receiver or the report failed).
     static func execute(_ plan: Plan) -> Int32 {
         var library = ReplayLibrary(layers: [], audio: [], audioBitrate: 32_000)
-        let live = plan.liveLayers.map { SharedEncoder(layers: $0, codec: plan.codec) }
+        let live = plan.liveLayers.map { SharedEncoder(layers: $0, codec: plan.codec, content: plan.content) }
         if live == nil {
             if let dir = plan.mediaDirectory {
                 do { library = try ReplayLibrary.load(directory: dir) } catch {

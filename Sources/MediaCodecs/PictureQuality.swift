@@ -29,6 +29,14 @@ public final class PictureQuality {
         source = SyntheticVideoSource(seed: seed, content: content)
     }
 
+    /// A sender that captures at this size and scales down to what it sends (a browser's camera
+    /// pipeline): the reference is the source drawn at the capture size and box-scaled to the
+    /// decoded size (`I420Frame.downscale`), so a lower rung is charged for the detail it lost
+    /// and not for a picture the sender never had. nil: the source drawn natively at the decoded
+    /// size (pubbot's own layers).
+    public var captureSize: (width: Int, height: Int)?
+    var capture: I420Frame?
+
     /// The picture `stamp` names at `width` × `height`, as the publisher drew it (cached: one
     /// buffer reused while the size holds). nil for a size that cannot be drawn or measured.
     public func referencePicture(width: Int, height: Int, stamp: FrameStamp) -> I420Frame? {
@@ -36,6 +44,15 @@ public final class PictureQuality {
         if reference?.width != width || reference?.height != height {
             reference = I420Frame(width: width, height: height)
             measured = 0 // the SSIM sample restarts with each size (each `--dump-frames` file)
+        }
+        if let c = captureSize, c.width >= width, c.height >= height, c.width * c.height <= Self.maxSamples,
+            c.width > width || c.height > height
+        {
+            if capture?.width != c.width || capture?.height != c.height { capture = I420Frame(width: c.width, height: c.height) }
+            source.fill(&capture!, frameNumber: stamp.frameNumber, captureMillis: stamp.captureMillis)
+            reference!.downscale(from: capture!)
+            lastStamp = stamp
+            return reference
         }
         source.fill(&reference!, frameNumber: stamp.frameNumber, captureMillis: stamp.captureMillis)
         lastStamp = stamp

@@ -11,8 +11,9 @@ public import RTPCore
 /// down while the start rate is below 300 kbit/s for more than 320×240 or below 500 kbit/s for
 /// more than 640×480, at most four times (`VideoStreamEncoder::DropDueToSize`,
 /// `video/video_stream_encoder.cc`); then the quality scaler moves one step down while the
-/// average QP is above the codec's high threshold (or more than 60 % of frames are dropped) and
-/// one step up while it is below the low one (`modules/video_coding/utility/quality_scaler.cc`),
+/// average QP (rounded down) is above the codec's high threshold (or more than 60 % of frames
+/// are dropped) and one step up while it is at or below the low one
+/// (`modules/video_coding/utility/quality_scaler.cc`),
 /// never below 320×180 pixels (`kDefaultMinPixelsPerFrame`). A step is a scale of the camera's
 /// picture from `media/base/video_adapter.cc` (3/4, 1/2, 3/8, 1/4, …).
 ///
@@ -30,7 +31,9 @@ public enum BrowserResolution {
 
     /// The quality scaler never goes below this (`kDefaultMinPixelsPerFrame`, 320×180).
     public static let minPixels = 320 * 180
-    /// The start rate a browser's first frames are judged by (`kDefaultStartBitrateBps`, 300 kbit/s).
+    /// The call's start rate (`kDefaultStartBitrateBps`, 300 kbit/s). A browser's first frames
+    /// are judged by its video encoder's share of it (`videoBitrate`): below 300 kbit/s with
+    /// audio beside it, so a 720p camera's first frames go out at 320×180.
     public static let startBitrate = 300_000
 
     /// Bytes each packet carries beside its payload: IPv4 and UDP 28, RTP 12, header extensions
@@ -132,7 +135,8 @@ public enum BrowserResolution {
     /// The quality scaler's settled size for one encoding, given the video's share of the
     /// settled estimate and a probe that encodes the content at a size and rate.
     public static func oneEncoding<E: Error>(
-        videoBitrate: Int, camera: Size, codec: VideoCodec, startBitrate: Int = startBitrate,
+        videoBitrate: Int, camera: Size, codec: VideoCodec,
+        startBitrate: Int = BrowserResolution.videoBitrate(estimate: startBitrate, audioBitrate: 32_000),
         probe: (Size, Int) throws(E) -> Probe
     ) throws(E) -> OneEncoding {
         let rungs = ladder(camera: camera)
@@ -147,10 +151,13 @@ public enum BrowserResolution {
             let rate = min(videoBitrate, maxBitrate(rungs[i]))
             let p: Probe
             if let c = cache[i] { p = c } else { p = try probe(rungs[i], rate); cache[i] = p }
+            // The average rounded down, above the high threshold: down; at or below the low one: up
+            // (`QualityScaler::CheckQp`, `GetAverageRoundedDown`).
+            let qp = Int(p.qp.rounded(.down))
             var move = Step.Move.stay
-            if (p.qp > Double(high) || p.dropRatio > 0.6) && i + 1 < rungs.count {
+            if (qp > high || p.dropRatio > 0.6) && i + 1 < rungs.count {
                 move = .down
-            } else if p.qp < Double(low) && i > 0 {
+            } else if qp <= low && i > 0 {
                 move = .up
             }
             // Back to a size left the other way: the scaler alternates; the lower size is given.
@@ -223,16 +230,18 @@ public enum BrowserResolution {
 }
 
 extension BrowserResolution {
-    /// Encodes `seconds` of the synthetic source's `content` at a size and rate with pubbot's own
+    /// Encodes `seconds` of the synthetic source's `content`, drawn at the `camera`'s size and
+    /// scaled down to `size` as a browser's capture pipeline does, at a rate with pubbot's own
     /// encoder for `codec` (libwebrtc's settings, `LibvpxEncoder` and the others), then reports
     /// the mean QP and the drops over the frames after the first second (the rate control has
     /// settled by then), and the decoded frames' PSNR-Y against the source.
     public static func measure(
-        size: Size, bitrate: Int, codec: VideoCodec, content: SyntheticVideoSource.Content, fps: Int = 30, seconds: Double = 3
+        size: Size, camera: Size? = nil, bitrate: Int, codec: VideoCodec, content: SyntheticVideoSource.Content, fps: Int = 30,
+        seconds: Double = 3
     ) throws(ProbeError) -> Probe {
         let p: Probe?
         do throws(CodecError) {
-            p = try encode(size: size, bitrate: bitrate, codec: codec, content: content, fps: fps, seconds: seconds)
+            p = try encode(size: size, camera: camera ?? size, bitrate: bitrate, codec: codec, content: content, fps: fps, seconds: seconds)
         } catch {
             throw ProbeError(description: "\(error)")
         }
@@ -246,17 +255,31 @@ extension BrowserResolution {
     }
 
     static func encode(
-        size: Size, bitrate: Int, codec: VideoCodec, content: SyntheticVideoSource.Content, fps: Int, seconds: Double
+        size: Size, camera: Size, bitrate: Int, codec: VideoCodec, content: SyntheticVideoSource.Content, fps: Int, seconds: Double
     ) throws(CodecError) -> Probe? {
         let w = max(16, size.width & ~1), h = max(16, size.height & ~1)
         var config = VideoLayerConfig(
             width: w, height: h, fps: fps, minBitrate: min(bitrate, 30_000), targetBitrate: bitrate, maxBitrate: bitrate, rid: "q")
         config.temporalLayers = 1
-        let encoder = try codec.makeEncoder(config: config, keyFrameInterval: 0)
+        // libwebrtc's encoder, not the publisher's: libvpx's own rate control alone (pubbot's
+        // outer trim would hand it more than the target on an easy picture and lower the QP), at
+        // VP8's speed for the size (`LibvpxVp8Encoder::GetCpuSpeed`: -6, -4 below CIF on x86).
+        let encoder: any VideoEncoder =
+            switch codec {
+            case .vp8:
+                try LibvpxEncoder(config: config, codec: .vp8, cpuUsed: w * h < 352 * 288 ? -4 : -6, rateTrim: false)
+            case .vp9: try LibvpxEncoder(config: config, codec: .vp9, rateTrim: false)
+            default: try codec.makeEncoder(config: config, keyFrameInterval: 0)
+            }
         let decoder = try codec.makeDecoder()
+        // The browser captures at the camera's size and scales down to the rung (libyuv's box
+        // filter): the encoder is given that downscale, not a picture drawn at the rung's size.
         let source = SyntheticVideoSource(seed: 1, content: content)
         let quality = PictureQuality(seed: 1, content: content)
         quality.ssimEvery = Int.max
+        let cw = max(w, camera.width & ~1), ch = max(h, camera.height & ~1)
+        quality.captureSize = (cw, ch)
+        var captured = I420Frame(width: cw, height: ch)
         var picture = I420Frame(width: w, height: h)
         let frames = max(2 * fps, Int(seconds * Double(fps)))
         let warm = fps
@@ -264,7 +287,12 @@ extension BrowserResolution {
         var micros: Int64 = 0
         for n in 0..<frames {
             let capture = Int64(n) * 1_000_000 / Int64(fps)
-            source.fill(&picture, frameNumber: UInt32(n), captureMillis: UInt32(capture / 1000))
+            if cw == w && ch == h {
+                source.fill(&picture, frameNumber: UInt32(n), captureMillis: UInt32(capture / 1000))
+            } else {
+                source.fill(&captured, frameNumber: UInt32(n), captureMillis: UInt32(capture / 1000))
+                picture.downscale(from: captured)
+            }
             let frame = try encoder.encode(
                 &picture, layer: 0, frameNumber: UInt32(n), captureMicros: capture, forceKeyFrame: n == 0,
                 clock: {

@@ -24,8 +24,14 @@ public final class SharedEncoder: Sendable {
 
     public let codec: VideoCodec
 
-    public init(layers: [VideoLayerConfig], codec: VideoCodec = .vp8, audioBitrate: Int = 32_000) {
+    /// The scene every bot's frames show (`load --encode --content`).
+    public let content: SyntheticVideoSource.Content
+
+    public init(
+        layers: [VideoLayerConfig], codec: VideoCodec = .vp8, audioBitrate: Int = 32_000, content: SyntheticVideoSource.Content = .natural
+    ) {
         self.codec = codec
+        self.content = content
         self.layers = layers.map {
             var l = $0; l.temporalLayers = 1; return l
         }
@@ -64,7 +70,7 @@ public final class SharedEncoder: Sendable {
         var encoders: [any VideoEncoder] = []
         for l in layers { encoders.append(try codec.makeEncoder(config: l, keyFrameInterval: 0)) }
         var pictures = layers.map { I420Frame(width: $0.width, height: $0.height) }
-        let source = SyntheticVideoSource(seed: 1)
+        let source = SyntheticVideoSource(seed: 1, content: content)
         let opus = try OpusAudioEncoder(bitrate: audioBitrate)
         var audioSource = SyntheticAudioSource()
         var pcm = [Int16](repeating: 0, count: OpusAudioEncoder.frameSamples)

@@ -302,8 +302,8 @@ import Platform
             let steps = try #require(one["steps"] as? [[String: Any]])
             for s in steps {
                 let qp = try #require(s["qp"] as? Double), move = s["move"] as? String
-                if move == "down" { #expect(qp > 95) }
-                if move == "up" { #expect(qp < 29) }
+                if move == "down" { #expect(qp >= 96) }
+                if move == "up" { #expect(qp < 30) }
             }
             heights[content] = one["height"] as? Int
             let sim = try #require(b["simulcast"] as? [String: Any])

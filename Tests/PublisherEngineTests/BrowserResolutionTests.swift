@@ -40,12 +40,13 @@ import Testing
     @Test func theScalerWalksUpWhileTheQPIsLowAndDownWhileHigh() {
         // Cheap content, plenty of rate: up from the start size to the camera's.
         let easy = BrowserResolution.oneEncoding(videoBitrate: 3_000_000, camera: camera720, codec: .vp8, probe: model(cost: 0.5))
-        #expect(easy.start == Size(width: 640, height: 360))
+        #expect(easy.start == Size(width: 320, height: 180)) // the start rate's video share is below 300k
         #expect(easy.size == camera720)
-        #expect(easy.steps.map(\.move) == [.up, .up, .stay])
+        #expect(easy.steps.map(\.move) == [.up, .up, .up, .up, .stay])
         #expect(easy.bitrate == 2_500_000) // capped at 720p's maximum
-        // Costly content: down until the QP is under the high threshold.
-        let hard = BrowserResolution.oneEncoding(videoBitrate: 800_000, camera: camera720, codec: .vp8, probe: model(cost: 16))
+        // Costly content from a full-size start: down until the QP is under the high threshold.
+        let hard = BrowserResolution.oneEncoding(
+            videoBitrate: 800_000, camera: camera720, codec: .vp8, startBitrate: 600_000, probe: model(cost: 16))
         #expect(hard.steps.first?.move == .down)
         #expect(hard.size.pixels < 640 * 360)
         #expect(hard.steps.allSatisfy { $0.probe.qp <= 95 || $0.move == .down })
