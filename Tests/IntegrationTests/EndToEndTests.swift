@@ -11,7 +11,9 @@ import Platform
 /// Publisher → 127.0.0.1 → receiver, in process: the walking skeleton end to end.
 @Suite(.serialized) struct EndToEndTests {
     func run(
-        suite: SRTPSuite, seconds: Double, receiverKey: SRTPKey? = nil, layers: [VideoLayerConfig] = VideoLayerConfig.ladder(top: 1280, 720)
+        suite: SRTPSuite, seconds: Double, receiverKey: SRTPKey? = nil,
+        layers: [VideoLayerConfig] = VideoLayerConfig.ladder(top: 1280, 720),
+        startBitrate: Int = 300_000
     )
         throws -> (PublisherSnapshot, ReceiverSnapshot)
     {
@@ -19,6 +21,7 @@ import Platform
         let r = try ReceiverEngine(config: ReceiverConfig(listen: SocketAddress(host: "127.0.0.1", port: 0), key: receiverKey ?? key))
         var c = PublisherConfig(destination: r.localAddress, layers: layers, key: key)
         c.durationMicros = Int64(seconds * 1e6)
+        c.startBitrate = startBitrate
         let p = try Publisher(config: c)
         r.start()
         p.start()
@@ -47,7 +50,12 @@ import Platform
     }
 
     @Test func everyLayerAndTheAudioDecodeWithoutLoss() throws {
-        let (p, r) = try run(suite: .aesCm, seconds: 3)
+        // The estimate starts where the whole ladder runs: from libwebrtc's 300 kbit/s only the
+        // initial probe lifts it past the upper layers' needs within 3 s, and on a loaded machine
+        // that probe can be judged invalid (receive bunching; `probe_bitrate_estimator.cc`), leaving
+        // the additive increase to climb (seen in a clean-clone CI run: 376 kbit/s, two layers off).
+        // Probing from the start rate is SimulationTests' and ScenarioTests' in virtual time.
+        let (p, r) = try run(suite: .aesCm, seconds: 3, startBitrate: 3_500_000)
         #expect(p.media.error == nil)
         #expect(r.streams.count == 4)
         #expect(r.rejected.total == 0)
