@@ -40,6 +40,9 @@ let package = Package(
         .systemLibrary(name: "COpenH264", pkgConfig: "openh264", providers: [.apt(["libopenh264-dev"])]),
         // libaom (AV1 encoder and decoder, real-time mode as libwebrtc uses it).
         .systemLibrary(name: "CAOM", pkgConfig: "aom", providers: [.apt(["libaom-dev"])]),
+        // libyuv (no pkg-config file in Debian): the scaler libwebrtc uses for capture adaptation and
+        // for comparing frames of different sizes.
+        .systemLibrary(name: "CYUV", providers: [.apt(["libyuv-dev"])]),
         .systemLibrary(name: "CSRTP", pkgConfig: "libsrtp2", providers: [.apt(["libsrtp2-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
@@ -71,7 +74,8 @@ let package = Package(
         // Optimized in debug builds too: the live picture-quality measurement (PSNR and SSIM of
         // every decoded frame, the source drawn again) is per-pixel work the embedded receivers of
         // the integration tests do; unoptimized, it starved a pre-flight beside the other tests.
-        .target(name: "MediaCodecs", dependencies: ["CVPX", "COpus", "COpenH264", "CAOM", "RTPCore"], swiftSettings: optimizedInTests),
+        .target(
+            name: "MediaCodecs", dependencies: ["CVPX", "COpus", "COpenH264", "CAOM", "CYUV", "RTPCore"], swiftSettings: optimizedInTests),
         // Addresses and packet buffers (the arena the send path fills, the batch `recvmmsg` fills):
         // values the sessions hold; no socket is opened here.
         .target(name: "Net", dependencies: ["CLinuxNet"], swiftSettings: hot),

@@ -23,18 +23,8 @@ struct BrowserEquivalent {
     /// `--camera 720p|1080p|WxH`: the camera a browser would capture from (1280x720 by default).
     static func camera(_ text: String?) throws(UsageError) -> BrowserResolution.Size {
         guard let text else { return .init(width: 1280, height: 720) }
-        switch text.lowercased() {
-        case "720p": return .init(width: 1280, height: 720)
-        case "1080p": return .init(width: 1920, height: 1080)
-        case "540p": return .init(width: 960, height: 540)
-        case "360p": return .init(width: 640, height: 360)
-        default:
-            let parts = text.lowercased().split(separator: "x").map { Int($0) }
-            guard parts.count == 2, let w = parts[0], let h = parts[1], (320...3840).contains(w), (180...2160).contains(h) else {
-                throw UsageError("invalid --camera '\(text)' (720p, 1080p, or WxH from 320x180 to 3840x2160)")
-            }
-            return .init(width: w, height: h)
-        }
+        let (w, h) = try ValueParsers.size(text, option: "--camera", width: 320...3840, height: 180...2160)
+        return .init(width: w, height: h)
     }
 
     /// Walks the quality scaler with probes of pubbot's encoder (a few seconds of CPU at most),

@@ -8,10 +8,14 @@ import Platform
 /// outside tool reads (`ffmpeg -i decoded.y4m -i reference.y4m -lavfi psnr -f null -`), so
 /// pubbot's PSNR can be checked by something it did not write. One pair of files per stream
 /// and size, `<ssrc>-<W>x<H>-decoded.y4m` and `…-reference.y4m`; the chroma planes are written
-/// neutral (128) in both: the figure is the luma's.
+/// neutral (128) in both: the figure is the luma's. With `--capture-size`, the frames also
+/// measured at the capture size go to `<ssrc>-capture-<W>x<H>-…` (the decoded picture as scaled up).
 final class FrameDump: DecodedFrameSink, @unchecked Sendable {
     let directory: String
     let ssrc: UInt32
+    let label: String
+    /// The capture-size pairs' files.
+    lazy var captures = FrameDump(directory: directory, ssrc: ssrc, label: "-capture")
     var files: (decoded: UnsafeMutablePointer<FILE>, reference: UnsafeMutablePointer<FILE>)?
     var size = (0, 0)
     var chroma: [UInt8] = []
@@ -19,14 +23,26 @@ final class FrameDump: DecodedFrameSink, @unchecked Sendable {
     private(set) var frames = 0
     private(set) var error: String?
 
-    init(directory: String, ssrc: UInt32) {
+    init(directory: String, ssrc: UInt32, label: String = "") {
         self.directory = directory
         self.ssrc = ssrc
+        self.label = label
+    }
+
+    func writeCapture(decoded: UnsafeBufferPointer<UInt8>, reference: UnsafeBufferPointer<UInt8>, width: Int, height: Int) {
+        captures.write(decoded: decoded, reference: reference, width: width, height: height)
+        if error == nil, let e = captures.error { error = e }
     }
 
     deinit { close() }
 
+    /// Closes every file (the run ended).
     func close() {
+        closeFiles()
+        if label.isEmpty { captures.closeFiles() }
+    }
+
+    func closeFiles() {
         if let f = files { fclose(f.decoded); fclose(f.reference) }
         files = nil
     }
@@ -34,8 +50,8 @@ final class FrameDump: DecodedFrameSink, @unchecked Sendable {
     func write(decoded: UnsafeBufferPointer<UInt8>, reference: UnsafeBufferPointer<UInt8>, width: Int, height: Int) {
         guard error == nil else { return }
         if files == nil || size != (width, height) {
-            close()
-            let base = "\(directory)/\(ssrc)-\(width)x\(height)"
+            closeFiles()
+            let base = "\(directory)/\(ssrc)\(label)-\(width)x\(height)"
             guard let d = fopen(base + "-decoded.y4m", "w"), let r = fopen(base + "-reference.y4m", "w") else {
                 error = "cannot write \(base)-*.y4m: \(String(cString: strerror(errno)))"
                 return

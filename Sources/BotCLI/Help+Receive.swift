@@ -80,6 +80,11 @@ extension Help {
           --content easy|natural|hard
                                     the scene the publisher draws (its own --content; default
                                     natural): what decoded frames are measured against
+          --capture-size WxH|720p   the publisher captures at this size and scales each layer
+                                    down from it (a browser fed `pubbot media export`): frames
+                                    are measured against the source scaled as libwebrtc scales
+                                    it, and every fourth also at the capture size (the decoded
+                                    picture scaled up, as libwebrtc's I420PSNR compares)
           --decode-publishers N     decode the video and audio of the first N publishers only
                                     (default 4; `all`); everyone's frames are still reassembled,
                                     counted and checked

@@ -41,11 +41,9 @@ enum MediaCommand {
         guard let path = o.value("y4m") else { throw UsageError("media export needs --y4m FILE", command: "media") }
         var width = 1280, height = 720
         if let s = o.value("size") {
-            let parts = s.lowercased().split(separator: "x").map { Int($0) }
-            guard parts.count == 2, let w = parts[0], let h = parts[1], (16...4096).contains(w), (16...2304).contains(h), w % 2 == 0,
-                h % 2 == 0
-            else { throw UsageError("invalid --size '\(s)' (WxH, even, at most 4096x2304)", command: "media") }
-            (width, height) = (w, h)
+            do throws(UsageError) {
+                (width, height) = try ValueParsers.size(s, option: "--size", width: 16...4096, height: 16...2304, even: true)
+            } catch { throw UsageError(error.message, command: "media") }
         }
         let (seconds, fps) = try secondsAndFps(o, range: 1...600, default: 10)
 

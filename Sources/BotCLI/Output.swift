@@ -109,7 +109,8 @@ enum Report {
     static func psnrText(_ s: InboundStreamStats) -> String {
         guard s.kind == .video, let mean = s.psnrYMean else { return "-" }
         let ssim = s.ssimYMean.map { " SSIM \(Units.fixed($0, 3))" } ?? ""
-        return "\(Units.fixed(mean, 1))/\(Units.fixed(s.psnrYP10 ?? mean, 1)) dB" + ssim
+        let capture = s.psnrYCaptureMean.map { ", \(Units.fixed($0, 1)) dB at capture" } ?? ""
+        return "\(Units.fixed(mean, 1))/\(Units.fixed(s.psnrYP10 ?? mean, 1)) dB" + ssim + capture
     }
 
     static func inboundJSON(_ s: InboundStreamStats) -> JSONValue {
@@ -137,6 +138,13 @@ enum Report {
                 ("ssimYMean", s.ssimYMean.map { .double(($0 * 10000).rounded() / 10000) } ?? .null),
                 ("ssimYP10", s.ssimYP10.map { .double(($0 * 10000).rounded() / 10000) } ?? .null)
             ]
+            if s.captureFramesMeasured > 0 {
+                f += [
+                    ("captureFramesMeasured", .int(Int64(s.captureFramesMeasured))),
+                    ("psnrYCaptureMeanDb", s.psnrYCaptureMean.map { .double(($0 * 100).rounded() / 100) } ?? .null),
+                    ("psnrYCaptureP10Db", s.psnrYCaptureP10.map { .double(($0 * 100).rounded() / 100) } ?? .null)
+                ]
+            }
             if s.dependencyDescriptors + s.dependencyDescriptorErrors > 0 {
                 f += [
                     ("dependencyDescriptors", .int(Int64(s.dependencyDescriptors))),

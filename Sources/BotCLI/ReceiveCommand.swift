@@ -3,6 +3,7 @@
     import Glibc
 #endif
 import ReceiverEngine
+import MediaCodecs
 import Transport
 import Stats
 import RTPCore
@@ -23,7 +24,7 @@ enum ReceiveCommand {
         "whip-listen": .value, "token": .value, "whep": .value, "ice-interface": .value, "strict": .flag, "no-ipv6": .flag,
         "ice-server": .repeated, "turn-username": .value, "turn-credential": .value, "ice-restart-at": .repeated,
         "tls-cert": .value, "tls-key": .value, "ca-file": .value, "ice-recover-after": .value, "ice-policy": .value,
-        "no-trickle": .flag, "dump-frames": .value, "content": .value
+        "no-trickle": .flag, "dump-frames": .value, "content": .value, "capture-size": .value
     ])
 
     static func run(_ args: ArraySlice<String>) throws(UsageError) -> Int32 {
@@ -246,6 +247,11 @@ enum ReceiveCommand {
         rc.maxStreams = rc.maxPublishers * 8
         rc.decodeVideo = !o.has("no-decode")
         if let t = o.value("content") { rc.sourceContent = try ValueParsers.content(t) }
+        if let t = o.value("capture-size") {
+            let (w, h) = try ValueParsers.size(t, option: "--capture-size", width: 16...4096, height: 16...2304)
+            guard w * h <= PictureQuality.maxSamples else { throw UsageError("invalid --capture-size '\(t)' (at most 4096x2304 samples)") }
+            rc.captureSize = (w, h)
+        }
         rc.decodedPublishers =
             try o.value("decode-publishers").map { d throws(UsageError) in
                 if d == "all" { return Int.max }

@@ -68,6 +68,26 @@ enum ValueParsers {
 
     /// `--codec h264` or a preference list `--codec h264,vp8` (a WHIP offer lists them in this
     /// order; the answer picks).
+    /// A picture size `WxH` (or a name: 360p, 540p, 720p, 1080p) within `width` × `height` bounds,
+    /// even when `even`; `option` names the flag in the error.
+    static func size(
+        _ text: String, option: String, width: ClosedRange<Int>, height: ClosedRange<Int>, even: Bool = false, names: Bool = true
+    ) throws(UsageError) -> (width: Int, height: Int) {
+        let named: [String: (Int, Int)] = ["360p": (640, 360), "540p": (960, 540), "720p": (1280, 720), "1080p": (1920, 1080)]
+        if names, let (w, h) = named[text.lowercased()], width.contains(w), height.contains(h) { return (w, h) }
+        let parts = text.lowercased().split(separator: "x", omittingEmptySubsequences: false).map { Int($0) }
+        guard parts.count == 2, let w = parts[0], let h = parts[1], width.contains(w), height.contains(h),
+            !even || (w % 2 == 0 && h % 2 == 0)
+        else {
+            let shape = even ? "WxH, even" : "WxH"
+            let list = names ? "720p, 1080p, or \(shape)" : shape
+            throw UsageError(
+                "invalid \(option) '\(text)' (\(list) from \(width.lowerBound)x\(height.lowerBound) to \(width.upperBound)x\(height.upperBound))"
+            )
+        }
+        return (w, h)
+    }
+
     /// `--content easy|natural|hard`: the synthetic camera's scene.
     static func content(_ text: String) throws(UsageError) -> SyntheticVideoSource.Content {
         guard let c = SyntheticVideoSource.Content(rawValue: text.lowercased()) else {

@@ -1,3 +1,5 @@
+import CYUV
+
 /// A planar YUV 4:2:0 picture in one contiguous buffer (Y, then U, then V, tightly packed),
 /// allocated once and reused for every frame; libvpx wraps it without copying.
 public struct I420Frame: Sendable {
@@ -34,39 +36,41 @@ public struct I420Frame: Sendable {
 }
 
 extension I420Frame {
-    /// Scales `source` down into this picture by area averaging: each output sample is the mean
-    /// of the input samples its footprint covers (whole samples, the footprint's edges rounded
-    /// outwards), per plane — what a camera pipeline's box filter does (libyuv `kFilterBox`,
-    /// used by a browser to send a smaller size than it captures). Not for upscaling.
+    /// Scales `source` down into this picture as a browser's capture pipeline does: libwebrtc
+    /// adapts a camera frame to the size it sends with `I420Buffer::CropAndScaleFrom`, which is
+    /// libyuv's `I420Scale` with `kFilterBox` (`api/video/i420_buffer.cc`) — here libyuv itself,
+    /// so a reference drawn at the capture size and scaled matches what Chromium encodes.
+    /// Not for upscaling (nothing changes).
     public mutating func downscale(from source: I420Frame) {
-        let sw = source.width, sh = source.height, dw = width, dh = height
-        guard sw >= dw, sh >= dh else { return }
+        guard source.width >= width, source.height >= height else { return }
+        Self.scale(from: source, into: &self)
+    }
+
+    /// libyuv `I420Scale(kFilterBox)` of every plane of `source` to this frame's size, either way.
+    static func scale(from source: I420Frame, into target: inout I420Frame) {
+        let sw = Int32(source.width), sh = Int32(source.height), dw = Int32(target.width), dh = Int32(target.height)
+        let scw = Int32(source.chromaWidth), dcw = Int32(target.chromaWidth)
+        let sl = source.lumaSize, sc = source.chromaSize
         source.data.withUnsafeBufferPointer { src in
             let s = src.baseAddress!
-            let scw = source.chromaWidth, sch = source.chromaHeight, sl = source.lumaSize, sc = source.chromaSize
-            let dcw = chromaWidth, dch = chromaHeight
-            withPlanes { y, u, v in
-                Self.box(s, sw, sh, into: y.baseAddress!, dw, dh)
-                Self.box(s + sl, scw, sch, into: u.baseAddress!, dcw, dch)
-                Self.box(s + sl + sc, scw, sch, into: v.baseAddress!, dcw, dch)
+            target.withPlanes { y, u, v in
+                _ = I420Scale(
+                    s, sw, s + sl, scw, s + sl + sc, scw, sw, sh, y.baseAddress!, dw, u.baseAddress!, dcw, v.baseAddress!, dcw, dw, dh,
+                    kFilterBox)
             }
         }
     }
 
-    static func box(_ s: UnsafePointer<UInt8>, _ sw: Int, _ sh: Int, into d: UnsafeMutablePointer<UInt8>, _ dw: Int, _ dh: Int) {
-        guard dw > 0, dh > 0, sw >= dw, sh >= dh else { return }
-        for oy in 0..<dh {
-            let y0 = oy * sh / dh, y1 = max(y0 + 1, ((oy + 1) * sh + dh - 1) / dh)
-            for ox in 0..<dw {
-                let x0 = ox * sw / dw, x1 = max(x0 + 1, ((ox + 1) * sw + dw - 1) / dw)
-                var sum = 0
-                for yy in y0..<min(y1, sh) {
-                    let row = s + yy * sw
-                    for xx in x0..<min(x1, sw) { sum += Int(row[xx]) }
-                }
-                let n = (min(y1, sh) - y0) * (min(x1, sw) - x0)
-                d[oy * dw + ox] = UInt8(truncatingIfNeeded: (sum + n / 2) / max(1, n))
-            }
+    /// Scales a luma plane (`width` × `height`, `stride` bytes a row) to `target`'s luma plane's
+    /// size with libyuv's `ScalePlane(kFilterBox)`: how libwebrtc's `I420PSNR` brings a smaller
+    /// decoded frame to the reference's size before comparing (`common_video/libyuv/webrtc_libyuv.cc`
+    /// scales the test buffer with `I420Buffer::ScaleFrom`). Only the luma plane is written.
+    public static func scaleLuma(
+        _ luma: UnsafePointer<UInt8>, width: Int, height: Int, stride: Int, into target: inout I420Frame
+    ) {
+        let dw = Int32(target.width), dh = Int32(target.height)
+        target.data.withUnsafeMutableBufferPointer { d in
+            ScalePlane(luma, Int32(stride), Int32(width), Int32(height), d.baseAddress!, dw, dw, dh, kFilterBox)
         }
     }
 }

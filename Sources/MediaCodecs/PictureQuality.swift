@@ -30,12 +30,38 @@ public final class PictureQuality {
     }
 
     /// A sender that captures at this size and scales down to what it sends (a browser's camera
-    /// pipeline): the reference is the source drawn at the capture size and box-scaled to the
-    /// decoded size (`I420Frame.downscale`), so a lower rung is charged for the detail it lost
-    /// and not for a picture the sender never had. nil: the source drawn natively at the decoded
-    /// size (pubbot's own layers).
+    /// pipeline): the reference is the source drawn at the capture size and scaled to the
+    /// decoded size as libwebrtc scales it (`I420Frame.downscale`), so a lower rung is compared
+    /// with the picture its sender had. On the SSIM sample the frame is also measured at the
+    /// capture size (`Measurement.psnrYCapture`): the decoded picture scaled up to it, as
+    /// libwebrtc's `I420PSNR` compares frames of different sizes, against the source drawn there
+    /// — a lower rung charged for the detail it lost. nil: the source drawn natively at the
+    /// decoded size (pubbot's own layers, which are not downscales of one picture), no capture figure.
     public var captureSize: (width: Int, height: Int)?
     var capture: I420Frame?
+    /// The decoded luma scaled up to the capture size (reused).
+    var upscaled: I420Frame?
+    /// The stamp `capture` holds the picture of.
+    var captureStamp: FrameStamp?
+
+    /// The capture size when it can be used with a `width` × `height` frame.
+    func usableCapture(width: Int, height: Int) -> (width: Int, height: Int)? {
+        guard let c = captureSize, c.width >= width, c.height >= height, c.width * c.height <= Self.maxSamples else { return nil }
+        return c
+    }
+
+    /// The source picture `stamp` names at the capture size (cached per stamp).
+    func capturePicture(_ c: (width: Int, height: Int), stamp: FrameStamp) -> I420Frame {
+        if capture?.width != c.width || capture?.height != c.height {
+            capture = I420Frame(width: c.width, height: c.height)
+            captureStamp = nil
+        }
+        if captureStamp != stamp {
+            source.fill(&capture!, frameNumber: stamp.frameNumber, captureMillis: stamp.captureMillis)
+            captureStamp = stamp
+        }
+        return capture!
+    }
 
     /// The picture `stamp` names at `width` × `height`, as the publisher drew it (cached: one
     /// buffer reused while the size holds). nil for a size that cannot be drawn or measured.
@@ -45,12 +71,8 @@ public final class PictureQuality {
             reference = I420Frame(width: width, height: height)
             measured = 0 // the SSIM sample restarts with each size (each `--dump-frames` file)
         }
-        if let c = captureSize, c.width >= width, c.height >= height, c.width * c.height <= Self.maxSamples,
-            c.width > width || c.height > height
-        {
-            if capture?.width != c.width || capture?.height != c.height { capture = I420Frame(width: c.width, height: c.height) }
-            source.fill(&capture!, frameNumber: stamp.frameNumber, captureMillis: stamp.captureMillis)
-            reference!.downscale(from: capture!)
+        if let c = usableCapture(width: width, height: height), c.width > width || c.height > height {
+            reference!.downscale(from: capturePicture(c, stamp: stamp))
             lastStamp = stamp
             return reference
         }
@@ -64,18 +86,54 @@ public final class PictureQuality {
     public var ssimEvery = 4
     var measured = 0
 
-    /// What one frame measured: PSNR-Y always, SSIM-Y on the sample.
+    /// What one frame measured: PSNR-Y always, SSIM-Y on the sample, and on the sample the
+    /// PSNR-Y at the capture size when one is set.
     public struct Measurement: Sendable, Equatable {
         public var psnrY: Double
         public var ssimY: Double?
+        public var psnrYCapture: Double?
+
+        public init(psnrY: Double, ssimY: Double? = nil, psnrYCapture: Double? = nil) {
+            self.psnrY = psnrY
+            self.ssimY = ssimY
+            self.psnrYCapture = psnrYCapture
+        }
     }
 
     /// Measures one decoded luma plane against the picture its stamp names; nil when it cannot.
     public func measure(luma: UnsafePointer<UInt8>, width: Int, height: Int, stride: Int, stamp: FrameStamp) -> Measurement? {
         guard let psnr = psnrY(luma: luma, width: width, height: height, stride: stride, stamp: stamp) else { return nil }
         defer { measured += 1 }
-        guard measured % max(1, ssimEvery) == 0 else { return Measurement(psnrY: psnr, ssimY: nil) }
-        return Measurement(psnrY: psnr, ssimY: ssimY(luma: luma, width: width, height: height, stride: stride, stamp: stamp))
+        guard measured % max(1, ssimEvery) == 0 else { return Measurement(psnrY: psnr) }
+        let ssim = ssimY(luma: luma, width: width, height: height, stride: stride, stamp: stamp)
+        var atCapture: Double?
+        if usableCapture(width: width, height: height) != nil {
+            atCapture = psnrYAtCapture(luma: luma, width: width, height: height, stride: stride, stamp: stamp) ?? psnr
+        }
+        return Measurement(psnrY: psnr, ssimY: ssim, psnrYCapture: atCapture)
+    }
+
+    /// PSNR-Y at the capture size: the decoded luma scaled up to it (libyuv `kFilterBox`, as
+    /// libwebrtc's `I420PSNR` scales the smaller frame) against the source drawn there. nil when
+    /// there is no usable capture size or the frame already has it (its figure is `psnrY`).
+    public func psnrYAtCapture(luma: UnsafePointer<UInt8>, width: Int, height: Int, stride: Int, stamp: FrameStamp) -> Double? {
+        guard stride >= width, width > 0, height > 0, let c = usableCapture(width: width, height: height),
+            c.width > width || c.height > height
+        else { return nil }
+        let ref = capturePicture(c, stamp: stamp)
+        if upscaled?.width != c.width || upscaled?.height != c.height { upscaled = I420Frame(width: c.width, height: c.height) }
+        I420Frame.scaleLuma(luma, width: width, height: height, stride: stride, into: &upscaled!)
+        let n = c.width * c.height
+        let sse = ref.data.withUnsafeBufferPointer { r in
+            upscaled!.data.withUnsafeBufferPointer { u in
+                sink?.writeCapture(
+                    decoded: UnsafeBufferPointer(rebasing: u.prefix(n)), reference: UnsafeBufferPointer(rebasing: r.prefix(n)),
+                    width: c.width, height: c.height)
+                return Self.sumOfSquaredErrors(
+                    u.baseAddress!, stride: c.width, r.baseAddress!, stride: c.width, width: c.width, height: c.height)
+            }
+        }
+        return Self.psnr(sse: sse, samples: c.width * c.height)
     }
 
     /// PSNR-Y in dB of a decoded luma plane (`stride` bytes a row) against the picture its stamp
@@ -183,4 +241,10 @@ public final class PictureQuality {
 /// the driver's file writer for `--dump-frames`, so an outside tool can check the figures.
 public protocol DecodedFrameSink: AnyObject {
     func write(decoded: UnsafeBufferPointer<UInt8>, reference: UnsafeBufferPointer<UInt8>, width: Int, height: Int)
+    /// The capture-size measurement's pair: the decoded luma scaled up, and the source there.
+    func writeCapture(decoded: UnsafeBufferPointer<UInt8>, reference: UnsafeBufferPointer<UInt8>, width: Int, height: Int)
+}
+
+extension DecodedFrameSink {
+    public func writeCapture(decoded: UnsafeBufferPointer<UInt8>, reference: UnsafeBufferPointer<UInt8>, width: Int, height: Int) {}
 }

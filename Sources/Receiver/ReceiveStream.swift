@@ -42,6 +42,7 @@ final class ReceiveStream {
     /// Measures decoded frames against the synthetic source (nil: not measured).
     var quality: PictureQuality?
     var psnrHistogram = LinearHistogram(binWidth: 0.05, top: PictureQuality.maxPSNR)
+    var capturePSNRHistogram = LinearHistogram(binWidth: 0.05, top: PictureQuality.maxPSNR)
     var ssimValues = LinearHistogram(binWidth: 0.0005, top: 1)
     var highestTemporalID: UInt8 = 0
     var framesFilteredTemporal = 0
@@ -312,6 +313,12 @@ final class ReceiveStream {
                     stats.ssimFramesMeasured = ssimValues.count
                     stats.ssimYMean = ssimValues.mean
                     stats.ssimYP10 = ssimValues.percentile(0.10)
+                }
+                if let p = q.psnrYCapture {
+                    capturePSNRHistogram.add(p)
+                    stats.captureFramesMeasured = capturePSNRHistogram.count
+                    stats.psnrYCaptureMean = capturePSNRHistogram.mean
+                    stats.psnrYCaptureP10 = capturePSNRHistogram.percentile(0.10)
                 }
             }
         } catch {

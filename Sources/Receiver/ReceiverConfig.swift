@@ -34,6 +34,11 @@ public struct ReceiverConfig: Sendable {
     public var sourceSeed: UInt64 = 1
     /// The scene the measured publisher draws (`--content`; its publish's own option).
     public var sourceContent = SyntheticVideoSource.Content.natural
+    /// `--capture-size`: the publisher captures at this size and scales each layer down from it
+    /// (a browser; `PictureQuality.captureSize`): references are the source drawn there and
+    /// scaled as libwebrtc scales, and the sample is also measured at this size. nil: pubbot's
+    /// own publisher, which draws every layer natively.
+    public var captureSize: (width: Int, height: Int)?
     /// `--dump-frames`: a sink for each decoded video stream's measured frames (by SSRC).
     public var frameSinks: (@Sendable (UInt32) -> (any DecodedFrameSink)?)?
     /// Publishers (source addresses) served at once, and streams in all; packets beyond are refused.

@@ -411,6 +411,7 @@ public final class ReceiverSession {
             if kind == .video && config.measureQuality {
                 let quality = PictureQuality(seed: config.sourceSeed, content: config.sourceContent)
                 quality.sink = config.frameSinks?(header.ssrc)
+                quality.captureSize = config.captureSize
                 stream.quality = quality
             }
             stream.followsChain = config.nonDecodingFollowsChain

@@ -129,6 +129,12 @@ public struct InboundStreamStats: Sendable, Equatable {
     public var ssimFramesMeasured: Int = 0
     public var ssimYMean: Double?
     public var ssimYP10: Double?
+    /// PSNR of the luma at the capture size (the decoded picture scaled up to it against the
+    /// source drawn there) on the same sample, when the sender declared its capture size (a
+    /// sender that scales, `receive --capture-size`): how many, mean, p10.
+    public var captureFramesMeasured: Int = 0
+    public var psnrYCaptureMean: Double?
+    public var psnrYCaptureP10: Double?
     /// Audio: decoded samples and the peak level seen (never-silent check).
     public var samplesDecoded: Int = 0
     public var audioPeak: Int = 0

@@ -2,8 +2,9 @@ import Testing
 @testable import MediaCodecs
 
 @Suite struct DownscaleTests {
-    /// Area averaging: a 2:1 downscale of a known picture is each 2×2 block's rounded mean, a
-    /// flat picture stays flat at any ratio, and the chroma planes are scaled alike.
+    /// libyuv's box filter: a 2:1 downscale of a known picture is each 2×2 block's rounded mean
+    /// (`ScaleRowDown2Box`); at other ratios each sample is its box's sum times a 16-bit
+    /// reciprocal, truncated (`ScaleAddCols2_C`), so a flat picture stays within one step.
     @Test func eachSampleIsTheMeanOfItsFootprint() {
         var big = I420Frame(width: 8, height: 4)
         for i in 0..<32 { big.data[i] = UInt8(i * 7 % 256) }
@@ -22,7 +23,8 @@ import Testing
         for i in 0..<flat.data.count { flat.data[i] = 77 }
         var rung = I420Frame(width: 480, height: 270) // 3/8
         rung.downscale(from: flat)
-        #expect(rung.data.allSatisfy { $0 == 77 })
+        #expect(rung.data.allSatisfy { $0 == 77 || $0 == 76 })
+        #expect(rung.data.contains(77))
     }
 
     /// A sender that scales the captured picture down is measured against the same downscale:
@@ -44,5 +46,42 @@ import Testing
             native.psnrY(luma: p.baseAddress!, width: 640, height: 360, stride: 640, stamp: FrameStamp(frameNumber: 12, captureMillis: 400))
         }
         #expect((off ?? 99) < 30)
+    }
+
+    /// At the capture size the decoded picture is scaled up (libyuv, as libwebrtc's `I420PSNR`)
+    /// and compared with the source drawn there: a lower rung loses detail the sent-size figure
+    /// cannot see. Measured on the SSIM sample; a frame at the capture size scores its own PSNR.
+    @Test func theCaptureSizeFigureChargesTheLostDetail() throws {
+        let source = SyntheticVideoSource(seed: 1, content: .natural)
+        var captured = I420Frame(width: 640, height: 360), sent = I420Frame(width: 320, height: 180)
+        let q = PictureQuality(seed: 1, content: .natural)
+        q.captureSize = (640, 360)
+        var got: [PictureQuality.Measurement] = []
+        for n in 0..<5 {
+            let stamp = FrameStamp(frameNumber: UInt32(n), captureMillis: UInt32(n * 33))
+            source.fill(&captured, frameNumber: stamp.frameNumber, captureMillis: stamp.captureMillis)
+            sent.downscale(from: captured)
+            let m = sent.data.withUnsafeBufferPointer {
+                q.measure(luma: $0.baseAddress!, width: 320, height: 180, stride: 320, stamp: stamp)
+            }
+            got.append(try #require(m))
+        }
+        #expect(got.allSatisfy { $0.psnrY == PictureQuality.maxPSNR }, "the sent picture is the reference")
+        #expect(got.map { $0.psnrYCapture != nil } == [true, false, false, false, true], "on the SSIM sample")
+        let atCapture = try #require(got[0].psnrYCapture)
+        #expect(atCapture > 20 && atCapture < 40, "half the size loses detail: \(atCapture)")
+        // Against a hand computation: libyuv's upscale of the same picture, SSE over the capture.
+        var up = I420Frame(width: 640, height: 360)
+        sent.data.withUnsafeBufferPointer { I420Frame.scaleLuma($0.baseAddress!, width: 320, height: 180, stride: 320, into: &up) }
+        source.fill(&captured, frameNumber: 4, captureMillis: 132)
+        var sse: UInt64 = 0
+        for i in 0..<(640 * 360) { let d = Int(up.data[i]) - Int(captured.data[i]); sse += UInt64(d * d) }
+        #expect(abs(PictureQuality.psnr(sse: sse, samples: 640 * 360) - (got[4].psnrYCapture ?? 0)) < 1e-9)
+        // A frame at the capture size: its figure is the sent one.
+        let full = q.referencePicture(width: 640, height: 360, stamp: FrameStamp(frameNumber: 9, captureMillis: 1))!
+        let m = full.data.withUnsafeBufferPointer {
+            q.measure(luma: $0.baseAddress!, width: 640, height: 360, stride: 640, stamp: FrameStamp(frameNumber: 9, captureMillis: 1))
+        }
+        #expect(m?.psnrYCapture == PictureQuality.maxPSNR)
     }
 }
