@@ -30,8 +30,10 @@ extension Help {
                                     loops — no thread each; they join 2 s after the ramp, 50 ms
                                     apart (all within --ramp when it is given), and leave 1 s
                                     before the end; the report adds per-room
-                                    and fleet percentiles of glass-to-glass latency, freezes and
-                                    frame rate. The publishers encode live (stamps) unless --media is given
+                                    and fleet percentiles of glass-to-glass latency, freezes,
+                                    frame rate and the decoded picture's PSNR-Y/SSIM-Y against the
+                                    publishers' source (--content). The publishers encode live
+                                    (stamps) unless --media is given
           --subscribers S           subscriber bots in all (default: as many as publishers; ≤ 5000)
           --decoders N|all          decoders (latency, decoded frame rate; default one per event
                                     loop): fewer than the subscribers rotate over them, each loop's

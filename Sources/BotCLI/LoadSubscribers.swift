@@ -29,6 +29,9 @@ struct SubscriberSummary {
         /// Feedback this subscriber sent the server (its key-frame requests and NACKs).
         var pliSent: Int
         var nackSent: Int
+        /// Picture quality of the frames it decoded against pubbot's source (nil: none measured).
+        var psnrY: Double?
+        var ssimY: Double?
     }
     var subscribers: [One]
     var rooms: Int
@@ -48,7 +51,7 @@ struct SubscriberSummary {
                 fps: m.decodes ? v.flatMap(Self.decodedFrameRate) : nil, completedFps: v?.completedFrameRate ?? 0,
                 width: v?.width ?? 0, height: v?.height ?? 0, lost: max(0, v?.packetsLost ?? 0), received: v?.packetsReceived ?? 0,
                 iceMs: t?.transport?.iceMillis, dtlsMs: t?.transport?.dtlsMillis,
-                pliSent: m.snapshot?.pliSent ?? 0, nackSent: m.snapshot?.nackSent ?? 0)
+                pliSent: m.snapshot?.pliSent ?? 0, nackSent: m.snapshot?.nackSent ?? 0, psnrY: v?.psnrYMean, ssimY: v?.ssimYMean)
         }
     }
 
@@ -61,11 +64,19 @@ struct SubscriberSummary {
         v.decodingMillis >= 2000 ? Double(v.framesDecoded) * 1000 / v.decodingMillis : nil
     }
 
+    static func rounded(_ v: Double?, _ scale: Double) -> JSONValue { v.map { .double(($0 * scale).rounded() / scale) } ?? .null }
+
     static func figures(_ s: [One]) -> JSONValue {
         let ok = s.filter { $0.error == nil }
         let lat = ok.compactMap(\.latencyMs), fps = ok.map(\.completedFps), fr = ok.map { Double($0.freezes) }
-        let dfps = ok.compactMap(\.fps)
+        let dfps = ok.compactMap(\.fps), psnr = ok.compactMap(\.psnrY), ssim = ok.compactMap(\.ssimY)
         func p(_ v: [Double], _ q: Double) -> JSONValue { v.isEmpty ? .null : .double((LoadReport.percentileD(v, q) * 10).rounded() / 10) }
+        func p2(_ v: [Double], _ q: Double) -> JSONValue {
+            v.isEmpty ? .null : .double((LoadReport.percentileD(v, q) * 100).rounded() / 100)
+        }
+        func p4(_ v: [Double], _ q: Double) -> JSONValue {
+            v.isEmpty ? .null : .double((LoadReport.percentileD(v, q) * 10000).rounded() / 10000)
+        }
         return .object([
             ("subscribers", .int(Int64(s.count))), ("ok", .int(Int64(ok.count))),
             ("decoding", .int(Int64(s.filter(\.decodes).count))),
@@ -73,6 +84,14 @@ struct SubscriberSummary {
             ("freezes", .object([("total", .int(Int64(ok.reduce(0) { $0 + $1.freezes }))), ("p95", p(fr, 0.95)), ("max", p(fr, 1))])),
             ("decodedFrameRate", .object([("p5", p(dfps, 0.05)), ("p50", p(dfps, 0.5)), ("min", p(dfps, 0))])),
             ("completedFrameRate", .object([("p5", p(fps, 0.05)), ("p50", p(fps, 0.5)), ("min", p(fps, 0))])),
+            // Over the decoding subscribers' means (each its frames' PSNR-Y mean, dB).
+            (
+                "psnrYDb",
+                .object([
+                    ("measured", .int(Int64(psnr.count))), ("p10", p2(psnr, 0.10)), ("p50", p2(psnr, 0.5)), ("min", p2(psnr, 0))
+                ])
+            ),
+            ("ssimY", .object([("p10", p4(ssim, 0.10)), ("p50", p4(ssim, 0.5))])),
             ("pliSent", .int(Int64(s.reduce(0) { $0 + $1.pliSent }))), ("nackSent", .int(Int64(s.reduce(0) { $0 + $1.nackSent })))
         ])
     }
@@ -104,6 +123,7 @@ struct SubscriberSummary {
                             ("completedFrameRate", .double((s.completedFps * 10).rounded() / 10)),
                             ("freezeCount", .int(Int64(s.freezes))), ("totalFreezesDurationMs", .double(s.freezeMs.rounded())),
                             ("latencyMeanMs", ms(s.latencyMs)), ("packetsReceived", .int(Int64(s.received))),
+                            ("psnrYMeanDb", Self.rounded(s.psnrY, 100)), ("ssimYMean", Self.rounded(s.ssimY, 10000)),
                             ("packetsLost", .int(Int64(s.lost))),
                             ("pliSent", .int(Int64(s.pliSent))), ("nackSent", .int(Int64(s.nackSent))),
                             ("iceDurationMs", ms(s.iceMs)), ("dtlsDurationMs", ms(s.dtlsMs))
@@ -125,6 +145,11 @@ struct SubscriberSummary {
             if !fps.isEmpty {
                 out +=
                     ", decoded fps p5 \(Units.fixed(LoadReport.percentileD(fps, 0.05), 1)) p50 \(Units.fixed(LoadReport.percentileD(fps, 0.5), 1))"
+            }
+            let psnr = ok.compactMap(\.psnrY)
+            if !psnr.isEmpty {
+                out +=
+                    ", PSNR-Y p10 \(Units.fixed(LoadReport.percentileD(psnr, 0.1), 1)) p50 \(Units.fixed(LoadReport.percentileD(psnr, 0.5), 1)) dB"
             }
             out += ", freezes \(ok.reduce(0) { $0 + $1.freezes }), sent \(s.reduce(0) { $0 + $1.pliSent }) PLI\n"
             return out

@@ -61,6 +61,7 @@ extension LoadCommand {
                     decoders: min(plan.subscriberCount, plan.decoders ?? plan.loops))
                 config.spacingMicros = plan.subscriberSpacingMicros
                 config.rotationMicros = plan.decoderRotationMicros
+                config.content = plan.content
                 return SubscriberFleet(config: config)
             }
             if subscribers != nil && rampEnd + 2_000_000 + 3_000_000 > start + plan.duration - 1_000_000 {

@@ -131,7 +131,7 @@ enum Report {
                 ("freezeCount", .int(Int64(s.freezeCount))), ("totalFreezesDurationMs", .double(s.totalFreezesDurationMillis.rounded())),
                 ("latencyMeanMs", s.latencyMeanMillis.map { .double(($0 * 10).rounded() / 10) } ?? .null),
                 ("latencyP95Ms", s.latencyP95Millis.map { .double(($0 * 10).rounded() / 10) } ?? .null),
-                ("framesMeasured", .int(Int64(s.framesMeasured))),
+                ("framesMeasured", .int(Int64(s.framesMeasured))), ("framesNotMeasured", .int(Int64(s.framesNotMeasured))),
                 ("psnrYMeanDb", s.psnrYMean.map { .double(($0 * 100).rounded() / 100) } ?? .null),
                 ("psnrYP10Db", s.psnrYP10.map { .double(($0 * 100).rounded() / 100) } ?? .null),
                 ("ssimFramesMeasured", .int(Int64(s.ssimFramesMeasured))),

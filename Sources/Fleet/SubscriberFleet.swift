@@ -1,4 +1,5 @@
 public import ReceiverEngine
+public import MediaCodecs
 public import WebRTCClient
 public import Platform
 import Transport
@@ -32,6 +33,10 @@ public final class SubscriberFleet: @unchecked Sendable {
         public var spacingMicros: Int64 = 50_000
         /// Threads doing the HTTP exchanges (each blocks for one round trip).
         public var setupThreads = 4
+        /// The scene pubbot's live publishers draw (`load --content`): what decoded frames are
+        /// measured against (PSNR-Y, SSIM-Y; `PictureQuality`). A stream that is not pubbot's
+        /// synthetic source reads no stamp and is not measured.
+        public var content = SyntheticVideoSource.Content.natural
 
         public init(options: WHIPOptions, count: Int, rooms: Int, publishersPerRoom: Int, loops: Int, decoders: Int) {
             self.options = options
@@ -142,6 +147,8 @@ public final class SubscriberFleet: @unchecked Sendable {
             rc.maxPublishers = 1
             rc.decodedPublishers = rotating ? 0 : Int.max // rotating: the loop switches decoding on
             rc.nonDecodingFollowsChain = true // a viewer that does not decode still asks as one would
+            rc.sourceContent = config.content
+            rc.cpuClock = { Clock.threadCPUMicros() } // the loop's thread: measuring takes its share only
             rc.deadlineSteps = true
             rc.webrtc = WebRTCListenConfig(certificate: certificate, local: local)
             let now = Clock.monotonicMicros()

@@ -24,6 +24,10 @@ public final class PictureQuality {
     var lastStamp: FrameStamp?
     /// Where each measured frame's decoded and reference luma go (`--dump-frames`), if anywhere.
     public var sink: (any DecodedFrameSink)?
+    /// The measuring thread's CPU clock (µs), handed in by the driver: each measurement's cost
+    /// is kept in `lastCostMicros` for a `QualityBudget` to charge.
+    public var cpuClock: (() -> Int64)?
+    public private(set) var lastCostMicros: Int64 = 0
 
     public init(seed: UInt64 = 1, content: SyntheticVideoSource.Content = .natural) {
         source = SyntheticVideoSource(seed: seed, content: content)
@@ -102,6 +106,8 @@ public final class PictureQuality {
 
     /// Measures one decoded luma plane against the picture its stamp names; nil when it cannot.
     public func measure(luma: UnsafePointer<UInt8>, width: Int, height: Int, stride: Int, stamp: FrameStamp) -> Measurement? {
+        let start = cpuClock?() ?? 0
+        defer { if let cpuClock { lastCostMicros = cpuClock() - start } }
         guard let psnr = psnrY(luma: luma, width: width, height: height, stride: stride, stamp: stamp) else { return nil }
         defer { measured += 1 }
         guard measured % max(1, ssimEvery) == 0 else { return Measurement(psnrY: psnr) }

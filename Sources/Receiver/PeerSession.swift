@@ -3,6 +3,7 @@ import SRTP
 import Congestion
 import RTPCore
 import WebRTC
+import MediaCodecs
 
 /// One publisher as the receiver sees it: a source address with its own transport-wide
 /// sequence space (transport-cc feedback), report, NACK and PLI timers and streams.
@@ -15,6 +16,8 @@ final class PeerSession {
     var order: [UInt32] = []
     /// Its video streams (what the NACK tick looks at), in `order`'s order.
     var videoStreams: [ReceiveStream] = []
+    /// The CPU its streams' picture-quality measurements may take together.
+    var qualityBudget: QualityBudget?
     var feedback: TransportFeedbackGenerator
     var nextTransportFeedback: Int64 = 0
     var nextNack: Int64 = 0

@@ -41,6 +41,8 @@ final class ReceiveStream {
     var preferredFrameRate: Int?
     /// Measures decoded frames against the synthetic source (nil: not measured).
     var quality: PictureQuality?
+    /// The CPU its publisher's measurements may take (shared by its streams).
+    var qualityBudget: QualityBudget?
     var psnrHistogram = LinearHistogram(binWidth: 0.05, top: PictureQuality.maxPSNR)
     var capturePSNRHistogram = LinearHistogram(binWidth: 0.05, top: PictureQuality.maxPSNR)
     var ssimValues = LinearHistogram(binWidth: 0.0005, top: 1)
@@ -282,7 +284,13 @@ final class ReceiveStream {
         }
         do {
             if videoDecoder == nil { videoDecoder = try codec.makeDecoder() }
-            guard let decoded = try videoDecoder!.decode(frame.bytes, readStamp: true, quality: quality) else { return }
+            var measuring = quality
+            if quality != nil, let qualityBudget, !qualityBudget.admit(now: nowMicros) {
+                measuring = nil
+                stats.framesNotMeasured += 1
+            }
+            guard let decoded = try videoDecoder!.decode(frame.bytes, readStamp: true, quality: measuring) else { return }
+            if let measuring, let qualityBudget { qualityBudget.charge(measuring.lastCostMicros) }
             needKeyFrame = false
             wantsKeyFrame = false
             decoderAwaitsKeyFrame = false

@@ -39,6 +39,10 @@ public struct ReceiverConfig: Sendable {
     /// scaled as libwebrtc scales, and the sample is also measured at this size. nil: pubbot's
     /// own publisher, which draws every layer natively.
     public var captureSize: (width: Int, height: Int)?
+    /// The share of a core each publisher's quality measurements may take (`QualityBudget`), and
+    /// the decoding thread's CPU clock the driver hands in (nil: no budget, every frame measured).
+    public var qualityShare = 0.15
+    public var cpuClock: (@Sendable () -> Int64)?
     /// `--dump-frames`: a sink for each decoded video stream's measured frames (by SSRC).
     public var frameSinks: (@Sendable (UInt32) -> (any DecodedFrameSink)?)?
     /// Publishers (source addresses) served at once, and streams in all; packets beyond are refused.

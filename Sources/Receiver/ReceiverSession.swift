@@ -412,6 +412,11 @@ public final class ReceiverSession {
                 let quality = PictureQuality(seed: config.sourceSeed, content: config.sourceContent)
                 quality.sink = config.frameSinks?(header.ssrc)
                 quality.captureSize = config.captureSize
+                if let clock = config.cpuClock {
+                    quality.cpuClock = clock
+                    if peer.qualityBudget == nil { peer.qualityBudget = QualityBudget(share: config.qualityShare) }
+                    stream.qualityBudget = peer.qualityBudget
+                }
                 stream.quality = quality
             }
             stream.followsChain = config.nonDecodingFollowsChain

@@ -109,7 +109,10 @@ public final class ReceiverEngine: Sendable {
     }
 
     public func start() {
-        let config = self.config, handoff = socketHandoff, state = self.state, stopFlag = self.stopFlag, commands = self.commands,
+        var measured = self.config
+        // Picture quality takes at most its share of this thread (`QualityBudget`).
+        if measured.cpuClock == nil { measured.cpuClock = { Clock.threadCPUMicros() } }
+        let config = measured, handoff = socketHandoff, state = self.state, stopFlag = self.stopFlag, commands = self.commands,
             ended = self.ended, load = self.driverLoad, signal = self.commandSignal
         let t = JoinableThread(name: "pubbot-recv") {
             do {

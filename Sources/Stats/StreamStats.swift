@@ -125,6 +125,9 @@ public struct InboundStreamStats: Sendable, Equatable {
     public var framesMeasured: Int = 0
     public var psnrYMean: Double?
     public var psnrYP10: Double?
+    /// Decoded frames left unmeasured because measuring had used its share of the CPU
+    /// (`QualityBudget`): decoding is never slowed for it.
+    public var framesNotMeasured: Int = 0
     /// SSIM of the luma plane on a sample of those frames (every fourth): how many, mean, p10.
     public var ssimFramesMeasured: Int = 0
     public var ssimYMean: Double?

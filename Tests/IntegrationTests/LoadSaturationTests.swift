@@ -141,6 +141,10 @@ import PublisherEngine
         #expect(decoders >= 1 && (fleet["decoding"] as? Int ?? 0) >= decoders + 2, "\(decoders) decoders: \(fleet)")
         #expect(((fleet["completedFrameRate"] as? [String: Any])?["p5"] as? Double ?? 0) >= 15, "\(fleet)")
         #expect(((fleet["decodedFrameRate"] as? [String: Any])?["min"] as? Double ?? 0) >= 15, "\(fleet)")
+        // What they decoded is measured against the live publisher's picture (its stamps name it):
+        // the 180p layer at its rate, tens of dB — another picture scores under 25.
+        let psnr = fleet["psnrYDb"] as? [String: Any] ?? [:]
+        #expect((psnr["measured"] as? Int ?? 0) >= decoders + 2 && (psnr["min"] as? Double ?? 0) > 30, "\(psnr)")
         // Each subscriber asks for a key frame once, when its first frame is not one (as a
         // browser does), and pion asks once per join: about one PLI per subscriber at the publisher.
         let pli = (report["totals"] as? [String: Any])?["pliReceived"] as? Int ?? -1

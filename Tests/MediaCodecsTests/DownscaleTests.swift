@@ -85,3 +85,27 @@ import Testing
         #expect(m?.psnrYCapture == PictureQuality.maxPSNR)
     }
 }
+
+/// The CPU share live quality may take: measured frames cost what the clock handed in says,
+/// the bucket refills at the share of the wall time, refused frames are counted.
+@Suite struct QualityBudgetTests {
+    @Test func aBudgetAdmitsItsShareAndCountsTheRest() {
+        // 10 % of a core, frames every 33.3 ms, each measurement 10 ms of CPU: about one frame
+        // in three measured once the half second banked is spent (3.3 ms earned a frame).
+        let b = QualityBudget(share: 0.10)
+        var admitted: [Bool] = []
+        for n in 0..<300 {
+            let ok = b.admit(now: Int64(n) * 33_333)
+            if ok { b.charge(10_000) }
+            admitted.append(ok)
+        }
+        #expect(b.admitted + b.skipped == 300)
+        let late = admitted.suffix(240).filter { $0 }.count
+        #expect(late >= 75 && late <= 85, "\(late) of the last 240 measured")
+        #expect(admitted.prefix(5).allSatisfy { $0 }, "the bank measures the first frames")
+        // Cheap measurements are never refused.
+        let cheap = QualityBudget(share: 0.10)
+        for n in 0..<300 where cheap.admit(now: Int64(n) * 33_333) { cheap.charge(1_000) }
+        #expect(cheap.skipped == 0)
+    }
+}
