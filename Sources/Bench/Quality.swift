@@ -15,11 +15,14 @@ extension Benchmarks {
         for (w, h) in sizes { frames.append(try Self.frames(codec: .vp8, width: w, height: h)) }
         return [
             try qualityCost(name: "quality-720p30", layers: [frames[0]]),
-            try qualityCost(name: "quality-simulcast", layers: frames)
+            try qualityCost(name: "quality-simulcast", layers: frames),
+            // A sender that scales (`receive --capture-size 720p`): a 360p stream measured against
+            // the 720p source scaled down (libyuv), every fourth frame again at 720p.
+            try qualityCost(name: "quality-360p-of-720p-capture", layers: [frames[1]], capture: (1280, 720))
         ]
     }
 
-    func qualityCost(name: String, layers: [[[UInt8]]]) throws -> BenchResult {
+    func qualityCost(name: String, layers: [[[UInt8]]], capture: (width: Int, height: Int)? = nil) throws -> BenchResult {
         var result = BenchResult(name: name, unit: "% of a core", runs: [], baseline: nil)
         let repeats = max(1, Int(5 * scale))
         var measured = 0, total = 0
@@ -29,6 +32,7 @@ extension Benchmarks {
             for _ in 0..<repeats {
                 for frames in layers {
                     let q = PictureQuality()
+                    q.captureSize = capture
                     let d1 = try LibvpxDecoder(), d2 = try LibvpxDecoder()
                     var failure: CodecError?
                     plain += cpuSeconds {
@@ -48,8 +52,9 @@ extension Benchmarks {
             result.runs.append(max(0, with - plain) / seconds * 100)
             decoding.append(plain / seconds * 100)
         }
+        let atCapture = capture.map { ", and at \($0.width)x\($0.height) every fourth" } ?? ""
         result.note =
-            "\(measured) of \(total) decoded frames measured (PSNR-Y each, SSIM-Y every fourth); VP8 decoding alone "
+            "\(measured) of \(total) decoded frames measured (PSNR-Y each, SSIM-Y every fourth\(atCapture)); VP8 decoding alone "
             + "\(Units.fixed(BenchResult.median(decoding), 2)) % of a core"
         return result
     }
