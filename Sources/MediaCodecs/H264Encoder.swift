@@ -1,4 +1,5 @@
 internal import COpenH264
+import RTPCore
 
 /// An openh264 H.264 encoder for one simulcast layer, configured as libwebrtc configures it
 /// (`h264_encoder_impl.cc` CreateEncoderParams): real-time camera usage, bitrate rate control,
@@ -16,6 +17,10 @@ public final class H264Encoder: VideoEncoder {
     var trim: EncoderRateTrim?
     let keyFrameInterval: Int
     var framesSinceKey = 0
+    /// The slices' QP read back from each frame (openh264 reports none; libwebrtc's
+    /// `H264EncoderImpl` parses it the same way for its quality scaler).
+    var sliceQP = H264SliceQP()
+    public private(set) var lastQP: Int?
 
     /// - Parameters:
     ///   - keyFrameInterval: frames between automatic key frames; 0 = only on request.
@@ -145,6 +150,7 @@ public final class H264Encoder: VideoEncoder {
             }
             let key = coh_info_is_idr(&info) != 0
             if key { framesSinceKey = 0 }
+            if !bytes.isEmpty { lastQP = sliceQP.parse(bytes.span) ?? lastQP }
             if !bytes.isEmpty {
                 out = EncodedVideoFrame(
                     layer: layer, bytes: bytes, isKeyFrame: key, width: config.width, height: config.height,

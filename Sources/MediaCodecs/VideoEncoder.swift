@@ -15,8 +15,8 @@ public protocol VideoEncoder: AnyObject {
         forceKeyFrame: Bool, clock: () -> Int64
     ) throws(CodecError) -> EncodedVideoFrame?
     /// The last encoded frame's quantizer on the scale libwebrtc's quality scaler reads (VP8
-    /// 0–127, VP9 and AV1 0–255); nil when the codec cannot say (openh264 reports no QP:
-    /// libwebrtc parses it from the H.264 slice headers, `h264_bitstream_parser.cc`).
+    /// 0–127, VP9 and AV1 0–255, H.264 0–51 read from the slice headers as libwebrtc's
+    /// `h264_bitstream_parser.cc` reads it); nil when the codec cannot say.
     var lastQP: Int? { get }
 }
 

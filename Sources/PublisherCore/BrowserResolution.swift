@@ -269,6 +269,8 @@ extension BrowserResolution {
             case .vp8:
                 try LibvpxEncoder(config: config, codec: .vp8, cpuUsed: w * h < 352 * 288 ? -4 : -6, rateTrim: false)
             case .vp9: try LibvpxEncoder(config: config, codec: .vp9, rateTrim: false)
+            // openh264's own rate control as `H264EncoderImpl` sets it (RC_BITRATE_MODE, frame skip on).
+            case .h264: try H264Encoder(config: config, rateTrim: false)
             default: try codec.makeEncoder(config: config, keyFrameInterval: 0)
             }
         let decoder = try codec.makeDecoder()

@@ -1,5 +1,5 @@
 // libFuzzer harness (scripts/fuzz): the H.264 depacketizer (RFC 6184 single NAL, STAP-A, FU-A),
-// the SPS reader and the frame assembler in H.264 mode: the input is cut into packets whose
+// the SPS reader, the slice QP reader and the frame assembler in H.264 mode: the input is cut into packets whose
 // sequence numbers, timestamps and markers come from the input too. The Annex B scanner and
 // the packetizer run over the input as a frame (every packet within the room, the packets
 // depacketized give the NAL units back).
@@ -10,6 +10,11 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     var out: [UInt8] = []
     _ = try? H264Depacketizer.append(all, to: &out)
     _ = H264SPS.parse(all)
+    // The slice QP reader over the input as an access unit, twice (the parameter sets it
+    // keeps from the first pass are used by the second's slices).
+    var qp = H264SliceQP()
+    if let q = qp.parse(all) { precondition((0...51).contains(q)) }
+    if let q = qp.parse(all) { precondition((0...51).contains(q)) }
     // The input as an access unit: packetize within 200 bytes, depacketize, compare the units.
     var units: [[UInt8]] = [], at = 0
     while let r = H264NAL.next(in: all, from: at) {

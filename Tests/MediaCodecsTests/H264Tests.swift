@@ -61,6 +61,34 @@ import RTPCore
         #expect(frames.map { $0.temporalID ?? 9 } == [0, 2, 1, 2, 0, 2, 1, 2])
     }
 
+    /// openh264 reports no QP; pubbot reads it back from each frame's slice headers as libwebrtc
+    /// does (`H264SliceQP`, checked against x264 in RTPCoreTests): on the H.264 scale (0–51),
+    /// lower at a higher rate on the same picture.
+    @Test func theQPIsReadFromTheSliceHeaders() throws {
+        func meanQP(_ bitrate: Int) throws -> Double {
+            var config = VideoLayerConfig.defaults(width: 640, height: 360, rid: "h")
+            config.targetBitrate = bitrate
+            config.maxBitrate = bitrate
+            let enc = try H264Encoder(config: config, rateTrim: false)
+            #expect(enc.lastQP == nil)
+            var pic = I420Frame(width: 640, height: 360)
+            var qps: [Int] = []
+            for i in 0..<60 {
+                SyntheticVideoSource(seed: 1, content: .hard).fill(&pic, frameNumber: UInt32(i), captureMillis: UInt32(i * 33))
+                if try enc.encode(
+                    &pic, layer: 0, frameNumber: UInt32(i), captureMicros: Int64(i) * 33_333, forceKeyFrame: i == 0, clock: { 0 })
+                    != nil, i >= 30, let qp = enc.lastQP
+                {
+                    qps.append(qp)
+                }
+            }
+            #expect(qps.count >= 20 && qps.allSatisfy { (0...51).contains($0) }, "\(qps)")
+            return Double(qps.reduce(0, +)) / Double(max(1, qps.count))
+        }
+        let low = try meanQP(200_000), high = try meanQP(2_000_000)
+        #expect(high + 4 < low, "QP \(low) at 200 kbit/s, \(high) at 2 Mbit/s")
+    }
+
     @Test func bitrateChangesWhileRunning() throws {
         let enc = try H264Encoder(config: .defaults(width: 640, height: 360, rid: "h"), rateTrim: false)
         var pic = I420Frame(width: 640, height: 360)
