@@ -65,7 +65,8 @@ extension Help {
                                     when pubbot itself was saturated (its event loops or
                                     receive threads over 50 ms late at p99: the report
                                     says SATURATED and which figures that spoils)
-          --report FILE             the JSON report (per bot, totals, percentiles, histograms)
+          --report FILE             the JSON report (per bot, totals, percentiles, histograms);
+                                    {shard} in FILE becomes the shard's index (shard-{shard}.json)
           --metrics [HOST:]PORT     serve the fleet to Prometheus while it runs (GET /metrics,
                                     loopback unless a host is given; rendered every second):
                                     bots by state, packets/bytes/RTX/NACK/PLI counters, one

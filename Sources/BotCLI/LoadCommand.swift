@@ -89,7 +89,7 @@ enum LoadCommand {
         let total = try botCount(o)
         let shard = try shardOption(
             o.value("shard"), environment: getenv("JOB_COMPLETION_INDEX").map { String(cString: $0) },
-            total: getenv("PUBBOT_SHARDS").map { String(cString: $0) })
+            total: getenv("PUBBOT_SHARDS").map { String(cString: $0) }, hostname: hostName())
         let range = shard.range(of: total)
         let duration =
             try o.value("duration").map { d throws(UsageError) in try ValueParsers.duration(d, option: "duration") } ?? 30_000_000
@@ -167,7 +167,8 @@ enum LoadCommand {
             requirements: requirements, suite: suite, tos: addresses, whip: whipOptions, whep: whepOptions,
             subscriberCount: subscriberCount,
             roomCount: roomCount, sharedKey: sharedKey, impairment: impairment, decode: o.has("decode"), liveLayers: liveLayers,
-            mediaDirectory: o.value("media"), reportPath: o.value("report"), json: o.has("json"),
+            mediaDirectory: o.value("media"), reportPath: o.value("report")?.replacing("{shard}", with: "\(shard.index)"),
+            json: o.has("json"),
             askedCodec: try o.value("codec").map { c throws(UsageError) in
                 let codecs = try ValueParsers.codecs(c)
                 guard codecs.count == 1 else { throw UsageError("load takes one --codec (every bot sends it)") }
@@ -431,7 +432,20 @@ enum LoadCommand {
     }
 
     /// `--shard I/N`, or JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) with PUBBOT_SHARDS.
-    static func shardOption(_ text: String?, environment index: String?, total: String?) throws(UsageError) -> Shard {
+    /// This host's name (a pod's: its name), nil when it cannot be read.
+    static func hostName() -> String? {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, 255) == 0 else { return nil }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// `--shard I/N`; else `JOB_COMPLETION_INDEX` with `PUBBOT_SHARDS` (a Kubernetes Indexed
+    /// Job); else, with `PUBBOT_SHARDS` alone, the pod's ordinal: the number its host name ends
+    /// with (`…-3`: a StatefulSet's pods, or the pods `podman kube play` makes of a Deployment's
+    /// replicas); else the whole fleet.
+    static func shardOption(_ text: String?, environment index: String?, total: String?, hostname: String? = nil) throws(UsageError)
+        -> Shard
+    {
         if let text {
             let parts = text.split(separator: "/")
             guard parts.count == 2, let i = Int(parts[0]), let n = Int(parts[1]), n >= 1, n <= 10_000, i >= 0, i < n else {
@@ -442,6 +456,15 @@ enum LoadCommand {
         if let index, let total {
             guard let i = Int(index), let n = Int(total), n >= 1, i >= 0, i < n else {
                 throw UsageError("JOB_COMPLETION_INDEX=\(index) and PUBBOT_SHARDS=\(total) do not make a shard (0 ≤ index < shards)")
+            }
+            return Shard(index: i, count: n)
+        }
+        if let total {
+            let digits = String((hostname ?? "").reversed().prefix { $0.isASCII && $0.isNumber }.reversed())
+            guard let n = Int(total), n >= 1, n <= 10_000, !digits.isEmpty, digits.count <= 5, let i = Int(digits), i < n else {
+                throw UsageError(
+                    "PUBBOT_SHARDS=\(total) without JOB_COMPLETION_INDEX: the shard is the number the host name ends with "
+                        + "(a pod's ordinal), and '\(hostname ?? "")' does not end with one below \(total)")
             }
             return Shard(index: i, count: n)
         }

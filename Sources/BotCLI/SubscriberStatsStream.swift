@@ -11,6 +11,11 @@ import Platform
 /// subscriber behind its own downlink (`--downlink-impair`): `transport` (local) scores that
 /// downlink, `remotePublisherTransport` comes from the publisher's sender-side stats track.
 final class SubscriberStatsStream {
+    /// A figure in dB to two decimals, or null.
+    static func db(_ v: Double?) -> JSONValue { v.map { .double(($0 * 100).rounded() / 100) } ?? .null }
+    /// A ratio to four decimals, or null.
+    static func ratio(_ v: Double?) -> JSONValue { v.map { .double(($0 * 10000).rounded() / 10000) } ?? .null }
+
     let out: JSONLinesWriter
     var previous: (streams: [InboundStreamStats], micros: Int64, downlink: LinkEmulator.Counters?)?
     var connected = true
@@ -85,20 +90,28 @@ final class SubscriberStatsStream {
             let payload = s.payloadBytesReceived - (b?.payloadBytesReceived ?? 0)
             let header = s.headerBytesReceived - (b?.headerBytesReceived ?? 0)
             let frames = s.framesDecoded - (b?.framesDecoded ?? 0)
+            // Picture quality since the stream began (its measured frames so far).
+            let quality: [(String, JSONValue)] = [
+                ("framesMeasured", .int(Int64(s.framesMeasured))), ("psnrYMeanDb", Self.db(s.psnrYMean)),
+                ("psnrYP10Db", Self.db(s.psnrYP10)), ("ssimYMean", Self.ratio(s.ssimYMean)),
+                ("psnrYCaptureMeanDb", Self.db(s.psnrYCaptureMean))
+            ]
             videos.append(
-                .object([
-                    ("videoPacketsLost", .int(Int64(max(0, s.packetsLost)))), ("videoPacketsReceived", .int(Int64(s.packetsReceived))),
-                    ("videoBytesReceived", .int(Int64(s.payloadBytesReceived))), ("timestamp", .int(now)),
-                    ("senderStats", sender(s)), ("width", .int(Int64(s.width))), ("height", .int(Int64(s.height))),
-                    ("decodedFrameRate", .double((Double(frames) / seconds(s) * 10).rounded() / 10)),
-                    ("bitrate", .int(Int64(Double(payload * 8) / seconds(s)))),
-                    ("totalBitrate", .int(Int64(Double((payload + header) * 8) / seconds(s)))),
-                    ("pauseCount", .int(Int64(s.pauseCount))), ("totalPausesDuration", .double(s.totalPausesDurationMillis.rounded())),
-                    ("freezeCount", .int(Int64(s.freezeCount))), ("totalFreezesDuration", .double(s.totalFreezesDurationMillis.rounded())),
-                    ("codec", .string(s.codec ?? "VP8")), ("ssrc", .int(Int64(s.ssrc))), ("rid", s.rid.map { .string($0) } ?? .null),
-                    ("packetsRecovered", .int(Int64(s.packetsRecovered))),
-                    ("latencyMeanMs", s.latencyMeanMillis.map { .double(($0 * 10).rounded() / 10) } ?? .null)
-                ]))
+                .object(
+                    [
+                        ("videoPacketsLost", .int(Int64(max(0, s.packetsLost)))), ("videoPacketsReceived", .int(Int64(s.packetsReceived))),
+                        ("videoBytesReceived", .int(Int64(s.payloadBytesReceived))), ("timestamp", .int(now)),
+                        ("senderStats", sender(s)), ("width", .int(Int64(s.width))), ("height", .int(Int64(s.height))),
+                        ("decodedFrameRate", .double((Double(frames) / seconds(s) * 10).rounded() / 10)),
+                        ("bitrate", .int(Int64(Double(payload * 8) / seconds(s)))),
+                        ("totalBitrate", .int(Int64(Double((payload + header) * 8) / seconds(s)))),
+                        ("pauseCount", .int(Int64(s.pauseCount))), ("totalPausesDuration", .double(s.totalPausesDurationMillis.rounded())),
+                        ("freezeCount", .int(Int64(s.freezeCount))),
+                        ("totalFreezesDuration", .double(s.totalFreezesDurationMillis.rounded())),
+                        ("codec", .string(s.codec ?? "VP8")), ("ssrc", .int(Int64(s.ssrc))), ("rid", s.rid.map { .string($0) } ?? .null),
+                        ("packetsRecovered", .int(Int64(s.packetsRecovered))),
+                        ("latencyMeanMs", s.latencyMeanMillis.map { .double(($0 * 10).rounded() / 10) } ?? .null)
+                    ] + quality))
         }
         if !videos.isEmpty { lines.append(line("subscriberVideoStats", videos)) }
         for s in r.streams where s.kind == .audio {

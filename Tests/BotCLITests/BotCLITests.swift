@@ -138,6 +138,14 @@ import RTPCore
             #expect(throws: UsageError.self, "\(bad)") { try LoadCommand.shardOption(bad, environment: nil, total: nil) }
         }
         #expect(throws: UsageError.self) { try LoadCommand.shardOption(nil, environment: "5", total: "4") }
+        // No index: the pod's ordinal from its host name (podman kube play's Deployment replicas).
+        #expect(
+            try LoadCommand.shardOption(nil, environment: nil, total: "4", hostname: "pubbot-fleet-pod-3")
+                == LoadCommand.Shard(index: 3, count: 4))
+        #expect(try LoadCommand.shardOption(nil, environment: "1", total: "4", hostname: "x-3") == LoadCommand.Shard(index: 1, count: 4))
+        for name in ["pubbot-fleet-pod-4", "pubbot", "", "pod-99999999"] {
+            #expect(throws: UsageError.self, "\(name)") { try LoadCommand.shardOption(nil, environment: nil, total: "4", hostname: name) }
+        }
     }
 }
 
