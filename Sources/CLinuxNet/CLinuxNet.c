@@ -269,11 +269,57 @@ static int send_messages(int fd, struct mmsghdr *msgs, int m, const int *count) 
     return sent;
 }
 
-int clinux_sendmmsg(int fd, const clinux_addr *dst, void *const *bufs, const uint32_t *lens, int n) {
+
+/* The source address of a datagram sent from a wildcard-bound socket (RFC 8445 §5.1.1.1: a host
+   candidate per interface, one socket): IP_PKTINFO's ipi_spec_dst for IPv4 (also on a dual-stack
+   socket, whose IPv4 sends go through the IPv4 path, ip(7)), IPV6_PKTINFO for IPv6 (ipv6(7)).
+   The kernel then sends from that address as a socket bound to it would. Writes one cmsg at
+   `at` (room: CLINUX_SOURCE_CMSG bytes) and returns its space, 0 for no source. */
+#define CLINUX_SOURCE_CMSG CMSG_SPACE(sizeof(struct in6_pktinfo))
+static size_t source_cmsg(struct cmsghdr *cm, const clinux_addr *src) {
+    if (!src || src->length == 0) return 0;
+    const struct sockaddr *sa = (const struct sockaddr *)src->storage;
+    if (sa->sa_family == AF_INET) {
+        struct in_pktinfo info;
+        memset(&info, 0, sizeof(info));
+        info.ipi_spec_dst = ((const struct sockaddr_in *)sa)->sin_addr;
+        cm->cmsg_level = IPPROTO_IP;
+        cm->cmsg_type = IP_PKTINFO;
+        cm->cmsg_len = CMSG_LEN(sizeof(info));
+        memcpy(CMSG_DATA(cm), &info, sizeof(info));
+        return CMSG_SPACE(sizeof(info));
+    }
+    struct in6_pktinfo info;
+    memset(&info, 0, sizeof(info));
+    info.ipi6_addr = ((const struct sockaddr_in6 *)sa)->sin6_addr;
+    cm->cmsg_level = IPPROTO_IPV6;
+    cm->cmsg_type = IPV6_PKTINFO;
+    cm->cmsg_len = CMSG_LEN(sizeof(info));
+    memcpy(CMSG_DATA(cm), &info, sizeof(info));
+    return CMSG_SPACE(sizeof(info));
+}
+
+int clinux_enable_pktinfo(int fd) {
+    int one = 1;
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof(ss);
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0) return -errno;
+    /* IPv4 datagrams (also those a dual-stack socket hears) report their destination by
+       IP_PKTINFO, IPv6 ones by IPV6_PKTINFO (RFC 3542 §6.1). */
+    if (setsockopt(fd, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one)) != 0 && ss.ss_family == AF_INET) return -errno;
+    if (ss.ss_family == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, &one, sizeof(one)) != 0) return -errno;
+    return 0;
+}
+
+int clinux_sendmmsg(int fd, const clinux_addr *dst, const clinux_addr *src, void *const *bufs, const uint32_t *lens, int n) {
     if (n <= 0) return 0;
     if (n > 64) n = 64;
     struct mmsghdr msgs[64];
     struct iovec iovs[64];
+    /* One source cmsg serves every message (the kernel only reads it). */
+    union { char buf[CLINUX_SOURCE_CMSG]; struct cmsghdr align; } control;
+    memset(&control, 0, sizeof(control));
+    size_t controllen = source_cmsg(&control.align, src);
     for (int i = 0; i < n; i++) {
         iovs[i].iov_base = bufs[i];
         iovs[i].iov_len = lens[i];
@@ -284,17 +330,21 @@ int clinux_sendmmsg(int fd, const clinux_addr *dst, void *const *bufs, const uin
             msgs[i].msg_hdr.msg_name = (void *)dst->storage;
             msgs[i].msg_hdr.msg_namelen = dst->length;
         }
+        if (controllen) {
+            msgs[i].msg_hdr.msg_control = control.buf;
+            msgs[i].msg_hdr.msg_controllen = controllen;
+        }
     }
     return send_messages(fd, msgs, n, NULL);
 }
 
-int clinux_sendmmsg_gso(int fd, const clinux_addr *dst, void *const *bufs, const uint32_t *lens, int n) {
+int clinux_sendmmsg_gso(int fd, const clinux_addr *dst, const clinux_addr *src, void *const *bufs, const uint32_t *lens, int n) {
     if (n <= 0) return 0;
     if (n > 64) n = 64;
     struct mmsghdr msgs[64];
     struct iovec iovs[64];
     int count[64];
-    char control[64][CMSG_SPACE(sizeof(uint16_t))];
+    union { char buf[CMSG_SPACE(sizeof(uint16_t)) + CLINUX_SOURCE_CMSG]; struct cmsghdr align; } control[64];
     int m = 0;
     for (int i = 0; i < n; ) {
         /* A run: datagrams of one size, then at most one shorter one (the kernel's rule for
@@ -312,16 +362,21 @@ int clinux_sendmmsg_gso(int fd, const clinux_addr *dst, void *const *bufs, const
             msgs[m].msg_hdr.msg_name = (void *)dst->storage;
             msgs[m].msg_hdr.msg_namelen = dst->length;
         }
+        size_t used = 0;
+        memset(control[m].buf, 0, sizeof(control[m].buf));
         if (j - i >= 2) {
             uint16_t segment = (uint16_t)lens[i];
-            memset(control[m], 0, sizeof(control[m]));
-            msgs[m].msg_hdr.msg_control = control[m];
-            msgs[m].msg_hdr.msg_controllen = sizeof(control[m]);
-            struct cmsghdr *cm = CMSG_FIRSTHDR(&msgs[m].msg_hdr);
+            struct cmsghdr *cm = &control[m].align;
             cm->cmsg_level = SOL_UDP;
             cm->cmsg_type = UDP_SEGMENT;
             cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
             memcpy(CMSG_DATA(cm), &segment, sizeof(segment));
+            used = CMSG_SPACE(sizeof(uint16_t));
+        }
+        used += source_cmsg((struct cmsghdr *)(control[m].buf + used), src);
+        if (used) {
+            msgs[m].msg_hdr.msg_control = control[m].buf;
+            msgs[m].msg_hdr.msg_controllen = used;
         }
         m++;
         i = j;
@@ -366,13 +421,13 @@ int clinux_enable_rx_timestamps(int fd) {
     return setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof(on)) == 0 ? 0 : -errno;
 }
 
-int clinux_recvmmsg(int fd, void *const *bufs, uint32_t capacity, uint32_t *lens, clinux_addr *froms, int64_t *arrivals, int n) {
+int clinux_recvmmsg(int fd, void *const *bufs, uint32_t capacity, uint32_t *lens, clinux_addr *froms, clinux_addr *locals, int64_t *arrivals, int n) {
     if (n <= 0) return 0;
     if (n > 64) n = 64;
     struct mmsghdr msgs[64];
     struct iovec iovs[64];
     /* room for one SCM_TIMESTAMPNS per datagram */
-    union { char buf[CMSG_SPACE(sizeof(struct timespec))]; struct cmsghdr align; } control[64];
+    union { char buf[CMSG_SPACE(sizeof(struct timespec)) + CMSG_SPACE(sizeof(struct in6_pktinfo))]; struct cmsghdr align; } control[64];
     for (int i = 0; i < n; i++) {
         iovs[i].iov_base = bufs[i];
         iovs[i].iov_len = capacity;
@@ -383,7 +438,7 @@ int clinux_recvmmsg(int fd, void *const *bufs, uint32_t capacity, uint32_t *lens
             msgs[i].msg_hdr.msg_name = froms[i].storage;
             msgs[i].msg_hdr.msg_namelen = sizeof(froms[i].storage);
         }
-        if (arrivals) {
+        if (arrivals || locals) {
             msgs[i].msg_hdr.msg_control = control[i].buf;
             msgs[i].msg_hdr.msg_controllen = sizeof(control[i].buf);
         }
@@ -415,14 +470,37 @@ int clinux_recvmmsg(int fd, void *const *bufs, uint32_t capacity, uint32_t *lens
                 if (froms[i].length > sizeof(froms[i].storage)) froms[i].length = sizeof(froms[i].storage);
                 unmap_v4(&froms[i]);
             }
-            if (arrivals) {
-                arrivals[i] = 0;
+            if (arrivals) arrivals[i] = 0;
+            if (locals) locals[i].length = 0;
+            if (arrivals || locals) {
                 for (struct cmsghdr *cm = CMSG_FIRSTHDR(&msgs[i].msg_hdr); cm; cm = CMSG_NXTHDR(&msgs[i].msg_hdr, cm)) {
-                    if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS) {
+                    if (arrivals && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS) {
                         struct timespec ts;
                         memcpy(&ts, CMSG_DATA(cm), sizeof(ts));
                         int64_t ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec + shift;
                         arrivals[i] = ns / 1000;
+                    } else if (locals && cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_PKTINFO) {
+                        /* the header's destination address (ip(7)): the candidate it was sent to */
+                        struct in_pktinfo info;
+                        memcpy(&info, CMSG_DATA(cm), sizeof(info));
+                        struct sockaddr_in a;
+                        memset(&a, 0, sizeof(a));
+                        a.sin_family = AF_INET;
+                        a.sin_addr = info.ipi_addr;
+                        memset(locals[i].storage, 0, sizeof(locals[i].storage));
+                        memcpy(locals[i].storage, &a, sizeof(a));
+                        locals[i].length = sizeof(a);
+                    } else if (locals && cm->cmsg_level == IPPROTO_IPV6 && cm->cmsg_type == IPV6_PKTINFO) {
+                        struct in6_pktinfo info;
+                        memcpy(&info, CMSG_DATA(cm), sizeof(info));
+                        struct sockaddr_in6 a;
+                        memset(&a, 0, sizeof(a));
+                        a.sin6_family = AF_INET6;
+                        a.sin6_addr = info.ipi6_addr;
+                        memset(locals[i].storage, 0, sizeof(locals[i].storage));
+                        memcpy(locals[i].storage, &a, sizeof(a));
+                        locals[i].length = sizeof(a);
+                        unmap_v4(&locals[i]);
                     }
                 }
             }

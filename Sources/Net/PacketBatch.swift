@@ -16,6 +16,10 @@ public final class PacketBatch {
     public var lengths: [UInt32]
     /// Sender of each received datagram.
     package var sources: [SocketAddress]
+    /// The local address each received datagram was sent to, on a socket that reports them
+    /// (`UDPSocket.enableLocalAddresses`: one socket on the wildcard address, a host candidate
+    /// per interface); empty otherwise.
+    package var locals: [SocketAddress]
     /// When the kernel took each received datagram in (monotonic µs), on a socket with arrival
     /// timestamps on; 0 where none was given.
     public var arrivals: [Int64]
@@ -31,6 +35,7 @@ public final class PacketBatch {
         pointers = (0..<capacity).map { base + $0 * Self.slotSize }
         lengths = [UInt32](repeating: 0, count: capacity)
         sources = []
+        locals = []
         arrivals = [Int64](repeating: 0, count: capacity)
     }
 
@@ -55,6 +60,10 @@ public final class PacketBatch {
 
     /// Where slot `i`'s datagram came from (receive batches only).
     public func source(_ i: Int) -> SocketAddress? { i < sources.count ? sources[i] : nil }
+
+    /// The local address (with the socket's port) slot `i`'s datagram was sent to, on a socket
+    /// that reports them; nil otherwise.
+    public func local(_ i: Int) -> SocketAddress? { i < locals.count ? locals[i] : nil }
 
     public func reset() { count = 0 }
 }

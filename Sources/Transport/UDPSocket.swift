@@ -6,6 +6,7 @@ public final class UDPSocket {
     public let fd: Int32
     public let localAddress: SocketAddress
     var rawSources = [clinux_addr](repeating: clinux_addr(), count: 64)
+    var rawLocals: [clinux_addr] = []
     /// Batches go out with UDP GSO (runs of equal-size datagrams as one message) while the
     /// kernel accepts it; the first refusal switches the socket to plain `sendmmsg` for good.
     public private(set) var usesGSO: Bool
@@ -54,6 +55,31 @@ public final class UDPSocket {
         timestampsArrivals = true
     }
 
+    /// Whether receives report each datagram's local (destination) address (`PacketBatch.local`).
+    public private(set) var reportsLocalAddresses = false
+
+    /// Has receives report the address each datagram was sent to (IP_PKTINFO / IPV6_RECVPKTINFO):
+    /// a socket on the wildcard address then serves a host candidate per interface (RFC 8445
+    /// §5.1.1.1), each datagram handed to ICE with the local candidate it reached, and sends name
+    /// their source (`from:`) — what a socket per address gives libwebrtc
+    /// (`p2p/client/basic_port_allocator.cc`), on one socket.
+    public func enableLocalAddresses() throws(SocketError) {
+        let rc = clinux_enable_pktinfo(fd)
+        guard rc == 0 else { throw SocketError("IP_PKTINFO", errno: -rc) }
+        rawLocals = [clinux_addr](repeating: clinux_addr(), count: 64)
+        reportsLocalAddresses = true
+    }
+
+    /// The kernel's form of a datagram's source address, or nil (the kernel's choice).
+    @inline(__always)
+    func withSource<R>(_ source: SocketAddress?, _ body: (UnsafePointer<clinux_addr>?) -> R) -> R {
+        guard let source else { return body(nil) }
+        return withUnsafePointer(to: source.raw) { body($0) }
+    }
+
+    /// Whether this socket is bound to the wildcard address (0.0.0.0 or [::]).
+    public var isWildcard: Bool { localAddress.ipBytes.allSatisfy { $0 == 0 } }
+
     /// Turns GSO off (benchmarks compare both ways; a refusal turns it off by itself).
     public func disableGSO() { usesGSO = false }
 
@@ -67,12 +93,17 @@ public final class UDPSocket {
     /// Sends datagrams `range` of `batch` to `destination`. Returns how many left (fewer on a full
     /// socket buffer, which is not an error).
     @discardableResult
-    public func send(_ batch: PacketBatch, _ range: Range<Int>, to destination: SocketAddress) throws(SocketError) -> Int {
+    public func send(
+        _ batch: PacketBatch, _ range: Range<Int>, to destination: SocketAddress, from source: SocketAddress? = nil
+    ) throws(SocketError) -> Int {
         guard !range.isEmpty else { return 0 }
         var dst = raw(destination)
-        let rc = batch.pointers.withUnsafeBufferPointer { ptrs in
-            batch.lengths.withUnsafeBufferPointer { lens in
-                clinux_sendmmsg(fd, &dst, ptrs.baseAddress! + range.lowerBound, lens.baseAddress! + range.lowerBound, Int32(range.count))
+        let rc = withSource(source) { src in
+            batch.pointers.withUnsafeBufferPointer { ptrs in
+                batch.lengths.withUnsafeBufferPointer { lens in
+                    clinux_sendmmsg(
+                        fd, &dst, src, ptrs.baseAddress! + range.lowerBound, lens.baseAddress! + range.lowerBound, Int32(range.count))
+                }
             }
         }
         refusals &+= Int(clinux_take_refusals())
@@ -85,12 +116,12 @@ public final class UDPSocket {
 
     func sendRaw(
         pointers: UnsafePointer<UnsafeMutableRawPointer?>, lengths: UnsafePointer<UInt32>, count: Int,
-        to destination: SocketAddress
+        to destination: SocketAddress, from source: SocketAddress?
     ) throws(SocketError) -> Int {
         guard count > 0 else { return 0 }
         var dst = raw(destination)
         if usesGSO {
-            let rc = clinux_sendmmsg_gso(fd, &dst, pointers, lengths, Int32(count))
+            let rc = withSource(source) { clinux_sendmmsg_gso(fd, &dst, $0, pointers, lengths, Int32(count)) }
             refusals &+= Int(clinux_take_refusals())
             if rc >= 0 { return Int(rc) }
             if rc == -11 || rc == -105 { return 0 } // a full socket buffer or qdisc (ENOBUFS): back-pressure
@@ -98,7 +129,7 @@ public final class UDPSocket {
             guard [-5, -22, -95].contains(rc) else { throw SocketError("sendmmsg to \(destination)", errno: -rc) }
             usesGSO = false
         }
-        let rc = clinux_sendmmsg(fd, &dst, pointers, lengths, Int32(count))
+        let rc = withSource(source) { clinux_sendmmsg(fd, &dst, $0, pointers, lengths, Int32(count)) }
         refusals &+= Int(clinux_take_refusals())
         if rc < 0 {
             if rc == -11 || rc == -105 { return 0 }
@@ -108,11 +139,11 @@ public final class UDPSocket {
     }
 
     /// Sends one datagram.
-    public func send(_ bytes: UnsafeRawBufferPointer, to destination: SocketAddress) throws(SocketError) {
+    public func send(_ bytes: UnsafeRawBufferPointer, to destination: SocketAddress, from source: SocketAddress? = nil) throws(SocketError) {
         var dst = raw(destination)
         var ptr: UnsafeMutableRawPointer? = UnsafeMutableRawPointer(mutating: bytes.baseAddress)
         var len = UInt32(bytes.count)
-        let rc = clinux_sendmmsg(fd, &dst, &ptr, &len, 1)
+        let rc = withSource(source) { clinux_sendmmsg(fd, &dst, $0, &ptr, &len, 1) }
         refusals &+= Int(clinux_take_refusals())
         if rc < 0 && rc != -11 { throw SocketError("send to \(destination)", errno: -rc) }
     }
@@ -129,10 +160,12 @@ public final class UDPSocket {
         let rc = batch.pointers.withUnsafeBufferPointer { ptrs in
             batch.lengths.withUnsafeMutableBufferPointer { lens in
                 rawSources.withUnsafeMutableBufferPointer { froms in
-                    batch.arrivals.withUnsafeMutableBufferPointer { arrivals in
-                        clinux_recvmmsg(
-                            fd, ptrs.baseAddress!, UInt32(PacketBatch.maxPacketSize), lens.baseAddress!, froms.baseAddress!,
-                            timestampsArrivals ? arrivals.baseAddress : nil, Int32(n))
+                    rawLocals.withUnsafeMutableBufferPointer { locals in
+                        batch.arrivals.withUnsafeMutableBufferPointer { arrivals in
+                            clinux_recvmmsg(
+                                fd, ptrs.baseAddress!, UInt32(PacketBatch.maxPacketSize), lens.baseAddress!, froms.baseAddress!,
+                                reportsLocalAddresses ? locals.baseAddress : nil, timestampsArrivals ? arrivals.baseAddress : nil, Int32(n))
+                        }
                     }
                 }
             }
@@ -147,6 +180,13 @@ public final class UDPSocket {
             batch.sources = [SocketAddress](repeating: SocketAddress(raw: clinux_addr()), count: batch.capacity)
         }
         for i in 0..<Int(rc) { batch.sources[i] = SocketAddress(raw: rawSources[i]) }
+        if reportsLocalAddresses {
+            if batch.locals.count < batch.capacity { batch.locals = [SocketAddress](repeating: localAddress, count: batch.capacity) }
+            let port = localAddress.port
+            for i in 0..<Int(rc) {
+                batch.locals[i] = rawLocals[i].length == 0 ? localAddress : SocketAddress(raw: rawLocals[i]).withPort(port)
+            }
+        }
         return Int(rc)
     }
 
@@ -215,8 +255,8 @@ extension UDPSocket {
     /// Sends up to 64 datagrams given as pointers and lengths (arena slots) in one `sendmmsg`.
     public func send(
         pointers: UnsafePointer<UnsafeMutableRawPointer?>, lengths: UnsafePointer<UInt32>, count: Int,
-        to destination: SocketAddress
+        to destination: SocketAddress, from source: SocketAddress? = nil
     ) throws(SocketError) -> Int {
-        try sendRaw(pointers: pointers, lengths: lengths, count: count, to: destination)
+        try sendRaw(pointers: pointers, lengths: lengths, count: count, to: destination, from: source)
     }
 }

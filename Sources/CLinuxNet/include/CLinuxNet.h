@@ -51,9 +51,10 @@ long clinux_tcp_read(int fd, void *buf, size_t cap);
 /// The source address the kernel would use to reach dst (a UDP connect; nothing is sent).
 int clinux_route_source(const clinux_addr *dst, clinux_addr *out);
 
-/// Sends n datagrams to dst in as few sendmmsg calls as possible (n <= 64).
+/// Sends n datagrams to dst in as few sendmmsg calls as possible (n <= 64); from src when given
+/// (a socket bound to the wildcard address: IP_PKTINFO / IPV6_PKTINFO), else as the kernel routes.
 /// Returns the number sent (may be < n on EAGAIN) or -errno when none could be sent.
-int clinux_sendmmsg(int fd, const clinux_addr *dst, void *const *bufs, const uint32_t *lens, int n);
+int clinux_sendmmsg(int fd, const clinux_addr *dst, const clinux_addr *src, void *const *bufs, const uint32_t *lens, int n);
 /// ICMP refusals (ECONNREFUSED) of earlier datagrams that the sends since the last call met and
 /// went past (this thread's); the caller reports them as the socket's receive would have.
 int clinux_take_refusals(void);
@@ -61,7 +62,7 @@ int clinux_take_refusals(void);
 /// As clinux_sendmmsg, but each run of equal-size datagrams (plus at most one shorter one at its
 /// end, ≤ 64 KB) goes as one UDP GSO message (UDP_SEGMENT): the kernel splits it into the same
 /// datagrams with one trip through the stack. Returns datagrams sent or -errno.
-int clinux_sendmmsg_gso(int fd, const clinux_addr *dst, void *const *bufs, const uint32_t *lens, int n);
+int clinux_sendmmsg_gso(int fd, const clinux_addr *dst, const clinux_addr *src, void *const *bufs, const uint32_t *lens, int n);
 int clinux_send_gso(int fd, const clinux_addr *dst, const void *buf, uint32_t len, uint16_t segment);
 /// Whether this kernel accepts UDP_SEGMENT on this socket.
 int clinux_gso_supported(int fd);
@@ -70,7 +71,10 @@ int clinux_gso_supported(int fd);
 /// (froms may be NULL). With `arrivals` (may be NULL) on a socket with receive timestamps on,
 /// arrivals[i] gets when the kernel took datagram i in, on CLOCK_MONOTONIC in µs (0 when the
 /// kernel attached none). Returns the count (0 when nothing is waiting) or -errno.
-int clinux_recvmmsg(int fd, void *const *bufs, uint32_t capacity, uint32_t *lens, clinux_addr *froms, int64_t *arrivals, int n);
+int clinux_recvmmsg(int fd, void *const *bufs, uint32_t capacity, uint32_t *lens, clinux_addr *froms, clinux_addr *locals, int64_t *arrivals, int n);
+/// Has receives report each datagram's destination address (the `locals` of clinux_recvmmsg,
+/// port 0; length 0 when the kernel gave none): IP_PKTINFO, and IPV6_RECVPKTINFO on IPv6.
+int clinux_enable_pktinfo(int fd);
 /// Asks the kernel to stamp each received datagram with its arrival time (SO_TIMESTAMPNS).
 /// Returns 0 or -errno.
 int clinux_enable_rx_timestamps(int fd);
