@@ -145,7 +145,7 @@ enum CommonOptions {
 
     /// The options every WHIP command takes.
     static let whip: [String: OptionSpec.Kind] = [
-        "whip": .value, "token": .value, "ice-server": .repeated, "ice-interface": .value,
+        "whip": .value, "token": .value, "ice-server": .repeated, "ice-interface": .repeated,
         "turn-username": .value, "turn-credential": .value, "ice-policy": .value, "turn-ca": .value, "strict": .flag,
         "no-trickle": .flag, "ca-file": .value, "no-ipv6": .flag
     ]
@@ -212,7 +212,7 @@ enum CommonOptions {
         }
         var s = WHIPOptions(
             endpoint: url, token: o.value("whep-token") ?? getenv("PUBBOT_WHEP_TOKEN").map { String(cString: $0) } ?? w.token)
-        s.interface = w.interface
+        s.interfaces = w.interfaces
         s.strict = w.strict
         return s
     }
@@ -242,7 +242,7 @@ enum CommonOptions {
         w.turnCAFile = o.value("turn-ca")
         w.strict = o.has("strict")
         w.trickle = !o.has("no-trickle")
-        w.interface = o.value("ice-interface")
+        w.interfaces = o.all("ice-interface")
         w.turnUsername = o.value("turn-username")
         w.turnCredential = o.value("turn-credential") ?? env("PUBBOT_TURN_CREDENTIAL")
         if let p = o.value("ice-policy") {

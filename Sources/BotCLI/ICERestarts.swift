@@ -1,4 +1,5 @@
 import PublisherEngine
+import ICE
 import WebRTCClient
 import Stats
 import Platform
@@ -43,14 +44,18 @@ final class ICERestarts: Sendable {
     /// The transport's last restart recovery (ms), once it has one.
     let recovery: @Sendable () -> Int?
 
+    /// - `interfaceChange`: asked once a second; what changed among the local interfaces and the
+    ///   ICE agent's candidates anew (`WHIPConnection.interfaceChange`), or nil. A change restarts
+    ///   ICE on the new candidates at once, as a browser does on a network change.
     init(
         _ times: [Int64], recoverAfter: Int64? = nil, consentAge: @escaping @Sendable () -> Int64? = { nil },
+        interfaceChange: (@Sendable () -> (what: String, candidates: [ICECandidate])?)? = nil,
         request: @escaping @Sendable () -> Result<PublisherControl.ICERestart, WHIPConnectError>,
         apply: @escaping @Sendable (PublisherControl.ICERestart) -> Void, stopped: @escaping @Sendable () -> Bool,
         recovery: @escaping @Sendable () -> Int?
     ) {
         self.recovery = recovery
-        guard !times.isEmpty || recoverAfter != nil else {
+        guard !times.isEmpty || recoverAfter != nil || interfaceChange != nil else {
             thread = nil
             return
         }
@@ -59,10 +64,11 @@ final class ICERestarts: Sendable {
         thread = JoinableThread(name: "pubbot-ice-restart") {
             var pending = times[...]
             var policy = recoverAfter.map { ICERecoveryPolicy(graceMicros: $0, maxAttempts: Self.maxRecoveries) }
-            func perform(_ at: Int64, trigger: String?) -> Bool {
+            func perform(_ at: Int64, trigger: String?, candidates: [ICECandidate]? = nil) -> Bool {
                 requested.value = true
                 switch request() {
-                case let .success(r):
+                case var .success(r):
+                    r.localCandidates = candidates
                     apply(r)
                     outcomes.withLock { $0.append(Outcome(atMicros: at, trigger: trigger)) }
                     return true
@@ -74,8 +80,17 @@ final class ICERestarts: Sendable {
                 }
             }
             var nextWatch: Int64 = 0
+            var nextInterfaces: Int64 = 1_000_000
             while !(stop.value || stopped()) {
                 let now = Clock.monotonicMicros() - start
+                if let interfaceChange, now >= nextInterfaces {
+                    nextInterfaces = now + 1_000_000
+                    if let change = interfaceChange() {
+                        Output.err("ICE restart: the local interfaces changed (\(change.what))\n")
+                        _ = perform(now, trigger: "interface change: \(change.what)", candidates: change.candidates)
+                        policy?.scheduledRestart(at: now)
+                    }
+                }
                 if let at = pending.first, now >= at {
                     pending = pending.dropFirst()
                     _ = perform(at, trigger: nil)
@@ -87,7 +102,7 @@ final class ICERestarts: Sendable {
                         policy?.attempted(succeeded: perform(now, trigger: why), at: now)
                     }
                 }
-                if pending.isEmpty && policy == nil { return }
+                if pending.isEmpty && policy == nil && interfaceChange == nil { return }
                 Clock.sleep(micros: 50_000)
             }
         }

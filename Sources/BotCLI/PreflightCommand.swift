@@ -2,6 +2,7 @@ import HTTPSignaling
 import Impairment
 import MediaCodecs
 import PublisherEngine
+import ICE
 import ReceiverEngine
 import Transport
 import Stats
@@ -286,15 +287,18 @@ enum PreflightCommand {
             }
             sessions.withLock { $0.append(w) }
             let p: Publisher
-            do { p = try Publisher(config: w.config, socket: w.socket, webrtc: (w.transport, w.local), tcp: w.turnTCP) } catch {
+            do { p = try Publisher(config: w.config, socket: w.socket, webrtc: (w.transport, w.sessionLocal), tcp: w.turnTCP) } catch {
                 w.end()
                 return .failure(.init(message: "\(error)"))
             }
             let main = sessions.value.count == 1
             // The main phase's session restarts as `publish` would (scheduled, or on consent loss).
+            var watch: (@Sendable () -> (what: String, candidates: [ICECandidate])?)?
+            if main { watch = { w.interfaceChange() } }
             let restarts = ICERestarts(
                 main ? plan.times : [], recoverAfter: main ? plan.recoverAfter : nil,
-                consentAge: { p.snapshot().network.transport?.consentAgeMicros }, request: { w.requestICERestart() },
+                consentAge: { p.snapshot().network.transport?.consentAgeMicros },
+                interfaceChange: watch, request: { w.requestICERestart() },
                 apply: { p.restartICE($0) }, stopped: { p.control.stopRequested },
                 recovery: { p.snapshot().network.transport?.lastRestartRecoveryMicros.map { Int($0 / 1000) } })
             let end: @Sendable () -> Void = {

@@ -79,7 +79,9 @@ extension PreflightCommand {
             let path = t.flatMap { t in t.localCandidateType.map { "\($0) → \(t.remoteCandidateType ?? "?")" } }
             f.append(("path", path.map { .string($0) } ?? .null))
             if let subscriber { f.append(("subscriber", WHEPProbe.json(subscriber))) }
-            if !plan.iceRestarts.isEmpty || plan.iceRecoverAfter != nil { f.append(("iceRestarts", .array(restarts.map(\.json)))) }
+            if !plan.iceRestarts.isEmpty || plan.iceRecoverAfter != nil || !restarts.isEmpty {
+                f.append(("iceRestarts", .array(restarts.map(\.json))))
+            }
             if let u = phase.publisher?.network.uplink {
                 f.append(("uplinkEmulator", UplinkReport.json(u, spec: plan.config.uplinkImpairment?.summary)))
             }

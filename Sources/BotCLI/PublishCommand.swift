@@ -4,6 +4,7 @@
 #endif
 import MediaCodecs
 import PublisherEngine
+import ICE
 import Transport
 import Stats
 import Platform
@@ -150,9 +151,12 @@ enum PublishCommand {
         for publisher in publishers { publisher.start() }
         monitor.started()
         let first = publishers.first
+        var watch: (@Sendable () -> (what: String, candidates: [ICECandidate])?)?
+        if let whip { watch = { whip.interfaceChange() } }
         let restarts = ICERestarts(
             whip != nil && first != nil ? plan.iceRestarts : [], recoverAfter: whip != nil ? plan.iceRecoverAfter : nil,
             consentAge: { first?.snapshot().network.transport?.consentAgeMicros },
+            interfaceChange: watch,
             request: { [whip] in whip.map { $0.requestICERestart() } ?? .failure(WHIPConnectError("no WHIP session")) },
             apply: { first?.restartICE($0) }, stopped: { first?.control.stopRequested ?? true },
             recovery: { first?.snapshot().network.transport?.lastRestartRecoveryMicros.map { Int($0 / 1000) } })
@@ -224,7 +228,7 @@ enum PublishCommand {
         plan.destinations = [w.config.destination]
         plan.config = w.config
         let publisher: Publisher
-        do { publisher = try Publisher(config: w.config, socket: w.socket, webrtc: (w.transport, w.local), tcp: w.turnTCP) } catch {
+        do { publisher = try Publisher(config: w.config, socket: w.socket, webrtc: (w.transport, w.sessionLocal), tcp: w.turnTCP) } catch {
             if let e = w.end() { Output.err("warning: could not end the WHIP session: \(e)\n") }
             throw error
         }
@@ -391,7 +395,9 @@ enum PublishCommand {
         } else if case let .object(f) = docs[0] {
             fields += f.filter { $0.0 != "to" }
         }
-        if !plan.iceRestarts.isEmpty || plan.iceRecoverAfter != nil { fields.append(("iceRestarts", .array(restarts.map(\.json)))) }
+        if !plan.iceRestarts.isEmpty || plan.iceRecoverAfter != nil || !restarts.isEmpty {
+            fields.append(("iceRestarts", .array(restarts.map(\.json))))
+        }
         Output.out(JSONValue.object(fields).serialized(pretty: true) + "\n")
     }
 

@@ -152,7 +152,7 @@ enum ReceiveCommand {
                 throw UsageError("invalid --whep '\(SignalingClient.redacted(url))' (an http:// or https:// URL of a WHEP endpoint)")
             }
             var w = WHIPOptions(endpoint: url, token: o.value("token") ?? env("PUBBOT_WHEP_TOKEN"))
-            w.interface = o.value("ice-interface")
+            w.interfaces = o.all("ice-interface")
             w.strict = o.has("strict")
             // The subscriber's own STUN/TURN servers: asked from the receive socket before the
             // offer (server-reflexive candidates; a relayed one over UDP TURN, RFC 8656).

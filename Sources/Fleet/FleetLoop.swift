@@ -155,7 +155,9 @@ final class FleetLoop {
     func restart(_ b: ReplayBot, _ w: WHIPConnection, now: Int64) -> Bool {
         switch w.requestICERestart() {
         case let .success(r):
-            b.network.restartICE(local: r.local, remote: r.remote, remoteCandidates: r.remoteCandidates, now: Clock.monotonicMicros())
+            b.network.restartICE(
+                local: r.local, remote: r.remote, remoteCandidates: r.remoteCandidates, localCandidates: r.localCandidates,
+                now: Clock.monotonicMicros())
             fleet.slots[b.slot].withLock { $0.iceRestartsAsked += 1 }
             return true
         case let .failure(e):

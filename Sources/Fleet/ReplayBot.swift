@@ -70,7 +70,7 @@ final class ReplayBot {
             network = try PublisherSession(
                 config: config, plan: plan, startMicros: startMicros,
                 wallOffsetMicros: Clock.wallMicros() - Clock.monotonicMicros(),
-                webrtc: whip.map { ($0.transport, $0.local) })
+                webrtc: whip.map { ($0.transport, $0.sessionLocal) })
         } catch { throw .srtp(error) }
         let n = config.sendVideo ? min(config.layers.count, live?.layers.count ?? library.layers.count) : 0
         liveGate = LayerGate(layers: live == nil ? 0 : n)

@@ -188,9 +188,14 @@ public final class ICEAgent {
     /// is selected the previous one keeps carrying media (RFC 8445 §9: "the agent MUST continue
     /// using the previously selected pair"); the new selection is a `.connected` event again.
     /// Consent runs on the new pair from then. A lite agent only takes the new credentials.
-    public func restart(local newLocal: Credentials, remote newRemote: Credentials, remoteCandidates candidates: [ICECandidate], now: Int64)
-    {
+    /// `localCandidates`, when given, replace this agent's own (the interfaces changed: RFC 8445
+    /// §9 restarts with the candidates gathered anew).
+    public func restart(
+        local newLocal: Credentials, remote newRemote: Credentials, remoteCandidates candidates: [ICECandidate],
+        localCandidates newLocals: [ICECandidate]? = nil, now: Int64
+    ) {
         self.now = now
+        if let newLocals { localCandidates = newLocals }
         local = newLocal
         remote = newRemote
         restarts += 1

@@ -27,9 +27,15 @@ public struct ICECandidate: Equatable, Hashable, Sendable, CustomStringConvertib
     /// skips a relay candidate without them ("Invalid base address") — so one written without a
     /// known address gets the unspecified address and port 0, as libwebrtc writes a hidden one.
     public var relatedAddress: STUNAddress?
+    /// `network-id` and `network-cost` (draft-thatcher-ice-network-cost; what libwebrtc writes
+    /// after each candidate): which of the machine's networks it is on, and how much using it
+    /// costs (0 wired, 10 Wi-Fi, 900 cellular, 50 unknown, as `rtc_base/network_constants.h`).
+    public var networkID: Int?
+    public var networkCost: Int?
 
     public init(
-        foundation: String, component: Int = 1, priority: UInt32, address: STUNAddress, kind: Kind, relatedAddress: STUNAddress? = nil
+        foundation: String, component: Int = 1, priority: UInt32, address: STUNAddress, kind: Kind, relatedAddress: STUNAddress? = nil,
+        networkID: Int? = nil, networkCost: Int? = nil
     ) {
         self.foundation = foundation
         self.component = component
@@ -37,6 +43,8 @@ public struct ICECandidate: Equatable, Hashable, Sendable, CustomStringConvertib
         self.address = address
         self.kind = kind
         self.relatedAddress = relatedAddress
+        self.networkID = networkID
+        self.networkCost = networkCost
     }
 
     /// RFC 8445 §5.1.2.1: (2^24)·type preference + (2^8)·local preference + (256 − component).
@@ -45,18 +53,24 @@ public struct ICECandidate: Equatable, Hashable, Sendable, CustomStringConvertib
     }
 
     /// A host candidate on a local address (its foundation from the address, RFC 8445 §5.1.1.3).
-    public static func host(_ address: STUNAddress, localPreference: UInt32 = 65_535) -> ICECandidate {
+    public static func host(
+        _ address: STUNAddress, localPreference: UInt32 = 65_535, networkID: Int? = nil, networkCost: Int? = nil
+    ) -> ICECandidate {
         ICECandidate(
             foundation: String(CRC32.checksum(address.ip), radix: 16), priority: priority(kind: .host, localPreference: localPreference),
-            address: address, kind: .host)
+            address: address, kind: .host, networkID: networkID, networkCost: networkCost)
     }
 
     /// The SDP attribute value (without `a=`).
     public var description: String {
-        let line = "candidate:\(foundation) \(component) udp \(priority) \(address.ipText) \(address.port) typ \(kind.rawValue)"
-        guard kind != .host else { return line }
-        let related = relatedAddress ?? STUNAddress(ip: [UInt8](repeating: 0, count: address.ip.count), port: 0)
-        return line + " raddr \(related.ipText) rport \(related.port)"
+        var line = "candidate:\(foundation) \(component) udp \(priority) \(address.ipText) \(address.port) typ \(kind.rawValue)"
+        if kind != .host {
+            let related = relatedAddress ?? STUNAddress(ip: [UInt8](repeating: 0, count: address.ip.count), port: 0)
+            line += " raddr \(related.ipText) rport \(related.port)"
+        }
+        if let networkID { line += " network-id \(networkID)" }
+        if let networkCost { line += " network-cost \(networkCost)" }
+        return line
     }
 
     public struct ParseError: Error, Equatable, Sendable, CustomStringConvertible {
@@ -80,10 +94,16 @@ public struct ICECandidate: Equatable, Hashable, Sendable, CustomStringConvertib
         guard let ip = STUNAddress.parseIP(f[4]) else { throw ParseError(description: "'\(f[4])' is not an IP address") }
         guard let kind = Kind(rawValue: String(f[7])) else { throw ParseError(description: "unknown candidate type \(f[7])") }
         // Then name-value pairs (RFC 8839 §5.1: rel-addr, rel-port, extensions); unknown ones skipped.
-        var raddr: [UInt8]?, rport: UInt16?
+        var raddr: [UInt8]?, rport: UInt16?, networkID: Int?, networkCost: Int?
         var i = 8
         while i + 1 < f.count {
-            if f[i] == "raddr" { raddr = STUNAddress.parseIP(f[i + 1]) } else if f[i] == "rport" { rport = UInt16(f[i + 1]) }
+            switch f[i] {
+            case "raddr": raddr = STUNAddress.parseIP(f[i + 1])
+            case "rport": rport = UInt16(f[i + 1])
+            case "network-id": networkID = Int(f[i + 1]).flatMap { (0...65_535).contains($0) ? $0 : nil }
+            case "network-cost": networkCost = Int(f[i + 1]).flatMap { (0...65_535).contains($0) ? $0 : nil }
+            default: break
+            }
             i += 2
         }
         // `raddr 0.0.0.0 rport 0` (or `::`) is a base withheld (RFC 8839 §5.1: the fields are
@@ -92,7 +112,8 @@ public struct ICECandidate: Equatable, Hashable, Sendable, CustomStringConvertib
         let related = kind == .host ? nil : raddr.flatMap { a in rport.map { STUNAddress(ip: a, port: $0) } }
         return ICECandidate(
             foundation: String(f[0]), component: component, priority: priority, address: STUNAddress(ip: ip, port: port), kind: kind,
-            relatedAddress: related.flatMap { $0.port == 0 && $0.ip.allSatisfy { $0 == 0 } ? nil : $0 })
+            relatedAddress: related.flatMap { $0.port == 0 && $0.ip.allSatisfy { $0 == 0 } ? nil : $0 }, networkID: networkID,
+            networkCost: networkCost)
     }
 }
 

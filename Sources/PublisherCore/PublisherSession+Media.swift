@@ -420,7 +420,7 @@ extension PublisherSession {
     /// ahead of media the socket deferred: a sender report that waited behind a backlog would
     /// carry that wait into every RTT computed from it (RFC 3550 §6.4.1 times the report from
     /// its NTP stamp, taken here).
-    func enqueueOut(_ slot: Int, length: Int, to destination: SocketAddress, control: Bool = false) {
+    func enqueueOut(_ slot: Int, length: Int, to destination: SocketAddress, from source: SocketAddress? = nil, control: Bool = false) {
         var length = length, destination = destination
         if relayServer != nil && destination == connectedRemote {
             guard let (l, d) = wrapForRelay(slot, length: length) else { arena.release(slot); counters.sendErrors += 1; return }
@@ -434,6 +434,7 @@ extension PublisherSession {
                 outPointers[k] = outPointers[k - 1]
                 outLengths[k] = outLengths[k - 1]
                 outDestinations[k] = outDestinations[k - 1]
+                if namesSources { outSources[k] = outSources[k - 1] }
             }
         }
         if control { outControlCount += 1 }
@@ -441,6 +442,7 @@ extension PublisherSession {
         outPointers[at] = arena.pointer(slot)
         outLengths[at] = UInt32(length)
         outDestinations[at] = destination
+        if namesSources { outSources[at] = source ?? mediaSource }
         outCount += 1
     }
 
@@ -454,14 +456,26 @@ extension PublisherSession {
     public func pollTransmit(
         _ send: (UnsafePointer<UnsafeMutableRawPointer?>, UnsafePointer<UInt32>, Int, SocketAddress) throws(SocketError) -> Int
     ) {
+        pollTransmit { p, l, n, to, _ throws(SocketError) in try send(p, l, n, to) }
+    }
+
+    /// `pollTransmit`, runs also split by source: `send` gets the source each run leaves from
+    /// (nil: the socket's own address, when the session does not name sources).
+    public func pollTransmit(
+        _ send: (UnsafePointer<UnsafeMutableRawPointer?>, UnsafePointer<UInt32>, Int, SocketAddress, SocketAddress?) throws(SocketError)
+            -> Int
+    ) {
         var i = 0
         var blocked = false
         while i < outCount {
             let destination = outDestinations[i]
+            let source = namesSources ? outSources[i] : nil
             var n = 1
-            while i + n < outCount && n < 64 && outDestinations[i + n] == destination { n += 1 }
+            while i + n < outCount && n < 64 && outDestinations[i + n] == destination && (!namesSources || outSources[i + n] == source) {
+                n += 1
+            }
             do {
-                let sent = try send(outPointers + i, outLengths + i, n, destination)
+                let sent = try send(outPointers + i, outLengths + i, n, destination, source)
                 if sent < n {
                     i += max(0, sent)
                     blocked = true
@@ -481,6 +495,7 @@ extension PublisherSession {
                 outPointers[k] = outPointers[i + k]
                 outLengths[k] = outLengths[i + k]
                 outDestinations[k] = outDestinations[i + k]
+                if namesSources { outSources[k] = outSources[i + k] }
             }
             counters.sendDeferred += left
             if blocked { counters.sendBlocked += 1 }

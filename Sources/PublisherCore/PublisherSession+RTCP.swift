@@ -153,13 +153,15 @@ extension PublisherSession {
     /// place (`length` bytes; anything over `PacketBatch.maxPacketSize` was truncated), from
     /// `from` (needed with WebRTC: ICE answers to where a check came from). SRTCP from the
     /// receiver, and with WebRTC STUN and DTLS; anything else is counted and dropped.
-    public func handleDatagram(_ p: UnsafeMutableRawPointer, length len: Int, from: SocketAddress? = nil, now: Int64) {
+    public func handleDatagram(
+        _ p: UnsafeMutableRawPointer, length len: Int, from: SocketAddress? = nil, to: SocketAddress? = nil, now: Int64
+    ) {
         nowMicros = now
         guard len <= PacketBatch.maxPacketSize, len > 0 else { counters.rtcpRejected += 1; return }
         if webrtc != nil {
             let first = p.load(as: UInt8.self)
             // RFC 7983: STUN 0–3, DTLS 20–63 and TURN ChannelData 64–79 belong to the transport.
-            if first <= 3 || (20...79).contains(first) { handleTransportDatagram(p, length: len, from: from, now: now); return }
+            if first <= 3 || (20...79).contains(first) { handleTransportDatagram(p, length: len, from: from, to: to, now: now); return }
             // SRTCP only from the selected remote, and only once there are keys for it.
             guard mediaStarted, from == nil || from == connectedRemote else { counters.rtcpRejected += 1; return }
         }

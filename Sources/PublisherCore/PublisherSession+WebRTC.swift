@@ -25,16 +25,25 @@ extension PublisherSession {
 
     /// An ICE restart the server answered (RFC 9725 §4.3.3): ICE checks again on the new
     /// credentials while media stays on the current path, then moves to the new pair.
-    public func restartICE(local: ICEAgent.Credentials, remote: ICEAgent.Credentials, remoteCandidates: [ICECandidate], now: Int64) {
+    /// `localCandidates`, when given, replace the session's own (its interfaces changed).
+    public func restartICE(
+        local: ICEAgent.Credentials, remote: ICEAgent.Credentials, remoteCandidates: [ICECandidate],
+        localCandidates: [ICECandidate]? = nil, now: Int64
+    ) {
         guard let t = webrtc, !stopRequested else { return }
-        t.restartICE(local: local, remote: remote, remoteCandidates: remoteCandidates, now: now)
+        t.restartICE(local: local, remote: remote, remoteCandidates: remoteCandidates, localCandidates: localCandidates, now: now)
         transportDue = nil
         afterTransport(now: now)
     }
 
-    /// A STUN or DTLS datagram (RFC 7983 first byte 0–3 or 20–63) from `from`.
-    func handleTransportDatagram(_ p: UnsafeMutableRawPointer, length: Int, from: SocketAddress?, now: Int64) {
-        guard let t = webrtc, let local = webrtcLocal, let from, let source = STUNAddress(from) else { counters.rtcpRejected += 1; return }
+    /// A STUN or DTLS datagram (RFC 7983 first byte 0–3 or 20–63) from `from`, to `to` (the
+    /// local address it reached, on a wildcard socket; else the socket's).
+    func handleTransportDatagram(_ p: UnsafeMutableRawPointer, length: Int, from: SocketAddress?, to: SocketAddress?, now: Int64) {
+        guard let t = webrtc, let socketLocal = webrtcLocal, let from, let source = STUNAddress(from) else {
+            counters.rtcpRejected += 1
+            return
+        }
+        let local = to.flatMap { STUNAddress($0) } ?? socketLocal
         let bytes = [UInt8](UnsafeRawBufferPointer(start: p, count: length))
         let media = t.handle(bytes, from: source, to: local, now: now)
         transportDue = nil
@@ -90,6 +99,7 @@ extension PublisherSession {
                     break
                 }
                 connectedRemote = destination
+                if namesSources { mediaSource = t.selectedBase.flatMap { SocketAddress($0) } }
                 if t.isRelayed, let turn = t.turn { relayServer = SocketAddress(turn.server) }
                 if !mediaStarted && !stopRequested { startMedia(now: now) }
             case let .pathChanged(_, remote):
@@ -98,6 +108,7 @@ extension PublisherSession {
                     fail(TransportFailure(.ice, "the selected remote \(remote) is not a usable address")); break
                 }
                 connectedRemote = destination
+                if namesSources { mediaSource = t.selectedBase.flatMap { SocketAddress($0) } }
                 relayServer = t.isRelayed ? t.turn.flatMap { SocketAddress($0.server) } : nil
             case let .failed(reason): fail(reason)
             case .closed:
@@ -138,7 +149,7 @@ extension PublisherSession {
                 continue
             }
             x.bytes.withUnsafeBytes { arena.pointer(slot).copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
-            enqueueOut(slot, length: x.bytes.count, to: to, control: true)
+            enqueueOut(slot, length: x.bytes.count, to: to, from: namesSources ? SocketAddress(x.from) : nil, control: true)
         }
     }
 }

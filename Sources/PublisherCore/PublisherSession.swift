@@ -108,6 +108,11 @@ public final class PublisherSession {
     let webrtcLocal: STUNAddress?
     /// Where everything goes once the transport is connected (the selected pair's remote).
     var connectedRemote: SocketAddress?
+    /// The socket is on the wildcard address (a host candidate per interface): every datagram
+    /// names its source — media and RTCP the selected pair's base (`mediaSource`), ICE and DTLS
+    /// their own.
+    let namesSources: Bool
+    var mediaSource: SocketAddress?
     var mediaStarted = false
     /// The TURN server, when the selected pair runs through its relay (media is wrapped for it).
     var relayServer: SocketAddress?
@@ -146,6 +151,8 @@ public final class PublisherSession {
     let outPointers: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     let outLengths: UnsafeMutablePointer<UInt32>
     let outDestinations: UnsafeMutablePointer<SocketAddress>
+    /// Each datagram's source, when the session names them (`namesSources`).
+    let outSources: UnsafeMutablePointer<SocketAddress?>
     public internal(set) var outCount = 0
     /// How many datagrams at the front of the outbox are control (RTCP, STUN, DTLS): they go ahead
     /// of media the socket deferred, as libwebrtc sends RTCP outside its pacer queue
@@ -184,6 +191,8 @@ public final class PublisherSession {
         outLengths.deallocate()
         outDestinations.deinitialize(count: arena.capacity)
         outDestinations.deallocate()
+        outSources.deinitialize(count: arena.capacity)
+        outSources.deallocate()
     }
 
     /// - Parameter webrtc: a WebRTC transport and the local address its datagrams arrive on;
@@ -195,6 +204,7 @@ public final class PublisherSession {
         self.config = config
         self.webrtc = webrtc?.0
         webrtcLocal = webrtc?.1
+        namesSources = webrtc?.1.ip.allSatisfy { $0 == 0 } ?? false
         mediaStarted = webrtc == nil // SDES: keys and destination are known from the start
         self.plan = plan
         events.reserveCapacity(16)
@@ -221,6 +231,8 @@ public final class PublisherSession {
         outLengths.initialize(repeating: 0, count: arena.capacity)
         outDestinations = .allocate(capacity: arena.capacity)
         outDestinations.initialize(repeating: config.destination, count: arena.capacity)
+        outSources = .allocate(capacity: arena.capacity)
+        outSources.initialize(repeating: nil, count: arena.capacity)
         slots = [SlotInfo](repeating: SlotInfo(stream: -1, payload: 0), count: arena.capacity)
         let layers = config.sendVideo ? config.layers : []
         allocator = BitrateAllocator(

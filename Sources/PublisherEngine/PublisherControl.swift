@@ -34,10 +34,17 @@ public final class PublisherControl: Sendable {
         public var local: ICEAgent.Credentials
         public var remote: ICEAgent.Credentials
         public var remoteCandidates: [ICECandidate]
-        public init(local: ICEAgent.Credentials, remote: ICEAgent.Credentials, remoteCandidates: [ICECandidate]) {
+        /// This side's candidates anew, when the restart is for an interface change (nil: the
+        /// same as before).
+        public var localCandidates: [ICECandidate]?
+        public init(
+            local: ICEAgent.Credentials, remote: ICEAgent.Credentials, remoteCandidates: [ICECandidate],
+            localCandidates: [ICECandidate]? = nil
+        ) {
             self.local = local
             self.remote = remote
             self.remoteCandidates = remoteCandidates
+            self.localCandidates = localCandidates
         }
     }
     let iceRestart = Mutex<ICERestart?>(nil)

@@ -56,7 +56,9 @@ public final class SessionSocket {
                 return
             }
             if n == 0 { return }
-            for i in 0..<n { session.handleDatagram(rx.slot(i).baseAddress!, length: Int(rx.lengths[i]), from: rx.source(i), now: now) }
+            for i in 0..<n {
+                session.handleDatagram(rx.slot(i).baseAddress!, length: Int(rx.lengths[i]), from: rx.source(i), to: rx.local(i), now: now)
+            }
         }
     }
 
@@ -66,8 +68,8 @@ public final class SessionSocket {
         if let uplink {
             if session.outCount > 0 {
                 let now = Clock.monotonicMicros()
-                session.pollTransmit { pointers, lengths, count, destination throws(SocketError) in
-                    uplink.admit(pointers: pointers, lengths: lengths, count: count, to: destination, now: now)
+                session.pollTransmit { pointers, lengths, count, destination, source throws(SocketError) in
+                    uplink.admit(pointers: pointers, lengths: lengths, count: count, to: destination, from: source, now: now)
                     return count
                 }
             }
@@ -76,12 +78,12 @@ public final class SessionSocket {
         }
         guard session.outCount > 0 else { return }
         let socket = self.socket, tcp = self.tcp
-        session.pollTransmit { pointers, lengths, count, destination throws(SocketError) in
+        session.pollTransmit { pointers, lengths, count, destination, source throws(SocketError) in
             if let tcp, destination == tcp.remote {
                 for i in 0..<count { tcp.write(UnsafeRawBufferPointer(start: pointers[i], count: Int(lengths[i]))) }
                 return count
             }
-            return try socket.send(pointers: pointers, lengths: lengths, count: count, to: destination)
+            return try socket.send(pointers: pointers, lengths: lengths, count: count, to: destination, from: source)
         }
     }
 
@@ -90,7 +92,7 @@ public final class SessionSocket {
     public func releaseHeld(_ session: PublisherSession, now: Int64) {
         guard let uplink else { return }
         let socket = self.socket, tcp = self.tcp
-        uplink.release(now: now) { bytes, destination in
+        uplink.release(now: now) { bytes, destination, source in
             if let tcp, destination == tcp.remote {
                 tcp.write(bytes)
                 return true
@@ -98,7 +100,7 @@ public final class SessionSocket {
             var ptr: UnsafeMutableRawPointer? = UnsafeMutableRawPointer(mutating: bytes.baseAddress)
             var len = UInt32(bytes.count)
             do throws(SocketError) {
-                return try socket.send(pointers: &ptr, lengths: &len, count: 1, to: destination) == 1
+                return try socket.send(pointers: &ptr, lengths: &len, count: 1, to: destination, from: source) == 1
             } catch {
                 session.handleSocketError(error)
                 return true
@@ -154,7 +156,8 @@ extension PublisherSession {
             for item in items { handle(item) }
             socket.read(into: self, now: now)
             if let r = control.takeICERestart() {
-                restartICE(local: r.local, remote: r.remote, remoteCandidates: r.remoteCandidates, now: now)
+                restartICE(
+                    local: r.local, remote: r.remote, remoteCandidates: r.remoteCandidates, localCandidates: r.localCandidates, now: now)
             }
             exchange(with: control)
             let wake = step(now: now)

@@ -19,6 +19,7 @@ public final class UplinkEmulator {
         var bytes: [UInt8]
         var count: Int
         var destination: SocketAddress
+        var source: SocketAddress?
         var due: Int64
     }
 
@@ -34,7 +35,7 @@ public final class UplinkEmulator {
     /// Offers `count` datagrams to the emulated link at `now`: each is dropped (counted) or held.
     func admit(
         pointers: UnsafePointer<UnsafeMutableRawPointer?>, lengths: UnsafePointer<UInt32>, count: Int, to destination: SocketAddress,
-        now: Int64
+        from source: SocketAddress? = nil, now: Int64
     ) {
         for i in 0..<count {
             let n = Int(lengths[i])
@@ -42,16 +43,16 @@ public final class UplinkEmulator {
             var bytes = spare.popLast() ?? []
             if bytes.count < n { bytes = [UInt8](repeating: 0, count: max(n, 1500)) }
             bytes.withUnsafeMutableBytes { $0.baseAddress!.copyMemory(from: p, byteCount: n) }
-            held.append(Held(bytes: bytes, count: n, destination: destination, due: due))
+            held.append(Held(bytes: bytes, count: n, destination: destination, source: source, due: due))
         }
     }
 
     /// Hands every datagram due by `now` to `send`, oldest first; one `send` refuses (a full
     /// socket buffer) and the rest wait for the next call.
-    func release(now: Int64, send: (UnsafeRawBufferPointer, SocketAddress) -> Bool) {
+    func release(now: Int64, send: (UnsafeRawBufferPointer, SocketAddress, SocketAddress?) -> Bool) {
         while head < held.count, held[head].due <= now {
             let h = held[head]
-            let sent = h.bytes.withUnsafeBytes { send(UnsafeRawBufferPointer(rebasing: $0[0..<h.count]), h.destination) }
+            let sent = h.bytes.withUnsafeBytes { send(UnsafeRawBufferPointer(rebasing: $0[0..<h.count]), h.destination, h.source) }
             guard sent else { return }
             spare.append(h.bytes)
             held[head].bytes = []

@@ -139,7 +139,8 @@ public final class UDPSocket {
     }
 
     /// Sends one datagram.
-    public func send(_ bytes: UnsafeRawBufferPointer, to destination: SocketAddress, from source: SocketAddress? = nil) throws(SocketError) {
+    public func send(_ bytes: UnsafeRawBufferPointer, to destination: SocketAddress, from source: SocketAddress? = nil) throws(SocketError)
+    {
         var dst = raw(destination)
         var ptr: UnsafeMutableRawPointer? = UnsafeMutableRawPointer(mutating: bytes.baseAddress)
         var len = UInt32(bytes.count)

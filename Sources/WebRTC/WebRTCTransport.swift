@@ -149,12 +149,15 @@ public final class WebRTCTransport {
     /// An ICE restart with the credentials and candidates the server's answer gave (RFC 9725
     /// §4.3.3): ICE checks again while media stays on the current path; the new pair, once
     /// selected, is a `.pathChanged` event. DTLS is not touched.
-    public func restartICE(local: ICEAgent.Credentials, remote: ICEAgent.Credentials, remoteCandidates: [ICECandidate], now: Int64) {
+    public func restartICE(
+        local: ICEAgent.Credentials, remote: ICEAgent.Credentials, remoteCandidates: [ICECandidate],
+        localCandidates: [ICECandidate]? = nil, now: Int64
+    ) {
         nowMicros = now
         iceRestarts += 1
         lastRestartMicros = now
         lastRestartRecoveryMicros = nil
-        ice.restart(local: local, remote: remote, remoteCandidates: remoteCandidates, now: now)
+        ice.restart(local: local, remote: remote, remoteCandidates: remoteCandidates, localCandidates: localCandidates, now: now)
         if let turn, let relay = turn.relay {
             for c in remoteCandidates where c.address.ip.count == relay.ip.count { turn.permit(c.address) }
         }
@@ -169,7 +172,8 @@ public final class WebRTCTransport {
         pump()
     }
 
-    /// Sends `bytes` from `local`: through the TURN server when `local` is the relayed address.
+    /// Sends `bytes` from `local`: through the TURN server when `local` is the relayed address,
+    /// else from the candidate's base.
     func emit(_ bytes: [UInt8], from local: STUNAddress, to remote: STUNAddress) {
         if let turn, let relay = turn.relay, local == relay {
             guard let wrapped = turn.send(bytes, to: remote) else { return }
@@ -177,9 +181,25 @@ public final class WebRTCTransport {
             while let t = turn.pollTransmit() { outbox.append(t) }
             outbox.append(Transmit(bytes: wrapped, from: turn.base, to: turn.server))
         } else {
-            outbox.append(Transmit(bytes: bytes, from: local, to: remote))
+            outbox.append(Transmit(bytes: bytes, from: base(of: local), to: remote))
         }
     }
+
+    /// The address a datagram from local candidate `local` really leaves from — its base (RFC
+    /// 8445 §5.1.1): a host candidate itself, the host address under a server- or peer-reflexive
+    /// one (the address a NAT mapped is not the machine's), the TURN allocation's base under the
+    /// relayed one. A driver on a wildcard socket sends from it.
+    public func base(of local: STUNAddress) -> STUNAddress {
+        if let turn, local == turn.relay { return turn.base }
+        guard let c = ice.localCandidates.first(where: { $0.address == local }) else { return local }
+        switch c.kind {
+        case .host, .relay: return c.address
+        case .srflx, .prflx: return c.relatedAddress ?? c.address
+        }
+    }
+
+    /// The selected path's base (`base(of:)`): where media leaves from.
+    public var selectedBase: STUNAddress? { path.map { base(of: $0.local) } }
 
     func pump() {
         while let e = ice.pollEvent() {

@@ -52,7 +52,7 @@ extension ConformanceCheck {
                 return (false, "cannot resolve \(u.host)")
             }
             if !u.isTURN {
-                for r in WHIPConnection.queryReflexive(socket: socket, host: host, servers: [server]) {
+                for r in WHIPConnection.queryReflexive(socket: socket, hosts: [host], servers: [server]) {
                     switch r {
                     case let .reflexive(c, _, _, _, rtt):
                         return (true, "answered, reflexive \(c.address.ipText):\(c.address.port) in \(rtt / 1000) ms")

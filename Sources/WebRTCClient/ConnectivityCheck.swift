@@ -124,15 +124,15 @@ public enum ConnectivityCheck {
                 if let tcp, to == tcp.remote {
                     x.bytes.withUnsafeBytes { tcp.write($0) }
                 } else {
-                    x.bytes.withUnsafeBytes { try? w.socket.send($0, to: to) }
+                    w.socket.send(x)
                 }
             }
             while let e = t.pollEvent() { if case let .failed(r) = e { failure = r.reason } }
         }
         SetUpLoop(socket: w.socket, stream: tcp).run(
             for: 12_000_000, idle: 20_000, done: { t.isConnected || failure != nil }, step: { t.step(now: $0) }, flush: flush,
-            datagram: { bytes, from, now in
-                if let from = STUNAddress(from) { _ = t.handle(bytes, from: from, to: w.local, now: now) }
+            datagram: { bytes, from, to, now in
+                if let from = STUNAddress(from) { _ = t.handle(bytes, from: from, to: to.flatMap { STUNAddress($0) } ?? w.local, now: now) }
             },
             message: { m, now in _ = t.handle(m, from: t.turn!.server, to: w.local, now: now) })
         let connected = t.isConnected
@@ -157,7 +157,7 @@ public enum ConnectivityCheck {
             return PathResult(
                 path: "srflx-udp", reachable: false, connectMs: nil, rttMs: nil, detail: "\(server): cannot resolve or reach it")
         }
-        let result = WHIPConnection.queryReflexive(socket: socket, host: .host(base), servers: [sa]).first
+        let result = WHIPConnection.queryReflexive(socket: socket, hosts: [.host(base)], servers: [sa]).first
         switch result {
         case let .reflexive(c, _, _, redundant, rtt)?:
             return PathResult(

@@ -1,4 +1,6 @@
 import Transport
+import ICE
+import WebRTC
 import Platform
 
 /// The one loop of the set-up drivers: a sans-IO state machine (a TURN allocation, a STUN
@@ -16,11 +18,12 @@ struct SetUpLoop {
     /// Runs until `done()` or `micros` have passed.
     /// - `step`: advance the machine to `now`; its next deadline (nil: `idle` from now).
     /// - `flush`: send what the machine queued (after each step and each receive).
-    /// - `datagram`: one UDP datagram as it arrived, with its source.
+    /// - `datagram`: one UDP datagram as it arrived, with its source and (on a wildcard socket)
+    ///   the local address it reached.
     /// - `message`: one framed message from the stream.
     func run(
         for micros: Int64, idle: Int64, done: () -> Bool, step: (Int64) -> Int64?, flush: () -> Void,
-        datagram: ([UInt8], SocketAddress, Int64) -> Void, message: ([UInt8], Int64) -> Void = { _, _ in }
+        datagram: ([UInt8], SocketAddress, SocketAddress?, Int64) -> Void, message: ([UInt8], Int64) -> Void = { _, _ in }
     ) {
         let deadline = Clock.monotonicMicros() + micros
         var ready = [UInt8](repeating: 0, count: 2)
@@ -39,10 +42,21 @@ struct SetUpLoop {
             if let n = try? socket.receive(into: batch) {
                 for i in 0..<n {
                     guard let from = batch.source(i) else { continue }
-                    datagram([UInt8](UnsafeRawBufferPointer(batch.packet(i))), from, Clock.monotonicMicros())
+                    datagram([UInt8](UnsafeRawBufferPointer(batch.packet(i))), from, batch.local(i), Clock.monotonicMicros())
                 }
             }
             flush()
         }
+    }
+}
+
+extension UDPSocket {
+    /// Sends a sans-IO machine's datagram: from its `from` when this socket is on the wildcard
+    /// address (a host candidate per interface), else from the socket's own address. Errors are
+    /// the machine's retransmissions' business.
+    func send(_ t: Transmit) {
+        guard let to = SocketAddress(t.to) else { return }
+        let from = isWildcard ? SocketAddress(t.from) : nil
+        t.bytes.withUnsafeBytes { try? send($0, to: to, from: from) }
     }
 }

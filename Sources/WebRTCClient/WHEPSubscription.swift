@@ -252,6 +252,6 @@ public final class WHEPSubscription: @unchecked Sendable {
     public func requestICERestart(timeoutMillis: Int = 5_000) -> Result<PublisherControl.ICERestart, WHIPConnectError> {
         WHIPConnection.requestICERestart(
             resource: resource, localCandidates: spec.localCandidates, negotiated: negotiated, token: ending.token, exchange: .whep,
-            family: spec.localCandidates.first?.address.ip.count ?? 4, timeoutMillis: timeoutMillis)
+            families: [spec.localCandidates.first?.address.ip.count ?? 4], timeoutMillis: timeoutMillis)
     }
 }

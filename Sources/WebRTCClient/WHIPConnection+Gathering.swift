@@ -15,10 +15,13 @@ import Platform
 extension WHIPConnection {
     /// This socket's candidates: the host one, server-reflexive ones from the STUN servers, and a
     /// relayed one from the first TURN server that allocates (RFC 8656) — as the policy allows.
+    /// `hosts`: the host candidates (default the one of `local`); `local` is the base STUN and
+    /// TURN are asked from.
     public static func gather(
-        _ options: WHIPOptions, socket: UDPSocket, local: STUNAddress
+        _ options: WHIPOptions, socket: UDPSocket, local: STUNAddress, hosts: [ICECandidate]? = nil
     ) throws(WHIPConnectError) -> (candidates: [ICECandidate], turn: TURNClient?, turnTCP: (any TURNStream)?, turnFailures: [String]) {
-        var candidates = [ICECandidate.host(local)]
+        let hosts = hosts ?? [ICECandidate.host(local)]
+        var candidates = hosts
         var stunServers: [STUNAddress] = []
         var turnServers: [(address: STUNAddress, tcp: Bool, tls: Bool, host: String)] = []
         for s in options.iceServers {
@@ -35,7 +38,7 @@ extension WHIPConnection {
             throw WHIPConnectError("a turn: server needs --turn-username and --turn-credential (or PUBBOT_TURN_CREDENTIAL)")
         }
         if options.policy != .relay && options.policy != .host {
-            candidates += gatherReflexive(socket: socket, host: candidates[0], servers: stunServers)
+            candidates += gatherReflexive(socket: socket, hosts: hosts, servers: stunServers)
         }
         // A relayed candidate from the first TURN server that allocates (RFC 8656), on this socket.
         var turn: TURNClient?
@@ -71,7 +74,8 @@ extension WHIPConnection {
     /// goes into `turn`; the summary says what came of them.
     static func gatherAnnounced(
         _ announced: [(url: ICEServerURL, username: String, credential: String)], options: WHIPOptions, socket: UDPSocket,
-        local: STUNAddress, existing: [ICECandidate], turn: inout TURNClient?, turnTCP: inout (any TURNStream)?,
+        local: STUNAddress, hosts: [ICECandidate]? = nil, existing: [ICECandidate], turn: inout TURNClient?,
+        turnTCP: inout (any TURNStream)?,
         turnFailures: inout [String], summary: inout [(String, String)]
     ) -> [ICECandidate] {
         var fresh: [ICECandidate] = []
@@ -80,7 +84,7 @@ extension WHIPConnection {
             let stun = announced.filter { !$0.url.isTURN }.compactMap { s -> STUNAddress? in
                 (try? SocketAddress(host: s.url.host, port: s.url.port)).flatMap { STUNAddress($0) }
             }
-            fresh += gatherReflexive(socket: socket, host: .host(local), servers: stun).filter { !existing.contains($0) }
+            fresh += gatherReflexive(socket: socket, hosts: hosts ?? [.host(local)], servers: stun).filter { !existing.contains($0) }
         }
         if turn == nil && options.policy != .host {
             for s in announced where s.url.isTURN && turn == nil {
@@ -155,7 +159,7 @@ extension WHIPConnection {
                 if let stream {
                     b.bytes.withUnsafeBytes { stream.write($0) }
                 } else {
-                    b.bytes.withUnsafeBytes { try? socket.send($0, to: to) }
+                    b.bytes.withUnsafeBytes { try? socket.send($0, to: to, from: socket.isWildcard ? SocketAddress(base) : nil) }
                 }
             }
         }
@@ -163,7 +167,7 @@ extension WHIPConnection {
         SetUpLoop(socket: socket, stream: stream).run(
             for: 7_000_000, idle: 50_000, done: { t.state != .allocating || stream?.closed == true }, step: { t.step(now: $0) },
             flush: send,
-            datagram: { bytes, from, now in
+            datagram: { bytes, from, _, now in
                 if stream == nil && from == to { _ = t.handle(bytes, now: now) }
             },
             message: { m, now in _ = t.handle(m, now: now) })
@@ -176,9 +180,9 @@ extension WHIPConnection {
 
     /// Server-reflexive candidates: the gatherer's Binding requests on the media socket itself (so
     /// the mapping is the one media will use), for at most ~4.5 s.
-    static func gatherReflexive(socket: UDPSocket, host: ICECandidate, servers: [STUNAddress]) -> [ICECandidate] {
+    static func gatherReflexive(socket: UDPSocket, hosts: [ICECandidate], servers: [STUNAddress]) -> [ICECandidate] {
         var found: [ICECandidate] = []
-        for r in queryReflexive(socket: socket, host: host, servers: servers) {
+        for r in queryReflexive(socket: socket, hosts: hosts, servers: servers) {
             if case let .reflexive(c, _, _, redundant, _) = r, !redundant, !found.contains(c) { found.append(c) }
         }
         return found
@@ -186,21 +190,21 @@ extension WHIPConnection {
 
     /// Runs an `ICEGatherer` on `socket` until every server answered or gave up (≤ 4.5 s) and
     /// returns what it found, in order (also the connectivity pre-flight's STUN check).
-    static func queryReflexive(socket: UDPSocket, host: ICECandidate, servers: [STUNAddress]) -> [ICEGatherer.Result] {
-        guard !servers.isEmpty else { return [] }
+    static func queryReflexive(socket: UDPSocket, hosts: [ICECandidate], servers: [STUNAddress]) -> [ICEGatherer.Result] {
+        guard !servers.isEmpty, let host = hosts.first else { return [] }
         let seed = SecureRandom.bytes(8).reduce(0) { $0 << 8 | UInt64($1) }
-        let g = ICEGatherer(hosts: [host], servers: servers, seed: seed)
+        let g = ICEGatherer(hosts: hosts, servers: servers, seed: seed)
         var results: [ICEGatherer.Result] = []
         SetUpLoop(socket: socket).run(
             for: 4_500_000, idle: 50_000, done: { g.isDone }, step: { g.step(now: $0) },
             flush: {
-                while let t = g.pollTransmit() {
-                    if let to = SocketAddress(t.to) { t.bytes.withUnsafeBytes { try? socket.send($0, to: to) } }
-                }
+                while let t = g.pollTransmit() { socket.send(t) }
                 while let r = g.pollResult() { results.append(r) }
             },
-            datagram: { bytes, from, now in
-                if let from = STUNAddress(from) { _ = g.handle(bytes, from: from, to: host.address, now: now) }
+            datagram: { bytes, from, to, now in
+                if let from = STUNAddress(from) {
+                    _ = g.handle(bytes, from: from, to: to.flatMap { STUNAddress($0) } ?? host.address, now: now)
+                }
             })
         return results
     }

@@ -64,8 +64,8 @@ extension WHIPConnection {
     /// an error and the session goes on (§4.3.3: a failed restart does not end it).
     public func requestICERestart(timeoutMillis: Int = 5_000) -> Result<PublisherControl.ICERestart, WHIPConnectError> {
         Self.requestICERestart(
-            resource: resource, localCandidates: localCandidates, negotiated: negotiated, token: ending.token, exchange: .whip,
-            family: local.ip.count, timeoutMillis: timeoutMillis)
+            resource: resource, localCandidates: localCandidates.withLock { $0 }, negotiated: negotiated, token: ending.token,
+            exchange: .whip, families: hostPlan.withLock { $0?.families } ?? [local.ip.count], timeoutMillis: timeoutMillis)
     }
 
     /// The restart exchange for a WHIP or WHEP session (WHEP keeps WHIP's PATCH rules): new
@@ -73,7 +73,7 @@ extension WHIPConnection {
     /// server's new credentials and its candidates of `family` (4 or 16 address bytes) back.
     static func requestICERestart(
         resource: WHIPSession, localCandidates: [ICECandidate], negotiated: NegotiatedSession, token: String?,
-        exchange: SignalingExchange, family: Int, timeoutMillis: Int
+        exchange: SignalingExchange, families: Set<Int>, timeoutMillis: Int
     ) -> Result<PublisherControl.ICERestart, WHIPConnectError> {
         guard resource.hasLocation else { return .failure(WHIPConnectError("the server gave no session URL (Location): nothing to PATCH")) }
         let credentials = ICEAgent.Credentials(random: SecureRandom.bytes(32))
@@ -91,7 +91,7 @@ extension WHIPConnection {
         guard let ufrag = fragment.ufrag, let pwd = fragment.password, !ufrag.isEmpty, !pwd.isEmpty else {
             return .failure(WHIPConnectError("the server's ICE restart answer has no a=ice-ufrag/a=ice-pwd"))
         }
-        let remotes = fragment.candidates.filter { $0.address.ip.count == family }
+        let remotes = fragment.candidates.filter { families.contains($0.address.ip.count) }
         guard !remotes.isEmpty else {
             return .failure(WHIPConnectError("the server's ICE restart answer has no candidate pubbot can reach"))
         }

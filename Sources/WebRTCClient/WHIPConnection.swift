@@ -44,8 +44,9 @@ public struct WHIPOptions: Sendable {
     public var token: String?
     /// `stun:HOST:PORT` servers for server-reflexive candidates (besides the endpoint's Link headers).
     public var iceServers: [ICEServerURL] = []
-    /// Offer host candidates of this interface only.
-    public var interface: String?
+    /// Offer host candidates of these interfaces only (`--ice-interface`, repeatable); empty:
+    /// every usable one.
+    public var interfaces: [String] = []
     /// Long-term credentials for the `turn:` servers (RFC 8656 §9.2; never printed).
     public var turnUsername: String?
     public var turnCredential: String?
@@ -97,8 +98,17 @@ public final class WHIPConnection: @unchecked Sendable {
     let ending: SessionEnd
     /// The candidates the offer carried (a restart's PATCH carries them again), and the ICE
     /// session's entity-tag (the 201's, then each restart's).
-    let localCandidates: [ICECandidate]
+    let localCandidates: Mutex<[ICECandidate]>
     let entityTag: Mutex<String?>
+    /// The host candidates' plan (nil: one address, the socket's); replaced when the
+    /// interfaces change and ICE restarts on the new one.
+    let hostPlan: Mutex<HostPlan?>
+    /// The options the host plan came from (interfaces, endpoint), to make it again.
+    let hostOptions: WHIPOptions?
+    /// The address a publisher session is given as its local one: the socket's own — the
+    /// wildcard address when there is a host candidate per interface (the session then names
+    /// each datagram's source), else the host candidate's.
+    public var sessionLocal: STUNAddress { STUNAddress(socket.localAddress).flatMap { $0.ip.allSatisfy { $0 == 0 } ? $0 : nil } ?? local }
     /// When `open` began (monotonic µs, before gathering): time to first media counts from here.
     public let openedMicros: Int64
     /// What the user should hear once (a trickle the server refused).
@@ -111,10 +121,16 @@ public final class WHIPConnection: @unchecked Sendable {
         _ options: WHIPOptions, base: PublisherConfig, certificate: DTLSCertificate,
         sleep: (Int64) -> Void
     ) throws(WHIPConnectError) -> WHIPConnection {
-        let bindAddress = try Self.bindAddress(options)
+        let plan = try Self.hostPlan(options)
         let socket: UDPSocket
-        do { socket = try UDPSocket(bind: bindAddress) } catch { throw WHIPConnectError("cannot open the media socket: \(error)") }
-        guard let local = STUNAddress(socket.localAddress) else { throw WHIPConnectError("the media socket has no usable address") }
+        do {
+            socket = try UDPSocket(bind: plan.bind)
+            if plan.isWildcard { try socket.enableLocalAddresses() }
+        } catch { throw WHIPConnectError("cannot open the media socket: \(error)") }
+        let hosts = plan.candidates(port: socket.localAddress.port)
+        // The first host (the address routed toward the endpoint) is where STUN and TURN are
+        // asked from.
+        let local = hosts[0].address
         let openedMicros = Clock.monotonicMicros()
         // Trickle ICE (RFC 9725 §4.3.2): with servers to ask, the offer goes with the host
         // candidate at once and the rest is gathered while the POST is in flight. The relay and
@@ -123,10 +139,10 @@ public final class WHIPConnection: @unchecked Sendable {
         var candidates: [ICECandidate]
         var (turn, turnTCP, turnFailures): (TURNClient?, (any TURNStream)?, [String]) = (nil, nil, [])
         if !trickling {
-            let g = try gather(options, socket: socket, local: local)
+            let g = try gather(options, socket: socket, local: local, hosts: hosts)
             (candidates, turn, turnTCP, turnFailures) = (g.candidates, g.turn, g.turnTCP, g.turnFailures)
         } else {
-            candidates = [ICECandidate.host(local)]
+            candidates = hosts
         }
         let offered = options.policy == .noHost ? candidates.filter { $0.kind != .host } : candidates
         let (offer, ssrcs) = makeOffer(base, candidates: offered, certificate: certificate)
@@ -149,7 +165,7 @@ public final class WHIPConnection: @unchecked Sendable {
                     posted.withLock { $0 = r }
                 }
                 do throws(WHIPConnectError) {
-                    let g = try gather(options, socket: socket, local: local)
+                    let g = try gather(options, socket: socket, local: local, hosts: hosts)
                     trickled = g.candidates.filter { $0.kind != .host }
                     (turn, turnTCP, turnFailures) = (g.turn, g.turnTCP, g.turnFailures)
                 } catch { gatherError = error }
@@ -199,7 +215,8 @@ public final class WHIPConnection: @unchecked Sendable {
         let announced = serverICEServers(resource.iceServers, options: options)
         if !announced.isEmpty {
             let fresh = gatherAnnounced(
-                announced, options: options, socket: socket, local: local, existing: candidates, turn: &turn, turnTCP: &turnTCP,
+                announced, options: options, socket: socket, local: local, hosts: hosts, existing: candidates, turn: &turn,
+                turnTCP: &turnTCP,
                 turnFailures: &turnFailures, summary: &summary)
             candidates += fresh
             trickled += fresh
@@ -221,10 +238,16 @@ public final class WHIPConnection: @unchecked Sendable {
         if options.policy != .all { summary.append(("icePolicy", options.policy.rawValue)) }
         summary.append(("dtlsRole", n.dtlsServer ? "server (answer setup:active)" : "client (answer setup:passive)"))
 
-        let remotes = n.candidates.filter { $0.address.ip.count == local.ip.count }
-        guard let first = remotes.first, let destination = SocketAddress(first.address) else {
-            throw refuse("the answer has no ICE candidate pubbot can reach from \(local.ipText) (trickle ICE by PATCH is not supported)")
+        let families = plan.families
+        let remotes = n.candidates.filter { families.contains($0.address.ip.count) }
+        guard let first = remotes.first(where: { $0.address.ip.count == local.ip.count }) ?? remotes.first,
+            let destination = SocketAddress(first.address)
+        else {
+            throw refuse(
+                "the answer has no ICE candidate pubbot can reach from \(hosts.map(\.address.ipText).joined(separator: ", ")) (trickle ICE by PATCH is not supported)"
+            )
         }
+        if hosts.count > 1 || plan.isWildcard { summary.append(("hostCandidates", plan.text)) }
         c.destination = destination
         c.bundle = true
         guard let fingerprint = DTLSCertificate.parseFingerprint(n.fingerprint) else {
@@ -246,7 +269,7 @@ public final class WHIPConnection: @unchecked Sendable {
         }
         if turn != nil && options.policy != .relay { turn?.permit(first.address) } // early permission for the server's candidate
         return WHIPConnection(
-            resource: resource, negotiated: n, config: c, socket: socket, local: local,
+            resource: resource, negotiated: n, config: c, socket: socket, local: local, hostPlan: plan, hostOptions: options,
             transport: WebRTCTransport(ice: ice, dtls: dtls, turn: turn), turnTCP: turnTCP, summary: summary, token: options.token,
             localCandidates: options.policy == .noHost ? candidates.filter { $0.kind != .host } : candidates,
             openedMicros: openedMicros, warnings: warnings)
@@ -289,7 +312,7 @@ public final class WHIPConnection: @unchecked Sendable {
         do { server = try SocketAddress(host: host, port: port) } catch {
             throw WHIPConnectError("cannot resolve the endpoint's host '\(host)': \(error)")
         }
-        if let name = options.interface {
+        if let name = options.interfaces.first {
             let addresses = LocalInterfaces.hostAddresses(interface: name, includeLoopback: true, ipv6: server.isIPv6)
                 .filter { ($0.ip.count == 16) == server.isIPv6 }
             guard let a = addresses.first, let s = SocketAddress(STUNAddress(ip: a.ip, port: 0)) else {
@@ -302,10 +325,13 @@ public final class WHIPConnection: @unchecked Sendable {
 
     init(
         resource: WHIPSession, negotiated: NegotiatedSession, config: PublisherConfig, socket: UDPSocket, local: STUNAddress,
-        transport: WebRTCTransport, turnTCP: (any TURNStream)?, summary: [(String, String)], token: String?,
+        hostPlan: HostPlan? = nil, hostOptions: WHIPOptions? = nil, transport: WebRTCTransport, turnTCP: (any TURNStream)?,
+        summary: [(String, String)], token: String?,
         localCandidates: [ICECandidate], openedMicros: Int64 = 0, warnings: [String] = []
     ) {
-        self.localCandidates = localCandidates
+        self.localCandidates = Mutex(localCandidates)
+        self.hostPlan = Mutex(hostPlan)
+        self.hostOptions = hostOptions
         self.openedMicros = openedMicros
         self.warnings = warnings
         entityTag = Mutex(resource.etag)

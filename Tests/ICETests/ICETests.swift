@@ -82,14 +82,23 @@ func liteServer() -> ICEAgent {
         // (the unspecified address when not known, as libwebrtc writes a hidden one).
         let relay = try ICECandidate.parse("candidate:9 1 udp 16777215 10.0.0.1 5000 typ relay network-id 1 raddr 192.0.2.1 rport 4000")
         #expect(relay.relatedAddress == STUNAddress(ip: [192, 0, 2, 1], port: 4000), "\(relay)")
-        #expect(relay.description.hasSuffix("typ relay raddr 192.0.2.1 rport 4000"))
+        #expect(relay.description.hasSuffix("typ relay raddr 192.0.2.1 rport 4000 network-id 1"), "\(relay.description)")
         #expect(try ICECandidate.parse(Substring(relay.description)) == relay)
         var bare = relay
         bare.relatedAddress = nil
-        #expect(bare.description.hasSuffix("typ relay raddr 0.0.0.0 rport 0"))
+        #expect(bare.description.hasSuffix("typ relay raddr 0.0.0.0 rport 0 network-id 1"))
         // …which reads back as no base (the fuzzer's round trip: a relay line without one).
         #expect(try ICECandidate.parse(Substring(bare.description)) == bare)
         #expect(v6.relatedAddress == nil)
+        // network-id and network-cost (draft-thatcher-ice-network-cost), as libwebrtc writes them
+        // after a candidate: read, and written back after the RFC 8839 fields.
+        let host = ICECandidate.host(STUNAddress(ip: [10, 81, 0, 2], port: 5000), localPreference: 64_511, networkID: 2, networkCost: 10)
+        #expect(host.description.hasSuffix("typ host network-id 2 network-cost 10"), "\(host.description)")
+        #expect(try ICECandidate.parse(Substring(host.description)) == host)
+        let chromium = try ICECandidate.parse(
+            "candidate:1 1 udp 2122260223 192.168.1.5 54321 typ host generation 0 ufrag ab network-id 3 network-cost 900")
+        #expect(chromium.networkID == 3 && chromium.networkCost == 900)
+        #expect(try ICECandidate.parse("candidate:1 1 udp 1 10.0.0.1 9 typ host network-cost -5 network-id 99999").networkCost == nil)
         let hostWithBase = try ICECandidate.parse("candidate:1 1 udp 1 fd00::2 9 typ host raddr 203.0.113.9 rport 5")
         let hostAgain = try ICECandidate.parse(Substring(hostWithBase.description))
         #expect(hostWithBase.relatedAddress == nil && hostAgain == hostWithBase)

@@ -36,7 +36,7 @@ import Net
         var now: Int64 = 0
         while let due = u.nextDue, now < 100_000 {
             now = due
-            u.release(now: now) { bytes, _ in
+            u.release(now: now) { bytes, _, _ in
                 #expect(bytes.allSatisfy { $0 == bytes[0] })
                 got.append((now, bytes[0], bytes.count))
                 return true
@@ -53,18 +53,18 @@ import Net
         let u = UplinkEmulator(schedule: try ImpairmentSchedule.parse("delay=10ms"), seed: 1, startMicros: 0)
         offer(u, sizes: [100, 200, 300], now: 0, to: to)
         var sent: [Int] = []
-        u.release(now: 9_999) { b, _ in
+        u.release(now: 9_999) { b, _, _ in
             sent.append(b.count); return true
         }
         #expect(sent.isEmpty)
         // The socket takes one, then refuses: the other two wait, in order.
-        u.release(now: 10_000) { b, _ in
+        u.release(now: 10_000) { b, _, _ in
             guard sent.isEmpty else { return false }
             sent.append(b.count)
             return true
         }
         #expect(sent == [100] && u.nextDue == 10_000)
-        u.release(now: 11_000) { b, _ in
+        u.release(now: 11_000) { b, _, _ in
             sent.append(b.count); return true
         }
         #expect(sent == [100, 200, 300] && u.nextDue == nil)

@@ -1,0 +1,99 @@
+import Foundation
+import Testing
+import Platform
+
+/// A publisher with two networks (RFC 8445 §5.1.1.1: a host candidate per interface): in a
+/// namespace with two veths, each its own subnet, into `receive --whip-listen` (`Tests/Peers/
+/// multihomed.sh`). The endpoint's own counts are the check.
+@Suite(.serialized) struct MultihomedTests {
+    static var script: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
+            "Peers/multihomed.sh"
+        ).path
+    }
+
+    /// Runs the script; the publisher's and the endpoint's JSON.
+    func run(mode: String, n: Int, publisherArgs: String = "") throws -> (code: Int32, pub: [String: Any], recv: [String: Any], err: String)
+    {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pubbot-mh-\(getpid())-\(mode)-\(n)")
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: "/bin/bash")
+        p.arguments = [Self.script, TURNInteropTests.binary, dir.path, String(n)]
+        p.environment = ProcessInfo.processInfo.environment.merging(["MODE": mode, "PUB_ARGS": publisherArgs]) { $1 }
+        p.standardInput = FileHandle.nullDevice
+        p.standardOutput = FileHandle.nullDevice
+        p.standardError = FileHandle.nullDevice
+        try p.run()
+        let deadline = Clock.monotonicMicros() + 90_000_000
+        while p.isRunning && Clock.monotonicMicros() < deadline { Clock.sleep(micros: 50_000) }
+        if p.isRunning { p.terminate() }
+        func json(_ name: String) -> [String: Any] {
+            (try? Data(contentsOf: dir.appendingPathComponent(name))).flatMap {
+                try? JSONSerialization.jsonObject(with: $0) as? [String: Any]
+            }
+                ?? [:]
+        }
+        let err = (try? String(contentsOf: dir.appendingPathComponent("pub.err"), encoding: .utf8)) ?? ""
+        return (p.isRunning ? -1 : p.terminationStatus, json("pub.json"), json("recv.json"), err)
+    }
+
+    /// Packets sent per stream (the publisher's) against received (the endpoint's), by SSRC.
+    func counts(_ pub: [String: Any], _ recv: [String: Any]) -> [(sent: Int, received: Int, lost: Int)] {
+        let sent = (pub["streams"] as? [[String: Any]] ?? []).map { ($0["ssrc"] as? Int ?? 0, $0["packetsSent"] as? Int ?? 0) }
+        let got = Dictionary(
+            (recv["streams"] as? [[String: Any]] ?? []).map {
+                ($0["ssrc"] as? Int ?? 0, ($0["packetsReceived"] as? Int ?? 0, $0["packetsLost"] as? Int ?? 0))
+            }
+        ) { a, _ in a }
+        return sent.map { (ssrc, n) in (n, got[ssrc]?.0 ?? 0, got[ssrc]?.1 ?? 0) }
+    }
+
+    /// UDP from the first network's address is dropped: only the second network's host
+    /// candidate gets through. With a host candidate per interface pubbot finds it (the selected
+    /// pair's local side is the second address) and the endpoint receives every packet sent;
+    /// with one candidate (the routed address only, as before) this publish never connects.
+    @Test(.enabled(if: getuid() == 0, "network namespaces need root"))
+    func theSecondNetworkCarriesTheSessionWhenTheFirstDropsUDP() throws {
+        let n = 20 + Int(getpid()) % 100
+        let r = try run(mode: "block", n: n)
+        #expect(r.code == 0, "\(r.err)")
+        let whip = try #require(r.pub["whip"] as? [String: Any], "\(r.err)")
+        let negotiated = whip["negotiated"] as? [String: String] ?? [:]
+        #expect(negotiated["hostCandidates"]?.contains("10.81.\(n).2") == true, "\(negotiated)")
+        #expect(negotiated["hostCandidates"]?.contains("10.82.\(n).2") == true, "\(negotiated)")
+        let pair = try #require(whip["selectedCandidatePair"] as? [String: Any])
+        #expect((pair["localAddress"] as? String)?.hasPrefix("10.82.\(n).2:") == true, "\(pair)")
+        let c = counts(r.pub, r.recv)
+        #expect(c.count == 4 && c.allSatisfy { $0.sent > 100 && $0.received == $0.sent && $0.lost == 0 }, "\(c)")
+        // Offering the first network's address alone (`--ice-interface`): nothing connects, exit 2.
+        let one = try run(mode: "block", n: n + 1, publisherArgs: "--ice-interface {A}")
+        #expect(one.code == 2, "\(one.err)")
+        #expect(one.err.contains("Error:") || one.err.contains("error"), "\(one.err)")
+    }
+
+    /// The network the session runs on goes away at 4 s (its address removed): pubbot notices
+    /// within a second, restarts ICE by PATCH with the host candidates it has now (RFC 8445 §9),
+    /// and the session goes on over the second network — one session, DTLS and SRTP unchanged —
+    /// the endpoint receiving all but what was sent into the vanished network before the restart.
+    @Test(.enabled(if: getuid() == 0, "network namespaces need root"))
+    func losingTheNetworkInUseRestartsICEOnTheOther() throws {
+        let n = 120 + Int(getpid()) % 100
+        let r = try run(mode: "change", n: n)
+        #expect(r.code == 0, "\(r.err)")
+        let whip = try #require(r.pub["whip"] as? [String: Any], "\(r.err)")
+        #expect(whip["iceRestarts"] as? Int == 1, "\(whip)")
+        let pair = try #require(whip["selectedCandidatePair"] as? [String: Any])
+        #expect((pair["localAddress"] as? String)?.hasPrefix("10.82.\(n).2:") == true, "\(pair)")
+        let restarts = try #require(r.pub["iceRestarts"] as? [[String: Any]], "\(r.pub.keys)")
+        #expect(restarts.count == 1 && restarts[0]["outcome"] as? String == "restarted", "\(restarts)")
+        #expect((restarts[0]["trigger"] as? String)?.hasPrefix("interface change: 10.81.\(n).2 gone") == true, "\(restarts)")
+        #expect(r.err.contains("the local interfaces changed"))
+        // 10 s of media: what went into the vanished network before the restart (≤ ~1 s of it)
+        // is lost, the rest arrives — on the second network, after the restart.
+        let c = counts(r.pub, r.recv)
+        let sent = c.reduce(0) { $0 + $1.sent }, received = c.reduce(0) { $0 + $1.received }
+        #expect(c.count == 4 && sent > 3_000 && Double(received) >= 0.85 * Double(sent), "\(c)")
+        #expect(c.allSatisfy { $0.received > $0.sent / 2 }, "\(c)")
+    }
+}

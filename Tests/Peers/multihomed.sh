@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# A publisher with two networks: it runs in a namespace of its own with two veths, A
+# (10.81.N.2) and B (10.82.N.2), both reaching the WHIP endpoint (`pubbot receive
+# --whip-listen` on 10.81.N.1, this side of A); what leaves from B's address goes out B (source
+# routing, as a multi-homed host has). MODE=block (the default): nftables drop every UDP
+# datagram from A's address — only a host candidate on B can carry media. MODE=change: at 4 s
+# A's address is removed (the network the session runs on goes away) — the publisher has to
+# notice and restart ICE on B. Writes the publisher's JSON to OUT/pub.json, the endpoint's to
+# OUT/recv.json, their stderr beside. Needs root; exit 77 (skip) when namespaces are refused.
+# PUB_ARGS: more arguments for the publisher ({A} and {B} stand for the two interfaces' names).
+#
+#   [MODE=block|change] [PUB_ARGS=…] multihomed.sh PUBBOT_BINARY OUT_DIR [N]
+set -euo pipefail
+bin=$1 out=$2 n=${3:-$(( ($$ % 200) + 20 ))}
+ns="pbmh$n" ha="vha$n" hb="vhb$n" pa="vpa$n" pb="vpb$n"
+[ "$(id -u)" -eq 0 ] || { echo "multihomed: needs root" >&2; exit 77; }
+ip netns add "$ns" 2>/dev/null || { echo "multihomed: cannot create network namespaces here" >&2; exit 77; }
+mkdir -p "$out"
+cleanup() {
+  set +e
+  [ -n "${recv:-}" ] && { pkill -9 -P "$recv" 2>/dev/null; kill -9 "$recv" 2>/dev/null; }
+  ip link del "$ha" 2>/dev/null; ip link del "$hb" 2>/dev/null
+  ip netns del "$ns" 2>/dev/null
+  true
+}
+trap cleanup EXIT
+ip link add "$ha" type veth peer name "$pa" netns "$ns"
+ip link add "$hb" type veth peer name "$pb" netns "$ns"
+ip addr add "10.81.$n.1/24" dev "$ha"; ip link set "$ha" up
+ip addr add "10.82.$n.1/24" dev "$hb"; ip link set "$hb" up
+ip -n "$ns" addr add "10.81.$n.2/24" dev "$pa"; ip -n "$ns" link set "$pa" up
+ip -n "$ns" addr add "10.82.$n.2/24" dev "$pb"; ip -n "$ns" link set "$pb" up
+ip -n "$ns" link set lo up
+# B's address leaves by B (policy routing: a source-specific table), and B is the way to the
+# endpoint once A is gone.
+ip -n "$ns" rule add from "10.82.$n.2" table 100
+ip -n "$ns" route add default via "10.82.$n.1" dev "$pb" table 100
+ip -n "$ns" route add default via "10.82.$n.1" dev "$pb"
+# The host takes a datagram for 10.81.N.1 that arrives on B (it is one of its addresses).
+sysctl -qw "net.ipv4.conf.$hb.rp_filter=0" "net.ipv4.conf.$ha.rp_filter=0" 2>/dev/null || true
+port=$(( 18600 + n ))
+timeout -s KILL 60 "$bin" receive --whip-listen "10.81.$n.1:$port" --duration 14s --no-decode --json </dev/null \
+  >"$out/recv.json" 2>"$out/recv.err" &
+recv=$!
+for _ in $(seq 50); do grep -q '/whip (media' "$out/recv.err" 2>/dev/null && break; sleep 0.1; done
+if [ "${MODE:-block}" = block ]; then
+  ip netns exec "$ns" nft add table inet pubbot
+  ip netns exec "$ns" nft add chain inet pubbot out '{ type filter hook output priority 0; }'
+  ip netns exec "$ns" nft add rule inet pubbot out ip saddr "10.81.$n.2" meta l4proto udp drop
+  duration=6s
+else
+  ( sleep 4; ip -n "$ns" addr del "10.81.$n.2/24" dev "$pa" ) &
+  duration=10s
+fi
+code=0
+extra=${PUB_ARGS:-}; extra=${extra//\{A\}/$pa}; extra=${extra//\{B\}/$pb}
+# shellcheck disable=SC2086 # PUB_ARGS is a list of words
+ip netns exec "$ns" timeout -s KILL 40 "$bin" publish --whip "http://10.81.$n.1:$port/whip" --duration "$duration" --json $extra \
+  </dev/null >"$out/pub.json" 2>"$out/pub.err" || code=$?
+wait "$recv" || true
+[ "$code" -eq 0 ] || echo "multihomed: publish exited $code: $(tail -1 "$out/pub.err")" >&2
+exit "$code"
