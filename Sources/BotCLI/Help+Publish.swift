@@ -30,8 +30,11 @@ extension Help {
                                     (a private CA; default: the system's store)
           --ice-policy POLICY       all (default), relay (only the TURN relay) or no-host (keep
                                     the host address out of the offer)
-          --ice-interface NAME      offer this interface's address (default: the one routed
-                                    toward the endpoint)
+          --ice-interface NAME      offer this interface's addresses only (repeatable; default:
+                                    a host candidate per usable interface and family, the one
+                                    routed toward the endpoint first, with network-id and
+                                    network-cost; a loopback endpoint gets loopback alone).
+                                    A change of the interfaces restarts ICE on the new ones
           --no-ipv6                 IPv4 only: names resolve to IPv4 (endpoint, STUN, TURN), the
                                     HTTP exchanges and the media go over IPv4 (default: the
                                     first address the resolver gives, IPv6 first, RFC 6724)

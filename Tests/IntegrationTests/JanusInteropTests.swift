@@ -412,7 +412,9 @@ import Platform
         defer { turn.server.stop() }
         for rule in [
             ["add", "table", "inet", "onlyrelay"], ["add", "chain", "inet", "onlyrelay", "input", "{ type filter hook input priority 0; }"],
-            ["add", "rule", "inet", "onlyrelay", "input", "ip", "saddr", "10.78.\(n).1", "udp", "sport", "!=", "61000-61999", "drop"]
+            // From any address of this side (pubbot offers a host candidate per interface), IPv4
+            // or IPv6: only what coturn relays gets in.
+            ["add", "rule", "inet", "onlyrelay", "input", "iifname", "!=", "lo", "udp", "sport", "!=", "61000-61999", "drop"]
         ] {
             let (rc, out) = try sh(["-c", "ip netns exec pbjanus\(n) nft " + rule.map { "'\($0)'" }.joined(separator: " ")])
             try #require(rc == 0, "nft \(rule): \(out)")
