@@ -22,22 +22,27 @@ enum WHEPReceiver {
     static func open(_ options: WHIPOptions, config: ReceiverConfig = defaultConfig) throws(WHIPConnectError) -> (
         ReceiverEngine, WHEPSubscription
     ) {
-        let bind = try WHIPConnection.bindAddress(options)
+        // A host candidate per usable interface and family, as the publisher offers (`HostPlan`).
+        let plan = try WHIPConnection.hostPlan(options)
         var rc = config
-        rc.listen = bind
+        rc.listen = plan.bind
         rc.maxPublishers = 1
         let certificate: DTLSCertificate
         do { certificate = try DTLSCertificate() } catch { throw WHIPConnectError("\(error)") }
         // The receive socket, bound now: STUN and TURN servers (--ice-server, and those the 201
         // announces) are asked from it by the subscription, as the publisher does.
         let socket: UDPSocket
-        do { socket = try UDPSocket(bind: bind, receiveBuffer: 32 << 20) } catch { throw WHIPConnectError("cannot bind \(bind): \(error)") }
-        guard let base = STUNAddress(socket.localAddress) else { throw WHIPConnectError("the local address \(bind) is not usable for ICE") }
-        rc.webrtc = WebRTCListenConfig(certificate: certificate, local: base)
+        do {
+            socket = try UDPSocket(bind: plan.bind, receiveBuffer: 32 << 20)
+            if plan.isWildcard { try socket.enableLocalAddresses() }
+        } catch { throw WHIPConnectError("cannot open the receive socket on \(plan.bind): \(error)") }
+        let hosts = plan.candidates(port: socket.localAddress.port)
+        let base = hosts[0].address
+        rc.webrtc = WebRTCListenConfig(certificate: certificate, locals: hosts.map(\.address))
         let receiver: ReceiverEngine
         do { receiver = try ReceiverEngine(config: rc, socket: socket) } catch { throw WHIPConnectError("\(error)") }
         let subscription = try WHEPSubscription.open(
-            options, local: base, certificate: certificate, socket: socket, sleep: { Clock.sleep(micros: $0) })
+            options, local: base, hosts: hosts, certificate: certificate, socket: socket, sleep: { Clock.sleep(micros: $0) })
         receiver.start()
         receiver.addPublisher(subscription.spec)
         return (receiver, subscription)

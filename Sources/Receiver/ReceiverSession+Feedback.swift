@@ -124,18 +124,20 @@ extension ReceiverSession {
         }
         // Through a TURN relay: to the server, in ChannelData or a Send indication (a permission
         // or channel request first when one is due).
+        // On a wildcard socket, from the selected pair's base (RFC 8445 §5.1.1).
+        let source = namesSources ? rtcByAddress[peer.address]?.transport.selectedBase.flatMap { SocketAddress($0) } : nil
         if let t = peer.relay, let turn = t.turn, let remote = STUNAddress(peer.address), let server = SocketAddress(turn.server) {
             let bytes = [UInt8](UnsafeRawBufferPointer(start: slot.baseAddress, count: n))
             guard let wrapped = turn.send(bytes, to: remote) else { return false }
             while let x = turn.pollTransmit() {
                 outBytes.append(contentsOf: x.bytes)
-                outPackets.append((outBytes.count, server))
+                outPackets.append((outBytes.count, server, source))
             }
             outBytes.append(contentsOf: wrapped)
-            outPackets.append((outBytes.count, server))
+            outPackets.append((outBytes.count, server, source))
         } else {
             outBytes.append(contentsOf: UnsafeRawBufferPointer(start: slot.baseAddress, count: n))
-            outPackets.append((outBytes.count, peer.address))
+            outPackets.append((outBytes.count, peer.address, source))
         }
         snap.rtcpSent += 1
         return true
@@ -143,11 +145,16 @@ extension ReceiverSession {
 
     /// Hands each queued feedback datagram to `send` (bytes, destination), in order.
     public func pollTransmit(_ send: (UnsafeRawBufferPointer, SocketAddress) throws(SocketError) -> Void) {
+        pollTransmit { b, to, _ throws(SocketError) in try send(b, to) }
+    }
+
+    /// `pollTransmit` with each datagram's source (nil unless the session names sources).
+    public func pollTransmit(_ send: (UnsafeRawBufferPointer, SocketAddress, SocketAddress?) throws(SocketError) -> Void) {
         outBytes.withUnsafeBytes { all in
             var start = 0
-            for (end, destination) in outPackets {
+            for (end, destination, source) in outPackets {
                 defer { start = end }
-                do { try send(UnsafeRawBufferPointer(rebasing: all[start..<end]), destination) } catch {
+                do { try send(UnsafeRawBufferPointer(rebasing: all[start..<end]), destination, source) } catch {
                     snap.lastError = "rtcp send: \(error)"
                 }
             }

@@ -199,7 +199,12 @@ extension ReceiverSession {
             role: controlling ? .controlling : .controlled, local: .init(ufrag: spec.localUfrag, password: spec.localPassword),
             remote: .init(ufrag: spec.remoteUfrag, password: spec.remotePassword), tieBreaker: seed, lite: !full, seed: seed,
             hmacSHA1: { Crypto.hmacSHA1(key: $0, data: $1) })
-        if !spec.relayOnly { for l in w.locals { ice.addLocal(.host(l)) } }
+        if !spec.relayOnly {
+            // A subscriber's offered host candidates as offered (their priorities, network-id and
+            // -cost); an endpoint's are its socket's addresses.
+            let offered = full ? spec.localCandidates.filter { $0.kind == .host } : []
+            if offered.isEmpty { for l in w.locals { ice.addLocal(.host(l)) } } else { for c in offered { ice.addLocal(c) } }
+        }
         let turn = spec.relay?.client
         if let turn, let relay = turn.relay {
             ice.addLocal(
@@ -352,7 +357,7 @@ extension ReceiverSession {
     }
 
     /// STUN (found by the USERNAME's first half, our ufrag, until its address is known) or DTLS.
-    func handleTransportDatagram(_ p: UnsafeMutableRawPointer, length: Int, from: SocketAddress, now: Int64) {
+    func handleTransportDatagram(_ p: UnsafeMutableRawPointer, length: Int, from: SocketAddress, to: SocketAddress?, now: Int64) {
         guard let w = webrtc, let source = STUNAddress(from) else { snap.rejected.unknownSource += 1; return }
         let bytes = [UInt8](UnsafeRawBufferPointer(start: p, count: length))
         var peer = rtcByAddress[from]
@@ -371,7 +376,7 @@ extension ReceiverSession {
             }
         }
         guard let peer else { snap.rejected.unknownSource += 1; return }
-        let media = peer.transport.handle(bytes, from: source, to: w.local(toward: source), now: now)
+        let media = peer.transport.handle(bytes, from: source, to: to.flatMap { STUNAddress($0) } ?? w.local(toward: source), now: now)
         peer.transportWake = 0
         after(peer, now: now)
         // Media the TURN server relayed (RFC 8656 §11.6, §12.4), unwrapped: SRTP or SRTCP from the
@@ -439,7 +444,7 @@ extension ReceiverSession {
         while let x = peer.transport.pollTransmit() {
             guard let to = SocketAddress(x.to) else { continue }
             outBytes.append(contentsOf: x.bytes)
-            outPackets.append((outBytes.count, to))
+            outPackets.append((outBytes.count, to, namesSources ? SocketAddress(x.from) : nil))
         }
     }
 }

@@ -45,7 +45,11 @@ public final class ReceiverSession {
     /// in `outBytes` (grown as needed: a step may owe feedback to hundreds of publishers).
     let scratch = PacketBatch(capacity: 1)
     var outBytes: [UInt8] = []
-    var outPackets: [(end: Int, destination: SocketAddress)] = []
+    var outPackets: [(end: Int, destination: SocketAddress, source: SocketAddress?)] = []
+    /// The socket is on the wildcard address with a host candidate per interface (a WHEP
+    /// subscriber's): the driver says where each datagram arrived, and each datagram here names
+    /// its source — the transport's own, feedback from the selected pair's base.
+    public var namesSources = false
     /// Report-interval jitter, seeded: a run in virtual time repeats exactly.
     var random: SplitMix64
     /// Wall clock − monotonic clock (fixed at start): wall times are `now + wallOffsetMicros`.
@@ -156,7 +160,9 @@ public final class ReceiverSession {
     /// One datagram from `from`, arrived at `now` (`length` as received: longer than
     /// `PacketBatch.maxPacketSize` means it was truncated). With `--impair` the emulated uplink
     /// first decides whether and when it arrives (delivered by `step`).
-    public func handleDatagram(_ p: UnsafeMutableRawPointer, length len: Int, from: SocketAddress?, now: Int64) {
+    /// `to`: the local address it reached, on a wildcard socket (nil: the socket's own; with
+    /// `--impair` the emulated uplink does not keep it either).
+    public func handleDatagram(_ p: UnsafeMutableRawPointer, length len: Int, from: SocketAddress?, to: SocketAddress? = nil, now: Int64) {
         guard len <= PacketBatch.maxPacketSize else { snap.rejected.oversized += 1; return }
         if emulator != nil, let line = delayLine {
             // The emulated path decides loss and delivery time; delivery happens in deliverDue.
@@ -171,7 +177,7 @@ public final class ReceiverSession {
                 }
             }
         } else {
-            handle(p, length: len, now: now, wall: now + wallOffsetMicros, from: from)
+            handle(p, length: len, now: now, wall: now + wallOffsetMicros, from: from, to: to)
         }
     }
 
@@ -275,7 +281,7 @@ public final class ReceiverSession {
         return i
     }
 
-    func handle(_ p: UnsafeMutableRawPointer, length len: Int, now: Int64, wall: Int64, from: SocketAddress?) {
+    func handle(_ p: UnsafeMutableRawPointer, length len: Int, now: Int64, wall: Int64, from: SocketAddress?, to: SocketAddress? = nil) {
         let bytes = p.assumingMemoryBound(to: UInt8.self)
         // WebRTC: STUN and DTLS go to the publisher's transport; media is known by its source
         // address (the selected pair) and unprotected with that publisher's DTLS keys.
@@ -299,7 +305,7 @@ public final class ReceiverSession {
             guard len > 0, let from else { snap.rejected.notRTP += 1; return }
             let first = bytes[0]
             // RFC 7983: STUN 0–3, DTLS 20–63 and TURN ChannelData 64–79 belong to the transport.
-            if first <= 3 || (20...79).contains(first) { handleTransportDatagram(p, length: len, from: from, now: now); return }
+            if first <= 3 || (20...79).contains(first) { handleTransportDatagram(p, length: len, from: from, to: to, now: now); return }
             guard let w = rtcByAddress[from], let peer = w.peer, let s = w.srtpIn else { snap.rejected.unknownSource += 1; return }
             known = peer
             inbound = s

@@ -168,14 +168,18 @@ public final class ReceiverEngine: Sendable {
                     // In order, never before what the session was last told nor after now (the
                     // wall clock the kernel stamps with may have stepped).
                     at = min(now, max(at, batch.arrival(i) ?? now))
-                    session.handleDatagram(batch.slot(i).baseAddress!, length: Int(batch.lengths[i]), from: batch.source(i), now: at)
+                    session.handleDatagram(
+                        batch.slot(i).baseAddress!, length: Int(batch.lengths[i]), from: batch.source(i), to: batch.local(i), now: at)
                 }
                 lastStep = at
                 if n < batch.capacity { return } // the queue is empty: no call just to hear EAGAIN
             }
         }
+        // A socket that reports where datagrams arrived (a WHEP subscriber's, a host candidate
+        // per interface on the wildcard address): the session names each datagram's source.
+        session.namesSources = socket.reportsLocalAddresses
         func flush() {
-            session.pollTransmit { bytes, to throws(SocketError) in try socket.send(bytes, to: to) }
+            session.pollTransmit { bytes, to, from throws(SocketError) in try socket.send(bytes, to: to, from: from) }
         }
         var nextPublish = Clock.monotonicMicros()
         var wake = nextPublish

@@ -31,16 +31,17 @@ public final class WHEPSubscription: @unchecked Sendable {
     ///     else before the offer (`--no-trickle`, `--ice-policy relay`). The servers the 201
     ///     announces (§4.6) are asked after the answer and trickled too. nil: the host candidate.
     public static func open(
-        _ options: WHIPOptions, local: STUNAddress, certificate: DTLSCertificate, audio: Bool = true, video: Bool = true,
-        socket: UDPSocket? = nil, sleep: (Int64) -> Void
+        _ options: WHIPOptions, local: STUNAddress, hosts: [ICECandidate]? = nil, certificate: DTLSCertificate, audio: Bool = true,
+        video: Bool = true, socket: UDPSocket? = nil, sleep: (Int64) -> Void
     ) throws(WHIPConnectError) -> WHEPSubscription {
         let credentials = ICEAgent.Credentials(random: SecureRandom.bytes(32))
-        var candidates: [ICECandidate] = [.host(local)]
+        let hosts = hosts ?? [.host(local)]
+        var candidates: [ICECandidate] = hosts
         var turn: TURNClient?
         // What a gathering on the receive socket gave; TURN over TCP/TLS is not taken here (the
         // receive thread reads one UDP socket).
         func gathered(_ socket: UDPSocket) throws(WHIPConnectError) -> (candidates: [ICECandidate], turn: TURNClient?) {
-            let g = try WHIPConnection.gather(options, socket: socket, local: local)
+            let g = try WHIPConnection.gather(options, socket: socket, local: local, hosts: hosts)
             guard g.turnTCP == nil else {
                 g.turn?.close()
                 throw WHIPConnectError("a WHEP subscriber relays over UDP TURN only (turn:HOST:PORT?transport=udp), not TCP or TLS")
@@ -118,7 +119,8 @@ public final class WHEPSubscription: @unchecked Sendable {
         guard let fingerprint = DTLSCertificate.parseFingerprint(n.fingerprint) else {
             throw refuse("the \(counter ? "counter-offer" : "answer")'s a=fingerprint is malformed")
         }
-        let remotes = n.candidates.filter { $0.address.ip.count == local.ip.count }
+        let families = Set(hosts.map(\.address.ip.count))
+        let remotes = n.candidates.filter { families.contains($0.address.ip.count) }
         guard !remotes.isEmpty else {
             throw refuse(
                 "the \(counter ? "counter-offer" : "answer") has no ICE candidate pubbot can reach from \(local.ipText) (trickle ICE by PATCH is not supported)"
@@ -133,7 +135,7 @@ public final class WHEPSubscription: @unchecked Sendable {
             var turnTCP: (any TURNStream)?
             var failures: [String] = []
             var announcedFresh = WHIPConnection.gatherAnnounced(
-                announced, options: options, socket: socket, local: local, existing: candidates + trickled, turn: &turn,
+                announced, options: options, socket: socket, local: local, hosts: hosts, existing: candidates + trickled, turn: &turn,
                 turnTCP: &turnTCP, turnFailures: &failures, summary: &summary)
             if turnTCP != nil {
                 // The receive thread reads one UDP socket: a relay over TCP or TLS is not taken.
@@ -252,6 +254,6 @@ public final class WHEPSubscription: @unchecked Sendable {
     public func requestICERestart(timeoutMillis: Int = 5_000) -> Result<PublisherControl.ICERestart, WHIPConnectError> {
         WHIPConnection.requestICERestart(
             resource: resource, localCandidates: spec.localCandidates, negotiated: negotiated, token: ending.token, exchange: .whep,
-            families: [spec.localCandidates.first?.address.ip.count ?? 4], timeoutMillis: timeoutMillis)
+            families: Set(spec.localCandidates.map(\.address.ip.count)), timeoutMillis: timeoutMillis)
     }
 }

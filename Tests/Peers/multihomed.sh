@@ -7,9 +7,13 @@
 # A's address is removed (the network the session runs on goes away) — the publisher has to
 # notice and restart ICE on B. Writes the publisher's JSON to OUT/pub.json, the endpoint's to
 # OUT/recv.json, their stderr beside. Needs root; exit 77 (skip) when namespaces are refused.
-# PUB_ARGS: more arguments for the publisher ({A} and {B} stand for the two interfaces' names).
+# PUB_ARGS: more arguments for the publisher, or with MODE=whep the subscriber ({A} and {B}
+# stand for the two interfaces' names).
+# MODE=whep: the namespace holds a WHEP subscriber instead (`receive --whep`, UDP from A's
+# address dropped as for block) of pion's fan-out endpoint (PION=its binary) on 10.81.N.1, which
+# a publisher on this side feeds: OUT/sub.json, and pion's own log OUT/pion.out.
 #
-#   [MODE=block|change] [PUB_ARGS=…] multihomed.sh PUBBOT_BINARY OUT_DIR [N]
+#   [MODE=block|change|whep] [PUB_ARGS=…] [PION=…] multihomed.sh PUBBOT_BINARY OUT_DIR [N]
 set -euo pipefail
 bin=$1 out=$2 n=${3:-$(( ($$ % 200) + 20 ))}
 ns="pbmh$n" ha="vha$n" hb="vhb$n" pa="vpa$n" pb="vpb$n"
@@ -38,22 +42,45 @@ ip -n "$ns" route add default via "10.82.$n.1" dev "$pb" table 100
 ip -n "$ns" route add default via "10.82.$n.1" dev "$pb"
 # The host takes a datagram for 10.81.N.1 that arrives on B (it is one of its addresses).
 sysctl -qw "net.ipv4.conf.$hb.rp_filter=0" "net.ipv4.conf.$ha.rp_filter=0" 2>/dev/null || true
+block_a() {
+  ip netns exec "$ns" nft add table inet pubbot
+  ip netns exec "$ns" nft add chain inet pubbot out '{ type filter hook output priority 0; }'
+  ip netns exec "$ns" nft add rule inet pubbot out ip saddr "10.81.$n.2" meta l4proto udp drop
+}
+extra=${PUB_ARGS:-}; extra=${extra//\{A\}/$pa}; extra=${extra//\{B\}/$pb}
+if [ "${MODE:-block}" = whep ]; then
+  timeout -s KILL 60 "${PION:?PION=the pion_whip binary}" -listen "10.81.$n.1:0" -limit 60 -forward-rid q >"$out/pion.out" 2>&1 &
+  recv=$!
+  for _ in $(seq 100); do grep -q LISTENING "$out/pion.out" 2>/dev/null && break; sleep 0.1; done
+  port=$(grep -o "LISTENING [0-9]*" "$out/pion.out" | awk '{print $2}')
+  [ -n "$port" ] || { echo "multihomed: pion did not start: $(cat "$out/pion.out")" >&2; exit 1; }
+  timeout -s KILL 40 "$bin" publish --whip "http://10.81.$n.1:$port/whip" --duration 14s --layers "320x180@30:300k" \
+    </dev/null >/dev/null 2>"$out/pub.err" &
+  pub=$!
+  for _ in $(seq 100); do grep -q '"rid":"q"' "$out/pion.out" 2>/dev/null && break; sleep 0.1; done
+  block_a
+  code=0
+  # shellcheck disable=SC2086 # PUB_ARGS is a list of words
+  ip netns exec "$ns" timeout -s KILL 40 "$bin" receive --whep "http://10.81.$n.1:$port/whep" --duration 6s --json $extra </dev/null \
+    >"$out/sub.json" 2>"$out/sub.err" || code=$?
+  for _ in $(seq 50); do grep -q whep-stats "$out/pion.out" 2>/dev/null && break; sleep 0.1; done
+  kill "$pub" 2>/dev/null || true
+  [ "$code" -eq 0 ] || echo "multihomed: receive --whep exited $code: $(tail -1 "$out/sub.err")" >&2
+  exit "$code"
+fi
 port=$(( 18600 + n ))
 timeout -s KILL 60 "$bin" receive --whip-listen "10.81.$n.1:$port" --duration 14s --no-decode --json </dev/null \
   >"$out/recv.json" 2>"$out/recv.err" &
 recv=$!
 for _ in $(seq 50); do grep -q '/whip (media' "$out/recv.err" 2>/dev/null && break; sleep 0.1; done
 if [ "${MODE:-block}" = block ]; then
-  ip netns exec "$ns" nft add table inet pubbot
-  ip netns exec "$ns" nft add chain inet pubbot out '{ type filter hook output priority 0; }'
-  ip netns exec "$ns" nft add rule inet pubbot out ip saddr "10.81.$n.2" meta l4proto udp drop
+  block_a
   duration=6s
 else
   ( sleep 4; ip -n "$ns" addr del "10.81.$n.2/24" dev "$pa" ) &
   duration=10s
 fi
 code=0
-extra=${PUB_ARGS:-}; extra=${extra//\{A\}/$pa}; extra=${extra//\{B\}/$pb}
 # shellcheck disable=SC2086 # PUB_ARGS is a list of words
 ip netns exec "$ns" timeout -s KILL 40 "$bin" publish --whip "http://10.81.$n.1:$port/whip" --duration "$duration" --json $extra \
   </dev/null >"$out/pub.json" 2>"$out/pub.err" || code=$?
