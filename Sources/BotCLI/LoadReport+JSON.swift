@@ -159,6 +159,7 @@ extension LoadReport {
             ("asked", .int(Int64(asked.reduce(0, +)))), ("refused", .int(Int64(bots.compactMap(\.iceRestartsRefused).reduce(0, +)))),
             ("botsRecovered", .int(Int64(recovery.count))),
             ("byConsentWatch", .int(Int64(bots.compactMap(\.iceRecoveries).reduce(0, +)))),
+            ("byInterfaceChange", .int(Int64(bots.compactMap(\.interfaceRestarts).reduce(0, +)))),
             (
                 "recoveryMs",
                 recovery.isEmpty

@@ -81,6 +81,8 @@ struct LoadReport {
         var iceRestartRecoveryMs: Int? = nil
         /// Of `iceRestarts`, those the consent watch set off (`--ice-recover-after`).
         var iceRecoveries: Int? = nil
+        /// Of `iceRestarts`, those a change of the local interfaces set off.
+        var interfaceRestarts: Int? = nil
 
         var json: JSONValue {
             var f: [(String, JSONValue)] = [("bot", .int(Int64(number))), ("room", .int(Int64(room))), ("state", .string(state.rawValue))]
@@ -109,6 +111,7 @@ struct LoadReport {
                 f.append(("iceRestartsRefused", .int(Int64(iceRestartsRefused ?? 0))))
                 f.append(("iceRestartRecoveryMs", iceRestartRecoveryMs.map { .int(Int64($0)) } ?? .null))
                 f.append(("iceRecoveries", .int(Int64(iceRecoveries ?? 0))))
+                f.append(("interfaceRestarts", .int(Int64(interfaceRestarts ?? 0))))
             }
             return .object(f)
         }
@@ -235,7 +238,8 @@ struct LoadReport {
                 iceRestarts: s.iceRestartsAsked > 0 ? s.iceRestartsAsked : nil,
                 iceRestartsRefused: s.iceRestartsAsked > 0 ? s.iceRestartsRefused : nil,
                 iceRestartRecoveryMs: s.network.transport?.lastRestartRecoveryMicros.map { Int($0 / 1000) },
-                iceRecoveries: s.iceRestartsAsked > 0 ? s.iceRecoveries : nil)
+                iceRecoveries: s.iceRestartsAsked > 0 ? s.iceRecoveries : nil,
+                interfaceRestarts: s.iceRestartsAsked > 0 ? s.iceRestartsOnInterfaceChange : nil)
             bots.append(b)
             if negotiated.isEmpty { negotiated = s.negotiated }
             guard s.state != .failed && s.state != .pending else { continue }
@@ -312,7 +316,8 @@ struct LoadReport {
                     dtlsMs: o["dtlsMs"]?.intValue,
                     turnAllocateMicros: o["turnAllocateMicros"]?.intValue, relayed: o["relayed"] == .bool(true),
                     iceRestarts: o["iceRestarts"]?.intValue, iceRestartsRefused: o["iceRestartsRefused"]?.intValue,
-                    iceRestartRecoveryMs: o["iceRestartRecoveryMs"]?.intValue, iceRecoveries: o["iceRecoveries"]?.intValue))
+                    iceRestartRecoveryMs: o["iceRestartRecoveryMs"]?.intValue, iceRecoveries: o["iceRecoveries"]?.intValue,
+                    interfaceRestarts: o["interfaceRestarts"]?.intValue))
         }
         cost = nil
     }

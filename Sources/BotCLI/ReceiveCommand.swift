@@ -313,11 +313,18 @@ enum ReceiveCommand {
         }
         let whep = running.whep
         let resource = whep?.spec.resource ?? ""
+        var watchInterfaces: (@Sendable () -> (what: String, candidates: [ICECandidate])?)?
+        if let whep { watchInterfaces = { whep.interfaceChange() } }
         let restarts = ICERestarts(
             whep != nil ? plan.iceRestarts : [], recoverAfter: whep != nil ? plan.iceRecoverAfter : nil,
             consentAge: { receiver.snapshot().webrtcPublishers.first?.transport?.consentAgeMicros },
+            interfaceChange: watchInterfaces,
             request: { whep.map { $0.requestICERestart() } ?? .failure(WHIPConnectError("no WHEP session")) },
-            apply: { r in receiver.restartPublisher(resource: resource, local: r.local, remote: r.remote, candidates: r.remoteCandidates) },
+            apply: { r in
+                receiver.restartPublisher(
+                    resource: resource, local: r.local, remote: r.remote, candidates: r.remoteCandidates, localCandidates: r.localCandidates
+                )
+            },
             stopped: { Signals.isInterrupted },
             recovery: { receiver.snapshot().webrtcPublishers.first?.transport?.lastRestartRecoveryMicros.map { Int($0 / 1000) } })
         let watch = Watch(plan: plan, receiver: receiver, whep: running.whep != nil)
@@ -333,7 +340,7 @@ enum ReceiveCommand {
         plan.stats?.0.emit(r, final: true) // the run's averages, with BYE events
         if plan.json {
             var doc = summaryJSON(r, running)
-            if !plan.iceRestarts.isEmpty || plan.iceRecoverAfter != nil, case let .object(f) = doc {
+            if !plan.iceRestarts.isEmpty || plan.iceRecoverAfter != nil || !restarts.outcomes.value.isEmpty, case let .object(f) = doc {
                 doc = .object(f + [("iceRestarts", .array(restarts.outcomes.value.map(\.json)))])
             }
             Output.out(doc.serialized(pretty: true) + "\n")

@@ -42,7 +42,7 @@ enum WHEPReceiver {
         let receiver: ReceiverEngine
         do { receiver = try ReceiverEngine(config: rc, socket: socket) } catch { throw WHIPConnectError("\(error)") }
         let subscription = try WHEPSubscription.open(
-            options, local: base, hosts: hosts, certificate: certificate, socket: socket, sleep: { Clock.sleep(micros: $0) })
+            options, local: base, hosts: hosts, plan: plan, certificate: certificate, socket: socket, sleep: { Clock.sleep(micros: $0) })
         receiver.start()
         receiver.addPublisher(subscription.spec)
         return (receiver, subscription)

@@ -73,6 +73,8 @@ public struct BotSnapshot: Sendable {
     public var iceRestartError: String?
     /// Of the restarts asked, those the consent watch set off (`--ice-recover-after`).
     public var iceRecoveries = 0
+    /// Of the restarts asked, those a change of the local interfaces set off.
+    public var iceRestartsOnInterfaceChange = 0
 }
 
 public final class Fleet: Sendable {

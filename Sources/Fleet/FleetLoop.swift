@@ -4,6 +4,7 @@ import Transport
 import MediaCodecs
 import Stats
 import WebRTCClient
+import ICE
 
 /// One event loop: starts its bots on the ramp, feeds them replay frames on their clocks, runs
 /// their network turns when due or when their socket is readable, and polls all their sockets
@@ -38,6 +39,11 @@ final class FleetLoop {
         let end = startMicros + fleet.config.durationMicros
         var stopping = false
         var nextCPU: Int64 = 0
+        // The interfaces, read once a second; when their addresses change each WHIP bot looks
+        // at its own host candidates (`WHIPConnection.interfaceChange`) and restarts ICE on the
+        // new ones, as `publish` does.
+        var nextInterfaces = startMicros + 1_000_000
+        var addresses = Set(LocalInterfaces.list().map(\.ip))
         defer {
             fleet.loopCPU[number].value = Clock.threadCPUMicros()
             fleet.loopLag[number].value = lag
@@ -53,6 +59,18 @@ final class FleetLoop {
                 stopping = true
                 for b in bots { b.control.requestStop() }
                 pending = []
+            }
+            if fleet.config.whip != nil && now >= nextInterfaces {
+                nextInterfaces = now + 1_000_000
+                let list = LocalInterfaces.list()
+                let current = Set(list.map(\.ip))
+                if current != addresses {
+                    addresses = current
+                    for b in bots where !b.done && b.whip != nil {
+                        b.interfacesChanged = list
+                        b.nextWake = 0 // its turn now
+                    }
+                }
             }
             while let i = pending.first, startTime(i) <= now {
                 pending = pending.dropFirst()
@@ -78,6 +96,14 @@ final class FleetLoop {
                     b.restartsAsked += 1
                     _ = restart(b, w, now: now)
                     b.recovery?.scheduledRestart(at: now - b.startedAt)
+                }
+                if let list = b.interfacesChanged {
+                    b.interfacesChanged = nil
+                    if !stopping, let w = b.whip, let change = w.interfaceChange(list: list) {
+                        _ = restart(b, w, now: now, candidates: change.candidates)
+                        b.recovery?.scheduledRestart(at: now - b.startedAt)
+                        fleet.slots[b.slot].withLock { $0.iceRestartsOnInterfaceChange += 1 }
+                    }
                 }
                 // The consent watch (`--ice-recover-after`), four times a second.
                 if !stopping, let w = b.whip, let grace = fleet.config.iceRecoverAfter, now >= b.nextRecoveryCheck {
@@ -152,9 +178,11 @@ final class FleetLoop {
     /// so are their restarts. The answer goes into the bot's session at once; a refusal is
     /// counted and the session goes on.
     /// True when the server answered and the restart was applied.
-    func restart(_ b: ReplayBot, _ w: WHIPConnection, now: Int64) -> Bool {
+    /// `candidates`: the bot's ICE candidates anew (its interfaces changed).
+    func restart(_ b: ReplayBot, _ w: WHIPConnection, now: Int64, candidates: [ICECandidate]? = nil) -> Bool {
         switch w.requestICERestart() {
-        case let .success(r):
+        case var .success(r):
+            if let candidates { r.localCandidates = candidates }
             b.network.restartICE(
                 local: r.local, remote: r.remote, remoteCandidates: r.remoteCandidates, localCandidates: r.localCandidates,
                 now: Clock.monotonicMicros())

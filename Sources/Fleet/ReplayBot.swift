@@ -38,6 +38,9 @@ final class ReplayBot {
     /// When the bot started, and how many of the fleet's ICE restarts it has asked for.
     var startedAt: Int64 = 0
     var restartsAsked = 0
+    /// The interfaces as they are after a change, for the bot's next turn to look at (its
+    /// `WHIPConnection.interfaceChange`).
+    var interfacesChanged: [LocalInterface]?
     /// `--ice-recover-after`: the bot's consent watch, and when it looks next.
     var recovery: ICERecoveryPolicy?
     var nextRecoveryCheck: Int64 = 0

@@ -246,14 +246,17 @@ extension ReceiverSession {
     /// agent: the client's next USE-CANDIDATE check selects the path again) while its media keeps
     /// arriving on the old path; DTLS and SRTP go on. False when no such session is live.
     @discardableResult
+    /// `localCandidates`, when given, replace the agent's own (a WHEP subscriber's interfaces
+    /// changed).
     public func restartPublisher(
-        resource: String, local: ICEAgent.Credentials, remote: ICEAgent.Credentials, remoteCandidates: [ICECandidate], now: Int64
+        resource: String, local: ICEAgent.Credentials, remote: ICEAgent.Credentials, remoteCandidates: [ICECandidate],
+        localCandidates: [ICECandidate]? = nil, now: Int64
     ) -> Bool {
         guard let w = webrtc, let peer = rtcPeers.first(where: { $0.spec.resource == resource }) else { return false }
         for (u, r) in rtcRestarted where r.peer === peer { rtcRestarted[u] = nil }
         rtcRestarted[local.ufrag] = (peer, local.password)
         peer.transport.restartICE(
-            local: local, remote: remote, remoteCandidates: remoteCandidates.filter(w.reaches), now: now)
+            local: local, remote: remote, remoteCandidates: remoteCandidates.filter(w.reaches), localCandidates: localCandidates, now: now)
         for r in remoteCandidates { if let a = SocketAddress(r.address) { rtcByAddress[a] = peer } }
         peer.transportWake = 0
         after(peer, now: now)

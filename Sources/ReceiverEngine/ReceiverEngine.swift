@@ -31,7 +31,7 @@ public final class ReceiverEngine: Sendable {
     let commandSignal = try? EventSignal()
     enum Command: Sendable {
         case add(WebRTCPublisherSpec, seed: UInt64), remove(String)
-        case restart(String, local: ICEAgent.Credentials, remote: ICEAgent.Credentials, candidates: [ICECandidate])
+        case restart(String, local: ICEAgent.Credentials, remote: ICEAgent.Credentials, candidates: [ICECandidate], locals: [ICECandidate]?)
         case trickle(String, [ICECandidate])
     }
     /// Receive thread → WHIP endpoint: sessions that ended on their own (abandoned, failed,
@@ -62,8 +62,13 @@ public final class ReceiverEngine: Sendable {
     /// Returns once the receive thread has it (≤ ~25 ms), as `addPublisher`: the client's first
     /// check under the new credentials, sent as soon as the 200 arrives, would otherwise be
     /// refused and wait for its retransmission (250 ms: the p95 of 50 bots' restarts before).
-    public func restartPublisher(resource: String, local: ICEAgent.Credentials, remote: ICEAgent.Credentials, candidates: [ICECandidate]) {
-        commands.withLock { $0.append(.restart(resource, local: local, remote: remote, candidates: candidates)) }
+    /// `localCandidates`, when given, replace the session's own (a WHEP subscriber whose
+    /// interfaces changed).
+    public func restartPublisher(
+        resource: String, local: ICEAgent.Credentials, remote: ICEAgent.Credentials, candidates: [ICECandidate],
+        localCandidates: [ICECandidate]? = nil
+    ) {
+        commands.withLock { $0.append(.restart(resource, local: local, remote: remote, candidates: candidates, locals: localCandidates)) }
         commandSignal?.signal()
         let deadline = Clock.monotonicMicros() + 100_000
         while commands.withLock({ !$0.isEmpty }) && Clock.monotonicMicros() < deadline && thread.value != nil { Clock.sleep(micros: 500) }
@@ -194,9 +199,10 @@ public final class ReceiverEngine: Sendable {
                 switch c {
                 case let .add(spec, seed): session.addPublisher(spec, seed: seed, now: Clock.monotonicMicros())
                 case let .remove(resource): session.removePublisher(resource: resource)
-                case let .restart(resource, local, remote, candidates):
+                case let .restart(resource, local, remote, candidates, locals):
                     session.restartPublisher(
-                        resource: resource, local: local, remote: remote, remoteCandidates: candidates, now: Clock.monotonicMicros())
+                        resource: resource, local: local, remote: remote, remoteCandidates: candidates, localCandidates: locals,
+                        now: Clock.monotonicMicros())
                 case let .trickle(resource, candidates): session.addRemoteCandidates(resource: resource, candidates)
                 }
             }

@@ -31,7 +31,8 @@ public final class WHEPSubscription: @unchecked Sendable {
     ///     else before the offer (`--no-trickle`, `--ice-policy relay`). The servers the 201
     ///     announces (§4.6) are asked after the answer and trickled too. nil: the host candidate.
     public static func open(
-        _ options: WHIPOptions, local: STUNAddress, hosts: [ICECandidate]? = nil, certificate: DTLSCertificate, audio: Bool = true,
+        _ options: WHIPOptions, local: STUNAddress, hosts: [ICECandidate]? = nil, plan: HostPlan? = nil, certificate: DTLSCertificate,
+        audio: Bool = true,
         video: Bool = true, socket: UDPSocket? = nil, sleep: (Int64) -> Void
     ) throws(WHIPConnectError) -> WHEPSubscription {
         let credentials = ICEAgent.Credentials(random: SecureRandom.bytes(32))
@@ -233,15 +234,30 @@ public final class WHEPSubscription: @unchecked Sendable {
                     ? "client (pubbot answered setup:active)"
                     : n.dtlsServer ? "server (answer setup:active)" : "client (answer setup:passive)"
             ))
-        return WHEPSubscription(resource: resourceNow, negotiated: n, spec: spec, summary: summary, token: options.token)
+        return WHEPSubscription(
+            resource: resourceNow, negotiated: n, spec: spec, summary: summary, token: options.token,
+            hosts: HostWatch(plan: plan, offered: spec.localCandidates, options: options, port: Int(local.port)))
     }
 
-    init(resource: WHIPSession, negotiated: NegotiatedSession, spec: WebRTCPublisherSpec, summary: [(String, String)], token: String?) {
+    init(
+        resource: WHIPSession, negotiated: NegotiatedSession, spec: WebRTCPublisherSpec, summary: [(String, String)], token: String?,
+        hosts: HostWatch
+    ) {
         self.resource = resource
         self.negotiated = negotiated
         self.spec = spec
         self.summary = summary
+        self.hosts = hosts
         ending = SessionEnd(resource, token: token, exchange: .whep)
+    }
+
+    /// The host candidates' plan and the candidates offered (replaced when the interfaces
+    /// change and ICE restarts on the new ones).
+    let hosts: HostWatch
+
+    /// `HostWatch.change` for this subscription (its TURN allocation, if any).
+    public func interfaceChange(list: [LocalInterface] = LocalInterfaces.list()) -> (what: String, candidates: [ICECandidate])? {
+        hosts.change(list: list, relayBase: spec.relay?.client.base)
     }
 
     /// Ends the session on the server (DELETE); once. Returns the failure, if any.
@@ -253,7 +269,7 @@ public final class WHEPSubscription: @unchecked Sendable {
     /// `spec.resource`). Blocks for the HTTP exchange; a refusal is an error, the session goes on.
     public func requestICERestart(timeoutMillis: Int = 5_000) -> Result<PublisherControl.ICERestart, WHIPConnectError> {
         WHIPConnection.requestICERestart(
-            resource: resource, localCandidates: spec.localCandidates, negotiated: negotiated, token: ending.token, exchange: .whep,
-            families: Set(spec.localCandidates.map(\.address.ip.count)), timeoutMillis: timeoutMillis)
+            resource: resource, localCandidates: hosts.offered, negotiated: negotiated, token: ending.token, exchange: .whep,
+            families: Set(hosts.offered.map(\.address.ip.count)), timeoutMillis: timeoutMillis)
     }
 }

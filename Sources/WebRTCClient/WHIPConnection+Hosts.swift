@@ -1,4 +1,5 @@
 public import ICE
+import Synchronization
 public import Transport
 import HTTPSignaling
 
@@ -119,16 +120,37 @@ extension WHIPConnection {
     }
 }
 
-extension WHIPConnection {
+/// A session's host candidates kept up with the interfaces (a WHIP publisher's, a WHEP
+/// subscriber's): the plan they came from, the candidates offered, and what to make them anew
+/// from. Locked: the driver that watches and the one that restarts may be different threads.
+final class HostWatch: Sendable {
+    struct State {
+        var plan: HostPlan?
+        var offered: [ICECandidate]
+    }
+    let state: Mutex<State>
+    let options: WHIPOptions?
+    let port: Int
+
+    init(plan: HostPlan?, offered: [ICECandidate], options: WHIPOptions?, port: Int) {
+        state = Mutex(State(plan: plan, offered: offered))
+        self.options = options
+        self.port = port
+    }
+
+    var offered: [ICECandidate] { state.withLock { $0.offered } }
+    var families: Set<Int>? { state.withLock { $0.plan?.families } }
+
     /// Reads the interfaces again (a driver asks about once a second). When the usable
     /// addresses changed — one gone, one come — the new host candidates, and the gathered ones
-    /// whose base is still here, become this connection's: what an ICE restart offers (RFC 8445
-    /// §9; a browser restarts ICE on a network change). Returns what changed and the candidates
-    /// for the ICE agent; nil while nothing did, for a socket bound to one address (it cannot
-    /// take another), and when no usable address is left (nothing to restart on).
-    public func interfaceChange(list: [LocalInterface] = LocalInterfaces.list()) -> (what: String, candidates: [ICECandidate])? {
-        guard let current = hostPlan.withLock({ $0 }), current.isWildcard, let options = hostOptions else { return nil }
-        guard let server = try? Self.endpointAddress(options),
+    /// whose base is still here (`relayBase`: the TURN allocation's), become the offered ones:
+    /// what an ICE restart offers (RFC 8445 §9; a browser restarts ICE on a network change).
+    /// Returns what changed and the candidates for the ICE agent; nil while nothing did, for a
+    /// socket bound to one address (it cannot take another), and when no usable address is
+    /// left (nothing to restart on).
+    func change(list: [LocalInterface], relayBase: STUNAddress?) -> (what: String, candidates: [ICECandidate])? {
+        guard let current = state.withLock({ $0.plan }), current.isWildcard, let options else { return nil }
+        guard let server = try? WHIPConnection.endpointAddress(options),
             let fresh = try? HostPlan.make(server: server, interfaces: options.interfaces, list: list),
             fresh.isWildcard, !fresh.addresses.isEmpty
         else { return nil }
@@ -140,17 +162,25 @@ extension WHIPConnection {
         var what: [String] = []
         if !gone.isEmpty { what.append("\(text(gone)) gone") }
         if !come.isEmpty { what.append("\(text(come)) new") }
-        let hosts = fresh.candidates(port: socket.localAddress.port)
-        let relayBase = transport.turn?.base
-        let kept = localCandidates.withLock { $0 }.filter { c in
-            switch c.kind {
-            case .host: return false
-            case .srflx, .prflx: return c.relatedAddress.map { after.contains($0.ip) } ?? false
-            case .relay: return relayBase.map { after.contains($0.ip) } ?? false
+        let hosts = fresh.candidates(port: port)
+        return state.withLock { s in
+            let kept = s.offered.filter { c in
+                switch c.kind {
+                case .host: return false
+                case .srflx, .prflx: return c.relatedAddress.map { after.contains($0.ip) } ?? false
+                case .relay: return relayBase.map { after.contains($0.ip) } ?? false
+                }
             }
+            s.plan = fresh
+            s.offered = (options.policy == .noHost ? [] : hosts) + kept
+            return (what.joined(separator: "; "), hosts + kept)
         }
-        hostPlan.withLock { $0 = fresh }
-        localCandidates.withLock { $0 = (options.policy == .noHost ? [] : hosts) + kept }
-        return (what.joined(separator: "; "), hosts + kept)
+    }
+}
+
+extension WHIPConnection {
+    /// `HostWatch.change` for this publisher's socket and TURN allocation.
+    public func interfaceChange(list: [LocalInterface] = LocalInterfaces.list()) -> (what: String, candidates: [ICECandidate])? {
+        hosts.change(list: list, relayBase: transport.turn?.base)
     }
 }

@@ -64,8 +64,8 @@ extension WHIPConnection {
     /// an error and the session goes on (§4.3.3: a failed restart does not end it).
     public func requestICERestart(timeoutMillis: Int = 5_000) -> Result<PublisherControl.ICERestart, WHIPConnectError> {
         Self.requestICERestart(
-            resource: resource, localCandidates: localCandidates.withLock { $0 }, negotiated: negotiated, token: ending.token,
-            exchange: .whip, families: hostPlan.withLock { $0?.families } ?? [local.ip.count], timeoutMillis: timeoutMillis)
+            resource: resource, localCandidates: hosts.offered, negotiated: negotiated, token: ending.token, exchange: .whip,
+            families: hosts.families ?? [local.ip.count], timeoutMillis: timeoutMillis)
     }
 
     /// The restart exchange for a WHIP or WHEP session (WHEP keeps WHIP's PATCH rules): new

@@ -98,13 +98,10 @@ public final class WHIPConnection: @unchecked Sendable {
     let ending: SessionEnd
     /// The candidates the offer carried (a restart's PATCH carries them again), and the ICE
     /// session's entity-tag (the 201's, then each restart's).
-    let localCandidates: Mutex<[ICECandidate]>
     let entityTag: Mutex<String?>
-    /// The host candidates' plan (nil: one address, the socket's); replaced when the
-    /// interfaces change and ICE restarts on the new one.
-    let hostPlan: Mutex<HostPlan?>
-    /// The options the host plan came from (interfaces, endpoint), to make it again.
-    let hostOptions: WHIPOptions?
+    /// The host candidates' plan and the candidates offered (replaced when the interfaces
+    /// change and ICE restarts on the new ones).
+    let hosts: HostWatch
     /// The address a publisher session is given as its local one: the socket's own — the
     /// wildcard address when there is a host candidate per interface (the session then names
     /// each datagram's source), else the host candidate's.
@@ -329,9 +326,7 @@ public final class WHIPConnection: @unchecked Sendable {
         summary: [(String, String)], token: String?,
         localCandidates: [ICECandidate], openedMicros: Int64 = 0, warnings: [String] = []
     ) {
-        self.localCandidates = Mutex(localCandidates)
-        self.hostPlan = Mutex(hostPlan)
-        self.hostOptions = hostOptions
+        hosts = HostWatch(plan: hostPlan, offered: localCandidates, options: hostOptions, port: socket.localAddress.port)
         self.openedMicros = openedMicros
         self.warnings = warnings
         entityTag = Mutex(resource.etag)

@@ -39,7 +39,7 @@ import Platform
                 ?? [:]
         }
         func text(_ name: String) -> String { (try? String(contentsOf: dir.appendingPathComponent(name), encoding: .utf8)) ?? "" }
-        let whep = mode == "whep"
+        let whep = mode.hasPrefix("whep")
         return (
             p.isRunning ? -1 : p.terminationStatus, json(whep ? "sub.json" : "pub.json"), json("recv.json"),
             text(whep ? "sub.err" : "pub.err"), text("pion.out")
@@ -131,5 +131,47 @@ import Platform
         }
         let one = try run(mode: "whep", n: n + 1, publisherArgs: "--ice-interface {A}")
         #expect(one.code == 2, "\(one.err)")
+    }
+
+    /// `load --whip` bots restart too: 3 bots in the namespace, the first network's address gone
+    /// at 4 s — each bot restarts ICE on the second network (the report's `byInterfaceChange`,
+    /// each bot's `interfaceRestarts`), and every bot ends its run with media flowing.
+    @Test(.enabled(if: getuid() == 0, "network namespaces need root"))
+    func aLoadFleetRestartsOnAnInterfaceChange() throws {
+        let n = 160 + Int(getpid()) % 60
+        let r = try run(mode: "load-change", n: n)
+        #expect(r.code == 0, "\(r.err)")
+        let restarts = (r.pub["webrtc"] as? [String: Any])?["iceRestarts"] as? [String: Any] ?? [:]
+        #expect(restarts["byInterfaceChange"] as? Int == 3 && restarts["refused"] as? Int == 0, "\(restarts)")
+        let bots = r.pub["perBot"] as? [[String: Any]] ?? []
+        #expect(bots.count == 3, "\(r.pub.keys)")
+        for b in bots {
+            #expect(b["state"] as? String == "done" && b["interfaceRestarts"] as? Int == 1, "\(b)")
+            #expect((b["packetLoss"] as? Double ?? 1) < 0.05, "\(b)")
+        }
+    }
+
+    /// A WHEP subscriber whose first network goes away 3 s in: it restarts ICE by PATCH on the
+    /// candidates it has now (pion restarts the subscription), its pair on the second network,
+    /// and receives what pion wrote (pion's own count).
+    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: pionEndpoint), "needs root and pion"))
+    func aWHEPSubscriberRestartsOnAnInterfaceChange() throws {
+        let n = 220 + Int(getpid()) % 30
+        let r = try run(mode: "whep-change", n: n)
+        #expect(r.code == 0, "\(r.err)")
+        let restarts = try #require(r.pub["iceRestarts"] as? [[String: Any]], "\(r.pub.keys)")
+        #expect(restarts.count == 1 && restarts[0]["outcome"] as? String == "restarted", "\(restarts)")
+        #expect((restarts[0]["trigger"] as? String)?.hasPrefix("interface change: 10.81.\(n).2 gone") == true, "\(restarts)")
+        let pair = (r.pub["whep"] as? [String: Any])?["selectedCandidatePair"] as? [String: Any] ?? [:]
+        #expect((pair["localAddress"] as? String)?.hasPrefix("10.82.\(n).2:") == true, "\(pair)")
+        let stats = try #require(
+            r.pion.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+                .first { $0["event"] as? String == "whep-stats" }, "\(r.pion)")
+        let streams = r.pub["streams"] as? [[String: Any]] ?? []
+        for kind in ["audio", "video"] {
+            let s = streams.first { $0["kind"] as? String == kind } ?? [:]
+            let written = stats[kind] as? Int ?? 0, got = s["packetsReceived"] as? Int ?? 0
+            #expect(written > 50 && got <= written && got * 100 >= written * 95, "\(kind): pion wrote \(written), pubbot got \(got)")
+        }
     }
 }

@@ -13,7 +13,10 @@
 # address dropped as for block) of pion's fan-out endpoint (PION=its binary) on 10.81.N.1, which
 # a publisher on this side feeds: OUT/sub.json, and pion's own log OUT/pion.out.
 #
-#   [MODE=block|change|whep] [PUB_ARGS=…] [PION=…] multihomed.sh PUBBOT_BINARY OUT_DIR [N]
+# MODE=load-change: as change, with a `load --whip` fleet of 3 bots in place of the publisher.
+# MODE=whep-change: as whep without the drop; A's address goes 3 s into the subscription.
+#
+#   [MODE=block|change|whep|whep-change|load-change] [PUB_ARGS=…] [PION=…] multihomed.sh PUBBOT_BINARY OUT_DIR [N]
 set -euo pipefail
 bin=$1 out=$2 n=${3:-$(( ($$ % 200) + 20 ))}
 ns="pbmh$n" ha="vha$n" hb="vhb$n" pa="vpa$n" pb="vpb$n"
@@ -48,7 +51,7 @@ block_a() {
   ip netns exec "$ns" nft add rule inet pubbot out ip saddr "10.81.$n.2" meta l4proto udp drop
 }
 extra=${PUB_ARGS:-}; extra=${extra//\{A\}/$pa}; extra=${extra//\{B\}/$pb}
-if [ "${MODE:-block}" = whep ]; then
+if [ "${MODE:-block}" = whep ] || [ "${MODE:-block}" = whep-change ]; then
   timeout -s KILL 60 "${PION:?PION=the pion_whip binary}" -listen "10.81.$n.1:0" -limit 60 -forward-rid q >"$out/pion.out" 2>&1 &
   recv=$!
   for _ in $(seq 100); do grep -q LISTENING "$out/pion.out" 2>/dev/null && break; sleep 0.1; done
@@ -58,10 +61,16 @@ if [ "${MODE:-block}" = whep ]; then
     </dev/null >/dev/null 2>"$out/pub.err" &
   pub=$!
   for _ in $(seq 100); do grep -q '"rid":"q"' "$out/pion.out" 2>/dev/null && break; sleep 0.1; done
-  block_a
+  sub_duration=6s
+  if [ "$MODE" = whep ]; then
+    block_a
+  else
+    ( sleep 3; ip -n "$ns" addr del "10.81.$n.2/24" dev "$pa" ) &
+    sub_duration=8s
+  fi
   code=0
   # shellcheck disable=SC2086 # PUB_ARGS is a list of words
-  ip netns exec "$ns" timeout -s KILL 40 "$bin" receive --whep "http://10.81.$n.1:$port/whep" --duration 6s --json $extra </dev/null \
+  ip netns exec "$ns" timeout -s KILL 40 "$bin" receive --whep "http://10.81.$n.1:$port/whep" --duration "$sub_duration" --json $extra </dev/null \
     >"$out/sub.json" 2>"$out/sub.err" || code=$?
   for _ in $(seq 50); do grep -q whep-stats "$out/pion.out" 2>/dev/null && break; sleep 0.1; done
   kill "$pub" 2>/dev/null || true
@@ -79,6 +88,15 @@ if [ "${MODE:-block}" = block ]; then
 else
   ( sleep 4; ip -n "$ns" addr del "10.81.$n.2/24" dev "$pa" ) &
   duration=10s
+fi
+if [ "${MODE:-block}" = load-change ]; then
+  # A fleet of 3 bots instead of one publisher: each restarts on its own.
+  code=0
+  ip netns exec "$ns" timeout -s KILL 40 "$bin" load --whip "http://10.81.$n.1:$port/whip" --bots 3 --ramp 1s --duration "$duration" --json \
+    </dev/null >"$out/pub.json" 2>"$out/pub.err" || code=$?
+  wait "$recv" || true
+  [ "$code" -eq 0 ] || echo "multihomed: load exited $code: $(tail -1 "$out/pub.err")" >&2
+  exit "$code"
 fi
 code=0
 # shellcheck disable=SC2086 # PUB_ARGS is a list of words
