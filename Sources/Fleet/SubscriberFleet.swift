@@ -135,14 +135,17 @@ public final class SubscriberFleet: @unchecked Sendable {
         options.endpoint = endpoints[k]
         do throws(WHIPConnectError) {
             guard let certificate else { throw WHIPConnectError("no DTLS certificate could be made") }
-            let bind = try WHIPConnection.bindAddress(options)
+            // A host candidate per usable interface and family, as `receive --whep` offers.
+            let plan = try WHIPConnection.hostPlan(options)
             let socket: UDPSocket
-            do { socket = try UDPSocket(bind: bind) } catch { throw WHIPConnectError("cannot bind \(bind): \(error)") }
-            guard let local = STUNAddress(socket.localAddress) else {
-                throw WHIPConnectError("the local address \(socket.localAddress) is not usable for ICE")
-            }
+            do {
+                socket = try UDPSocket(bind: plan.bind)
+                if plan.isWildcard { try socket.enableLocalAddresses() }
+            } catch { throw WHIPConnectError("cannot open a socket on \(plan.bind): \(error)") }
+            let hosts = plan.candidates(port: socket.localAddress.port)
+            let local = hosts[0].address
             let subscription = try WHEPSubscription.open(
-                options, local: local, certificate: certificate, sleep: { Clock.sleep(micros: $0) })
+                options, local: local, hosts: hosts, plan: plan, certificate: certificate, sleep: { Clock.sleep(micros: $0) })
             var rc = ReceiverConfig(listen: socket.localAddress, key: .random(suite: .gcm))
             rc.maxPublishers = 1
             rc.decodedPublishers = rotating ? 0 : Int.max // rotating: the loop switches decoding on
@@ -150,7 +153,7 @@ public final class SubscriberFleet: @unchecked Sendable {
             rc.sourceContent = config.content
             rc.cpuClock = { Clock.threadCPUMicros() } // the loop's thread: measuring takes its share only
             rc.deadlineSteps = true
-            rc.webrtc = WebRTCListenConfig(certificate: certificate, local: local)
+            rc.webrtc = WebRTCListenConfig(certificate: certificate, locals: hosts.map(\.address))
             let now = Clock.monotonicMicros()
             let session: ReceiverSession
             do {
@@ -161,6 +164,7 @@ public final class SubscriberFleet: @unchecked Sendable {
                 subscription.end()
                 throw WHIPConnectError("\(error)")
             }
+            session.namesSources = socket.reportsLocalAddresses
             loops[k % loops.count].hand(SubscriberBot(number: k, session: session, socket: socket, subscription: subscription))
         } catch {
             members.withLock { $0[k].error = error.description }
@@ -280,7 +284,7 @@ final class SubscriberLoop: @unchecked Sendable {
         let b = bots[k]
         b.lastStep = t
         b.nextWake = min(b.session.step(now: t), t + 100_000)
-        b.session.pollTransmit { bytes, to throws(SocketError) in try b.socket.send(bytes, to: to) }
+        b.session.pollTransmit { bytes, to, from throws(SocketError) in try b.socket.send(bytes, to: to, from: from) }
         timers.push(b.nextWake, k)
     }
 
@@ -396,7 +400,8 @@ final class SubscriberLoop: @unchecked Sendable {
             var at = b.lastStep
             for i in 0..<n {
                 at = min(now, max(at, batch.arrival(i) ?? now))
-                b.session.handleDatagram(batch.slot(i).baseAddress!, length: Int(batch.lengths[i]), from: batch.source(i), now: at)
+                b.session.handleDatagram(
+                    batch.slot(i).baseAddress!, length: Int(batch.lengths[i]), from: batch.source(i), to: batch.local(i), now: at)
             }
             b.lastStep = at
             // A short batch emptied the socket's queue: no second call just to hear EAGAIN.
