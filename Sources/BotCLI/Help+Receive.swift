@@ -51,7 +51,9 @@ extension Help {
                                     the offer at once, the rest trickled after the 201)
           --whep URL                subscribe through a server's WHEP endpoint (http:// or https://);
                                     STUN/TURN servers its 201 announces (Link) are used too
-          --ice-interface IF        with --whep: the host candidate from this interface
+          --ice-interface IF        with --whep: offer this interface's addresses only
+                                    (repeatable; default: a host candidate per usable interface
+                                    and family, as for publish)
           --no-ipv6                 with --whep: IPv4 only, HTTP and media (as for publish)
           --ice-restart-at D        with --whep: restart the subscription's ICE at D (repeatable;
                                     a PATCH as for publish, RFC 9725 §4.3.3; JSON: iceRestarts)

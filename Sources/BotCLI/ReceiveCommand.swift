@@ -21,7 +21,7 @@ enum ReceiveCommand {
         "listen": .value, "key": .value, "sdp": .value, "srtp-suite": .value, "duration": .value, "json": .flag,
         "impair": .value, "downlink-impair": .value, "stats": .value, "stats-interval": .value, "prefer": .value,
         "no-decode": .flag, "max-publishers": .value, "decode-publishers": .value,
-        "whip-listen": .value, "token": .value, "whep": .value, "ice-interface": .value, "strict": .flag, "no-ipv6": .flag,
+        "whip-listen": .value, "token": .value, "whep": .value, "ice-interface": .repeated, "strict": .flag, "no-ipv6": .flag,
         "ice-server": .repeated, "turn-username": .value, "turn-credential": .value, "ice-restart-at": .repeated,
         "tls-cert": .value, "tls-key": .value, "ca-file": .value, "ice-recover-after": .value, "ice-policy": .value,
         "no-trickle": .flag, "dump-frames": .value, "content": .value, "capture-size": .value
