@@ -100,7 +100,15 @@ public final class ReceiverEngine: Sendable {
         if let given {
             socket = given
         } else {
-            do { socket = try UDPSocket(bind: config.listen, receiveBuffer: 32 << 20) } catch { throw .socket(error) }
+            do {
+                socket = try UDPSocket(bind: config.listen, receiveBuffer: 32 << 20)
+                // A WHIP endpoint on the wildcard offers a host candidate per address (both
+                // families on `[::]`): each datagram is told the address it reached and every
+                // answer leaves from there — a reply from the kernel's choice of source would
+                // make the check that reached another address fail (RFC 8445 §7.2.5.2.1: the
+                // response must come from where the request was sent).
+                if config.webrtc != nil, socket.isWildcard { try socket.enableLocalAddresses() }
+            } catch { throw .socket(error) }
         }
         // Port 0 asked the kernel for one: the ICE candidate carries the port it gave.
         if config.webrtc?.local.port == 0 { config.webrtc?.setPort(UInt16(socket.localAddress.port)) }

@@ -15,8 +15,15 @@
 #
 # MODE=load-change: as change, with a `load --whip` fleet of 3 bots in place of the publisher.
 # MODE=whep-change: as whep without the drop; A's address goes 3 s into the subscription.
+# MODE=endpoint: the other way round — the WHIP endpoint (`receive --whip-listen 0.0.0.0:PORT`)
+# is the multi-homed one, in the namespace, where A also carries a second address 10.81.N.3;
+# nftables there drop UDP toward 10.81.N.2 and 10.82.N.2, so only the candidate on the second
+# address can answer, and the kernel's own choice of source for a reply (A's first address)
+# is not the one the publisher sent to. The publisher runs on this side: pubbot, or with
+# PION_BOTS=its binary one pion/webrtc bot (OUT/pion_bots.out).
 #
-#   [MODE=block|change|whep|whep-change|load-change] [PUB_ARGS=…] [PION=…] multihomed.sh PUBBOT_BINARY OUT_DIR [N]
+#   [MODE=block|change|whep|whep-change|load-change|endpoint] [PUB_ARGS=…] [PION=…] [PION_BOTS=…]
+#     multihomed.sh PUBBOT_BINARY OUT_DIR [N]
 set -euo pipefail
 bin=$1 out=$2 n=${3:-$(( ($$ % 200) + 20 ))}
 ns="pbmh$n" ha="vha$n" hb="vhb$n" pa="vpa$n" pb="vpb$n"
@@ -78,6 +85,29 @@ if [ "${MODE:-block}" = whep ] || [ "${MODE:-block}" = whep-change ]; then
   exit "$code"
 fi
 port=$(( 18600 + n ))
+if [ "${MODE:-block}" = endpoint ]; then
+  ip -n "$ns" addr add "10.81.$n.3/24" dev "$pa"
+  ip netns exec "$ns" nft add table inet pubbot
+  ip netns exec "$ns" nft add chain inet pubbot in '{ type filter hook input priority 0; }'
+  ip netns exec "$ns" nft add rule inet pubbot in ip daddr "{ 10.81.$n.2, 10.82.$n.2 }" meta l4proto udp drop
+  ip netns exec "$ns" timeout -s KILL 60 "$bin" receive --whip-listen "0.0.0.0:$port" --duration 14s --no-decode --json \
+    </dev/null >"$out/recv.json" 2>"$out/recv.err" &
+  recv=$!
+  for _ in $(seq 50); do grep -q '/whip (media' "$out/recv.err" 2>/dev/null && break; sleep 0.1; done
+  code=0
+  if [ -n "${PION_BOTS:-}" ]; then
+    timeout -s KILL 40 "$PION_BOTS" -whip "http://10.81.$n.3:$port/whip" -bots 1 -ramp 0s -duration 6s \
+      -ivf "${PION_IVF:-Media/replay/1-640x360.ivf}" -opus "${PION_OPUS:-Media/replay/audio.opusframes}" \
+      </dev/null >"$out/pion_bots.out" 2>&1 || code=$?
+  else
+    # shellcheck disable=SC2086 # PUB_ARGS is a list of words
+    timeout -s KILL 40 "$bin" publish --whip "http://10.81.$n.3:$port/whip" --duration 6s --json $extra \
+      </dev/null >"$out/pub.json" 2>"$out/pub.err" || code=$?
+  fi
+  wait "$recv" || true
+  [ "$code" -eq 0 ] || echo "multihomed: the publisher exited $code" >&2
+  exit "$code"
+fi
 timeout -s KILL 60 "$bin" receive --whip-listen "10.81.$n.1:$port" --duration 14s --no-decode --json </dev/null \
   >"$out/recv.json" 2>"$out/recv.err" &
 recv=$!
