@@ -21,10 +21,14 @@ extension Help {
           --ice-restart-at D        with --whip: each bot asks its server for an ICE restart D
                                     after its own start (repeatable; RFC 9725 §4.3.3); the
                                     report counts those asked and refused and the time to a
-                                    new pair (JSON: webrtc.iceRestarts, each bot's iceRestarts)
+                                    new pair (JSON: webrtc.iceRestarts, each bot's iceRestarts);
+                                    with --whep each subscriber too, D after it subscribed
+                                    (JSON: subscribers.iceRestarts)
           --ice-recover-after D     with --whip: each bot restarts ICE when its path has answered
                                     no consent check for D (7s…29s), again every D while silent
-                                    (JSON: webrtc.iceRestarts.byConsentWatch, iceRecoveries)
+                                    (JSON: webrtc.iceRestarts.byConsentWatch, iceRecoveries);
+                                    each subscriber too. Bots and subscribers also restart
+                                    when the local interfaces change (byInterfaceChange)
           --whep URL                with --whip: subscriber bots too, each a real WHEP subscriber
                                     (socket, ICE, DTLS, feedback, reassembly) on the event
                                     loops — no thread each; they join 2 s after the ramp, 50 ms

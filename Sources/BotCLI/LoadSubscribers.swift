@@ -32,6 +32,14 @@ struct SubscriberSummary {
         /// Picture quality of the frames it decoded against pubbot's source (nil: none measured).
         var psnrY: Double?
         var ssimY: Double?
+        /// ICE restarts asked of the server, refused, set off by the consent watch and by an
+        /// interface change, and the last one's time to a new pair.
+        var iceRestarts = 0
+        var iceRestartsRefused = 0
+        var iceRecoveries = 0
+        var interfaceRestarts = 0
+        var iceRestartRecoveryMs: Int?
+        var iceRestartError: String?
     }
     var subscribers: [One]
     var rooms: Int
@@ -51,7 +59,9 @@ struct SubscriberSummary {
                 fps: m.decodes ? v.flatMap(Self.decodedFrameRate) : nil, completedFps: v?.completedFrameRate ?? 0,
                 width: v?.width ?? 0, height: v?.height ?? 0, lost: max(0, v?.packetsLost ?? 0), received: v?.packetsReceived ?? 0,
                 iceMs: t?.transport?.iceMillis, dtlsMs: t?.transport?.dtlsMillis,
-                pliSent: m.snapshot?.pliSent ?? 0, nackSent: m.snapshot?.nackSent ?? 0, psnrY: v?.psnrYMean, ssimY: v?.ssimYMean)
+                pliSent: m.snapshot?.pliSent ?? 0, nackSent: m.snapshot?.nackSent ?? 0, psnrY: v?.psnrYMean, ssimY: v?.ssimYMean,
+                iceRestarts: m.iceRestartsAsked, iceRestartsRefused: m.iceRestartsRefused, iceRecoveries: m.iceRecoveries,
+                interfaceRestarts: m.interfaceRestarts, iceRestartRecoveryMs: m.iceRestartRecoveryMs, iceRestartError: m.iceRestartError)
         }
     }
 
@@ -96,6 +106,30 @@ struct SubscriberSummary {
         ])
     }
 
+    /// The subscribers' ICE restarts (RFC 9725 §4.3.3): asked, refused, the subscribers whose
+    /// restart selected a new pair and how long that took; null when none was asked.
+    var restartsJSON: JSONValue {
+        let asked = subscribers.reduce(0) { $0 + $1.iceRestarts }
+        guard asked > 0 else { return .null }
+        let recovery = subscribers.compactMap(\.iceRestartRecoveryMs)
+        return .object([
+            ("asked", .int(Int64(asked))), ("refused", .int(Int64(subscribers.reduce(0) { $0 + $1.iceRestartsRefused }))),
+            ("subscribersRecovered", .int(Int64(recovery.count))),
+            ("byConsentWatch", .int(Int64(subscribers.reduce(0) { $0 + $1.iceRecoveries }))),
+            ("byInterfaceChange", .int(Int64(subscribers.reduce(0) { $0 + $1.interfaceRestarts }))),
+            (
+                "recoveryMs",
+                recovery.isEmpty
+                    ? .null
+                    : .object([
+                        ("p50", .int(Int64(LoadReport.percentile(recovery, 0.5)))),
+                        ("p95", .int(Int64(LoadReport.percentile(recovery, 0.95)))), ("max", .int(Int64(recovery.max() ?? 0)))
+                    ])
+            ),
+            ("lastRefusal", subscribers.compactMap(\.iceRestartError).last.map { .string($0) } ?? .null)
+        ])
+    }
+
     var json: JSONValue {
         func ms(_ v: Double?) -> JSONValue { v.map { .double(($0 * 10).rounded() / 10) } ?? .null }
         let decoders: JSONValue = rotation.map { .int(Int64($0.decoders)) } ?? .string("all")
@@ -103,6 +137,7 @@ struct SubscriberSummary {
         return .object([
             ("decoders", decoders), ("decoderRotationSeconds", rotationSeconds),
             ("fleet", Self.figures(subscribers)),
+            ("iceRestarts", restartsJSON),
             (
                 "rooms",
                 .array(
@@ -115,19 +150,28 @@ struct SubscriberSummary {
                 "perSubscriber",
                 .array(
                     subscribers.map { s in
-                        .object([
-                            ("subscriber", .int(Int64(s.number))), ("room", .int(Int64(s.room))), ("decodes", .bool(s.decodes)),
-                            ("error", s.error.map { .string($0) } ?? .null),
-                            ("width", .int(Int64(s.width))), ("height", .int(Int64(s.height))),
-                            ("decodedFrameRate", s.fps.map { .double(($0 * 10).rounded() / 10) } ?? .null),
-                            ("completedFrameRate", .double((s.completedFps * 10).rounded() / 10)),
-                            ("freezeCount", .int(Int64(s.freezes))), ("totalFreezesDurationMs", .double(s.freezeMs.rounded())),
-                            ("latencyMeanMs", ms(s.latencyMs)), ("packetsReceived", .int(Int64(s.received))),
-                            ("psnrYMeanDb", Self.rounded(s.psnrY, 100)), ("ssimYMean", Self.rounded(s.ssimY, 10000)),
-                            ("packetsLost", .int(Int64(s.lost))),
-                            ("pliSent", .int(Int64(s.pliSent))), ("nackSent", .int(Int64(s.nackSent))),
-                            ("iceDurationMs", ms(s.iceMs)), ("dtlsDurationMs", ms(s.dtlsMs))
-                        ])
+                        var restarts: [(String, JSONValue)] = []
+                        if s.iceRestarts > 0 {
+                            restarts = [
+                                ("iceRestarts", .int(Int64(s.iceRestarts))), ("iceRestartsRefused", .int(Int64(s.iceRestartsRefused))),
+                                ("iceRestartRecoveryMs", s.iceRestartRecoveryMs.map { .int(Int64($0)) } ?? .null),
+                                ("iceRecoveries", .int(Int64(s.iceRecoveries))), ("interfaceRestarts", .int(Int64(s.interfaceRestarts)))
+                            ]
+                        }
+                        return .object(
+                            [
+                                ("subscriber", .int(Int64(s.number))), ("room", .int(Int64(s.room))), ("decodes", .bool(s.decodes)),
+                                ("error", s.error.map { .string($0) } ?? .null),
+                                ("width", .int(Int64(s.width))), ("height", .int(Int64(s.height))),
+                                ("decodedFrameRate", s.fps.map { .double(($0 * 10).rounded() / 10) } ?? .null),
+                                ("completedFrameRate", .double((s.completedFps * 10).rounded() / 10)),
+                                ("freezeCount", .int(Int64(s.freezes))), ("totalFreezesDurationMs", .double(s.freezeMs.rounded())),
+                                ("latencyMeanMs", ms(s.latencyMs)), ("packetsReceived", .int(Int64(s.received))),
+                                ("psnrYMeanDb", Self.rounded(s.psnrY, 100)), ("ssimYMean", Self.rounded(s.ssimY, 10000)),
+                                ("packetsLost", .int(Int64(s.lost))),
+                                ("pliSent", .int(Int64(s.pliSent))), ("nackSent", .int(Int64(s.nackSent))),
+                                ("iceDurationMs", ms(s.iceMs)), ("dtlsDurationMs", ms(s.dtlsMs))
+                            ] + restarts)
                     })
             )
         ])
@@ -160,6 +204,16 @@ struct SubscriberSummary {
                 "  \(r.decoders) decoder\(r.decoders == 1 ? "" : "s") rotating every \(Units.fixed(r.seconds, 0)) s: latency and decoded fps are theirs; every subscriber counts frames and freezes\n"
         }
         out += line("fleet", subscribers)
+        let asked = subscribers.reduce(0) { $0 + $1.iceRestarts }
+        if asked > 0 {
+            let refused = subscribers.reduce(0) { $0 + $1.iceRestartsRefused }
+            let recovery = subscribers.compactMap(\.iceRestartRecoveryMs)
+            out += "  ICE restarts (RFC 9725 §4.3.3): \(asked) asked, \(refused) refused, \(recovery.count) subscribers on a new pair"
+            out +=
+                recovery.isEmpty
+                ? "\n"
+                : " (p50 \(LoadReport.percentile(recovery, 0.5)) ms, p95 \(LoadReport.percentile(recovery, 0.95)) ms after the answer)\n"
+        }
         if rooms > 1 { for r in 0..<rooms { out += line("room \(r)", subscribers.filter { $0.room == r }) } }
         for s in subscribers where s.error != nil { out += "  subscriber \(s.number) (room \(s.room)): \(s.error!)\n" }
         return out

@@ -62,6 +62,9 @@ extension LoadCommand {
                 config.spacingMicros = plan.subscriberSpacingMicros
                 config.rotationMicros = plan.decoderRotationMicros
                 config.content = plan.content
+                // The subscribers restart as the publisher bots do, each after its own subscription.
+                config.iceRestartsAfter = plan.iceRestarts
+                config.iceRecoverAfter = plan.iceRecoverAfter
                 return SubscriberFleet(config: config)
             }
             if subscribers != nil && rampEnd + 2_000_000 + 3_000_000 > start + plan.duration - 1_000_000 {

@@ -109,7 +109,7 @@ final class FleetLoop {
                 if !stopping, let w = b.whip, let grace = fleet.config.iceRecoverAfter, now >= b.nextRecoveryCheck {
                     b.nextRecoveryCheck = now + 250_000
                     if b.recovery == nil { b.recovery = ICERecoveryPolicy(graceMicros: grace, maxAttempts: 8) }
-                    if let age = b.network.consentAgeMicros, b.recovery?.shouldRestart(now: now - b.startedAt, consentAge: age) != nil {
+                    if let age = b.network.consentAge(now: now), b.recovery?.shouldRestart(now: now - b.startedAt, consentAge: age) != nil {
                         let ok = restart(b, w, now: now)
                         b.recovery?.attempted(succeeded: ok, at: now - b.startedAt)
                         fleet.slots[b.slot].withLock { $0.iceRecoveries += 1 }

@@ -37,6 +37,15 @@ public final class SubscriberFleet: @unchecked Sendable {
         /// measured against (PSNR-Y, SSIM-Y; `PictureQuality`). A stream that is not pubbot's
         /// synthetic source reads no stamp and is not measured.
         public var content = SyntheticVideoSource.Content.natural
+        /// `load --ice-restart-at`: each subscriber asks its server for an ICE restart this long
+        /// after it subscribed (µs, in order; RFC 9725 §4.3.3 as WHEP keeps it).
+        public var iceRestartsAfter: [Int64] = []
+        /// `load --ice-recover-after`: a restart when the subscription's path has answered no
+        /// consent check for this long (RFC 7675), again every grace while it stays silent.
+        public var iceRecoverAfter: Int64?
+        /// A change of the local interfaces restarts each subscription's ICE on its host
+        /// candidates anew, as the publisher bots do.
+        public var watchInterfaces = true
 
         public init(options: WHIPOptions, count: Int, rooms: Int, publishersPerRoom: Int, loops: Int, decoders: Int) {
             self.options = options
@@ -58,6 +67,15 @@ public final class SubscriberFleet: @unchecked Sendable {
         public var connected = false
         public var error: String?
         public var snapshot: ReceiverSnapshot?
+        /// ICE restarts asked of the server (scheduled, by the consent watch, on an interface
+        /// change), those it refused and the last refusal, those the consent watch and an
+        /// interface change set off, and how long the last one took to select a new pair.
+        public var iceRestartsAsked = 0
+        public var iceRestartsRefused = 0
+        public var iceRestartError: String?
+        public var iceRecoveries = 0
+        public var interfaceRestarts = 0
+        public var iceRestartRecoveryMs: Int?
     }
 
     public let config: Config
@@ -66,6 +84,10 @@ public final class SubscriberFleet: @unchecked Sendable {
     let loops: [SubscriberLoop]
     var loopThreads: [JoinableThread] = []
     var setupThreads: [JoinableThread] = []
+    /// The subscriptions' ICE restarts: asked for by the loops (or the interface watch), made by
+    /// threads of their own (the PATCH blocks), answered back to the loop.
+    let restarts = SubscriberRestarts()
+    var restartThreads: [JoinableThread] = []
     let stopping = Locked(false)
     let certificate: DTLSCertificate?
 
@@ -80,8 +102,12 @@ public final class SubscriberFleet: @unchecked Sendable {
         }
         // One certificate for every subscriber (its fingerprint goes in each offer; DTLS keys are per session).
         certificate = try? DTLSCertificate()
+        let restarts = self.restarts
         loops = (0..<config.loops).map { l in
             let loop = SubscriberLoop()
+            loop.restartsAfter = config.iceRestartsAfter
+            loop.recoverAfter = config.iceRecoverAfter
+            loop.restarts = restarts
             if rotating {
                 // Loop l holds subscribers l, l + loops, …: its share of the decoders.
                 loop.decoderShare = config.decoders / config.loops + (l < config.decoders % config.loops ? 1 : 0)
@@ -114,6 +140,18 @@ public final class SubscriberFleet: @unchecked Sendable {
             loopThreads.append(JoinableThread(name: "pubbot-subs-\(k)") { loop.run(members: members) })
         }
         let threads = max(1, min(config.setupThreads, config.count))
+        // Two threads make the PATCHes (one round trip each; a server slow to answer one
+        // subscriber's holds back no loop); the first also reads the interfaces once a second.
+        let restartWorkers = config.iceRestartsAfter.isEmpty && config.iceRecoverAfter == nil ? 1 : 2
+        if config.watchInterfaces || restartWorkers > 1 {
+            for t in 0..<restartWorkers {
+                let watch = t == 0 && config.watchInterfaces
+                restartThreads.append(
+                    JoinableThread(name: "pubbot-whep-restart-\(t)") { [restarts, stopping] in
+                        restarts.work(watchInterfaces: watch, stopping: stopping)
+                    })
+            }
+        }
         let start = Clock.monotonicMicros()
         for l in loops { l.rotationOrigin = start }
         for t in 0..<threads {
@@ -165,7 +203,9 @@ public final class SubscriberFleet: @unchecked Sendable {
                 throw WHIPConnectError("\(error)")
             }
             session.namesSources = socket.reportsLocalAddresses
-            loops[k % loops.count].hand(SubscriberBot(number: k, session: session, socket: socket, subscription: subscription))
+            let bot = SubscriberBot(number: k, session: session, socket: socket, subscription: subscription)
+            restarts.register(bot, loop: loops[k % loops.count])
+            loops[k % loops.count].hand(bot)
         } catch {
             members.withLock { $0[k].error = error.description }
         }
@@ -176,6 +216,8 @@ public final class SubscriberFleet: @unchecked Sendable {
         stopping.value = true
         for t in setupThreads { t.join() }
         setupThreads = []
+        for t in restartThreads { t.join() } // a PATCH in flight ends within its timeout
+        restartThreads = []
         for l in loops { l.stop.value = true }
         for t in loopThreads { t.join() }
         loopThreads = []
@@ -197,6 +239,11 @@ public final class SubscriberFleet: @unchecked Sendable {
                 $0[b.number].connected = false
                 $0[b.number].decodes = !rotating || decoderSeconds > 0
                 $0[b.number].decoderSeconds = rotating ? decoderSeconds : 0
+                if $0[b.number].iceRestartsAsked > 0 {
+                    $0[b.number].iceRestartRecoveryMs = snap.webrtcPublishers.first?.transport?.lastRestartRecoveryMicros.map {
+                        Int($0 / 1000)
+                    }
+                }
                 let video = snap.streams.first { $0.kind == .video }
                 if let t = snap.webrtcPublishers.first, t.state == .failed {
                     $0[b.number].error = t.failure?.reason ?? "the transport failed"
@@ -230,6 +277,13 @@ final class SubscriberBot: @unchecked Sendable {
     /// A rotating decoder is on it (since when), and the time one was before.
     var decoderSince: Int64?
     var decoderMicros: Int64 = 0
+    /// Its index in its loop's `bots` (-1 until the loop takes it), when it subscribed, the
+    /// scheduled restarts it has asked for, one in flight, and its consent watch.
+    var slot = -1
+    var subscribedAt: Int64 = 0
+    var restartsAsked = 0
+    var restartInFlight = false
+    var recovery: ICERecoveryPolicy?
 
     init(number: Int, session: ReceiverSession, socket: UDPSocket, subscription: WHEPSubscription?) {
         self.number = number
@@ -267,6 +321,13 @@ final class SubscriberLoop: @unchecked Sendable {
     /// so one wake-up serves many sockets (the arrival times are the kernel's: nothing reported
     /// moves).
     static let coalesceMicros: Int64 = 1_000
+    /// `SubscriberFleet.Config.iceRestartsAfter`/`iceRecoverAfter`; the fleet's restart queue;
+    /// the answers its threads hand back; when the subscribers were last looked at for a restart.
+    var restartsAfter: [Int64] = []
+    var recoverAfter: Int64?
+    var restarts: SubscriberRestarts?
+    let restartAnswers = Locked<[SubscriberRestarts.Answer]>([])
+    var nextRestartCheck: Int64 = 0
 
     func hand(_ bot: SubscriberBot) { inbox.withLock { $0.append(bot) } }
 
@@ -304,6 +365,8 @@ final class SubscriberLoop: @unchecked Sendable {
                 }
                 b.lastStep = now
                 b.nextWake = now
+                b.slot = bots.count
+                b.subscribedAt = now
                 readiness?.add(b.socket, tag: bots.count)
                 timers.push(now, bots.count)
                 bots.append(b)
@@ -321,6 +384,15 @@ final class SubscriberLoop: @unchecked Sendable {
                 guard bots[k].nextWake == due else { continue }
                 lag.record(lateMicros: now - due)
                 step(k, now: now)
+            }
+            for a in restartAnswers.withLock({ a in
+                defer { a = [] }; return a
+            }) where a.bot.slot >= 0 {
+                apply(a, now: now, members: members)
+            }
+            if (!restartsAfter.isEmpty || recoverAfter != nil) && now >= nextRestartCheck {
+                askRestarts(now: now)
+                nextRestartCheck = now + 250_000
             }
             if decoderShare > 0 && now >= nextRotationCheck {
                 rotateDecoders(now: now)
@@ -350,6 +422,63 @@ final class SubscriberLoop: @unchecked Sendable {
         }
         for b in bots { read(b) }
         published.value = (lag, Clock.threadCPUMicros())
+    }
+
+    /// Four times a second: a subscriber due for its next scheduled restart, or whose path has
+    /// been silent past the grace (`ICERecoveryPolicy`), asks for one (one at a time each).
+    func askRestarts(now: Int64) {
+        guard let restarts else { return }
+        for b in bots where !b.restartInFlight && b.subscription != nil {
+            let age = now - b.subscribedAt
+            var trigger: SubscriberRestarts.Trigger?
+            if b.restartsAsked < restartsAfter.count, age >= restartsAfter[b.restartsAsked] {
+                b.restartsAsked += 1
+                trigger = .scheduled
+            } else if let grace = recoverAfter {
+                if b.recovery == nil { b.recovery = ICERecoveryPolicy(graceMicros: grace, maxAttempts: 8) }
+                if let consent = b.session.transportConsentAge(now: now), let why = b.recovery?.shouldRestart(now: age, consentAge: consent)
+                {
+                    trigger = .consentWatch(why)
+                }
+            }
+            guard let trigger else { continue }
+            b.restartInFlight = true
+            restarts.ask(SubscriberRestarts.Request(bot: b, loop: self, trigger: trigger, candidates: nil))
+        }
+    }
+
+    /// The server's answer to a restart: the subscription's transport takes the new credentials
+    /// and candidates (DTLS and SRTP go on); a refusal is counted and the session goes on.
+    func apply(_ a: SubscriberRestarts.Answer, now: Int64, members: Locked<[SubscriberFleet.Member]>) {
+        let b = a.bot
+        var refusal: String?
+        switch a.result {
+        case var .success(r):
+            if let c = a.candidates { r.localCandidates = c }
+            if let resource = b.subscription?.spec.resource {
+                b.session.restartPublisher(
+                    resource: resource, local: r.local, remote: r.remote, remoteCandidates: r.remoteCandidates,
+                    localCandidates: r.localCandidates, now: now)
+            }
+        case let .failure(e): refusal = e.description
+        }
+        if case .consentWatch = a.trigger {
+            b.restartInFlight = false
+            b.recovery?.attempted(succeeded: refusal == nil, at: now - b.subscribedAt)
+        } else {
+            if case .scheduled = a.trigger { b.restartInFlight = false }
+            b.recovery?.scheduledRestart(at: now - b.subscribedAt)
+        }
+        members.withLock { m in
+            m[b.number].iceRestartsAsked += 1
+            if let refusal {
+                m[b.number].iceRestartsRefused += 1
+                m[b.number].iceRestartError = refusal
+            }
+            if case .consentWatch = a.trigger { m[b.number].iceRecoveries += 1 }
+            if case .interfaceChange = a.trigger { m[b.number].interfaceRestarts += 1 }
+        }
+        step(b.slot, now: now) // its checks on the new credentials go out now
     }
 
     /// Rotating decoders: at each rotation the decoders move on to the loop's next connected

@@ -129,7 +129,12 @@ public final class ICEAgent {
     /// How long since the selected path last proved alive (a consent or check answered, RFC 7675),
     /// as of the last call: a full agent's, once it connected (also while a restart is checking).
     /// Consent is checked every 4–6 s, so a healthy path's age stays under ~6 s plus a round trip.
-    public var consentAgeMicros: Int64? { lite || lastConsent == 0 ? nil : max(0, now - lastConsent) }
+    public var consentAgeMicros: Int64? { consentAge(at: now) }
+
+    /// The consent age at `time`: the agent's own clock is the last time it was stepped, which on
+    /// a silent path (no datagram, no timer due for seconds) lags the caller's — a watch asking
+    /// between steps reads the age at its own time.
+    public func consentAge(at time: Int64) -> Int64? { lite || lastConsent == 0 ? nil : max(0, max(time, now) - lastConsent) }
 
     public init(
         role: Role, local: Credentials, remote: Credentials? = nil, tieBreaker: UInt64, lite: Bool = false, seed: UInt64,

@@ -158,4 +158,6 @@ extension PublisherSession {
     /// Since the selected path last answered a consent check (µs; nil without WebRTC or before
     /// ICE connected): a fleet's consent watch reads it without building the statistics.
     public var consentAgeMicros: Int64? { webrtc?.ice.consentAgeMicros }
+    /// The consent age at the caller's `now` (the agent's own clock is its last step's).
+    public func consentAge(now: Int64) -> Int64? { webrtc?.ice.consentAge(at: now) }
 }

@@ -280,6 +280,12 @@ extension ReceiverSession {
     /// subscriber's one server, asked once a second by the fleet without a snapshot.
     public var transportConnected: Bool { rtcPeers.first?.state.state == .connected }
 
+    /// The first publisher's path (a WHEP subscriber's only one): how long since a consent check
+    /// was answered at `now` (RFC 7675; nil for an ICE-lite agent), and how long the
+    /// last ICE restart took to select a new pair.
+    public func transportConsentAge(now: Int64) -> Int64? { rtcPeers.first?.transport.ice.consentAge(at: now) }
+    public var transportRestartRecoveryMicros: Int64? { rtcPeers.first?.transport.lastRestartRecoveryMicros }
+
     /// The transports' timers (DTLS retransmits, a full agent's checks and consent), and the
     /// deadlines that free a slot: ICE not connected `iceTimeoutMicros` after the answer
     /// (abandoned), no consent check from a connected full-ICE peer for `consentTimeoutMicros`.

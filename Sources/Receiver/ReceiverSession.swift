@@ -130,7 +130,9 @@ public final class ReceiverSession {
         }
     }
 
-    public func snapshot(final: Bool) -> ReceiverSnapshot {
+    /// - Parameter now: the caller's clock, when it has one: the transports' consent ages are
+    ///   read at it (an agent's own clock is its last step's).
+    public func snapshot(final: Bool, now: Int64? = nil) -> ReceiverSnapshot {
         if final { for s in streams.values { s.finalize() } }
         snap.streams = order.compactMap { streams[$0]?.stats }
         snap.streamPublisher = order.compactMap { streams[$0]?.peer }
@@ -141,6 +143,7 @@ public final class ReceiverSession {
                 + rtcPeers.map { p in
                     var s = p.state
                     s.transport = p.transport.stats
+                    if let now { s.transport?.consentAgeMicros = p.transport.ice.consentAge(at: now) }
                     return s
                 }
         }

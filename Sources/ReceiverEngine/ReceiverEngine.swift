@@ -231,7 +231,7 @@ public final class ReceiverEngine: Sendable {
             // back to the kernel, at most once a second.
             if releasedSinceTrim >= 16 && now - lastTrim >= 1_000_000 { Heap.releaseFreeMemory(); releasedSinceTrim = 0; lastTrim = now }
             if now >= nextPublish {
-                let s = session.snapshot(final: false)
+                let s = session.snapshot(final: false, now: Clock.monotonicMicros())
                 state.withLock { $0 = s }
                 load.value = (lag, Clock.threadCPUMicros())
                 nextPublish = now + 100_000

@@ -96,6 +96,10 @@ import RTPCore
         net.run(until: 12_000_000)
         let age = p.consentAgeMicros ?? 0
         #expect(age > 6_000_000 && age < 12_000_000, "\(age)")
+        // A watch reading between the agent's steps gets the age at its own clock (the agent's
+        // is its last step's; on a silent path that lags by seconds), never less than the agent's.
+        #expect((p.consentAge(at: net.now + 3_000_000) ?? 0) - age >= 3_000_000)
+        #expect(p.consentAge(at: 0) == age)
         // A restart at 12 s: its checks all fail in the outage, the agent waits.
         s.restart(local: Self.newServer, remote: Self.newPublisher, remoteCandidates: [.host(publisherAddress)], now: net.now)
         p.restart(local: Self.newPublisher, remote: Self.newServer, remoteCandidates: [.host(serverAddress)], now: net.now)

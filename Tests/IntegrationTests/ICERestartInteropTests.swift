@@ -174,4 +174,40 @@ import Testing
         #expect(pion.wait(for: "\"event\":\"stats\"", micros: 5_000_000))
         #expect(pion.text.components(separatedBy: "\"event\":\"restart\"").count - 1 == asked, "\(pion.text.suffix(600))")
     }
+
+    /// `load`'s WHEP subscribers restart too: 1 publisher bot and 5 subscribers through pion's
+    /// fan-out, each asking for a restart 4 s after its own start (the subscribers' PATCHes made
+    /// by the fleet's restart threads, the answers applied on their event loops). pion applies
+    /// six (its own events); every subscriber ends on a new pair and receives what pion wrote to
+    /// it across the restart (pion's own count, ≥ 97 % of it).
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: pionEndpoint), "no pion endpoint (scripts/setup builds it)"))
+    func loadsSubscribersRestartThroughPion() throws {
+        let (pion, port) = try startPion(["-limit", "60", "-forward-rid", "0"])
+        defer { pion.stop() }
+        let r = try runPubbot(
+            WHIPInteropTests.binary,
+            [
+                "load", "--whip", "http://127.0.0.1:\(port)/whip", "--whep", "http://127.0.0.1:\(port)/whep", "--publishers", "1",
+                "--subscribers", "5", "--duration", "14s", "--ice-restart-at", "4s", "--json"
+            ])
+        #expect(r.code == 0, "\(r.err)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(r.out.utf8)) as? [String: Any], "\(r.out.prefix(300))")
+        let subs = try #require(report["subscribers"] as? [String: Any], "\(report.keys)")
+        let restarts = try #require(subs["iceRestarts"] as? [String: Any], "\(subs["iceRestarts"] ?? "")")
+        #expect(
+            restarts["asked"] as? Int == 5 && restarts["refused"] as? Int == 0 && restarts["subscribersRecovered"] as? Int == 5,
+            "\(restarts)")
+        let per = try #require(subs["perSubscriber"] as? [[String: Any]])
+        #expect(per.count == 5 && per.allSatisfy { $0["error"] is NSNull && $0["iceRestarts"] as? Int == 1 }, "\(per)")
+        #expect(pion.wait(for: "\"event\":\"stats\"", micros: 5_000_000))
+        let events = pion.text.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        #expect(events.filter { $0["event"] as? String == "restart" }.count == 6, "\(pion.text.suffix(800))")
+        // pion's per-subscription counts against pubbot's, both sorted (which is which is pion's id).
+        let written = events.filter { $0["event"] as? String == "whep-stats" }.compactMap { $0["video"] as? Int }.sorted()
+        let got = per.compactMap { $0["packetsReceived"] as? Int }.sorted()
+        #expect(written.count == 5 && got.count == 5, "pion \(written), pubbot \(got)")
+        for (w, g) in zip(written, got) { #expect(w > 150 && g <= w && g * 100 >= w * 97, "pion wrote \(written), pubbot got \(got)") }
+    }
 }

@@ -190,6 +190,59 @@ import Platform
         }
     }
 
+    /// A `load` fleet's subscribers restart too: 1 publisher bot and 3 WHEP subscribers in the
+    /// namespace, through pion's fan-out behind the first network, whose address goes 5 s in —
+    /// the bot and every subscriber restart ICE on the second (the report's `byInterfaceChange`,
+    /// pion's own restart events), and each subscriber receives what pion wrote to it (pion's
+    /// counts, ≥ 97 %).
+    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: pionEndpoint), "needs root and pion"))
+    func aLoadFleetsSubscribersRestartOnAnInterfaceChange() throws {
+        let n = 100 + Int(getpid()) % 20
+        let r = try run(mode: "load-whep-change", n: n)
+        #expect(r.code == 0, "\(r.err)")
+        let bots = (r.pub["webrtc"] as? [String: Any])?["iceRestarts"] as? [String: Any] ?? [:]
+        #expect(bots["byInterfaceChange"] as? Int == 1 && bots["refused"] as? Int == 0, "\(bots)")
+        let subs = r.pub["subscribers"] as? [String: Any] ?? [:]
+        let restarts = subs["iceRestarts"] as? [String: Any] ?? [:]
+        #expect(
+            restarts["byInterfaceChange"] as? Int == 3 && restarts["refused"] as? Int == 0
+                && restarts["subscribersRecovered"] as? Int == 3, "\(restarts)")
+        let events = r.pion.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        #expect(events.filter { $0["event"] as? String == "restart" }.count == 4, "\(r.pion.suffix(600))")
+        let written = events.filter { $0["event"] as? String == "whep-stats" }.compactMap { $0["video"] as? Int }.sorted()
+        let got = (subs["perSubscriber"] as? [[String: Any]] ?? []).compactMap { $0["packetsReceived"] as? Int }.sorted()
+        #expect(written.count == 3 && got.count == 3, "pion \(written), pubbot \(got)")
+        for (w, g) in zip(written, got) { #expect(w > 100 && g <= w && g * 100 >= w * 97, "pion wrote \(written), pubbot got \(got)") }
+    }
+
+    /// The subscribers' consent watch (`load --ice-recover-after 7s`): the same fleet, every UDP
+    /// datagram into its namespace dropped from 3 s to 12 s — each subscriber restarts on its own
+    /// once its path has been silent 7 s, ends on a new pair once the path is back, and receives
+    /// what pion wrote to it (pion's counts).
+    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: pionEndpoint), "needs root and pion"))
+    func aLoadFleetsSubscribersRecoverFromASilentPath() throws {
+        let n = 230 + Int(getpid()) % 20
+        let r = try run(mode: "load-whep-outage", n: n, publisherArgs: "--ice-recover-after 7s --require started>=100%")
+        #expect(r.code == 0, "\(r.err)")
+        let subs = r.pub["subscribers"] as? [String: Any] ?? [:]
+        let restarts = subs["iceRestarts"] as? [String: Any] ?? [:]
+        let asked = restarts["asked"] as? Int ?? 0
+        #expect(
+            asked >= 3 && restarts["byConsentWatch"] as? Int == asked && restarts["refused"] as? Int == 0
+                && restarts["subscribersRecovered"] as? Int == 3, "\(restarts)")
+        let per = subs["perSubscriber"] as? [[String: Any]] ?? []
+        #expect(per.count == 3 && per.allSatisfy { $0["error"] is NSNull && ($0["iceRecoveries"] as? Int ?? 0) >= 1 }, "\(per)")
+        let events = r.pion.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        let botRestarts = (r.pub["webrtc"] as? [String: Any])?["iceRestarts"] as? [String: Any] ?? [:]
+        #expect(
+            events.filter { $0["event"] as? String == "restart" }.count == asked + (botRestarts["asked"] as? Int ?? 0),
+            "\(r.pion.suffix(600))")
+        let written = events.filter { $0["event"] as? String == "whep-stats" }.compactMap { $0["video"] as? Int }.sorted()
+        let got = per.compactMap { $0["packetsReceived"] as? Int }.sorted()
+        #expect(written.count == 3 && got.count == 3, "pion \(written), pubbot \(got)")
+        for (w, g) in zip(written, got) { #expect(w > 100 && g <= w && g * 100 >= w * 97, "pion wrote \(written), pubbot got \(got)") }
+    }
+
     /// A WHEP subscriber whose first network goes away 3 s in: it restarts ICE by PATCH on the
     /// candidates it has now (pion restarts the subscription), its pair on the second network,
     /// and receives what pion wrote (pion's own count).

@@ -14,6 +14,10 @@
 # a publisher on this side feeds: OUT/sub.json, and pion's own log OUT/pion.out.
 #
 # MODE=load-change: as change, with a `load --whip` fleet of 3 bots in place of the publisher.
+# MODE=load-whep-change: a `load` fleet (1 publisher bot, 3 WHEP subscribers) in the namespace
+# through pion's fan-out behind A (PION=…); A's address goes 5 s in. MODE=load-whep-outage: the
+# same fleet for 17 s, every UDP datagram into the namespace dropped from 3 s to 12 s (PUB_ARGS
+# gives it --ice-recover-after).
 # MODE=whep-change: as whep without the drop; A's address goes 3 s into the subscription.
 # MODE=endpoint: the other way round — the WHIP endpoint (`receive --whip-listen 0.0.0.0:PORT`)
 # is the multi-homed one, in the namespace, where A also carries a second address 10.81.N.3;
@@ -22,7 +26,7 @@
 # is not the one the publisher sent to. The publisher runs on this side: pubbot, or with
 # PION_BOTS=its binary one pion/webrtc bot (OUT/pion_bots.out).
 #
-#   [MODE=block|change|whep|whep-change|load-change|endpoint] [PUB_ARGS=…] [PION=…] [PION_BOTS=…]
+#   [MODE=block|change|whep|whep-change|load-change|load-whep-change|load-whep-outage|endpoint] [PUB_ARGS=…] [PION=…] [PION_BOTS=…]
 #     multihomed.sh PUBBOT_BINARY OUT_DIR [N]
 set -euo pipefail
 bin=$1 out=$2 n=${3:-$(( ($$ % 200) + 20 ))}
@@ -58,6 +62,32 @@ block_a() {
   ip netns exec "$ns" nft add rule inet pubbot out ip saddr "10.81.$n.2" meta l4proto udp drop
 }
 extra=${PUB_ARGS:-}; extra=${extra//\{A\}/$pa}; extra=${extra//\{B\}/$pb}
+if [ "${MODE:-block}" = load-whep-change ] || [ "${MODE:-block}" = load-whep-outage ]; then
+  # A `load` fleet in the namespace: 1 publisher bot and 3 WHEP subscribers through pion's
+  # fan-out on 10.81.N.1; A's address goes 5 s in — every bot and subscriber restarts on B.
+  timeout -s KILL 60 "${PION:?PION=the pion_whip binary}" -listen "10.81.$n.1:0" -limit 60 -forward-rid 0 >"$out/pion.out" 2>&1 &
+  recv=$!
+  for _ in $(seq 100); do grep -q LISTENING "$out/pion.out" 2>/dev/null && break; sleep 0.1; done
+  port=$(grep -o "LISTENING [0-9]*" "$out/pion.out" | awk '{print $2}')
+  [ -n "$port" ] || { echo "multihomed: pion did not start: $(cat "$out/pion.out")" >&2; exit 1; }
+  duration=13s
+  if [ "$MODE" = load-whep-outage ]; then
+    # Every UDP datagram into the namespace dropped from 3 s to 12 s: the paths go silent.
+    ip netns exec "$ns" nft add table inet pubbot
+    ip netns exec "$ns" nft add chain inet pubbot in '{ type filter hook input priority 0; }'
+    ( sleep 3; ip netns exec "$ns" nft add rule inet pubbot in meta l4proto udp drop; sleep 9; ip netns exec "$ns" nft flush chain inet pubbot in ) &
+    duration=17s
+  else
+    ( sleep 5; ip -n "$ns" addr del "10.81.$n.2/24" dev "$pa" ) &
+  fi
+  code=0
+  # shellcheck disable=SC2086 # PUB_ARGS is a list of words
+  ip netns exec "$ns" timeout -s KILL 60 "$bin" load --whip "http://10.81.$n.1:$port/whip" --whep "http://10.81.$n.1:$port/whep" \
+    --publishers 1 --subscribers 3 --duration "$duration" --json $extra </dev/null >"$out/pub.json" 2>"$out/pub.err" || code=$?
+  for _ in $(seq 50); do [ "$(grep -c whep-stats "$out/pion.out")" -ge 3 ] && break; sleep 0.1; done
+  [ "$code" -eq 0 ] || echo "multihomed: load exited $code: $(tail -1 "$out/pub.err")" >&2
+  exit "$code"
+fi
 if [ "${MODE:-block}" = whep ] || [ "${MODE:-block}" = whep-change ]; then
   timeout -s KILL 60 "${PION:?PION=the pion_whip binary}" -listen "10.81.$n.1:0" -limit 60 -forward-rid q >"$out/pion.out" 2>&1 &
   recv=$!
@@ -90,7 +120,7 @@ if [ "${MODE:-block}" = endpoint ]; then
   ip netns exec "$ns" nft add table inet pubbot
   ip netns exec "$ns" nft add chain inet pubbot in '{ type filter hook input priority 0; }'
   ip netns exec "$ns" nft add rule inet pubbot in ip daddr "{ 10.81.$n.2, 10.82.$n.2 }" meta l4proto udp drop
-  ip netns exec "$ns" timeout -s KILL 60 "$bin" receive --whip-listen "0.0.0.0:$port" --duration 14s --no-decode --json \
+  ip netns exec "$ns" timeout -s KILL 60 "$bin" receive --whip-listen "0.0.0.0:$port" --duration 9s --no-decode --json \
     </dev/null >"$out/recv.json" 2>"$out/recv.err" &
   recv=$!
   for _ in $(seq 50); do grep -q '/whip (media' "$out/recv.err" 2>/dev/null && break; sleep 0.1; done
