@@ -226,8 +226,13 @@ struct LoadReport {
             let loss: Double? = s.network.rtcpReceived > 0 && packets > 0 ? Double(max(0, lost)) / Double(packets) : nil
             let rtt = rtts.isEmpty ? nil : rtts.reduce(0, +) / Double(rtts.count)
             let rx = s.localAddress.flatMap { received[$0.port] }
+            // A wildcard socket (a host candidate per interface): the address its pair uses.
+            var address = s.localAddress?.description
+            if let a = s.localAddress, a.ipBytes.allSatisfy({ $0 == 0 }), let t = s.network.transport, t.localCandidateType == "host" {
+                address = t.localAddress ?? address
+            }
             let b = Bot(
-                number: s.number, room: s.room, state: s.state, address: s.localAddress?.description, seconds: seconds, bitrate: bitrate,
+                number: s.number, room: s.room, state: s.state, address: address, seconds: seconds, bitrate: bitrate,
                 estimate: s.network.estimate?.bitrate, loss: loss, rtt: rtt, condition: s.network.networkCondition,
                 layersActive: s.network.allocation?.layers.filter { $0 > 0 }.count ?? 0, rtcpReceived: s.network.rtcpReceived,
                 pliReceived: s.streams.reduce(0) { $0 + $1.pliReceived }, keyFramesSent: s.keyFramesSent,

@@ -301,12 +301,12 @@ enum ReceiveCommand {
         let receiver = running.receiver
         if let whep = running.whep {
             Output.err(
-                "WHEP session \(SignalingClient.redacted(whep.resource.resourceURL)) (media on UDP \(receiver.localAddress)); Ctrl-C to stop\n"
+                "WHEP session \(SignalingClient.redacted(whep.resource.resourceURL)) (media on UDP \(Self.mediaSocket(receiver.localAddress))); Ctrl-C to stop\n"
             )
             Output.deviations(whep.resource)
         } else if plan.isWHIPListen {
             Output.err(
-                "WHIP endpoint \(plan.tls == nil ? "http" : "https")://\(urlHost(plan.config.listen.host)):\(receiver.localAddress.port)/whip (media on UDP \(receiver.localAddress)); Ctrl-C to stop\n"
+                "WHIP endpoint \(plan.tls == nil ? "http" : "https")://\(urlHost(plan.config.listen.host)):\(receiver.localAddress.port)/whip (media on UDP \(Self.mediaSocket(receiver.localAddress))); Ctrl-C to stop\n"
             )
         } else {
             Output.err("listening on \(receiver.localAddress); Ctrl-C to stop\n")
@@ -443,6 +443,11 @@ enum ReceiveCommand {
                 guard listen.port == 0, attempt < 20, error.description.contains("in use") else { throw error }
             }
         }
+    }
+
+    /// The media socket as the banner says it: a wildcard one serves every interface's address.
+    static func mediaSocket(_ a: SocketAddress) -> String {
+        a.ipBytes.allSatisfy { $0 == 0 } ? "port \(a.port) of each interface's address" : a.description
     }
 
     struct NoCandidate: Error, CustomStringConvertible {
