@@ -152,24 +152,33 @@ extension LoadReport {
     /// refused, the bots whose restart selected a new pair and how long that took; null when
     /// none was asked.
     var restartsJSON: JSONValue {
-        let asked = bots.compactMap(\.iceRestarts)
-        guard !asked.isEmpty else { return .null }
-        let recovery = bots.compactMap(\.iceRestartRecoveryMs)
-        return .object([
-            ("asked", .int(Int64(asked.reduce(0, +)))), ("refused", .int(Int64(bots.compactMap(\.iceRestartsRefused).reduce(0, +)))),
-            ("botsRecovered", .int(Int64(recovery.count))),
-            ("byConsentWatch", .int(Int64(bots.compactMap(\.iceRecoveries).reduce(0, +)))),
-            ("byInterfaceChange", .int(Int64(bots.compactMap(\.interfaceRestarts).reduce(0, +)))),
-            (
-                "recoveryMs",
-                recovery.isEmpty
-                    ? .null
-                    : .object([
-                        ("p50", .int(Int64(Self.percentile(recovery, 0.5)))), ("p95", .int(Int64(Self.percentile(recovery, 0.95)))),
-                        ("max", .int(Int64(recovery.max() ?? 0)))
-                    ])
-            )
-        ])
+        guard !bots.compactMap(\.iceRestarts).isEmpty else { return .null }
+        return Self.restartsJSON(
+            asked: bots.compactMap(\.iceRestarts).reduce(0, +), refused: bots.compactMap(\.iceRestartsRefused).reduce(0, +),
+            recovery: bots.compactMap(\.iceRestartRecoveryMs), byConsentWatch: bots.compactMap(\.iceRecoveries).reduce(0, +),
+            byInterfaceChange: bots.compactMap(\.interfaceRestarts).reduce(0, +), recoveredKey: "botsRecovered")
+    }
+
+    /// Restarts of bots or subscribers in the report's shape: asked, refused, how many ended on a
+    /// new pair (`recoveredKey`), what set them off, the time to the new pair after the answer.
+    static func restartsJSON(
+        asked: Int, refused: Int, recovery: [Int], byConsentWatch: Int, byInterfaceChange: Int, recoveredKey: String,
+        extra: [(String, JSONValue)] = []
+    ) -> JSONValue {
+        .object(
+            [
+                ("asked", .int(Int64(asked))), ("refused", .int(Int64(refused))), (recoveredKey, .int(Int64(recovery.count))),
+                ("byConsentWatch", .int(Int64(byConsentWatch))), ("byInterfaceChange", .int(Int64(byInterfaceChange))),
+                (
+                    "recoveryMs",
+                    recovery.isEmpty
+                        ? .null
+                        : .object([
+                            ("p50", .int(Int64(percentile(recovery, 0.5)))), ("p95", .int(Int64(percentile(recovery, 0.95)))),
+                            ("max", .int(Int64(recovery.max() ?? 0)))
+                        ])
+                )
+            ] + extra)
     }
 
     var requirementsJSON: JSONValue {

@@ -59,12 +59,9 @@ extension LoadReport {
         }
         let asked = bots.compactMap(\.iceRestarts).reduce(0, +)
         if asked > 0 {
-            let refused = bots.compactMap(\.iceRestartsRefused).reduce(0, +)
-            let recovery = bots.compactMap(\.iceRestartRecoveryMs)
-            out += "ICE restarts (RFC 9725 §4.3.3): \(asked) asked, \(refused) refused, \(recovery.count) bots on a new pair"
-            out +=
-                recovery.isEmpty
-                ? "\n" : " (p50 \(Self.percentile(recovery, 0.5)) ms, p95 \(Self.percentile(recovery, 0.95)) ms after the answer)\n"
+            out += Self.restartsLine(
+                asked: asked, refused: bots.compactMap(\.iceRestartsRefused).reduce(0, +),
+                recovery: bots.compactMap(\.iceRestartRecoveryMs), who: "bots")
         }
         out +=
             "conditions: "
@@ -122,5 +119,12 @@ extension LoadReport {
         if saturation != nil && saturationFails { out += "require: not judged — pubbot itself was saturated (exit 1)\n" }
         out += "result: \(exitCode == 0 ? "ok" : "FAILED") (exit \(exitCode))\n"
         return out
+    }
+
+    /// The restarts' line: asked, refused, how many of `who` ended on a new pair and how fast.
+    static func restartsLine(asked: Int, refused: Int, recovery: [Int], who: String) -> String {
+        "ICE restarts (RFC 9725 §4.3.3): \(asked) asked, \(refused) refused, \(recovery.count) \(who) on a new pair"
+            + (recovery.isEmpty
+                ? "\n" : " (p50 \(percentile(recovery, 0.5)) ms, p95 \(percentile(recovery, 0.95)) ms after the answer)\n")
     }
 }

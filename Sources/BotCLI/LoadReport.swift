@@ -228,7 +228,7 @@ struct LoadReport {
             let rx = s.localAddress.flatMap { received[$0.port] }
             // A wildcard socket (a host candidate per interface): the address its pair uses.
             var address = s.localAddress?.description
-            if let a = s.localAddress, a.ipBytes.allSatisfy({ $0 == 0 }), let t = s.network.transport, t.localCandidateType == "host" {
+            if s.localAddress?.isWildcard == true, let t = s.network.transport, t.localCandidateType == "host" {
                 address = t.localAddress ?? address
             }
             let b = Bot(

@@ -111,23 +111,11 @@ struct SubscriberSummary {
     var restartsJSON: JSONValue {
         let asked = subscribers.reduce(0) { $0 + $1.iceRestarts }
         guard asked > 0 else { return .null }
-        let recovery = subscribers.compactMap(\.iceRestartRecoveryMs)
-        return .object([
-            ("asked", .int(Int64(asked))), ("refused", .int(Int64(subscribers.reduce(0) { $0 + $1.iceRestartsRefused }))),
-            ("subscribersRecovered", .int(Int64(recovery.count))),
-            ("byConsentWatch", .int(Int64(subscribers.reduce(0) { $0 + $1.iceRecoveries }))),
-            ("byInterfaceChange", .int(Int64(subscribers.reduce(0) { $0 + $1.interfaceRestarts }))),
-            (
-                "recoveryMs",
-                recovery.isEmpty
-                    ? .null
-                    : .object([
-                        ("p50", .int(Int64(LoadReport.percentile(recovery, 0.5)))),
-                        ("p95", .int(Int64(LoadReport.percentile(recovery, 0.95)))), ("max", .int(Int64(recovery.max() ?? 0)))
-                    ])
-            ),
-            ("lastRefusal", subscribers.compactMap(\.iceRestartError).last.map { .string($0) } ?? .null)
-        ])
+        return LoadReport.restartsJSON(
+            asked: asked, refused: subscribers.reduce(0) { $0 + $1.iceRestartsRefused },
+            recovery: subscribers.compactMap(\.iceRestartRecoveryMs), byConsentWatch: subscribers.reduce(0) { $0 + $1.iceRecoveries },
+            byInterfaceChange: subscribers.reduce(0) { $0 + $1.interfaceRestarts }, recoveredKey: "subscribersRecovered",
+            extra: [("lastRefusal", subscribers.compactMap(\.iceRestartError).last.map { .string($0) } ?? .null)])
     }
 
     var json: JSONValue {
@@ -206,13 +194,11 @@ struct SubscriberSummary {
         out += line("fleet", subscribers)
         let asked = subscribers.reduce(0) { $0 + $1.iceRestarts }
         if asked > 0 {
-            let refused = subscribers.reduce(0) { $0 + $1.iceRestartsRefused }
-            let recovery = subscribers.compactMap(\.iceRestartRecoveryMs)
-            out += "  ICE restarts (RFC 9725 §4.3.3): \(asked) asked, \(refused) refused, \(recovery.count) subscribers on a new pair"
             out +=
-                recovery.isEmpty
-                ? "\n"
-                : " (p50 \(LoadReport.percentile(recovery, 0.5)) ms, p95 \(LoadReport.percentile(recovery, 0.95)) ms after the answer)\n"
+                "  "
+                + LoadReport.restartsLine(
+                    asked: asked, refused: subscribers.reduce(0) { $0 + $1.iceRestartsRefused },
+                    recovery: subscribers.compactMap(\.iceRestartRecoveryMs), who: "subscribers")
         }
         if rooms > 1 { for r in 0..<rooms { out += line("room \(r)", subscribers.filter { $0.room == r }) } }
         for s in subscribers where s.error != nil { out += "  subscriber \(s.number) (room \(s.room)): \(s.error!)\n" }

@@ -447,7 +447,7 @@ enum ReceiveCommand {
 
     /// The media socket as the banner says it: a wildcard one serves every interface's address.
     static func mediaSocket(_ a: SocketAddress) -> String {
-        a.ipBytes.allSatisfy { $0 == 0 } ? "port \(a.port) of each interface's address" : a.description
+        a.isWildcard ? "port \(a.port) of each interface's address" : a.description
     }
 
     struct NoCandidate: Error, CustomStringConvertible {

@@ -31,12 +31,10 @@ enum WHEPReceiver {
         do { certificate = try DTLSCertificate() } catch { throw WHIPConnectError("\(error)") }
         // The receive socket, bound now: STUN and TURN servers (--ice-server, and those the 201
         // announces) are asked from it by the subscription, as the publisher does.
-        let socket: UDPSocket
-        do {
-            socket = try UDPSocket(bind: plan.bind, receiveBuffer: 32 << 20)
-            if plan.isWildcard { try socket.enableLocalAddresses() }
-        } catch { throw WHIPConnectError("cannot open the receive socket on \(plan.bind): \(error)") }
-        let hosts = plan.candidates(port: socket.localAddress.port)
+        let (socket, hosts): (UDPSocket, [ICECandidate])
+        do { (socket, hosts) = try plan.openSocket(receiveBuffer: 32 << 20) } catch {
+            throw WHIPConnectError("cannot open the receive socket on \(plan.bind): \(error)")
+        }
         let base = hosts[0].address
         rc.webrtc = WebRTCListenConfig(certificate: certificate, locals: hosts.map(\.address))
         let receiver: ReceiverEngine

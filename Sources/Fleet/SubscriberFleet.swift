@@ -175,12 +175,10 @@ public final class SubscriberFleet: @unchecked Sendable {
             guard let certificate else { throw WHIPConnectError("no DTLS certificate could be made") }
             // A host candidate per usable interface and family, as `receive --whep` offers.
             let plan = try WHIPConnection.hostPlan(options)
-            let socket: UDPSocket
-            do {
-                socket = try UDPSocket(bind: plan.bind)
-                if plan.isWildcard { try socket.enableLocalAddresses() }
-            } catch { throw WHIPConnectError("cannot open a socket on \(plan.bind): \(error)") }
-            let hosts = plan.candidates(port: socket.localAddress.port)
+            let (socket, hosts): (UDPSocket, [ICECandidate])
+            do { (socket, hosts) = try plan.openSocket() } catch {
+                throw WHIPConnectError("cannot open a socket on \(plan.bind): \(error)")
+            }
             let local = hosts[0].address
             let subscription = try WHEPSubscription.open(
                 options, local: local, hosts: hosts, plan: plan, certificate: certificate, sleep: { Clock.sleep(micros: $0) })

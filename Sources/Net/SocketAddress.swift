@@ -44,6 +44,9 @@ public struct SocketAddress: Sendable, CustomStringConvertible, Hashable {
         return n > 0 ? Array(bytes.prefix(Int(n))) : []
     }
 
+    /// The unspecified address (`0.0.0.0` or `[::]`): a socket bound to it takes every interface's.
+    public var isWildcard: Bool { ipBytes.allSatisfy { $0 == 0 } }
+
     /// Parses `HOST:PORT` or `[V6]:PORT`.
     public init(parsing text: String) throws(SocketError) {
         let (host, port) = try Self.split(text)

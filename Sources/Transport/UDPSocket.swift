@@ -26,7 +26,7 @@ public final class UDPSocket {
         _ = clinux_local_addr(fd, &local)
         self.fd = fd
         localAddress = SocketAddress(raw: local)
-        dualStack = bind.isIPv6 && bind.ipBytes.allSatisfy { $0 == 0 }
+        dualStack = bind.isIPv6 && bind.isWildcard
         usesGSO = clinux_gso_supported(fd) != 0
     }
 
@@ -78,7 +78,7 @@ public final class UDPSocket {
     }
 
     /// Whether this socket is bound to the wildcard address (0.0.0.0 or [::]).
-    public var isWildcard: Bool { localAddress.ipBytes.allSatisfy { $0 == 0 } }
+    public var isWildcard: Bool { localAddress.isWildcard }
 
     /// Turns GSO off (benchmarks compare both ways; a refusal turns it off by itself).
     public func disableGSO() { usesGSO = false }

@@ -21,9 +21,17 @@ public struct HostPlan: Sendable, Equatable {
     /// toward the endpoint from (STUN and TURN are asked from it).
     public var addresses: [Address]
 
-    public var isWildcard: Bool { bind.ipBytes.allSatisfy { $0 == 0 } }
+    public var isWildcard: Bool { bind.isWildcard }
     /// The families offered (4 and/or 16 address bytes): the answer's candidates of these are used.
     public var families: Set<Int> { Set(addresses.map(\.ip.count)) }
+
+    /// The socket the plan binds — on the wildcard, one that reports where each datagram
+    /// arrived — and its host candidates (the first is where STUN and TURN are asked from).
+    public func openSocket(receiveBuffer: Int = 4 << 20) throws(SocketError) -> (socket: UDPSocket, hosts: [ICECandidate]) {
+        let socket = try UDPSocket(bind: bind, receiveBuffer: receiveBuffer)
+        if isWildcard { try socket.enableLocalAddresses() }
+        return (socket, candidates(port: socket.localAddress.port))
+    }
 
     /// The host candidates on `port`: distinct local preferences in this order (RFC 8445
     /// §5.1.2.1: an agent with several addresses gives each its own), each with its

@@ -119,12 +119,8 @@ public final class WHIPConnection: @unchecked Sendable {
         sleep: (Int64) -> Void
     ) throws(WHIPConnectError) -> WHIPConnection {
         let plan = try Self.hostPlan(options)
-        let socket: UDPSocket
-        do {
-            socket = try UDPSocket(bind: plan.bind)
-            if plan.isWildcard { try socket.enableLocalAddresses() }
-        } catch { throw WHIPConnectError("cannot open the media socket: \(error)") }
-        let hosts = plan.candidates(port: socket.localAddress.port)
+        let (socket, hosts): (UDPSocket, [ICECandidate])
+        do { (socket, hosts) = try plan.openSocket() } catch { throw WHIPConnectError("cannot open the media socket: \(error)") }
         // The first host (the address routed toward the endpoint) is where STUN and TURN are
         // asked from.
         let local = hosts[0].address

@@ -101,7 +101,7 @@ import Testing
         let w = try #require(summary["whep"] as? [String: Any])
         #expect(w["iceRestarts"] as? Int == 1 && (w["lastIceRestartRecoveryMs"] as? Int ?? 9_999) < 1_000, "\(w)")
         let stats = try #require(
-            pion.text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            pionEvents(pion.text)
                 .first { $0["event"] as? String == "whep-stats" })
         let streams = try #require(summary["streams"] as? [[String: Any]])
         let video = try #require(streams.first { $0["kind"] as? String == "video" }, "\(r.out)")
@@ -200,9 +200,7 @@ import Testing
         let per = try #require(subs["perSubscriber"] as? [[String: Any]])
         #expect(per.count == 5 && per.allSatisfy { $0["error"] is NSNull && $0["iceRestarts"] as? Int == 1 }, "\(per)")
         #expect(pion.wait(for: "\"event\":\"stats\"", micros: 5_000_000))
-        let events = pion.text.split(separator: "\n").compactMap {
-            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
-        }
+        let events = pionEvents(pion.text)
         #expect(events.filter { $0["event"] as? String == "restart" }.count == 6, "\(pion.text.suffix(800))")
         // pion's per-subscription counts against pubbot's, both sorted (which is which is pion's id).
         let written = events.filter { $0["event"] as? String == "whep-stats" }.compactMap { $0["video"] as? Int }.sorted()

@@ -119,7 +119,7 @@ import Platform
         let pair = try #require(whep["selectedCandidatePair"] as? [String: Any], "\(whep)")
         #expect((pair["localAddress"] as? String)?.hasPrefix("10.82.\(n).2:") == true, "\(pair)")
         let stats = try #require(
-            r.pion.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            pionEvents(r.pion)
                 .first { $0["event"] as? String == "whep-stats" }, "\(r.pion)")
         let streams = r.pub["streams"] as? [[String: Any]] ?? []
         for kind in ["audio", "video"] {
@@ -161,7 +161,7 @@ import Platform
                 "PION_OPUS": media.appendingPathComponent("audio.opusframes").path
             ])
         let line = try #require(
-            p.pion.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            pionEvents(p.pion)
                 .first { $0["event"] as? String == "bots" }, "\(p.pion)")
         #expect(line["connected"] as? Int == 1 && line["failed"] as? Int == 0, "\(p.pion)")
         // pion writes one packet per 20 ms Opus frame: the endpoint's audio count against it.
@@ -207,7 +207,7 @@ import Platform
         #expect(
             restarts["byInterfaceChange"] as? Int == 3 && restarts["refused"] as? Int == 0
                 && restarts["subscribersRecovered"] as? Int == 3, "\(restarts)")
-        let events = r.pion.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        let events = pionEvents(r.pion)
         #expect(events.filter { $0["event"] as? String == "restart" }.count == 4, "\(r.pion.suffix(600))")
         let written = events.filter { $0["event"] as? String == "whep-stats" }.compactMap { $0["video"] as? Int }.sorted()
         let got = (subs["perSubscriber"] as? [[String: Any]] ?? []).compactMap { $0["packetsReceived"] as? Int }.sorted()
@@ -232,7 +232,7 @@ import Platform
                 && restarts["subscribersRecovered"] as? Int == 3, "\(restarts)")
         let per = subs["perSubscriber"] as? [[String: Any]] ?? []
         #expect(per.count == 3 && per.allSatisfy { $0["error"] is NSNull && ($0["iceRecoveries"] as? Int ?? 0) >= 1 }, "\(per)")
-        let events = r.pion.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        let events = pionEvents(r.pion)
         let botRestarts = (r.pub["webrtc"] as? [String: Any])?["iceRestarts"] as? [String: Any] ?? [:]
         #expect(
             events.filter { $0["event"] as? String == "restart" }.count == asked + (botRestarts["asked"] as? Int ?? 0),
@@ -257,7 +257,7 @@ import Platform
         let pair = (r.pub["whep"] as? [String: Any])?["selectedCandidatePair"] as? [String: Any] ?? [:]
         #expect((pair["localAddress"] as? String)?.hasPrefix("10.82.\(n).2:") == true, "\(pair)")
         let stats = try #require(
-            r.pion.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            pionEvents(r.pion)
                 .first { $0["event"] as? String == "whep-stats" }, "\(r.pion)")
         let streams = r.pub["streams"] as? [[String: Any]] ?? []
         for kind in ["audio", "video"] {

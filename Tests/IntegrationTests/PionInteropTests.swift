@@ -16,6 +16,11 @@ func startPion(_ arguments: [String]) throws -> (PeerProcess, Int) {
     return (pion, port)
 }
 
+/// pion's JSON event lines (`track`, `restart`, `whep-stats`, …: its own counts), in order.
+func pionEvents(_ text: String) -> [[String: Any]] {
+    text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+}
+
 /// pion/webrtc v3 (Debian's 3.1.56) as a WHIP endpoint (Tests/Peers/pion, built by scripts/setup):
 /// strict about attribution — a stream it cannot map to a track (no `a=ssrc`, no MID + RID) never
 /// fires OnTrack. pion's own OnTrack and packet counts are the judge.
