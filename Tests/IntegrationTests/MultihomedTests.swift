@@ -218,7 +218,9 @@ import Platform
     /// The subscribers' consent watch (`load --ice-recover-after 7s`): the same fleet, every UDP
     /// datagram into its namespace dropped from 3 s to 12 s — each subscriber restarts on its own
     /// once its path has been silent 7 s, ends on a new pair once the path is back, and receives
-    /// what pion wrote to it (pion's counts).
+    /// what pion wrote to it (pion's counts) but for what pion wrote into the dropped path before
+    /// the publisher behind it stalled (16–24 packets, about a second of video, over a few runs):
+    /// at most an eighth, and every one of those is in the subscriber's own `packetsLost`.
     @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: pionEndpoint), "needs root and pion"))
     func aLoadFleetsSubscribersRecoverFromASilentPath() throws {
         let n = 230 + Int(getpid()) % 20
@@ -239,8 +241,11 @@ import Platform
             "\(r.pion.suffix(600))")
         let written = events.filter { $0["event"] as? String == "whep-stats" }.compactMap { $0["video"] as? Int }.sorted()
         let got = per.compactMap { $0["packetsReceived"] as? Int }.sorted()
-        #expect(written.count == 3 && got.count == 3, "pion \(written), pubbot \(got)")
-        for (w, g) in zip(written, got) { #expect(w > 100 && g <= w && g * 100 >= w * 97, "pion wrote \(written), pubbot got \(got)") }
+        let lost = per.compactMap { $0["packetsLost"] as? Int }
+        #expect(written.count == 3 && got.count == 3 && lost.count == 3, "pion \(written), pubbot \(got)")
+        for (w, g) in zip(written, got) {
+            #expect(w > 100 && g <= w && (w - g) * 8 <= w && lost.min()! >= w - g, "pion wrote \(written), pubbot got \(got), lost \(lost)")
+        }
     }
 
     /// A WHEP subscriber whose first network goes away 3 s in: it restarts ICE by PATCH on the
