@@ -71,7 +71,7 @@ extension PublisherSession {
                 }
                 var packetizer = try VP8Packetizer(frameSize: frame.bytes.count, maxPayloadSize: room, descriptor: d)
                 let sent = try packetize(frame, stream: idx, sender: &s, count: packetizer.packetCount) {
-                    (w: inout ByteWriter) throws(RTPWriteError) in _ = try packetizer.next(frame: frame.bytes.span, into: &w)
+                    (w: inout ByteWriter) throws(RTPWriteError) in try packetizer.next(frame: frame.bytes.span, into: &w) == true
                 }
                 guard sent else { return }
             case .vp9:
@@ -80,13 +80,13 @@ extension PublisherSession {
                     width: frame.width, height: frame.height, temporalID: frame.temporalID ?? 0, switchingUp: frame.layerSync,
                     references: frame.referenceDistances, spatialLayers: frame.spatialLayers.map { ($0.size, $0.width, $0.height) })
                 let sent = try packetize(frame, stream: idx, sender: &s, count: packetizer.packetCount) {
-                    (w: inout ByteWriter) throws(RTPWriteError) in _ = try packetizer.next(frame: frame.bytes.span, into: &w)
+                    (w: inout ByteWriter) throws(RTPWriteError) in try packetizer.next(frame: frame.bytes.span, into: &w) == true
                 }
                 guard sent else { return }
             case .h264:
                 var packetizer = try H264Packetizer(frame: frame.bytes.span, maxPayloadSize: room)
                 let sent = try packetize(frame, stream: idx, sender: &s, count: packetizer.packetCount) {
-                    (w: inout ByteWriter) throws(RTPWriteError) in _ = try packetizer.next(frame: frame.bytes.span, into: &w)
+                    (w: inout ByteWriter) throws(RTPWriteError) in try packetizer.next(frame: frame.bytes.span, into: &w) == true
                 }
                 guard sent else { return }
             case .av1 where frame.spatialLayers.count > 1:
@@ -94,27 +94,28 @@ extension PublisherSession {
                 // frame), the temporal unit's marker on the last; the N bit on the key picture's.
                 var ranges: [Range<Int>] = []
                 var packetizers: [AV1Packetizer] = []
+                var counts: [Int] = []
                 for (k, l) in frame.spatialLayers.enumerated() {
                     let r = (ranges.last?.upperBound ?? 0)..<((ranges.last?.upperBound ?? 0) + l.size)
                     ranges.append(r)
-                    packetizers.append(
-                        try AV1Packetizer(frame: frame.bytes.span.extracting(r), maxPayloadSize: room, keyFrame: frame.isKeyFrame && k == 0)
-                    )
+                    let layer = frame.bytes.span.extracting(r)
+                    packetizers.append(try AV1Packetizer(frame: layer, maxPayloadSize: room, keyFrame: frame.isKeyFrame && k == 0))
+                    // Each layer frame's descriptors need its last packet known before it is written.
+                    counts.append(try AV1Packetizer.packetCount(frame: layer, maxPayloadSize: room))
                 }
                 var d = descriptor
-                for k in packetizers.indices where k < d?.frames.count ?? 0 { d?.frames[k].packets = packetizers[k].packetCount }
+                for k in counts.indices where k < d?.frames.count ?? 0 { d?.frames[k].packets = counts[k] }
                 var current = 0
-                let total = packetizers.reduce(0) { $0 + $1.packetCount }
-                let sent = try packetize(frame, stream: idx, sender: &s, count: total, descriptor: d) {
+                let sent = try packetize(frame, stream: idx, sender: &s, count: counts.reduce(0, +), descriptor: d) {
                     (w: inout ByteWriter) throws(RTPWriteError) in
-                    while current + 1 < packetizers.count && packetizers[current].index >= packetizers[current].packetCount { current += 1 }
-                    _ = try packetizers[current].next(frame: frame.bytes.span.extracting(ranges[current]), into: &w)
+                    while current + 1 < packetizers.count && packetizers[current].index >= counts[current] { current += 1 }
+                    return try packetizers[current].next(frame: frame.bytes.span.extracting(ranges[current]), into: &w) ?? true
                 }
                 guard sent else { return }
             case .av1:
                 var packetizer = try AV1Packetizer(frame: frame.bytes.span, maxPayloadSize: room, keyFrame: frame.isKeyFrame)
-                let sent = try packetize(frame, stream: idx, sender: &s, count: packetizer.packetCount, descriptor: descriptor) {
-                    (w: inout ByteWriter) throws(RTPWriteError) in _ = try packetizer.next(frame: frame.bytes.span, into: &w)
+                let sent = try packetize(frame, stream: idx, sender: &s, count: nil, descriptor: descriptor) {
+                    (w: inout ByteWriter) throws(RTPWriteError) in try packetizer.next(frame: frame.bytes.span, into: &w) ?? true
                 }
                 guard sent else { return }
             }
@@ -182,29 +183,37 @@ extension PublisherSession {
         return out
     }
 
-    /// Writes a frame's `count` packets into arena slots (RTP header, then `payload` writes the
-    /// codec's payload) and queues them in the pacer. False when the slots do not suffice (the
-    /// frame is skipped and counted).
+    /// Writes a frame's packets into arena slots (RTP header, then `payload` writes the codec's
+    /// payload and returns whether it was the frame's last) and queues them in the pacer once the
+    /// frame is whole. `count` is the number of packets when the packetizer knows it beforehand;
+    /// nil when the last packet says so itself (AV1's, laid out once as it writes): its marker
+    /// bit and its Dependency Descriptor's end-of-frame flag are then set after its payload.
+    /// False when the slots do not suffice (the frame is skipped and counted, nothing of it sent).
     func packetize(
-        _ frame: EncodedVideoFrame, stream idx: Int, sender s: inout RTPStreamSender, count: Int, descriptor: FrameDescriptor? = nil,
-        _ payload: (inout ByteWriter) throws(RTPWriteError) -> Void
+        _ frame: EncodedVideoFrame, stream idx: Int, sender s: inout RTPStreamSender, count: Int?, descriptor: FrameDescriptor? = nil,
+        _ payload: (inout ByteWriter) throws(RTPWriteError) -> Bool
     ) throws(RTPWriteError) -> Bool {
-        guard arena.available >= count else {
-            // The pacer holds every slot (a link far slower than the media): skip this frame.
-            counters.framesDroppedNoSlot += 1
-            // The picture ID moves on: the receiver sees the gap (VP8) and a VP9 frame's P_DIFFs,
-            // counted in pictures, still point at the frames they mean.
-            s.pictureID = (s.pictureID &+ 1) & 0x7FFF
-            return false
-        }
+        // Without a count, the fewest packets the frame can take must at least be free.
+        guard arena.available >= count ?? (frame.bytes.count / config.maxPacketSize + 1) else { return skipFrame(sender: &s) }
         var headerSize = s.template.size
         var layerFrame = 0, layerStart = 0
         let ts = s.rtpTimestamp(captureMicros: frame.captureMicros)
-        for i in 0..<count {
-            let slot = arena.allocate()!
+        let firstSequence = s.sequenceNumber
+        var written = 0
+        while written < count ?? Int.max {
+            guard let slot = arena.allocate() else {
+                giveBack(written, sender: &s, sequence: firstSequence)
+                return skipFrame(sender: &s)
+            }
+            let i = written
+            frameSlots[written] = Int32(slot)
+            written += 1
+            let knownLast = count.map { i + 1 == $0 } ?? false
             var w = ByteWriter(UnsafeMutableRawBufferPointer(start: arena.pointer(slot), count: config.maxPacketSize))
+            var endOfFrameAt: Int? = nil
+            let last: Bool
             do throws(RTPWriteError) {
-                try s.template.write(to: &w, sequenceNumber: s.sequenceNumber, timestamp: ts, marker: i + 1 == count)
+                try s.template.write(to: &w, sequenceNumber: s.sequenceNumber, timestamp: ts, marker: knownLast)
                 if let d = descriptor {
                     // Which layer frame the packet belongs to (each is `packets` long, in turn).
                     while layerFrame + 1 < d.frames.count && i >= layerStart + d.frames[layerFrame].packets {
@@ -212,31 +221,58 @@ extension PublisherSession {
                         layerFrame += 1
                     }
                     let f = d.frames[layerFrame]
-                    let first = i == layerStart, last = i + 1 == layerStart + f.packets || i + 1 == count
+                    let first = i == layerStart, end = i + 1 == layerStart + f.packets || knownLast
                     // The three mandatory bytes (start/end of frame, template, frame number), then
                     // the structure (a key picture's first packet) or the frame's custom fields.
                     let head: InlineArray<3, UInt8> = [
-                        (first ? 0x80 : 0) | (last ? 0x40 : 0) | UInt8(f.templateID & 63), UInt8(f.frameNumber >> 8),
+                        (first ? 0x80 : 0) | (end ? 0x40 : 0) | UInt8(f.templateID & 63), UInt8(f.frameNumber >> 8),
                         UInt8(f.frameNumber & 0xFF)
                     ]
+                    let at = w.count
                     try s.template.appendElement(
                         id: d.id, head: head.span, tail: (first ? f.firstTail : f.tail).span, to: &w, headerStart: 0)
+                    // The two-byte element's ID and length, then the head (RFC 8285 §4.3).
+                    if w.count > at { endOfFrameAt = at + 2 }
                 }
                 headerSize = w.count
-                try payload(&w)
+                let said = try payload(&w)
+                last = count == nil ? said : knownLast
             } catch {
-                arena.release(slot)
+                giveBack(written, sender: &s, sequence: firstSequence)
                 throw error
+            }
+            if last && !knownLast {
+                // RFC 3550 §5.1: the marker in the second byte's top bit; the descriptor's
+                // end_of_frame (the AOM RTP format, Appendix A.8.1) in its first byte.
+                w.setBits(at: 1, 0x80)
+                if let at = endOfFrameAt { w.setBits(at: at, 0x40) }
             }
             arena.lengths[slot] = Int32(w.count)
             slots[slot] = SlotInfo(
-                stream: Int16(idx), payload: Int32(w.count - headerSize), sequence: s.sequenceNumber, timestamp: ts, marker: i + 1 == count)
+                stream: Int16(idx), payload: Int32(w.count - headerSize), sequence: s.sequenceNumber, timestamp: ts, marker: last)
             s.sequenceNumber &+= 1
-            pacer.enqueue(Int32(slot), size: w.count, priority: .video)
+            if last { break }
         }
+        for k in 0..<written { pacer.enqueue(frameSlots[k], size: Int(arena.lengths[Int(frameSlots[k])]), priority: .video) }
         s.lastTimestamp = ts
         s.lastCaptureMicros = frame.captureMicros
         return true
+    }
+
+    /// The pacer holds every slot (a link far slower than the media): the frame is skipped.
+    private func skipFrame(sender s: inout RTPStreamSender) -> Bool {
+        counters.framesDroppedNoSlot += 1
+        // The picture ID moves on: the receiver sees the gap (VP8) and a VP9 frame's P_DIFFs,
+        // counted in pictures, still point at the frames they mean.
+        s.pictureID = (s.pictureID &+ 1) & 0x7FFF
+        return false
+    }
+
+    /// Gives back the slots of a frame's first `written` packets (none of them queued yet) and
+    /// its sequence numbers.
+    private func giveBack(_ written: Int, sender s: inout RTPStreamSender, sequence: UInt16) {
+        for k in 0..<written { arena.release(Int(frameSlots[k])) }
+        s.sequenceNumber = sequence
     }
 
     public func sendAudio(_ frame: EncodedAudioFrame) {

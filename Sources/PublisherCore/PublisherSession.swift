@@ -148,6 +148,9 @@ public final class PublisherSession {
     /// arena's capacity, allocated once (as arrays, each write checked their uniqueness: four
     /// checks per packet, 2 % of a replay fleet's CPU by perf); freed in `deinit`.
     let outSlots: UnsafeMutablePointer<Int>
+    /// The slots of the frame being packetized, queued in the pacer once it is whole (or given
+    /// back when the arena runs out part way through a frame whose count is not known).
+    let frameSlots: UnsafeMutablePointer<Int32>
     let outPointers: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     let outLengths: UnsafeMutablePointer<UInt32>
     let outDestinations: UnsafeMutablePointer<SocketAddress>
@@ -185,6 +188,8 @@ public final class PublisherSession {
     deinit {
         outSlots.deinitialize(count: arena.capacity)
         outSlots.deallocate()
+        frameSlots.deinitialize(count: arena.capacity)
+        frameSlots.deallocate()
         outPointers.deinitialize(count: arena.capacity)
         outPointers.deallocate()
         outLengths.deinitialize(count: arena.capacity)
@@ -225,6 +230,8 @@ public final class PublisherSession {
         }
         outSlots = .allocate(capacity: arena.capacity)
         outSlots.initialize(repeating: 0, count: arena.capacity)
+        frameSlots = .allocate(capacity: arena.capacity)
+        frameSlots.initialize(repeating: 0, count: arena.capacity)
         outPointers = .allocate(capacity: arena.capacity)
         outPointers.initialize(repeating: nil, count: arena.capacity)
         outLengths = .allocate(capacity: arena.capacity)

@@ -53,7 +53,9 @@ public enum AV1OBU {
     /// The bytes `value` takes as LEB128: 7 bits a byte (at least one).
     @inlinable @inline(__always)
     public static func leb128Size(_ value: Int) -> Int {
-        value < 0x80 ? 1 : (Int.bitWidth - value.leadingZeroBitCount + 6) / 7
+        // Compares for the sizes a packet's lengths take (a division by 7 was most of the
+        // packetizer's arithmetic by perf); the general count beyond.
+        value < 0x80 ? 1 : value < 0x4000 ? 2 : (Int.bitWidth - value.leadingZeroBitCount + 6) / 7
     }
 
     /// Each byte of `value` as LEB128, low 7 bits first, the continuation bit on all but the last.
@@ -92,7 +94,17 @@ public enum AV1OBU {
         guard offset + headerSize <= b.count else { throw .truncated }
         let start = offset + headerSize
         guard h & 0x02 != 0 else { return Unit(header: offset, headerSize: headerSize, payload: start..<b.count) }
-        guard let (size, n) = leb128(b, at: start) else { throw .badLength }
+        // A size of one or two bytes (below 16 KiB) read in line: an encoder's OBUs in a packet's
+        // worth of frame nearly always are; the general reader out of line for the rest.
+        let size: Int, n: Int
+        if start + 1 < b.count, b[start] < 0x80 {
+            (size, n) = (Int(b[start]), 1)
+        } else if start + 2 < b.count, b[start + 1] < 0x80 {
+            (size, n) = (Int(b[start] & 0x7F) | Int(b[start + 1]) << 7, 2)
+        } else {
+            guard let (v, k) = leb128(b, at: start) else { throw .badLength }
+            (size, n) = (v, k)
+        }
         guard size <= b.count - start - n else { throw .badLength }
         return Unit(header: offset, headerSize: headerSize, payload: (start + n)..<(start + n + size))
     }
@@ -142,10 +154,11 @@ public enum AV1OBU {
 
 /// Splits one temporal unit (libaom's output: OBUs with size fields) into RTP payloads of at most
 /// `maxPayloadSize` bytes: whole OBUs aggregated while they fit, a larger one fragmented across
-/// packets (Z/Y). The layout is computed in `init` without storing it, and again as `next` writes
-/// (no allocation).
+/// packets (Z/Y). The layout is computed as `next` writes, once, as a C packetizer loop does; the
+/// marker comes with the last packet. `packetCount(frame:maxPayloadSize:)` gives the count
+/// beforehand, for a caller that needs it before writing (each spatial layer's Dependency
+/// Descriptors). No allocation.
 public struct AV1Packetizer {
-    public let packetCount: Int
     @inlinable public var index: Int { _index }
     @usableFromInline var _index = 0
     @usableFromInline var cursor: Cursor
@@ -229,7 +242,15 @@ public struct AV1Packetizer {
         guard let first else { throw .valueOutOfRange } // nothing to send
         cursor = Cursor(room: maxPayloadSize - 1, unit: first)
         self.keyFrame = keyFrame
-        do { packetCount = try Self.count(frame, first: first, room: maxPayloadSize - 1) } catch { throw .valueOutOfRange }
+    }
+
+    /// The packets `next` writes `frame` in, counted without writing them.
+    public static func packetCount(frame: Span<UInt8>, maxPayloadSize: Int) throws(RTPWriteError) -> Int {
+        guard maxPayloadSize >= 3 else { throw .bufferTooSmall(needed: 3, available: maxPayloadSize) }
+        do {
+            guard let first = try AV1OBU.sentUnit(from: 0, in: frame) else { throw RTPWriteError.valueOutOfRange }
+            return try count(frame, first: first, room: maxPayloadSize - 1)
+        } catch { throw .valueOutOfRange }
     }
 
     /// The packets `Cursor.pack` lays the unit out in, counted with the same rules but nothing
@@ -271,7 +292,7 @@ public struct AV1Packetizer {
     /// Writes the next payload. Returns its marker bit (the temporal unit's last packet), or nil when done.
     @inlinable @inline(__always)
     public mutating func next(frame: Span<UInt8>, into w: inout ByteWriter) throws(RTPWriteError) -> Bool? {
-        guard _index < packetCount else { return nil }
+        guard !cursor.done else { return nil }
         try w.require(cursor.room + 1)
         let at = w.count
         w.u8(0)
@@ -281,7 +302,7 @@ public struct AV1Packetizer {
         let n: UInt8 = _index == 0 && keyFrame ? 0x08 : 0
         w.patch8(at: at, (packed.z ? 0x80 : 0) | (packed.y ? 0x40 : 0) | n)
         _index += 1
-        return _index == packetCount
+        return cursor.done
     }
 }
 

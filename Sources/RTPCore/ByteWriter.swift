@@ -123,6 +123,13 @@ public struct ByteWriter {
 
     @inlinable @inline(__always)
     func patch8(at offset: Int, _ v: UInt8) { base.storeBytes(of: v, toByteOffset: offset, as: UInt8.self) }
+
+    /// Sets `bits` in the byte at an absolute offset already written (a flag known only later:
+    /// a marker, a descriptor's end of frame).
+    @inlinable @inline(__always)
+    public func setBits(at offset: Int, _ bits: UInt8) {
+        base.storeBytes(of: base.load(fromByteOffset: offset, as: UInt8.self) | bits, toByteOffset: offset, as: UInt8.self)
+    }
 }
 
 extension Array where Element == UInt8 {

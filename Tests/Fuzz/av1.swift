@@ -40,22 +40,40 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
         }
         at = u.end
     }
-    if var p = try? AV1Packetizer(frame: all, maxPayloadSize: 200, keyFrame: bytes.first == 0x0A) {
+    if var p = try? AV1Packetizer(frame: all, maxPayloadSize: 200, keyFrame: bytes.first == 0x0A),
+        let count = try? AV1Packetizer.packetCount(frame: all, maxPayloadSize: 200)
+    {
         var buffer = [UInt8](repeating: 0, count: 200)
         var packets: [[UInt8]] = []
-        while packets.count < p.packetCount {
+        while packets.count < count {
             let (marker, n): (Bool?, Int) = buffer.withUnsafeMutableBytes { raw in
                 var w = ByteWriter(raw)
                 let m = try? p.next(frame: all, into: &w)
                 return (m ?? nil, w.count)
             }
-            guard let marker else { preconditionFailure("packet \(packets.count) of \(p.packetCount) not written") }
-            precondition(n <= 200 && marker == (packets.count + 1 == p.packetCount))
+            guard let marker else { preconditionFailure("packet \(packets.count) of \(count) not written") }
+            precondition(n <= 200 && marker == (packets.count + 1 == count))
             packets.append(Array(buffer[0..<n]))
         }
         precondition(wellFormed, "the packetizer took a unit that does not parse")
+        let after: Bool?? = buffer.withUnsafeMutableBytes { raw in
+            var w = ByteWriter(raw)
+            return try? p.next(frame: all, into: &w)
+        }
+        precondition(after == .some(nil), "a packet after the marker")
         let back = try? AV1Depacketizer.assemble(packets)
         precondition(back?.bytes == expected, "the unit did not survive packetization")
+    } else if var p = try? AV1Packetizer(frame: all, maxPayloadSize: 200, keyFrame: false) {
+        // A unit whose first element parses and a later one does not: `next` throws at it (the
+        // layout is found as it writes), never traps, and ends.
+        var buffer = [UInt8](repeating: 0, count: 200)
+        for _ in 0..<all.count + 2 {
+            let marker: Bool?? = buffer.withUnsafeMutableBytes { raw in
+                var w = ByteWriter(raw)
+                return try? p.next(frame: all, into: &w)
+            }
+            guard case .some(.some(false)) = marker else { break }
+        }
     }
     feedAssembler(.av1, data, size)
     return 0

@@ -17,7 +17,8 @@ import Testing
             guard let marker = try p.next(frame: f.bytes.span, into: &w) else { break }
             out.append((Array(buf[0..<w.count]), marker))
         }
-        #expect(out.count == p.packetCount)
+        #expect(out.count == (try AV1Packetizer.packetCount(frame: f.bytes.span, maxPayloadSize: maxPayload)))
+        #expect(out.last?.1 == true && out.dropLast().allSatisfy { !$0.1 })
         return out
     }
 
@@ -254,14 +255,15 @@ import Testing
             let rooms = [3, 4, 65, 66, 67, 128, 129, 130, 131, 132, 1200, 16_386]
             let maxPayload = rng.next() % 2 == 0 ? rooms[Int(rng.next() % UInt64(rooms.count))] : Int(rng.next() % 1500) + 3
             var p = try AV1Packetizer(frame: unit.span, maxPayloadSize: min(maxPayload, buf.count), keyFrame: false)
+            let count = try AV1Packetizer.packetCount(frame: unit.span, maxPayloadSize: min(maxPayload, buf.count))
             var payloads: [[UInt8]] = []
             while true {
                 var w = ByteWriter(UnsafeMutableRawBufferPointer(rebasing: buf[0..<min(maxPayload, buf.count)]))
                 guard let marker = try p.next(frame: unit.span, into: &w) else { break }
                 payloads.append(Array(buf[0..<w.count]))
-                #expect(marker == (payloads.count == p.packetCount))
+                #expect(marker == (payloads.count == count))
             }
-            #expect(payloads.count == p.packetCount, "trial \(trial), room \(maxPayload)")
+            #expect(payloads.count == count, "trial \(trial), room \(maxPayload)")
             #expect(try AV1Depacketizer.assemble(payloads).bytes == unit, "trial \(trial)")
         }
     }

@@ -2,7 +2,7 @@ import Testing
 @testable import PublisherEngine
 @testable import PublisherCore
 import Transport
-import RTPCore
+@testable import RTPCore
 import Signalling
 import MediaCodecs
 import Platform
@@ -353,6 +353,80 @@ import Platform
         try pli(at: now) // one more, alone, 600 ms after the last request: answered at once
         try run(until: 2_000_000, pliEvery: nil)
         #expect(requests == [1_200_000, 1_500_000], "\(requests)") // the storm's last, deferred; the lone one
+    }
+
+    /// AV1's packets are laid out once, as they are written, so a frame's last is known only when
+    /// it is written: its marker (RFC 3550 §5.1) and its Dependency Descriptor's end_of_frame (the
+    /// AOM RTP format, Appendix A.8.1) are set after it — on that packet alone, with start_of_frame
+    /// on the first; every packet of every frame sent, in order.
+    @Test func av1MarksEachFramesLastPacketOnceWritten() throws {
+        let key = SRTPKey.random(suite: .aesCm)
+        var c = PublisherConfig(
+            destination: try SocketAddress(host: "127.0.0.1", port: 5004), layers: [.defaults(width: 640, height: 360, rid: "h")], key: key)
+        c.sendAudio = false
+        c.maxPacketSize = 600
+        c.congestionControl = false
+        c.videoCodec = .av1
+        c.videoExtensions.dependencyDescriptor = 12
+        let session = try PublisherSession(config: c, plan: StreamPlan(config: c), startMicros: 0, wallOffsetMicros: 0)
+        session.begin(now: 0)
+        // Temporal units as libaom writes them: a temporal delimiter, then OBU_FRAMEs with sizes.
+        let sizes = [[5_000], [1_200, 90], [300], [570, 570, 2]]
+        for (i, obus) in sizes.enumerated() {
+            var unit: [UInt8] = [0x12, 0x00]
+            for n in obus {
+                unit.append(0x32)
+                AV1OBU.appendLEB128(n, to: &unit)
+                unit += [UInt8](repeating: UInt8(i + 1), count: n)
+            }
+            session.handle(
+                .video(
+                    EncodedVideoFrame(
+                        layer: 0, bytes: unit, isKeyFrame: i == 0, width: 640, height: 360, frameNumber: UInt32(i),
+                        captureMicros: Int64(i) * 33_333, temporalID: nil, layerSync: false, encodeMicros: 0)))
+        }
+        let srtp = try SRTPSession(key: key, direction: .inbound)
+        var packets: [(seq: UInt16, marker: Bool, dd: DependencyDescriptor, payload: [UInt8], ts: UInt32)] = []
+        var structure: FrameDependencyStructure? = nil
+        var now: Int64 = 0
+        for _ in 0..<100 {
+            _ = session.step(now: now)
+            try session.pollTransmit { ptrs, lens, n, _ throws(SocketError) in
+                for k in 0..<n {
+                    let ptr = ptrs[k]!
+                    let bytes = ptr.assumingMemoryBound(to: UInt8.self)
+                    guard RTPDemux.classify(Span(_unsafeStart: bytes, count: 2)) != .rtcp else { continue }
+                    let len = (try? srtp.unprotectRTP(ptr, length: Int(lens[k]))) ?? 0
+                    let span = Span(_unsafeStart: bytes, count: len)
+                    guard let h = try? RTPHeader.parse(span),
+                        let ext = try? RTPExtensionValues.parse(span, header: h, ids: c.videoExtensions),
+                        let r = ext.dependencyDescriptor, let dd = try? DependencyDescriptor.parse(span.extracting(r), known: structure)
+                    else {
+                        Issue.record("a video packet without a readable descriptor")
+                        continue
+                    }
+                    if let s = dd.structure { structure = s }
+                    packets.append(
+                        (
+                            h.sequenceNumber, h.marker, dd,
+                            Array(UnsafeBufferPointer(start: bytes + h.payloadRange.lowerBound, count: h.payloadRange.count)), h.timestamp
+                        ))
+                }
+                return n
+            }
+            now += 10_000
+        }
+        let frames = Dictionary(grouping: packets, by: \.ts).values.sorted { $0[0].seq < $1[0].seq }
+        #expect(frames.count == sizes.count)
+        #expect(zip(packets, packets.dropFirst()).allSatisfy { $0.seq &+ 1 == $1.seq })
+        for (i, f) in frames.enumerated() {
+            #expect(f.map(\.marker) == Array(repeating: false, count: f.count - 1) + [true], "frame \(i)")
+            #expect(
+                f.map(\.dd.endOfFrame) == f.map(\.marker)
+                    && f.map(\.dd.startOfFrame) == [true] + Array(repeating: false, count: f.count - 1))
+            let back = try AV1Depacketizer.assemble(f.map(\.payload))
+            #expect(back.bytes.count == 2 + sizes[i].reduce(0) { $0 + 1 + AV1OBU.leb128Size($1) + $1 }, "frame \(i)")
+        }
     }
 
     /// Every packet of a frame, and its retransmission (RTX header + 2-byte OSN, RFC 4588), fit
