@@ -5,6 +5,7 @@ import RTPCore
 import Transport
 import Platform
 import Crypto
+import TestSupport
 
 /// pubbot's TURN client against coturn 4.6 (`turnserver`, long-term credentials) on 127.0.0.1
 /// over real UDP: an allocation after the 401 realm/nonce exchange, a peer reached through the
@@ -383,6 +384,16 @@ import Crypto
         let tlsPort = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0)).localAddress.port
         let rig = try Rig(extra: ["--tls-listening-port=\(tlsPort)", "--cert=\(dir)/cert.pem", "--pkey=\(dir)/key.pem"], tls: true)
         defer { rig.server.stop(grace: 0) }
+        // coturn logs "IO method" before its server threads open their TCP/TLS listeners (one CI
+        // run connected first and was refused): wait until the TLS port takes a connection.
+        let listening = Clock.monotonicMicros() + 10_000_000
+        var probe = RawClient(port: tlsPort)
+        while probe == nil && Clock.monotonicMicros() < listening {
+            Clock.sleep(micros: 50_000)
+            probe = RawClient(port: tlsPort)
+        }
+        probe?.close()
+        try #require(probe != nil, "coturn's TLS listener did not open: \(rig.server.text.suffix(400))")
         let receiver = try PeerProcess(Self.binary, ["receive", "--whip-listen", "127.0.0.1:0", "--duration", "30s"])
         defer { receiver.stop() }
         try #require(receiver.wait(for: "/whip (media", micros: 10_000_000), "\(receiver.text)")
