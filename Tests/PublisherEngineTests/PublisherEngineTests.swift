@@ -355,17 +355,23 @@ import Platform
         #expect(requests == [1_200_000, 1_500_000], "\(requests)") // the storm's last, deferred; the lone one
     }
 
+    /// One 360p layer, no audio, no congestion control, 600-byte packets (a frame takes many).
+    static func smallPacketConfig(key: SRTPKey) throws -> PublisherConfig {
+        var c = PublisherConfig(
+            destination: try SocketAddress(host: "127.0.0.1", port: 5004), layers: [.defaults(width: 640, height: 360, rid: "h")], key: key)
+        c.sendAudio = false
+        c.maxPacketSize = 600
+        c.congestionControl = false
+        return c
+    }
+
     /// AV1's packets are laid out once, as they are written, so a frame's last is known only when
     /// it is written: its marker (RFC 3550 §5.1) and its Dependency Descriptor's end_of_frame (the
     /// AOM RTP format, Appendix A.8.1) are set after it — on that packet alone, with start_of_frame
     /// on the first; every packet of every frame sent, in order.
     @Test func av1MarksEachFramesLastPacketOnceWritten() throws {
         let key = SRTPKey.random(suite: .aesCm)
-        var c = PublisherConfig(
-            destination: try SocketAddress(host: "127.0.0.1", port: 5004), layers: [.defaults(width: 640, height: 360, rid: "h")], key: key)
-        c.sendAudio = false
-        c.maxPacketSize = 600
-        c.congestionControl = false
+        var c = try Self.smallPacketConfig(key: key)
         c.videoCodec = .av1
         c.videoExtensions.dependencyDescriptor = 12
         let session = try PublisherSession(config: c, plan: StreamPlan(config: c), startMicros: 0, wallOffsetMicros: 0)
@@ -433,11 +439,7 @@ import Platform
     /// the configured packet size: the packetizer reserves the RTX overhead.
     @Test func retransmissionsFitThePacketSize() throws {
         let key = SRTPKey.random(suite: .aesCm)
-        var c = PublisherConfig(
-            destination: try SocketAddress(host: "127.0.0.1", port: 5004), layers: [.defaults(width: 640, height: 360, rid: "h")], key: key)
-        c.sendAudio = false
-        c.maxPacketSize = 600
-        c.congestionControl = false
+        let c = try Self.smallPacketConfig(key: key)
         let plan = StreamPlan(config: c)
         let session = try PublisherSession(config: c, plan: plan, startMicros: 0, wallOffsetMicros: 0)
         session.begin(now: 0)
