@@ -303,6 +303,9 @@ final class SubscriberLoop: @unchecked Sendable {
     var bots: [SubscriberBot] = []
     var readyList: [Int] = []
     var timers = DeadlineHeap()
+    /// Wall clock − monotonic clock, read each turn (the wall clock may step: NTP, a VM's clock
+    /// sync) and handed to each session before it decodes: glass-to-glass latency is wall time.
+    var wallOffset = Clock.wallMicros() - Clock.monotonicMicros()
     /// Rotating decoders: how many of this loop's subscribers decode at a time (0: none rotate
     /// here), how long each stays, the fleet's start (rotations fall at the same moments on
     /// every loop), the bots decoding now and where the next rotation picks up.
@@ -342,6 +345,7 @@ final class SubscriberLoop: @unchecked Sendable {
     func step(_ k: Int, now t: Int64) {
         let b = bots[k]
         b.lastStep = t
+        b.session.wallOffsetMicros = wallOffset
         b.nextWake = min(b.session.step(now: t), t + 100_000)
         b.session.pollTransmit { bytes, to, from throws(SocketError) in try b.socket.send(bytes, to: to, from: from) }
         timers.push(b.nextWake, k)
@@ -353,6 +357,7 @@ final class SubscriberLoop: @unchecked Sendable {
         var busy = false
         while !stop.value {
             var now = Clock.monotonicMicros()
+            wallOffset = Clock.wallMicros() - now
             for b in inbox.withLock({ b in
                 defer { b = [] }; return b
             }) {
@@ -524,6 +529,7 @@ final class SubscriberLoop: @unchecked Sendable {
             }
             if n == 0 { return }
             let now = Clock.monotonicMicros()
+            b.session.wallOffsetMicros = wallOffset
             var at = b.lastStep
             for i in 0..<n {
                 at = min(now, max(at, batch.arrival(i) ?? now))

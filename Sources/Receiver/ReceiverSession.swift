@@ -52,8 +52,10 @@ public final class ReceiverSession {
     public var namesSources = false
     /// Report-interval jitter, seeded: a run in virtual time repeats exactly.
     var random: SplitMix64
-    /// Wall clock − monotonic clock (fixed at start): wall times are `now + wallOffsetMicros`.
-    let wallOffsetMicros: Int64
+    /// Wall clock − monotonic clock: wall times are `now + wallOffsetMicros`. The driver keeps it
+    /// current (each loop turn): the wall clock may step (NTP, a VM's clock sync), and the
+    /// glass-to-glass latency compares the publisher's wall clock at capture with ours at decode.
+    public var wallOffsetMicros: Int64
     /// WebRTC (`--whip-listen`): the publishers the endpoint answered, found by our ICE ufrag
     /// until their checks arrive, then by source address.
     let webrtc: WebRTCListenConfig?

@@ -214,6 +214,8 @@ public final class ReceiverEngine: Sendable {
                 case let .trickle(resource, candidates): session.addRemoteCandidates(resource: resource, candidates)
                 }
             }
+            // The wall clock may have stepped since the last turn (NTP, a VM's clock sync).
+            session.wallOffsetMicros = Clock.wallMicros() - Clock.monotonicMicros()
             read()
             let now = Clock.monotonicMicros()
             // How late the session's timers run (reading a backlog of datagrams counts: a thread

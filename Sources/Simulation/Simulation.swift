@@ -62,7 +62,7 @@ public final class Simulation {
     /// Simulated monotonic time (µs); the run starts at `origin`.
     public private(set) var now: Int64
     public let origin: Int64 = 1_000_000
-    let wallOffset: Int64
+    var wallOffset: Int64
     let publisherAddresses: [SocketAddress]
     var scratch = [UInt8](repeating: 0, count: PacketBatch.slotSize)
     public private(set) var finished = false
@@ -124,6 +124,14 @@ public final class Simulation {
     public var wallMicros: Int64 { now + wallOffset }
     public var elapsedMicros: Int64 { now - origin }
     public var publisherCount: Int { publishers.count }
+
+    /// Steps the simulated wall clock by `micros` (an NTP step, a VM's clock sync): the live
+    /// encoders stamp captures with the new wall time and the receiver reads its decodes by it.
+    public func stepWallClock(byMicros micros: Int64) {
+        wallOffset += micros
+        receiver.wallOffsetMicros = wallOffset
+        for i in feeders.indices { feeders[i].stepWallClock(byMicros: micros) }
+    }
 
     /// Ends the run early (from `onInterval`): the publishers stop as at the end of the duration.
     public func stop() { stopAsked = true }
@@ -276,6 +284,13 @@ protocol MediaFeeder {
     mutating func apply(_ event: PublisherSessionEvent)
     var nextDue: Int64 { get }
     var counters: MediaCounters { get }
+    /// The wall clock stepped: frames stamped with wall time stamp the new one.
+    mutating func stepWallClock(byMicros micros: Int64)
+}
+
+extension MediaFeeder {
+    /// Replayed and sized frames carry no wall time.
+    mutating func stepWallClock(byMicros micros: Int64) {}
 }
 
 /// Replay loops, as a fleet bot sends them (`ReplayCursor`).
@@ -324,7 +339,7 @@ struct LiveFeeder: MediaFeeder {
     var audioSource = SyntheticAudioSource()
     var pcm = [Int16](repeating: 0, count: OpusAudioEncoder.frameSamples)
     var opusOut = [UInt8]()
-    let wallOffset: Int64
+    var wallOffset: Int64
     var audio: AudioClock
     var counters: MediaCounters
 
@@ -337,6 +352,8 @@ struct LiveFeeder: MediaFeeder {
     }
 
     var nextDue: Int64 { min(video.nextWake ?? .max, audio.next) }
+
+    mutating func stepWallClock(byMicros micros: Int64) { wallOffset += micros }
 
     mutating func apply(_ event: PublisherSessionEvent) {
         do throws(CodecError) { try video.apply(event) } catch { counters.error = error.description }

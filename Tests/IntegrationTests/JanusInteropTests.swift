@@ -245,7 +245,11 @@ import Platform
         defer { publisher.stop() }
         try #require(publisher.wait(for: "connected:", micros: 15_000_000), "the publisher did not connect: \(publisher.text)")
         Clock.sleep(micros: 1_500_000) // its first key frames reach Janus
+        // A wall-clock step while the subscribers run (one CI run read −16 ms when receivers kept
+        // their start's wall offset) shows here: the stamps are wall time.
+        let wallOffset = Clock.wallMicros() - Clock.monotonicMicros()
         let subscribers = try runSubscribers(base: base)
+        print("wall clock − monotonic moved \(Clock.wallMicros() - Clock.monotonicMicros() - wallOffset) µs while the subscribers ran")
         for (name, height) in [("A", 720), ("B", 180)] {
             let s = try #require(subscribers[name])
             let v = try #require(s.video, "\(name) received no video")
@@ -256,6 +260,7 @@ import Platform
                 "\(name): \(v)")
             #expect(f["freezeCount"] as? Int == 0 && (f["decodedFrameRate"] as? Double ?? 0) >= 25, "\(name): \(f)")
             let latency = try #require(v["latencyMeanMs"] as? Double, "\(name): no glass-to-glass latency (stamps through Janus)")
+            print("\(name): glass-to-glass latency \(latency) ms")
             #expect(latency > 0 && latency < 150, "\(name): \(latency) ms")
         }
         let cs = try #require(subscribers["C"])

@@ -91,6 +91,28 @@ import Impairment
         }
     }
 
+    /// The wall clock steps 300 ms forward mid-run (an NTP step; a CI machine's clock did, and a
+    /// receiver that kept its start's wall offset reported −16 ms through Janus): glass-to-glass
+    /// latency is the capture's wall time against the decode's, both read after the step.
+    @Test func latencyFollowsAWallClockStep() throws {
+        var c = try Self.config(impair: "delay=20ms", seconds: 4)
+        c.media = .encode
+        let sim = try Simulation(config: c)
+        var seen = 0
+        sim.run(intervalMicros: 1_000_000) { final in
+            seen += 1
+            if seen == 2 && !final { sim.stepWallClock(byMicros: 300_000) }
+        }
+        let r = sim.receiverSnapshot(final: true)
+        let video = r.streams.filter { $0.kind == .video }
+        #expect(video.count == 3 && video.allSatisfy { $0.stampsRead > 90 }, "\(video.map(\.stampsRead))")
+        for s in video {
+            let mean = try #require(s.latencyMeanMillis)
+            // 20 ms of link delay, the pacer's spreading; a frame caught in the step reads +300.
+            #expect(mean >= 20 && mean < 60, "\(s.height)p: \(mean) ms")
+        }
+    }
+
     /// Same configuration and seed, same run — to the packet.
     @Test func sameSeedSameRun() throws {
         let c = try Self.config(impair: "loss=2%,rate=1500kbit", seconds: 12)
