@@ -46,9 +46,34 @@ public struct VideoFrameAssembler {
         var av1ContinuesOBU = false
     }
 
+    /// One timestamp's fragments, with what completing the frame needs noted as each arrives
+    /// (a packet updates it in place: no scan of the fragments per packet, no copy of them).
+    struct Pending {
+        var frags: [Fragment] = []
+        /// The first marker packet's sequence number, the first start packet (VP8/VP9's flag),
+        /// and the lowest sequence number's first fragment, in arrival order.
+        var markerSeq: Int64?
+        var startIndex: Int?
+        var minIndex = 0
+        var maxSeq = Int64.min
+        /// The fragments arrived in ascending order (nothing to sort).
+        var ascending = true
+
+        mutating func add(_ f: Fragment) {
+            if let last = frags.last {
+                if f.seq <= last.seq { ascending = false }
+                if f.seq < frags[minIndex].seq { minIndex = frags.count }
+            }
+            if f.marker && markerSeq == nil { markerSeq = f.seq }
+            if f.start && startIndex == nil { startIndex = frags.count }
+            maxSeq = max(maxSeq, f.seq)
+            frags.append(f)
+        }
+    }
+
     public let codec: VideoCodec
 
-    var pending: [UInt32: [Fragment]] = [:]
+    var pending: [UInt32: Pending] = [:]
     var complete: [(frame: Frame, completedMicros: Int64)] = []
     var unwrapper = SequenceUnwrapper()
     /// The sequence number the next frame in order starts with.
@@ -133,7 +158,7 @@ public struct VideoFrameAssembler {
                 seq: seq, payload: payload.copyBytes(0..<payload.count), start: h.newCodedVideoSequence && !h.continuesOBU,
                 marker: marker, av1ContinuesOBU: h.continuesOBU)
         }
-        pending[timestamp, default: []].append(frag)
+        pending[timestamp, default: Pending()].add(frag)
         fragmentCount += 1
         tryComplete(timestamp, now: now)
         if codec.startsByLookingBack && marker {
@@ -163,11 +188,14 @@ public struct VideoFrameAssembler {
         var out = frame
         out.followsAGap = !inOrder
         nextSequence = frame.lastSequence + 1
-        // Whatever is older can no longer be decoded in order.
-        for (k, v) in pending where v.allSatisfy({ $0.seq < frame.firstSequence }) {
-            framesDropped += 1
-            fragmentCount -= v.count
-            pending[k] = nil
+        // Whatever is older can no longer be decoded in order (looked for first: removing while
+        // iterating would copy the table).
+        if pending.values.contains(where: { $0.maxSeq < frame.firstSequence }) {
+            for (k, v) in pending where v.maxSeq < frame.firstSequence {
+                framesDropped += 1
+                fragmentCount -= v.frags.count
+                pending[k] = nil
+            }
         }
         let before = complete.count
         complete.removeAll { $0.frame.firstSequence < frame.firstSequence }
@@ -182,32 +210,38 @@ public struct VideoFrameAssembler {
     }
 
     mutating func tryComplete(_ ts: UInt32, now: Int64) {
-        guard var frags = pending[ts], let last = frags.first(where: { $0.marker }) else { return }
-        let first: Fragment
+        guard let waiting = pending[ts], let lastSeq = waiting.markerSeq else { return }
+        let firstIndex: Int
         switch codec {
         case .vp8, .vp9:
-            guard let f = frags.first(where: { $0.start }) else { return }
-            first = f
+            guard let i = waiting.startIndex else { return }
+            firstIndex = i
         case .h264, .av1:
-            guard let f = frags.min(by: { $0.seq < $1.seq }), startsFrame(f) else { return }
-            first = f
+            guard startsFrame(waiting.frags[waiting.minIndex]) else { return }
+            firstIndex = waiting.minIndex
         }
-        guard last.seq >= first.seq, Int64(frags.count) >= last.seq - first.seq + 1 else { return }
-        frags.sort { $0.seq < $1.seq }
-        // Duplicates may inflate the count: check contiguity.
+        let firstSeq = waiting.frags[firstIndex].seq
+        guard lastSeq >= firstSeq, Int64(waiting.frags.count) >= lastSeq - firstSeq + 1 else { return }
+        // Taken out whole (no copy); put back if duplicates made the count look complete.
+        guard let p = pending.removeValue(forKey: ts) else { return }
+        let first = p.frags[firstIndex]
+        let frags = p.ascending ? p.frags : p.frags.sorted { $0.seq < $1.seq }
         var expect = first.seq
         var bytes: [UInt8] = []
         var parts: [[UInt8]] = []
         var used = 0
         var inFragment = false
         var h264 = H264PacketInfo()
-        for f in frags where f.seq >= first.seq && f.seq <= last.seq {
+        for f in frags where f.seq >= first.seq && f.seq <= lastSeq {
             if f.seq < expect { continue }
-            guard f.seq == expect else { return }
+            guard f.seq == expect else {
+                pending[ts] = p
+                return
+            }
             if let info = f.h264 {
                 // An FU-A's fragments in order: a start, middles, an end, nothing else between.
                 guard info.isFragment ? (info.fragmentStart ? !inFragment : inFragment) : !inFragment else {
-                    malformed(ts)
+                    malformed(fragments: p.frags.count)
                     return
                 }
                 inFragment = info.isFragment && !info.fragmentEnd
@@ -218,9 +252,11 @@ public struct VideoFrameAssembler {
             expect += 1
             used += 1
         }
-        guard expect == last.seq + 1 else { return }
-        fragmentCount -= frags.count
-        pending[ts] = nil
+        guard expect == lastSeq + 1 else {
+            pending[ts] = p
+            return
+        }
+        fragmentCount -= p.frags.count
         let frame: Frame
         switch codec {
         case .vp8:
@@ -228,24 +264,29 @@ public struct VideoFrameAssembler {
             do { header = try VP8FrameHeader.parse(bytes.span) } catch { malformedPackets += 1; return }
             frame = Frame(
                 bytes: bytes, timestamp: ts, isKeyFrame: header.isKeyFrame, width: header.width, height: header.height,
-                descriptor: first.descriptor, packetCount: used, firstSequence: first.seq, lastSequence: last.seq, followsAGap: false)
+                descriptor: first.descriptor, packetCount: used, firstSequence: first.seq, lastSequence: lastSeq, followsAGap: false)
         case .vp9:
             let size = first.vp9?.scalability?.sizes.last
             frame = Frame(
                 bytes: bytes, timestamp: ts, isKeyFrame: VP9PayloadDescriptor.isKeyFrame(bytes.span), width: size?.width,
-                height: size?.height, descriptor: nil, packetCount: used, firstSequence: first.seq, lastSequence: last.seq,
+                height: size?.height, descriptor: nil, packetCount: used, firstSequence: first.seq, lastSequence: lastSeq,
                 followsAGap: false)
         case .h264:
             guard !inFragment else { malformedPackets += 1; return } // the marker packet ended inside a unit
             frame = Frame(
                 bytes: bytes, timestamp: ts, isKeyFrame: h264.hasIDR, width: h264.sps?.width, height: h264.sps?.height,
-                descriptor: nil, packetCount: used, firstSequence: first.seq, lastSequence: last.seq, followsAGap: false)
+                descriptor: nil, packetCount: used, firstSequence: first.seq, lastSequence: lastSeq, followsAGap: false)
         case .av1:
             let unit: (bytes: [UInt8], isKeyFrame: Bool)
-            do { unit = try AV1Depacketizer.assemble(parts) } catch { malformed(ts); return }
+            do { unit = try AV1Depacketizer.assemble(parts) } catch {
+                // (Its fragments were already taken out and uncounted.)
+                malformedPackets += 1
+                framesDropped += 1
+                return
+            }
             frame = Frame(
                 bytes: unit.bytes, timestamp: ts, isKeyFrame: unit.isKeyFrame, width: nil, height: nil, descriptor: nil,
-                packetCount: used, firstSequence: first.seq, lastSequence: last.seq, followsAGap: false)
+                packetCount: used, firstSequence: first.seq, lastSequence: lastSeq, followsAGap: false)
         }
         var out = frame
         out.bytesKept = first.seq >= bytesFrom || codec == .h264 || codec == .av1
@@ -256,11 +297,11 @@ public struct VideoFrameAssembler {
         }
     }
 
-    /// A frame whose packets cannot form an access unit: counted and let go.
-    mutating func malformed(_ ts: UInt32) {
+    /// A frame (already taken out of `pending`) whose packets cannot form an access unit:
+    /// counted and let go.
+    mutating func malformed(fragments: Int) {
         malformedPackets += 1
-        fragmentCount -= pending[ts]?.count ?? 0
-        pending[ts] = nil
+        fragmentCount -= fragments
         framesDropped += 1
     }
 }

@@ -22,6 +22,13 @@ func feedAssembler(_ codec: VideoCodec, _ data: UnsafePointer<UInt8>, _ size: In
             precondition(f.bytesKept || codec == .vp8 || codec == .vp9)
         }
         precondition(assembler.fragmentCount <= assembler.maxFragments)
+        // The count the bound is kept by is the fragments actually waiting, and what each frame
+        // notes of its fragments is theirs.
+        precondition(assembler.fragmentCount == assembler.pending.values.reduce(0) { $0 + $1.frags.count })
+        for p in assembler.pending.values {
+            precondition(p.maxSeq == p.frags.map(\.seq).max() && p.frags[p.minIndex].seq == p.frags.map(\.seq).min())
+            precondition(p.markerSeq == p.frags.first(where: \.marker)?.seq && p.startIndex == p.frags.firstIndex(where: \.start))
+        }
         i += 4 + len
         now += 5_000
     }
