@@ -279,9 +279,7 @@ public struct VideoFrameAssembler {
         case .av1:
             let unit: (bytes: [UInt8], isKeyFrame: Bool)
             do { unit = try AV1Depacketizer.assemble(parts) } catch {
-                // (Its fragments were already taken out and uncounted.)
-                malformedPackets += 1
-                framesDropped += 1
+                malformed(fragments: 0) // its fragments are already uncounted
                 return
             }
             frame = Frame(
