@@ -338,54 +338,6 @@ int clinux_sendmmsg(int fd, const clinux_addr *dst, const clinux_addr *src, void
     return send_messages(fd, msgs, n, NULL);
 }
 
-int clinux_sendmmsg_each(int fd, const clinux_addr *dsts, const clinux_addr *srcs, void *const *bufs, const uint32_t *lens, int n,
-                         int *failed, int *last_errno) {
-    *failed = 0;
-    *last_errno = 0;
-    if (n <= 0) return 0;
-    if (n > 64) n = 64;
-    struct mmsghdr msgs[64];
-    struct iovec iovs[64];
-    union { char buf[CLINUX_SOURCE_CMSG]; struct cmsghdr align; } control[64];
-    for (int i = 0; i < n; i++) {
-        iovs[i].iov_base = bufs[i];
-        iovs[i].iov_len = lens[i];
-        memset(&msgs[i], 0, sizeof(msgs[i]));
-        msgs[i].msg_hdr.msg_iov = &iovs[i];
-        msgs[i].msg_hdr.msg_iovlen = 1;
-        msgs[i].msg_hdr.msg_name = (void *)dsts[i].storage;
-        msgs[i].msg_hdr.msg_namelen = dsts[i].length;
-        size_t used = srcs ? source_cmsg(&control[i].align, &srcs[i]) : 0;
-        if (used) {
-            msgs[i].msg_hdr.msg_control = control[i].buf;
-            msgs[i].msg_hdr.msg_controllen = used;
-        }
-    }
-    /* sendmmsg stops at the first message that fails and reports it only when it is the first
-       of the call: a datagram one destination refuses (EPERM, ENETUNREACH) is skipped and
-       counted, the others still go. A full buffer (EAGAIN, ENOBUFS) ends the batch. */
-    int done = 0, sent = 0, retries = 0;
-    while (done < n) {
-        int rc = sendmmsg(fd, msgs + done, (unsigned)(n - done), 0);
-        if (rc >= 0) {
-            sent += rc;
-            done += rc;
-            continue;
-        }
-        if (errno == EINTR) continue;
-        int e = errno;
-        if (e == ECONNREFUSED) {
-            drain_error_queue(fd);
-            if (retries++ < 4) { refusals++; continue; } /* an earlier datagram's ICMP, as send_messages */
-        }
-        if (e == EAGAIN || e == EWOULDBLOCK || e == ENOBUFS) { *failed += n - done; *last_errno = e; break; }
-        *failed += 1;
-        *last_errno = e;
-        done += 1;
-    }
-    return sent;
-}
-
 int clinux_sendmmsg_gso(int fd, const clinux_addr *dst, const clinux_addr *src, void *const *bufs, const uint32_t *lens, int n) {
     if (n <= 0) return 0;
     if (n > 64) n = 64;

@@ -163,18 +163,6 @@ extension ReceiverSession {
         outPackets.removeAll(keepingCapacity: true)
     }
 
-    /// The queued feedback datagrams at once, for a driver that sends them in one batch: their
-    /// bytes laid end to end and each one's end offset, destination and source (nil unless the
-    /// session names sources); `send` returns an error to record, if any. The outbox is then empty.
-    public func pollTransmitAll(
-        _ send: (UnsafeRawBufferPointer, [(end: Int, destination: SocketAddress, source: SocketAddress?)]) -> SocketError?
-    ) {
-        guard !outPackets.isEmpty else { return }
-        if let error = outBytes.withUnsafeBytes({ send($0, outPackets) }) { snap.lastError = "rtcp send: \(error)" }
-        outBytes.removeAll(keepingCapacity: true)
-        outPackets.removeAll(keepingCapacity: true)
-    }
-
     /// transport-cc feedback (RTPFB FMT 15) for everything received since the last one, every
     /// 100 ms, as reduced-size RTCP (RFC 5506).
     func sendTransportFeedback(_ peer: PeerSession, now: Int64) {

@@ -200,7 +200,7 @@ public final class ReceiverEngine: Sendable {
         // per interface on the wildcard address): the session names each datagram's source.
         session.namesSources = socket.reportsLocalAddresses
         func flush() {
-            session.pollTransmitAll { bytes, packets in socket.send(laidOut: bytes, packets) }
+            session.pollTransmit { bytes, to, from throws(SocketError) in try socket.send(bytes, to: to, from: from) }
         }
         var nextPublish = Clock.monotonicMicros()
         var wake = nextPublish

@@ -149,49 +149,6 @@ public final class UDPSocket {
         if rc < 0 && rc != -11 { throw SocketError("send to \(destination)", errno: -rc) }
     }
 
-    /// Sends datagrams laid end to end in `bytes` (`packets`: each one's end offset, destination
-    /// and source), each to its own destination, in as few `sendmmsg` calls as the kernel takes (a
-    /// receiver's feedback to its publishers: one call per datagram was 8 % of a 500-publisher
-    /// receiver by perf). A datagram one destination refuses is skipped, the others still go;
-    /// returns the error of the last refused one (nil when all went, or only a full buffer
-    /// dropped some, as `send` ignores EAGAIN).
-    public func send(
-        laidOut bytes: UnsafeRawBufferPointer, _ packets: [(end: Int, destination: SocketAddress, source: SocketAddress?)]
-    ) -> SocketError? {
-        guard !packets.isEmpty, let base = bytes.baseAddress else { return nil }
-        var lastError: SocketError?
-        withUnsafeTemporaryAllocation(of: clinux_addr.self, capacity: 64) { dsts in
-            withUnsafeTemporaryAllocation(of: clinux_addr.self, capacity: 64) { srcs in
-                withUnsafeTemporaryAllocation(of: UnsafeMutableRawPointer?.self, capacity: 64) { ptrs in
-                    withUnsafeTemporaryAllocation(of: UInt32.self, capacity: 64) { lens in
-                        var first = 0, start = 0
-                        while first < packets.count {
-                            let n = min(64, packets.count - first)
-                            var named = false
-                            for k in 0..<n {
-                                let p = packets[first + k]
-                                dsts[k] = raw(p.destination)
-                                srcs[k] = p.source?.raw ?? clinux_addr()
-                                named = named || p.source != nil
-                                ptrs[k] = UnsafeMutableRawPointer(mutating: base + start)
-                                lens[k] = UInt32(p.end - start)
-                                start = p.end
-                            }
-                            var failed: Int32 = 0, errno: Int32 = 0
-                            _ = clinux_sendmmsg_each(
-                                fd, dsts.baseAddress!, named ? srcs.baseAddress! : nil, ptrs.baseAddress!, lens.baseAddress!, Int32(n),
-                                &failed, &errno)
-                            refusals &+= Int(clinux_take_refusals())
-                            if failed > 0 && errno != 11 { lastError = SocketError("sendmmsg", errno: errno) }
-                            first += n
-                        }
-                    }
-                }
-            }
-        }
-        return lastError
-    }
-
     /// Receives into `batch` without blocking; returns the count (0 when nothing is waiting).
     /// Datagrams longer than a slot are reported with a length > `PacketBatch.maxPacketSize`.
     public func receive(into batch: PacketBatch) throws(SocketError) -> Int {

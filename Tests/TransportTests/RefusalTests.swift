@@ -33,35 +33,3 @@ import Platform
         #expect(refused >= 4 && refused <= 5, "\(refused) refusals reported")
     }
 }
-
-/// A receiver's feedback goes to many publishers from one socket in one batch: each datagram to
-/// its own destination, and one destination the kernel refuses does not take the others with it.
-@Suite struct SendEachTests {
-    @Test func eachDatagramReachesItsOwnDestinationPastARefusedOne() throws {
-        let loopback = try SocketAddress(host: "127.0.0.1", port: 0)
-        let sender = try UDPSocket(bind: loopback)
-        let a = try UDPSocket(bind: loopback), b = try UDPSocket(bind: loopback)
-        // Broadcast without SO_BROADCAST: the kernel refuses it (EACCES), at once.
-        let refused = try SocketAddress(host: "255.255.255.255", port: 9)
-        // 70 datagrams (more than one sendmmsg's 64), sizes 10…79, the fifth to the refused address.
-        var bytes: [UInt8] = []
-        var packets: [(end: Int, destination: SocketAddress, source: SocketAddress?)] = []
-        for i in 0..<70 {
-            bytes += [UInt8](repeating: UInt8(i), count: 10 + i)
-            packets.append((bytes.count, i == 4 ? refused : i % 2 == 0 ? a.localAddress : b.localAddress, nil))
-        }
-        let error = bytes.withUnsafeBytes { sender.send(laidOut: $0, packets) }
-        #expect(error?.errno == 13, "the refusal is reported: \(String(describing: error))")
-        Clock.sleep(micros: 20_000)
-        let rx = PacketBatch(capacity: 64)
-        for (socket, parity) in [(a, 0), (b, 1)] {
-            var got: [(UInt8, Int)] = []
-            while case let n = try socket.receive(into: rx), n > 0 {
-                for k in 0..<n { got.append((rx.packet(k)[0], Int(rx.lengths[k]))) }
-            }
-            let expected = (0..<70).filter { $0 % 2 == parity && $0 != 4 }
-            #expect(got.map(\.0) == expected.map { UInt8($0) }, "in order, each at its own destination")
-            #expect(got.map(\.1) == expected.map { 10 + $0 }, "each its own length")
-        }
-    }
-}

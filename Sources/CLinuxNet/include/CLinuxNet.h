@@ -55,13 +55,6 @@ int clinux_route_source(const clinux_addr *dst, clinux_addr *out);
 /// (a socket bound to the wildcard address: IP_PKTINFO / IPV6_PKTINFO), else as the kernel routes.
 /// Returns the number sent (may be < n on EAGAIN) or -errno when none could be sent.
 int clinux_sendmmsg(int fd, const clinux_addr *dst, const clinux_addr *src, void *const *bufs, const uint32_t *lens, int n);
-/// Sends n datagrams (n <= 64), each to its own destination dsts[i] and from srcs[i] (srcs may be
-/// NULL; an entry of length 0 names no source), in as few sendmmsg calls as the kernel takes: a
-/// receiver's feedback to many publishers from one socket. A datagram the kernel refuses is
-/// skipped and counted in *failed (its errno in *last_errno); a full buffer counts the rest as
-/// failed. Returns the number sent.
-int clinux_sendmmsg_each(int fd, const clinux_addr *dsts, const clinux_addr *srcs, void *const *bufs, const uint32_t *lens, int n,
-                         int *failed, int *last_errno);
 /// ICMP refusals (ECONNREFUSED) of earlier datagrams that the sends since the last call met and
 /// went past (this thread's); the caller reports them as the socket's receive would have.
 int clinux_take_refusals(void);
