@@ -89,7 +89,8 @@ final class FleetLoop {
                 // slack is in it by design; more is the loop falling behind.
                 if now >= b.nextWake && b.nextWake > 0 { lag.record(lateMicros: now - b.nextWake) }
                 let mediaWake = stopping ? Int64.max : b.mediaTick(now: now)
-                if readable { b.io.read(into: b.network, now: now) }
+                if readable { b.io.read(into: b.network, now: now, notBefore: b.lastTurn) }
+                b.lastTurn = now
                 if !stopping, let w = b.whip, b.restartsAsked < fleet.config.iceRestartsAfter.count,
                     now >= b.startedAt + fleet.config.iceRestartsAfter[b.restartsAsked]
                 {

@@ -31,6 +31,8 @@ final class ReplayBot {
     var nextAudio: Int64
     var seenGeneration = 0
     var nextWake: Int64 = 0
+    /// When the bot's session was last stepped (its datagrams are never handed it earlier).
+    var lastTurn: Int64 = 0
     var done = false
     var liveKeyFramesSent = 0
     /// WHIP: the session to DELETE when the bot is done.
@@ -65,6 +67,11 @@ final class ReplayBot {
         } else {
             do { socket = try UDPSocket(for: config.destination) } catch { throw .socket(error) }
         }
+        // The kernel's arrival time of each datagram: the loop reads a bot's feedback on the
+        // bot's turn, after the bots before it, and the round trips the bot works out from
+        // reports and transport-cc must not include that wait (100 bots into pubbot's endpoint:
+        // RTT p50 0.12–0.15 ms read at the turn, 0.10–0.11 ms at arrival).
+        try? socket.enableArrivalTimestamps()
         // Each bot's emulated uplink has its own seed: their random losses do not line up.
         io = SessionSocket(
             socket, tcp: whip?.turnTCP,

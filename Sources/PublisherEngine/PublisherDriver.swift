@@ -34,8 +34,10 @@ public final class SessionSocket {
         return (ready[0] != 0 || ready[2] != 0 ? 1 : 0) | (ready[1] != 0 ? 2 : 0)
     }
 
-    /// Hands the session everything waiting on the socket (up to 8 batches), stamped `now`.
-    public func read(into session: PublisherSession, now: Int64) {
+    /// Hands the session everything waiting on the socket (up to 8 batches), stamped `now` — or,
+    /// on a socket with arrival timestamps on, each at its kernel arrival time kept within
+    /// `notBefore` (when the session was last stepped) … `now`, in order.
+    public func read(into session: PublisherSession, now: Int64, notBefore: Int64? = nil) {
         if let tcp {
             tcp.flush()
             tcp.read { m in
@@ -48,6 +50,9 @@ public final class SessionSocket {
                 }
             }
         }
+        // (Through a TCP relay everything is handed `now`: its stream was read first.)
+        let floor = tcp == nil ? notBefore : nil
+        var at = floor ?? now
         for _ in 0..<8 {
             let n: Int
             do { n = try socket.receive(into: rx) } catch {
@@ -57,7 +62,8 @@ public final class SessionSocket {
             }
             if n == 0 { return }
             for i in 0..<n {
-                session.handleDatagram(rx.slot(i).baseAddress!, length: Int(rx.lengths[i]), from: rx.source(i), to: rx.local(i), now: now)
+                at = floor == nil ? now : min(now, max(at, rx.arrival(i) ?? now))
+                session.handleDatagram(rx.slot(i).baseAddress!, length: Int(rx.lengths[i]), from: rx.source(i), to: rx.local(i), now: at)
             }
             // A short batch emptied the queue (the readiness is level-triggered: a later arrival
             // wakes the loop again): no second call just to hear EAGAIN — half of a 100-bot

@@ -609,3 +609,50 @@ import Platform
         #expect(frames.count >= 175 && frames.allSatisfy { $0.width == 640 }, "\(frames.count) frames")
     }
 }
+
+/// A fleet loop reads a bot's datagrams on the bot's turn, after the bots before it: what the
+/// session works out from them (a receiver report's round trip, RFC 3550 §6.4.1) is at the kernel's
+/// arrival time, not the turn's.
+@Suite struct SessionSocketArrivalTests {
+    @Test func aLateReadReportsTheRoundTripAtArrival() throws {
+        let key = SRTPKey.random(suite: .aesCm)
+        var c = PublisherConfig(
+            destination: try SocketAddress(host: "127.0.0.1", port: 5004), layers: [.defaults(width: 640, height: 360, rid: "h")], key: key)
+        c.sendAudio = false
+        c.congestionControl = false
+        let plan = StreamPlan(config: c)
+        let video = try #require(plan.streams.first { $0.kind == .video }?.ssrc)
+        let srtcp = try SRTPSession(key: key, direction: .outbound)
+        let socket = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0))
+        try socket.enableArrivalTimestamps()
+        let io = SessionSocket(socket)
+        let peer = try UDPSocket(bind: SocketAddress(host: "127.0.0.1", port: 0))
+
+        /// A receiver report whose last SR was 5 ms before now (DLSR 0), read 40 ms after it was
+        /// sent; the round trip the session reports (ms).
+        func roundTrip(stamped: Bool) throws -> Double? {
+            let start = Clock.monotonicMicros()
+            let session = try PublisherSession(config: c, plan: plan, startMicros: start, wallOffsetMicros: 0)
+            session.begin(now: start)
+            var buf = [UInt8](repeating: 0, count: 200)
+            let lsr = NTPTime.compact(NTPTime.ntp(unixMicros: Clock.monotonicMicros() - 5_000))
+            let n = try buf.withUnsafeMutableBytes { raw throws -> Int in
+                var w = ByteWriter(raw)
+                let block = ReportBlock(
+                    ssrc: video, fractionLost: 0, cumulativeLost: 0, extendedHighestSequence: 0, jitter: 0, lastSenderReport: lsr,
+                    delaySinceLastSenderReport: 0)
+                try ReceiverReport(ssrc: 77, reports: [block]).write(to: &w)
+                return try srtcp.protectRTCP(raw.baseAddress!, length: w.count, capacity: raw.count)
+            }
+            try buf.withUnsafeBytes { try peer.send(UnsafeRawBufferPointer(rebasing: $0[0..<n]), to: socket.localAddress) }
+            Clock.sleep(micros: 40_000)
+            io.read(into: session, now: Clock.monotonicMicros(), notBefore: stamped ? start : nil)
+            return session.statistics.0.first { $0.ssrc == video }?.roundTripTimeMillis
+        }
+        let atArrival = try #require(try roundTrip(stamped: true))
+        #expect(atArrival >= 4.5 && atArrival < 15, "the round trip at the datagram's arrival: \(atArrival) ms")
+        // The same read stamped with the time it ran counts the 40 ms the datagram waited.
+        let atRead = try #require(try roundTrip(stamped: false))
+        #expect(atRead >= 44, "the round trip at the read: \(atRead) ms")
+    }
+}
