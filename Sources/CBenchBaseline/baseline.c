@@ -5,6 +5,15 @@
 #include <srtp2/srtp.h>
 #include "../CSRTP/shim.h" /* the same session setup as SRTPSession; only the protect loop is timed */
 
+/* `total` bytes in `n` parts, as RTPCore's splitForGSO: every part but the last ceil(total / n),
+   the last the rest; where that leaves the last empty, the first total % n parts one byte larger. */
+static inline size_t split_part(size_t total, size_t n, size_t i) {
+    if (n <= 1) return total;
+    size_t full = (total + n - 1) / n;
+    if (total > (n - 1) * full) return i + 1 == n ? total - (n - 1) * full : full;
+    return total / n + (i < total % n ? 1 : 0);
+}
+
 size_t cbench_packetize(const uint8_t *const *frames, const size_t *sizes, size_t frame_count,
                         const uint8_t *header, size_t header_len, size_t max_payload,
                         uint8_t *slots, size_t slot_size, size_t slot_count, int32_t *lengths, uint16_t *seq, uint16_t *picture_id) {
@@ -15,7 +24,7 @@ size_t cbench_packetize(const uint8_t *const *frames, const size_t *sizes, size_
         size_t len = sizes[f], room = max_payload - 4;
         size_t n = (len + room - 1) / room;
         if (n == 0) n = 1;
-        size_t base = len / n, larger_from = n - len % n, off = 0;
+        size_t off = 0;
         ts += 3000;
         for (size_t i = 0; i < n; i++) {
             uint8_t *p = slots + slot * slot_size;
@@ -28,7 +37,7 @@ size_t cbench_packetize(const uint8_t *const *frames, const size_t *sizes, size_
             d[1] = 0x80;
             d[2] = (uint8_t)(0x80 | (*picture_id >> 8));
             d[3] = (uint8_t)*picture_id;
-            size_t size = base + (i >= larger_from ? 1 : 0);
+            size_t size = split_part(len, n, i);
             memcpy(d + 4, frame + off, size);
             lengths[slot] = (int32_t)(header_len + 4 + size);
             off += size;
@@ -202,10 +211,10 @@ size_t cbench_packetize_h264(const uint8_t *const *frames, const size_t *sizes, 
             uint8_t *d = p + header_len;
             if (n > max_payload) {
                 size_t payload = n - 1, per = max_payload - 2, count = (payload + per - 1) / per;
-                size_t base = payload / count, larger_from = count - payload % count, off = s + 1;
+                size_t off = s + 1;
                 for (size_t i = 0; i < count; i++) {
                     if (i > 0) { p = h264_packet(slots, slot_size, &slot, slot_count, header, header_len, seq, ts); d = p + header_len; }
-                    size_t size = base + (i >= larger_from ? 1 : 0);
+                    size_t size = split_part(payload, count, i);
                     d[0] = (uint8_t)((b[s] & 0xe0) | 28);
                     d[1] = (uint8_t)((i == 0 ? 0x80 : 0) | (i + 1 == count ? 0x40 : 0) | (b[s] & 0x1f));
                     memcpy(d + 2, b + off, size);

@@ -348,11 +348,12 @@ int clinux_sendmmsg_gso(int fd, const clinux_addr *dst, const clinux_addr *src, 
     int m = 0;
     for (int i = 0; i < n; ) {
         /* A run: datagrams of one size, then at most one shorter one (the kernel's rule for
-           UDP_SEGMENT), within 64 KB. */
+           UDP_SEGMENT, udp(7): every segment gso_size bytes but the last), within 64 KB — a
+           frame's packets [1139, 1138] are one message of two segments. */
         int j = i + 1;
         uint32_t total = lens[i];
-        while (j < n && lens[j] == lens[i] && total + lens[j] <= 65000) { total += lens[j]; j++; }
-        if (j < n && j - i >= 2 && lens[j] < lens[i] && total + lens[j] <= 65000) j++;
+        while (j < n && lens[i] > 0 && lens[j] == lens[i] && total + lens[j] <= 65000) { total += lens[j]; j++; }
+        if (j < n && lens[j] > 0 && lens[j] < lens[i] && total + lens[j] <= 65000) j++; /* an empty one would vanish */
         memset(&msgs[m], 0, sizeof(msgs[m]));
         count[m] = j - i;
         for (int k = i; k < j; k++) { iovs[k].iov_base = bufs[k]; iovs[k].iov_len = lens[k]; }

@@ -87,7 +87,8 @@ public struct H264Packetizer {
             var count: Int
             var offset: Int
             var base: Int
-            var largerFrom: Int
+            var largerUntil: Int
+            var last: Int
         }
 
         enum Packet {
@@ -100,7 +101,8 @@ public struct H264Packetizer {
         /// The next packet's shape, advancing the cursor.
         mutating func plan(_ frame: Span<UInt8>) -> Packet? {
             if var f = fu {
-                let size = f.base + (f.index >= f.largerFrom ? 1 : 0)
+                // One size but the last's: a UDP GSO run (`splitForGSO`).
+                let size = f.index == f.count - 1 ? f.last : f.base + (f.index < f.largerUntil ? 1 : 0)
                 let part = f.offset..<(f.offset + size)
                 f.offset += size
                 f.index += 1
@@ -115,9 +117,10 @@ public struct H264Packetizer {
                 let payload = nal.count - 1
                 let per = room - 2
                 let count = (payload + per - 1) / per
+                let split = splitForGSO(payload, into: count)
                 fu = Fragmenting(
-                    nal: nal, index: 0, count: count, offset: nal.lowerBound + 1, base: payload / count,
-                    largerFrom: count - payload % count)
+                    nal: nal, index: 0, count: count, offset: nal.lowerBound + 1, base: split.base, largerUntil: split.largerUntil,
+                    last: split.last)
                 return plan(frame)
             }
             // STAP-A: one header byte, then each unit behind its 16-bit size (RFC 6184 §5.7.1).

@@ -117,7 +117,8 @@ import Testing
         let frame = (0..<2500).map { UInt8(truncatingIfNeeded: $0) }
         let d = VP8PayloadDescriptor(pictureID: 300)
         let packets = try packetize(frame, maxPayload: 1000, descriptor: d)
-        #expect(packets.map(\.count) == [4 + 833, 4 + 833, 4 + 834])
+        // ceil(2500 / 3) = 834 in all but the last, which takes the rest: one UDP GSO run.
+        #expect(packets.map(\.count) == [4 + 834, 4 + 834, 4 + 832])
         var joined: [UInt8] = []
         for (i, p) in packets.enumerated() {
             let (desc, n) = try VP8PayloadDescriptor.parse(p.span)
@@ -126,6 +127,31 @@ import Testing
             joined += p[n...]
         }
         #expect(joined == frame)
+    }
+
+    /// A frame's packets are one UDP GSO run: one size in all but the last, which is no larger
+    /// (Linux udp(7), UDP_SEGMENT), and about equal (the last at most n - 1 bytes short).
+    @Test func everyFramesPacketsAreOneGSORun() throws {
+        for size in [1, 995, 996, 997, 1991, 1992, 1993, 2500, 4000, 9999, 12_345, 60_001] {
+            let frame = [UInt8](repeating: 7, count: size)
+            let sizes = try packetize(frame, maxPayload: 1000, descriptor: VP8PayloadDescriptor(pictureID: 1)).map(\.count)
+            #expect(sizes.reduce(0, +) == size + 4 * sizes.count, "size \(size)")
+            #expect(sizes.dropLast().allSatisfy { $0 == sizes[0] } && sizes.last! <= sizes[0], "size \(size): \(sizes)")
+            #expect(sizes[0] - sizes.last! < sizes.count, "size \(size): \(sizes)")
+            #expect(sizes.allSatisfy { $0 <= 1000 }, "size \(size): \(sizes)")
+        }
+    }
+
+    /// Where a room of a few bytes would leave the last part empty, the split stays total.
+    @Test func splitForGSOKeepsEveryPartNonEmpty() {
+        for total in 1...200 {
+            for n in 1...min(total, 40) {
+                let (base, largerUntil, last) = splitForGSO(total, into: n)
+                let parts = (0..<n).map { $0 == n - 1 ? last : base + ($0 < largerUntil ? 1 : 0) }
+                #expect(parts.reduce(0, +) == total && parts.allSatisfy { $0 >= 1 }, "\(total) into \(n): \(parts)")
+                #expect(parts.max()! - parts.min()! < n, "\(total) into \(n): \(parts)")
+            }
+        }
     }
 
     @Test func singlePacketFrame() throws {

@@ -62,3 +62,38 @@ import Platform
         #expect(heard == [SocketAddress](repeating: source, count: 4), "\(heard)")
     }
 }
+
+/// A batch goes out as UDP GSO runs (equal sizes, then at most one shorter datagram: Linux
+/// udp(7), UDP_SEGMENT) and arrives as the datagrams it was: every length, byte and the order.
+@Suite struct GSORunTests {
+    @Test func aBatchOfRunsArrivesAsItsDatagrams() throws {
+        let receiver = try UDPSocket(bind: try SocketAddress(host: "127.0.0.1", port: 0))
+        let sender = try UDPSocket(bind: try SocketAddress(host: "127.0.0.1", port: 0))
+        // A frame of two (the second shorter), one of three, a lone audio packet, a longer one
+        // after a shorter (a new run), an empty datagram and a single.
+        let sizes = [1139, 1138, 858, 858, 857, 129, 50, 60, 0, 0, 700]
+        let batch = PacketBatch(capacity: sizes.count)
+        for (i, n) in sizes.enumerated() {
+            let slot = batch.slot(i)
+            for k in 0..<n { slot.baseAddress!.storeBytes(of: UInt8(truncatingIfNeeded: i &* 31 &+ k), toByteOffset: k, as: UInt8.self) }
+            batch.lengths[i] = UInt32(n)
+        }
+        let sent = try batch.pointers.withUnsafeBufferPointer { p in
+            try batch.lengths.withUnsafeBufferPointer { l in
+                try sender.send(pointers: p.baseAddress!, lengths: l.baseAddress!, count: sizes.count, to: receiver.localAddress)
+            }
+        }
+        #expect(sent == sizes.count)
+        let rx = PacketBatch(capacity: 16)
+        var heard: [[UInt8]] = []
+        for _ in 0..<100 where heard.count < sizes.count {
+            let n = try receiver.receive(into: rx)
+            for i in 0..<n { heard.append(Array(UnsafeRawBufferPointer(start: rx.slot(i).baseAddress, count: Int(rx.lengths[i])))) }
+            if n == 0 { Clock.sleep(micros: 2_000) }
+        }
+        #expect(heard.map(\.count) == sizes, "\(heard.map(\.count))")
+        for (i, d) in heard.enumerated() where i < sizes.count {
+            #expect(d.enumerated().allSatisfy { k, b in b == UInt8(truncatingIfNeeded: i &* 31 &+ k) }, "datagram \(i)")
+        }
+    }
+}
