@@ -62,7 +62,7 @@ size_t cbench_packetize_vp9(const uint8_t *const *frames, const size_t *sizes, s
         size_t room = max_payload - hdr, total = sizes[f] + ss;
         size_t n = (total + room - 1) / room;
         if (n == 0) n = 1;
-        size_t base = total / n, larger_from = n - total % n, off = 0;
+        size_t off = 0;
         ts += 3000;
         for (size_t i = 0; i < n; i++) {
             uint8_t *p = slots + slot * slot_size;
@@ -77,7 +77,7 @@ size_t cbench_packetize_vp9(const uint8_t *const *frames, const size_t *sizes, s
             d[o++] = (uint8_t)*picture_id;
             d[o++] = 0;
             if (!key) d[o++] = 2;
-            size_t share = base + (i >= larger_from ? 1 : 0), bytes = share;
+            size_t share = split_part(total, n, i), bytes = share;
             if (key && i == 0) {
                 d[o++] = 0x10; d[o++] = 0x05; d[o++] = 0x00; d[o++] = 0x02; d[o++] = 0xd0;
                 bytes = share - ss;

@@ -33,6 +33,10 @@ import RTPCore
                 #expect(w.count <= 1000)
                 packets.append((Array(buf[0..<w.count]), marker))
             }
+            // One UDP GSO run: every packet but the last the same size, the last no larger
+            // (Linux udp(7), UDP_SEGMENT), the scalability structure counted in the first's.
+            let sizes = packets.map(\.0.count)
+            #expect(sizes.dropLast().allSatisfy { $0 == sizes[0] } && sizes.last! <= sizes[0], "\(sizes)")
             let firstPacket = packets[0].0
             let (first, _) = try VP9PayloadDescriptor.parse(firstPacket.span)
             #expect(first.pictureID == pid && first.flexible && first.beginningOfFrame && first.interPicturePredicted == !f.isKeyFrame)
