@@ -5,14 +5,17 @@
 #include <srtp2/srtp.h>
 #include "../CSRTP/shim.h" /* the same session setup as SRTPSession; only the protect loop is timed */
 
-/* `total` bytes in `n` parts, as RTPCore's splitForGSO: every part but the last ceil(total / n),
-   the last the rest; where that leaves the last empty, the first total % n parts one byte larger. */
-static inline size_t split_part(size_t total, size_t n, size_t i) {
-    if (n <= 1) return total;
+/* `total` bytes in `n` parts, as RTPCore's PayloadSplit: every part but the last ceil(total / n),
+   the last the rest; where that leaves the last empty, the first total % n parts one byte larger.
+   Worked out once per frame; split_size is then a compare or two per packet. */
+typedef struct { size_t n, base, larger_until, last; } split_t;
+static inline split_t split_make(size_t total, size_t n) {
+    if (n <= 1) return (split_t){1, total, 0, total};
     size_t full = (total + n - 1) / n;
-    if (total > (n - 1) * full) return i + 1 == n ? total - (n - 1) * full : full;
-    return total / n + (i < total % n ? 1 : 0);
+    if (total > (n - 1) * full) return (split_t){n, full, 0, total - (n - 1) * full};
+    return (split_t){n, total / n, total % n, total / n};
 }
+static inline size_t split_size(const split_t *s, size_t i) { return i + 1 == s->n ? s->last : s->base + (i < s->larger_until ? 1 : 0); }
 
 size_t cbench_packetize(const uint8_t *const *frames, const size_t *sizes, size_t frame_count,
                         const uint8_t *header, size_t header_len, size_t max_payload,
@@ -25,6 +28,7 @@ size_t cbench_packetize(const uint8_t *const *frames, const size_t *sizes, size_
         size_t n = (len + room - 1) / room;
         if (n == 0) n = 1;
         size_t off = 0;
+        split_t sp = split_make(len, n);
         ts += 3000;
         for (size_t i = 0; i < n; i++) {
             uint8_t *p = slots + slot * slot_size;
@@ -37,7 +41,7 @@ size_t cbench_packetize(const uint8_t *const *frames, const size_t *sizes, size_
             d[1] = 0x80;
             d[2] = (uint8_t)(0x80 | (*picture_id >> 8));
             d[3] = (uint8_t)*picture_id;
-            size_t size = split_part(len, n, i);
+            size_t size = split_size(&sp, i);
             memcpy(d + 4, frame + off, size);
             lengths[slot] = (int32_t)(header_len + 4 + size);
             off += size;
@@ -63,6 +67,7 @@ size_t cbench_packetize_vp9(const uint8_t *const *frames, const size_t *sizes, s
         size_t n = (total + room - 1) / room;
         if (n == 0) n = 1;
         size_t off = 0;
+        split_t sp = split_make(total, n);
         ts += 3000;
         for (size_t i = 0; i < n; i++) {
             uint8_t *p = slots + slot * slot_size;
@@ -77,7 +82,7 @@ size_t cbench_packetize_vp9(const uint8_t *const *frames, const size_t *sizes, s
             d[o++] = (uint8_t)*picture_id;
             d[o++] = 0;
             if (!key) d[o++] = 2;
-            size_t share = split_part(total, n, i), bytes = share;
+            size_t share = split_size(&sp, i), bytes = share;
             if (key && i == 0) {
                 d[o++] = 0x10; d[o++] = 0x05; d[o++] = 0x00; d[o++] = 0x02; d[o++] = 0xd0;
                 bytes = share - ss;
@@ -212,9 +217,10 @@ size_t cbench_packetize_h264(const uint8_t *const *frames, const size_t *sizes, 
             if (n > max_payload) {
                 size_t payload = n - 1, per = max_payload - 2, count = (payload + per - 1) / per;
                 size_t off = s + 1;
+                split_t sp = split_make(payload, count);
                 for (size_t i = 0; i < count; i++) {
                     if (i > 0) { p = h264_packet(slots, slot_size, &slot, slot_count, header, header_len, seq, ts); d = p + header_len; }
-                    size_t size = split_part(payload, count, i);
+                    size_t size = split_size(&sp, i);
                     d[0] = (uint8_t)((b[s] & 0xe0) | 28);
                     d[1] = (uint8_t)((i == 0 ? 0x80 : 0) | (i + 1 == count ? 0x40 : 0) | (b[s] & 0x1f));
                     memcpy(d + 2, b + off, size);

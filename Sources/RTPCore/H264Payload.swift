@@ -84,11 +84,8 @@ public struct H264Packetizer {
         struct Fragmenting {
             var nal: Range<Int>
             var index: Int
-            var count: Int
+            var split: PayloadSplit
             var offset: Int
-            var base: Int
-            var largerUntil: Int
-            var last: Int
         }
 
         enum Packet {
@@ -101,12 +98,11 @@ public struct H264Packetizer {
         /// The next packet's shape, advancing the cursor.
         mutating func plan(_ frame: Span<UInt8>) -> Packet? {
             if var f = fu {
-                // One size but the last's: a UDP GSO run (`splitForGSO`).
-                let size = f.index == f.count - 1 ? f.last : f.base + (f.index < f.largerUntil ? 1 : 0)
+                let size = f.split.size(of: f.index)
                 let part = f.offset..<(f.offset + size)
                 f.offset += size
                 f.index += 1
-                let last = f.index == f.count
+                let last = f.index == f.split.count
                 fu = last ? nil : f
                 if last { cursor = f.nal.upperBound }
                 return .fragment(nal: f.nal, part: part, first: f.index == 1, last: last)
@@ -117,10 +113,7 @@ public struct H264Packetizer {
                 let payload = nal.count - 1
                 let per = room - 2
                 let count = (payload + per - 1) / per
-                let split = splitForGSO(payload, into: count)
-                fu = Fragmenting(
-                    nal: nal, index: 0, count: count, offset: nal.lowerBound + 1, base: split.base, largerUntil: split.largerUntil,
-                    last: split.last)
+                fu = Fragmenting(nal: nal, index: 0, split: PayloadSplit(payload, into: count), offset: nal.lowerBound + 1)
                 return plan(frame)
             }
             // STAP-A: one header byte, then each unit behind its 16-bit size (RFC 6184 §5.7.1).

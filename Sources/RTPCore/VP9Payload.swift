@@ -129,17 +129,11 @@ public struct VP9Packetizer {
     @usableFromInline let ssSize: Int
     /// Per spatial layer: its packets, and its bytes (with the scalability structure on the
     /// lowest) shared about equally among them.
-    @usableFromInline var counts: InlineArray<3, Int> = .init(repeating: 0)
-    @usableFromInline var bases: InlineArray<3, Int> = .init(repeating: 0)
-    @usableFromInline var largerUntil: InlineArray<3, Int> = .init(repeating: 0)
-    @usableFromInline var lasts: InlineArray<3, Int> = .init(repeating: 0)
+    @usableFromInline var splits: InlineArray<3, PayloadSplit> = .init(repeating: PayloadSplit(0, into: 1))
     @usableFromInline var layer = 0
     /// The current layer's figures, so a packet reads no per-layer array: its packets, its
     /// packet sizes, and its descriptor (`descriptor` with the layer's SID, D and Z).
-    @usableFromInline var layerCount = 0
-    @usableFromInline var layerBase = 0
-    @usableFromInline var layerLargerUntil = 0
-    @usableFromInline var layerLast = 0
+    @usableFromInline var layerSplit = PayloadSplit(0, into: 1)
     @usableFromInline var layerDescriptor: UInt64 = 0
     @usableFromInline var inLayer = 0
     @usableFromInline var offset = 0
@@ -192,9 +186,7 @@ public struct VP9Packetizer {
             var n = max(1, (bytes + room - 1) / room)
             // The first packet must hold the scalability structure and a byte of the frame.
             if ssSize > 0 { while bytes / n <= ssSize && n > 1 { n -= 1 } }
-            counts[0] = n
-            // One size but the last's: a UDP GSO run (`splitForGSO`).
-            (bases[0], largerUntil[0], lasts[0]) = splitForGSO(bytes, into: n)
+            splits[0] = PayloadSplit(bytes, into: n)
             packetCount = n
         } else {
             var sum = 0, total = 0
@@ -205,8 +197,7 @@ public struct VP9Packetizer {
                 let bytes = l.size + (s == 0 ? ssSize : 0)
                 var n = max(1, (bytes + room - 1) / room)
                 if s == 0 && ssSize > 0 { while bytes / n <= ssSize && n > 1 { n -= 1 } }
-                counts[s] = n
-                (bases[s], largerUntil[s], lasts[s]) = splitForGSO(bytes, into: n)
+                splits[s] = PayloadSplit(bytes, into: n)
                 total += n
             }
             guard sum == frameSize, spatialLayers.count <= 3 else { throw .valueOutOfRange }
@@ -226,10 +217,7 @@ public struct VP9Packetizer {
         layer = s
         inLayer = 0
         guard s < layers else { return }
-        layerCount = counts[s]
-        layerBase = bases[s]
-        layerLargerUntil = largerUntil[s]
-        layerLast = lasts[s]
+        layerSplit = splits[s]
         // Z where no layer above predicts from this one; SID, and D on a key picture's upper
         // layers.
         let z: UInt64 = !keyFrame || s + 1 == layers ? 0x01 : 0
@@ -244,8 +232,8 @@ public struct VP9Packetizer {
         guard _index < packetCount else { return nil }
         // Sizes and offsets are bounded by the picture's size, an Int of real memory: the
         // wrapping operators only drop overflow checks that cannot fire.
-        let first = inLayer == 0, last = inLayer &+ 1 == layerCount
-        let share = last ? layerLast : layerBase &+ (inLayer < layerLargerUntil ? 1 : 0)
+        let first = inLayer == 0, last = inLayer &+ 1 == layerSplit.count
+        let share = layerSplit.size(of: inLayer)
         // B on a layer frame's first packet, E on its last.
         var flags: UInt64 = first ? 0x08 : 0
         if last { flags |= 0x04 }

@@ -143,11 +143,11 @@ import Testing
     }
 
     /// Where a room of a few bytes would leave the last part empty, the split stays total.
-    @Test func splitForGSOKeepsEveryPartNonEmpty() {
+    @Test func payloadSplitKeepsEveryPartNonEmpty() {
         for total in 1...200 {
             for n in 1...min(total, 40) {
-                let (base, largerUntil, last) = splitForGSO(total, into: n)
-                let parts = (0..<n).map { $0 == n - 1 ? last : base + ($0 < largerUntil ? 1 : 0) }
+                let split = PayloadSplit(total, into: n)
+                let parts = (0..<n).map { split.size(of: $0) }
                 #expect(parts.reduce(0, +) == total && parts.allSatisfy { $0 >= 1 }, "\(total) into \(n): \(parts)")
                 #expect(parts.max()! - parts.min()! < n, "\(total) into \(n): \(parts)")
             }
